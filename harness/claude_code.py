@@ -1,0 +1,432 @@
+"""Claude Code adapter: payload models, classification, hook config, transcript paths.
+
+Facts per Claude Code 2.1.332 (``shared/claude-code/README.md``, recorded fixtures in
+``fixtures/claude-code/2.1.332``). Pure: no I/O, no store, no server.
+
+- :func:`parse` turns raw hook stdin bytes into a typed payload (unknown events and fields
+  are kept in the raw bytes and never rejected);
+- :func:`observe` turns a payload into :class:`Observation` s that the core applies;
+- :func:`hook_settings` renders the ``hooks`` block that `hookd spawn` merges into settings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+import msgspec
+
+from hookd.models import PayloadInvalid, Selection
+
+HARNESS = "claude-code"
+VERSION = "2.1.332"
+ASK_TOOL = "AskUserQuestion"
+
+# Events hookd registers at spawn (PostToolBatch and MessageDisplay exist but add nothing).
+REGISTERED_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PermissionRequest",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Notification",
+    "Stop",
+    "SubagentStop",
+    "PreCompact",
+    "SessionEnd",
+)
+# Events that take no matcher in Claude Code's settings.
+NO_MATCHER_EVENTS = frozenset({"UserPromptSubmit", "Stop", "SubagentStop", "PostToolBatch"})
+# Tool events: matcher ".*" (a regex) covers every tool including mcp__server__tool.
+TOOL_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure"})
+
+
+# --- payload models (fields per Claude Code 2.1.332 hook stdin) -------------------------
+
+
+class Base(msgspec.Struct, kw_only=True):
+    """Fields common to every hook payload. ``agent_id``/``agent_type``: subagent events."""
+
+    hook_event_name: str
+    session_id: str | None = None
+    transcript_path: str | None = None
+    cwd: str | None = None
+    prompt_id: str | None = None
+    permission_mode: str | None = None
+    effort: Any = None
+    agent_id: str | None = None
+    agent_type: str | None = None
+
+
+class ToolEvent(Base, kw_only=True):
+    tool_name: str
+    tool_input: Any = None
+    tool_use_id: str | None = None
+
+
+class PreToolUse(ToolEvent, kw_only=True):
+    pass
+
+
+class PermissionRequest(ToolEvent, kw_only=True):
+    """No ``tool_use_id`` in 2.1.332; matched to its call by (session, tool, input hash)."""
+
+    permission_suggestions: Any = None
+
+
+class PostToolUse(ToolEvent, kw_only=True):
+    tool_response: Any = None
+    duration_ms: float | None = None
+
+
+class PostToolUseFailure(ToolEvent, kw_only=True):
+    error: Any = None
+    is_interrupt: bool | None = None
+    duration_ms: float | None = None
+
+
+class PostToolBatch(Base, kw_only=True):
+    tool_calls: list[Any] = []
+
+
+class UserPromptSubmit(Base, kw_only=True):
+    prompt: str | None = None
+    user_prompt: str | None = None  # older spelling seen in reports
+
+
+class SessionStart(Base, kw_only=True):
+    source: str | None = None  # startup | resume | clear | compact
+    model: Any = None
+
+
+class SessionEnd(Base, kw_only=True):
+    reason: str | None = None
+
+
+class Stop(Base, kw_only=True):
+    stop_hook_active: bool = False
+    last_assistant_message: str | None = None
+    background_tasks: Any = None
+    session_crons: Any = None
+
+
+class SubagentStop(Stop, kw_only=True):
+    agent_transcript_path: str | None = None
+
+
+class Notification(Base, kw_only=True):
+    message: str | None = None
+    notification_type: str | None = None
+    title: str | None = None
+
+
+class PreCompact(Base, kw_only=True):
+    trigger: str | None = None
+    custom_instructions: str | None = None
+
+
+class MessageDisplay(Base, kw_only=True):
+    turn_id: str | None = None
+    message_id: str | None = None
+    index: int | None = None
+    final: bool | None = None
+    delta: str | None = None
+
+
+MODELS: dict[str, type[Base]] = {
+    cls.__name__: cls
+    for cls in (
+        PreToolUse,
+        PermissionRequest,
+        PostToolUse,
+        PostToolUseFailure,
+        PostToolBatch,
+        UserPromptSubmit,
+        SessionStart,
+        SessionEnd,
+        Stop,
+        SubagentStop,
+        Notification,
+        PreCompact,
+        MessageDisplay,
+    )
+}
+
+
+class Option(msgspec.Struct):
+    label: str
+    description: str | None = None
+
+
+class Question(msgspec.Struct):
+    """One AskUserQuestion question (``tool_input.questions[i]``)."""
+
+    question: str
+    header: str | None = None
+    options: list[Option] = []
+    multiSelect: bool = False
+
+
+def parse(raw: bytes) -> Base:
+    """Decode one hook payload.
+
+    raw: the hook's stdin bytes. Returns the typed payload for known events, :class:`Base`
+    for unknown ones. Raises PayloadInvalid when ``raw`` is not one JSON object with a string
+    ``hook_event_name``, or a known field has the wrong type.
+    """
+    try:
+        obj = msgspec.json.decode(raw)
+    except msgspec.DecodeError as e:
+        raise PayloadInvalid(f"payload is not valid JSON: {e}") from None
+    if not isinstance(obj, dict):
+        raise PayloadInvalid(f"payload must be a JSON object, got {type(obj).__name__}")
+    name = obj.get("hook_event_name")
+    if not isinstance(name, str) or not name:
+        raise PayloadInvalid("payload has no string 'hook_event_name'")
+    model = MODELS.get(name, Base)
+    try:
+        return msgspec.convert(obj, model)
+    except msgspec.ValidationError as e:
+        raise PayloadInvalid(f"{name} payload: {e}") from None
+
+
+# --- observations ----------------------------------------------------------------------
+
+
+class Observation(msgspec.Struct, kw_only=True):
+    """Something the core must apply. Subclasses are the whole vocabulary."""
+
+
+class QuestionAsked(Observation, kw_only=True):
+    """An AskUserQuestion call was seen. ``via``: the hook event that showed it."""
+
+    tool_use_id: str | None
+    tool_name: str
+    input_hash: str
+    questions: Any
+    via: str
+
+
+class QuestionResolved(Observation, kw_only=True):
+    """An AskUserQuestion call ended. ``outcome``: answered | empty | dismissed."""
+
+    tool_use_id: str | None
+    tool_name: str
+    input_hash: str
+    questions: Any
+    outcome: str
+    answers: dict[str, Any] | None
+    selections: list[Selection] | None
+    surface: str | None
+    warning: str | None = None
+    error: str | None = None
+
+
+class SessionStarted(Observation, kw_only=True):
+    source: str | None
+
+
+class SessionEnded(Observation, kw_only=True):
+    reason: str | None
+
+
+def questions_hash(questions: Any) -> str:
+    """Stable hash (hex, 24 chars) of an AskUserQuestion ``questions`` value.
+
+    Used to match a PermissionRequest (which lacks ``tool_use_id``) to its PreToolUse, and
+    transcript rows to hook rows. Key order does not matter.
+    """
+    canon = msgspec.json.encode(_sorted(questions))
+    return hashlib.sha256(canon).hexdigest()[:24]
+
+
+def _sorted(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _sorted(v[k]) for k in sorted(v)}
+    if isinstance(v, list):
+        return [_sorted(x) for x in v]
+    return v
+
+
+def _questions_of(tool_input: Any) -> Any:
+    if isinstance(tool_input, dict):
+        return tool_input.get("questions")
+    return None
+
+
+def observe(p: Base) -> list[Observation]:
+    """Classify one payload. Pure; the same payload always gives the same observations."""
+    obs: list[Observation] = []
+    if isinstance(p, SessionStart):
+        obs.append(SessionStarted(source=p.source))
+    elif isinstance(p, SessionEnd):
+        obs.append(SessionEnded(reason=p.reason))
+    elif isinstance(p, ToolEvent) and p.tool_name == ASK_TOOL:
+        questions = _questions_of(p.tool_input)
+        h = questions_hash(questions)
+        if isinstance(p, (PreToolUse, PermissionRequest)):
+            obs.append(
+                QuestionAsked(
+                    tool_use_id=p.tool_use_id,
+                    tool_name=p.tool_name,
+                    input_hash=h,
+                    questions=questions,
+                    via=p.hook_event_name,
+                )
+            )
+        elif isinstance(p, PostToolUse):
+            obs.append(_resolved_from_post(p, questions, h))
+        elif isinstance(p, PostToolUseFailure):
+            obs.append(
+                QuestionResolved(
+                    tool_use_id=p.tool_use_id,
+                    tool_name=p.tool_name,
+                    input_hash=h,
+                    questions=questions,
+                    outcome="dismissed",
+                    answers=None,
+                    selections=None,
+                    surface="terminal",
+                    error=p.error if isinstance(p.error, str) else msgspec.json.encode(p.error).decode(),
+                )
+            )
+    return obs
+
+
+def _resolved_from_post(p: PostToolUse, questions: Any, h: str) -> QuestionResolved:
+    answers = None
+    for src in (p.tool_response, p.tool_input):
+        if isinstance(src, dict) and isinstance(src.get("answers"), dict):
+            answers = src["answers"]
+            break
+    if answers:
+        return QuestionResolved(
+            tool_use_id=p.tool_use_id,
+            tool_name=p.tool_name,
+            input_hash=h,
+            questions=questions,
+            outcome="answered",
+            answers=answers,
+            selections=decode_answers(questions, answers),
+            surface="terminal",
+        )
+    return QuestionResolved(
+        tool_use_id=p.tool_use_id,
+        tool_name=p.tool_name,
+        input_hash=h,
+        questions=questions,
+        outcome="empty",
+        answers=answers if answers is not None else None,
+        selections=None,
+        surface=None,
+        warning="AskUserQuestion resolved with no answers and no human action; "
+        "the model may proceed as if the human had spoken",
+    )
+
+
+# --- answers ---------------------------------------------------------------------------
+
+
+def decode_answers(questions: Any, answers: dict[str, Any]) -> list[Selection]:
+    """Decode Claude Code's text-keyed answers against the questions' options.
+
+    answers: question text -> answer string; multi-select answers are the chosen labels
+    joined with ", " (labels may themselves contain commas); anything that is not a
+    sequence of option labels is free text ("Other") and kept verbatim.
+    Returns one Selection per answered question, in the answers' order.
+    """
+    try:
+        qs = msgspec.convert(questions, list[Question])
+    except (msgspec.ValidationError, TypeError):
+        qs = []
+    by_text = {q.question: q for q in qs}
+    out: list[Selection] = []
+    for text, value in answers.items():
+        raw = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+        q = by_text.get(text)
+        labels: list[str] = []
+        other: str | None = None
+        if q is None:
+            other = raw
+        else:
+            names = [o.label for o in q.options]
+            if raw in names:
+                labels = [raw]
+            elif q.multiSelect and (split := _split_labels(raw, names)) is not None:
+                labels = split
+            else:
+                other = raw
+        out.append(Selection(question=text, raw=raw, labels=labels, other=other))
+    return out
+
+
+def _split_labels(raw: str, names: list[str]) -> list[str] | None:
+    """Split ``raw`` into known labels joined by ", " (longest label first), or None."""
+    ordered = sorted(set(names), key=len, reverse=True)
+    memo: dict[int, list[str] | None] = {}
+
+    def at(i: int) -> list[str] | None:
+        if i in memo:
+            return memo[i]
+        result = None
+        for name in ordered:
+            if raw.startswith(name, i):
+                j = i + len(name)
+                if j == len(raw):
+                    result = [name]
+                    break
+                if raw.startswith(", ", j):
+                    rest = at(j + 2)
+                    if rest is not None:
+                        result = [name, *rest]
+                        break
+        memo[i] = result
+        return result
+
+    return at(0) if raw else None
+
+
+# --- settings generation ---------------------------------------------------------------
+
+def hook_settings(command: str, timeout_s: int = 30) -> dict[str, list[dict[str, Any]]]:
+    """The ``hooks`` mapping hookd adds for one builder.
+
+    command: the shell command Claude Code runs (``sh -c``), builder id and hookd's tag
+    comment baked in. timeout_s: Claude Code's own timeout for the hook (seconds), a backstop
+    above the client's deadline. Tool events use matcher ``.*`` so ``mcp__*`` tools are
+    covered; UserPromptSubmit/Stop/SubagentStop take no matcher. No keys beyond Claude Code's
+    own schema are written: hookd recognises its entries by the tag in the command.
+    """
+    out: dict[str, list[dict[str, Any]]] = {}
+    for event in REGISTERED_EVENTS:
+        group: dict[str, Any] = {}
+        if event not in NO_MATCHER_EVENTS:
+            group["matcher"] = ".*" if event in TOOL_EVENTS else ""
+        group["hooks"] = [{"type": "command", "command": command, "timeout": timeout_s}]
+        out[event] = [group]
+    return out
+
+
+# --- transcript paths ------------------------------------------------------------------
+
+_LONG_PREFIX = re.compile(r"^(\\\\\?\\|//\?/)")
+
+
+def project_slug(cwd: str) -> str:
+    """Claude Code's projects-folder name for ``cwd``: every non-alphanumeric character
+    becomes ``-`` (``D:\\Development\\Feature3`` -> ``D--Development-Feature3``). Claude
+    Code adds a hash suffix past 200 characters; prefer the hook's ``transcript_path``."""
+    return re.sub(r"[^A-Za-z0-9]", "-", cwd)
+
+
+def normalize_path(path: str) -> str:
+    """Comparable form of a path from any OS: strips the ``\\\\?\\`` long-path prefix,
+    uses forward slashes, lowercases drive letters and Windows paths (case-insensitive)."""
+    p = _LONG_PREFIX.sub("", path)
+    windows = bool(re.match(r"^[A-Za-z]:[\\/]", p)) or p.startswith("\\\\") or "\\" in p
+    p = p.replace("\\", "/")
+    if windows:
+        p = p.lower()
+    return p

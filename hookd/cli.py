@@ -1,0 +1,194 @@
+"""The `hookd` command line: a thin click layer over the core, the client and spawn.
+
+Every command takes ``--home`` (or ``HOOKD_HOME``). Errors print one sentence to stderr
+and exit non-zero (2 bad input or config, 3 daemon not running, 4 already serving, 1 other).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import msgspec
+from tabulate import tabulate
+
+from hookd import __version__
+from hookd.config import Home
+from hookd.models import HookdError
+
+_enc = msgspec.json.Encoder()
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except HookdError as e:
+            click.echo(f"hookd: {e.message}", err=True)
+            ctx.exit(e.exit_code)
+
+
+def _echo_json(obj: Any) -> None:
+    click.echo(_enc.encode(obj).decode())
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+@click.group(cls=_Group)
+@click.version_option(__version__, prog_name="hookd")
+@click.option("--home", type=click.Path(path_type=Path), envvar="HOOKD_HOME",
+              help="hookd's data directory [env HOOKD_HOME; default: per-user data dir].")
+@click.pass_context
+def main(ctx: click.Context, home: Path | None) -> None:
+    """hookd: the local hook bridge between coding agents and the humans who steer them."""
+    ctx.obj = Home.resolve(home)
+
+
+def _client(ctx: click.Context) -> Any:
+    from hookd.client import Client
+
+    return Client(ctx.obj)
+
+
+@main.command()
+@click.option("--port", type=int, default=0, show_default=True,
+              help="Loopback TCP port for hook clients (0: any free port).")
+@click.option("--log-level", default="info", type=click.Choice(["debug", "info", "warning", "error"]))
+@click.pass_context
+def serve(ctx: click.Context, port: int, log_level: str) -> None:
+    """Run the daemon in the foreground (SIGTERM/SIGINT stop it). Logs go to stderr."""
+    from hookd.server import serve as run
+
+    logging.basicConfig(level=log_level.upper(), stream=sys.stderr, format="%(asctime)s hookd %(levelname)s %(message)s")
+    run(ctx.obj, port=port)
+
+
+@main.command()
+@click.argument("builder")
+@click.option("--worktree", type=click.Path(path_type=Path, file_okay=False), help="The builder's worktree.")
+@click.option("--settings-file", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write a standalone settings file for `claude --settings PATH` instead.")
+@click.option("--harness", default="claude-code", show_default=True)
+@click.option("--deadline", type=float, default=None,
+              help="Hook client's hard deadline in seconds [env HOOKD_DEADLINE_MS; default 5].")
+@click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
+@click.pass_context
+def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file: Path | None,
+          harness: str, deadline: float | None, as_json: bool) -> None:
+    """Install hookd's hooks for BUILDER (idempotent; works while the daemon is down)."""
+    from hookd.spawn import spawn as do_spawn
+
+    m = do_spawn(ctx.obj, builder, worktree=worktree, settings_file=settings_file, harness=harness,
+                 deadline_ms=None if deadline is None else int(deadline * 1000))
+    if as_json:
+        _echo_json(m)
+    else:
+        click.echo(f"spawned {builder}: hooks for {len(m['events'])} events in {m['settings_file']}")
+
+
+@main.command()
+@click.argument("builder")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def unspawn(ctx: click.Context, builder: str, as_json: bool) -> None:
+    """Remove exactly the hooks `spawn` added for BUILDER."""
+    from hookd.spawn import unspawn as do_unspawn
+
+    r = do_unspawn(ctx.obj, builder)
+    if as_json:
+        _echo_json(r)
+    else:
+        click.echo(f"unspawned {builder}: removed {r['removed']} hook entries from {r['settings_file']}")
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """The daemon's state: listeners, counts, builders."""
+    s = _client(ctx).get("/v1/status")
+    if as_json:
+        _echo_json(s)
+        return
+    click.echo(f"hookd {s['version']} pid {s['pid']}, up {s['uptime_s']:.0f} s, home {s['home']}")
+    click.echo(f"socket {s['socket']}, hook port 127.0.0.1:{s['tcp_port']}")
+    c = s["counts"]
+    click.echo(f"{c['hook_events']} hook events, {c['events']} events, {c['pending_interactions']} pending, {c['spooled']} spooled")
+    if s["builders"]:
+        rows = [[b["builder"], b["harness"], b["hooks_seen"], b["pending"], _when(b["last_hook_at"]),
+                 b.get("warning", "")] for b in s["builders"]]
+        click.echo(tabulate(rows, headers=["builder", "harness", "hooks", "pending", "last hook", "note"]))
+
+
+@main.command()
+@click.option("--state", type=click.Choice(["pending", "resolved", "all"]), default="pending", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="A JSON array of interactions.")
+@click.pass_context
+def questions(ctx: click.Context, state: str, as_json: bool) -> None:
+    """Questions and other interactions waiting on (or answered by) a human."""
+    items = _client(ctx).get("/v1/questions", state=state)
+    if as_json:
+        _echo_json(items)
+        return
+    rows = []
+    for i in items:
+        qs = i["questions"] if isinstance(i["questions"], list) else []
+        text = "; ".join(q.get("question", "?") for q in qs if isinstance(q, dict)) or "-"
+        ans = "; ".join(f"{v}" for v in (i["answers"] or {}).values()) or "-"
+        rows.append([i["id"], i["builder"], i["state"], text, ans, _when(i["created_at"])])
+    click.echo(tabulate(rows, headers=["id", "builder", "state", "question", "answer", "asked"]) if rows else "no questions")
+
+
+@main.command()
+@click.option("--after", type=int, default=0, show_default=True, help="Only events with seq > AFTER.")
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new events as they are committed.")
+@click.option("--json", "as_json", is_flag=True, help="JSON lines: seq, kind, builder, session_id, at, data.")
+@click.pass_context
+def events(ctx: click.Context, after: int, follow: bool, as_json: bool) -> None:
+    """hookd's event log, oldest first."""
+    client = _client(ctx)
+
+    def show(e: dict[str, Any]) -> None:
+        if as_json:
+            _echo_json(e)
+        else:
+            d = e["data"]
+            detail = " ".join(f"{k}={d[k]}" for k in ("hook_event_name", "tool_name", "id", "outcome", "source") if d.get(k))
+            click.echo(f"{e['seq']:>6} {_when(e['at'])} {e['kind']:<18} {e['builder'] or '-'} {detail}")
+
+    if follow:
+        for e in client.lines("/v1/events", after=after, follow=1):
+            show(e)
+        return
+    while True:
+        batch = list(client.lines("/v1/events", after=after, limit=1000))
+        for e in batch:
+            show(e)
+        if len(batch) < 1000:
+            break
+        after = batch[-1]["seq"]
+
+
+@main.command()
+@click.argument("scenario_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--update", is_flag=True, help="Rewrite expected-events.jsonl from this run.")
+def replay(scenario_dir: Path, update: bool) -> None:
+    """Replay SCENARIO_DIR/hooks/*.json through a private daemon, as the hook client would,
+    and compare the events with SCENARIO_DIR/expected-events.jsonl."""
+    from hookd.replay import replay as do_replay
+
+    result = do_replay(scenario_dir, update=update)
+    if result.diff:
+        click.echo(result.diff, nl=False)
+        click.echo(f"replay {scenario_dir}: MISMATCH ({result.steps} hooks, {len(result.events)} events)", err=True)
+        sys.exit(1)
+    verb = "updated" if update else "ok"
+    click.echo(f"replay {scenario_dir}: {verb} ({result.steps} hooks, {len(result.events)} events)")

@@ -1,0 +1,74 @@
+"""The CLI's HTTP client: httpx over the daemon's Unix socket.
+
+Raises DaemonNotRunning (with the command that starts it) when nothing listens, and turns
+the API's error shape back into the matching HookdError.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any, Iterator
+
+import httpx
+import msgspec
+
+from hookd.config import Home
+from hookd.models import DaemonNotRunning, HookdError
+
+_ERRORS = {cls.code: cls for cls in HookdError.__subclasses__()}
+
+
+class Client:
+    """A client for one home's daemon. timeout: seconds per request (None: no limit)."""
+
+    def __init__(self, home: Home, timeout: float | None = 10.0):
+        self.home = home
+        transport = httpx.HTTPTransport(uds=str(home.socket_path))
+        self._http = httpx.Client(transport=transport, base_url="http://hookd", timeout=timeout)
+
+    def _not_running(self) -> DaemonNotRunning:
+        return DaemonNotRunning(
+            f"hookd is not running for {self.home.root}; start it with: hookd --home {shlex.quote(str(self.home.root))} serve"
+        )
+
+    def _raise_for(self, r: httpx.Response) -> None:
+        if r.status_code < 400:
+            return
+        try:
+            err = msgspec.json.decode(r.read())["error"]
+            cls = _ERRORS.get(err["code"], HookdError)
+            raise cls(err["message"])
+        except (msgspec.DecodeError, KeyError, TypeError):
+            raise HookdError(f"daemon answered HTTP {r.status_code}") from None
+
+    def get(self, path: str, **params: Any) -> Any:
+        try:
+            r = self._http.get(path, params={k: v for k, v in params.items() if v is not None})
+        except (httpx.ConnectError, FileNotFoundError, httpx.RemoteProtocolError):
+            raise self._not_running() from None
+        self._raise_for(r)
+        return msgspec.json.decode(r.content)
+
+    def post(self, path: str, body: bytes, headers: dict[str, str] | None = None) -> bytes:
+        try:
+            r = self._http.post(path, content=body, headers=headers)
+        except (httpx.ConnectError, FileNotFoundError, httpx.RemoteProtocolError):
+            raise self._not_running() from None
+        self._raise_for(r)
+        return r.content
+
+    def lines(self, path: str, **params: Any) -> Iterator[dict[str, Any]]:
+        """Stream JSON lines (``/v1/events?follow=1``) until the daemon ends the stream."""
+        try:
+            with self._http.stream("GET", path, params=params, timeout=None) as r:
+                self._raise_for(r)
+                for line in r.iter_lines():
+                    if line:
+                        yield msgspec.json.decode(line)
+        except (httpx.ConnectError, FileNotFoundError):
+            raise self._not_running() from None
+        except (httpx.RemoteProtocolError, httpx.ReadError):
+            return
+
+    def close(self) -> None:
+        self._http.close()

@@ -1,0 +1,172 @@
+"""Where hookd keeps things: the home directory layout and its environment variables.
+
+``HOOKD_HOME`` (or ``--home``) holds everything a daemon owns::
+
+    HOOKD_HOME/
+      hookd.db            SQLite database (WAL)
+      token               bearer token for the loopback TCP listener (0600)
+      bin/hook-client     the generated hook client (bash), shared by the home's builders
+      builders/<id>.json  spawn manifests: what `hookd spawn` added, so `unspawn` can undo it
+      spool/<id>/         payloads hook clients could not deliver (ingested by `serve`)
+      run/                0700: serve.lock, endpoint (port + token for hook clients),
+                          hookd.sock when its path is short enough
+
+Environment: ``HOOKD_HOME`` (home directory), ``HOOKD_DEADLINE_MS`` (default hook client
+deadline at spawn, milliseconds).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from hookd.models import ConfigError
+
+#: Longest Unix socket path we bind (``sun_path`` is 108 bytes on Linux, 104 on macOS).
+MAX_SOCKET_PATH = 100
+#: Builder ids: safe in file names, URLs and shell words without quoting surprises.
+BUILDER_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+DEFAULT_DEADLINE_MS = 5000
+
+
+def check_builder_id(builder: str) -> str:
+    """Return ``builder`` if it is a valid builder id, else raise :class:`ConfigError`.
+
+    Valid: 1-64 characters from ``A-Z a-z 0-9 . _ -``, starting with a letter or digit.
+    """
+    if not BUILDER_ID_RE.match(builder):
+        raise ConfigError(
+            f"invalid builder id {builder!r}: use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return builder
+
+
+def default_home() -> Path:
+    """``HOOKD_HOME`` if set, else the per-user data directory (platformdirs)."""
+    env = os.environ.get("HOOKD_HOME")
+    if env:
+        return Path(env)
+    return Path(platformdirs.user_data_dir("hookd", appauthor=False))
+
+
+@dataclass(frozen=True)
+class Home:
+    """The paths of one hookd home. Pure: constructing it touches nothing on disk."""
+
+    root: Path
+
+    @classmethod
+    def resolve(cls, home: str | os.PathLike[str] | None = None) -> "Home":
+        """Absolute home from ``home`` or :func:`default_home`."""
+        return cls(Path(home if home is not None else default_home()).expanduser().absolute())
+
+    @property
+    def db(self) -> Path:
+        return self.root / "hookd.db"
+
+    @property
+    def token_file(self) -> Path:
+        return self.root / "token"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.root / "run"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.run_dir / "serve.lock"
+
+    @property
+    def endpoint_file(self) -> Path:
+        """``<port> <token>`` for hook clients, written by ``serve`` (0600), removed at stop."""
+        return self.run_dir / "endpoint"
+
+    @property
+    def client_script(self) -> Path:
+        return self.root / "bin" / "hook-client"
+
+    @property
+    def builders_dir(self) -> Path:
+        return self.root / "builders"
+
+    def manifest(self, builder: str) -> Path:
+        return self.builders_dir / f"{check_builder_id(builder)}.json"
+
+    @property
+    def spool_root(self) -> Path:
+        return self.root / "spool"
+
+    def spool_dir(self, builder: str) -> Path:
+        return self.spool_root / check_builder_id(builder)
+
+    @property
+    def socket_path(self) -> Path:
+        """The daemon's Unix socket: ``run/hookd.sock``, or a short path under the temp dir
+        (``/tmp/hookd-<uid>/<hash>.sock``) when the home's path is too long to bind."""
+        p = self.run_dir / "hookd.sock"
+        if len(os.fsencode(p)) <= MAX_SOCKET_PATH:
+            return p
+        digest = hashlib.sha256(os.fsencode(self.root)).hexdigest()[:16]
+        return Path("/tmp") / f"hookd-{os.getuid()}" / f"{digest}.sock"
+
+    def ensure(self) -> None:
+        """Create the home's directories with private modes (run/ and the socket dir 0700)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        for d in (self.run_dir, self.socket_path.parent):
+            ensure_private_dir(d)
+        self.spool_root.mkdir(exist_ok=True)
+        self.builders_dir.mkdir(exist_ok=True)
+
+    def read_token(self) -> str:
+        """The bearer token, created (0600) on first use."""
+        try:
+            return self.token_file.read_text().strip()
+        except FileNotFoundError:
+            pass
+        import secrets
+
+        token = secrets.token_urlsafe(32)
+        write_private(self.token_file, token + "\n")
+        return token
+
+
+def ensure_private_dir(d: Path) -> None:
+    """Create ``d`` (and parents) and make it 0700; raise ConfigError if it is not ours.
+
+    A directory owned by someone else, or a symlink, is refused: the socket inside it would
+    be reachable by them.
+    """
+    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    st = d.lstat()
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise ConfigError(f"{d} is not a directory owned by this user; refusing to use it")
+    if stat.S_IMODE(st.st_mode) != 0o700:
+        os.chmod(d, 0o700)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Atomically write ``text`` to ``path`` with mode 0600 (temp file + rename)."""
+    atomic_write(path, text.encode(), mode=0o600)
+
+
+def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Write ``data`` to ``path`` atomically: a temp file in the same directory, fsync, rename.
+
+    Readers see the old content or the new one, never a torn file.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)

@@ -1,0 +1,153 @@
+"""hookd's own record shapes and errors (msgspec structs), shared by core, API and CLI.
+
+Names follow DESIGN.md: hook events keep the harness's spelling (``PreToolUse``); hookd's
+events are snake_case (``question_pending``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+# Interaction lifecycle (DESIGN.md "Interactions"): pending -> one terminal state.
+InteractionState = Literal[
+    "pending", "answered", "dismissed", "denied", "empty", "expired", "superseded", "orphaned"
+]
+TERMINAL_STATES = ("answered", "dismissed", "denied", "empty", "expired", "superseded", "orphaned")
+#: Who answered: the harness's own UI or host (``terminal``), or a hookd surface.
+Surface = Literal["terminal", "cli", "api", "web", "hook"]
+
+
+class Event(msgspec.Struct, frozen=True):
+    """One row of hookd's append-only event log.
+
+    seq: monotonic integer, assigned at commit; at: UNIX time (seconds, float);
+    kind: snake_case event name; data: kind-specific JSON object.
+    """
+
+    seq: int
+    kind: str
+    builder: str | None
+    session_id: str | None
+    at: float
+    data: dict[str, Any]
+
+
+class Selection(msgspec.Struct, frozen=True):
+    """One question's answer, decoded against its options.
+
+    labels: option labels chosen, in answer order; other: free text that matched no option
+    ("Other"), verbatim; raw: the answer string exactly as the harness reported it.
+    """
+
+    question: str
+    raw: str
+    labels: list[str]
+    other: str | None
+
+
+class Interaction(msgspec.Struct):
+    """Something a human must answer (here: a native AskUserQuestion call).
+
+    id: the harness's ``tool_use_id`` when the first observation carried it (else ``pr_…``);
+    questions: as asked (Claude Code ``tool_input.questions``); answers: question text ->
+    answer string exactly as reported, or None while pending; times are UNIX seconds.
+    """
+
+    id: str
+    kind: Literal["question", "async", "permission", "await"]
+    builder: str
+    session_id: str | None
+    agent_id: str | None
+    tool_name: str | None
+    tool_use_id: str | None
+    state: InteractionState
+    questions: Any
+    answers: dict[str, Any] | None
+    selections: list[Selection] | None
+    surface: str | None
+    warning: str | None
+    error: str | None
+    created_at: float
+    resolved_at: float | None
+    revision: int
+
+
+class ErrorBody(msgspec.Struct, frozen=True):
+    code: str
+    message: str
+
+
+class ErrorResponse(msgspec.Struct, frozen=True):
+    """The one JSON error shape of every API route: ``{"error": {"code", "message"}}``."""
+
+    error: ErrorBody
+
+
+class HookdError(Exception):
+    """Base error. ``code`` is machine-readable, ``status`` the HTTP status, ``exit_code``
+    the CLI exit status."""
+
+    code = "error"
+    status = 500
+    exit_code = 1
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+    def to_response(self) -> ErrorResponse:
+        return ErrorResponse(ErrorBody(self.code, self.message))
+
+
+class PayloadInvalid(HookdError):
+    """A hook payload that is not one JSON object of the expected shape."""
+
+    code = "payload_invalid"
+    status = 422
+
+
+class PayloadTooLarge(HookdError):
+    code = "payload_too_large"
+    status = 413
+
+
+class NotFound(HookdError):
+    code = "not_found"
+    status = 404
+
+
+class Conflict(HookdError):
+    code = "conflict"
+    status = 409
+
+
+class Unauthorized(HookdError):
+    code = "unauthorized"
+    status = 401
+
+
+class BadRequest(HookdError):
+    code = "bad_request"
+    status = 400
+
+
+class ConfigError(HookdError):
+    """Bad local configuration: a settings file that is not strict JSON, a bad builder id."""
+
+    code = "config_error"
+    status = 400
+    exit_code = 2
+
+
+class DaemonNotRunning(HookdError):
+    code = "daemon_not_running"
+    status = 503
+    exit_code = 3
+
+
+class AlreadyServing(HookdError):
+    code = "already_serving"
+    status = 409
+    exit_code = 4

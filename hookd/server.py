@@ -1,0 +1,373 @@
+"""`hookd serve`: the Starlette app and its uvicorn lifecycle.
+
+Listeners: a Unix socket (0600 in a 0700 directory; trusted by file permissions) and a
+loopback TCP port for hook clients, where every request needs ``Authorization: Bearer
+<token>`` (token in ``HOOKD_HOME/token``, 0600). One serve per home (``run/serve.lock``).
+
+Routes (all errors: ``{"error": {"code", "message"}}`` with a 4xx/5xx status):
+
+- ``POST /v1/hooks/{harness}/{builder}``: one hook payload, optionally streamed with
+  chunked encoding; answered as soon as one complete JSON object has arrived (stdin held
+  open is not waited for). Response body = exact hook stdout (may be empty).
+  Header ``X-Hookd-Delivery``: the client's unique id for this invocation.
+- ``GET /v1/status``, ``GET /v1/questions?state=pending|resolved|all``,
+  ``GET /v1/interactions/{id}``, ``GET /v1/events?after=SEQ&limit=N[&follow=1]``
+  (JSON lines; ``follow`` keeps the stream open).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import hmac
+import logging
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import msgspec
+import uvicorn
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from hookd import __version__
+from hookd.config import Home, check_builder_id, write_private
+from hookd.models import (
+    AlreadyServing,
+    BadRequest,
+    ErrorBody,
+    ErrorResponse,
+    HookdError,
+    NotFound,
+    PayloadTooLarge,
+    Unauthorized,
+)
+from hookd.service import MAX_PAYLOAD, Hookd
+from hookd.spawn import list_manifests
+from hookd.store import Store
+
+log = logging.getLogger("hookd")
+_enc = msgspec.json.Encoder()
+#: How long one hook request may take to arrive, seconds (clients give up after ~5 s).
+BODY_TIMEOUT_S = 30.0
+
+
+def json_response(obj: Any, status: int = 200) -> Response:
+    return Response(_enc.encode(obj), status_code=status, media_type="application/json")
+
+
+def error_response(code: str, message: str, status: int) -> Response:
+    return json_response(ErrorResponse(ErrorBody(code, message)), status)
+
+
+class TokenGuard:
+    """ASGI middleware: requests that came over TCP need the bearer token; the Unix socket
+    (``scope["server"]`` is a path or None) is protected by its file mode instead."""
+
+    def __init__(self, app: Any, token: str):
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        server = scope.get("server")
+        over_tcp = isinstance(server, (tuple, list)) and isinstance(server[1], int)
+        if scope["type"] == "http" and over_tcp:
+            got = dict(scope["headers"]).get(b"authorization", b"")
+            if not hmac.compare_digest(got, self._expected):
+                resp = error_response(Unauthorized.code, "missing or wrong bearer token", 401)
+                await resp(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def _complete_json(buf: bytearray) -> bool:
+    """True when ``buf`` holds exactly one complete JSON object (maybe trailing space)."""
+    end = len(buf) - 1
+    while end >= 0 and buf[end] in b" \t\r\n":
+        end -= 1
+    if end < 0 or buf[end] != ord("}"):
+        return False
+    try:
+        msgspec.json.decode(buf)
+    except msgspec.DecodeError:
+        return False
+    return True
+
+
+async def read_hook_body(request: Request) -> bytes:
+    """Read a hook body until the client ends it or one complete JSON object has arrived.
+
+    Raises PayloadTooLarge past MAX_PAYLOAD bytes; BadRequest when the body does not arrive
+    within BODY_TIMEOUT_S.
+    """
+    buf = bytearray()
+    try:
+        async with asyncio.timeout(BODY_TIMEOUT_S):
+            while True:
+                message = await request.receive()
+                if message["type"] == "http.disconnect":
+                    break
+                buf += message.get("body", b"")
+                if len(buf) > MAX_PAYLOAD:
+                    raise PayloadTooLarge(f"hook payload over {MAX_PAYLOAD} bytes")
+                if not message.get("more_body", False):
+                    break
+                if _complete_json(buf):
+                    break  # stdin held open after a complete object: answer now
+    except TimeoutError:
+        raise BadRequest(f"hook payload did not arrive within {BODY_TIMEOUT_S:.0f} s") from None
+    return bytes(buf)
+
+
+def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any = None) -> Any:
+    """The ASGI app (TokenGuard around Starlette). should_exit: callable telling followers
+    that the server is shutting down."""
+
+    async def hook(request: Request) -> Response:
+        harness = request.path_params["harness"]
+        builder = check_builder_id(request.path_params["builder"])
+        raw = await read_hook_body(request)
+        delivery = request.headers.get("x-hookd-delivery") or None
+        result = await core.ingest_hook(harness, builder, raw, delivery_id=delivery)
+        return Response(result.body, status_code=200, media_type="application/json")
+
+    async def status(request: Request) -> Response:
+        return json_response(await core_status(core))
+
+    async def questions(request: Request) -> Response:
+        state = request.query_params.get("state", "pending")
+        if state not in ("pending", "resolved", "all"):
+            raise BadRequest("state must be one of: pending, resolved, all")
+        return json_response(await core.store.interactions(state))
+
+    async def interaction(request: Request) -> Response:
+        i = await core.store.interaction(request.path_params["id"])
+        if i is None:
+            raise NotFound(f"no interaction {request.path_params['id']!r}")
+        return json_response(i)
+
+    async def events(request: Request) -> Response:
+        try:
+            after = int(request.query_params.get("after", "0"))
+            limit = int(request.query_params.get("limit", "1000"))
+        except ValueError:
+            raise BadRequest("after and limit must be integers") from None
+        follow = request.query_params.get("follow") in ("1", "true", "yes")
+        if not follow:
+            evs = await core.store.events_after(after, limit)
+            return Response(b"".join(_enc.encode(e) + b"\n" for e in evs), media_type="application/x-ndjson")
+
+        async def stream() -> AsyncIterator[bytes]:
+            last = after
+            while True:
+                evs = await core.store.events_after(last, 1000)
+                if evs:
+                    last = evs[-1].seq
+                    yield b"".join(_enc.encode(e) + b"\n" for e in evs)
+                    continue
+                if core.bus.closed or (should_exit and should_exit()):
+                    return
+                await core.bus.wait(0.5)
+
+        return StreamingResponse(stream(), media_type="application/x-ndjson")
+
+    async def on_error(request: Request, exc: Exception) -> Response:
+        if isinstance(exc, HookdError):
+            return error_response(exc.code, exc.message, exc.status)
+        if isinstance(exc, HTTPException):
+            code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+            return error_response(code, str(exc.detail), exc.status_code)
+        log.exception("internal error on %s %s", request.method, request.url.path)
+        return error_response("internal", f"internal error: {type(exc).__name__}", 500)
+
+    app = Starlette(
+        routes=[
+            Route("/v1/hooks/{harness}/{builder}", hook, methods=["POST"]),
+            Route("/v1/status", status),
+            Route("/v1/questions", questions),
+            Route("/v1/interactions/{id}", interaction),
+            Route("/v1/events", events),
+        ],
+        exception_handlers={Exception: on_error, HTTPException: on_error, HookdError: on_error},
+        lifespan=lifespan,
+    )
+    return TokenGuard(app, token)
+
+
+async def core_status(core: Hookd) -> dict[str, Any]:
+    """The daemon's status: process, listeners, counts, builders (spawned and seen)."""
+    stats = await core.store.builder_stats()
+    builders = []
+    for m in list_manifests(core.home):
+        s = stats.pop(m["builder"], None)
+        builders.append(_builder_status(m["builder"], m, s))
+    for b, s in sorted(stats.items()):
+        builders.append(_builder_status(b, None, s))
+    spooled = sum(1 for d in core.home.spool_root.glob("*/*.json"))
+    return {
+        "version": __version__,
+        "pid": os.getpid(),
+        "home": str(core.home.root),
+        "socket": str(core.home.socket_path),
+        "tcp_port": getattr(core, "tcp_port", None),
+        "started_at": core.started_at,
+        "uptime_s": round(time.time() - core.started_at, 3),
+        "migrations": await core.store.applied_migrations(),
+        "counts": {**await core.store.counts(), "spooled": spooled},
+        "builders": builders,
+    }
+
+
+def _builder_status(builder: str, manifest: dict | None, stats: dict | None) -> dict[str, Any]:
+    hooks_seen = stats["hooks_seen"] if stats else 0
+    out: dict[str, Any] = {
+        "builder": builder,
+        "harness": (manifest or {}).get("harness") or (stats or {}).get("harness"),
+        "worktree": (manifest or {}).get("worktree"),
+        "settings_file": (manifest or {}).get("settings_file"),
+        "spawned": manifest is not None,
+        "hooks_seen": hooks_seen,
+        "last_hook_at": (stats or {}).get("last_hook_at"),
+        "pending": (stats or {}).get("pending", 0),
+        "sessions": (stats or {}).get("sessions", []),
+    }
+    if manifest is not None and hooks_seen == 0:
+        # Installed is not active (case B19): Claude Code snapshots hooks at session start.
+        out["warning"] = (
+            "no hook received yet: a Claude Code session started before spawn does not "
+            "see the new hooks; run /hooks in it or restart it"
+        )
+    return out
+
+
+# --- lifecycle ------------------------------------------------------------------------
+
+
+class _Lock:
+    """An exclusive flock on ``run/serve.lock`` held for the daemon's lifetime."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = os.pread(self.fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(self.fd)
+            raise AlreadyServing(
+                f"hookd is already serving {path.parent.parent} (pid {pid}); stop it first or use another --home"
+            ) from None
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
+
+    def release(self) -> None:
+        with contextlib.suppress(OSError):
+            os.ftruncate(self.fd, 0)
+            os.close(self.fd)
+
+
+def _bind_unix(path: Path) -> socket.socket:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()  # stale: we hold the serve lock
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(os.fspath(path))
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    sock.listen(512)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _bind_tcp(port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen(512)
+    return sock
+
+
+async def _watch_spool(core: Hookd, stop: asyncio.Event) -> None:
+    """Ingest payloads spooled while the daemon runs (a client that timed out, or one that
+    read no endpoint during start-up)."""
+    import watchfiles
+
+    logging.getLogger("watchfiles").setLevel(logging.WARNING)
+    try:
+        async for _ in watchfiles.awatch(core.home.spool_root, stop_event=stop, debounce=50, step=20):
+            await core.ingest_spool()
+    except Exception:  # never let the watcher take the daemon down
+        log.exception("spool watcher stopped")
+
+
+def serve(home: Home, port: int = 0) -> None:
+    """Run the daemon in the foreground until SIGTERM/SIGINT. Raises AlreadyServing."""
+    home.ensure()
+    lock = _Lock(home.lock_file)
+    try:
+        asyncio.run(_serve(home, port))
+    finally:
+        lock.release()
+
+
+async def _serve(home: Home, port: int) -> None:
+    token = home.read_token()
+    unix_sock = _bind_unix(home.socket_path)
+    tcp_sock = _bind_tcp(port)
+    tcp_port = tcp_sock.getsockname()[1]
+    store = await Store(home.db).open()
+    core = Hookd(home, store)
+    core.tcp_port = tcp_port  # type: ignore[attr-defined]
+    stop_watch = asyncio.Event()
+    server: uvicorn.Server | None = None
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        counts = await core.ingest_spool()
+        if counts["ingested"] or counts["invalid"]:
+            log.info("spool: %s", counts)
+        # Hook clients find us only from here on; what they spooled meanwhile is picked up
+        # by the watcher and a second pass.
+        write_private(home.endpoint_file, f"{tcp_port} {token}\n")
+        watcher = asyncio.create_task(_watch_spool(core, stop_watch))
+        await core.ingest_spool()
+        log.info(
+            "hookd %s serving %s on unix:%s and http://127.0.0.1:%d (pid %d)",
+            __version__, home.root, home.socket_path, tcp_port, os.getpid(),
+        )
+        try:
+            yield
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                home.endpoint_file.unlink()
+            stop_watch.set()
+            await core.bus.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(watcher, 2)
+
+    app = build_app(core, token=token, lifespan=lifespan, should_exit=lambda: server is not None and server.should_exit)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=3,
+        server_header=False,
+        date_header=False,
+    )
+    server = uvicorn.Server(config)
+    try:
+        await server.serve(sockets=[unix_sock, tcp_sock])
+    finally:
+        await store.close()
+        with contextlib.suppress(FileNotFoundError):
+            home.socket_path.unlink()
+        log.info("hookd stopped")

@@ -1,0 +1,317 @@
+"""hookd's core: turns hook payloads into durable records and events.
+
+:class:`Hookd` is used by the server (live hooks, spool ingestion, reads). Persisted, then
+published: events reach :class:`EventBus` followers only after their transaction commits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from hookd.config import Home
+from hookd.harness import claude_code as cc
+from hookd.models import Event, HookdError, Interaction, PayloadInvalid
+from hookd.store import Store, Tx
+
+log = logging.getLogger("hookd")
+
+HARNESSES = {cc.HARNESS: cc}
+#: A PermissionRequest is matched to a PreToolUse of the same input within this window (s).
+MATCH_WINDOW_S = 600.0
+#: Largest hook payload accepted (bytes).
+MAX_PAYLOAD = 64 * 1024 * 1024
+
+
+@dataclass
+class HookResult:
+    """What the hook client must print (``body``, may be empty) and the stored events."""
+
+    body: bytes
+    events: list[Event]
+    duplicate: bool = False
+
+
+class EventBus:
+    """Wakes event followers after commits. Followers re-read the store from their last seq,
+    so nothing is missed or doubled across a wake-up."""
+
+    def __init__(self) -> None:
+        self._cond = asyncio.Condition()
+        self.closed = False
+
+    async def publish(self) -> None:
+        async with self._cond:
+            self._cond.notify_all()
+
+    async def wait(self, timeout: float) -> None:
+        async with self._cond:
+            try:
+                await asyncio.wait_for(self._cond.wait(), timeout)
+            except TimeoutError:
+                pass
+
+    async def close(self) -> None:
+        self.closed = True
+        await self.publish()
+
+
+class Hookd:
+    """The daemon's core over one home and its store."""
+
+    def __init__(self, home: Home, store: Store):
+        self.home = home
+        self.store = store
+        self.bus = EventBus()
+        self.started_at = time.time()
+
+    # --- hooks ------------------------------------------------------------------------
+    async def ingest_hook(
+        self,
+        harness: str,
+        builder: str,
+        raw: bytes,
+        *,
+        source: str = "live",
+        delivery_id: str | None = None,
+        received_at: float | None = None,
+    ) -> HookResult:
+        """Record one hook payload and everything it implies, in one transaction.
+
+        harness: adapter name (``claude-code``); builder: id baked into the hook command;
+        raw: stdin bytes as received; source: ``live`` or ``spool``; delivery_id: the
+        client's unique id for this invocation (a spooled copy of an already stored
+        delivery is skipped). Raises PayloadInvalid after storing the raw bytes when the
+        payload cannot be parsed (nothing is lost), NotFound for an unknown harness.
+        """
+        adapter = HARNESSES.get(harness)
+        if adapter is None:
+            from hookd.models import NotFound
+
+            raise NotFound(f"unknown harness {harness!r}; known: {', '.join(HARNESSES)}")
+        at = received_at if received_at is not None else time.time()
+        try:
+            payload = adapter.parse(raw)
+            error = None
+        except PayloadInvalid as e:
+            payload, error = None, e
+        async with self.store.transaction() as tx:
+            hook_id = await tx.insert_hook_event(
+                delivery_id=delivery_id,
+                builder=builder,
+                harness=harness,
+                source=source,
+                received_at=at,
+                raw=raw,
+                hook_event_name=getattr(payload, "hook_event_name", None),
+                session_id=getattr(payload, "session_id", None),
+                tool_name=getattr(payload, "tool_name", None),
+                tool_use_id=getattr(payload, "tool_use_id", None),
+                agent_id=getattr(payload, "agent_id", None),
+                error=error.message if error else None,
+            )
+            if hook_id is None:
+                return HookResult(b"", [], duplicate=True)
+            await tx.touch_builder(builder, harness, at)
+            if payload is None:
+                assert error is not None
+                await tx.append_event(
+                    "hook_invalid", builder, None, at,
+                    {"harness": harness, "error": error.message, "bytes": len(raw), "source": source},
+                )
+            else:
+                await self._apply(tx, adapter, harness, builder, payload, at, source)
+            events = tx.events
+        await self.bus.publish()
+        if error is not None:
+            raise error
+        return HookResult(b"", events)
+
+    async def _apply(self, tx: Tx, adapter: Any, harness: str, builder: str, p: cc.Base, at: float, source: str) -> None:
+        sid = p.session_id
+        hook_data: dict[str, Any] = {"hook_event_name": p.hook_event_name, "source": source}
+        for key in ("tool_name", "tool_use_id", "agent_id", "agent_type"):
+            val = getattr(p, key, None)
+            if val is not None:
+                hook_data[key] = val
+        await tx.append_event("hook_received", builder, sid, at, hook_data)
+        if sid:
+            await self._track_session(tx, harness, builder, p, at)
+        for ob in adapter.observe(p):
+            if isinstance(ob, cc.QuestionAsked):
+                await self._question_asked(tx, builder, p, ob, at)
+            elif isinstance(ob, cc.QuestionResolved):
+                await self._question_resolved(tx, builder, p, ob, at)
+            elif isinstance(ob, cc.SessionEnded) and sid:
+                if await tx.end_session(sid, at, ob.reason):
+                    await tx.append_event("session_ended", builder, sid, at, {"reason": ob.reason})
+
+    async def _track_session(self, tx: Tx, harness: str, builder: str, p: cc.Base, at: float) -> None:
+        sid = p.session_id
+        assert sid is not None
+        if await tx.session_exists(sid):
+            await tx.touch_session(sid, at, p.transcript_path, p.cwd)
+            return
+        source = p.source if isinstance(p, cc.SessionStart) else None
+        parent = None
+        if source in ("resume", "compact", "clear"):
+            parent = await tx.latest_session(builder, exclude=sid)
+        await tx.insert_session(
+            session_id=sid, builder=builder, harness=harness, parent_id=parent, source=source,
+            transcript_path=p.transcript_path, cwd=p.cwd, at=at,
+        )
+        await tx.append_event(
+            "session_started", builder, sid, at,
+            {"source": source, "parent_session_id": parent, "transcript_path": p.transcript_path, "cwd": p.cwd},
+        )
+
+    async def _question_asked(self, tx: Tx, builder: str, p: cc.Base, ob: cc.QuestionAsked, at: float) -> None:
+        existing = None
+        if ob.tool_use_id:
+            existing = await tx.interaction_by_tool_use_id(ob.tool_use_id)
+            if existing is None:
+                # A PermissionRequest (no tool_use_id) may have arrived first.
+                existing = await tx.interaction_by_hash(
+                    builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
+                    input_hash=ob.input_hash, states=("pending",), since=at - MATCH_WINDOW_S,
+                    without_tool_use_id=True,
+                )
+                if existing is not None:
+                    await tx.set_tool_use_id(existing.id, ob.tool_use_id)
+        else:
+            existing = await tx.interaction_by_hash(
+                builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
+                input_hash=ob.input_hash, states=("pending",), since=at - MATCH_WINDOW_S,
+                without_permission=True,
+            )
+            if existing is None:
+                # Answered at the desk before this PermissionRequest reached us.
+                existing = await tx.interaction_by_hash(
+                    builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
+                    input_hash=ob.input_hash, states=("answered", "dismissed", "empty", "denied"),
+                    since=at - 30.0, without_permission=True,
+                )
+        if existing is not None:
+            if ob.via == "PermissionRequest":
+                await tx.mark_permission_seen(existing.id, at)
+            return
+        await self._open_question(tx, builder, p, ob.tool_use_id, ob.tool_name, ob.input_hash, ob.questions, ob.via, at)
+
+    async def _open_question(
+        self, tx: Tx, builder: str, p: cc.Base, tool_use_id: str | None, tool_name: str,
+        input_hash: str, questions: Any, via: str, at: float,
+    ) -> Interaction:
+        iid = tool_use_id or _synthetic_id(p.session_id, input_hash, at)
+        i = Interaction(
+            id=iid, kind="question", builder=builder, session_id=p.session_id,
+            agent_id=p.agent_id, tool_name=tool_name, tool_use_id=tool_use_id, state="pending",
+            questions=questions, answers=None, selections=None, surface=None, warning=None,
+            error=None, created_at=at, resolved_at=None, revision=1,
+        )
+        await tx.insert_interaction(
+            i, input_hash=input_hash, permission_seen_at=at if via == "PermissionRequest" else None
+        )
+        data: dict[str, Any] = {"id": iid, "kind": "question", "tool_use_id": tool_use_id,
+                                "questions": questions, "via": via}
+        if p.agent_id:
+            data["agent_id"] = p.agent_id
+        await tx.append_event("question_pending", builder, p.session_id, at, data)
+        return i
+
+    async def _question_resolved(self, tx: Tx, builder: str, p: cc.Base, ob: cc.QuestionResolved, at: float) -> None:
+        existing = None
+        if ob.tool_use_id:
+            existing = await tx.interaction_by_tool_use_id(ob.tool_use_id)
+        if existing is None:
+            existing = await tx.interaction_by_hash(
+                builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
+                input_hash=ob.input_hash, states=("pending",), since=at - MATCH_WINDOW_S,
+                without_tool_use_id=True,
+            )
+            if existing is not None and ob.tool_use_id:
+                await tx.set_tool_use_id(existing.id, ob.tool_use_id)
+        if existing is None:
+            # The ask itself was never seen (hook missed or registered late): record it now,
+            # so every tool call has exactly one pending and one resolved event.
+            existing = await self._open_question(
+                tx, builder, p, ob.tool_use_id, ob.tool_name, ob.input_hash, ob.questions, p.hook_event_name, at
+            )
+        if existing.state != "pending":
+            return  # already resolved: the same hook ran twice, or a late duplicate
+        if not await tx.resolve_interaction(
+            existing.id, expected_state="pending", state=ob.outcome, answers=ob.answers,
+            selections=ob.selections, surface=ob.surface, warning=ob.warning, error=ob.error, at=at,
+        ):
+            return
+        data: dict[str, Any] = {
+            "id": existing.id, "kind": existing.kind, "outcome": ob.outcome,
+            "answers": ob.answers, "selections": msgspec.to_builtins(ob.selections),
+            "surface": ob.surface,
+        }
+        if ob.warning:
+            data["warning"] = ob.warning
+        if ob.error:
+            data["error"] = ob.error
+        await tx.append_event("question_resolved", builder, p.session_id, at, data)
+
+    # --- spool --------------------------------------------------------------------------
+    async def ingest_spool(self) -> dict[str, int]:
+        """Ingest every spooled payload, oldest first, each exactly once.
+
+        Spool files are ``spool/<builder>/<usec>-<pid>-<rand>.<harness>.json`` written by
+        hook clients (temp file + rename). A file is deleted only after its transaction
+        committed; its name is its delivery id, so a crash between commit and delete, or a
+        payload that also reached the daemon live, is not stored twice.
+        Returns counts: ingested, duplicates, invalid.
+        """
+        counts = {"ingested": 0, "duplicates": 0, "invalid": 0}
+        files: list[tuple[str, str, Path]] = []
+        root = self.home.spool_root
+        if not root.is_dir():
+            return counts
+        for bdir in root.iterdir():
+            if not bdir.is_dir():
+                continue
+            for f in bdir.iterdir():
+                if f.name.startswith(".") or not f.name.endswith(".json"):
+                    continue
+                files.append((f.name, bdir.name, f))
+        files.sort(key=lambda t: (t[0].split("-", 1)[0].rjust(20, "0"), t[0]))
+        for name, builder, f in files:
+            stem = name[: -len(".json")]
+            delivery_id, _, harness = stem.rpartition(".")
+            if not delivery_id:
+                delivery_id, harness = stem, cc.HARNESS
+            try:
+                raw = f.read_bytes()
+            except OSError as e:
+                log.warning("cannot read spool file %s: %s", f, e)
+                continue
+            try:
+                received = int(delivery_id.split("-", 1)[0]) / 1e6
+            except ValueError:
+                received = f.stat().st_mtime
+            try:
+                res = await self.ingest_hook(harness, builder, raw, source="spool", delivery_id=delivery_id, received_at=received)
+                counts["duplicates" if res.duplicate else "ingested"] += 1
+            except PayloadInvalid as e:
+                counts["invalid"] += 1  # stored with its raw bytes; safe to delete
+                log.warning("spooled payload %s stored as invalid: %s", f, e.message)
+            except HookdError as e:
+                log.warning("spooled payload %s left in the spool: %s", f, e.message)
+                continue
+            os.unlink(f)
+        return counts
+
+
+def _synthetic_id(session_id: str | None, input_hash: str, at: float) -> str:
+    h = hashlib.sha256(f"{session_id}|{input_hash}|{at!r}".encode()).hexdigest()[:20]
+    return f"pr_{h}"

@@ -1,0 +1,430 @@
+"""The store: SQLite (WAL) through aiosqlite. The only module that contains SQL.
+
+One writer: every write runs inside :meth:`Store.transaction` (``BEGIN IMMEDIATE`` under an
+asyncio lock), so a hook's raw payload, its derived events and the interaction changes
+commit together or not at all. Reads use a second connection (WAL readers never block the
+writer). Migrations are numbered and recorded in the same transaction that applies them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import aiosqlite
+import msgspec
+
+from hookd.models import Event, Interaction, Selection
+
+_enc = msgspec.json.Encoder()
+_dec = msgspec.json.Decoder()
+
+# (name, statements). Never edit an applied migration; append a new one.
+MIGRATIONS: list[tuple[str, list[str]]] = [
+    (
+        "0001_initial",
+        [
+            """CREATE TABLE builders (
+                id TEXT PRIMARY KEY,
+                harness TEXT NOT NULL,
+                first_hook_at REAL NOT NULL,
+                last_hook_at REAL NOT NULL,
+                hooks_seen INTEGER NOT NULL DEFAULT 0
+            )""",
+            """CREATE TABLE sessions (
+                id TEXT PRIMARY KEY,
+                builder TEXT NOT NULL,
+                harness TEXT NOT NULL,
+                parent_id TEXT,
+                source TEXT,
+                transcript_path TEXT,
+                cwd TEXT,
+                started_at REAL NOT NULL,
+                last_hook_at REAL NOT NULL,
+                ended_at REAL,
+                end_reason TEXT
+            )""",
+            "CREATE INDEX sessions_builder ON sessions(builder, last_hook_at)",
+            """CREATE TABLE hook_events (
+                id INTEGER PRIMARY KEY,
+                delivery_id TEXT UNIQUE,
+                builder TEXT NOT NULL,
+                harness TEXT NOT NULL,
+                source TEXT NOT NULL,
+                received_at REAL NOT NULL,
+                raw BLOB NOT NULL,
+                hook_event_name TEXT,
+                session_id TEXT,
+                tool_name TEXT,
+                tool_use_id TEXT,
+                agent_id TEXT,
+                error TEXT
+            )""",
+            "CREATE INDEX hook_events_session ON hook_events(session_id, id)",
+            """CREATE TABLE events (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                kind TEXT NOT NULL,
+                builder TEXT,
+                session_id TEXT,
+                at REAL NOT NULL,
+                data BLOB NOT NULL
+            )""",
+            "CREATE INDEX events_builder ON events(builder, seq)",
+            """CREATE TABLE interactions (
+                id TEXT PRIMARY KEY,
+                kind TEXT NOT NULL,
+                builder TEXT NOT NULL,
+                session_id TEXT,
+                agent_id TEXT,
+                tool_name TEXT,
+                tool_use_id TEXT UNIQUE,
+                input_hash TEXT,
+                questions BLOB,
+                state TEXT NOT NULL,
+                answers BLOB,
+                selections BLOB,
+                surface TEXT,
+                warning TEXT,
+                error TEXT,
+                created_at REAL NOT NULL,
+                resolved_at REAL,
+                permission_seen_at REAL,
+                revision INTEGER NOT NULL DEFAULT 1
+            )""",
+            "CREATE INDEX interactions_state ON interactions(state, created_at)",
+            "CREATE INDEX interactions_match ON interactions(session_id, tool_name, input_hash)",
+        ],
+    ),
+]
+
+
+def _j(v: Any) -> bytes | None:
+    return None if v is None else _enc.encode(v)
+
+
+def _uj(v: bytes | str | None) -> Any:
+    return None if v is None else _dec.decode(v)
+
+
+_INTERACTION_COLS = (
+    "id, kind, builder, session_id, agent_id, tool_name, tool_use_id, state, questions, "
+    "answers, selections, surface, warning, error, created_at, resolved_at, revision, "
+    "input_hash, permission_seen_at"
+)
+
+
+def _interaction(row: aiosqlite.Row | tuple) -> Interaction:
+    sel = _uj(row[10])
+    return Interaction(
+        id=row[0],
+        kind=row[1],
+        builder=row[2],
+        session_id=row[3],
+        agent_id=row[4],
+        tool_name=row[5],
+        tool_use_id=row[6],
+        state=row[7],
+        questions=_uj(row[8]),
+        answers=_uj(row[9]),
+        selections=None if sel is None else msgspec.convert(sel, list[Selection]),
+        surface=row[11],
+        warning=row[12],
+        error=row[13],
+        created_at=row[14],
+        resolved_at=row[15],
+        revision=row[16],
+    )
+
+
+def _event(row: tuple) -> Event:
+    return Event(seq=row[0], kind=row[1], builder=row[2], session_id=row[3], at=row[4], data=_dec.decode(row[5]))
+
+
+class Tx:
+    """Operations inside one write transaction (obtained from :meth:`Store.transaction`)."""
+
+    def __init__(self, db: aiosqlite.Connection):
+        self._db = db
+        self.events: list[Event] = []
+
+    async def _one(self, sql: str, args: tuple = ()) -> tuple | None:
+        async with self._db.execute(sql, args) as cur:
+            return await cur.fetchone()
+
+    # hook events ---------------------------------------------------------------------
+    async def insert_hook_event(
+        self,
+        *,
+        delivery_id: str | None,
+        builder: str,
+        harness: str,
+        source: str,
+        received_at: float,
+        raw: bytes,
+        hook_event_name: str | None,
+        session_id: str | None,
+        tool_name: str | None,
+        tool_use_id: str | None,
+        agent_id: str | None,
+        error: str | None,
+    ) -> int | None:
+        """Store one raw hook payload; None when ``delivery_id`` was already stored."""
+        cur = await self._db.execute(
+            "INSERT INTO hook_events (delivery_id, builder, harness, source, received_at, raw,"
+            " hook_event_name, session_id, tool_name, tool_use_id, agent_id, error)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(delivery_id) DO NOTHING",
+            (delivery_id, builder, harness, source, received_at, raw, hook_event_name,
+             session_id, tool_name, tool_use_id, agent_id, error),
+        )
+        if cur.rowcount == 0:
+            return None
+        return cur.lastrowid
+
+    async def touch_builder(self, builder: str, harness: str, at: float) -> None:
+        await self._db.execute(
+            "INSERT INTO builders (id, harness, first_hook_at, last_hook_at, hooks_seen)"
+            " VALUES (?,?,?,?,1) ON CONFLICT(id) DO UPDATE SET last_hook_at=excluded.last_hook_at,"
+            " hooks_seen=hooks_seen+1",
+            (builder, harness, at, at),
+        )
+
+    # sessions ------------------------------------------------------------------------
+    async def session_exists(self, session_id: str) -> bool:
+        return await self._one("SELECT 1 FROM sessions WHERE id=?", (session_id,)) is not None
+
+    async def latest_session(self, builder: str, exclude: str) -> str | None:
+        row = await self._one(
+            "SELECT id FROM sessions WHERE builder=? AND id<>? ORDER BY last_hook_at DESC LIMIT 1",
+            (builder, exclude),
+        )
+        return row[0] if row else None
+
+    async def insert_session(
+        self, *, session_id: str, builder: str, harness: str, parent_id: str | None,
+        source: str | None, transcript_path: str | None, cwd: str | None, at: float,
+    ) -> None:
+        await self._db.execute(
+            "INSERT INTO sessions (id, builder, harness, parent_id, source, transcript_path, cwd,"
+            " started_at, last_hook_at) VALUES (?,?,?,?,?,?,?,?,?)",
+            (session_id, builder, harness, parent_id, source, transcript_path, cwd, at, at),
+        )
+
+    async def touch_session(self, session_id: str, at: float, transcript_path: str | None, cwd: str | None) -> None:
+        await self._db.execute(
+            "UPDATE sessions SET last_hook_at=?, transcript_path=COALESCE(?, transcript_path),"
+            " cwd=COALESCE(?, cwd) WHERE id=?",
+            (at, transcript_path, cwd, session_id),
+        )
+
+    async def end_session(self, session_id: str, at: float, reason: str | None) -> bool:
+        cur = await self._db.execute(
+            "UPDATE sessions SET ended_at=?, end_reason=? WHERE id=? AND ended_at IS NULL",
+            (at, reason, session_id),
+        )
+        return cur.rowcount == 1
+
+    # interactions --------------------------------------------------------------------
+    async def interaction_by_tool_use_id(self, tool_use_id: str) -> Interaction | None:
+        row = await self._one(
+            f"SELECT {_INTERACTION_COLS} FROM interactions WHERE tool_use_id=? OR id=?",
+            (tool_use_id, tool_use_id),
+        )
+        return _interaction(row) if row else None
+
+    async def interaction_by_hash(
+        self, *, builder: str, session_id: str | None, tool_name: str, input_hash: str,
+        states: tuple[str, ...], since: float, without_tool_use_id: bool = False,
+        without_permission: bool = False,
+    ) -> Interaction | None:
+        """Newest interaction of that (builder, session, tool, input hash) in ``states``,
+        created at or after ``since``."""
+        marks = ",".join("?" * len(states))
+        sql = (
+            f"SELECT {_INTERACTION_COLS} FROM interactions WHERE builder=? AND session_id IS ?"
+            f" AND tool_name=? AND input_hash=? AND state IN ({marks}) AND created_at>=?"
+        )
+        if without_tool_use_id:
+            sql += " AND tool_use_id IS NULL"
+        if without_permission:
+            sql += " AND permission_seen_at IS NULL"
+        sql += " ORDER BY created_at DESC LIMIT 1"
+        row = await self._one(sql, (builder, session_id, tool_name, input_hash, *states, since))
+        return _interaction(row) if row else None
+
+    async def insert_interaction(self, i: Interaction, *, input_hash: str | None, permission_seen_at: float | None) -> None:
+        await self._db.execute(
+            f"INSERT INTO interactions ({_INTERACTION_COLS}) VALUES ({','.join('?' * 19)})",
+            (i.id, i.kind, i.builder, i.session_id, i.agent_id, i.tool_name, i.tool_use_id,
+             i.state, _j(i.questions), _j(i.answers), _j(i.selections), i.surface, i.warning,
+             i.error, i.created_at, i.resolved_at, i.revision, input_hash, permission_seen_at),
+        )
+
+    async def mark_permission_seen(self, interaction_id: str, at: float) -> None:
+        await self._db.execute(
+            "UPDATE interactions SET permission_seen_at=COALESCE(permission_seen_at, ?) WHERE id=?",
+            (at, interaction_id),
+        )
+
+    async def set_tool_use_id(self, interaction_id: str, tool_use_id: str) -> None:
+        await self._db.execute(
+            "UPDATE interactions SET tool_use_id=? WHERE id=? AND tool_use_id IS NULL",
+            (tool_use_id, interaction_id),
+        )
+
+    async def resolve_interaction(
+        self, interaction_id: str, *, expected_state: str, state: str, answers: Any,
+        selections: Any, surface: str | None, warning: str | None, error: str | None, at: float,
+    ) -> bool:
+        """Compare-and-set: move ``interaction_id`` from ``expected_state`` to ``state``.
+        Returns False (and changes nothing) when it was no longer in ``expected_state``."""
+        cur = await self._db.execute(
+            "UPDATE interactions SET state=?, answers=?, selections=?, surface=?, warning=?,"
+            " error=?, resolved_at=?, revision=revision+1 WHERE id=? AND state=?",
+            (state, _j(answers), _j(selections), surface, warning, error, at, interaction_id, expected_state),
+        )
+        return cur.rowcount == 1
+
+    # events --------------------------------------------------------------------------
+    async def append_event(self, kind: str, builder: str | None, session_id: str | None, at: float, data: dict[str, Any]) -> Event:
+        """Append to the event log. The event is published only after commit."""
+        blob = _enc.encode(data)
+        cur = await self._db.execute(
+            "INSERT INTO events (kind, builder, session_id, at, data) VALUES (?,?,?,?,?)",
+            (kind, builder, session_id, at, blob),
+        )
+        ev = Event(seq=cur.lastrowid, kind=kind, builder=builder, session_id=session_id, at=at, data=data)
+        self.events.append(ev)
+        return ev
+
+
+class Store:
+    """The database of one hookd home. ``open`` applies pending migrations."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._w: aiosqlite.Connection | None = None
+        self._r: aiosqlite.Connection | None = None
+        self._lock = asyncio.Lock()
+
+    async def open(self) -> "Store":
+        self._w = await aiosqlite.connect(self.path, isolation_level=None)
+        for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=5000", "foreign_keys=ON"):
+            await self._w.execute(f"PRAGMA {pragma}")
+        await self._migrate()
+        self._r = await aiosqlite.connect(self.path, isolation_level=None)
+        await self._r.execute("PRAGMA busy_timeout=5000")
+        return self
+
+    async def close(self) -> None:
+        for c in (self._r, self._w):
+            if c is not None:
+                await c.close()
+        self._r = self._w = None
+
+    async def _migrate(self) -> None:
+        assert self._w is not None
+        await self._w.execute(
+            "CREATE TABLE IF NOT EXISTS migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, applied_at REAL NOT NULL)"
+        )
+        async with self._w.execute("SELECT name FROM migrations") as cur:
+            done = {r[0] for r in await cur.fetchall()}
+        for name, statements in MIGRATIONS:
+            if name in done:
+                continue
+            await self._w.execute("BEGIN IMMEDIATE")
+            try:
+                for sql in statements:
+                    await self._w.execute(sql)
+                await self._w.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, time.time()))
+                await self._w.execute("COMMIT")
+            except BaseException:
+                await self._w.execute("ROLLBACK")
+                raise
+
+    async def applied_migrations(self) -> list[str]:
+        return [r[0] for r in await self._all("SELECT name FROM migrations ORDER BY id")]
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Tx]:
+        """One write transaction; commits on normal exit, rolls back on an exception."""
+        assert self._w is not None
+        async with self._lock:
+            await self._w.execute("BEGIN IMMEDIATE")
+            tx = Tx(self._w)
+            try:
+                yield tx
+            except BaseException:
+                await self._w.execute("ROLLBACK")
+                raise
+            await self._w.execute("COMMIT")
+
+    # reads ---------------------------------------------------------------------------
+    async def _all(self, sql: str, args: tuple = ()) -> list[tuple]:
+        db = self._r or self._w
+        assert db is not None
+        async with db.execute(sql, args) as cur:
+            return list(await cur.fetchall())
+
+    async def interactions(self, state: str = "all", limit: int = 1000) -> list[Interaction]:
+        """Interactions, oldest first. state: ``pending`` | ``resolved`` | ``all``."""
+        where = {"pending": "WHERE state='pending'", "resolved": "WHERE state<>'pending'", "all": ""}[state]
+        rows = await self._all(
+            f"SELECT {_INTERACTION_COLS} FROM interactions {where} ORDER BY created_at, rowid LIMIT ?", (limit,)
+        )
+        return [_interaction(r) for r in rows]
+
+    async def interaction(self, interaction_id: str) -> Interaction | None:
+        rows = await self._all(f"SELECT {_INTERACTION_COLS} FROM interactions WHERE id=?", (interaction_id,))
+        return _interaction(rows[0]) if rows else None
+
+    async def events_after(self, after: int = 0, limit: int = 1000) -> list[Event]:
+        rows = await self._all(
+            "SELECT seq, kind, builder, session_id, at, data FROM events WHERE seq>? ORDER BY seq LIMIT ?",
+            (after, limit),
+        )
+        return [_event(r) for r in rows]
+
+    async def last_seq(self) -> int:
+        rows = await self._all("SELECT COALESCE(MAX(seq), 0) FROM events")
+        return rows[0][0]
+
+    async def builder_stats(self) -> dict[str, dict[str, Any]]:
+        """Per builder: harness, hooks_seen, first/last hook time, sessions, pending count."""
+        out: dict[str, dict[str, Any]] = {}
+        for b, harness, first, last, seen in await self._all(
+            "SELECT id, harness, first_hook_at, last_hook_at, hooks_seen FROM builders"
+        ):
+            out[b] = {"harness": harness, "hooks_seen": seen, "first_hook_at": first,
+                      "last_hook_at": last, "sessions": [], "pending": 0}
+        for sid, b, parent, source, tp, cwd, started, last, ended, reason in await self._all(
+            "SELECT id, builder, parent_id, source, transcript_path, cwd, started_at, last_hook_at,"
+            " ended_at, end_reason FROM sessions ORDER BY started_at"
+        ):
+            if b in out:
+                out[b]["sessions"].append({
+                    "session_id": sid, "parent_session_id": parent, "source": source,
+                    "transcript_path": tp, "cwd": cwd, "started_at": started,
+                    "last_hook_at": last, "ended_at": ended, "end_reason": reason,
+                })
+        for b, n in await self._all("SELECT builder, COUNT(*) FROM interactions WHERE state='pending' GROUP BY builder"):
+            if b in out:
+                out[b]["pending"] = n
+        return out
+
+    async def counts(self) -> dict[str, int]:
+        (h,), = await self._all("SELECT COUNT(*) FROM hook_events")
+        (e,), = await self._all("SELECT COUNT(*) FROM events")
+        (p,), = await self._all("SELECT COUNT(*) FROM interactions WHERE state='pending'")
+        return {"hook_events": h, "events": e, "pending_interactions": p}
+
+    async def delivery_seen(self, delivery_id: str) -> bool:
+        return bool(await self._all("SELECT 1 FROM hook_events WHERE delivery_id=?", (delivery_id,)))
+
+    async def raw_hook_events(self, builder: str | None = None) -> list[tuple[int, str, bytes]]:
+        """(id, hook_event_name, raw bytes) in arrival order; for fixtures and checks."""
+        if builder is None:
+            return await self._all("SELECT id, hook_event_name, raw FROM hook_events ORDER BY id")
+        return await self._all("SELECT id, hook_event_name, raw FROM hook_events WHERE builder=? ORDER BY id", (builder,))

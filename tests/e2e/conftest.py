@@ -1,0 +1,84 @@
+"""Fixtures for end-to-end tests against the real Claude Code binary.
+
+* ``claude_bin``: path of the pinned binary. Missing binary: the test FAILS
+  when ``CI=true`` (CI must have run ``.ci/install-claude-code.sh``), and is
+  skipped otherwise.
+* ``tmux_bin``: path of tmux, with the same fail-in-CI / skip-locally rule.
+* ``fake_api``: a started ``FakeAnthropicAPI`` with an empty script (set one
+  with ``fake_api.set_script(...)``), stopped after the test.
+* ``e2e_home`` / ``e2e_project``: private HOME and project directories.
+* ``e2e_env``: ``hermetic_env(e2e_home, fake_api.url)``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .drivers import ClaudeNotFound, find_claude_bin, hermetic_env
+from .fake_api import FakeAnthropicAPI
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+
+
+def _missing(what: str) -> None:
+    if _in_ci():
+        pytest.fail(f"{what} (CI=true: the e2e prerequisites must be installed)", pytrace=False)
+    pytest.skip(what)
+
+
+@pytest.fixture(scope="session")
+def claude_bin() -> Path:
+    """Absolute path of the Claude Code 2.1.332 binary (see ``find_claude_bin``)."""
+    try:
+        return find_claude_bin()
+    except ClaudeNotFound as exc:
+        _missing(str(exc))
+        raise  # unreachable: _missing fails or skips
+
+
+@pytest.fixture(scope="session")
+def tmux_bin() -> str:
+    """Absolute path of tmux (fails in CI when missing, else skips)."""
+    path = shutil.which("tmux") or ("/usr/bin/tmux" if os.path.exists("/usr/bin/tmux") else None)
+    if not path:
+        _missing("tmux not installed; run .ci/install-claude-code.sh")
+    return path  # type: ignore[return-value]
+
+
+@pytest.fixture
+def fake_api():
+    """A running ``FakeAnthropicAPI`` (empty script) on 127.0.0.1."""
+    api = FakeAnthropicAPI()
+    api.start()
+    try:
+        yield api
+    finally:
+        api.stop()
+
+
+@pytest.fixture
+def e2e_home(tmp_path: Path) -> Path:
+    """A private, empty HOME for Claude Code."""
+    home = tmp_path / "home"
+    home.mkdir()
+    return home
+
+
+@pytest.fixture
+def e2e_project(tmp_path: Path) -> Path:
+    """An empty project directory (the session cwd)."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    return proj
+
+
+@pytest.fixture
+def e2e_env(e2e_home: Path, fake_api: FakeAnthropicAPI) -> dict[str, str]:
+    """Hermetic environment pointing Claude Code at ``fake_api``."""
+    return hermetic_env(e2e_home, fake_api.url)
