@@ -23,6 +23,7 @@ import fcntl
 import hmac
 import logging
 import os
+import signal
 import socket
 import time
 from pathlib import Path
@@ -308,6 +309,24 @@ async def _watch_spool(core: Hookd, stop: asyncio.Event) -> None:
         log.exception("spool watcher stopped")
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server with signals handled on the event loop: SIGTERM/SIGINT start a
+    graceful shutdown (a second one forces it) and the process then exits 0, instead of
+    uvicorn re-raising the signal after shutdown."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Any:
+        loop = asyncio.get_running_loop()
+        sigs = (signal.SIGINT, signal.SIGTERM)
+        for sig in sigs:
+            loop.add_signal_handler(sig, self.handle_exit, sig, None)
+        try:
+            yield
+        finally:
+            for sig in sigs:
+                loop.remove_signal_handler(sig)
+
+
 def serve(home: Home, port: int = 0) -> None:
     """Run the daemon in the foreground until SIGTERM/SIGINT. Raises AlreadyServing."""
     home.ensure()
@@ -327,7 +346,7 @@ async def _serve(home: Home, port: int) -> None:
     core = Hookd(home, store)
     core.tcp_port = tcp_port  # type: ignore[attr-defined]
     stop_watch = asyncio.Event()
-    server: uvicorn.Server | None = None
+    server: _Server | None = None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
@@ -363,7 +382,7 @@ async def _serve(home: Home, port: int) -> None:
         server_header=False,
         date_header=False,
     )
-    server = uvicorn.Server(config)
+    server = _Server(config)
     try:
         await server.serve(sockets=[unix_sock, tcp_sock])
     finally:

@@ -568,10 +568,38 @@ class TmuxClaude:
             self.wait_for_screen(lambda s: probe in s, timeout)
         self.send_keys("Enter")
 
+    def press_until(self, keys: str | Sequence[str],
+                    predicate: str | re.Pattern | Callable[[str], Any],
+                    timeout: float = 10.0, retry_every: float = 0.5) -> str:
+        """Send ``keys`` and wait for ``predicate`` (as in ``wait_for_screen``);
+        re-send them every ``retry_every`` seconds until it holds. Returns the
+        screen; raises ``TimeoutError`` after ``timeout`` seconds.
+
+        Needed for menus: 2.1.332's AskUserQuestion/permission menus ignore
+        Enter for roughly 0.1-0.15 s after they appear (arrow keys work), and
+        there is no screen signal for the end of that window. Only use it
+        where a repeated key is harmless once the predicate holds (e.g. Enter
+        on a menu that then closes).
+        """
+        if isinstance(keys, str):
+            keys = [keys]
+        deadline = time.monotonic() + timeout
+        while True:
+            self.send_keys(*keys)
+            step = min(retry_every, max(0.0, deadline - time.monotonic()))
+            try:
+                return self.wait_for_screen(predicate, timeout=step)
+            except TimeoutError:
+                if time.monotonic() >= deadline:
+                    raise
+
     def wait_ready(self, timeout: float = 20.0) -> str:
-        """Wait for the idle input prompt (the ``❯`` box) and return the screen."""
+        """Wait for the idle input prompt and return the screen.
+
+        The prompt line is ``"❯\\xa0"`` (a NO-BREAK SPACE follows the
+        chevron) between two ``───`` rules; menus use ``"❯ "`` + a number."""
         return self.wait_for_screen(
-            lambda s: re.search(r"^❯ ", s, re.MULTILINE) and "───" in s, timeout)
+            lambda s: re.search(r"^❯\xa0", s, re.MULTILINE) and "───" in s, timeout)
 
     def capture(self) -> str:
         """The visible pane as plain text (no escapes), lines joined by ``\\n``."""

@@ -90,20 +90,27 @@ class LoggedRequest:
     turn: int | None = None
     status: int = 0
     at: float = 0.0
+    _strings: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def text(self) -> str:
         """The raw body decoded as UTF-8 (errors replaced)."""
         return self.raw.decode("utf-8", "replace")
 
+    def strings(self) -> str:
+        """Every string value (and key) of the parsed JSON body, decoded and
+        joined by newlines: search this for text containing quotes or
+        non-ASCII characters, which are escaped in the raw body."""
+        if self._strings is None:
+            parts: list[str] = []
+            _walk_strings(self.body, parts)
+            self._strings = "\n".join(parts)
+        return self._strings
+
     def contains(self, needle: str) -> bool:
-        """True when ``needle`` occurs in the raw body or in the decoded JSON
-        (so escaped characters such as quotes or non-ASCII still match)."""
-        if needle in self.text:
-            return True
-        if self.body is not None:
-            return needle in json.dumps(self.body, ensure_ascii=False)
-        return False
+        """True when ``needle`` occurs in the raw body or in any decoded string
+        of the JSON body (so escaped quotes or non-ASCII still match)."""
+        return needle in self.text or needle in self.strings()
 
     def last_user_text(self) -> str:
         """All text of the last ``user`` message of a Messages request
@@ -147,6 +154,18 @@ class LoggedRequest:
         if not isinstance(self.body, dict):
             return ""
         return "\n".join(_texts(self.body.get("system")))
+
+
+def _walk_strings(obj: Any, out: list[str]) -> None:
+    if isinstance(obj, str):
+        out.append(obj)
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            out.append(str(k))
+            _walk_strings(v, out)
+    elif isinstance(obj, list):
+        for v in obj:
+            _walk_strings(v, out)
 
 
 def _texts(content: Any) -> Iterable[str]:

@@ -179,7 +179,8 @@ def test_tui_ask_user_question_answered_with_keys(claude_bin, tmux_bin, fake_api
         assert len(fake_api.main_requests()) == 2  # the answer has not been sent yet
         tui.send_keys("Down")
         tui.wait_for_screen(r"❯ 2\. Blue", timeout=5)
-        tui.send_keys("Enter")
+        # Enter is ignored for ~0.1 s after the menu appears: retry until it closes.
+        tui.press_until("Enter", lambda s: "Enter to select" not in s, timeout=10)
         fake_api.wait_for(lambda a: a.requests_containing('="Blue"'), timeout=20)
         done = tui.wait_for_screen("FINAL-TEXT-789", timeout=20)
         assert f"{QUESTION} → Blue" in done

@@ -1,0 +1,3 @@
+from hookd.cli import main
+
+main()

@@ -1,0 +1,113 @@
+"""Run `hookd serve` as a child process: used by `hookd replay`, the benchmarks and tests.
+
+A real daemon on a real socket, started and stopped the way a user would (SIGTERM), or
+killed with SIGKILL to test crash paths. Waits are on conditions with deadlines.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from hookd.config import Home
+from hookd.models import HookdError
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.01, what: str = "condition") -> Any:
+    """Poll ``predicate`` until it returns a truthy value (returned) or ``timeout`` seconds
+    pass (raises TimeoutError naming ``what``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+class DaemonProcess:
+    """`hookd --home HOME serve` in a child process.
+
+    home: the daemon's home; log: file that receives its stderr (default HOME/serve.log);
+    port: TCP port (0: any free port).
+    """
+
+    def __init__(self, home: Path | str, log: Path | None = None, port: int = 0, env: dict[str, str] | None = None):
+        self.home = Home.resolve(home)
+        self.log = log or (self.home.root / "serve.log")
+        self.port = port
+        self.env = env
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def cli_args(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "hookd", "--home", os.fspath(self.home.root), *args]
+
+    def start(self, timeout: float = 15.0) -> "DaemonProcess":
+        """Start and wait until the daemon answers on its socket and hook clients can find
+        it (the endpoint file exists). Raises RuntimeError if it exits first."""
+        self.home.root.mkdir(parents=True, exist_ok=True)
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        logf = open(self.log, "ab")
+        self.proc = subprocess.Popen(
+            self.cli_args("serve", "--port", str(self.port)), stdout=logf, stderr=logf,
+            stdin=subprocess.DEVNULL, env=self.env,
+        )
+        logf.close()
+
+        def ready() -> bool:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"hookd serve exited with {self.proc.returncode}: {self.log.read_text()[-2000:]}")
+            return self.home.endpoint_file.exists() and self._status_ok()
+
+        wait_until(ready, timeout, interval=0.02, what="hookd serve to be ready")
+        return self
+
+    def _status_ok(self) -> bool:
+        from hookd.client import Client
+
+        c = Client(self.home, timeout=2)
+        try:
+            c.get("/v1/status")
+            return True
+        except HookdError:
+            return False
+        finally:
+            c.close()
+
+    def stop(self, timeout: float = 10.0) -> int | None:
+        """SIGTERM and wait; returns the exit code (None if it was not running)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return None if self.proc is None else self.proc.returncode
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+    def kill(self) -> None:
+        """SIGKILL: no clean shutdown (the endpoint file stays, as after a crash)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def client(self) -> Any:
+        from hookd.client import Client
+
+        return Client(self.home)
+
+    def __enter__(self) -> "DaemonProcess":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()

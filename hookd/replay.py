@@ -1,0 +1,187 @@
+"""`hookd replay`: feed a recorded scenario through a private daemon, as the harness would.
+
+A scenario directory holds ``hooks/NNN-<Event>.json`` (one hook's stdin each, in order),
+``expected-events.jsonl`` (the golden file) and optionally ``scenario.json``::
+
+    {"harness": "claude-code",
+     "steps": {"004-PreToolUse.json": {"repeat": 2,              # run N copies concurrently
+                                       "stdin": "held-open",      # or "chunks"
+                                       "chunk_bytes": 3, "chunk_interval_s": 0.2,
+                                       "daemon": "down"}}}        # stop the daemon first
+
+Each payload runs through the generated command exactly as Claude Code runs it: ``sh -c
+"<command>"`` in the worktree, payload on stdin. The daemon's events are compared with the
+golden file after normalisation (no ``seq``, ``at`` or other timestamps). Every hook must exit
+0 with empty stdout or one JSON object whose ``hookEventName`` (if any) matches its event;
+non-empty outputs are part of the comparison as ``hook_stdout`` lines.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from hookd.daemonproc import DaemonProcess, wait_until
+from hookd.spawn import spawn
+
+BUILDER = "b1"
+GOLDEN = "expected-events.jsonl"
+
+
+@dataclass
+class ReplayResult:
+    steps: int
+    events: list[dict[str, Any]]
+    diff: str
+    problems: list[str] = field(default_factory=list)
+
+
+def normalize(event: dict[str, Any]) -> dict[str, Any]:
+    """An event without what changes between runs: seq, time, and ``*_at`` data fields."""
+    data = {k: v for k, v in event["data"].items() if not k.endswith("_at")}
+    return {"kind": event["kind"], "builder": event["builder"], "session_id": event["session_id"], "data": data}
+
+
+def _dumps(obj: Any) -> str:
+    return msgspec.json.encode(_sort(obj)).decode()
+
+
+def _sort(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _sort(v[k]) for k in sorted(v)}
+    if isinstance(v, list):
+        return [_sort(x) for x in v]
+    return v
+
+
+def _run_hook(command: str, cwd: Path, payload: bytes, opts: dict[str, Any]) -> tuple[int, bytes]:
+    """Run one hook like Claude Code: ``sh -c command``, payload on stdin."""
+    mode = opts.get("stdin", "normal")
+    p = subprocess.Popen(["sh", "-c", command], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert p.stdin is not None and p.stdout is not None
+    if mode == "normal":
+        out, _ = p.communicate(payload, timeout=60)
+        return p.returncode, out
+    if mode == "held-open":
+        p.stdin.write(payload)
+        p.stdin.flush()
+        out = p.stdout.read()  # the client must finish with stdin still open
+        rc = p.wait(timeout=60)
+        p.stdin.close()
+        return rc, out
+    if mode == "chunks":
+        size = int(opts.get("chunk_bytes", 3))
+        interval = float(opts.get("chunk_interval_s", 0.2))
+        outbuf: list[bytes] = []
+        reader = threading.Thread(target=lambda: outbuf.append(p.stdout.read()))  # type: ignore[union-attr]
+        reader.start()
+        for i in range(0, len(payload), size):
+            try:
+                p.stdin.write(payload[i : i + size])
+                p.stdin.flush()
+            except BrokenPipeError:
+                break
+            time.sleep(interval)  # the scenario's input pacing, not a synchronisation
+        try:
+            p.stdin.close()
+        except BrokenPipeError:
+            pass
+        rc = p.wait(timeout=60)
+        reader.join()
+        return rc, outbuf[0] if outbuf else b""
+    raise ValueError(f"unknown stdin mode {mode!r}")
+
+
+def _check_stdout(step: str, event_name: str, rc: int, out: bytes) -> tuple[list[str], Any]:
+    problems = []
+    parsed = None
+    if rc != 0:
+        problems.append(f"{step}: hook exited {rc}, must always exit 0")
+    if out.strip():
+        try:
+            parsed = msgspec.json.decode(out)
+        except msgspec.DecodeError:
+            problems.append(f"{step}: stdout is not one JSON document: {out[:200]!r}")
+        else:
+            hso = parsed.get("hookSpecificOutput") if isinstance(parsed, dict) else None
+            if isinstance(hso, dict) and hso.get("hookEventName") != event_name:
+                problems.append(f"{step}: hookEventName {hso.get('hookEventName')!r} != {event_name!r}")
+    return problems, parsed
+
+
+def replay(scenario: Path, update: bool = False, keep: bool = False) -> ReplayResult:
+    """Replay ``scenario`` (see module doc). Returns the normalised events, the unified diff
+    against the golden file ('' when equal, or after ``update`` rewrote it) and problems."""
+    scenario = scenario.absolute()
+    hook_files = sorted((scenario / "hooks").glob("*.json"))
+    if not hook_files:
+        raise FileNotFoundError(f"{scenario}/hooks has no *.json payloads")
+    cfg: dict[str, Any] = {}
+    if (scenario / "scenario.json").exists():
+        cfg = msgspec.json.decode((scenario / "scenario.json").read_bytes())
+    steps_cfg: dict[str, dict[str, Any]] = cfg.get("steps", {})
+    tmp = Path(tempfile.mkdtemp(prefix="hookd-replay-"))
+    daemon = DaemonProcess(tmp / "home")
+    outputs: list[dict[str, Any]] = []
+    problems: list[str] = []
+    try:
+        worktree = tmp / "worktree"
+        worktree.mkdir()
+        manifest = spawn(daemon.home, BUILDER, settings_file=tmp / "settings.json", harness=cfg.get("harness", "claude-code"))
+        command = manifest["command"]
+        daemon.start()
+        for f in hook_files:
+            opts = steps_cfg.get(f.name, {})
+            if opts.get("daemon") == "down":
+                daemon.stop()
+            elif not daemon.running:
+                daemon.start()
+            payload = f.read_bytes()
+            event_name = f.stem.split("-", 1)[-1]
+            n = int(opts.get("repeat", 1))
+            results: list[tuple[int, bytes]] = []
+            threads = [threading.Thread(target=lambda: results.append(_run_hook(command, worktree, payload, opts))) for _ in range(n)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            for rc, out in results:
+                p, parsed = _check_stdout(f.name, event_name, rc, out)
+                problems += p
+                if parsed is not None:
+                    outputs.append({"kind": "hook_stdout", "step": f.name, "stdout": parsed})
+        if not daemon.running:
+            daemon.start()
+        client = daemon.client()
+        wait_until(lambda: client.get("/v1/status")["counts"]["spooled"] == 0, 15, what="the spool to drain")
+        events = list(client.lines("/v1/events", after=0, limit=100000))
+        client.close()
+    finally:
+        daemon.stop()
+        if not keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    normalized = [normalize(e) for e in events] + outputs
+    lines = [_dumps(e) + "\n" for e in normalized]
+    golden = scenario / GOLDEN
+    diff = ""
+    if update:
+        golden.write_text("".join(lines))
+    else:
+        expected = golden.read_text().splitlines(keepends=True) if golden.exists() else []
+        if expected != lines:
+            diff = "".join(difflib.unified_diff(expected, lines, fromfile=f"{golden} (expected)", tofile="replayed"))
+            if not golden.exists():
+                diff = f"{golden} does not exist; run with --update to create it\n" + diff
+    if problems:
+        diff += "".join(f"problem: {p}\n" for p in problems)
+    return ReplayResult(steps=len(hook_files), events=normalized, diff=diff, problems=problems)

@@ -1,0 +1,169 @@
+"""The daemon as a process: listeners, access, errors, lifecycle, durability."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from hookd.config import Home
+from hookd.daemonproc import DaemonProcess
+
+from .conftest import TUI, events, hookd_cli, questions, wait_until
+
+
+def _tcp(home):
+    port, token = Home.resolve(home).endpoint_file.read_text().split()
+    return int(port), token
+
+
+def _post_hook(home, payload: bytes, token=None, builder="b1"):
+    port, real = _tcp(home)
+    headers = {"Authorization": f"Bearer {token if token is not None else real}"}
+    return httpx.post(f"http://127.0.0.1:{port}/v1/hooks/claude-code/{builder}", content=payload, headers=headers)
+
+
+def test_files_and_sockets_are_private(daemon, home):
+    h = Home.resolve(home)
+    assert stat.S_IMODE(os.stat(h.socket_path).st_mode) == 0o600
+    assert stat.S_ISSOCK(os.stat(h.socket_path).st_mode)
+    assert stat.S_IMODE(os.stat(h.socket_path.parent).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(h.token_file).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(h.endpoint_file).st_mode) == 0o600
+
+
+def test_tcp_listens_on_loopback_only_and_needs_the_token(daemon, home):
+    port, token = _tcp(home)
+    s = hookd_cli(home, "status", "--json")
+    assert json.loads(s.stdout)["tcp_port"] == port
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": token}):
+        r = httpx.get(f"http://127.0.0.1:{port}/v1/status", headers=headers)
+        assert r.status_code == 401
+        assert r.json() == {"error": {"code": "unauthorized", "message": "missing or wrong bearer token"}}
+    r = httpx.get(f"http://127.0.0.1:{port}/v1/status", headers={"Authorization": f"Bearer {token}"})
+    assert r.status_code == 200
+    import psutil
+
+    conns = [c for c in psutil.Process(daemon.proc.pid).net_connections("tcp") if c.status == "LISTEN"]
+    assert [c.laddr.ip for c in conns] == ["127.0.0.1"]
+
+
+def test_errors_have_one_json_shape(daemon, home):
+    port, token = _tcp(home)
+    auth = {"Authorization": f"Bearer {token}"}
+    cases = [
+        (httpx.get(f"http://127.0.0.1:{port}/v1/nope", headers=auth), 404, "not_found"),
+        (httpx.get(f"http://127.0.0.1:{port}/v1/questions?state=bogus", headers=auth), 400, "bad_request"),
+        (httpx.get(f"http://127.0.0.1:{port}/v1/interactions/missing", headers=auth), 404, "not_found"),
+        (httpx.get(f"http://127.0.0.1:{port}/v1/events?after=x", headers=auth), 400, "bad_request"),
+        (httpx.post(f"http://127.0.0.1:{port}/v1/hooks/claude-code/b1", content=b"{oops", headers=auth), 422, "payload_invalid"),
+        (httpx.post(f"http://127.0.0.1:{port}/v1/hooks/claude-code/bad%20id", content=b"{}", headers=auth), 400, "config_error"),
+        (httpx.post(f"http://127.0.0.1:{port}/v1/hooks/nosuch/b1", content=b"{}", headers=auth), 404, "not_found"),
+    ]
+    for r, status, code in cases:
+        assert r.status_code == status, r.text
+        body = r.json()
+        assert set(body) == {"error"} and body["error"]["code"] == code and body["error"]["message"]
+
+
+def test_invalid_payload_is_kept_and_the_daemon_stays_up(daemon, home):
+    r = _post_hook(home, b'{"hook_event_name": 42}')
+    assert r.status_code == 422
+    [ev] = [e for e in events(home) if e["kind"] == "hook_invalid"]
+    assert "hook_event_name" in ev["data"]["error"] and ev["data"]["bytes"] == 23
+    assert _post_hook(home, (TUI / "007-PreToolUse.json").read_bytes()).status_code == 200
+    assert [q["id"] for q in questions(home, "pending")] == ["toolu_01ASK0000000000000000001"]
+
+
+def test_second_serve_on_the_same_home_refuses_with_one_sentence(daemon, home):
+    r = subprocess.run([sys.executable, "-m", "hookd", "--home", str(home), "serve"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 4
+    assert r.stderr.strip().count("\n") == 0
+    assert "already serving" in r.stderr and str(daemon.proc.pid) in r.stderr
+    assert hookd_cli(home, "status").returncode == 0  # the first one is untouched
+
+
+def test_sigterm_shuts_down_cleanly(home):
+    d = DaemonProcess(home).start()
+    h = Home.resolve(home)
+    assert d.stop() == 0
+    assert not h.endpoint_file.exists() and not h.socket_path.exists()
+    assert "hookd stopped" in d.log.read_text()
+
+
+def test_sigint_shuts_down_cleanly(home):
+    d = DaemonProcess(home).start()
+    d.proc.send_signal(signal.SIGINT)
+    assert d.proc.wait(10) == 0
+
+
+@pytest.mark.parametrize("cmd", [["status"], ["questions"], ["events"], ["events", "--follow"]])
+def test_commands_without_a_daemon_say_how_to_start_it(home, cmd):
+    r = hookd_cli(home, *cmd)
+    assert r.returncode == 3
+    assert r.stderr.startswith("hookd: hookd is not running for ")
+    assert f"hookd --home {home} serve" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_events_follow_streams_new_events_after_commit(daemon, home):
+    p = subprocess.Popen([sys.executable, "-m", "hookd", "--home", str(home), "events", "--follow", "--json"],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert _post_hook(home, (TUI / "001-SessionStart.json").read_bytes()).status_code == 200
+        first = json.loads(p.stdout.readline())
+        second = json.loads(p.stdout.readline())
+        assert (first["kind"], second["kind"]) == ("hook_received", "session_started")
+        assert second["seq"] == first["seq"] + 1
+        assert set(first) == {"seq", "kind", "builder", "session_id", "at", "data"}
+    finally:
+        p.terminate()
+        p.wait(10)
+
+
+def test_events_after_filters_by_seq(daemon, home):
+    _post_hook(home, (TUI / "001-SessionStart.json").read_bytes())
+    r = hookd_cli(home, "events", "--after", "1", "--json")
+    seqs = [json.loads(line)["seq"] for line in r.stdout.splitlines()]
+    assert seqs == [2]
+
+
+def test_kill_9_loses_nothing_acknowledged(home):
+    d = DaemonProcess(home).start()
+    for name in ("001-SessionStart.json", "007-PreToolUse.json", "010-PostToolUse.json"):
+        assert _post_hook(home, (TUI / name).read_bytes()).status_code == 200
+    before = events(home)
+    d.kill()
+    d.start()
+    try:
+        assert events(home) == before
+        [q] = questions(home)
+        assert q["state"] == "answered" and q["answers"] == {"Which color do you prefer?": "Blue"}
+    finally:
+        d.stop()
+
+
+def test_status_lists_spawned_builder_with_no_hooks_as_not_yet_armed(daemon, home, worktree):
+    assert hookd_cli(home, "spawn", "b7", "--worktree", str(worktree)).returncode == 0
+    s = json.loads(hookd_cli(home, "status", "--json").stdout)
+    [b] = s["builders"]
+    assert b["builder"] == "b7" and b["spawned"] and b["hooks_seen"] == 0
+    assert "no hook received yet" in b["warning"]
+
+
+def test_migrations_are_recorded(daemon, home):
+    s = json.loads(hookd_cli(home, "status", "--json").stdout)
+    assert s["migrations"] == ["0001_initial"]
+
+
+def test_long_home_path_gets_a_short_socket(tmp_path):
+    home = tmp_path / ("x" * 120)
+    with DaemonProcess(home) as d:
+        sock = Home.resolve(home).socket_path
+        assert len(os.fsencode(sock)) <= 100 and sock.exists()
+        assert hookd_cli(home, "status").returncode == 0
