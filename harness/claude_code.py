@@ -155,6 +155,24 @@ MODELS: dict[str, type[Base]] = {
 }
 
 
+#: Transcript row ``type`` values hookd knows (Claude Code 2.1.332 transcripts). Others are
+#: ignored by readers and listed by `hookd drift`.
+TRANSCRIPT_ROW_TYPES = frozenset({
+    "user", "assistant", "attachment", "system", "queue-operation", "last-prompt", "mode",
+    "permission-mode", "file-history-snapshot", "api-request", "api-request-blob",
+    "api-request-shape", "cost-state", "tools-used", "atis-latch", "summary",
+})
+
+
+def known_fields(event_name: str) -> frozenset[str] | None:
+    """Top-level payload fields hookd's model of ``event_name`` knows, None if the event
+    itself is unknown."""
+    model = MODELS.get(event_name)
+    if model is None:
+        return None
+    return frozenset(f.encode_name for f in msgspec.structs.fields(model))
+
+
 class Option(msgspec.Struct):
     label: str
     description: str | None = None

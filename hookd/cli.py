@@ -192,3 +192,25 @@ def replay(scenario_dir: Path, update: bool) -> None:
         sys.exit(1)
     verb = "updated" if update else "ok"
     click.echo(f"replay {scenario_dir}: {verb} ({result.steps} hooks, {len(result.events)} events)")
+
+
+@main.command()
+@click.argument("version_dir", required=False, type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--fixtures", type=click.Path(path_type=Path, file_okay=False), default=Path("fixtures/claude-code"),
+              show_default=True, help="Where recorded versions live (the newest is used).")
+@click.option("--no-replay", is_flag=True, help="Skip replaying the golden files.")
+@click.option("--json", "as_json", is_flag=True)
+def drift(version_dir: Path | None, fixtures: Path, no_replay: bool, as_json: bool) -> None:
+    """Report what the newest recorded Claude Code version sends that hookd does not know.
+    Exits 1 on a parse failure or a golden mismatch."""
+    from hookd.drift import drift as do_drift, newest_version_dir, render
+
+    rep = do_drift(version_dir or newest_version_dir(fixtures), replay_goldens=not no_replay)
+    if as_json:
+        _echo_json({"version_dir": str(rep.version_dir), "unknown_events": rep.unknown_events,
+                    "unknown_fields": rep.unknown_fields, "unknown_row_types": rep.unknown_row_types,
+                    "parse_failures": rep.parse_failures, "golden_mismatches": rep.golden_mismatches,
+                    "failed": rep.failed})
+    else:
+        click.echo(render(rep), nl=False)
+    sys.exit(1 if rep.failed else 0)

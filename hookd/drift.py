@@ -1,0 +1,115 @@
+"""`hookd drift`: what a newly recorded Claude Code version sends that hookd does not know.
+
+Reads the newest version folder under ``fixtures/claude-code/`` (or the one given) and
+reports hook events without a model, payload fields a model does not declare, transcript
+row types hookd does not know, payloads that fail to parse, and golden mismatches (each
+scenario replayed through a private daemon). Parse failures and golden mismatches make the
+report fail; unknown events, fields and row types are reported for a human to judge.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+
+from hookd.harness import claude_code as cc
+from hookd.models import PayloadInvalid
+
+
+@dataclass
+class DriftReport:
+    version_dir: Path
+    unknown_events: dict[str, list[str]] = field(default_factory=dict)  # event -> files
+    unknown_fields: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # event -> field -> files
+    unknown_row_types: dict[str, int] = field(default_factory=dict)  # type -> rows
+    parse_failures: list[str] = field(default_factory=list)
+    golden_mismatches: dict[str, str] = field(default_factory=dict)  # scenario -> diff
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.parse_failures or self.golden_mismatches)
+
+
+def _version_key(name: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", name)) or (-1,)
+
+
+def newest_version_dir(root: Path) -> Path:
+    """The highest version folder (``2.1.332`` > ``2.1.99``) under ``root``; raises
+    FileNotFoundError when there is none."""
+    dirs = [d for d in root.iterdir() if d.is_dir() and re.fullmatch(r"\d+(\.\d+)*", d.name)]
+    if not dirs:
+        raise FileNotFoundError(f"no version folders under {root}")
+    return max(dirs, key=lambda d: _version_key(d.name))
+
+
+def drift(version_dir: Path, replay_goldens: bool = True) -> DriftReport:
+    """Build the report for one version folder of recorded scenarios."""
+    rep = DriftReport(version_dir)
+    events: dict[str, list[str]] = defaultdict(list)
+    fields: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    rows: dict[str, int] = defaultdict(int)
+    scenarios = sorted(d for d in version_dir.iterdir() if (d / "hooks").is_dir())
+    for sc in scenarios:
+        for f in sorted((sc / "hooks").glob("*.json")):
+            rel = f"{sc.name}/{f.name}"
+            raw = f.read_bytes()
+            try:
+                cc.parse(raw)
+            except PayloadInvalid as e:
+                rep.parse_failures.append(f"{rel}: {e.message}")
+                continue
+            obj = msgspec.json.decode(raw)
+            name = obj["hook_event_name"]
+            known = cc.known_fields(name)
+            if known is None:
+                events[name].append(rel)
+                continue
+            for key in obj:
+                if key not in known:
+                    fields[name][key].append(rel)
+        t = sc / "transcript.jsonl"
+        if t.exists():
+            for n, line in enumerate(t.read_bytes().splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = msgspec.json.decode(line)
+                except msgspec.DecodeError as e:
+                    rep.parse_failures.append(f"{sc.name}/transcript.jsonl:{n}: {e}")
+                    continue
+                kind = row.get("type") if isinstance(row, dict) else None
+                if kind not in cc.TRANSCRIPT_ROW_TYPES:
+                    rows[str(kind)] += 1
+        if replay_goldens:
+            from hookd.replay import replay
+
+            result = replay(sc)
+            if result.diff:
+                rep.golden_mismatches[sc.name] = result.diff
+    rep.unknown_events = dict(events)
+    rep.unknown_fields = {k: dict(v) for k, v in fields.items()}
+    rep.unknown_row_types = dict(rows)
+    return rep
+
+
+def render(rep: DriftReport) -> str:
+    """A human-readable report."""
+    out = [f"drift report for {rep.version_dir}"]
+
+    def section(title: str, lines: list[str]) -> None:
+        out.append(f"\n{title}: {len(lines) or 'none'}")
+        out.extend(f"  {line}" for line in lines)
+
+    section("hook events without a model", [f"{e} ({len(fs)}x, e.g. {fs[0]})" for e, fs in sorted(rep.unknown_events.items())])
+    section("payload fields the models do not declare",
+            [f"{e}.{k} ({len(fs)}x, e.g. {fs[0]})" for e, ks in sorted(rep.unknown_fields.items()) for k, fs in sorted(ks.items())])
+    section("transcript row types hookd does not know", [f"{t} ({n} rows)" for t, n in sorted(rep.unknown_row_types.items())])
+    section("parse failures", rep.parse_failures)
+    section("golden mismatches", [f"{s}:\n{d}" for s, d in sorted(rep.golden_mismatches.items())])
+    out.append("\nresult: " + ("FAIL" if rep.failed else "ok"))
+    return "\n".join(out) + "\n"

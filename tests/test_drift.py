@@ -1,0 +1,60 @@
+"""`hookd drift` on the recorded version and on a doctored copy of it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from .conftest import FIXTURES, hookd_cli
+
+
+def test_recorded_version_has_no_drift(tmp_path):
+    r = hookd_cli(tmp_path / "h", "drift", str(FIXTURES), "--json", timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["unknown_events"] == {} and rep["unknown_fields"] == {} and rep["unknown_row_types"] == {}
+    assert rep["parse_failures"] == [] and rep["golden_mismatches"] == {}
+
+
+def _copy(tmp_path):
+    root = tmp_path / "fixtures" / "claude-code"
+    for v in ("2.1.99", "2.1.332"):
+        (root / v).mkdir(parents=True)
+    sc = root / "2.1.332" / "tui"
+    shutil.copytree(FIXTURES / "tui-ask-answered-at-terminal", sc)
+    return root, sc
+
+
+def test_unknown_events_fields_and_row_types_are_listed(tmp_path):
+    root, sc = _copy(tmp_path)
+    pre = json.loads((sc / "hooks" / "004-PreToolUse.json").read_text())
+    pre["shiny_new_field"] = 1
+    (sc / "hooks" / "004-PreToolUse.json").write_text(json.dumps(pre))
+    (sc / "hooks" / "015-FutureEvent.json").write_text(json.dumps({"hook_event_name": "FutureEvent", "session_id": "s"}))
+    with open(sc / "transcript.jsonl", "a") as f:
+        f.write(json.dumps({"type": "hologram", "sessionId": "s"}) + "\n")
+    # newest version folder is picked by version order, not by name order
+    r = hookd_cli(tmp_path / "h", "drift", "--fixtures", str(root), "--no-replay", "--json")
+    rep = json.loads(r.stdout)
+    assert rep["version_dir"].endswith("2.1.332")
+    assert rep["unknown_events"] == {"FutureEvent": ["tui/015-FutureEvent.json"]}
+    assert rep["unknown_fields"] == {"PreToolUse": {"shiny_new_field": ["tui/004-PreToolUse.json"]}}
+    assert rep["unknown_row_types"] == {"hologram": 1}
+    assert r.returncode == 0  # reported for a human; not a failure by itself
+
+
+def test_parse_failure_fails_the_report(tmp_path):
+    root, sc = _copy(tmp_path)
+    (sc / "hooks" / "004-PreToolUse.json").write_text('{"hook_event_name": "PreToolUse", "tool_name": 7}')
+    r = hookd_cli(tmp_path / "h", "drift", "--fixtures", str(root), "--no-replay")
+    assert r.returncode == 1
+    assert "tui/004-PreToolUse.json: PreToolUse payload" in r.stdout and "result: FAIL" in r.stdout
+
+
+def test_golden_mismatch_fails_the_report(tmp_path):
+    root, sc = _copy(tmp_path)
+    golden = sc / "expected-events.jsonl"
+    golden.write_text(golden.read_text().replace('"Blue"}', '"Red"}'))
+    r = hookd_cli(tmp_path / "h", "drift", "--fixtures", str(root), timeout=120)
+    assert r.returncode == 1
+    assert "golden mismatches: 1" in r.stdout and '"Red"' in r.stdout
