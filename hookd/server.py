@@ -67,24 +67,75 @@ def error_response(code: str, message: str, status: int) -> Response:
     return json_response(ErrorResponse(ErrorBody(code, message)), status)
 
 
-class TokenGuard:
-    """ASGI middleware: requests that came over TCP need the bearer token; the Unix socket
-    (``scope["server"]`` is a path or None) is protected by its file mode instead."""
+class HookdASGI:
+    """The outer ASGI app.
 
-    def __init__(self, app: Any, token: str):
+    Access: requests that came over TCP need the bearer token; the Unix socket
+    (``scope["server"]`` is a path or None) is protected by its file mode instead.
+    Hot path: ``POST /v1/hooks/{harness}/{builder}`` is served here directly (no routing or
+    middleware layers: it runs on every hook of every agent); everything else goes to the
+    Starlette app.
+    """
+
+    def __init__(self, app: Any, core: Hookd, token: str):
         self.app = app
+        self.core = core
         self._expected = f"Bearer {token}".encode()
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
         server = scope.get("server")
         over_tcp = isinstance(server, (tuple, list)) and isinstance(server[1], int)
-        if scope["type"] == "http" and over_tcp:
-            got = dict(scope["headers"]).get(b"authorization", b"")
+        if over_tcp:
+            got = b""
+            for k, v in scope["headers"]:
+                if k == b"authorization":
+                    got = v
+                    break
             if not hmac.compare_digest(got, self._expected):
-                resp = error_response(Unauthorized.code, "missing or wrong bearer token", 401)
-                await resp(scope, receive, send)
+                await _send(send, 401, _error_body(Unauthorized.code, "missing or wrong bearer token"))
                 return
+        path: str = scope["path"]
+        if path.startswith("/v1/hooks/") and scope["method"] == "POST":
+            await self._hook(scope, receive, send)
+            return
         await self.app(scope, receive, send)
+
+    async def _hook(self, scope: dict, receive: Any, send: Any) -> None:
+        parts = scope["path"].split("/")  # ['', 'v1', 'hooks', harness, builder]
+        try:
+            if len(parts) != 5:
+                raise NotFound("hook route is POST /v1/hooks/{harness}/{builder}")
+            builder = check_builder_id(parts[4])
+            raw = await read_hook_body(receive)
+            delivery = None
+            for k, v in scope["headers"]:
+                if k == b"x-hookd-delivery":
+                    delivery = v.decode("latin-1") or None
+            result = await self.core.ingest_hook(parts[3], builder, raw, delivery_id=delivery)
+        except HookdError as e:
+            await _send(send, e.status, _error_body(e.code, e.message))
+            return
+        except Exception as e:
+            log.exception("internal error on hook %s", scope["path"])
+            await _send(send, 500, _error_body("internal", f"internal error: {type(e).__name__}"))
+            return
+        await _send(send, 200, result.body)
+
+
+def _error_body(code: str, message: str) -> bytes:
+    return _enc.encode(ErrorResponse(ErrorBody(code, message)))
+
+
+async def _send(send: Any, status: int, body: bytes) -> None:
+    await send({
+        "type": "http.response.start",
+        "status": status,
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+    })
+    await send({"type": "http.response.body", "body": body})
 
 
 def _complete_json(buf: bytearray) -> bool:
@@ -101,7 +152,7 @@ def _complete_json(buf: bytearray) -> bool:
     return True
 
 
-async def read_hook_body(request: Request) -> bytes:
+async def read_hook_body(receive: Any) -> bytes:
     """Read a hook body until the client ends it or one complete JSON object has arrived.
 
     Raises PayloadTooLarge past MAX_PAYLOAD bytes; BadRequest when the body does not arrive
@@ -111,7 +162,7 @@ async def read_hook_body(request: Request) -> bytes:
     try:
         async with asyncio.timeout(BODY_TIMEOUT_S):
             while True:
-                message = await request.receive()
+                message = await receive()
                 if message["type"] == "http.disconnect":
                     break
                 buf += message.get("body", b"")
@@ -127,16 +178,8 @@ async def read_hook_body(request: Request) -> bytes:
 
 
 def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any = None) -> Any:
-    """The ASGI app (TokenGuard around Starlette). should_exit: callable telling followers
+    """The ASGI app (HookdASGI around Starlette). should_exit: callable telling followers
     that the server is shutting down."""
-
-    async def hook(request: Request) -> Response:
-        harness = request.path_params["harness"]
-        builder = check_builder_id(request.path_params["builder"])
-        raw = await read_hook_body(request)
-        delivery = request.headers.get("x-hookd-delivery") or None
-        result = await core.ingest_hook(harness, builder, raw, delivery_id=delivery)
-        return Response(result.body, status_code=200, media_type="application/json")
 
     async def status(request: Request) -> Response:
         return json_response(await core_status(core))
@@ -189,7 +232,6 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
 
     app = Starlette(
         routes=[
-            Route("/v1/hooks/{harness}/{builder}", hook, methods=["POST"]),
             Route("/v1/status", status),
             Route("/v1/questions", questions),
             Route("/v1/interactions/{id}", interaction),
@@ -198,7 +240,7 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
         exception_handlers={Exception: on_error, HTTPException: on_error, HookdError: on_error},
         lifespan=lifespan,
     )
-    return TokenGuard(app, token)
+    return HookdASGI(app, core, token)
 
 
 async def core_status(core: Hookd) -> dict[str, Any]:

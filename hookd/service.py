@@ -103,109 +103,120 @@ class Hookd:
             error = None
         except PayloadInvalid as e:
             payload, error = None, e
-        async with self.store.transaction() as tx:
-            hook_id = await tx.insert_hook_event(
-                delivery_id=delivery_id,
-                builder=builder,
-                harness=harness,
-                source=source,
-                received_at=at,
-                raw=raw,
-                hook_event_name=getattr(payload, "hook_event_name", None),
-                session_id=getattr(payload, "session_id", None),
-                tool_name=getattr(payload, "tool_name", None),
-                tool_use_id=getattr(payload, "tool_use_id", None),
-                agent_id=getattr(payload, "agent_id", None),
-                error=error.message if error else None,
-            )
-            if hook_id is None:
-                return HookResult(b"", [], duplicate=True)
-            await tx.touch_builder(builder, harness, at)
-            if payload is None:
-                assert error is not None
-                await tx.append_event(
-                    "hook_invalid", builder, None, at,
-                    {"harness": harness, "error": error.message, "bytes": len(raw), "source": source},
-                )
-            else:
-                await self._apply(tx, adapter, harness, builder, payload, at, source)
-            events = tx.events
+        hook_id, events = await self.store.write(
+            self._ingest_tx, adapter, harness, builder, raw, payload, error, at, source, delivery_id
+        )
+        if hook_id is None:
+            return HookResult(b"", [], duplicate=True)
         await self.bus.publish()
         if error is not None:
             raise error
         return HookResult(b"", events)
 
-    async def _apply(self, tx: Tx, adapter: Any, harness: str, builder: str, p: cc.Base, at: float, source: str) -> None:
+    def _ingest_tx(
+        self, tx: Tx, adapter: Any, harness: str, builder: str, raw: bytes, payload: cc.Base | None,
+        error: PayloadInvalid | None, at: float, source: str, delivery_id: str | None,
+    ) -> int | None:
+        """The transaction of one hook (runs on the writer thread). Returns the hook event
+        id, or None when the delivery was already stored."""
+        hook_id = tx.insert_hook_event(
+            delivery_id=delivery_id,
+            builder=builder,
+            harness=harness,
+            source=source,
+            received_at=at,
+            raw=raw,
+            hook_event_name=getattr(payload, "hook_event_name", None),
+            session_id=getattr(payload, "session_id", None),
+            tool_name=getattr(payload, "tool_name", None),
+            tool_use_id=getattr(payload, "tool_use_id", None),
+            agent_id=getattr(payload, "agent_id", None),
+            error=error.message if error else None,
+        )
+        if hook_id is None:
+            return None
+        tx.touch_builder(builder, harness, at)
+        if payload is None:
+            assert error is not None
+            tx.append_event(
+                "hook_invalid", builder, None, at,
+                {"harness": harness, "error": error.message, "bytes": len(raw), "source": source},
+            )
+        else:
+            self._apply(tx, adapter, harness, builder, payload, at, source)
+        return hook_id
+
+    def _apply(self, tx: Tx, adapter: Any, harness: str, builder: str, p: cc.Base, at: float, source: str) -> None:
         sid = p.session_id
         hook_data: dict[str, Any] = {"hook_event_name": p.hook_event_name, "source": source}
         for key in ("tool_name", "tool_use_id", "agent_id", "agent_type"):
             val = getattr(p, key, None)
             if val is not None:
                 hook_data[key] = val
-        await tx.append_event("hook_received", builder, sid, at, hook_data)
+        tx.append_event("hook_received", builder, sid, at, hook_data)
         if sid:
-            await self._track_session(tx, harness, builder, p, at)
+            self._track_session(tx, harness, builder, p, at)
         for ob in adapter.observe(p):
             if isinstance(ob, cc.QuestionAsked):
-                await self._question_asked(tx, builder, p, ob, at)
+                self._question_asked(tx, builder, p, ob, at)
             elif isinstance(ob, cc.QuestionResolved):
-                await self._question_resolved(tx, builder, p, ob, at)
+                self._question_resolved(tx, builder, p, ob, at)
             elif isinstance(ob, cc.SessionEnded) and sid:
-                if await tx.end_session(sid, at, ob.reason):
-                    await tx.append_event("session_ended", builder, sid, at, {"reason": ob.reason})
+                if tx.end_session(sid, at, ob.reason):
+                    tx.append_event("session_ended", builder, sid, at, {"reason": ob.reason})
 
-    async def _track_session(self, tx: Tx, harness: str, builder: str, p: cc.Base, at: float) -> None:
+    def _track_session(self, tx: Tx, harness: str, builder: str, p: cc.Base, at: float) -> None:
         sid = p.session_id
         assert sid is not None
-        if await tx.session_exists(sid):
-            await tx.touch_session(sid, at, p.transcript_path, p.cwd)
+        if tx.session_exists(sid):
+            tx.touch_session(sid, at, p.transcript_path, p.cwd)
             return
         source = p.source if isinstance(p, cc.SessionStart) else None
         parent = None
         if source in ("resume", "compact", "clear"):
-            parent = await tx.latest_session(builder, exclude=sid)
-        await tx.insert_session(
+            parent = tx.latest_session(builder, exclude=sid)
+        tx.insert_session(
             session_id=sid, builder=builder, harness=harness, parent_id=parent, source=source,
             transcript_path=p.transcript_path, cwd=p.cwd, at=at,
         )
-        await tx.append_event(
+        tx.append_event(
             "session_started", builder, sid, at,
             {"source": source, "parent_session_id": parent, "transcript_path": p.transcript_path, "cwd": p.cwd},
         )
 
-    async def _question_asked(self, tx: Tx, builder: str, p: cc.Base, ob: cc.QuestionAsked, at: float) -> None:
+    def _question_asked(self, tx: Tx, builder: str, p: cc.Base, ob: cc.QuestionAsked, at: float) -> None:
         existing = None
         if ob.tool_use_id:
-            existing = await tx.interaction_by_tool_use_id(ob.tool_use_id)
+            existing = tx.interaction_by_tool_use_id(ob.tool_use_id)
             if existing is None:
                 # A PermissionRequest (no tool_use_id) may have arrived first.
-                existing = await tx.interaction_by_hash(
+                existing = tx.interaction_by_hash(
                     builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
                     input_hash=ob.input_hash, states=("pending",), since=at - MATCH_WINDOW_S,
                     without_tool_use_id=True,
                 )
                 if existing is not None:
-                    await tx.set_tool_use_id(existing.id, ob.tool_use_id)
+                    tx.set_tool_use_id(existing.id, ob.tool_use_id)
         else:
-            existing = await tx.interaction_by_hash(
+            existing = tx.interaction_by_hash(
                 builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
                 input_hash=ob.input_hash, states=("pending",), since=at - MATCH_WINDOW_S,
                 without_permission=True,
             )
             if existing is None:
                 # Answered at the desk before this PermissionRequest reached us.
-                existing = await tx.interaction_by_hash(
+                existing = tx.interaction_by_hash(
                     builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
                     input_hash=ob.input_hash, states=("answered", "dismissed", "empty", "denied"),
                     since=at - 30.0, without_permission=True,
                 )
         if existing is not None:
             if ob.via == "PermissionRequest":
-                await tx.mark_permission_seen(existing.id, at)
+                tx.mark_permission_seen(existing.id, at)
             return
-        await self._open_question(tx, builder, p, ob.tool_use_id, ob.tool_name, ob.input_hash, ob.questions, ob.via, at)
+        self._open_question(tx, builder, p, ob.tool_use_id, ob.tool_name, ob.input_hash, ob.questions, ob.via, at)
 
-    async def _open_question(
+    def _open_question(
         self, tx: Tx, builder: str, p: cc.Base, tool_use_id: str | None, tool_name: str,
         input_hash: str, questions: Any, via: str, at: float,
     ) -> Interaction:
@@ -216,37 +227,37 @@ class Hookd:
             questions=questions, answers=None, selections=None, surface=None, warning=None,
             error=None, created_at=at, resolved_at=None, revision=1,
         )
-        await tx.insert_interaction(
+        tx.insert_interaction(
             i, input_hash=input_hash, permission_seen_at=at if via == "PermissionRequest" else None
         )
         data: dict[str, Any] = {"id": iid, "kind": "question", "tool_use_id": tool_use_id,
                                 "questions": questions, "via": via}
         if p.agent_id:
             data["agent_id"] = p.agent_id
-        await tx.append_event("question_pending", builder, p.session_id, at, data)
+        tx.append_event("question_pending", builder, p.session_id, at, data)
         return i
 
-    async def _question_resolved(self, tx: Tx, builder: str, p: cc.Base, ob: cc.QuestionResolved, at: float) -> None:
+    def _question_resolved(self, tx: Tx, builder: str, p: cc.Base, ob: cc.QuestionResolved, at: float) -> None:
         existing = None
         if ob.tool_use_id:
-            existing = await tx.interaction_by_tool_use_id(ob.tool_use_id)
+            existing = tx.interaction_by_tool_use_id(ob.tool_use_id)
         if existing is None:
-            existing = await tx.interaction_by_hash(
+            existing = tx.interaction_by_hash(
                 builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
                 input_hash=ob.input_hash, states=("pending",), since=at - MATCH_WINDOW_S,
                 without_tool_use_id=True,
             )
             if existing is not None and ob.tool_use_id:
-                await tx.set_tool_use_id(existing.id, ob.tool_use_id)
+                tx.set_tool_use_id(existing.id, ob.tool_use_id)
         if existing is None:
             # The ask itself was never seen (hook missed or registered late): record it now,
             # so every tool call has exactly one pending and one resolved event.
-            existing = await self._open_question(
+            existing = self._open_question(
                 tx, builder, p, ob.tool_use_id, ob.tool_name, ob.input_hash, ob.questions, p.hook_event_name, at
             )
         if existing.state != "pending":
             return  # already resolved: the same hook ran twice, or a late duplicate
-        if not await tx.resolve_interaction(
+        if not tx.resolve_interaction(
             existing.id, expected_state="pending", state=ob.outcome, answers=ob.answers,
             selections=ob.selections, surface=ob.surface, warning=ob.warning, error=ob.error, at=at,
         ):
@@ -260,7 +271,7 @@ class Hookd:
             data["warning"] = ob.warning
         if ob.error:
             data["error"] = ob.error
-        await tx.append_event("question_resolved", builder, p.session_id, at, data)
+        tx.append_event("question_resolved", builder, p.session_id, at, data)
 
     # --- spool --------------------------------------------------------------------------
     async def ingest_spool(self) -> dict[str, int]:

@@ -1,18 +1,21 @@
 """The store: SQLite (WAL) through aiosqlite. The only module that contains SQL.
 
-One writer: every write runs inside :meth:`Store.transaction` (``BEGIN IMMEDIATE`` under an
-asyncio lock), so a hook's raw payload, its derived events and the interaction changes
-commit together or not at all. Reads use a second connection (WAL readers never block the
+One writer: every write is a function run by :meth:`Store.write` on the single writer
+thread inside one ``BEGIN IMMEDIATE`` transaction (datasette's ``execute_write_fn``
+pattern), so a hook's raw payload, its derived events and the interaction changes commit
+together or not at all, at the cost of one thread hop per transaction rather than one per
+statement. Reads go through aiosqlite on a second connection (WAL readers never block the
 writer). Migrations are numbered and recorded in the same transaction that applies them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
-from contextlib import asynccontextmanager
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, Callable, TypeVar
 
 import aiosqlite
 import msgspec
@@ -144,18 +147,17 @@ def _event(row: tuple) -> Event:
 
 
 class Tx:
-    """Operations inside one write transaction (obtained from :meth:`Store.transaction`)."""
+    """Operations inside one write transaction, on the writer thread (see :meth:`Store.write`)."""
 
-    def __init__(self, db: aiosqlite.Connection):
+    def __init__(self, db: sqlite3.Connection):
         self._db = db
         self.events: list[Event] = []
 
-    async def _one(self, sql: str, args: tuple = ()) -> tuple | None:
-        async with self._db.execute(sql, args) as cur:
-            return await cur.fetchone()
+    def _one(self, sql: str, args: tuple = ()) -> tuple | None:
+        return self._db.execute(sql, args).fetchone()
 
     # hook events ---------------------------------------------------------------------
-    async def insert_hook_event(
+    def insert_hook_event(
         self,
         *,
         delivery_id: str | None,
@@ -172,7 +174,7 @@ class Tx:
         error: str | None,
     ) -> int | None:
         """Store one raw hook payload; None when ``delivery_id`` was already stored."""
-        cur = await self._db.execute(
+        cur = self._db.execute(
             "INSERT INTO hook_events (delivery_id, builder, harness, source, received_at, raw,"
             " hook_event_name, session_id, tool_name, tool_use_id, agent_id, error)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(delivery_id) DO NOTHING",
@@ -183,8 +185,8 @@ class Tx:
             return None
         return cur.lastrowid
 
-    async def touch_builder(self, builder: str, harness: str, at: float) -> None:
-        await self._db.execute(
+    def touch_builder(self, builder: str, harness: str, at: float) -> None:
+        self._db.execute(
             "INSERT INTO builders (id, harness, first_hook_at, last_hook_at, hooks_seen)"
             " VALUES (?,?,?,?,1) ON CONFLICT(id) DO UPDATE SET last_hook_at=excluded.last_hook_at,"
             " hooks_seen=hooks_seen+1",
@@ -192,49 +194,49 @@ class Tx:
         )
 
     # sessions ------------------------------------------------------------------------
-    async def session_exists(self, session_id: str) -> bool:
-        return await self._one("SELECT 1 FROM sessions WHERE id=?", (session_id,)) is not None
+    def session_exists(self, session_id: str) -> bool:
+        return self._one("SELECT 1 FROM sessions WHERE id=?", (session_id,)) is not None
 
-    async def latest_session(self, builder: str, exclude: str) -> str | None:
-        row = await self._one(
+    def latest_session(self, builder: str, exclude: str) -> str | None:
+        row = self._one(
             "SELECT id FROM sessions WHERE builder=? AND id<>? ORDER BY last_hook_at DESC LIMIT 1",
             (builder, exclude),
         )
         return row[0] if row else None
 
-    async def insert_session(
+    def insert_session(
         self, *, session_id: str, builder: str, harness: str, parent_id: str | None,
         source: str | None, transcript_path: str | None, cwd: str | None, at: float,
     ) -> None:
-        await self._db.execute(
+        self._db.execute(
             "INSERT INTO sessions (id, builder, harness, parent_id, source, transcript_path, cwd,"
             " started_at, last_hook_at) VALUES (?,?,?,?,?,?,?,?,?)",
             (session_id, builder, harness, parent_id, source, transcript_path, cwd, at, at),
         )
 
-    async def touch_session(self, session_id: str, at: float, transcript_path: str | None, cwd: str | None) -> None:
-        await self._db.execute(
+    def touch_session(self, session_id: str, at: float, transcript_path: str | None, cwd: str | None) -> None:
+        self._db.execute(
             "UPDATE sessions SET last_hook_at=?, transcript_path=COALESCE(?, transcript_path),"
             " cwd=COALESCE(?, cwd) WHERE id=?",
             (at, transcript_path, cwd, session_id),
         )
 
-    async def end_session(self, session_id: str, at: float, reason: str | None) -> bool:
-        cur = await self._db.execute(
+    def end_session(self, session_id: str, at: float, reason: str | None) -> bool:
+        cur = self._db.execute(
             "UPDATE sessions SET ended_at=?, end_reason=? WHERE id=? AND ended_at IS NULL",
             (at, reason, session_id),
         )
         return cur.rowcount == 1
 
     # interactions --------------------------------------------------------------------
-    async def interaction_by_tool_use_id(self, tool_use_id: str) -> Interaction | None:
-        row = await self._one(
+    def interaction_by_tool_use_id(self, tool_use_id: str) -> Interaction | None:
+        row = self._one(
             f"SELECT {_INTERACTION_COLS} FROM interactions WHERE tool_use_id=? OR id=?",
             (tool_use_id, tool_use_id),
         )
         return _interaction(row) if row else None
 
-    async def interaction_by_hash(
+    def interaction_by_hash(
         self, *, builder: str, session_id: str | None, tool_name: str, input_hash: str,
         states: tuple[str, ...], since: float, without_tool_use_id: bool = False,
         without_permission: bool = False,
@@ -251,36 +253,36 @@ class Tx:
         if without_permission:
             sql += " AND permission_seen_at IS NULL"
         sql += " ORDER BY created_at DESC LIMIT 1"
-        row = await self._one(sql, (builder, session_id, tool_name, input_hash, *states, since))
+        row = self._one(sql, (builder, session_id, tool_name, input_hash, *states, since))
         return _interaction(row) if row else None
 
-    async def insert_interaction(self, i: Interaction, *, input_hash: str | None, permission_seen_at: float | None) -> None:
-        await self._db.execute(
+    def insert_interaction(self, i: Interaction, *, input_hash: str | None, permission_seen_at: float | None) -> None:
+        self._db.execute(
             f"INSERT INTO interactions ({_INTERACTION_COLS}) VALUES ({','.join('?' * 19)})",
             (i.id, i.kind, i.builder, i.session_id, i.agent_id, i.tool_name, i.tool_use_id,
              i.state, _j(i.questions), _j(i.answers), _j(i.selections), i.surface, i.warning,
              i.error, i.created_at, i.resolved_at, i.revision, input_hash, permission_seen_at),
         )
 
-    async def mark_permission_seen(self, interaction_id: str, at: float) -> None:
-        await self._db.execute(
+    def mark_permission_seen(self, interaction_id: str, at: float) -> None:
+        self._db.execute(
             "UPDATE interactions SET permission_seen_at=COALESCE(permission_seen_at, ?) WHERE id=?",
             (at, interaction_id),
         )
 
-    async def set_tool_use_id(self, interaction_id: str, tool_use_id: str) -> None:
-        await self._db.execute(
+    def set_tool_use_id(self, interaction_id: str, tool_use_id: str) -> None:
+        self._db.execute(
             "UPDATE interactions SET tool_use_id=? WHERE id=? AND tool_use_id IS NULL",
             (tool_use_id, interaction_id),
         )
 
-    async def resolve_interaction(
+    def resolve_interaction(
         self, interaction_id: str, *, expected_state: str, state: str, answers: Any,
         selections: Any, surface: str | None, warning: str | None, error: str | None, at: float,
     ) -> bool:
         """Compare-and-set: move ``interaction_id`` from ``expected_state`` to ``state``.
         Returns False (and changes nothing) when it was no longer in ``expected_state``."""
-        cur = await self._db.execute(
+        cur = self._db.execute(
             "UPDATE interactions SET state=?, answers=?, selections=?, surface=?, warning=?,"
             " error=?, resolved_at=?, revision=revision+1 WHERE id=? AND state=?",
             (state, _j(answers), _j(selections), surface, warning, error, at, interaction_id, expected_state),
@@ -288,10 +290,10 @@ class Tx:
         return cur.rowcount == 1
 
     # events --------------------------------------------------------------------------
-    async def append_event(self, kind: str, builder: str | None, session_id: str | None, at: float, data: dict[str, Any]) -> Event:
+    def append_event(self, kind: str, builder: str | None, session_id: str | None, at: float, data: dict[str, Any]) -> Event:
         """Append to the event log. The event is published only after commit."""
         blob = _enc.encode(data)
-        cur = await self._db.execute(
+        cur = self._db.execute(
             "INSERT INTO events (kind, builder, session_id, at, data) VALUES (?,?,?,?,?)",
             (kind, builder, session_id, at, blob),
         )
@@ -300,70 +302,91 @@ class Tx:
         return ev
 
 
+T = TypeVar("T")
+
+
 class Store:
     """The database of one hookd home. ``open`` applies pending migrations."""
 
     def __init__(self, path: Path):
         self.path = path
-        self._w: aiosqlite.Connection | None = None
+        self._w: sqlite3.Connection | None = None
         self._r: aiosqlite.Connection | None = None
-        self._lock = asyncio.Lock()
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hookd-writer")
 
     async def open(self) -> "Store":
-        self._w = await aiosqlite.connect(self.path, isolation_level=None)
-        for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=5000", "foreign_keys=ON"):
-            await self._w.execute(f"PRAGMA {pragma}")
-        await self._migrate()
+        await self._call(self._open_writer)
         self._r = await aiosqlite.connect(self.path, isolation_level=None)
         await self._r.execute("PRAGMA busy_timeout=5000")
         return self
 
     async def close(self) -> None:
-        for c in (self._r, self._w):
-            if c is not None:
-                await c.close()
-        self._r = self._w = None
+        if self._r is not None:
+            await self._r.close()
+            self._r = None
+        if self._w is not None:
+            await self._call(self._w.close)
+            self._w = None
+        self._writer.shutdown(wait=True)
 
-    async def _migrate(self) -> None:
-        assert self._w is not None
-        await self._w.execute(
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._writer, fn, *args)
+
+    def _open_writer(self) -> None:
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=5000", "foreign_keys=ON"):
+            db.execute(f"PRAGMA {pragma}")
+        self._w = db
+        self._migrate()
+
+    def _migrate(self) -> None:
+        db = self._w
+        assert db is not None
+        db.execute(
             "CREATE TABLE IF NOT EXISTS migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, applied_at REAL NOT NULL)"
         )
-        async with self._w.execute("SELECT name FROM migrations") as cur:
-            done = {r[0] for r in await cur.fetchall()}
+        done = {r[0] for r in db.execute("SELECT name FROM migrations")}
         for name, statements in MIGRATIONS:
             if name in done:
                 continue
-            await self._w.execute("BEGIN IMMEDIATE")
+            db.execute("BEGIN IMMEDIATE")
             try:
                 for sql in statements:
-                    await self._w.execute(sql)
-                await self._w.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, time.time()))
-                await self._w.execute("COMMIT")
+                    db.execute(sql)
+                db.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, time.time()))
+                db.execute("COMMIT")
             except BaseException:
-                await self._w.execute("ROLLBACK")
+                db.execute("ROLLBACK")
                 raise
 
     async def applied_migrations(self) -> list[str]:
         return [r[0] for r in await self._all("SELECT name FROM migrations ORDER BY id")]
 
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Tx]:
-        """One write transaction; commits on normal exit, rolls back on an exception."""
-        assert self._w is not None
-        async with self._lock:
-            await self._w.execute("BEGIN IMMEDIATE")
-            tx = Tx(self._w)
-            try:
-                yield tx
-            except BaseException:
-                await self._w.execute("ROLLBACK")
-                raise
-            await self._w.execute("COMMIT")
+    async def write(self, fn: Callable[..., T], *args: Any) -> tuple[T, list[Event]]:
+        """Run ``fn(tx, *args)`` in one write transaction on the writer thread.
+
+        Commits when ``fn`` returns, rolls back (and re-raises) when it raises. Returns
+        ``fn``'s result and the events it appended, to be published after the commit.
+        ``fn`` must not touch the event loop: it runs on another thread.
+        """
+        return await self._call(self._transaction, fn, args)
+
+    def _transaction(self, fn: Callable[..., T], args: tuple) -> tuple[T, list[Event]]:
+        db = self._w
+        assert db is not None
+        db.execute("BEGIN IMMEDIATE")
+        tx = Tx(db)
+        try:
+            result = fn(tx, *args)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        return result, tx.events
 
     # reads ---------------------------------------------------------------------------
     async def _all(self, sql: str, args: tuple = ()) -> list[tuple]:
-        db = self._r or self._w
+        db = self._r
         assert db is not None
         async with db.execute(sql, args) as cur:
             return list(await cur.fetchall())
