@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import re
 import shutil
 import signal
@@ -24,9 +23,10 @@ import subprocess
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Self
 
 __all__ = [
     "CLAUDE_VERSION",
@@ -239,7 +239,7 @@ def run_print(prompt: str, cwd: str | os.PathLike, env: Mapping[str, str], setti
     t0 = time.monotonic()
     proc = subprocess.run(argv, cwd=str(cwd), env=dict(env), stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=timeout,
-                          start_new_session=True)
+                          start_new_session=True, check=False)
     return PrintResult(proc.returncode, parse_stream_json(proc.stdout), proc.stdout,
                        proc.stderr, time.monotonic() - t0)
 
@@ -324,7 +324,7 @@ class StreamJsonHost:
             tool_input["answers"] = ask_answers_for(tool_input, self.ask_choose)
         return {"behavior": "allow", "updatedInput": tool_input}
 
-    def start(self) -> "StreamJsonHost":
+    def start(self) -> StreamJsonHost:
         """Start the process and the reader threads; returns self."""
         self._proc = subprocess.Popen(
             self.argv, cwd=self.cwd, env=self.env, stdin=subprocess.PIPE,
@@ -336,10 +336,10 @@ class StreamJsonHost:
             self._threads.append(t)
         return self
 
-    def __enter__(self) -> "StreamJsonHost":
+    def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _write(self, obj: dict) -> None:
@@ -383,7 +383,7 @@ class StreamJsonHost:
                 decision = self.on_can_use_tool(req)
                 response = {"subtype": "success", "request_id": msg.get("request_id"),
                             "response": decision}
-            except Exception as exc:  # report back instead of hanging the agent
+            except Exception as exc:  # noqa: BLE001 - report back, never hang the agent
                 response = {"subtype": "error", "request_id": msg.get("request_id"),
                             "error": f"{type(exc).__name__}: {exc}"}
         else:
@@ -525,7 +525,7 @@ class TmuxClaude:
         env.pop("TMUX", None)
         return env
 
-    def start(self) -> "TmuxClaude":
+    def start(self) -> TmuxClaude:
         """Start tmux + claude; returns self (does not wait for the prompt)."""
         if self.seed:
             seed_claude_json(self.env["HOME"], self.cwd, self.env.get("ANTHROPIC_API_KEY",
@@ -544,10 +544,10 @@ class TmuxClaude:
         self.started = True
         return self
 
-    def __enter__(self) -> "TmuxClaude":
+    def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def send_keys(self, *keys: str) -> None:

@@ -26,12 +26,13 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Self
 
-__all__ = ["FakeAnthropicAPI", "LoggedRequest", "load_script", "classify_request"]
+__all__ = ["FakeAnthropicAPI", "LoggedRequest", "classify_request", "load_script"]
 
 DEFAULT_FALLBACK_TEXT = "done"
 DEFAULT_SIDE_TEXT = "ok"
@@ -192,7 +193,7 @@ def load_script(script: Any) -> dict:
     Accepts a dict with ``turns``, a plain list of turns, a list of content
     block lists, a path (str/Path) to a ``model-script.json``, or ``None``
     (no turns). Each turn becomes ``{"content": [blocks]}``; a bare string turn
-    becomes one text block. Raises ``ValueError`` on any other shape.
+    becomes one text block. Raises ``TypeError`` on any other shape.
     """
     if script is None:
         return {"turns": []}
@@ -201,7 +202,7 @@ def load_script(script: Any) -> dict:
     if isinstance(script, list):
         script = {"turns": script}
     if not isinstance(script, dict) or not isinstance(script.get("turns"), list):
-        raise ValueError(f"script must be {{'turns': [...]}}, got {type(script).__name__}")
+        raise TypeError(f"script must be {{'turns': [...]}}, got {type(script).__name__}")
     out = dict(script)
     turns = []
     for turn in script["turns"]:
@@ -210,7 +211,7 @@ def load_script(script: Any) -> dict:
         elif isinstance(turn, list):
             turn = {"content": turn}
         if not isinstance(turn, dict) or not isinstance(turn.get("content"), list):
-            raise ValueError(f"bad turn: {turn!r}")
+            raise TypeError(f"bad turn: {turn!r}")
         turns.append(copy.deepcopy(turn))
     out["turns"] = turns
     return out
@@ -329,7 +330,7 @@ class FakeAnthropicAPI:
         """Base URL for ``ANTHROPIC_BASE_URL``, e.g. ``"http://127.0.0.1:40123"``."""
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> "FakeAnthropicAPI":
+    def start(self) -> FakeAnthropicAPI:
         """Bind 127.0.0.1:0 and serve in a daemon thread; returns self."""
         if self._server is not None:
             return self
@@ -358,10 +359,10 @@ class FakeAnthropicAPI:
         self._server = None
         self._thread = None
 
-    def __enter__(self) -> "FakeAnthropicAPI":
+    def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     # ------------------------------------------------------------------ scripting
@@ -442,7 +443,7 @@ class FakeAnthropicAPI:
         return [r for r in pool if r.contains(needle)]
 
     def wait_for(
-        self, predicate: Callable[["FakeAnthropicAPI"], Any], timeout: float = 10.0,
+        self, predicate: Callable[[FakeAnthropicAPI], Any], timeout: float = 10.0,
         interval: float = 0.02,
     ) -> Any:
         """Poll ``predicate(self)`` until it returns a truthy value, which is
@@ -532,7 +533,7 @@ class _Handler(BaseHTTPRequestHandler):
     fake: FakeAnthropicAPI  # set by FakeAnthropicAPI.start()
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def _read_body(self) -> bytes:
@@ -569,7 +570,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = _not_found
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         if self.path.split("?")[0] != "/v1/messages":
             self._not_found()
             return

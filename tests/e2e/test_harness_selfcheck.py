@@ -8,16 +8,28 @@ from __future__ import annotations
 
 import json
 import stat
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
 
-from .drivers import StreamJsonHost, TmuxClaude, run_print, write_settings
+from .drivers import StreamJsonHost, TmuxClaude, hermetic_env, run_print, write_settings
 from .fake_api import FakeAnthropicAPI
 
 pytestmark = pytest.mark.e2e
 
-FIXTURES = Path("/work/shared/claude-code/fixtures/2.1.332")
+def _fixtures_dir() -> Path:
+    """shared/ sits beside the repository (CI: a copy beside the fresh clone)."""
+    repo = Path(__file__).resolve().parents[2]
+    for base in (repo.parent / "shared", Path("/work/shared")):
+        candidate = base / "claude-code" / "fixtures" / "2.1.332"
+        if candidate.is_dir():
+            return candidate
+    return repo.parent / "shared" / "claude-code" / "fixtures" / "2.1.332"
+
+
+FIXTURES = _fixtures_dir()
 BASH_ID = "toolu_01SELFBASH0000000000001"
 ASK_ID = "toolu_01SELFASK00000000000001"
 QUESTION = "Which color do you prefer?"
@@ -94,6 +106,76 @@ def hooks_settings(command: str, events: list[str]) -> dict:
 
 
 BYPASS = ("--permission-mode", "bypassPermissions")
+
+
+# ------------------------------------------------------- the fake API itself
+def _post(url: str, body: dict, headers: dict | None = None) -> tuple[int, str, str]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={"content-type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return resp.status, resp.headers.get("content-type", ""), resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers.get("content-type", ""), exc.read().decode()
+
+
+def _sse(text: str) -> list[tuple[str, dict]]:
+    events = []
+    for chunk in text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in chunk.splitlines())
+        events.append((lines["event"], json.loads(lines["data"])))
+    return events
+
+
+def test_fake_api_scripting_routing_and_log():
+    main_body = {"model": "m", "max_tokens": 100, "stream": True, "tools": [{"name": "Bash"}],
+                 "messages": [{"role": "user", "content": "go"}]}
+    side_body = {"model": "m", "max_tokens": 100, "stream": False,
+                 "system": [{"type": "text", "text": "Generate a short kebab-case name"}],
+                 "messages": [{"role": "user", "content": "<conversation>x</conversation>"}]}
+    btw_body = dict(main_body, messages=[{"role": "user", "content": [
+        {"type": "text", "text": "<system-reminder>This is a side question from the user. ..."},
+        {"type": "text", "text": "what?"}]}])
+    with FakeAnthropicAPI({"turns": [bash_turn(), text_turn("T2")]},
+                          default_subagent_script={"turns": [text_turn("SUB-1")]}) as api:
+        url = api.url + "/v1/messages?beta=true"
+        # side requests (tool-free helper, conversation fork) consume no turn
+        status, ctype, body = _post(url, side_body)
+        assert status == 200 and ctype == "application/json"
+        assert json.loads(body)["content"] == [{"type": "text", "text": "fake-session-name"}]
+        status, _, body = _post(url, btw_body)
+        assert status == 200 and "SIDE" not in body and api.turns_served == 0
+        # main turn 0: streamed tool_use
+        status, ctype, body = _post(url, main_body)
+        assert status == 200 and ctype == "text/event-stream"
+        events = _sse(body)
+        assert [e for e, _ in events] == [
+            "message_start", "content_block_start", "content_block_delta", "content_block_stop",
+            "content_block_start", "content_block_delta", "content_block_stop",
+            "message_delta", "message_stop"]
+        assert events[5][1]["delta"] == {"type": "input_json_delta", "partial_json": json.dumps(
+            {"command": "echo hi", "description": "Run a command"})}
+        assert events[7][1]["delta"]["stop_reason"] == "tool_use"
+        # a subagent gets its own script
+        status, _, body = _post(url, dict(main_body, stream=False),
+                                {"x-claude-code-agent-id": "a1"})
+        assert json.loads(body)["content"][0]["text"] == "SUB-1"
+        # main turn 1, then the fallback
+        _, _, body = _post(url, dict(main_body, stream=False))
+        assert json.loads(body)["content"][0]["text"] == "T2"
+        assert json.loads(body)["stop_reason"] == "end_turn"
+        _, _, body = _post(url, dict(main_body, stream=False))
+        assert json.loads(body)["content"][0]["text"] == "done"
+        status, _, _ = _post(api.url + "/v1/unknown", {"a": 1})
+        assert status == 404
+        kinds = [(r.kind, r.side_kind, r.turn) for r in api.requests]
+        assert kinds == [("side", "rename", None), ("side", "btw", None), ("main", None, 0),
+                         ("subagent", None, 0), ("main", None, 1), ("main", None, None),
+                         ("unknown", None, None)]
+        assert api.requests[-1].path == "/v1/unknown" and api.requests[-1].status == 404
+        assert [r.agent_id for r in api.messages_requests("subagent")] == ["a1"]
+        assert len(api.requests_containing("what?", kind="side")) == 1
+        assert api.requests_containing("what?") == []  # default: main requests only
 
 
 # ----------------------------------------------------------------------- (a)
@@ -208,3 +290,23 @@ def test_stream_json_host_answers_ask_user_question(claude_bin, fake_api, e2e_en
     main = fake_api.main_requests()
     assert len(main) == 2
     assert f'"{QUESTION}"="Blue"' in main[1].tool_results()[ASK_ID]
+
+
+# ------------------------------------------------------------------------ (f)
+def test_tui_side_requests_do_not_consume_turns(claude_bin, tmux_bin, e2e_home, e2e_project):
+    script = {"turns": [text_turn("MAIN-ONE"), text_turn("MAIN-TWO")]}
+    with FakeAnthropicAPI(script, side_text="SIDE-OK-77") as api:
+        env = hermetic_env(e2e_home, api.url)
+        with TmuxClaude(e2e_project, env, extra_args=BYPASS, claude_bin=claude_bin,
+                        tmux=tmux_bin) as tui:
+            tui.wait_ready(timeout=20)
+            tui.submit("first prompt")
+            tui.wait_for_screen("MAIN-ONE", timeout=20)
+            tui.submit("/btw what is up")  # a fork of the conversation, with tools
+            tui.wait_for_screen("SIDE-OK-77", timeout=20)
+            tui.press_until("Escape", lambda s: "Esc to close" not in s, timeout=10)
+            tui.submit("second prompt")
+            tui.wait_for_screen("MAIN-TWO", timeout=20)
+        kinds = [(r.kind, r.side_kind, r.turn) for r in api.messages_requests()]
+        assert kinds == [("main", None, 0), ("side", "btw", None), ("main", None, 1)], kinds
+        assert "second prompt" in api.main_requests()[1].tail_text()
