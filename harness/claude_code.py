@@ -47,17 +47,22 @@ TOOL_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "PostToolUse", "Post
 
 
 class Base(msgspec.Struct, kw_only=True):
-    """Fields common to every hook payload. ``agent_id``/``agent_type``: subagent events."""
+    """Fields common to every hook payload. ``agent_id``/``agent_type``: subagent events.
+
+    Typing policy: fields hookd relies on for identity (names and ids) are typed strictly and
+    a wrong type rejects the payload (stored raw, ``hook_invalid``); descriptive fields are
+    ``Any`` so that an unexpected type in one of them never costs a whole event.
+    """
 
     hook_event_name: str
     session_id: str | None = None
-    transcript_path: str | None = None
-    cwd: str | None = None
-    prompt_id: str | None = None
-    permission_mode: str | None = None
+    transcript_path: Any = None
+    cwd: Any = None
+    prompt_id: Any = None
+    permission_mode: Any = None
     effort: Any = None
     agent_id: str | None = None
-    agent_type: str | None = None
+    agent_type: Any = None
 
 
 class ToolEvent(Base, kw_only=True):
@@ -78,13 +83,13 @@ class PermissionRequest(ToolEvent, kw_only=True):
 
 class PostToolUse(ToolEvent, kw_only=True):
     tool_response: Any = None
-    duration_ms: float | None = None
+    duration_ms: Any = None
 
 
 class PostToolUseFailure(ToolEvent, kw_only=True):
     error: Any = None
-    is_interrupt: bool | None = None
-    duration_ms: float | None = None
+    is_interrupt: Any = None
+    duration_ms: Any = None
 
 
 class PostToolBatch(Base, kw_only=True):
@@ -92,47 +97,47 @@ class PostToolBatch(Base, kw_only=True):
 
 
 class UserPromptSubmit(Base, kw_only=True):
-    prompt: str | None = None
-    user_prompt: str | None = None  # older spelling seen in reports
+    prompt: Any = None
+    user_prompt: Any = None  # older spelling seen in reports
 
 
 class SessionStart(Base, kw_only=True):
-    source: str | None = None  # startup | resume | clear | compact
+    source: Any = None  # startup | resume | clear | compact
     model: Any = None
 
 
 class SessionEnd(Base, kw_only=True):
-    reason: str | None = None
+    reason: Any = None
 
 
 class Stop(Base, kw_only=True):
-    stop_hook_active: bool = False
-    last_assistant_message: str | None = None
+    stop_hook_active: Any = False
+    last_assistant_message: Any = None
     background_tasks: Any = None
     session_crons: Any = None
 
 
 class SubagentStop(Stop, kw_only=True):
-    agent_transcript_path: str | None = None
+    agent_transcript_path: Any = None
 
 
 class Notification(Base, kw_only=True):
-    message: str | None = None
-    notification_type: str | None = None
-    title: str | None = None
+    message: Any = None
+    notification_type: Any = None
+    title: Any = None
 
 
 class PreCompact(Base, kw_only=True):
-    trigger: str | None = None
-    custom_instructions: str | None = None
+    trigger: Any = None
+    custom_instructions: Any = None
 
 
 class MessageDisplay(Base, kw_only=True):
-    turn_id: str | None = None
-    message_id: str | None = None
-    index: int | None = None
-    final: bool | None = None
-    delta: str | None = None
+    turn_id: Any = None
+    message_id: Any = None
+    index: Any = None
+    final: Any = None
+    delta: Any = None
 
 
 MODELS: dict[str, type[Base]] = {
@@ -187,6 +192,11 @@ class Question(msgspec.Struct):
     multiSelect: bool = False
 
 
+def text(v: Any) -> str | None:
+    """``v`` if it is a string, else None: for descriptive fields typed ``Any``."""
+    return v if isinstance(v, str) else None
+
+
 def parse(raw: bytes) -> Base:
     """Decode one hook payload.
 
@@ -207,7 +217,10 @@ def parse(raw: bytes) -> Base:
     try:
         return msgspec.convert(obj, model)
     except msgspec.ValidationError as e:
-        raise PayloadInvalid(f"{name} payload: {e}") from None
+        err = PayloadInvalid(f"{name} payload: {e}")
+        sid = obj.get("session_id")
+        err.session_id = sid if isinstance(sid, str) else None
+        raise err from None
 
 
 # --- observations ----------------------------------------------------------------------
@@ -278,9 +291,9 @@ def observe(p: Base) -> list[Observation]:
     """Classify one payload. Pure; the same payload always gives the same observations."""
     obs: list[Observation] = []
     if isinstance(p, SessionStart):
-        obs.append(SessionStarted(source=p.source))
+        obs.append(SessionStarted(source=text(p.source)))
     elif isinstance(p, SessionEnd):
-        obs.append(SessionEnded(reason=p.reason))
+        obs.append(SessionEnded(reason=text(p.reason)))
     elif isinstance(p, ToolEvent) and p.tool_name == ASK_TOOL:
         questions = _questions_of(p.tool_input)
         h = questions_hash(questions)

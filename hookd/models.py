@@ -102,10 +102,12 @@ class HookdError(Exception):
 
 
 class PayloadInvalid(HookdError):
-    """A hook payload that is not one JSON object of the expected shape."""
+    """A hook payload that is not one JSON object of the expected shape. ``session_id``:
+    the payload's session id when it could still be read."""
 
     code = "payload_invalid"
     status = 422
+    session_id: str | None = None
 
 
 class PayloadTooLarge(HookdError):

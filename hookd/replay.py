@@ -46,9 +46,15 @@ class ReplayResult:
     problems: list[str] = field(default_factory=list)
 
 
-def normalize(event: dict[str, Any]) -> dict[str, Any]:
-    """An event without what changes between runs: seq, time, and ``*_at`` data fields."""
+def normalize(event: dict[str, Any], synthetic_ids: dict[str, str] | None = None) -> dict[str, Any]:
+    """An event without what changes between runs: seq, time, ``*_at`` data fields, and
+    synthetic interaction ids (``pr_<hash>`` -> ``pr_1``, ``pr_2`` ... in order of first
+    appearance, tracked in ``synthetic_ids``)."""
+    ids = synthetic_ids if synthetic_ids is not None else {}
     data = {k: v for k, v in event["data"].items() if not k.endswith("_at")}
+    iid = data.get("id")
+    if isinstance(iid, str) and iid.startswith("pr_"):
+        data["id"] = ids.setdefault(iid, f"pr_{len(ids) + 1}")
     return {"kind": event["kind"], "builder": event["builder"], "session_id": event["session_id"], "data": data}
 
 
@@ -170,7 +176,8 @@ def replay(scenario: Path, update: bool = False, keep: bool = False) -> ReplayRe
         daemon.stop()
         if not keep:
             shutil.rmtree(tmp, ignore_errors=True)
-    normalized = [normalize(e) for e in events] + outputs
+    synthetic: dict[str, str] = {}
+    normalized = [normalize(e, synthetic) for e in events] + outputs
     lines = [_dumps(e) + "\n" for e in normalized]
     golden = scenario / GOLDEN
     diff = ""

@@ -19,14 +19,17 @@ import msgspec
 
 from hookd.config import Home
 from hookd.harness import claude_code as cc
-from hookd.models import Event, HookdError, Interaction, PayloadInvalid
+from hookd.models import TERMINAL_STATES, Event, HookdError, Interaction, PayloadInvalid
 from hookd.store import Store, Tx
 
 log = logging.getLogger("hookd")
 
 HARNESSES = {cc.HARNESS: cc}
-#: A PermissionRequest is matched to a PreToolUse of the same input within this window (s).
-MATCH_WINDOW_S = 600.0
+#: A PermissionRequest is matched to a pending call of the same input asked within this
+#: window (seconds; it normally follows its PreToolUse within milliseconds).
+MATCH_WINDOW_S = 120.0
+#: ... or to one resolved within this window (seconds): the desk answered first.
+RESOLVED_MATCH_S = 60.0
 #: Largest hook payload accepted (bytes).
 MAX_PAYLOAD = 64 * 1024 * 1024
 
@@ -139,7 +142,7 @@ class Hookd:
         if payload is None:
             assert error is not None
             tx.append_event(
-                "hook_invalid", builder, None, at,
+                "hook_invalid", builder, error.session_id, at,
                 {"harness": harness, "error": error.message, "bytes": len(raw), "source": source},
             )
         else:
@@ -168,20 +171,21 @@ class Hookd:
     def _track_session(self, tx: Tx, harness: str, builder: str, p: cc.Base, at: float) -> None:
         sid = p.session_id
         assert sid is not None
+        transcript_path, cwd = cc.text(p.transcript_path), cc.text(p.cwd)
         if tx.session_exists(sid):
-            tx.touch_session(sid, at, p.transcript_path, p.cwd)
+            tx.touch_session(sid, at, transcript_path, cwd)
             return
-        source = p.source if isinstance(p, cc.SessionStart) else None
+        source = cc.text(p.source) if isinstance(p, cc.SessionStart) else None
         parent = None
         if source in ("resume", "compact", "clear"):
             parent = tx.latest_session(builder, exclude=sid)
         tx.insert_session(
             session_id=sid, builder=builder, harness=harness, parent_id=parent, source=source,
-            transcript_path=p.transcript_path, cwd=p.cwd, at=at,
+            transcript_path=transcript_path, cwd=cwd, at=at,
         )
         tx.append_event(
             "session_started", builder, sid, at,
-            {"source": source, "parent_session_id": parent, "transcript_path": p.transcript_path, "cwd": p.cwd},
+            {"source": source, "parent_session_id": parent, "transcript_path": transcript_path, "cwd": cwd},
         )
 
     def _question_asked(self, tx: Tx, builder: str, p: cc.Base, ob: cc.QuestionAsked, at: float) -> None:
@@ -198,17 +202,18 @@ class Hookd:
                 if existing is not None:
                     tx.set_tool_use_id(existing.id, ob.tool_use_id)
         else:
+            # No tool_use_id (PermissionRequest in 2.1.332): the same call is the newest
+            # pending one with this input, or one resolved moments ago (the desk answered
+            # first). A second copy of the same hook matches the same way, never opening a
+            # second question.
             existing = tx.interaction_by_hash(
                 builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
                 input_hash=ob.input_hash, states=("pending",), since=at - MATCH_WINDOW_S,
-                without_permission=True,
             )
             if existing is None:
-                # Answered at the desk before this PermissionRequest reached us.
                 existing = tx.interaction_by_hash(
                     builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
-                    input_hash=ob.input_hash, states=("answered", "dismissed", "empty", "denied"),
-                    since=at - 30.0, without_permission=True,
+                    input_hash=ob.input_hash, states=TERMINAL_STATES, since=at - RESOLVED_MATCH_S,
                 )
         if existing is not None:
             if ob.via == "PermissionRequest":
@@ -220,7 +225,7 @@ class Hookd:
         self, tx: Tx, builder: str, p: cc.Base, tool_use_id: str | None, tool_name: str,
         input_hash: str, questions: Any, via: str, at: float,
     ) -> Interaction:
-        iid = tool_use_id or _synthetic_id(p.session_id, input_hash, at)
+        iid = tool_use_id or _synthetic_id(p.session_id, input_hash, tx.hook_event_id)
         i = Interaction(
             id=iid, kind="question", builder=builder, session_id=p.session_id,
             agent_id=p.agent_id, tool_name=tool_name, tool_use_id=tool_use_id, state="pending",
@@ -263,7 +268,8 @@ class Hookd:
         ):
             return
         data: dict[str, Any] = {
-            "id": existing.id, "kind": existing.kind, "outcome": ob.outcome,
+            "id": existing.id, "kind": existing.kind, "tool_use_id": ob.tool_use_id or existing.tool_use_id,
+            "outcome": ob.outcome,
             "answers": ob.answers, "selections": msgspec.to_builtins(ob.selections),
             "surface": ob.surface,
         }
@@ -323,6 +329,8 @@ class Hookd:
         return counts
 
 
-def _synthetic_id(session_id: str | None, input_hash: str, at: float) -> str:
-    h = hashlib.sha256(f"{session_id}|{input_hash}|{at!r}".encode()).hexdigest()[:20]
+def _synthetic_id(session_id: str | None, input_hash: str, hook_event_id: int | None) -> str:
+    """Id of an interaction first seen without a tool_use_id: ``pr_`` + 20 hex digits,
+    derived from the session, the input hash and the id of the hook event that opened it."""
+    h = hashlib.sha256(f"{session_id}|{input_hash}|{hook_event_id}".encode()).hexdigest()[:20]
     return f"pr_{h}"

@@ -152,6 +152,8 @@ class Tx:
     def __init__(self, db: sqlite3.Connection):
         self._db = db
         self.events: list[Event] = []
+        #: id of the hook event stored in this transaction, if any
+        self.hook_event_id: int | None = None
 
     def _one(self, sql: str, args: tuple = ()) -> tuple | None:
         return self._db.execute(sql, args).fetchone()
@@ -183,6 +185,7 @@ class Tx:
         )
         if cur.rowcount == 0:
             return None
+        self.hook_event_id = cur.lastrowid
         return cur.lastrowid
 
     def touch_builder(self, builder: str, harness: str, at: float) -> None:
