@@ -263,6 +263,19 @@ class SessionEnded(Observation, kw_only=True):
     reason: str | None
 
 
+class TurnMovedOn(Observation, kw_only=True):
+    """The agent's turn went on past any open question: Claude Code 2.1.332 fires no hook
+    when the AskUserQuestion menu is escaped, so a later Stop / UserPromptSubmit (same agent)
+    or SubagentStop (that subagent) is the hooks' only sign the question is gone.
+    agent_id: whose questions (None: the main agent); all_agents: SessionEnd closes every
+    question of the session; outcome: ``dismissed`` or ``orphaned``."""
+
+    agent_id: str | None
+    all_agents: bool
+    outcome: str
+    via: str
+
+
 def questions_hash(questions: Any) -> str:
     """Stable hash (hex, 24 chars) of an AskUserQuestion ``questions`` value.
 
@@ -293,7 +306,10 @@ def observe(p: Base) -> list[Observation]:
     if isinstance(p, SessionStart):
         obs.append(SessionStarted(source=text(p.source)))
     elif isinstance(p, SessionEnd):
+        obs.append(TurnMovedOn(agent_id=None, all_agents=True, outcome="orphaned", via=p.hook_event_name))
         obs.append(SessionEnded(reason=text(p.reason)))
+    elif isinstance(p, (Stop, UserPromptSubmit)):  # SubagentStop is a Stop
+        obs.append(TurnMovedOn(agent_id=p.agent_id, all_agents=False, outcome="dismissed", via=p.hook_event_name))
     elif isinstance(p, ToolEvent) and p.tool_name == ASK_TOOL:
         questions = _questions_of(p.tool_input)
         h = questions_hash(questions)
@@ -363,9 +379,12 @@ def _resolved_from_post(p: PostToolUse, questions: Any, h: str) -> QuestionResol
 def decode_answers(questions: Any, answers: dict[str, Any]) -> list[Selection]:
     """Decode Claude Code's text-keyed answers against the questions' options.
 
-    answers: question text -> answer string; multi-select answers are the chosen labels
-    joined with ", " (labels may themselves contain commas); anything that is not a
-    sequence of option labels is free text ("Other") and kept verbatim.
+    answers: question text -> answer string. Multi-select answers are the chosen items in
+    the order they were checked, joined with ", "; Claude Code 2.1.332 wraps an item that
+    contains a comma or a quote in double quotes with ``\\"`` escapes
+    (``Cheese, "Ham, smoked"``). Items that are option labels go to ``labels``; the rest is
+    free text ("Other") and goes to ``other`` (joined with ", "). ``raw`` is always the
+    answer exactly as reported.
     Returns one Selection per answered question, in the answers' order.
     """
     try:
@@ -385,12 +404,53 @@ def decode_answers(questions: Any, answers: dict[str, Any]) -> list[Selection]:
             names = [o.label for o in q.options]
             if raw in names:
                 labels = [raw]
-            elif q.multiSelect and (split := _split_labels(raw, names)) is not None:
-                labels = split
+            elif q.multiSelect:
+                labels, other = _decode_multi(raw, names)
             else:
                 other = raw
         out.append(Selection(question=text, raw=raw, labels=labels, other=other))
     return out
+
+
+def _decode_multi(raw: str, names: list[str]) -> tuple[list[str], str | None]:
+    """(labels, other) of one multi-select answer string."""
+    split = _split_labels(raw, names)  # every item a known label, unquoted
+    if split is not None:
+        return split, None
+    items = _split_quoted(raw)
+    if items is None:
+        return [], raw
+    labels = [i for i in items if i in names]
+    rest = [i for i in items if i not in names]
+    return labels, (", ".join(rest) if rest else None)
+
+
+def _split_quoted(raw: str) -> list[str] | None:
+    """Split ``a, "b, c", "say \\"hi\\""`` into items; None if the quoting is broken."""
+    items: list[str] = []
+    i, n = 0, len(raw)
+    while i < n:
+        if raw[i] == '"':
+            j, buf = i + 1, []
+            while j < n and raw[j] != '"':
+                if raw[j] == "\\" and j + 1 < n:
+                    j += 1
+                buf.append(raw[j])
+                j += 1
+            if j >= n:
+                return None
+            items.append("".join(buf))
+            i = j + 1
+        else:
+            j = raw.find(", ", i)
+            j = n if j < 0 else j
+            items.append(raw[i:j])
+            i = j
+        if i < n:
+            if not raw.startswith(", ", i):
+                return None
+            i += 2
+    return items
 
 
 def _split_labels(raw: str, names: list[str]) -> list[str] | None:

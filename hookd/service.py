@@ -164,20 +164,52 @@ class Hookd:
                 self._question_asked(tx, builder, p, ob, at)
             elif isinstance(ob, cc.QuestionResolved):
                 self._question_resolved(tx, builder, p, ob, at)
+            elif isinstance(ob, cc.TurnMovedOn) and sid:
+                self._close_open_questions(tx, builder, sid, ob, at)
             elif isinstance(ob, cc.SessionEnded) and sid:
                 if tx.end_session(sid, at, ob.reason):
                     tx.append_event("session_ended", builder, sid, at, {"reason": ob.reason})
+
+    def _close_open_questions(self, tx: Tx, builder: str, sid: str, ob: cc.TurnMovedOn, at: float) -> None:
+        """Resolve questions left pending when the session's turn went on without a
+        PostToolUse/PostToolUseFailure for them (Esc at the menu fires no hook)."""
+        for i in tx.pending_in_session(builder, sid, agent_id=ob.agent_id, all_agents=ob.all_agents):
+            if ob.outcome == "orphaned":
+                warning = f"the session ended ({ob.via}) while the question was open"
+            else:
+                warning = (f"no PostToolUse or PostToolUseFailure arrived for this call before {ob.via}; "
+                           "Claude Code fires no hook when the question menu is escaped")
+            if tx.resolve_interaction(
+                i.id, expected_state="pending", state=ob.outcome, answers=None, selections=None,
+                surface=None, warning=warning, error=None, at=at,
+            ):
+                data: dict[str, Any] = {
+                    "id": i.id, "kind": i.kind, "tool_use_id": i.tool_use_id, "outcome": ob.outcome,
+                    "answers": None, "selections": None, "surface": None, "warning": warning,
+                    "inferred_from": ob.via,
+                }
+                if i.agent_id:
+                    data["agent_id"] = i.agent_id
+                tx.append_event("question_resolved", builder, sid, at, data)
 
     def _track_session(self, tx: Tx, harness: str, builder: str, p: cc.Base, at: float) -> None:
         sid = p.session_id
         assert sid is not None
         transcript_path, cwd = cc.text(p.transcript_path), cc.text(p.cwd)
+        source = cc.text(p.source) if isinstance(p, cc.SessionStart) else None
         if tx.session_exists(sid):
             tx.touch_session(sid, at, transcript_path, cwd)
+            if isinstance(p, cc.SessionStart):
+                # `claude --resume ID` keeps the session id (2.1.332): the session reopens.
+                parent = tx.reopen_session(sid, source, at)
+                tx.append_event(
+                    "session_started", builder, sid, at,
+                    {"source": source, "parent_session_id": parent, "transcript_path": transcript_path, "cwd": cwd},
+                )
             return
-        source = cc.text(p.source) if isinstance(p, cc.SessionStart) else None
         parent = None
-        if source in ("resume", "compact", "clear"):
+        if source in ("resume", "compact", "clear", "fork"):
+            # SessionStart carries no parent id: the builder's most recent other session.
             parent = tx.latest_session(builder, exclude=sid)
         tx.insert_session(
             session_id=sid, builder=builder, harness=harness, parent_id=parent, source=source,

@@ -224,6 +224,26 @@ class Tx:
             (at, transcript_path, cwd, session_id),
         )
 
+    def reopen_session(self, session_id: str, source: str | None, at: float) -> str | None:
+        """Mark an existing session started again (resume with the same id); returns its
+        parent session id."""
+        self._db.execute(
+            "UPDATE sessions SET source=COALESCE(?, source), ended_at=NULL, end_reason=NULL, last_hook_at=? WHERE id=?",
+            (source, at, session_id),
+        )
+        row = self._one("SELECT parent_id FROM sessions WHERE id=?", (session_id,))
+        return row[0] if row else None
+
+    def pending_in_session(self, builder: str, session_id: str, *, agent_id: str | None, all_agents: bool) -> list[Interaction]:
+        """Pending interactions of one session: of ``agent_id`` (None: the main agent), or
+        of every agent when ``all_agents``."""
+        sql = f"SELECT {_INTERACTION_COLS} FROM interactions WHERE builder=? AND session_id=? AND state='pending'"
+        args: tuple = (builder, session_id)
+        if not all_agents:
+            sql += " AND agent_id IS ?"
+            args += (agent_id,)
+        return [_interaction(r) for r in self._db.execute(sql + " ORDER BY created_at", args).fetchall()]
+
     def end_session(self, session_id: str, at: float, reason: str | None) -> bool:
         cur = self._db.execute(
             "UPDATE sessions SET ended_at=?, end_reason=? WHERE id=? AND ended_at IS NULL",

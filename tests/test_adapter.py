@@ -59,8 +59,23 @@ def test_free_text_other_is_kept_verbatim():
     qs = [_q("DB?", ["Postgres", "SQLite"]), _q("Colors?", ["Red", "Blue"], multi=True)]
     got = cc.decode_answers(qs, {"DB?": "MySQL, with replicas,  please", "Colors?": "Red, green-ish"})
     assert got[0].labels == [] and got[0].other == "MySQL, with replicas,  please"
-    # "green-ish" is no label: the whole answer is free text, never half-decoded
-    assert got[1].labels == [] and got[1].other == "Red, green-ish"
+    # multi-select items are decoded one by one: known labels, then the free text
+    assert got[1].labels == ["Red"] and got[1].other == "green-ish"
+    assert got[1].raw == "Red, green-ish"
+
+
+@pytest.mark.parametrize("raw, labels, other", [
+    # Claude Code 2.1.332 quotes items containing a comma or a quote, in checked order
+    ('Cheese, "Ham, smoked"', ["Cheese", "Ham, smoked"], None),
+    ('"Ham, smoked", Olives', ["Ham, smoked", "Olives"], None),
+    ('"Say \\"hi\\"", " anchovies, lots"', ['Say "hi"'], " anchovies, lots"),
+    ("Cheese, anchovies", ["Cheese"], "anchovies"),
+    ('"unterminated, Cheese', [], '"unterminated, Cheese'),
+])
+def test_multiselect_quoted_items(raw, labels, other):
+    qs = [_q("Toppings?", ["Olives", "Cheese", "Ham, smoked", 'Say "hi"'], multi=True)]
+    [s] = cc.decode_answers(qs, {"Toppings?": raw})
+    assert (s.labels, s.other, s.raw) == (labels, other, raw)
 
 
 def test_answer_for_unknown_question_is_kept():
