@@ -33,16 +33,29 @@ def tag(builder: str) -> str:
 
 
 def bash_path() -> str:
-    """The real path of bash (no shims, no PATH lookup at hook time)."""
+    """The real path of bash (no shims, no PATH lookup at hook time): the first ``bash`` on
+    PATH (then the usual places) that resolves to a binary, skipping ``#!`` scripts such as
+    version-manager shims."""
     found = shutil.which("bash") or "/bin/bash"
+    candidates = [found, *(os.path.join(d, "bash") for d in os.get_exec_path()), "/bin/bash", "/usr/bin/bash"]
+    for c in candidates:
+        real = os.path.realpath(c)
+        try:
+            with open(real, "rb") as f:
+                if f.read(2) != b"#!" and os.access(real, os.X_OK):
+                    return real
+        except OSError:
+            continue
     return os.path.realpath(found)
 
 
 def hook_command(home: Home, harness: str, builder: str, deadline_ms: int) -> str:
     """The exact shell command the harness runs (``sh -c``): absolute, quoted paths; the
-    builder id and hookd's tag baked in; no placeholder substitution."""
+    builder id and hookd's tag baked in; no placeholder substitution. ``exec``: the harness's
+    signals (SIGTERM on timeout or Esc) reach the client itself, not just the ``sh`` that
+    started it (dash does not exec the last command of ``sh -c``)."""
     parts = [bash_path(), os.fspath(home.client_script), harness, builder, str(deadline_ms)]
-    return " ".join(shlex.quote(p) for p in parts) + " " + tag(builder)
+    return "exec " + " ".join(shlex.quote(p) for p in parts) + " " + tag(builder)
 
 
 def write_client(home: Home) -> Path:

@@ -37,7 +37,28 @@ slice() {
   [[ $t < 0.050000 && ${t%%.*} == 0 ]] || t=0.050000
 }
 
+# buf holds one whole JSON object (cheap test: ends with } and the braces balance; word
+# splitting counts them in linear time, ${buf//...} would be quadratic)
+whole() {
+  local s=$buf a o IFS
+  while [[ ${s: -1} == [$' \t\r\n'] ]]; do s=${s%?}; done
+  [[ ${s: -1} == '}' ]] || return 1
+  set -f
+  IFS='{'; a=(x${s}x); o=${#a[@]}
+  IFS='}'; a=(x${s}x)
+  set +f
+  (( o == ${#a[@]} ))
+}
+
 spool() {
+  local rc
+  # never spool half a payload: stdin may still be arriving (slowly, or held open after
+  # the object); read on until EOF, one whole object, or the deadline
+  while (( eof == 0 )) && ! whole; do
+    read_more; rc=$?
+    (( rc == 2 )) && break
+    (( rc == 0 )) && eof=1
+  done
   [[ -n $buf ]] || exit 0
   local d="$H/spool/$builder"
   [[ -d $d ]] || mkdir -p "$d" || exit 0
@@ -45,19 +66,25 @@ spool() {
   exit 0
 }
 
-# read stdin until EOF, or until the deadline; a slow or held-open stdin is streamed
+# read stdin until EOF, or until the deadline; a slow or held-open stdin is streamed.
+# A timed `read` that stops while bytes are flowing can leave stdin's bytes in the buffer
+# bash shares between all fds, and the next read of ANY fd (the endpoint file, the socket)
+# would return them: so keep reading stdin until EOF or until a slice brings nothing.
 read_more() {
   local chunk rc
-  slice || return 2
-  IFS= read -r -N 16777216 -t "$t" chunk
-  rc=$?
-  buf+=$chunk
-  last=$chunk
-  (( rc == 0 || rc > 128 )) && return 1  # more may come
-  return 0                               # EOF
+  last=
+  while :; do
+    slice || return 2
+    IFS= read -r -N 16777216 -t "$t" chunk
+    rc=$?
+    buf+=$chunk
+    last+=$chunk
+    (( rc == 0 || rc > 128 )) || return 0  # EOF
+    [[ -n $chunk ]] || return 1            # idle for a slice: more may come later
+  done
 }
 
-eof=0
+eof=0 sent=0
 read_more; rc=$?
 (( rc == 2 )) && spool
 (( rc == 0 )) && eof=1
@@ -76,9 +103,22 @@ if (( ${#buf} > 65536 )); then
   fi
 fi
 
-printf 'POST /v1/hooks/%s/%s HTTP/1.1\r\nHost: hookd\r\nAuthorization: Bearer %s\r\nX-Hookd-Delivery: %s\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n' \
-  "$harness" "$builder" "$token" "$id" >&3 || spool
-[[ -n $buf ]] && { printf '%x\r\n%s\r\n' "${#buf}" "$buf" >&3 || spool; }
+req='POST /v1/hooks/%s/%s HTTP/1.1\r\nHost: hookd\r\nAuthorization: Bearer %s\r\nX-Hookd-Delivery: %s\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n'
+# (built with printf -v and written with one printf %s: bash's stdout is line-buffered, and
+# until its buffer exists glibc writes every line separately: one TCP segment per line)
+printf '\n' >/dev/null
+if (( eof == 1 )); then
+  # the whole payload is here: send the complete request at once. The daemon answers and
+  # closes as soon as the object is complete, so a failed write of the last bytes is not a
+  # failed delivery: the reply (or its absence) below decides.
+  printf -v req "$req%x\r\n%s\r\n0\r\n\r\n" "$harness" "$builder" "$token" "$id" "${#buf}" "$buf"
+  printf '%s' "$req" >&3
+  sent=1
+else
+  printf -v req "$req" "$harness" "$builder" "$token" "$id"
+  [[ -n $buf ]] && printf -v req '%s%x\r\n%s\r\n' "$req" "${#buf}" "$buf"
+  printf '%s' "$req" >&3 || spool
+fi
 
 resp=
 while (( eof == 0 )); do
@@ -90,9 +130,9 @@ while (( eof == 0 )); do
   read_more; rc=$?
   (( rc == 2 )) && spool
   (( rc == 0 )) && eof=1
-  [[ -n $last ]] && { printf '%x\r\n%s\r\n' "${#last}" "$last" >&3 || spool; }
+  [[ -n $last ]] && { printf '%x\r\n%s\r\n' "${#last}" "$last" >&3 || break; }  # answered and closed?
 done
-(( eof == 1 )) && [[ -z $resp ]] && { printf '0\r\n\r\n' >&3 || spool; }
+(( eof == 1 && ! sent )) && [[ -z $resp ]] && printf '0\r\n\r\n' >&3  # the reply below decides
 
 left || spool
 IFS= read -r -N 1048576 -t "$t" -u 3 rest
@@ -102,6 +142,7 @@ body=${resp#*$'\r\n\r\n'}
 [[ $head == "$resp" ]] && spool                    # no complete reply: keep the payload
 case $head in
   'HTTP/1.1 200 '*) ;;
+  'HTTP/1.1 401 '*) spool ;;                        # not our daemon (a stale endpoint's port reused)
   'HTTP/1.1 '[45]*) exit 0 ;;                       # the daemon stored it and said no
   *) spool ;;
 esac

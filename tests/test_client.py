@@ -1,0 +1,626 @@
+"""The generated bash hook client, run exactly as Claude Code runs it (``sh -c "<command>"``,
+cwd = worktree, payload on stdin), against a real `hookd serve` on real sockets.
+
+Covers the acceptance path (question pending, then answered), fail-open and spooling while
+the daemon is down (never started, stopped, killed -9 with a stale endpoint file), spool
+de-duplication by delivery id, bad input (cases B12, B13, B15), SIGTERM, and concurrency.
+Waits are on conditions with deadlines (wait_until); the only sleeps pace test input.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import sqlite3
+import statistics
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from hookd.client import Client
+from hookd.config import Home
+from hookd.daemonproc import DaemonProcess
+from hookd.harness import claude_code as cc
+
+from tests.conftest import TUI, hookd_cli, questions, run_hook, settings_command, wait_until
+
+BUILDER = "b-1"
+ASK_ID = "toolu_01ASK0000000000000000001"
+ASK_PRE = TUI / "007-PreToolUse.json"
+ASK_POST = TUI / "010-PostToolUse.json"
+#: The recorded TUI scenario's hooks that hookd registers, in the order they ran.
+SEQUENCE = [p for p in sorted(TUI.glob("*.json")) if json.loads(p.read_bytes())["hook_event_name"] in cc.REGISTERED_EVENTS]
+#: Fail-open bound from the issue (a functional bound on the median, not a benchmark).
+FAIL_OPEN_S = 0.1
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def spawn(home: Path, worktree: Path, *extra: str, builder: str = BUILDER) -> dict[str, str]:
+    """`hookd spawn` for ``builder``; returns the generated command per registered event."""
+    r = hookd_cli(home, "spawn", builder, "--worktree", os.fspath(worktree), *extra)
+    assert r.returncode == 0, r.stderr
+    settings = worktree / ".claude" / "settings.local.json"
+    return {ev: settings_command(settings, ev) for ev in cc.REGISTERED_EVENTS}
+
+
+def api(home: Path) -> Client:
+    return Client(Home.resolve(home), timeout=10)
+
+
+def all_events(home: Path) -> list[dict[str, Any]]:
+    """Every event, oldest first, read over the daemon's socket (fast enough to poll)."""
+    c = api(home)
+    out: list[dict[str, Any]] = []
+    try:
+        while True:
+            batch = list(c.lines("/v1/events", after=out[-1]["seq"] if out else 0, limit=1000))
+            out += batch
+            if len(batch) < 1000:
+                return out
+    finally:
+        c.close()
+
+
+def hooks_received(home: Path) -> list[dict[str, Any]]:
+    return [e["data"] for e in all_events(home) if e["kind"] == "hook_received"]
+
+
+def kinds(home: Path, kind: str) -> list[dict[str, Any]]:
+    return [e for e in all_events(home) if e["kind"] == kind]
+
+
+def stored_hooks(home: Path) -> list[tuple[str, bytes]]:
+    """(source, raw bytes) of every stored hook event, read straight from the database."""
+    db = sqlite3.connect(f"file:{home / 'hookd.db'}?mode=ro", uri=True)
+    try:
+        return [(src, bytes(raw)) for src, raw in db.execute("SELECT source, raw FROM hook_events ORDER BY id")]
+    finally:
+        db.close()
+
+
+def signature(payload: bytes) -> tuple[str, str | None, str | None]:
+    obj = json.loads(payload)
+    return obj["hook_event_name"], obj.get("tool_name"), obj.get("tool_use_id")
+
+
+def received_signatures(home: Path) -> list[tuple[str, str | None, str | None]]:
+    return [(d["hook_event_name"], d.get("tool_name"), d.get("tool_use_id")) for d in hooks_received(home)]
+
+
+def spool_files(home: Path, builder: str = BUILDER) -> list[Path]:
+    d = home / "spool" / builder
+    return sorted(p for p in d.iterdir()) if d.is_dir() else []
+
+
+def assert_clean_exit(r: subprocess.CompletedProcess[bytes] | tuple[int, bytes, bytes], what: str = "") -> None:
+    """B12/B13: exit code 0; stdout empty or exactly one JSON object; stderr empty."""
+    rc, out, err = (r.returncode, r.stdout, r.stderr) if isinstance(r, subprocess.CompletedProcess) else r
+    assert rc == 0, f"{what}: exit code {rc}, stdout {out[:200]!r}"
+    if out.strip():
+        assert out.lstrip().startswith(b"{"), f"{what}: plain text on stdout: {out[:200]!r}"
+        json.loads(out)  # exactly one valid JSON document (extra data raises)
+    assert err == b"", f"{what}: stderr {err[:200]!r}"
+
+
+def daemon_up(home: Path) -> bool:
+    r = hookd_cli(home, "status", "--json")
+    return r.returncode == 0 and json.loads(r.stdout)["pid"] > 0
+
+
+class HeldClient:
+    """The generated command with stdin as a pipe we control (written, paced, held open)."""
+
+    def __init__(self, command: str, cwd: Path):
+        self.t0 = time.perf_counter()
+        self.proc = subprocess.Popen(["sh", "-c", command], cwd=cwd, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.elapsed: float | None = None
+
+    def write(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # the client is gone; its exit is what the test checks
+
+    def close_stdin(self) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+
+    def wait(self, timeout: float) -> tuple[int, bytes, bytes]:
+        """Wait for exit (stdin stays as it is); returns (rc, stdout, stderr)."""
+        rc = self.proc.wait(timeout)
+        self.elapsed = time.perf_counter() - self.t0
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        out, err = self.proc.stdout.read(), self.proc.stderr.read()
+        self.close_stdin()
+        return rc, out, err
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if f is not None:
+                try:
+                    f.close()
+                except BrokenPipeError:
+                    pass
+
+
+def sigterm_trapped(pid: int) -> bool:
+    """The client installed its TERM trap (bit 15 in SigCgt): it is bash running our script."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    cgt = int(next(l for l in status.splitlines() if l.startswith("SigCgt:")).split()[1], 16)
+    return bool(cgt & (1 << (signal.SIGTERM - 1)))
+
+
+@pytest.fixture
+def stopped(home: Path):
+    """A DaemonProcess on ``home`` that the test starts (and stops, kills) itself."""
+    d = DaemonProcess(home)
+    yield d
+    d.stop()
+    d.kill()
+
+
+# --- acceptance ---------------------------------------------------------------------------
+
+
+def test_recorded_ask_becomes_pending_then_answered(daemon: DaemonProcess, home: Path, worktree: Path) -> None:
+    cmd = spawn(home, worktree)
+    r = run_hook(cmd["PreToolUse"], ASK_PRE.read_bytes(), worktree)
+    assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")
+    pending = questions(home, "pending")
+    assert [q["id"] for q in pending] == [ASK_ID]
+    assert pending[0]["state"] == "pending"
+    assert pending[0]["questions"][0]["question"] == "Which color do you prefer?"
+    assert [o["label"] for o in pending[0]["questions"][0]["options"]] == ["Red", "Blue"]
+
+    r = run_hook(cmd["PostToolUse"], ASK_POST.read_bytes(), worktree)
+    assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")
+    assert questions(home, "pending") == []
+    [q] = questions(home, "all")
+    assert q["id"] == ASK_ID and q["state"] == "answered"
+    assert q["answers"] == {"Which color do you prefer?": "Blue"}
+
+
+# --- daemon down: fail open, spool, ingest exactly once -----------------------------------
+
+
+def run_timed(command: str, payload: bytes, cwd: Path) -> tuple[subprocess.CompletedProcess[bytes], float]:
+    t = time.perf_counter()
+    r = run_hook(command, payload, cwd)
+    return r, time.perf_counter() - t
+
+
+@pytest.mark.parametrize("mode", ["never-started", "stopped", "killed-9"])
+def test_fail_open_spools_and_daemon_ingests_exactly_once_in_order(
+    mode: str, stopped: DaemonProcess, home: Path, worktree: Path
+) -> None:
+    cmd = spawn(home, worktree)
+    payloads = [p.read_bytes() for p in SEQUENCE]
+    live = 0
+    if mode != "never-started":
+        stopped.start()
+        r = run_hook(cmd["SessionStart"], payloads[0], worktree)
+        assert (r.returncode, r.stdout) == (0, b"")
+        live = 1
+        assert received_signatures(home) == [signature(payloads[0])]
+        if mode == "stopped":
+            assert stopped.stop() == 0
+            assert not home.joinpath("run", "endpoint").exists()
+        else:
+            stopped.kill()
+            assert home.joinpath("run", "endpoint").exists(), "kill -9 must leave the stale endpoint file"
+    assert spool_files(home) == []
+
+    durations = []
+    for payload in payloads[live:]:
+        event = json.loads(payload)["hook_event_name"]
+        r, dt = run_timed(cmd[event], payload, worktree)
+        assert (r.returncode, r.stdout, r.stderr) == (0, b"", b""), event
+        durations.append(dt)
+    assert statistics.median(durations) < FAIL_OPEN_S, f"fail-open took {durations}"
+    spooled = spool_files(home)
+    assert len(spooled) == len(payloads) - live
+    assert sorted(p.read_bytes() for p in spooled) == sorted(payloads[live:])  # whole payloads
+
+    stopped.start()
+    expected = [signature(p) for p in payloads]
+    wait_until(lambda: len(hooks_received(home)) >= len(expected) and not spool_files(home), 15,
+               what="the spool to be ingested")
+    assert received_signatures(home) == expected  # exactly once each, in the order they ran
+    assert spool_files(home) == []
+    assert [e["data"]["id"] for e in kinds(home, "question_pending")] == [ASK_ID]
+    [resolved] = kinds(home, "question_resolved")
+    assert resolved["data"]["answers"] == {"Which color do you prefer?": "Blue"}
+    sources = [d["source"] for d in hooks_received(home)]
+    assert sources == ["live"] * live + ["spool"] * (len(payloads) - live)
+
+
+@pytest.mark.parametrize("stdin", ["chunked-3-bytes", "held-open-after-object"])
+def test_daemon_down_spools_the_whole_payload_even_when_stdin_is_slow(
+    stdin: str, stopped: DaemonProcess, home: Path, worktree: Path
+) -> None:
+    """B15 with the daemon down: the spool gets the whole object, never the first slice."""
+    cmd = spawn(home, worktree)
+    payload = CHUNKED if stdin == "chunked-3-bytes" else ASK_PRE.read_bytes()
+    c = HeldClient(cmd["PreToolUse"], worktree)
+    writer = None
+    try:
+        if stdin == "chunked-3-bytes":
+            writer = threading.Thread(target=paced_write, args=(c, payload))
+            writer.start()
+        else:
+            c.write(payload)  # and hold stdin open
+        rc, out, err = c.wait(timeout=15)
+    finally:
+        if writer is not None:
+            writer.join()
+        c.kill()
+    assert (rc, out, err) == (0, b"", b"")
+    if stdin == "held-open-after-object":
+        assert c.elapsed is not None and c.elapsed < 1.0, f"waited {c.elapsed:.2f} s for EOF"
+    [f] = spool_files(home)
+    assert f.read_bytes() == payload
+    stopped.start()
+    wait_until(lambda: hooks_received(home) and not spool_files(home), 15, what="the spool to be ingested")
+    assert received_signatures(home) == [signature(payload)]
+    assert kinds(home, "hook_invalid") == []
+
+
+def test_stale_endpoint_whose_port_another_daemon_took_spools(stopped: DaemonProcess, home: Path, worktree: Path, tmp_path: Path) -> None:
+    """killed -9, and the port now belongs to another hookd (another home, another token):
+    its 401 means "not stored here", so the payload is spooled, not dropped."""
+    cmd = spawn(home, worktree)
+    other = DaemonProcess(tmp_path / "other-home")
+    try:
+        other.start()
+        port, _ = endpoint(other.home.root)
+        stopped.home.run_dir.mkdir(parents=True, exist_ok=True)
+        stopped.home.endpoint_file.write_text(f"{port} not-the-right-token\n")  # what kill -9 leaves
+        r = run_hook(cmd["PreToolUse"], ASK_PRE.read_bytes(), worktree)
+        assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")
+        assert [f.read_bytes() for f in spool_files(home)] == [ASK_PRE.read_bytes()]
+    finally:
+        other.stop()
+        other.kill()
+    stopped.start()
+    wait_until(lambda: not spool_files(home) and hooks_received(home), 15, what="the spool to be ingested")
+    assert [q["id"] for q in questions(home, "pending")] == [ASK_ID]
+
+
+def endpoint(home: Path) -> tuple[int, str]:
+    port, token = home.joinpath("run", "endpoint").read_text().split()
+    return int(port), token
+
+
+def post_hook(home: Path, body: bytes, delivery: str, builder: str = BUILDER) -> tuple[int, bytes]:
+    """A direct HTTP POST to the hook route over the loopback TCP port, as a client does."""
+    port, token = endpoint(home)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("POST", f"/v1/hooks/claude-code/{builder}", body=body, headers={
+            "Authorization": f"Bearer {token}", "X-Hookd-Delivery": delivery,
+            "Content-Type": "application/json",
+        })
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def drop_spool(home: Path, delivery: str, body: bytes, builder: str = BUILDER) -> Path:
+    """Write a spool file the way the client does (temp file + rename)."""
+    d = home / "spool" / builder
+    d.mkdir(parents=True, exist_ok=True)
+    tmp = d / f".{delivery}.tmp"
+    tmp.write_bytes(body)
+    final = d / f"{delivery}.claude-code.json"
+    os.rename(tmp, final)
+    return final
+
+
+def new_delivery_id(n: int = 0) -> str:
+    return f"{time.time_ns() // 1000 + n}-{os.getpid()}-{4242 + n}"
+
+
+@pytest.mark.parametrize("when", ["on-restart", "while-running"])
+def test_spooled_copy_of_a_live_delivery_is_stored_once(
+    when: str, daemon: DaemonProcess, home: Path, worktree: Path
+) -> None:
+    spawn(home, worktree)
+    ask = ASK_PRE.read_bytes()
+    dup_id = new_delivery_id()
+    status, body = post_hook(home, ask, dup_id)
+    assert (status, body) == (200, b"")
+    assert [q["id"] for q in questions(home, "pending")] == [ASK_ID]
+
+    if when == "on-restart":
+        assert daemon.stop() == 0
+    drop_spool(home, dup_id, ask)                       # same delivery id: a duplicate
+    drop_spool(home, new_delivery_id(1), ASK_POST.read_bytes())  # fresh id: must be ingested
+    if when == "on-restart":
+        daemon.start()
+    wait_until(lambda: not spool_files(home) and len(hooks_received(home)) >= 2, 15,
+               what="both spool files to be consumed")
+
+    assert received_signatures(home) == [signature(ask), signature(ASK_POST.read_bytes())]
+    assert [e["data"]["id"] for e in kinds(home, "question_pending")] == [ASK_ID]
+    assert len(kinds(home, "question_resolved")) == 1
+    r = hookd_cli(home, "status", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["counts"]["hook_events"] == 2
+
+
+# --- bad input (B12, B13, B15) ------------------------------------------------------------
+
+STOP = b'{"hook_event_name":"Stop","session_id":"s-bad","stop_hook_active":false}'
+
+
+def big_payload() -> bytes:
+    obj = json.loads((TUI / "005-PostToolUse.json").read_bytes())
+    obj["tool_use_id"] = "toolu_BIG6MB"
+    obj["tool_response"] = {"stdout": "x" * (6 * 1024 * 1024), "stderr": "", "interrupted": False}
+    return json.dumps(obj).encode()
+
+
+#: stdin written at once then closed: name -> (bytes, what the daemon must have recorded)
+#: ("hook": one hook_received; "invalid": one hook_invalid with the raw bytes; None: nothing)
+STATIC_INPUTS: dict[str, tuple[Callable[[], bytes], str | None]] = {
+    "malformed-json": (lambda: b'{"hook_event_name": "Stop", "session_id": oops}', "invalid"),
+    "truncated-json": (lambda: STOP[:30], "invalid"),
+    "non-utf8": (lambda: b'{"hook_event_name":"Stop","session_id":"s-\xff\xfe","x":"\xc3\x28"}', "any"),
+    "json-array": (lambda: b'[' + STOP + b']', "invalid"),
+    "six-mb": (big_payload, "hook"),
+    "empty-stdin": (lambda: b"", None),
+}
+
+
+def recorded_kinds(home: Path) -> list[str]:
+    return [e["kind"] for e in all_events(home) if e["kind"] in ("hook_received", "hook_invalid")]
+
+
+@pytest.mark.parametrize("name", list(STATIC_INPUTS))
+def test_bad_input_fails_open_and_nothing_is_lost(name: str, daemon: DaemonProcess, home: Path, worktree: Path) -> None:
+    # The 6 MB case gets a long deadline: bash's timed `read` costs ~2 syscalls per byte,
+    # and this test is about the bytes arriving intact, not about the read speed.
+    cmd = spawn(home, worktree, *(["--deadline", "30"] if name == "six-mb" else []))
+    make, expect = STATIC_INPUTS[name]
+    payload = make()
+    r = run_hook(cmd["PreToolUse"], payload, worktree, timeout=60)
+    assert_clean_exit(r, name)
+    assert daemon_up(home), "the daemon must survive bad input"
+    if expect is None:
+        assert recorded_kinds(home) == [] and spool_files(home) == []
+        return
+    got = recorded_kinds(home)
+    if expect == "any":
+        assert len(got) == 1, got
+    else:
+        assert got == [f"hook_{'received' if expect == 'hook' else 'invalid'}"], got
+    assert spool_files(home) == []
+    if expect == "hook":
+        assert hooks_received(home)[0]["tool_use_id"] == "toolu_BIG6MB"
+        assert stored_hooks(home) == [("live", payload)]  # byte for byte, not via the spool
+    if expect == "invalid":
+        [ev] = kinds(home, "hook_invalid")
+        assert ev["data"]["bytes"] == len(payload)  # raw bytes kept as received
+
+
+@pytest.mark.parametrize("kib", [64, 300, 1024])
+def test_large_payload_on_a_pipe_is_delivered_live_byte_for_byte(
+    kib: int, daemon: DaemonProcess, home: Path, worktree: Path
+) -> None:
+    """A payload that takes longer than one 50 ms read slice (bash reads stdin with a timeout):
+    whatever bash had buffered from stdin must not leak into the next read of another fd
+    (the endpoint file, the socket); the daemon gets exactly the bytes Claude Code wrote."""
+    cmd = spawn(home, worktree)
+    obj = json.loads((TUI / "005-PostToolUse.json").read_bytes())
+    obj["tool_use_id"] = f"toolu_LARGE{kib}"
+    lines = [f"line {i:06d} " + "abcdefghij" * 6 for i in range(kib * 1024 // 80)]
+    obj["tool_response"] = {"stdout": "\n".join(lines), "stderr": "", "interrupted": False}
+    payload = json.dumps(obj, indent=2).encode()
+    r = run_hook(cmd["PostToolUse"], payload, worktree)
+    assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")
+    wait_until(lambda: not spool_files(home) and stored_hooks(home), 15, what="the payload to be stored")
+    [(source, raw)] = stored_hooks(home)
+    assert len(raw) == len(payload) and raw == payload
+    assert source == "live"
+
+
+def test_stdin_held_open_after_complete_object(daemon: DaemonProcess, home: Path, worktree: Path) -> None:
+    cmd = spawn(home, worktree)  # default deadline: 5 s
+    c = HeldClient(cmd["PreToolUse"], worktree)
+    try:
+        c.write(ASK_PRE.read_bytes())  # and never close stdin
+        rc, out, err = c.wait(timeout=10)
+    finally:
+        c.kill()
+    assert_clean_exit((rc, out, err), "held open")
+    assert c.elapsed is not None and c.elapsed < 1.0, f"client waited {c.elapsed:.2f} s for EOF"
+    assert [q["id"] for q in questions(home, "pending")] == [ASK_ID]
+    assert daemon_up(home)
+
+
+def paced_write(c: HeldClient, payload: bytes, size: int = 3, every: float = 0.2) -> None:
+    """Input pacing (not synchronisation): ``size``-byte chunks every ``every`` s, then EOF."""
+    for i in range(0, len(payload), size):
+        c.write(payload[i:i + size])
+        time.sleep(every)
+    c.close_stdin()
+
+
+CHUNKED = b'{"hook_event_name":"Stop","session_id":"s-chunked"}'  # 17 chunks: ~3.4 s < 5 s
+
+
+def test_object_fed_in_3_byte_chunks_every_200ms_is_recorded(daemon: DaemonProcess, home: Path, worktree: Path) -> None:
+    cmd = spawn(home, worktree)
+    c = HeldClient(cmd["Stop"], worktree)
+    writer = threading.Thread(target=paced_write, args=(c, CHUNKED))
+    writer.start()
+    try:
+        rc, out, err = c.wait(timeout=15)
+    finally:
+        writer.join()
+        c.kill()
+    assert_clean_exit((rc, out, err), "chunked")
+    got = kinds(home, "hook_received")
+    assert [(e["data"]["hook_event_name"], e["session_id"]) for e in got] == [("Stop", "s-chunked")]
+    assert kinds(home, "hook_invalid") == []
+    assert spool_files(home) == []
+    assert daemon_up(home)
+
+
+def test_nothing_written_and_stdin_held_open_exits_at_deadline(daemon: DaemonProcess, home: Path, worktree: Path) -> None:
+    cmd = spawn(home, worktree, "--deadline", "1")
+    c = HeldClient(cmd["Stop"], worktree)
+    try:
+        rc, out, err = c.wait(timeout=10)  # we hold stdin open well past the deadline
+    finally:
+        c.kill()
+    assert (rc, out, err) == (0, b"", b"")
+    assert c.elapsed is not None and 0.9 <= c.elapsed < 1.75, f"exited after {c.elapsed:.2f} s (deadline 1 s)"
+    assert kinds(home, "hook_received") == [] and spool_files(home) == []
+    assert daemon_up(home)
+
+
+# --- B12/B13 matrix: every path x every daemon state --------------------------------------
+
+HELD_INPUTS = ["held-open-after-object", "chunked-3-bytes", "nothing-held-open"]
+
+
+def run_input(command: str, cwd: Path, name: str) -> tuple[int, bytes, bytes]:
+    if name in STATIC_INPUTS:
+        r = run_hook(command, STATIC_INPUTS[name][0](), cwd, timeout=60)
+        return r.returncode, r.stdout, r.stderr
+    c = HeldClient(command, cwd)
+    writer = None
+    try:
+        if name == "held-open-after-object":
+            c.write(ASK_PRE.read_bytes())
+        elif name == "chunked-3-bytes":
+            writer = threading.Thread(target=paced_write, args=(c, CHUNKED))
+            writer.start()
+        return c.wait(timeout=15)
+    finally:
+        if writer is not None:
+            writer.join()
+        c.kill()
+
+
+@pytest.fixture(scope="module", params=["daemon-up", "never-started", "killed-9-stale-endpoint"])
+def matrix_env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("matrix")
+    home, worktree = root / "home", root / "wt"
+    worktree.mkdir()
+    cmd = spawn(home, worktree)["PreToolUse"]
+    d = DaemonProcess(home)
+    if request.param != "never-started":
+        d.start()
+    if request.param.startswith("killed"):
+        d.kill()
+        assert home.joinpath("run", "endpoint").exists()
+    yield request.param, home, worktree, cmd, d
+    d.stop()
+    d.kill()
+
+
+@pytest.mark.parametrize("name", list(STATIC_INPUTS) + HELD_INPUTS)
+def test_exit_code_and_stdout_matrix(name: str, matrix_env: tuple) -> None:
+    state, home, worktree, cmd, d = matrix_env
+    rc, out, err = run_input(cmd, worktree, name)
+    assert rc != 1 and rc != 2, f"{state}/{name}: exit {rc} would be read as an error or a block"
+    assert_clean_exit((rc, out, err), f"{state}/{name}")
+    if state == "daemon-up":
+        assert d.running
+        c = api(home)
+        try:
+            assert c.get("/v1/status")["pid"] == d.proc.pid  # type: ignore[union-attr]
+        finally:
+            c.close()
+
+
+# --- SIGTERM (Claude Code's timeout, and Esc) ----------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["waiting-on-stdin-daemon-up", "waiting-on-stdin-daemon-down", "waiting-on-hung-daemon"])
+def test_sigterm_exits_0_silently(where: str, stopped: DaemonProcess, home: Path, worktree: Path) -> None:
+    cmd = spawn(home, worktree)
+    if where != "waiting-on-stdin-daemon-down":
+        stopped.start()
+    payload = ASK_PRE.read_bytes()
+    c = HeldClient(cmd["PreToolUse"], worktree)
+    hung = False
+    try:
+        if where == "waiting-on-hung-daemon":
+            os.kill(stopped.proc.pid, signal.SIGSTOP)  # type: ignore[union-attr]
+            hung = True
+            c.write(payload)
+            c.close_stdin()
+        else:
+            c.write(payload[:40])  # half an object: the client keeps waiting for the rest
+        pid = c.proc.pid
+        wait_until(lambda: sigterm_trapped(pid), 5, interval=0.005, what="the client's TERM trap")
+        if where != "waiting-on-stdin-daemon-down":
+            # connected (fd 3 is the daemon socket): the client is inside its wait loop
+            wait_until(lambda: os.path.exists(f"/proc/{pid}/fd/3"), 5, interval=0.005, what="the client to connect")
+        assert c.proc.poll() is None
+        c.proc.send_signal(signal.SIGTERM)
+        t = time.perf_counter()
+        rc, out, err = c.wait(timeout=5)
+        assert time.perf_counter() - t < 1.0
+    finally:
+        if hung:
+            os.kill(stopped.proc.pid, signal.SIGCONT)  # type: ignore[union-attr]
+        c.kill()
+    assert (rc, out, err) == (0, b"", b"")
+    if where != "waiting-on-stdin-daemon-down":
+        assert daemon_up(home)
+
+
+# --- concurrency --------------------------------------------------------------------------
+
+
+def test_twenty_concurrent_copies_of_one_ask_make_one_question(daemon: DaemonProcess, home: Path, worktree: Path) -> None:
+    cmd = spawn(home, worktree)["PreToolUse"]
+    payload = ASK_PRE.read_bytes()
+    procs = [subprocess.Popen(["sh", "-c", cmd], cwd=worktree, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(20)]
+    results = []
+    barrier = threading.Barrier(len(procs))
+
+    def feed(p: subprocess.Popen[bytes]) -> None:
+        barrier.wait()
+        out, err = p.communicate(payload, timeout=30)
+        results.append((p.returncode, out, err))
+
+    threads = [threading.Thread(target=feed, args=(p,)) for p in procs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 20
+    for r in results:
+        assert r == (0, b"", b""), r
+    # every invocation is its own delivery (20 hook events), whether live or via the spool
+    wait_until(lambda: len(hooks_received(home)) >= 20 and not spool_files(home), 15, what="20 hook events")
+    assert len(hooks_received(home)) == 20
+    assert [e["data"]["id"] for e in kinds(home, "question_pending")] == [ASK_ID]
+    assert [q["id"] for q in questions(home, "pending")] == [ASK_ID]

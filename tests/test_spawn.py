@@ -1,0 +1,333 @@
+"""`hookd spawn` / `hookd unspawn` on real files, and the generated command under ``sh -c``.
+
+Merging into existing settings (other hooks and keys untouched; unspawn restores them),
+idempotent re-spawn, refusal of non-strict JSON, the ``--settings-file`` form, odd paths
+(quotes, ``$(...)``, backticks, non-ASCII) in both the worktree and HOOKD_HOME, matchers,
+registered events, the interpreter path; and case B20's slug/path helpers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hookd.client import Client
+from hookd.config import Home
+from hookd.daemonproc import DaemonProcess
+from hookd.harness import claude_code as cc
+
+from tests.conftest import TUI, hookd_cli, run_hook, settings_command, wait_until
+
+TAG = "# hookd builder="
+EXISTING: dict[str, Any] = {
+    "permissions": {"allow": ["Bash(npm test:*)"], "deny": ["Read(./.env)"]},
+    "env": {"FOO": "bar"},
+    "model": "sonnet",
+    "hooks": {
+        "PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "/usr/local/bin/guard.sh", "timeout": 5}]}
+        ],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+        "PostToolBatch": [{"hooks": [{"type": "http", "url": "http://127.0.0.1:9/x"}]}],
+    },
+    "statusLine": {"type": "command", "command": "echo hi"},
+}
+
+
+def settings_path(worktree: Path) -> Path:
+    return worktree / ".claude" / "settings.local.json"
+
+
+def spawn_ok(home: Path, builder: str, *args: str) -> dict[str, Any]:
+    r = hookd_cli(home, "spawn", builder, *args, "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def hookd_handlers(settings: dict[str, Any], builder: str | None = None) -> dict[str, list[tuple[dict, dict]]]:
+    """event -> [(group, handler)] for hookd's tagged handlers (of ``builder`` if given)."""
+    out: dict[str, list[tuple[dict, dict]]] = {}
+    for event, groups in settings.get("hooks", {}).items():
+        for g in groups:
+            for h in g.get("hooks", []):
+                cmd = h.get("command", "")
+                if TAG in cmd and (builder is None or cmd.endswith(f"{TAG}{builder}")):
+                    out.setdefault(event, []).append((g, h))
+    return out
+
+
+def argv_of(command: str) -> list[str]:
+    """The words sh runs (comment dropped; a leading ``exec`` is not a program)."""
+    words = shlex.split(command, comments=True)
+    return words[1:] if words and words[0] == "exec" else words
+
+
+# --- merge, idempotency, reversal ---------------------------------------------------------
+
+
+def test_merge_keeps_other_hooks_and_keys_and_unspawn_restores_them(home: Path, worktree: Path) -> None:
+    target = settings_path(worktree)
+    target.parent.mkdir()
+    original = json.dumps(EXISTING, indent=4).encode()
+    target.write_bytes(original)
+
+    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
+    merged = json.loads(target.read_bytes())
+    for key in ("permissions", "env", "model", "statusLine"):
+        assert merged[key] == EXISTING[key]
+    # the user's hooks are still there, first and unchanged, next to hookd's
+    for event, groups in EXISTING["hooks"].items():
+        assert merged["hooks"][event][: len(groups)] == groups
+    mine = hookd_handlers(merged, "b-1")
+    assert set(mine) == set(cc.REGISTERED_EVENTS)
+    assert all(len(v) == 1 for v in mine.values())
+    assert merged["hooks"]["PostToolBatch"] == EXISTING["hooks"]["PostToolBatch"]  # not registered by hookd
+
+    r = hookd_cli(home, "unspawn", "b-1")
+    assert r.returncode == 0, r.stderr
+    restored = json.loads(target.read_bytes())
+    assert restored == EXISTING
+    assert list(restored) == list(EXISTING)  # key order kept too
+    assert not (home / "builders" / "b-1.json").exists()
+
+
+def test_unspawn_removes_only_its_own_builder(home: Path, worktree: Path) -> None:
+    target = settings_path(worktree)
+    target.parent.mkdir()
+    target.write_text(json.dumps(EXISTING))
+    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
+    after_one = json.loads(target.read_bytes())
+    spawn_ok(home, "b-2", "--worktree", os.fspath(worktree))
+    assert set(hookd_handlers(json.loads(target.read_bytes()), "b-2")) == set(cc.REGISTERED_EVENTS)
+    assert hookd_cli(home, "unspawn", "b-2").returncode == 0
+    assert json.loads(target.read_bytes()) == after_one
+    assert hookd_cli(home, "unspawn", "b-1").returncode == 0
+    assert json.loads(target.read_bytes()) == EXISTING
+
+
+@pytest.mark.parametrize("preexisting", [False, True])
+def test_respawn_is_idempotent(preexisting: bool, home: Path, worktree: Path) -> None:
+    target = settings_path(worktree)
+    if preexisting:
+        target.parent.mkdir()
+        target.write_text(json.dumps(EXISTING))
+    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
+    first = target.read_bytes()
+    client_first = (home / "bin" / "hook-client").read_bytes()
+    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
+    assert target.read_bytes() == first
+    assert (home / "bin" / "hook-client").read_bytes() == client_first
+    assert sum(len(v) for v in hookd_handlers(json.loads(first)).values()) == len(cc.REGISTERED_EVENTS)
+    # and unspawn still knows whether it created the file
+    assert hookd_cli(home, "unspawn", "b-1").returncode == 0
+    if preexisting:
+        assert json.loads(target.read_bytes()) == EXISTING
+    else:
+        assert not target.exists()
+
+
+NOT_STRICT = {
+    "trailing-comma": b'{\n  "model": "sonnet",\n  "hooks": {},\n}\n',
+    "line-comment": b'{\n  // my settings\n  "model": "sonnet"\n}\n',
+    "block-comment": b'{ /* keep */ "model": "sonnet" }',
+    "not-an-object": b'["model", "sonnet"]',
+    "hooks-not-an-object": b'{"hooks": ["PreToolUse"]}',
+}
+
+
+@pytest.mark.parametrize("name", list(NOT_STRICT))
+def test_non_strict_json_is_refused_and_left_byte_identical(name: str, home: Path, worktree: Path) -> None:
+    target = settings_path(worktree)
+    target.parent.mkdir()
+    target.write_bytes(NOT_STRICT[name])
+    r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert r.stdout == ""
+    assert os.fspath(target) in r.stderr and "untouched" in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert target.read_bytes() == NOT_STRICT[name]
+    assert not (home / "builders" / "b-1.json").exists()
+    assert sorted(p.name for p in target.parent.iterdir()) == ["settings.local.json"]  # no temp file left
+
+
+def test_settings_file_form_and_unspawn_removes_the_file_it_created(home: Path, tmp_path: Path) -> None:
+    target = tmp_path / "gen" / "b-7.settings.json"
+    m = spawn_ok(home, "b-7", "--settings-file", os.fspath(target))
+    assert m["settings_file"] == os.fspath(target) and m["worktree"] is None
+    data = json.loads(target.read_bytes())
+    assert list(data) == ["hooks"]
+    assert set(hookd_handlers(data, "b-7")) == set(cc.REGISTERED_EVENTS)
+    r = hookd_cli(home, "unspawn", "b-7")
+    assert r.returncode == 0, r.stderr
+    assert not target.exists()
+    r = hookd_cli(home, "unspawn", "b-7")
+    assert r.returncode != 0 and "b-7" in r.stderr  # nothing left to undo
+
+
+def test_settings_file_form_keeps_an_existing_file(home: Path, tmp_path: Path) -> None:
+    target = tmp_path / "settings.json"
+    target.write_text(json.dumps(EXISTING))
+    spawn_ok(home, "b-7", "--settings-file", os.fspath(target))
+    assert hookd_cli(home, "unspawn", "b-7").returncode == 0
+    assert json.loads(target.read_bytes()) == EXISTING
+
+
+def test_unspawn_of_a_file_spawn_created_removes_it(home: Path, worktree: Path) -> None:
+    target = settings_path(worktree)
+    assert not target.parent.exists()
+    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
+    assert target.is_file()
+    r = hookd_cli(home, "unspawn", "b-1", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["removed"] == len(cc.REGISTERED_EVENTS)
+    assert not target.exists()
+
+
+# --- the generated command ----------------------------------------------------------------
+
+
+def test_tool_events_match_every_tool_including_mcp(home: Path, worktree: Path) -> None:
+    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
+    mine = hookd_handlers(json.loads(settings_path(worktree).read_bytes()), "b-1")
+    for event, [(group, handler)] in mine.items():
+        if event in cc.TOOL_EVENTS:
+            assert group["matcher"] == ".*"
+            for tool in ("mcp__tracker__create_item", "AskUserQuestion", "Bash"):
+                assert re.fullmatch(group["matcher"], tool), (event, tool)
+        elif event in cc.NO_MATCHER_EVENTS:
+            assert "matcher" not in group
+        else:
+            assert group.get("matcher", "") in ("", "*", ".*"), (event, group)
+        assert handler["type"] == "command"
+        assert handler["timeout"] * 1000 > 5000  # Claude Code's backstop is above the client's deadline
+
+
+def test_every_registered_event_is_registered(home: Path, worktree: Path) -> None:
+    m = spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
+    mine = hookd_handlers(json.loads(settings_path(worktree).read_bytes()), "b-1")
+    assert set(mine) == set(cc.REGISTERED_EVENTS) == set(m["events"])
+    assert {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "Stop"} <= set(mine)
+    assert len({h["command"] for v in mine.values() for _, h in v}) == 1
+
+
+def test_command_uses_real_bash_and_absolute_client_path(home: Path, worktree: Path, tmp_path: Path) -> None:
+    # a version-manager style shim first on PATH: a script named bash
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    marker = tmp_path / "shim-was-run"
+    shim = shims / "bash"
+    shim.write_text(f"#!/bin/sh\ntouch {shlex.quote(os.fspath(marker))}\nexec /bin/bash \"$@\"\n")
+    shim.chmod(0o755)
+    env = {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
+    r = subprocess.run([sys.executable, "-m", "hookd", "--home", os.fspath(home), "spawn", "b-1",
+                        "--worktree", os.fspath(worktree)], capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    command = settings_command(settings_path(worktree), "PreToolUse")
+    argv = argv_of(command)
+    bash, client = argv[0], argv[1]
+    assert os.path.isabs(bash) and bash == os.path.realpath(bash), bash
+    assert bash != os.fspath(shim)
+    with open(bash, "rb") as f:
+        assert f.read(2) != b"#!", f"{bash} is a script (a shim?)"
+    assert subprocess.run([bash, "--version"], capture_output=True, text=True).stdout.startswith("GNU bash")
+    assert os.path.isabs(client) and Path(client) == Home.resolve(home).client_script
+    assert os.access(client, os.X_OK)
+    assert argv[2:] == ["claude-code", "b-1", "5000"]
+    assert command.endswith("# hookd builder=b-1")
+    assert "${" not in command and "CLAUDE_PROJECT_DIR" not in command  # no placeholder substitution
+    # running it (even with the shim on PATH) never goes through the shim
+    res = subprocess.run(["sh", "-c", command], input=b"", cwd=worktree, capture_output=True, env=env, timeout=30)
+    assert (res.returncode, res.stdout) == (0, b"")
+    assert not marker.exists()
+
+
+ODD = "wt 'q' \"dq\" $(touch PWNED) `touch PWNED2` ü"
+
+
+def test_odd_worktree_and_home_paths_are_quoted(tmp_path: Path) -> None:
+    root = tmp_path / ODD
+    home, worktree = root / f"home {ODD}", root / f"worktree {ODD}"
+    worktree.mkdir(parents=True)
+    spawn_ok(home, "b-odd", "--worktree", os.fspath(worktree))
+    settings = settings_path(worktree)
+    assert settings.is_file()
+    command = settings_command(settings, "PreToolUse")
+    assert Path(argv_of(command)[1]) == Home.resolve(home).client_script
+
+    payloads = [(TUI / "004-PreToolUse.json").read_bytes(), (TUI / "005-PostToolUse.json").read_bytes()]
+    # daemon down: the client spools into the odd home
+    r = run_hook(command, payloads[0], worktree)
+    assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")
+    assert len(list((home / "spool" / "b-odd").glob("*.json"))) == 1
+    d = DaemonProcess(home)
+    try:
+        d.start()
+        r = run_hook(settings_command(settings, "PostToolUse"), payloads[1], worktree)
+        assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")
+        c = Client(Home.resolve(home))
+        try:
+            def received() -> list[dict[str, Any]]:
+                return [e for e in c.lines("/v1/events") if e["kind"] == "hook_received"]
+
+            got = wait_until(lambda: len(received()) >= 2 and received(), 15, what="both hooks recorded")
+        finally:
+            c.close()
+        assert [(e["builder"], e["data"]["hook_event_name"], e["data"]["source"]) for e in got] == [
+            ("b-odd", "PreToolUse", "spool"), ("b-odd", "PostToolUse", "live")]
+    finally:
+        d.stop()
+        d.kill()
+    for p in (Path.cwd(), worktree, tmp_path, root, home):
+        assert not (p / "PWNED").exists() and not (p / "PWNED2").exists()
+    assert hookd_cli(home, "unspawn", "b-odd").returncode == 0
+    assert not settings.exists()
+
+
+# --- B20: project slug and path normalisation ---------------------------------------------
+
+
+@pytest.mark.parametrize("cwd, slug", [
+    ("/home/dev/proj", "-home-dev-proj"),
+    ("D:\\Work\\my_app v2.1", "D--Work-my-app-v2-1"),
+    ("D:\\Development\\Feature3", "D--Development-Feature3"),
+    ("/home/dev/my_app v2.1/.claude/worktrees/feat-x", "-home-dev-my-app-v2-1--claude-worktrees-feat-x"),
+    ("\\\\server\\share\\proj", "--server-share-proj"),
+    ("/home/dev/ü", "-home-dev--"),
+])
+def test_project_slug(cwd: str, slug: str) -> None:
+    assert cc.project_slug(cwd) == slug
+    assert re.fullmatch(r"[A-Za-z0-9-]+", cc.project_slug(cwd))
+
+
+def test_project_slug_matches_the_transcript_path_of_the_b20_trigger() -> None:
+    payload = {"cwd": "D:\\Work\\my_app v2.1",
+               "transcript_path": "C:\\Users\\dev\\.claude\\projects\\D--Work-my-app-v2-1\\s-0008.jsonl"}
+    folder = cc.normalize_path(payload["transcript_path"]).split("/")[-2]
+    assert folder == cc.project_slug(payload["cwd"]).lower()
+
+
+@pytest.mark.parametrize("given, normal", [
+    ("/home/Dev/Proj", "/home/Dev/Proj"),                  # POSIX: case-sensitive, unchanged
+    ("D:\\Work\\my_app v2.1", "d:/work/my_app v2.1"),       # drive letter
+    ("d:/Work/My_App v2.1", "d:/work/my_app v2.1"),
+    ("\\\\?\\D:\\Work\\my_app v2.1", "d:/work/my_app v2.1"),  # long-path prefix stripped
+    ("//?/D:/Work/my_app v2.1", "d:/work/my_app v2.1"),
+    ("\\\\Server\\Share\\Proj", "//server/share/proj"),    # UNC
+    ("C:\\Users\\dev\\.claude\\hooks\\hook.py", "c:/users/dev/.claude/hooks/hook.py"),
+])
+def test_normalize_path(given: str, normal: str) -> None:
+    assert cc.normalize_path(given) == normal
+
+
+def test_normalize_path_makes_windows_spellings_equal() -> None:
+    spellings = ["D:\\Work\\my_app v2.1", "d:/work/MY_APP v2.1", "\\\\?\\D:\\Work\\my_app v2.1", "D:/Work\\my_app v2.1"]
+    assert len({cc.normalize_path(s) for s in spellings}) == 1
+    assert cc.normalize_path("/home/dev/A") != cc.normalize_path("/home/dev/a")
