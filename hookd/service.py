@@ -75,6 +75,11 @@ class Hookd:
         self.store = store
         self.bus = EventBus()
         self.started_at = time.time()
+        # Caches of what the store already holds, to skip redundant reads and writes on
+        # the hook path. Touched only on the writer thread, after the commit that made them
+        # true; the store stays the source of truth.
+        self._builders: set[str] = set()
+        self._sessions: dict[str, tuple[str | None, str | None]] = {}
 
     # --- hooks ------------------------------------------------------------------------
     async def ingest_hook(
@@ -138,7 +143,9 @@ class Hookd:
         )
         if hook_id is None:
             return None
-        tx.touch_builder(builder, harness, at)
+        if builder not in self._builders:
+            tx.add_builder(builder, harness, at)
+            tx.after_commit.append(lambda: self._builders.add(builder))
         if payload is None:
             assert error is not None
             tx.append_event(
@@ -197,8 +204,14 @@ class Hookd:
         assert sid is not None
         transcript_path, cwd = cc.text(p.transcript_path), cc.text(p.cwd)
         source = cc.text(p.source) if isinstance(p, cc.SessionStart) else None
-        if tx.session_exists(sid):
-            tx.touch_session(sid, at, transcript_path, cwd)
+        known = self._sessions.get(sid)
+        if known is None:
+            known = tx.session_info(sid)
+        if known is not None:
+            paths = (transcript_path or known[0], cwd or known[1])
+            if paths != known:
+                tx.update_session_paths(sid, transcript_path, cwd)
+            tx.after_commit.append(lambda: self._sessions.__setitem__(sid, paths))
             if isinstance(p, cc.SessionStart):
                 # `claude --resume ID` keeps the session id (2.1.332): the session reopens.
                 parent = tx.reopen_session(sid, source, at)
@@ -215,6 +228,7 @@ class Hookd:
             session_id=sid, builder=builder, harness=harness, parent_id=parent, source=source,
             transcript_path=transcript_path, cwd=cwd, at=at,
         )
+        tx.after_commit.append(lambda: self._sessions.__setitem__(sid, (transcript_path, cwd)))
         tx.append_event(
             "session_started", builder, sid, at,
             {"source": source, "parent_session_id": parent, "transcript_path": transcript_path, "cwd": cwd},
