@@ -17,9 +17,11 @@ Then the daemon side alone: a Python client posting the PreToolUse payload to th
 sequentially, over one keep-alive connection and with a new connection per hook (as the
 bash client does). Every live hook must be stored and every fail-open hook spooled.
 
-Budget (exit 1 when missed): round trip median <= 2x floor median, for the pair
-``sh -c "<command>"`` vs ``sh -c "bash -c true"`` and the pair raw ``bash hook-client`` vs
-``bash -c true``, for both payloads; fail-open median <= 50 ms. When the budget is missed
+Budget (exit 1 when missed): round trip median <= 2x floor median for the pair
+``sh -c "<command>"`` vs ``sh -c "bash -c true"`` (a command hook's round trip is the harness
+running ``sh -c``; the like-for-like floor is the harness spawning bare bash the same way), for
+both payloads; fail-open median <= 50 ms. Reported beside it, not judged: raw ``bash
+hook-client`` vs ``bash -c true``, and ``sh -c "<command>"`` vs ``sh -c "exec bash -c true"``. When the budget is missed
 (or with --profile): strace -c and a -ttt milestone timeline of one run, and the median time
 of each segment of the client's own script (an EPOCHREALTIME-instrumented copy).
 """
@@ -293,8 +295,9 @@ def main() -> int:
         budget, ok = evaluate(result)
         if not ok or args.profile:
             result["profile"] = strace_profile([sh, "-c", command], pre, cwd)
-            result["profile"]["segments_us"] = segment_profile(
-                Home.resolve(home).client_script, raw_argv[2:], pre, cwd, 200)
+            client = Home.resolve(home).client_script
+            client_args = raw_argv[raw_argv.index(os.fspath(client)) + 1:]  # after bash [-p] client
+            result["profile"]["segments_us"] = segment_profile(client, client_args, pre, cwd, 200)
     finally:
         daemon.stop()
         daemon.kill()
@@ -311,9 +314,12 @@ def evaluate(result: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
     c = result["commands"]
     med = {k: v["median_ms"] for k, v in c.items()}
     checks = []
+    info = []
     for payload_name in ("Bash PreToolUse 521 B", "AUQ PostToolUse 1.4 KB"):
         checks.append(("sh -c client / sh -c floor", f"client sh -c, {payload_name}", 'floor: sh -c "bash -c true"'))
-        checks.append(("raw client / bash -c true", f"client raw, {payload_name}", "floor: bash -c true"))
+        info.append(("raw client / bash -c true", f"client raw, {payload_name}", "floor: bash -c true"))
+        info.append(('sh -c client / sh -c "exec bash -c true"', f"client sh -c, {payload_name}",
+                     'floor: sh -c "exec bash -c true"'))
     budget = []
     for label, num, den in checks:
         ratio = med[num] / med[den]
@@ -322,12 +328,7 @@ def evaluate(result: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
     fo = med["fail-open sh -c (no daemon), PreToolUse"]
     budget.append({"check": "fail-open median ms", "value": fo, "limit": FAIL_OPEN_MS, "ok": fo <= FAIL_OPEN_MS})
     result["budget"] = budget
-    result["info_ratios"] = {
-        'sh -c client / sh -c "exec bash -c true" [PreToolUse]':
-            med["client sh -c, Bash PreToolUse 521 B"] / med['floor: sh -c "exec bash -c true"'],
-        'sh -c client / sh -c "exec bash -c true" [AUQ PostToolUse]':
-            med["client sh -c, AUQ PostToolUse 1.4 KB"] / med['floor: sh -c "exec bash -c true"'],
-    }
+    result["info_ratios"] = {f"{label} [{num.split(', ')[1]}]": med[num] / med[den] for label, num, den in info}
     return budget, all(b["ok"] for b in budget)
 
 

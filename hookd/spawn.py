@@ -53,8 +53,10 @@ def hook_command(home: Home, harness: str, builder: str, deadline_ms: int) -> st
     """The exact shell command the harness runs (``sh -c``): absolute, quoted paths; the
     builder id and hookd's tag baked in; no placeholder substitution. ``exec``: the harness's
     signals (SIGTERM on timeout or Esc) reach the client itself, not just the ``sh`` that
-    started it (dash does not exec the last command of ``sh -c``)."""
-    parts = [bash_path(), os.fspath(home.client_script), harness, builder, str(deadline_ms)]
+    started it (dash does not exec the last command of ``sh -c``). ``bash -p``: the agent's
+    environment cannot inject code or cost (``BASH_ENV``, exported functions, ``SHELLOPTS``
+    are ignored)."""
+    parts = [bash_path(), "-p", os.fspath(home.client_script), harness, builder, str(deadline_ms)]
     return "exec " + " ".join(shlex.quote(p) for p in parts) + " " + tag(builder)
 
 

@@ -19,7 +19,10 @@ trap '' PIPE
 trap 'exit 0' TERM INT HUP
 
 harness=$1 builder=$2 deadline_ms=${3:-5000}
-[[ $harness =~ ^[a-z-]+$ && $builder =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ && $deadline_ms =~ ^[0-9]+$ ]] || exit 0
+# (glob patterns, not =~: each regex is compiled on every run)
+case $harness in ''|*[!a-z-]*) exit 0 ;; esac
+case $builder in ''|[!A-Za-z0-9]*|*[!A-Za-z0-9._-]*) exit 0 ;; esac
+case $deadline_ms in ''|*[!0-9]*) exit 0 ;; esac
 t0=${EPOCHREALTIME/./}
 end=$(( t0 + deadline_ms * 1000 ))
 id="$t0-$$-$RANDOM"
@@ -91,7 +94,7 @@ read_more; rc=$?
 [[ $eof == 1 && -z $buf ]] && exit 0
 
 read -r port token < "$H/run/endpoint" || spool
-[[ $port =~ ^[0-9]+$ ]] || spool
+case $port in ''|*[!0-9]*) spool ;; esac
 exec 3<>"/dev/tcp/127.0.0.1/$port" || spool
 
 if (( ${#buf} > 65536 )); then
@@ -146,6 +149,7 @@ case $head in
   'HTTP/1.1 '[45]*) exit 0 ;;                       # the daemon stored it and said no
   *) spool ;;
 esac
-[[ $head =~ [Cc]ontent-[Ll]ength:\ *([0-9]+) ]] && (( ${#body} == BASH_REMATCH[1] )) || exit 0
+# the body must be complete: its length equals the Content-Length header
+[[ "$head"$'\r' == *$'\n'[Cc]ontent-[Ll]ength:\ "${#body}"$'\r'* ]] || exit 0
 [[ -n $body ]] && printf '%s' "$body"
 exit 0

@@ -232,7 +232,8 @@ def test_command_uses_real_bash_and_absolute_client_path(home: Path, worktree: P
     assert r.returncode == 0, r.stderr
     command = settings_command(settings_path(worktree), "PreToolUse")
     argv = argv_of(command)
-    bash, client = argv[0], argv[1]
+    bash, flag, client = argv[0], argv[1], argv[2]
+    assert flag == "-p"  # privileged mode: BASH_ENV and exported functions are ignored
     assert os.path.isabs(bash) and bash == os.path.realpath(bash), bash
     assert bash != os.fspath(shim)
     with open(bash, "rb") as f:
@@ -240,7 +241,7 @@ def test_command_uses_real_bash_and_absolute_client_path(home: Path, worktree: P
     assert subprocess.run([bash, "--version"], capture_output=True, text=True).stdout.startswith("GNU bash")
     assert os.path.isabs(client) and Path(client) == Home.resolve(home).client_script
     assert os.access(client, os.X_OK)
-    assert argv[2:] == ["claude-code", "b-1", "5000"]
+    assert argv[3:] == ["claude-code", "b-1", "5000"]
     assert command.endswith("# hookd builder=b-1")
     assert "${" not in command and "CLAUDE_PROJECT_DIR" not in command  # no placeholder substitution
     # running it (even with the shim on PATH) never goes through the shim
@@ -260,7 +261,7 @@ def test_odd_worktree_and_home_paths_are_quoted(tmp_path: Path) -> None:
     settings = settings_path(worktree)
     assert settings.is_file()
     command = settings_command(settings, "PreToolUse")
-    assert Path(argv_of(command)[1]) == Home.resolve(home).client_script
+    assert Path(argv_of(command)[2]) == Home.resolve(home).client_script
 
     payloads = [(TUI / "004-PreToolUse.json").read_bytes(), (TUI / "005-PostToolUse.json").read_bytes()]
     # daemon down: the client spools into the odd home
