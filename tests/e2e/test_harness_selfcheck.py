@@ -20,13 +20,8 @@ from .fake_api import FakeAnthropicAPI
 pytestmark = pytest.mark.e2e
 
 def _fixtures_dir() -> Path:
-    """shared/ sits beside the repository (CI: a copy beside the fresh clone)."""
-    repo = Path(__file__).resolve().parents[2]
-    for base in (repo.parent / "shared", Path("/work/shared")):
-        candidate = base / "claude-code" / "fixtures" / "2.1.332"
-        if candidate.is_dir():
-            return candidate
-    return repo.parent / "shared" / "claude-code" / "fixtures" / "2.1.332"
+    """The recorded 2.1.332 scenarios, as copied into this repository."""
+    return Path(__file__).resolve().parents[2] / "fixtures" / "claude-code" / "2.1.332"
 
 
 FIXTURES = _fixtures_dir()
