@@ -373,6 +373,41 @@ def _resolved_from_post(p: PostToolUse, questions: Any, h: str) -> QuestionResol
     )
 
 
+# --- delivery (turn boundaries) -------------------------------------------------------
+
+#: Hook events whose ``additionalContext`` Claude Code 2.1.332 puts into the model's next
+#: input (verified in the next model request; shared/claude-code/README.md "Turn boundaries").
+CONTEXT_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "SessionStart", "Stop"})
+#: Subagents receive only what is addressed to them, at their tool results.
+SUBAGENT_CONTEXT_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure"})
+#: One injection stays under this many characters, wrapper included (Claude Code collapses
+#: hook output past ~10,000 characters into a 2 KB preview: field case B14).
+INJECTION_CAP = 9000
+#: Consecutive Stop deliveries per session before hookd lets the agent stop (Claude Code's
+#: own cap is 8).
+STOP_CAP = 3
+_HEADER = "Message(s) from the human operator, relayed by hookd (human input, not system instructions):"
+
+
+def frame_message(message_id: str, author: str, at_iso: str, text: str) -> str:
+    """One human message as the model sees it: ``[human msg m-3 from alice at <time>] text``."""
+    return f"[human msg {message_id} from {author} at {at_iso}] {text}"
+
+
+def frame_batch(framed: list[str]) -> str:
+    """Several framed messages as one injection (one JSON document per hook: B11)."""
+    return _HEADER + "\n\n" + "\n\n".join(framed)
+
+
+def render_context(hook_event_name: str, text: str) -> bytes:
+    """The hook stdout that adds ``text`` to the model's next input at ``hook_event_name``:
+    ``{"hookSpecificOutput": {"hookEventName": <the input's event>, "additionalContext":
+    text}}``. On Stop this continues the turn with the text as a plain reminder (2.1.332);
+    ``decision: block`` is not used because Claude Code wraps its reason in a disclaimer that
+    it carries no message from the user. Never ``systemMessage`` or plain stdout (B10)."""
+    return msgspec.json.encode({"hookSpecificOutput": {"hookEventName": hook_event_name, "additionalContext": text}})
+
+
 # --- answers ---------------------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -175,6 +176,43 @@ def events(ctx: click.Context, after: int, follow: bool, as_json: bool) -> None:
         if len(batch) < 1000:
             break
         after = batch[-1]["seq"]
+
+
+@main.command()
+@click.argument("builder")
+@click.argument("text")
+@click.option("--id", "key", help="Idempotency key: the same key and text again returns the first receipt.")
+@click.option("--session", "session_id", help="Deliver only to this session of the builder.")
+@click.option("--agent", "agent_id", help="Deliver only to this subagent (its agent_id).")
+@click.option("--author", default=lambda: os.environ.get("USER") or "human", show_default="$USER",
+              help="Who the agent is told the message is from.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def send(ctx: click.Context, builder: str, text: str, key: str | None, session_id: str | None,
+         agent_id: str | None, author: str, as_json: bool) -> None:
+    """Queue TEXT for BUILDER's agent; it is delivered at the agent's next turn boundary."""
+    body = {"text": text, "id": key, "session_id": session_id, "agent_id": agent_id, "author": author}
+    r = _client(ctx).post_json(f"/v1/builders/{builder}/messages", body)
+    if as_json:
+        _echo_json(r)
+    else:
+        m = r["message"]
+        click.echo(f"{'queued' if r['created'] else 'already queued'} {m['id']} for {builder} ({m['state']})")
+
+
+@main.command()
+@click.argument("builder", required=False)
+@click.option("--json", "as_json", is_flag=True, help="A JSON array of messages.")
+@click.pass_context
+def inbox(ctx: click.Context, builder: str | None, as_json: bool) -> None:
+    """Messages queued for builders and what became of them (queued, delivered, adopted)."""
+    items = _client(ctx).get("/v1/messages", builder=builder)
+    if as_json:
+        _echo_json(items)
+        return
+    rows = [[m["id"], m["builder"], m["state"], m["delivered_via"] or "-", m["deliveries"], m["author"],
+             (m["text"][:50] + "...") if len(m["text"]) > 50 else m["text"]] for m in items]
+    click.echo(tabulate(rows, headers=["id", "builder", "state", "via", "offers", "author", "text"]) if rows else "no messages")
 
 
 @main.command()

@@ -49,6 +49,10 @@ class Client:
         self._raise_for(r)
         return msgspec.json.decode(r.content)
 
+    def post_json(self, path: str, obj: Any) -> Any:
+        """POST a JSON body; returns the decoded JSON reply."""
+        return msgspec.json.decode(self.post(path, msgspec.json.encode(obj), {"content-type": "application/json"}))
+
     def post(self, path: str, body: bytes, headers: dict[str, str] | None = None) -> bytes:
         try:
             r = self._http.post(path, content=body, headers=headers)

@@ -74,6 +74,35 @@ class Interaction(msgspec.Struct):
     revision: int
 
 
+class InboxMessage(msgspec.Struct, frozen=True):
+    """A human-to-agent message queued for one builder (DESIGN.md "Inbox and delivery").
+
+    id: ``m-<n>``; session_id / agent_id: scope (None: the main agent of any session);
+    state: ``queued`` -> ``delivered`` (by ``delivered_hook_event_id``, ``delivered_via`` the
+    hook event name) -> ``adopted`` (``adopted_via``: the proof) or ``cancelled``;
+    deliveries: how often it was offered (more than 1: redelivered, recognisable by its id in
+    the text); times are UNIX seconds.
+    """
+
+    id: str
+    builder: str
+    session_id: str | None
+    agent_id: str | None
+    author: str
+    text: str
+    state: str
+    created_at: float
+    delivered_at: float | None
+    delivered_hook_event_id: int | None
+    delivered_session_id: str | None
+    delivered_via: str | None
+    deliveries: int
+    adopted_at: float | None
+    adopted_via: str | None
+    cancelled_at: float | None
+    idem_key: str | None
+
+
 class ErrorBody(msgspec.Struct, frozen=True):
     code: str
     message: str
@@ -133,6 +162,7 @@ class Unauthorized(HookdError):
 class BadRequest(HookdError):
     code = "bad_request"
     status = 400
+    exit_code = 2
 
 
 class ConfigError(HookdError):

@@ -10,6 +10,9 @@ Routes (all errors: ``{"error": {"code", "message"}}`` with a 4xx/5xx status):
   chunked encoding; answered as soon as one complete JSON object has arrived (stdin held
   open is not waited for). Response body = exact hook stdout (may be empty).
   Header ``X-Hookd-Delivery``: the client's unique id for this invocation.
+- ``POST /v1/builders/{builder}/messages`` (``{"text", "id"?, "session_id"?, "agent_id"?,
+  "author"?}``; 201 created, 200 for a repeated key with the same content, 409 otherwise),
+  ``GET /v1/messages?builder=``;
 - ``GET /v1/status``, ``GET /v1/questions?state=pending|resolved|all``,
   ``GET /v1/interactions/{id}``, ``GET /v1/events?after=SEQ&limit=N[&follow=1]``
   (JSON lines; ``follow`` keeps the stream open).
@@ -57,6 +60,17 @@ log = logging.getLogger("hookd")
 _enc = msgspec.json.Encoder()
 #: How long one hook request may take to arrive, seconds (clients give up after ~5 s).
 BODY_TIMEOUT_S = 30.0
+
+
+class SendRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """Body of ``POST /v1/builders/{builder}/messages``. id: idempotency key; session_id /
+    agent_id: scope the message to one session or one subagent."""
+
+    text: str
+    id: str | None = None
+    session_id: str | None = None
+    agent_id: str | None = None
+    author: str = "human"
 
 
 def json_response(obj: Any, status: int = 200) -> Response:
@@ -196,6 +210,24 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
             raise NotFound(f"no interaction {request.path_params['id']!r}")
         return json_response(i)
 
+    async def send(request: Request) -> Response:
+        builder = check_builder_id(request.path_params["builder"])
+        try:
+            body = msgspec.json.decode(await request.body(), type=SendRequest)
+        except (msgspec.DecodeError, msgspec.ValidationError) as e:
+            raise BadRequest(f"message body: {e}") from None
+        message, created = await core.send_message(
+            builder, body.text, key=body.id, session_id=body.session_id, agent_id=body.agent_id,
+            author=body.author,
+        )
+        return json_response({"message": message, "created": created}, 201 if created else 200)
+
+    async def messages(request: Request) -> Response:
+        builder = request.query_params.get("builder")
+        if builder is not None:
+            check_builder_id(builder)
+        return json_response(await core.store.messages(builder))
+
     async def events(request: Request) -> Response:
         try:
             after = int(request.query_params.get("after", "0"))
@@ -236,6 +268,8 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
             Route("/v1/questions", questions),
             Route("/v1/interactions/{id}", interaction),
             Route("/v1/events", events),
+            Route("/v1/builders/{builder}/messages", send, methods=["POST"]),
+            Route("/v1/messages", messages),
         ],
         exception_handlers={Exception: on_error, HTTPException: on_error, HookdError: on_error},
         lifespan=lifespan,

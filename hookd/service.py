@@ -12,6 +12,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,16 @@ import msgspec
 
 from hookd.config import Home
 from hookd.harness import claude_code as cc
-from hookd.models import TERMINAL_STATES, Event, HookdError, Interaction, PayloadInvalid
+from hookd.models import (
+    TERMINAL_STATES,
+    BadRequest,
+    Conflict,
+    Event,
+    HookdError,
+    InboxMessage,
+    Interaction,
+    PayloadInvalid,
+)
 from hookd.store import Store, Tx
 
 log = logging.getLogger("hookd")
@@ -30,6 +40,11 @@ HARNESSES = {cc.HARNESS: cc}
 MATCH_WINDOW_S = 120.0
 #: ... or to one resolved within this window (seconds): the desk answered first.
 RESOLVED_MATCH_S = 60.0
+#: A message delivered but not adopted (no Stop of that agent came after it) is offered again
+#: at a boundary this many seconds after its delivery (at-least-once; its id is in the text).
+REDELIVER_AFTER_S = float(os.environ.get("HOOKD_REDELIVER_AFTER_S", "300"))
+#: Longest message accepted (characters): one message must fit one injection.
+MAX_MESSAGE_CHARS = 8000
 #: Largest hook payload accepted (bytes).
 MAX_PAYLOAD = 64 * 1024 * 1024
 
@@ -111,7 +126,7 @@ class Hookd:
             error = None
         except PayloadInvalid as e:
             payload, error = None, e
-        hook_id, events = await self.store.write(
+        (hook_id, body), events = await self.store.write(
             self._ingest_tx, adapter, harness, builder, raw, payload, error, at, source, delivery_id
         )
         if hook_id is None:
@@ -119,14 +134,14 @@ class Hookd:
         await self.bus.publish()
         if error is not None:
             raise error
-        return HookResult(b"", events)
+        return HookResult(body, events)
 
     def _ingest_tx(
         self, tx: Tx, adapter: Any, harness: str, builder: str, raw: bytes, payload: cc.Base | None,
         error: PayloadInvalid | None, at: float, source: str, delivery_id: str | None,
-    ) -> int | None:
-        """The transaction of one hook (runs on the writer thread). Returns the hook event
-        id, or None when the delivery was already stored."""
+    ) -> tuple[int | None, bytes]:
+        """The transaction of one hook. Returns (hook event id or None when this delivery was
+        already stored, the hook's stdout)."""
         hook_id = tx.insert_hook_event(
             delivery_id=delivery_id,
             builder=builder,
@@ -142,7 +157,7 @@ class Hookd:
             error=error.message if error else None,
         )
         if hook_id is None:
-            return None
+            return None, b""
         if builder not in self._builders:
             tx.add_builder(builder, harness, at)
             tx.after_commit.append(lambda: self._builders.add(builder))
@@ -152,11 +167,12 @@ class Hookd:
                 "hook_invalid", builder, error.session_id, at,
                 {"harness": harness, "error": error.message, "bytes": len(raw), "source": source},
             )
-        else:
-            self._apply(tx, adapter, harness, builder, payload, at, source)
-        return hook_id
+            return hook_id, b""
+        body = self._apply(tx, adapter, harness, builder, payload, at, source)
+        # Spooled hooks ran long ago: their output can no longer reach anyone.
+        return hook_id, body if source == "live" else b""
 
-    def _apply(self, tx: Tx, adapter: Any, harness: str, builder: str, p: cc.Base, at: float, source: str) -> None:
+    def _apply(self, tx: Tx, adapter: Any, harness: str, builder: str, p: cc.Base, at: float, source: str) -> bytes:
         sid = p.session_id
         hook_data: dict[str, Any] = {"hook_event_name": p.hook_event_name, "source": source}
         for key in ("tool_name", "tool_use_id", "agent_id", "agent_type"):
@@ -176,6 +192,98 @@ class Hookd:
             elif isinstance(ob, cc.SessionEnded) and sid:
                 if tx.end_session(sid, at, ob.reason):
                     tx.append_event("session_ended", builder, sid, at, {"reason": ob.reason})
+        if not sid:
+            return b""
+        name = p.hook_event_name
+        if name in ("Stop", "SubagentStop"):
+            # The agent answered after everything delivered earlier in this turn.
+            adopted = tx.adopt_delivered(sid, p.agent_id, tx.hook_event_id or 0, via=name, at=at)
+            if adopted:
+                tx.append_event("inbox_adopted", builder, sid, at, {"ids": adopted, "via": name})
+        if source == "live":
+            return self._deliver(tx, builder, p, at)
+        return b""
+
+    def _deliver(self, tx: Tx, builder: str, p: cc.Base, at: float) -> bytes:
+        """Claim the builder's deliverable messages for this hook and render them as its
+        stdout, in the hook's own transaction (DESIGN.md "Inbox and delivery")."""
+        sid, agent, name = p.session_id, p.agent_id, p.hook_event_name
+        assert sid is not None
+        allowed = cc.SUBAGENT_CONTEXT_EVENTS if agent else cc.CONTEXT_EVENTS
+        if name not in allowed:
+            return b""
+        if name == "UserPromptSubmit":
+            tx.set_stop_deliveries(sid, 0)  # a new human turn
+        if tx.has_open_question(sid, agent):
+            return b""  # never into a turn sitting on an open AskUserQuestion
+        messages = tx.deliverable(builder, sid, agent, redeliver_before=at - REDELIVER_AFTER_S)
+        if not messages:
+            if name == "Stop":
+                tx.set_stop_deliveries(sid, 0)
+            return b""
+        if name == "Stop":
+            n = tx.stop_deliveries(sid)
+            if n >= cc.STOP_CAP:
+                return b""  # let the agent stop; the messages wait for the next boundary
+            tx.set_stop_deliveries(sid, n + 1)
+        framed: list[str] = []
+        chosen = []
+        size = len(cc.frame_batch([]))
+        for m in messages:
+            line = cc.frame_message(m.id, m.author, _iso(m.created_at), m.text)
+            if chosen and size + len(line) + 2 > cc.INJECTION_CAP:
+                break  # the rest waits for the next boundary, in order (B14)
+            framed.append(line)
+            chosen.append(m)
+            size += len(line) + 2
+        ids = [m.id for m in chosen]
+        tx.mark_delivered(ids, hook_event_id=tx.hook_event_id, session_id=sid, via=name, at=at)
+        text = cc.frame_batch(framed)
+        tx.append_event("inbox_delivered", builder, sid, at, {
+            "ids": ids, "via": name, "chars": len(text),
+            "redelivered": [m.id for m in chosen if m.state == "delivered"],
+            "waiting": len(messages) - len(chosen),
+        })
+        return cc.render_context(name, text)
+
+    # --- inbox ---------------------------------------------------------------------------
+    async def send_message(
+        self, builder: str, text: str, *, key: str | None = None, session_id: str | None = None,
+        agent_id: str | None = None, author: str = "human",
+    ) -> tuple[InboxMessage, bool]:
+        """Queue ``text`` for ``builder``'s agent. Returns (message, created).
+
+        key: idempotency key: the same key with the same text and scope returns the first
+        message (created False); with other content raises Conflict. Raises BadRequest for
+        empty text or text over MAX_MESSAGE_CHARS (split it: one injection stays under
+        Claude Code's limit).
+        """
+        if not text.strip():
+            raise BadRequest("message text is empty")
+        if len(text) > MAX_MESSAGE_CHARS:
+            raise BadRequest(f"message is {len(text)} characters; the limit is {MAX_MESSAGE_CHARS} (split it)")
+        if not author.strip():
+            raise BadRequest("author is empty")
+
+        def tx_fn(tx: Tx) -> tuple[InboxMessage, bool]:
+            if key is not None:
+                old = tx.message_by_key(builder, key)
+                if old is not None:
+                    if (old.text, old.session_id, old.agent_id) != (text, session_id, agent_id):
+                        raise Conflict(f"message key {key!r} was already used for {old.id} with other content")
+                    return old, False
+            at = time.time()
+            m = tx.insert_message(builder=builder, session_id=session_id, agent_id=agent_id,
+                                  author=author, text=text, key=key, at=at)
+            tx.append_event("inbox_queued", builder, session_id, at, {
+                "id": m.id, "author": author, "chars": len(text), "agent_id": agent_id, "key": key,
+            })
+            return m, True
+
+        (message, created), _ = await self.store.write(tx_fn)
+        if created:
+            await self.bus.publish()
+        return message, created
 
     def _close_open_questions(self, tx: Tx, builder: str, sid: str, ob: cc.TurnMovedOn, at: float) -> None:
         """Resolve questions left pending when the session's turn went on without a
@@ -373,6 +481,10 @@ class Hookd:
                 continue
             os.unlink(f)
         return counts
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _synthetic_id(session_id: str | None, input_hash: str, hook_event_id: int | None) -> str:

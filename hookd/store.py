@@ -23,7 +23,7 @@ from typing import Any, Callable, TypeVar
 import aiosqlite
 import msgspec
 
-from hookd.models import Event, Interaction, Selection
+from hookd.models import Event, InboxMessage, Interaction, Selection
 
 _enc = msgspec.json.Encoder()
 _dec = msgspec.json.Decoder()
@@ -117,6 +117,34 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "CREATE INDEX hook_events_builder ON hook_events(builder, id)",
         ],
     ),
+    (
+        "0003_inbox",
+        [
+            """CREATE TABLE inbox_messages (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                id TEXT NOT NULL UNIQUE,
+                builder TEXT NOT NULL,
+                session_id TEXT,
+                agent_id TEXT,
+                author TEXT NOT NULL,
+                text TEXT NOT NULL,
+                idem_key TEXT,
+                state TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                delivered_at REAL,
+                delivered_hook_event_id INTEGER,
+                delivered_session_id TEXT,
+                delivered_via TEXT,
+                deliveries INTEGER NOT NULL DEFAULT 0,
+                adopted_at REAL,
+                adopted_via TEXT,
+                cancelled_at REAL
+            )""",
+            "CREATE UNIQUE INDEX inbox_idem ON inbox_messages(builder, idem_key) WHERE idem_key IS NOT NULL",
+            "CREATE INDEX inbox_queue ON inbox_messages(builder, state, seq)",
+            "ALTER TABLE sessions ADD COLUMN stop_deliveries INTEGER NOT NULL DEFAULT 0",
+        ],
+    ),
 ]
 
 
@@ -156,6 +184,17 @@ def _interaction(row: aiosqlite.Row | tuple) -> Interaction:
         resolved_at=row[15],
         revision=row[16],
     )
+
+
+_MESSAGE_COLS = (
+    "id, builder, session_id, agent_id, author, text, state, created_at, delivered_at,"
+    " delivered_hook_event_id, delivered_session_id, delivered_via, deliveries, adopted_at,"
+    " adopted_via, cancelled_at, idem_key"
+)
+
+
+def _message(row: tuple) -> InboxMessage:
+    return InboxMessage(*row)
 
 
 def _event(row: tuple) -> Event:
@@ -332,6 +371,75 @@ class Tx:
         )
         return cur.rowcount == 1
 
+    # inbox ---------------------------------------------------------------------------
+    def message_by_key(self, builder: str, key: str) -> InboxMessage | None:
+        row = self._one(f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE builder=? AND idem_key=?", (builder, key))
+        return _message(row) if row else None
+
+    def insert_message(
+        self, *, builder: str, session_id: str | None, agent_id: str | None, author: str,
+        text: str, key: str | None, at: float,
+    ) -> InboxMessage:
+        """Queue a message; its id is ``m-<n>``, n counting every message of this store."""
+        cur = self._db.execute(
+            "INSERT INTO inbox_messages (id, builder, session_id, agent_id, author, text, idem_key, state, created_at)"
+            " VALUES ('m-' || (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox_messages), ?,?,?,?,?,?,'queued',?)",
+            (builder, session_id, agent_id, author, text, key, at),
+        )
+        row = self._one(f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE seq=?", (cur.lastrowid,))
+        assert row is not None
+        return _message(row)
+
+    def deliverable(
+        self, builder: str, session_id: str, agent_id: str | None, redeliver_before: float,
+    ) -> list[InboxMessage]:
+        """Messages this hook may carry, FIFO: queued ones, and delivered ones never adopted
+        whose delivery is older than ``redeliver_before`` (at-least-once). Scope: a message
+        for a session goes only to that session; a message for an agent only to that agent;
+        an unscoped one to the main agent (``agent_id`` None) of any session."""
+        rows = self._db.execute(
+            f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE builder=?"
+            " AND (state='queued' OR (state='delivered' AND delivered_at<?))"
+            " AND (session_id IS NULL OR session_id=?) AND agent_id IS ? ORDER BY seq",
+            (builder, redeliver_before, session_id, agent_id),
+        ).fetchall()
+        return [_message(r) for r in rows]
+
+    def mark_delivered(self, ids: list[str], *, hook_event_id: int | None, session_id: str, via: str, at: float) -> None:
+        self._db.executemany(
+            "UPDATE inbox_messages SET state='delivered', delivered_at=?, delivered_hook_event_id=?,"
+            " delivered_session_id=?, delivered_via=?, deliveries=deliveries+1 WHERE id=?",
+            [(at, hook_event_id, session_id, via, i) for i in ids],
+        )
+
+    def adopt_delivered(self, session_id: str, agent_id: str | None, before_hook_event_id: int, via: str, at: float) -> list[str]:
+        """Mark adopted the messages delivered to this session (and agent) by an earlier hook
+        event: a later hook of the same session proves the turn went on with them."""
+        rows = self._db.execute(
+            "SELECT id FROM inbox_messages WHERE state='delivered' AND delivered_session_id=? AND agent_id IS ?"
+            " AND delivered_hook_event_id<? ORDER BY seq",
+            (session_id, agent_id, before_hook_event_id),
+        ).fetchall()
+        ids = [r[0] for r in rows]
+        self._db.executemany(
+            "UPDATE inbox_messages SET state='adopted', adopted_at=?, adopted_via=? WHERE id=?",
+            [(at, via, i) for i in ids],
+        )
+        return ids
+
+    def stop_deliveries(self, session_id: str) -> int:
+        row = self._one("SELECT stop_deliveries FROM sessions WHERE id=?", (session_id,))
+        return row[0] if row else 0
+
+    def set_stop_deliveries(self, session_id: str, n: int) -> None:
+        self._db.execute("UPDATE sessions SET stop_deliveries=? WHERE id=? AND stop_deliveries<>?", (n, session_id, n))
+
+    def has_open_question(self, session_id: str, agent_id: str | None) -> bool:
+        return self._one(
+            "SELECT 1 FROM interactions WHERE session_id=? AND agent_id IS ? AND state='pending' AND kind='question' LIMIT 1",
+            (session_id, agent_id),
+        ) is not None
+
     # events --------------------------------------------------------------------------
     def append_event(self, kind: str, builder: str | None, session_id: str | None, at: float, data: dict[str, Any]) -> Event:
         """Append to the event log. The event is published only after commit."""
@@ -506,6 +614,16 @@ class Store:
         (e,), = await self._all("SELECT COUNT(*) FROM events")
         (p,), = await self._all("SELECT COUNT(*) FROM interactions WHERE state='pending'")
         return {"hook_events": h, "events": e, "pending_interactions": p}
+
+    async def messages(self, builder: str | None = None, limit: int = 1000) -> list[InboxMessage]:
+        """Inbox messages, oldest first, of one builder or all."""
+        if builder is None:
+            rows = await self._all(f"SELECT {_MESSAGE_COLS} FROM inbox_messages ORDER BY seq LIMIT ?", (limit,))
+        else:
+            rows = await self._all(
+                f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE builder=? ORDER BY seq LIMIT ?", (builder, limit)
+            )
+        return [_message(r) for r in rows]
 
     async def delivery_seen(self, delivery_id: str) -> bool:
         return bool(await self._all("SELECT 1 FROM hook_events WHERE delivery_id=?", (delivery_id,)))
