@@ -48,7 +48,7 @@ sys.path.insert(0, os.fspath(REPO))
 
 from hookd.config import Home  # noqa: E402
 from hookd.daemonproc import DaemonProcess  # noqa: E402
-from hookd.spawn import bash_path, spawn  # noqa: E402
+from hookd.spawn import bash_path, client_argv, spawn  # noqa: E402
 
 HOOKS = REPO / "fixtures" / "claude-code" / "2.1.332" / "tui-ask-answered-at-terminal" / "hooks"
 BASH_PRE = HOOKS / "004-PreToolUse.json"   # 521 B, Bash
@@ -242,8 +242,7 @@ def main() -> int:
     wt.mkdir()
     command = spawn(Home.resolve(home), "bench", settings_file=tmp / "settings.json")["command"]
     down_command = spawn(Home.resolve(down_home), "bench", settings_file=tmp / "settings-down.json")["command"]
-    words = shlex.split(command, comments=True)
-    raw_argv = words[1:] if words[0] == "exec" else words  # bash hook-client claude-code bench 5000
+    raw_argv = client_argv(command)  # bash -p hook-client claude-code bench 5000
     bash = bash_path()
     sh = shutil.which("sh") or "/bin/sh"
     pre, post = BASH_PRE.read_bytes(), AUQ_POST.read_bytes()

@@ -348,7 +348,8 @@ def _resolved_from_post(p: PostToolUse, questions: Any, h: str) -> QuestionResol
         if isinstance(src, dict) and isinstance(src.get("answers"), dict):
             answers = src["answers"]
             break
-    if answers:
+    trivial = bool(answers) and all(isinstance(v, str) and v.strip() in ("", ".") for v in answers.values())
+    if answers and not trivial:
         return QuestionResolved(
             tool_use_id=p.tool_use_id,
             tool_name=p.tool_name,
@@ -368,8 +369,13 @@ def _resolved_from_post(p: PostToolUse, questions: Any, h: str) -> QuestionResol
         answers=answers if answers is not None else None,
         selections=None,
         surface=None,
-        warning="AskUserQuestion resolved with no answers and no human action; "
-        "the model may proceed as if the human had spoken",
+        warning=(
+            "AskUserQuestion resolved with only '.' or blank answers (a known Claude Code regression, "
+            "anthropics/claude-code#30563); the model may proceed as if the human had spoken"
+            if trivial else
+            "AskUserQuestion resolved with no answers and no human action; "
+            "the model may proceed as if the human had spoken"
+        ),
     )
 
 

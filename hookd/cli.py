@@ -19,7 +19,7 @@ from tabulate import tabulate
 
 from hookd import __version__
 from hookd.config import Home
-from hookd.models import HookdError
+from hookd.models import ConfigError, HookdError
 
 _enc = msgspec.json.Encoder()
 
@@ -243,7 +243,11 @@ def drift(version_dir: Path | None, fixtures: Path, no_replay: bool, as_json: bo
     Exits 1 on a parse failure or a golden mismatch."""
     from hookd.drift import drift as do_drift, newest_version_dir, render
 
-    rep = do_drift(version_dir or newest_version_dir(fixtures), replay_goldens=not no_replay)
+    try:
+        target = version_dir or newest_version_dir(fixtures)
+    except FileNotFoundError as e:
+        raise ConfigError(str(e)) from None
+    rep = do_drift(target, replay_goldens=not no_replay)
     if as_json:
         _echo_json({"version_dir": str(rep.version_dir), "unknown_events": rep.unknown_events,
                     "unknown_fields": rep.unknown_fields, "unknown_row_types": rep.unknown_row_types,

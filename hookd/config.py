@@ -117,8 +117,9 @@ class Home:
         return Path("/tmp") / f"hookd-{os.getuid()}" / f"{digest}.sock"
 
     def ensure(self) -> None:
-        """Create the home's directories with private modes (run/ and the socket dir 0700)."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        """Create the home's directories with private modes: the home itself, run/ and the
+        socket dir 0700 (the database and spool hold prompts and tool output)."""
+        ensure_private_dir(self.root)
         for d in (self.run_dir, self.socket_path.parent):
             ensure_private_dir(d)
         self.spool_root.mkdir(exist_ok=True)

@@ -46,7 +46,9 @@ class DaemonProcess:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def cli_args(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "hookd", "--home", os.fspath(self.home.root), *args]
+        # -P: never import a source checkout from the current directory instead of the
+        # installed package
+        return [sys.executable, "-P", "-m", "hookd", "--home", os.fspath(self.home.root), *args]
 
     def start(self, timeout: float = 15.0) -> "DaemonProcess":
         """Start and wait until the daemon answers on its socket and hook clients can find

@@ -28,6 +28,7 @@ class DriftReport:
     unknown_row_types: dict[str, int] = field(default_factory=dict)  # type -> rows
     parse_failures: list[str] = field(default_factory=list)
     golden_mismatches: dict[str, str] = field(default_factory=dict)  # scenario -> diff
+    replayed: bool = True
 
     @property
     def failed(self) -> bool:
@@ -41,6 +42,8 @@ def _version_key(name: str) -> tuple[int, ...]:
 def newest_version_dir(root: Path) -> Path:
     """The highest version folder (``2.1.332`` > ``2.1.99``) under ``root``; raises
     FileNotFoundError when there is none."""
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root} does not exist: give a version folder, or --fixtures pointing at fixtures/claude-code")
     dirs = [d for d in root.iterdir() if d.is_dir() and re.fullmatch(r"\d+(\.\d+)*", d.name)]
     if not dirs:
         raise FileNotFoundError(f"no version folders under {root}")
@@ -49,7 +52,7 @@ def newest_version_dir(root: Path) -> Path:
 
 def drift(version_dir: Path, replay_goldens: bool = True) -> DriftReport:
     """Build the report for one version folder of recorded scenarios."""
-    rep = DriftReport(version_dir)
+    rep = DriftReport(version_dir, replayed=replay_goldens)
     events: dict[str, list[str]] = defaultdict(list)
     fields: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     rows: dict[str, int] = defaultdict(int)
@@ -110,6 +113,9 @@ def render(rep: DriftReport) -> str:
             [f"{e}.{k} ({len(fs)}x, e.g. {fs[0]})" for e, ks in sorted(rep.unknown_fields.items()) for k, fs in sorted(ks.items())])
     section("transcript row types hookd does not know", [f"{t} ({n} rows)" for t, n in sorted(rep.unknown_row_types.items())])
     section("parse failures", rep.parse_failures)
-    section("golden mismatches", [f"{s}:\n{d}" for s, d in sorted(rep.golden_mismatches.items())])
+    if rep.replayed:
+        section("golden mismatches", [f"{s}:\n{d}" for s, d in sorted(rep.golden_mismatches.items())])
+    else:
+        out.append("\ngolden mismatches: not checked (--no-replay)")
     out.append("\nresult: " + ("FAIL" if rep.failed else "ok"))
     return "\n".join(out) + "\n"

@@ -379,7 +379,7 @@ async def _watch_spool(core: Hookd, stop: asyncio.Event) -> None:
 
     logging.getLogger("watchfiles").setLevel(logging.WARNING)
     try:
-        async for _ in watchfiles.awatch(core.home.spool_root, stop_event=stop, debounce=50, step=20):
+        async for _ in watchfiles.awatch(core.home.spool_root, stop_event=stop, debounce=50, step=20, rust_timeout=200):
             await core.ingest_spool()
     except Exception:  # never let the watcher take the daemon down
         log.exception("spool watcher stopped")
@@ -405,6 +405,7 @@ class _Server(uvicorn.Server):
 
 def serve(home: Home, port: int = 0) -> None:
     """Run the daemon in the foreground until SIGTERM/SIGINT. Raises AlreadyServing."""
+    os.umask(0o077)  # the database, its WAL and the spool are the user's alone
     home.ensure()
     lock = _Lock(home.lock_file)
     try:

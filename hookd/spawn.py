@@ -56,8 +56,17 @@ def hook_command(home: Home, harness: str, builder: str, deadline_ms: int) -> st
     started it (dash does not exec the last command of ``sh -c``). ``bash -p``: the agent's
     environment cannot inject code or cost (``BASH_ENV``, exported functions, ``SHELLOPTS``
     are ignored)."""
-    parts = [bash_path(), "-p", os.fspath(home.client_script), harness, builder, str(deadline_ms)]
-    return "exec " + " ".join(shlex.quote(p) for p in parts) + " " + tag(builder)
+    client = shlex.quote(os.fspath(home.client_script))
+    parts = [shlex.quote(bash_path()), "-p", client, harness, builder, str(deadline_ms)]
+    # a missing client (the home was moved or deleted) must not turn every hook into an
+    # error the agent's user sees: `[` is a builtin of sh, so the check costs nothing
+    return f"[ -r {client} ] || exit 0; exec " + " ".join(parts) + " " + tag(builder)
+
+
+def client_argv(command: str) -> list[str]:
+    """The argv a generated command execs (``bash -p hook-client HARNESS BUILDER MS``)."""
+    words = shlex.split(command, comments=True)
+    return words[words.index("exec") + 1:]
 
 
 def write_client(home: Home) -> Path:
@@ -175,7 +184,9 @@ def spawn(
         old = None
 
     settings, existed = _load_settings(target)
+    original = target.read_text(encoding="utf-8", errors="surrogateescape") if existed else None
     had_hooks_key = "hooks" in settings
+    created_dir = not target.parent.exists()
     _strip_tagged(settings, builder)
     command = hook_command(home, harness, builder, deadline_ms)
     timeout_s = max(10, math.ceil(deadline_ms / 1000) * 2)
@@ -197,7 +208,11 @@ def spawn(
         "deadline_ms": deadline_ms,
         "events": list(cc.REGISTERED_EVENTS),
         "created_file": old["created_file"] if old else not existed,
+        "created_dir": old.get("created_dir", False) if old else created_dir,
         "added_hooks_key": old["added_hooks_key"] if old else not had_hooks_key,
+        # the file as it was before the first spawn: unspawn restores it byte for byte when
+        # nothing else changed meanwhile
+        "original": old.get("original") if old else original,
         "spawned_at": time.time(),
     }
     atomic_write(home.manifest(builder), _dump(manifest), mode=0o600)
@@ -223,6 +238,13 @@ def list_manifests(home: Home) -> list[dict[str, Any]]:
     return out
 
 
+def _parses_to(text: str, settings: dict[str, Any]) -> bool:
+    try:
+        return msgspec.json.decode(text.encode("utf-8", errors="surrogateescape")) == settings if text.strip() else settings == {}
+    except msgspec.DecodeError:
+        return False
+
+
 def unspawn(home: Home, builder: str) -> dict[str, Any]:
     """Remove exactly what `spawn` added for ``builder``. Raises NotFound when the builder
     was never spawned in this home, ConfigError when its settings file is no longer JSON.
@@ -237,8 +259,17 @@ def unspawn(home: Home, builder: str) -> dict[str, Any]:
         removed = _strip_tagged(settings, builder)
         if m.get("added_hooks_key") and settings.get("hooks") == {}:
             del settings["hooks"]
+        original = m.get("original")
         if m.get("created_file") and not settings:
             target.unlink()
+            if m.get("created_dir"):
+                try:
+                    target.parent.rmdir()  # only if empty
+                except OSError:
+                    pass
+        elif original is not None and _parses_to(original, settings):
+            atomic_write(target, original.encode("utf-8", errors="surrogateescape"),
+                         mode=target.stat().st_mode & 0o777)
         elif removed:
             _write_settings(target, settings)
     home.manifest(builder).unlink()

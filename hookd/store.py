@@ -570,7 +570,9 @@ class Store:
         return [_interaction(r) for r in rows]
 
     async def interaction(self, interaction_id: str) -> Interaction | None:
-        rows = await self._all(f"SELECT {_INTERACTION_COLS} FROM interactions WHERE id=?", (interaction_id,))
+        rows = await self._all(
+            f"SELECT {_INTERACTION_COLS} FROM interactions WHERE id=? OR tool_use_id=?", (interaction_id, interaction_id)
+        )
         return _interaction(rows[0]) if rows else None
 
     async def events_after(self, after: int = 0, limit: int = 1000) -> list[Event]:

@@ -14,6 +14,7 @@
 
 H=@HOOKD_HOME@
 export LC_ALL=C
+umask 077  # spooled payloads hold prompts and tool output
 exec 2>/dev/null
 trap '' PIPE
 trap 'exit 0' TERM INT HUP
@@ -37,7 +38,7 @@ left() {
 # the slice we wait on stdin or the socket before checking the other (seconds)
 slice() {
   left || return 1
-  [[ $t < 0.050000 && ${t%%.*} == 0 ]] || t=0.050000
+  [[ $t < 0.020000 && ${t%%.*} == 0 ]] || t=0.020000
 }
 
 # buf holds one whole JSON object (cheap test: ends with } and the braces balance; word
@@ -149,7 +150,8 @@ case $head in
   'HTTP/1.1 '[45]*) exit 0 ;;                       # the daemon stored it and said no
   *) spool ;;
 esac
-# the body must be complete: its length equals the Content-Length header
+# the body must be complete (its length equals the Content-Length header) and one JSON object
 [[ "$head"$'\r' == *$'\n'[Cc]ontent-[Ll]ength:\ "${#body}"$'\r'* ]] || exit 0
+[[ -z $body || $body == '{'*'}' ]] || exit 0
 [[ -n $body ]] && printf '%s' "$body"
 exit 0

@@ -127,3 +127,11 @@ def test_generated_settings_cover_every_event_and_mcp_tools():
         elif event in cc.NO_MATCHER_EVENTS:
             assert "matcher" not in group
         assert group["hooks"] == [{"type": "command", "command": "cmd # hookd builder=b1", "timeout": 10}]
+
+
+def test_dot_answers_are_empty_not_answered():
+    raw = json.loads((TUI / "010-PostToolUse.json").read_bytes())
+    raw["tool_response"]["answers"] = {"Which color do you prefer?": "."}
+    [ob] = cc.observe(cc.parse(json.dumps(raw).encode()))
+    assert ob.outcome == "empty" and "30563" in ob.warning
+    assert ob.answers == {"Which color do you prefer?": "."}  # kept as reported

@@ -624,3 +624,50 @@ def test_twenty_concurrent_copies_of_one_ask_make_one_question(daemon: DaemonPro
     assert len(hooks_received(home)) == 20
     assert [e["data"]["id"] for e in kinds(home, "question_pending")] == [ASK_ID]
     assert [q["id"] for q in questions(home, "pending")] == [ASK_ID]
+
+
+def test_spool_and_database_are_private(daemon, home, worktree):
+    import stat as st_
+
+    r = hookd_cli(home, "spawn", "b-priv", "--worktree", str(worktree))
+    assert r.returncode == 0
+    h = Home.resolve(home)
+    assert st_.S_IMODE(os.stat(h.root).st_mode) == 0o700
+    assert st_.S_IMODE(os.stat(h.db).st_mode) & 0o077 == 0
+    daemon.stop()
+    cmd = settings_command(worktree / ".claude" / "settings.local.json", "PreToolUse")
+    assert run_hook(cmd, (TUI / "004-PreToolUse.json").read_bytes(), worktree).returncode == 0
+    [f] = list(h.spool_dir("b-priv").glob("*.json"))
+    assert st_.S_IMODE(os.stat(f).st_mode) & 0o077 == 0
+
+
+@pytest.mark.parametrize("body", [b"connected to daemon\n{}", b'{"a":1', b"[1,2]"], ids=["noise", "truncated", "array"])
+def test_client_prints_nothing_but_one_json_object(home, worktree, body):
+    """A misbehaving endpoint's 200 reply that is not one JSON object never reaches stdout (B13)."""
+    import socket
+    import threading
+
+    r = hookd_cli(home, "spawn", "b-x", "--worktree", str(worktree))
+    assert r.returncode == 0
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    h = Home.resolve(home)
+    h.run_dir.mkdir(parents=True, exist_ok=True)
+    h.endpoint_file.write_text(f"{srv.getsockname()[1]} tok\n")
+
+    def answer() -> None:
+        c, _ = srv.accept()
+        data = b""
+        while b"0\r\n\r\n" not in data:
+            data += c.recv(65536)
+        c.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
+        c.close()
+
+    t = threading.Thread(target=answer)
+    t.start()
+    cmd = settings_command(worktree / ".claude" / "settings.local.json", "PostToolUse")
+    res = run_hook(cmd, (TUI / "005-PostToolUse.json").read_bytes(), worktree)
+    t.join(10)
+    srv.close()
+    assert (res.returncode, res.stdout) == (0, b"")

@@ -169,3 +169,15 @@ def test_long_home_path_gets_a_short_socket(tmp_path):
         sock = Home.resolve(home).socket_path
         assert len(os.fsencode(sock)) <= 100 and sock.exists()
         assert hookd_cli(home, "status").returncode == 0
+
+
+def test_interaction_is_found_by_its_tool_use_id_too(daemon, home):
+    perm = json.loads((TUI / "008-PermissionRequest.json").read_bytes())
+    assert _post_hook(home, json.dumps(perm).encode()).status_code == 200  # seen first: pr_ id
+    assert _post_hook(home, (TUI / "010-PostToolUse.json").read_bytes()).status_code == 200
+    [q] = questions(home)
+    assert q["id"].startswith("pr_") and q["tool_use_id"] == "toolu_01ASK0000000000000000001"
+    port, token = _tcp(home)
+    r = httpx.get(f"http://127.0.0.1:{port}/v1/interactions/toolu_01ASK0000000000000000001",
+                  headers={"Authorization": f"Bearer {token}"})
+    assert r.status_code == 200 and r.json()["id"] == q["id"]

@@ -58,3 +58,13 @@ def test_golden_mismatch_fails_the_report(tmp_path):
     r = hookd_cli(tmp_path / "h", "drift", "--fixtures", str(root), timeout=120)
     assert r.returncode == 1
     assert "golden mismatches: 1" in r.stdout and '"Red"' in r.stdout
+
+
+def test_no_replay_says_goldens_were_not_checked(tmp_path):
+    r = hookd_cli(tmp_path / "h", "drift", str(FIXTURES), "--no-replay")
+    assert r.returncode == 0 and "golden mismatches: not checked (--no-replay)" in r.stdout
+
+
+def test_missing_fixtures_folder_is_a_clear_error(tmp_path):
+    r = hookd_cli(tmp_path / "h", "drift", "--fixtures", str(tmp_path / "nope"))
+    assert r.returncode == 2 and "does not exist" in r.stderr and "Traceback" not in r.stderr

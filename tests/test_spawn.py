@@ -23,6 +23,7 @@ from hookd.client import Client
 from hookd.config import Home
 from hookd.daemonproc import DaemonProcess
 from hookd.harness import claude_code as cc
+from hookd.spawn import client_argv
 
 from tests.conftest import TUI, hookd_cli, run_hook, settings_command, wait_until
 
@@ -65,9 +66,8 @@ def hookd_handlers(settings: dict[str, Any], builder: str | None = None) -> dict
 
 
 def argv_of(command: str) -> list[str]:
-    """The words sh runs (comment dropped; a leading ``exec`` is not a program)."""
-    words = shlex.split(command, comments=True)
-    return words[1:] if words and words[0] == "exec" else words
+    """The argv the command execs (after its fail-open check)."""
+    return client_argv(command)
 
 
 # --- merge, idempotency, reversal ---------------------------------------------------------
@@ -332,3 +332,29 @@ def test_normalize_path_makes_windows_spellings_equal() -> None:
     spellings = ["D:\\Work\\my_app v2.1", "d:/work/MY_APP v2.1", "\\\\?\\D:\\Work\\my_app v2.1", "D:/Work\\my_app v2.1"]
     assert len({cc.normalize_path(s) for s in spellings}) == 1
     assert cc.normalize_path("/home/dev/A") != cc.normalize_path("/home/dev/a")
+
+
+def test_unspawn_restores_the_original_file_byte_for_byte(home: Path, worktree: Path) -> None:
+    settings = worktree / ".claude" / "settings.local.json"
+    settings.parent.mkdir()
+    original = '{"permissions": {"allow": ["Bash(ls)"]},\n "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo mine"}]}]}}\n'
+    settings.write_text(original)
+    assert hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree)).returncode == 0
+    assert settings.read_text() != original
+    assert hookd_cli(home, "unspawn", "b-1").returncode == 0
+    assert settings.read_text() == original
+
+
+def test_unspawn_removes_the_claude_dir_it_created(home: Path, worktree: Path) -> None:
+    assert hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree)).returncode == 0
+    assert (worktree / ".claude").is_dir()
+    assert hookd_cli(home, "unspawn", "b-1").returncode == 0
+    assert not (worktree / ".claude").exists()
+
+
+def test_command_fails_open_when_the_client_is_gone(home: Path, worktree: Path) -> None:
+    assert hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree)).returncode == 0
+    command = settings_command(settings_path(worktree), "PreToolUse")
+    Home.resolve(home).client_script.unlink()  # the home was moved or deleted
+    r = run_hook(command, (TUI / "004-PreToolUse.json").read_bytes(), worktree)
+    assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")
