@@ -522,7 +522,9 @@ def _split_labels(raw: str, names: list[str]) -> list[str] | None:
 
 # --- settings generation ---------------------------------------------------------------
 
-def hook_settings(command: str, timeout_s: int = 30) -> dict[str, list[dict[str, Any]]]:
+def hook_settings(
+    command: str, timeout_s: int = 30, wake_command: str | None = None, wake_timeout_s: int = 1860,
+) -> dict[str, list[dict[str, Any]]]:
     """The ``hooks`` mapping hookd adds for one builder.
 
     command: the shell command Claude Code runs (``sh -c``), builder id and hookd's tag
@@ -530,6 +532,7 @@ def hook_settings(command: str, timeout_s: int = 30) -> dict[str, list[dict[str,
     above the client's deadline. Tool events use matcher ``.*`` so ``mcp__*`` tools are
     covered; UserPromptSubmit/Stop/SubagentStop take no matcher. No keys beyond Claude Code's
     own schema are written: hookd recognises its entries by the tag in the command.
+    wake_command: the idle-wake Stop hook (``async`` + ``asyncRewake``), timeout in seconds.
     """
     out: dict[str, list[dict[str, Any]]] = {}
     for event in REGISTERED_EVENTS:
@@ -538,6 +541,14 @@ def hook_settings(command: str, timeout_s: int = 30) -> dict[str, list[dict[str,
             group["matcher"] = ".*" if event in TOOL_EVENTS else ""
         group["hooks"] = [{"type": "command", "command": command, "timeout": timeout_s}]
         out[event] = [group]
+    if wake_command is not None:
+        # Idle wake: runs in the background in the TUI and in stream-json mode; exiting 2
+        # starts a new turn with its stderr. "async" too, so that plain `-p` drops it at
+        # exit instead of running it as a blocking Stop hook (2.1.332, verified).
+        out["Stop"].append({"hooks": [{
+            "type": "command", "command": wake_command, "timeout": wake_timeout_s,
+            "async": True, "asyncRewake": True,
+        }]})
     return out
 
 

@@ -80,15 +80,17 @@ def serve(ctx: click.Context, port: int, log_level: str) -> None:
 @click.option("--harness", default="claude-code", show_default=True)
 @click.option("--deadline", type=float, default=None,
               help="Hook client's hard deadline in seconds [env HOOKD_DEADLINE_MS; default 5].")
+@click.option("--wake-wait", type=int, default=1800, show_default=True,
+              help="Seconds the idle-wake Stop hook waits for a message (0: no idle wake).")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
 @click.pass_context
 def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file: Path | None,
-          harness: str, deadline: float | None, as_json: bool) -> None:
+          harness: str, deadline: float | None, wake_wait: int, as_json: bool) -> None:
     """Install hookd's hooks for BUILDER (idempotent; works while the daemon is down)."""
     from hookd.spawn import spawn as do_spawn
 
     m = do_spawn(ctx.obj, builder, worktree=worktree, settings_file=settings_file, harness=harness,
-                 deadline_ms=None if deadline is None else int(deadline * 1000))
+                 deadline_ms=None if deadline is None else int(deadline * 1000), wake_wait_s=wake_wait)
     if as_json:
         _echo_json(m)
     else:

@@ -118,12 +118,16 @@ class HookdASGI:
         await self.app(scope, receive, send)
 
     async def _hook(self, scope: dict, receive: Any, send: Any) -> None:
-        parts = scope["path"].split("/")  # ['', 'v1', 'hooks', harness, builder]
+        parts = scope["path"].split("/")  # ['', 'v1', 'hooks', harness, builder(, 'wake')]
         try:
-            if len(parts) != 5:
-                raise NotFound("hook route is POST /v1/hooks/{harness}/{builder}")
+            wake = len(parts) == 6 and parts[5] == "wake"
+            if len(parts) != 5 and not wake:
+                raise NotFound("hook routes are POST /v1/hooks/{harness}/{builder}[/wake]")
             builder = check_builder_id(parts[4])
             raw = await read_hook_body(receive)
+            if wake:
+                await _send(send, 200, await self.core.wake(parts[3], builder, raw))
+                return
             delivery = None
             for k, v in scope["headers"]:
                 if k == b"x-hookd-delivery":

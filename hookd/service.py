@@ -28,6 +28,7 @@ from hookd.models import (
     HookdError,
     InboxMessage,
     Interaction,
+    NotFound,
     PayloadInvalid,
 )
 from hookd.store import Store, Tx
@@ -43,6 +44,10 @@ RESOLVED_MATCH_S = 60.0
 #: A message delivered but not adopted (no Stop of that agent came after it) is offered again
 #: at a boundary this many seconds after its delivery (at-least-once; its id is in the text).
 REDELIVER_AFTER_S = float(os.environ.get("HOOKD_REDELIVER_AFTER_S", "300"))
+#: Longest an idle wake waits (seconds); the hook's own deadline may be shorter.
+WAKE_MAX_S = 3600.0
+#: How long a wake waits for the regular Stop hook of the same Stop to be stored (seconds).
+WAKE_STOP_GRACE_S = 10.0
 #: Longest message accepted (characters): one message must fit one injection.
 MAX_MESSAGE_CHARS = 8000
 #: Largest hook payload accepted (bytes).
@@ -59,19 +64,26 @@ class HookResult:
 
 
 class EventBus:
-    """Wakes event followers after commits. Followers re-read the store from their last seq,
-    so nothing is missed or doubled across a wake-up."""
+    """Wakes waiters after commits. ``version`` counts publishes, so a waiter that checked the
+    store at version v and then waits with ``since=v`` never misses a publish in between;
+    followers re-read the store from their last seq, so nothing is missed or doubled."""
 
     def __init__(self) -> None:
         self._cond = asyncio.Condition()
+        self.version = 0
         self.closed = False
 
     async def publish(self) -> None:
         async with self._cond:
+            self.version += 1
             self._cond.notify_all()
 
-    async def wait(self, timeout: float) -> None:
+    async def wait(self, timeout: float, since: int | None = None) -> None:
+        """Return after the next publish (or at once if one happened since ``since``), or
+        after ``timeout`` seconds."""
         async with self._cond:
+            if since is not None and self.version != since:
+                return
             try:
                 await asyncio.wait_for(self._cond.wait(), timeout)
             except TimeoutError:
@@ -95,6 +107,10 @@ class Hookd:
         # true; the store stays the source of truth.
         self._builders: set[str] = set()
         self._sessions: dict[str, tuple[str | None, str | None]] = {}
+        # Last hook of each session (hook event id, payload fingerprint): what an idle wake
+        # waits on. Wake waits are ephemeral (a restart ends them; Claude Code's hook fails
+        # open), so this need not be durable.
+        self._activity: dict[str, tuple[int, bytes]] = {}
 
     # --- hooks ------------------------------------------------------------------------
     async def ingest_hook(
@@ -117,8 +133,6 @@ class Hookd:
         """
         adapter = HARNESSES.get(harness)
         if adapter is None:
-            from hookd.models import NotFound
-
             raise NotFound(f"unknown harness {harness!r}; known: {', '.join(HARNESSES)}")
         at = received_at if received_at is not None else time.time()
         try:
@@ -168,6 +182,10 @@ class Hookd:
                 {"harness": harness, "error": error.message, "bytes": len(raw), "source": source},
             )
             return hook_id, b""
+        sid = payload.session_id
+        if sid:
+            mark = (hook_id, _fingerprint(raw))
+            tx.after_commit.append(lambda: self._activity.__setitem__(sid, mark))
         body = self._apply(tx, adapter, harness, builder, payload, at, source)
         # Spooled hooks ran long ago: their output can no longer reach anyone.
         return hook_id, body if source == "live" else b""
@@ -226,25 +244,87 @@ class Hookd:
             if n >= cc.STOP_CAP:
                 return b""  # let the agent stop; the messages wait for the next boundary
             tx.set_stop_deliveries(sid, n + 1)
+        text = self._claim(tx, builder, sid, messages, hook_event_id=tx.hook_event_id, via=name, at=at)
+        return cc.render_context(name, text)
+
+    def _claim(self, tx: Tx, builder: str, sid: str, messages: list[InboxMessage], *,
+               hook_event_id: int | None, via: str, at: float) -> str:
+        """Take messages FIFO while the injection stays under the cap, mark them delivered,
+        and return the framed text (the rest waits for the next boundary, in order: B14)."""
         framed: list[str] = []
         chosen = []
         size = len(cc.frame_batch([]))
         for m in messages:
             line = cc.frame_message(m.id, m.author, _iso(m.created_at), m.text)
             if chosen and size + len(line) + 2 > cc.INJECTION_CAP:
-                break  # the rest waits for the next boundary, in order (B14)
+                break
             framed.append(line)
             chosen.append(m)
             size += len(line) + 2
         ids = [m.id for m in chosen]
-        tx.mark_delivered(ids, hook_event_id=tx.hook_event_id, session_id=sid, via=name, at=at)
+        tx.mark_delivered(ids, hook_event_id=hook_event_id, session_id=sid, via=via, at=at)
         text = cc.frame_batch(framed)
         tx.append_event("inbox_delivered", builder, sid, at, {
-            "ids": ids, "via": name, "chars": len(text),
+            "ids": ids, "via": via, "chars": len(text),
             "redelivered": [m.id for m in chosen if m.state == "delivered"],
             "waiting": len(messages) - len(chosen),
         })
-        return cc.render_context(name, text)
+        return text
+
+    # --- idle wake -------------------------------------------------------------------------
+    async def wake(self, harness: str, builder: str, raw: bytes, max_wait_s: float = WAKE_MAX_S) -> bytes:
+        """Hold an idle agent's async Stop hook until a message for it arrives.
+
+        raw: the Stop payload (the same bytes the regular Stop hook sent). Returns the framed
+        messages (the hook prints them to stderr and exits 2, which starts a new turn), or
+        b"" when the agent becomes active again (any newer hook of the session), the Stop
+        itself never reaches hookd, or ``max_wait_s`` seconds pass. Event-driven: woken by
+        every commit. Respects the open-question guard and the Stop cap. Raises
+        PayloadInvalid / BadRequest for anything but a Stop payload with a session id.
+        """
+        adapter = HARNESSES.get(harness)
+        if adapter is None:
+            raise NotFound(f"unknown harness {harness!r}")
+        p = adapter.parse(raw)
+        if p.hook_event_name != "Stop" or not p.session_id:
+            raise BadRequest("wake takes the main agent's Stop payload")
+        sid, fp = p.session_id, _fingerprint(raw)
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        deadline = start + min(max_wait_s, WAKE_MAX_S)
+        baseline: int | None = None
+        while not self.bus.closed:
+            version = self.bus.version
+            act = self._activity.get(sid)
+            if baseline is None:
+                if act is not None and act[1] == fp:
+                    baseline = act[0]  # the regular Stop hook of this very Stop is stored
+                elif loop.time() - start > WAKE_STOP_GRACE_S:
+                    return b""
+            elif act is not None and act[0] > baseline:
+                return b""  # the agent is working again: this wake is stale
+            if baseline is not None:
+                (text, _), _events = await self.store.write(self._wake_tx, builder, sid, baseline, time.time())
+                if text:
+                    await self.bus.publish()
+                    return text.encode()
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return b""
+            await self.bus.wait(min(remaining, 5.0), since=version)
+        return b""
+
+    def _wake_tx(self, tx: Tx, builder: str, sid: str, baseline: int, at: float) -> tuple[str, None]:
+        if tx.has_open_question(sid, None):
+            return "", None
+        n = tx.stop_deliveries(sid)
+        if n >= cc.STOP_CAP:
+            return "", None  # the human's next prompt resets the count
+        messages = tx.deliverable(builder, sid, None, redeliver_before=at - REDELIVER_AFTER_S)
+        if not messages:
+            return "", None
+        tx.set_stop_deliveries(sid, n + 1)
+        return self._claim(tx, builder, sid, messages, hook_event_id=baseline, via="Stop (asyncRewake)", at=at), None
 
     # --- inbox ---------------------------------------------------------------------------
     async def send_message(
@@ -481,6 +561,10 @@ class Hookd:
                 continue
             os.unlink(f)
         return counts
+
+
+def _fingerprint(raw: bytes) -> bytes:
+    return hashlib.blake2b(raw, digest_size=16).digest()
 
 
 def _iso(ts: float) -> str:

@@ -26,6 +26,9 @@ from hookd.hooks import client_template
 from hookd.models import ConfigError, NotFound
 
 HARNESSES = (cc.HARNESS,)
+#: Default wait of the idle-wake hook (seconds): an agent idle longer is not woken; its
+#: messages wait for the next prompt.
+DEFAULT_WAKE_WAIT_S = 1800
 
 
 def tag(builder: str) -> str:
@@ -49,7 +52,7 @@ def bash_path() -> str:
     return os.path.realpath(found)
 
 
-def hook_command(home: Home, harness: str, builder: str, deadline_ms: int) -> str:
+def hook_command(home: Home, harness: str, builder: str, deadline_ms: int, mode: str = "hook") -> str:
     """The exact shell command the harness runs (``sh -c``): absolute, quoted paths; the
     builder id and hookd's tag baked in; no placeholder substitution. ``exec``: the harness's
     signals (SIGTERM on timeout or Esc) reach the client itself, not just the ``sh`` that
@@ -58,6 +61,8 @@ def hook_command(home: Home, harness: str, builder: str, deadline_ms: int) -> st
     are ignored)."""
     client = shlex.quote(os.fspath(home.client_script))
     parts = [shlex.quote(bash_path()), "-p", client, harness, builder, str(deadline_ms)]
+    if mode != "hook":
+        parts.append(mode)
     # a missing client (the home was moved or deleted) must not turn every hook into an
     # error the agent's user sees: `[` is a builtin of sh, so the check costs nothing
     return f"[ -r {client} ] || exit 0; exec " + " ".join(parts) + " " + tag(builder)
@@ -153,12 +158,15 @@ def spawn(
     settings_file: Path | None = None,
     harness: str = cc.HARNESS,
     deadline_ms: int | None = None,
+    wake_wait_s: int = DEFAULT_WAKE_WAIT_S,
 ) -> dict[str, Any]:
     """Install hookd's hooks for ``builder``; idempotent. Returns the manifest.
 
     worktree: the builder's worktree (hooks go to ``.claude/settings.local.json``) unless
     settings_file is given (a standalone file for ``claude --settings``).
     deadline_ms: the hook client's hard deadline (default HOOKD_DEADLINE_MS or 5000).
+    wake_wait_s: how long the idle-wake Stop hook waits for a message (seconds; 0: no idle
+    wake hook).
     Raises ConfigError on a bad builder id, a missing worktree, or a non-JSON settings file.
     """
     check_builder_id(builder)
@@ -168,6 +176,8 @@ def spawn(
         deadline_ms = int(os.environ.get("HOOKD_DEADLINE_MS", DEFAULT_DEADLINE_MS))
     if not 100 <= deadline_ms <= 600_000:
         raise ConfigError("deadline must be between 0.1 and 600 seconds")
+    if not 0 <= wake_wait_s <= 86_400:
+        raise ConfigError("wake wait must be between 0 (off) and 86400 seconds")
     if settings_file is None:
         if worktree is None:
             raise ConfigError("give --worktree DIR or --settings-file PATH")
@@ -190,8 +200,9 @@ def spawn(
     _strip_tagged(settings, builder)
     command = hook_command(home, harness, builder, deadline_ms)
     timeout_s = max(10, math.ceil(deadline_ms / 1000) * 2)
+    wake_command = hook_command(home, harness, builder, wake_wait_s * 1000, mode="wake") if wake_wait_s else None
     hooks = settings.setdefault("hooks", {})
-    for event, groups in cc.hook_settings(command, timeout_s).items():
+    for event, groups in cc.hook_settings(command, timeout_s, wake_command, wake_wait_s + 60).items():
         existing = hooks.get(event)
         hooks[event] = (existing if isinstance(existing, list) else []) + groups
 
@@ -206,6 +217,7 @@ def spawn(
         "settings_file": os.fspath(target),
         "command": command,
         "deadline_ms": deadline_ms,
+        "wake_wait_s": wake_wait_s,
         "events": list(cc.REGISTERED_EVENTS),
         "created_file": old["created_file"] if old else not existed,
         "created_dir": old.get("created_dir", False) if old else created_dir,

@@ -53,13 +53,20 @@ def spawn_ok(home: Path, builder: str, *args: str) -> dict[str, Any]:
     return json.loads(r.stdout)
 
 
-def hookd_handlers(settings: dict[str, Any], builder: str | None = None) -> dict[str, list[tuple[dict, dict]]]:
-    """event -> [(group, handler)] for hookd's tagged handlers (of ``builder`` if given)."""
+#: hookd's handlers per spawn: one per registered event, plus the idle-wake Stop handler
+HANDLERS = len(cc.REGISTERED_EVENTS) + 1
+
+
+def hookd_handlers(settings: dict[str, Any], builder: str | None = None, wake: bool = False) -> dict[str, list[tuple[dict, dict]]]:
+    """event -> [(group, handler)] for hookd's tagged handlers (of ``builder`` if given;
+    the idle-wake Stop handler only with ``wake``)."""
     out: dict[str, list[tuple[dict, dict]]] = {}
     for event, groups in settings.get("hooks", {}).items():
         for g in groups:
             for h in g.get("hooks", []):
                 cmd = h.get("command", "")
+                if h.get("asyncRewake") and not wake:
+                    continue
                 if TAG in cmd and (builder is None or cmd.endswith(f"{TAG}{builder}")):
                     out.setdefault(event, []).append((g, h))
     return out
@@ -86,9 +93,12 @@ def test_merge_keeps_other_hooks_and_keys_and_unspawn_restores_them(home: Path, 
     # the user's hooks are still there, first and unchanged, next to hookd's
     for event, groups in EXISTING["hooks"].items():
         assert merged["hooks"][event][: len(groups)] == groups
-    mine = hookd_handlers(merged, "b-1")
+    mine = hookd_handlers(merged, "b-1", wake=True)
     assert set(mine) == set(cc.REGISTERED_EVENTS)
-    assert all(len(v) == 1 for v in mine.values())
+    # one handler per event; Stop also has the idle-wake handler (async + asyncRewake)
+    assert {e: len(v) for e, v in mine.items()} == {e: 2 if e == "Stop" else 1 for e in cc.REGISTERED_EVENTS}
+    [wake] = [h for _, h in mine["Stop"] if h.get("asyncRewake")]
+    assert wake["async"] is True and client_argv(wake["command"])[-1] == "wake"
     assert merged["hooks"]["PostToolBatch"] == EXISTING["hooks"]["PostToolBatch"]  # not registered by hookd
 
     r = hookd_cli(home, "unspawn", "b-1")
@@ -125,7 +135,7 @@ def test_respawn_is_idempotent(preexisting: bool, home: Path, worktree: Path) ->
     spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
     assert target.read_bytes() == first
     assert (home / "bin" / "hook-client").read_bytes() == client_first
-    assert sum(len(v) for v in hookd_handlers(json.loads(first)).values()) == len(cc.REGISTERED_EVENTS)
+    assert sum(len(v) for v in hookd_handlers(json.loads(first), wake=True).values()) == HANDLERS
     # and unspawn still knows whether it created the file
     assert hookd_cli(home, "unspawn", "b-1").returncode == 0
     if preexisting:
@@ -187,7 +197,7 @@ def test_unspawn_of_a_file_spawn_created_removes_it(home: Path, worktree: Path) 
     assert target.is_file()
     r = hookd_cli(home, "unspawn", "b-1", "--json")
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["removed"] == len(cc.REGISTERED_EVENTS)
+    assert json.loads(r.stdout)["removed"] == HANDLERS
     assert not target.exists()
 
 
