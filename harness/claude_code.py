@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
+from typing import Any, Iterable
 
 import msgspec
 
@@ -412,6 +412,38 @@ def render_context(hook_event_name: str, text: str) -> bytes:
     ``decision: block`` is not used because Claude Code wraps its reason in a disclaimer that
     it carries no message from the user. Never ``systemMessage`` or plain stdout (B10)."""
     return msgspec.json.encode({"hookSpecificOutput": {"hookEventName": hook_event_name, "additionalContext": text}})
+
+
+_MARKER = re.compile(r"\[human msg (m-\d+) ")
+
+
+def sent_message_ids(lines: "Iterable[bytes]") -> set[str]:
+    """Ids of hookd messages a transcript proves were sent to the model.
+
+    Proof per Claude Code 2.1.332 transcripts: an ``api-request`` row's ``tail`` names the
+    hashes of ``api-request-blob`` rows it sent; a blob whose text carries hookd's marker
+    ``[human msg m-N `` was in that request. Row order is not time order, so blobs and
+    requests are joined after reading every line; torn or unknown lines are skipped.
+    """
+    blobs: dict[str, set[str]] = {}
+    sent_hashes: set[str] = set()
+    for line in lines:
+        if b"api-request" not in line:
+            continue
+        try:
+            row = msgspec.json.decode(line)
+        except msgspec.DecodeError:
+            continue
+        if not isinstance(row, dict):
+            continue
+        kind = row.get("type")
+        if kind == "api-request-blob" and isinstance(row.get("hash"), str):
+            ids = set(_MARKER.findall(msgspec.json.encode(row.get("message")).decode()))
+            if ids:
+                blobs[row["hash"]] = ids
+        elif kind == "api-request" and isinstance(row.get("tail"), list):
+            sent_hashes.update(h for h in row["tail"] if isinstance(h, str))
+    return set().union(*(ids for h, ids in blobs.items() if h in sent_hashes)) if blobs else set()
 
 
 # --- answers ---------------------------------------------------------------------------

@@ -450,6 +450,7 @@ async def _serve(home: Home, port: int) -> None:
                 home.endpoint_file.unlink()
             stop_watch.set()
             await core.bus.close()
+            await core.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(watcher, 2)
 

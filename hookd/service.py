@@ -111,6 +111,14 @@ class Hookd:
         # waits on. Wake waits are ephemeral (a restart ends them; Claude Code's hook fails
         # open), so this need not be durable.
         self._activity: dict[str, tuple[int, bytes]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def close(self) -> None:
+        """Cancel background work (transcript reads) before the store closes."""
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
 
     # --- hooks ------------------------------------------------------------------------
     async def ingest_hook(
@@ -214,10 +222,17 @@ class Hookd:
             return b""
         name = p.hook_event_name
         if name in ("Stop", "SubagentStop"):
-            # The agent answered after everything delivered earlier in this turn.
-            adopted = tx.adopt_delivered(sid, p.agent_id, tx.hook_event_id or 0, via=name, at=at)
-            if adopted:
-                tx.append_event("inbox_adopted", builder, sid, at, {"ids": adopted, "via": name})
+            transcript = cc.text(p.transcript_path) if name == "Stop" else None
+            if transcript and source == "live" and os.path.isfile(transcript):
+                # proof from the transcript, read off the hook path once this commits
+                hook_id = tx.hook_event_id or 0
+                tx.after_commit.append(lambda: self._schedule_transcript_adoption(builder, sid, transcript, hook_id))
+            else:
+                # no readable transcript: the agent answered after everything delivered
+                # earlier in this turn, the weaker proof the issue allows
+                adopted = tx.adopt_delivered(sid, p.agent_id, tx.hook_event_id or 0, via=name, at=at)
+                if adopted:
+                    tx.append_event("inbox_adopted", builder, sid, at, {"ids": adopted, "via": name})
         if source == "live":
             return self._deliver(tx, builder, p, at)
         return b""
@@ -270,6 +285,35 @@ class Hookd:
             "waiting": len(messages) - len(chosen),
         })
         return text
+
+    # --- adoption from the transcript ------------------------------------------------------
+    def _schedule_transcript_adoption(self, builder: str, sid: str, path: str, before_hook_id: int) -> None:
+        task = asyncio.get_running_loop().create_task(self._adopt_from_transcript(builder, sid, path, before_hook_id))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _adopt_from_transcript(self, builder: str, sid: str, path: str, before_hook_id: int) -> None:
+        """Mark adopted the messages delivered to ``sid`` that its transcript proves were
+        sent to the model (``via: "transcript"``). Unproven ones stay delivered and are
+        offered again after REDELIVER_AFTER_S."""
+        try:
+            ids = await asyncio.to_thread(_sent_ids_in, path)
+        except OSError as e:
+            log.warning("cannot read transcript %s: %s", path, e)
+            return
+        if not ids:
+            return
+        at = time.time()
+
+        def tx_fn(tx: Tx) -> list[str]:
+            adopted = tx.adopt_ids(sid, sorted(ids), before_hook_event_id=before_hook_id, via="transcript", at=at)
+            if adopted:
+                tx.append_event("inbox_adopted", builder, sid, at, {"ids": adopted, "via": "transcript"})
+            return adopted
+
+        adopted, _ = await self.store.write(tx_fn)
+        if adopted:
+            await self.bus.publish()
 
     # --- idle wake -------------------------------------------------------------------------
     async def wake(self, harness: str, builder: str, raw: bytes, max_wait_s: float = WAKE_MAX_S) -> bytes:
@@ -561,6 +605,20 @@ class Hookd:
                 continue
             os.unlink(f)
         return counts
+
+
+#: How much of a transcript's end is read for adoption proof (bytes).
+TRANSCRIPT_TAIL_BYTES = 16 * 1024 * 1024
+
+
+def _sent_ids_in(path: str) -> set[str]:
+    """Message ids the transcript at ``path`` proves were sent (its last 16 MiB)."""
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        f.seek(max(0, size - TRANSCRIPT_TAIL_BYTES))
+        data = f.read()
+    return cc.sent_message_ids(data.splitlines())
 
 
 def _fingerprint(raw: bytes) -> bytes:

@@ -427,6 +427,20 @@ class Tx:
         )
         return ids
 
+    def adopt_ids(self, session_id: str, ids: list[str], *, before_hook_event_id: int, via: str, at: float) -> list[str]:
+        """Mark adopted those of ``ids`` still delivered to this session by a hook event before
+        ``before_hook_event_id``; returns the ids changed."""
+        changed = []
+        for i in ids:
+            cur = self._db.execute(
+                "UPDATE inbox_messages SET state='adopted', adopted_at=?, adopted_via=? WHERE id=? AND state='delivered'"
+                " AND delivered_session_id=? AND delivered_hook_event_id<=?",
+                (at, via, i, session_id, before_hook_event_id),
+            )
+            if cur.rowcount:
+                changed.append(i)
+        return changed
+
     def stop_deliveries(self, session_id: str) -> int:
         row = self._one("SELECT stop_deliveries FROM sessions WHERE id=?", (session_id,))
         return row[0] if row else 0

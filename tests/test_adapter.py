@@ -135,3 +135,19 @@ def test_dot_answers_are_empty_not_answered():
     [ob] = cc.observe(cc.parse(json.dumps(raw).encode()))
     assert ob.outcome == "empty" and "30563" in ob.warning
     assert ob.answers == {"Which color do you prefer?": "."}  # kept as reported
+
+
+def _tx_rows(marker_hash="h1", tail=("h1",), text="[human msg m-3 from alice at T] hi"):
+    return [
+        json.dumps({"type": "api-request-blob", "hash": marker_hash,
+                    "message": {"role": "user", "content": [{"type": "text", "text": f"PostToolUse:Bash hook additional context: {text}"}]}}).encode(),
+        json.dumps({"type": "api-request-blob", "hash": "h2", "message": {"role": "user", "content": "[human msg m-9 from x at T] never sent"}}).encode(),
+        b'{"type": "api-request", "tail": ["torn',
+        json.dumps({"type": "api-request", "tail": list(tail)}).encode(),
+    ]
+
+
+def test_transcript_proof_needs_the_blob_in_a_sent_request():
+    assert cc.sent_message_ids(_tx_rows()) == {"m-3"}
+    assert cc.sent_message_ids(_tx_rows(tail=("other",))) == set()  # written, never sent
+    assert cc.sent_message_ids(list(reversed(_tx_rows()))) == {"m-3"}  # row order is not time order

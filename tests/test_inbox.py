@@ -227,3 +227,21 @@ def test_kill_9_between_delivery_and_adoption_offers_again(home, worktree):
         assert ev["data"]["redelivered"] == ["m-1"]
     finally:
         d.stop()
+
+
+def test_adoption_is_proven_from_the_transcript_when_it_is_readable(b1, home, tmp_path):
+    transcript = tmp_path / "s.jsonl"
+    transcript.write_text("")
+    b1.send("prove it")
+    b1.send("unproven")
+    b1.context(payload(BASH_POST, transcript_path=str(transcript)))
+    m1, m2 = b1.inbox()["m-1"], b1.inbox()["m-2"]
+    assert m1["state"] == m2["state"] == "delivered"
+    blob = {"type": "api-request-blob", "hash": "abc", "message": {"role": "user", "content": [
+        {"type": "text", "text": "PostToolUse:Bash hook additional context: [human msg m-1 from alice at T] prove it"}]}}
+    with transcript.open("a") as f:
+        f.write(json.dumps(blob) + "\n" + json.dumps({"type": "api-request", "tail": ["abc"]}) + "\n")
+    b1.hook(payload(STOP, transcript_path=str(transcript)))
+    wait_until(lambda: b1.inbox()["m-1"]["state"] == "adopted", 10, 0.05, "adoption from the transcript")
+    assert b1.inbox()["m-1"]["adopted_via"] == "transcript"
+    assert b1.inbox()["m-2"]["state"] == "delivered"  # not in any sent request: not adopted
