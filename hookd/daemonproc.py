@@ -18,16 +18,19 @@ from hookd.config import Home
 from hookd.models import HookdError
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.01, what: str = "condition") -> Any:
+def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.01,
+               what: str | Callable[[], str] = "condition") -> Any:
     """Poll ``predicate`` until it returns a truthy value (returned) or ``timeout`` seconds
-    pass (raises TimeoutError naming ``what``)."""
+    pass: then raise TimeoutError naming ``what`` (or ``what()`` when callable). The only
+    way hookd's tools and tests wait: never a bare sleep as synchronisation."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() >= deadline:
-            raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
+            text = what() if callable(what) else what
+            raise TimeoutError(f"timed out after {timeout} s waiting for {text}")
         time.sleep(interval)
 
 

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
+from hookd.daemonproc import wait_until as _wait_until
+
 __all__ = [
     "CLAUDE_VERSION",
     "TEST_API_KEY",
@@ -57,21 +59,9 @@ class ClaudeNotFound(RuntimeError):
 
 def wait_until(fn: Callable[[], Any], timeout: float, interval: float = 0.05,
                message: str | Callable[[], str] = "condition") -> Any:
-    """Poll ``fn()`` until it returns a truthy value and return that value.
-
-    ``interval`` seconds pass between polls; raises ``TimeoutError`` (whose
-    text is ``message``, or ``message()`` when callable) after ``timeout``
-    seconds. This is the only way drivers wait: never a bare sleep.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            text = message() if callable(message) else message
-            raise TimeoutError(f"timed out after {timeout}s waiting for: {text}")
-        time.sleep(interval)
+    """Poll ``fn()`` until truthy (hookd.daemonproc.wait_until with the drivers' default
+    interval); raises TimeoutError naming ``message``."""
+    return _wait_until(fn, timeout, interval, message)
 
 
 # --------------------------------------------------------------------------- env
