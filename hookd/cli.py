@@ -80,8 +80,9 @@ def serve(ctx: click.Context, port: int, log_level: str) -> None:
 @click.option("--harness", default="claude-code", show_default=True)
 @click.option("--deadline", type=float, default=None,
               help="Hook client's hard deadline in seconds [env HOOKD_DEADLINE_MS; default 5].")
-@click.option("--wake-wait", type=int, default=1800, show_default=True,
-              help="Seconds the idle-wake Stop hook waits for a message (0: no idle wake).")
+@click.option("--wake-wait", type=int, default=0, show_default=True,
+              help="Opt in to idle wake: seconds an async Stop hook waits for a message to the idle "
+                   "agent (0: off). See README before enabling it for headless (-p) runs.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
 @click.pass_context
 def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file: Path | None,

@@ -348,7 +348,9 @@ class Hookd:
             elif act is not None and act[0] > baseline:
                 return b""  # the agent is working again: this wake is stale
             if baseline is not None:
-                (text, _), _events = await self.store.write(self._wake_tx, builder, sid, baseline, time.time())
+                (text, release), _events = await self.store.write(self._wake_tx, builder, sid, baseline, time.time())
+                if release:
+                    return b""
                 if text:
                     await self.bus.publish()
                     return text.encode()
@@ -358,17 +360,22 @@ class Hookd:
             await self.bus.wait(min(remaining, 5.0), since=version)
         return b""
 
-    def _wake_tx(self, tx: Tx, builder: str, sid: str, baseline: int, at: float) -> tuple[str, None]:
+    def _wake_tx(self, tx: Tx, builder: str, sid: str, baseline: int, at: float) -> tuple[str, bool]:
+        """(text to wake with, release). Releases when the regular hook of this very Stop
+        delivered messages: the turn goes on (with no hook while the model writes), so the
+        agent is not idle and a wake now would bypass the Stop cap."""
+        if tx.delivered_by_hook(baseline):
+            return "", True
         if tx.has_open_question(sid, None):
-            return "", None
+            return "", False
         n = tx.stop_deliveries(sid)
         if n >= cc.STOP_CAP:
-            return "", None  # the human's next prompt resets the count
+            return "", False  # the human's next prompt resets the count
         messages = tx.deliverable(builder, sid, None, redeliver_before=at - REDELIVER_AFTER_S)
         if not messages:
-            return "", None
+            return "", False
         tx.set_stop_deliveries(sid, n + 1)
-        return self._claim(tx, builder, sid, messages, hook_event_id=baseline, via="Stop (asyncRewake)", at=at), None
+        return self._claim(tx, builder, sid, messages, hook_event_id=baseline, via="Stop (asyncRewake)", at=at), False
 
     # --- inbox ---------------------------------------------------------------------------
     async def send_message(

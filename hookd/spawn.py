@@ -28,7 +28,7 @@ from hookd.models import ConfigError, NotFound
 HARNESSES = (cc.HARNESS,)
 #: Default wait of the idle-wake hook (seconds): an agent idle longer is not woken; its
 #: messages wait for the next prompt.
-DEFAULT_WAKE_WAIT_S = 1800
+DEFAULT_WAKE_WAIT_S = 0  # opt-in: see docs/decisions.md "Idle wake"
 
 
 def tag(builder: str) -> str:

@@ -441,6 +441,13 @@ class Tx:
                 changed.append(i)
         return changed
 
+    def delivered_by_hook(self, hook_event_id: int) -> bool:
+        """Did the hook event ``hook_event_id`` itself deliver messages?"""
+        return self._one(
+            "SELECT 1 FROM inbox_messages WHERE delivered_hook_event_id=? AND delivered_via NOT LIKE '%asyncRewake%' LIMIT 1",
+            (hook_event_id,),
+        ) is not None
+
     def stop_deliveries(self, session_id: str) -> int:
         row = self._one("SELECT stop_deliveries FROM sessions WHERE id=?", (session_id,))
         return row[0] if row else 0

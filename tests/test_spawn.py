@@ -53,8 +53,8 @@ def spawn_ok(home: Path, builder: str, *args: str) -> dict[str, Any]:
     return json.loads(r.stdout)
 
 
-#: hookd's handlers per spawn: one per registered event, plus the idle-wake Stop handler
-HANDLERS = len(cc.REGISTERED_EVENTS) + 1
+#: hookd's handlers per default spawn: one per registered event (idle wake is opt-in)
+HANDLERS = len(cc.REGISTERED_EVENTS)
 
 
 def hookd_handlers(settings: dict[str, Any], builder: str | None = None, wake: bool = False) -> dict[str, list[tuple[dict, dict]]]:
@@ -95,10 +95,8 @@ def test_merge_keeps_other_hooks_and_keys_and_unspawn_restores_them(home: Path, 
         assert merged["hooks"][event][: len(groups)] == groups
     mine = hookd_handlers(merged, "b-1", wake=True)
     assert set(mine) == set(cc.REGISTERED_EVENTS)
-    # one handler per event; Stop also has the idle-wake handler (async + asyncRewake)
-    assert {e: len(v) for e, v in mine.items()} == {e: 2 if e == "Stop" else 1 for e in cc.REGISTERED_EVENTS}
-    [wake] = [h for _, h in mine["Stop"] if h.get("asyncRewake")]
-    assert wake["async"] is True and client_argv(wake["command"])[-1] == "wake"
+    # one handler per event (the idle-wake Stop handler is opt-in: tests/test_wake.py)
+    assert {e: len(v) for e, v in mine.items()} == {e: 1 for e in cc.REGISTERED_EVENTS}
     assert merged["hooks"]["PostToolBatch"] == EXISTING["hooks"]["PostToolBatch"]  # not registered by hookd
 
     r = hookd_cli(home, "unspawn", "b-1")

@@ -119,7 +119,24 @@ def test_wake_with_the_daemon_down_exits_0_and_spools_nothing(idle, home, worktr
     assert not list(Home.resolve(home).spool_dir("b1").glob("*.json"))
 
 
-def test_spawn_without_idle_wake(daemon, home, worktree):
-    assert hookd_cli(home, "spawn", "b2", "--worktree", str(worktree), "--wake-wait", "0").returncode == 0
+def test_idle_wake_is_opt_in(daemon, home, worktree):
+    assert hookd_cli(home, "spawn", "b2", "--worktree", str(worktree)).returncode == 0
     data = json.loads((worktree / ".claude" / "settings.local.json").read_text())
     assert not [h for g in data["hooks"]["Stop"] for h in g["hooks"] if h.get("asyncRewake")]
+
+
+def test_a_stop_that_delivered_releases_its_own_wake(idle, home, worktree):
+    """The regular Stop hook delivered: the turn goes on with no hook while the model writes,
+    so the wake of that Stop must not take the next message (that would bypass the Stop cap)."""
+    hookd_cli(home, "send", "b1", "first")
+    stop2 = {**STOP, "stop_hook_active": True}
+    assert run_hook(idle["regular"], json.dumps(stop2).encode(), worktree).stdout  # delivered at Stop
+    p = subprocess.Popen(["sh", "-c", idle["wake"]], cwd=worktree, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdin.write(json.dumps(stop2).encode())
+    p.stdin.close()
+    rc = p.wait(10)
+    assert rc == 0 and p.stderr.read() == b""
+    hookd_cli(home, "send", "b1", "second")
+    box = {m["text"]: m["state"] for m in json.loads(hookd_cli(home, "inbox", "--json").stdout)}
+    assert box == {"first": "delivered", "second": "queued"}

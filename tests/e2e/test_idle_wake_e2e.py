@@ -16,6 +16,7 @@ pytestmark = pytest.mark.e2e
 def test_idle_tui_agent_is_woken_by_a_message(rig, tmux_bin):  # noqa: F811
     r = rig({"turns": [text_turn("FIRST-ANSWER-W1"), text_turn("WOKEN-ANSWER-W2")]},
             builder="b-wake", form="worktree")
+    r.hookd.cli("spawn", "b-wake", "--worktree", str(r.project), "--wake-wait", "60")  # opt in
     with r.tui(tmux_bin) as tui:
         tui.wait_ready(timeout=20)
         tui.submit("say something")
