@@ -247,6 +247,13 @@ class Hookd:
             return b""
         if name == "UserPromptSubmit":
             tx.set_stop_deliveries(sid, 0)  # a new human turn
+            prompt = cc.text(getattr(p, "prompt", None)) or cc.text(getattr(p, "user_prompt", None))
+            if prompt:
+                # B30: the human typed a queued message themselves: it reached the model as the
+                # prompt; do not send it again
+                typed = tx.supersede_typed(builder, sid, prompt.strip(), at=at)
+                if typed:
+                    tx.append_event("inbox_adopted", builder, sid, at, {"ids": typed, "via": "typed"})
         if tx.has_open_question(sid, agent):
             return b""  # never into a turn sitting on an open AskUserQuestion
         messages = tx.deliverable(builder, sid, agent, redeliver_before=at - REDELIVER_AFTER_S)

@@ -441,6 +441,22 @@ class Tx:
                 changed.append(i)
         return changed
 
+    def supersede_typed(self, builder: str, session_id: str, text: str, at: float) -> list[str]:
+        """Queued main-agent messages of this builder (and session scope) whose text the
+        human typed verbatim: adopted (``delivered_via`` and ``adopted_via``: ``typed``)."""
+        rows = self._db.execute(
+            "SELECT id FROM inbox_messages WHERE builder=? AND state='queued' AND agent_id IS NULL"
+            " AND (session_id IS NULL OR session_id=?) AND trim(text)=?",
+            (builder, session_id, text),
+        ).fetchall()
+        ids = [r[0] for r in rows]
+        self._db.executemany(
+            "UPDATE inbox_messages SET state='adopted', delivered_at=?, delivered_session_id=?, delivered_via='typed',"
+            " adopted_at=?, adopted_via='typed' WHERE id=?",
+            [(at, session_id, at, i) for i in ids],
+        )
+        return ids
+
     def delivered_by_hook(self, hook_event_id: int) -> bool:
         """Did the hook event ``hook_event_id`` itself deliver messages?"""
         return self._one(

@@ -245,3 +245,61 @@ def test_adoption_is_proven_from_the_transcript_when_it_is_readable(b1, home, tm
     wait_until(lambda: b1.inbox()["m-1"]["state"] == "adopted", 10, 0.05, "adoption from the transcript")
     assert b1.inbox()["m-1"]["adopted_via"] == "transcript"
     assert b1.inbox()["m-2"]["state"] == "delivered"  # not in any sent request: not adopted
+
+
+def test_a_message_the_human_typed_is_not_sent_again(b1, home):  # B30
+    b1.send("use postgres")
+    b1.send("and keep the tests green")
+    ctx = b1.context(payload(PROMPT, prompt="  use postgres\n"))
+    assert ctx and "and keep the tests green" in ctx and "use postgres" not in ctx
+    m = b1.inbox()["m-1"]
+    assert (m["state"], m["delivered_via"], m["adopted_via"]) == ("adopted", "typed", "typed")
+    old = payload(PROMPT)
+    del old["prompt"]
+    b1.send("third")
+    assert b1.context({**old, "user_prompt": "third"}) is None  # older field name honoured
+    assert b1.inbox()["m-3"]["state"] == "adopted"
+
+
+def test_hook_latency_with_a_10k_message_history(home, worktree):  # B08
+    """Hooks are pure lookups: with 10,000 old messages the handler stays well under 200 ms
+    (a functional bound from the field case; the benchmarks measure speed)."""
+    import asyncio
+    import time as t
+
+    from hookd.config import Home
+    from hookd.service import Hookd
+    from hookd.store import Store
+
+    async def fill() -> None:
+        h = Home.resolve(home)
+        h.ensure()
+        store = await Store(h.db).open()
+        core = Hookd(h, store)
+        for i in range(10_000):
+            await core.send_message("b1", f"old message {i}")
+
+        def adopt_all(tx):
+            tx._db.execute("UPDATE inbox_messages SET state='adopted'")  # history, not queue
+
+        await store.write(adopt_all)
+        await store.close()
+
+    asyncio.run(fill())
+    d = DaemonProcess(home).start()
+    try:
+        b = Builder(home, worktree)
+        cmd = settings_command(b.settings, "PostToolUse")
+        raw = json.dumps(payload(BASH_POST)).encode()
+        times = []
+        for _ in range(40):
+            t0 = t.perf_counter()
+            r = run_hook(cmd, raw, worktree)
+            times.append(t.perf_counter() - t0)
+            assert r.returncode == 0 and r.stdout == b""
+        times.sort()
+        assert times[int(0.99 * (len(times) - 1))] < 0.2
+        b.send("new")
+        assert "new" in b.context(payload(BASH_POST))
+    finally:
+        d.stop()
