@@ -303,3 +303,25 @@ def test_hook_latency_with_a_10k_message_history(home, worktree):  # B08
         assert "new" in b.context(payload(BASH_POST))
     finally:
         d.stop()
+
+
+def test_interrupted_turn_without_stop_or_session_end_loses_nothing(home, worktree):  # B27
+    """Esc mid-tool fires no hook; the process may die without SessionEnd. A message delivered
+    in that turn is never adopted (no Stop, no transcript proof) and is offered again, with its
+    id, at the next boundary after the redelivery timeout; queued ones stay queued."""
+    env = {**os.environ, "HOOKD_REDELIVER_AFTER_S": "0.3"}
+    d = DaemonProcess(home, env=env).start()
+    try:
+        b = Builder(home, worktree)
+        b.send("delivered, then interrupted")
+        assert "delivered, then interrupted" in b.context(payload(PROMPT, session_id="s-0027"))
+        b.hook(payload("004-PreToolUse.json", session_id="s-0027", tool_use_id="toolu_I1"))
+        # ... Esc: no PostToolUse, no Stop; the process exits without SessionEnd
+        b.send("queued after the interrupt")
+        assert b.inbox()["m-1"]["state"] == "delivered" and b.inbox()["m-2"]["state"] == "queued"
+        again = wait_until(lambda: b.context(payload(PROMPT, session_id="s-0027b", prompt="go on")), 10, 0.1,
+                           "the interrupted message offered again")
+        assert "[human msg m-1 " in again and "[human msg m-2 " in again
+        assert b.inbox()["m-1"]["deliveries"] == 2
+    finally:
+        d.stop()
