@@ -386,8 +386,8 @@ def _resolved_from_post(p: PostToolUse, questions: Any, h: str) -> QuestionResol
 CONTEXT_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "SessionStart", "Stop"})
 #: Subagents receive only what is addressed to them, at their tool results.
 SUBAGENT_CONTEXT_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure"})
-#: One injection stays under this many characters, wrapper included (Claude Code collapses
-#: hook output past ~10,000 characters into a 2 KB preview: field case B14).
+#: One injection stays under this size (:func:`injection_size`), framing included (Claude Code
+#: collapses hook output past ~10,000 characters into a 2 KB preview: field case B14).
 INJECTION_CAP = 9000
 #: Consecutive Stop deliveries per session before hookd lets the agent stop (Claude Code's
 #: own cap is 8).
@@ -400,9 +400,20 @@ def frame_message(message_id: str, author: str, at_iso: str, text: str) -> str:
     return f"[human msg {message_id} from {author} at {at_iso}] {text}"
 
 
-def frame_batch(framed: list[str]) -> str:
-    """Several framed messages as one injection (one JSON document per hook: B11)."""
-    return _HEADER + "\n\n" + "\n\n".join(framed)
+def frame_batch(framed: list[str], waiting: int = 0) -> str:
+    """Several framed messages as one injection (one JSON document per hook: B11); when
+    ``waiting`` more did not fit, a last line says they follow at the next boundary."""
+    text = _HEADER + "\n\n" + "\n\n".join(framed)
+    if waiting:
+        text += f"\n\n({waiting} more message(s) from the human will follow at the next turn boundary.)"
+    return text
+
+
+def injection_size(text: str) -> int:
+    """Size of ``text`` as it travels in the hook's JSON stdout: UTF-8 bytes of the escaped
+    JSON string. An upper bound of both the escaped length and the UTF-16 length a
+    JavaScript harness measures, so a cap on it holds whichever Claude Code counts (B14)."""
+    return len(msgspec.json.encode(text))
 
 
 def render_context(hook_event_name: str, text: str) -> bytes:

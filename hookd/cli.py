@@ -205,11 +205,15 @@ def send(ctx: click.Context, builder: str, text: str, key: str | None, session_i
 
 @main.command()
 @click.argument("builder", required=False)
+@click.option("--limit", type=click.IntRange(1), default=1000, show_default=True, help="Show the newest N.")
 @click.option("--json", "as_json", is_flag=True, help="A JSON array of messages.")
 @click.pass_context
-def inbox(ctx: click.Context, builder: str | None, as_json: bool) -> None:
+def inbox(ctx: click.Context, builder: str | None, limit: int, as_json: bool) -> None:
     """Messages queued for builders and what became of them (queued, delivered, adopted)."""
-    items = _client(ctx).get("/v1/messages", builder=builder)
+    items, headers = _client(ctx).get_with_headers("/v1/messages", builder=builder, limit=limit)
+    total = int(headers.get("x-total-count", len(items)))
+    if total > len(items):
+        click.echo(f"(the newest {len(items)} of {total} messages; --limit shows more)", err=True)
     if as_json:
         _echo_json(items)
         return

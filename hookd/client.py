@@ -42,12 +42,16 @@ class Client:
             raise HookdError(f"daemon answered HTTP {r.status_code}") from None
 
     def get(self, path: str, **params: Any) -> Any:
+        return self.get_with_headers(path, **params)[0]
+
+    def get_with_headers(self, path: str, **params: Any) -> tuple[Any, httpx.Headers]:
+        """GET and decode JSON; also returns the reply's headers (e.g. ``x-total-count``)."""
         try:
             r = self._http.get(path, params={k: v for k, v in params.items() if v is not None})
         except (httpx.ConnectError, FileNotFoundError, httpx.RemoteProtocolError):
             raise self._not_running() from None
         self._raise_for(r)
-        return msgspec.json.decode(r.content)
+        return msgspec.json.decode(r.content), r.headers
 
     def post_json(self, path: str, obj: Any) -> Any:
         """POST a JSON body; returns the decoded JSON reply."""

@@ -152,6 +152,7 @@ class NotFound(HookdError):
 class Conflict(HookdError):
     code = "conflict"
     status = 409
+    exit_code = 2
 
 
 class Unauthorized(HookdError):

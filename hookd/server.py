@@ -53,7 +53,7 @@ from hookd.models import (
     Unauthorized,
 )
 from hookd.service import MAX_PAYLOAD, Hookd
-from hookd.spawn import list_manifests
+from hookd.spawn import list_manifests, read_manifest
 from hookd.store import Store
 
 log = logging.getLogger("hookd")
@@ -220,6 +220,8 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
             body = msgspec.json.decode(await request.body(), type=SendRequest)
         except (msgspec.DecodeError, msgspec.ValidationError) as e:
             raise BadRequest(f"message body: {e}") from None
+        if read_manifest(core.home, builder) is None and not await core.store.builder_known(builder):
+            raise NotFound(f"builder {builder!r} is not known: spawn it first (or check the name)")
         message, created = await core.send_message(
             builder, body.text, key=body.id, session_id=body.session_id, agent_id=body.agent_id,
             author=body.author,
@@ -230,7 +232,12 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
         builder = request.query_params.get("builder")
         if builder is not None:
             check_builder_id(builder)
-        return json_response(await core.store.messages(builder))
+        try:
+            limit = int(request.query_params.get("limit", "1000"))
+        except ValueError:
+            raise BadRequest("limit must be an integer") from None
+        items, total = await core.store.messages(builder, limit)
+        return Response(_enc.encode(items), media_type="application/json", headers={"x-total-count": str(total)})
 
     async def events(request: Request) -> Response:
         try:

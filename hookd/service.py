@@ -48,7 +48,8 @@ REDELIVER_AFTER_S = float(os.environ.get("HOOKD_REDELIVER_AFTER_S", "300"))
 WAKE_MAX_S = 3600.0
 #: How long a wake waits for the regular Stop hook of the same Stop to be stored (seconds).
 WAKE_STOP_GRACE_S = 10.0
-#: Longest message accepted (characters): one message must fit one injection.
+#: Largest message accepted (:func:`cc.injection_size`: JSON-escaped UTF-8 bytes, ~characters
+#: for plain text): one message must fit one injection.
 MAX_MESSAGE_CHARS = 8000
 #: Largest hook payload accepted (bytes).
 MAX_PAYLOAD = 64 * 1024 * 1024
@@ -275,17 +276,19 @@ class Hookd:
         and return the framed text (the rest waits for the next boundary, in order: B14)."""
         framed: list[str] = []
         chosen = []
-        size = len(cc.frame_batch([]))
+        # room for the header and the "N more will follow" line
+        size = cc.injection_size(cc.frame_batch([], waiting=len(messages)))
         for m in messages:
             line = cc.frame_message(m.id, m.author, _iso(m.created_at), m.text)
-            if chosen and size + len(line) + 2 > cc.INJECTION_CAP:
+            grow = cc.injection_size(line) + 2
+            if chosen and size + grow > cc.INJECTION_CAP:
                 break
             framed.append(line)
             chosen.append(m)
-            size += len(line) + 2
+            size += grow
         ids = [m.id for m in chosen]
         tx.mark_delivered(ids, hook_event_id=hook_event_id, session_id=sid, via=via, at=at)
-        text = cc.frame_batch(framed)
+        text = cc.frame_batch(framed, waiting=len(messages) - len(chosen))
         tx.append_event("inbox_delivered", builder, sid, at, {
             "ids": ids, "via": via, "chars": len(text),
             "redelivered": [m.id for m in chosen if m.state == "delivered"],
@@ -398,8 +401,11 @@ class Hookd:
         """
         if not text.strip():
             raise BadRequest("message text is empty")
-        if len(text) > MAX_MESSAGE_CHARS:
-            raise BadRequest(f"message is {len(text)} characters; the limit is {MAX_MESSAGE_CHARS} (split it)")
+        size = cc.injection_size(text)
+        if size > MAX_MESSAGE_CHARS:
+            raise BadRequest(
+                f"message is {size} bytes as sent (JSON-escaped UTF-8); the limit is {MAX_MESSAGE_CHARS} (split it)"
+            )
         if not author.strip():
             raise BadRequest("author is empty")
 

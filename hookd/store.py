@@ -654,15 +654,19 @@ class Store:
         (p,), = await self._all("SELECT COUNT(*) FROM interactions WHERE state='pending'")
         return {"hook_events": h, "events": e, "pending_interactions": p}
 
-    async def messages(self, builder: str | None = None, limit: int = 1000) -> list[InboxMessage]:
-        """Inbox messages, oldest first, of one builder or all."""
-        if builder is None:
-            rows = await self._all(f"SELECT {_MESSAGE_COLS} FROM inbox_messages ORDER BY seq LIMIT ?", (limit,))
-        else:
-            rows = await self._all(
-                f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE builder=? ORDER BY seq LIMIT ?", (builder, limit)
-            )
-        return [_message(r) for r in rows]
+    async def messages(self, builder: str | None = None, limit: int = 1000) -> tuple[list[InboxMessage], int]:
+        """The newest ``limit`` inbox messages (of one builder or all), oldest first, and how
+        many there are in all."""
+        where, args = ("WHERE builder=?", (builder,)) if builder is not None else ("", ())
+        rows = await self._all(
+            f"SELECT * FROM (SELECT seq, {_MESSAGE_COLS} FROM inbox_messages {where} ORDER BY seq DESC LIMIT ?)"
+            " ORDER BY seq", (*args, limit),
+        )
+        (total,), = await self._all(f"SELECT COUNT(*) FROM inbox_messages {where}", args)
+        return [_message(r[1:]) for r in rows], total
+
+    async def builder_known(self, builder: str) -> bool:
+        return bool(await self._all("SELECT 1 FROM builders WHERE id=?", (builder,)))
 
     async def delivery_seen(self, delivery_id: str) -> bool:
         return bool(await self._all("SELECT 1 FROM hook_events WHERE delivery_id=?", (delivery_id,)))

@@ -88,7 +88,7 @@ def test_send_is_idempotent_by_key(b1, home):
     again = b1.send("ship it", "--id", "k1")
     assert a["created"] and not again["created"] and again["message"]["id"] == a["message"]["id"]
     r = hookd_cli(home, "send", "b1", "do not ship", "--id", "k1")
-    assert r.returncode == 1 and "already used for m-1" in r.stderr
+    assert r.returncode == 2 and "already used for m-1" in r.stderr
     assert list(b1.inbox()) == ["m-1"]
 
 
@@ -153,6 +153,8 @@ def test_injection_cap_splits_across_boundaries_in_order(b1, home):  # B14
     assert all(m["state"] == "delivered" and m["deliveries"] == 1 for m in b1.inbox().values())
     waiting = [e["data"]["waiting"] for e in events(home) if e["kind"] == "inbox_delivered"]
     assert waiting == [2, 1, 0]
+    # the model is told that more follows
+    assert "(2 more message(s) from the human will follow" in got[0] and "will follow" not in got[2]
     b1.send("small one")
     b1.send("another small one")
     both = b1.context(payload(BASH_POST))  # several messages fit one injection (B11)
@@ -325,3 +327,30 @@ def test_interrupted_turn_without_stop_or_session_end_loses_nothing(home, worktr
         assert b.inbox()["m-1"]["deliveries"] == 2
     finally:
         d.stop()
+
+
+def test_send_to_an_unknown_builder_is_refused(b1, home):
+    r = hookd_cli(home, "send", "b-typo", "hello")
+    assert r.returncode == 1 and "not known: spawn it first" in r.stderr
+    assert b1.inbox() == {}
+
+
+def test_the_cap_counts_what_travels_not_python_characters(b1, home):  # B14
+    emoji = "\U0001F600" * 3000  # 3,000 characters, 12,000 bytes of UTF-8, 6,000 UTF-16 units
+    r = hookd_cli(home, "send", "b1", emoji)
+    assert r.returncode == 2 and "bytes as sent" in r.stderr
+    quotes = '"' * 5000  # 5,000 characters, 10,000 once JSON-escaped
+    r = hookd_cli(home, "send", "b1", quotes)
+    assert r.returncode == 2
+    b1.send("\U0001F600" * 1500)  # 6,000 bytes: fits alone
+    b1.send("\U0001F600" * 1500)
+    first = b1.hook(payload(BASH_POST))
+    assert len(first.encode()) < 9000 and json.loads(first)["hookSpecificOutput"]["additionalContext"].count("[human msg") == 1
+
+
+def test_inbox_says_when_it_shows_only_the_newest(b1, home):
+    for i in range(3):
+        b1.send(f"n{i}")
+    r = hookd_cli(home, "inbox", "b1", "--limit", "2", "--json")
+    assert [m["id"] for m in json.loads(r.stdout)] == ["m-2", "m-3"]
+    assert "the newest 2 of 3 messages" in r.stderr
