@@ -193,7 +193,8 @@ class Hookd:
             return hook_id, b""
         sid = payload.session_id
         if sid:
-            mark = (hook_id, _fingerprint(raw))
+            # only a Stop's fingerprint is ever compared (by an idle wake of that Stop)
+            mark = (hook_id, _fingerprint(raw) if payload.hook_event_name == "Stop" else b"")
             tx.after_commit.append(lambda: self._activity.__setitem__(sid, mark))
         body = self._apply(tx, adapter, harness, builder, payload, at, source)
         # Spooled hooks ran long ago: their output can no longer reach anyone.
