@@ -57,6 +57,12 @@ fi
 if BIN="$(find_bin)"; then
     log "Claude Code $VERSION already installed in $CACHE"
 else
+    if ! command -v npm >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        log "npm missing: installing nodejs and npm with apt-get"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >&2
+        apt-get install -y -qq nodejs npm >&2
+    fi
     command -v npm >/dev/null 2>&1 || { log "npm not found"; exit 1; }
     mkdir -p "$CACHE"
     if [ ! -f "$CACHE/package.json" ]; then
