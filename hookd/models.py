@@ -15,8 +15,6 @@ InteractionState = Literal[
     "pending", "answered", "dismissed", "denied", "empty", "expired", "superseded", "orphaned"
 ]
 TERMINAL_STATES = ("answered", "dismissed", "denied", "empty", "expired", "superseded", "orphaned")
-#: Who answered: the harness's own UI or host (``terminal``), or a hookd surface.
-Surface = Literal["terminal", "cli", "api", "web", "hook"]
 
 
 class Event(msgspec.Struct, frozen=True):
@@ -125,9 +123,6 @@ class HookdError(Exception):
     def __init__(self, message: str):
         super().__init__(message)
         self.message = message
-
-    def to_response(self) -> ErrorResponse:
-        return ErrorResponse(ErrorBody(self.code, self.message))
 
 
 class PayloadInvalid(HookdError):

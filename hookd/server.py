@@ -78,7 +78,7 @@ def json_response(obj: Any, status: int = 200) -> Response:
 
 
 def error_response(code: str, message: str, status: int) -> Response:
-    return json_response(ErrorResponse(ErrorBody(code, message)), status)
+    return Response(_error_body(code, message), status_code=status, media_type="application/json")
 
 
 class HookdASGI:

@@ -196,9 +196,7 @@ class Hookd:
             # only a Stop's fingerprint is ever compared (by an idle wake of that Stop)
             mark = (hook_id, _fingerprint(raw) if payload.hook_event_name == "Stop" else b"")
             tx.after_commit.append(lambda: self._activity.__setitem__(sid, mark))
-        body = self._apply(tx, adapter, harness, builder, payload, at, source)
-        # Spooled hooks ran long ago: their output can no longer reach anyone.
-        return hook_id, body if source == "live" else b""
+        return hook_id, self._apply(tx, adapter, harness, builder, payload, at, source)
 
     def _apply(self, tx: Tx, adapter: Any, harness: str, builder: str, p: cc.Base, at: float, source: str) -> bytes:
         sid = p.session_id
@@ -232,10 +230,11 @@ class Hookd:
             else:
                 # no readable transcript: the agent answered after everything delivered
                 # earlier in this turn, the weaker proof the issue allows
-                adopted = tx.adopt_delivered(sid, p.agent_id, tx.hook_event_id or 0, via=name, at=at)
+                adopted = tx.adopt(sid, up_to_hook_event_id=(tx.hook_event_id or 0) - 1, via=name, at=at,
+                                   agent_id=p.agent_id)
                 if adopted:
                     tx.append_event("inbox_adopted", builder, sid, at, {"ids": adopted, "via": name})
-        if source == "live":
+        if source == "live":  # a spooled hook ran long ago: its output can reach no one
             return self._deliver(tx, builder, p, at)
         return b""
 
@@ -247,22 +246,17 @@ class Hookd:
         allowed = cc.SUBAGENT_CONTEXT_EVENTS if agent else cc.CONTEXT_EVENTS
         if name not in allowed:
             return b""
+        messages = tx.deliverable(builder, sid, agent, redeliver_before=at - REDELIVER_AFTER_S)
         if name == "UserPromptSubmit":
             tx.set_stop_deliveries(sid, 0)  # a new human turn
-            prompt = cc.text(getattr(p, "prompt", None)) or cc.text(getattr(p, "user_prompt", None))
-            if prompt:
-                # B30: the human typed a queued message themselves: it reached the model as the
-                # prompt; do not send it again
-                typed = tx.supersede_typed(builder, sid, prompt.strip(), at=at)
-                if typed:
-                    tx.append_event("inbox_adopted", builder, sid, at, {"ids": typed, "via": "typed"})
-        if tx.has_open_question(sid, agent):
-            return b""  # never into a turn sitting on an open AskUserQuestion
-        messages = tx.deliverable(builder, sid, agent, redeliver_before=at - REDELIVER_AFTER_S)
+            if messages:
+                messages = self._drop_typed(tx, builder, p, messages, at)
         if not messages:
             if name == "Stop":
                 tx.set_stop_deliveries(sid, 0)
             return b""
+        if tx.has_open_question(sid, agent):
+            return b""  # never into a turn sitting on an open AskUserQuestion
         if name == "Stop":
             n = tx.stop_deliveries(sid)
             if n >= cc.STOP_CAP:
@@ -270,6 +264,20 @@ class Hookd:
             tx.set_stop_deliveries(sid, n + 1)
         text = self._claim(tx, builder, sid, messages, hook_event_id=tx.hook_event_id, via=name, at=at)
         return cc.render_context(name, text)
+
+    def _drop_typed(self, tx: Tx, builder: str, p: cc.Base, messages: list[InboxMessage], at: float) -> list[InboxMessage]:
+        """B30: a queued message the human typed verbatim reached the model as the prompt:
+        adopt it (``typed``) instead of sending it again. Returns the rest."""
+        prompt = cc.text(getattr(p, "prompt", None)) or cc.text(getattr(p, "user_prompt", None))
+        if not prompt:
+            return messages
+        typed = [m.id for m in messages if m.state == "queued" and m.text.strip() == prompt.strip()]
+        if not typed:
+            return messages
+        assert p.session_id is not None
+        tx.adopt_typed(typed, p.session_id, at)
+        tx.append_event("inbox_adopted", builder, p.session_id, at, {"ids": typed, "via": "typed"})
+        return [m for m in messages if m.id not in typed]
 
     def _claim(self, tx: Tx, builder: str, sid: str, messages: list[InboxMessage], *,
                hook_event_id: int | None, via: str, at: float) -> str:
@@ -317,7 +325,7 @@ class Hookd:
         at = time.time()
 
         def tx_fn(tx: Tx) -> list[str]:
-            adopted = tx.adopt_ids(sid, sorted(ids), before_hook_event_id=before_hook_id, via="transcript", at=at)
+            adopted = tx.adopt(sid, up_to_hook_event_id=before_hook_id, via="transcript", at=at, only=sorted(ids))
             if adopted:
                 tx.append_event("inbox_adopted", builder, sid, at, {"ids": adopted, "via": "transcript"})
             return adopted

@@ -321,7 +321,6 @@ class Tx:
     def interaction_by_hash(
         self, *, builder: str, session_id: str | None, tool_name: str, input_hash: str,
         states: tuple[str, ...], since: float, without_tool_use_id: bool = False,
-        without_permission: bool = False,
     ) -> Interaction | None:
         """Newest interaction of that (builder, session, tool, input hash) in ``states``,
         created at or after ``since``."""
@@ -332,8 +331,6 @@ class Tx:
         )
         if without_tool_use_id:
             sql += " AND tool_use_id IS NULL"
-        if without_permission:
-            sql += " AND permission_seen_at IS NULL"
         sql += " ORDER BY created_at DESC LIMIT 1"
         row = self._one(sql, (builder, session_id, tool_name, input_hash, *states, since))
         return _interaction(row) if row else None
@@ -412,50 +409,34 @@ class Tx:
             [(at, hook_event_id, session_id, via, i) for i in ids],
         )
 
-    def adopt_delivered(self, session_id: str, agent_id: str | None, before_hook_event_id: int, via: str, at: float) -> list[str]:
-        """Mark adopted the messages delivered to this session (and agent) by an earlier hook
-        event: a later hook of the same session proves the turn went on with them."""
-        rows = self._db.execute(
-            "SELECT id FROM inbox_messages WHERE state='delivered' AND delivered_session_id=? AND agent_id IS ?"
-            " AND delivered_hook_event_id<? ORDER BY seq",
-            (session_id, agent_id, before_hook_event_id),
-        ).fetchall()
-        ids = [r[0] for r in rows]
+    def adopt(self, session_id: str, *, up_to_hook_event_id: int, via: str, at: float,
+              agent_id: str | None = None, only: list[str] | None = None) -> list[str]:
+        """Mark adopted the messages delivered to ``session_id`` by hook events up to
+        ``up_to_hook_event_id`` (inclusive): those of ``agent_id`` (None: the main agent), or,
+        with ``only``, those of these ids. Returns the ids changed, in FIFO order."""
+        sql = ("SELECT id FROM inbox_messages WHERE state='delivered' AND delivered_session_id=?"
+               " AND delivered_hook_event_id<=?")
+        args: tuple = (session_id, up_to_hook_event_id)
+        if only is None:
+            sql += " AND agent_id IS ?"
+            args += (agent_id,)
+        else:
+            sql += f" AND id IN ({','.join('?' * len(only))})"
+            args += tuple(only)
+        ids = [r[0] for r in self._db.execute(sql + " ORDER BY seq", args).fetchall()]
         self._db.executemany(
             "UPDATE inbox_messages SET state='adopted', adopted_at=?, adopted_via=? WHERE id=?",
             [(at, via, i) for i in ids],
         )
         return ids
 
-    def adopt_ids(self, session_id: str, ids: list[str], *, before_hook_event_id: int, via: str, at: float) -> list[str]:
-        """Mark adopted those of ``ids`` still delivered to this session by a hook event before
-        ``before_hook_event_id``; returns the ids changed."""
-        changed = []
-        for i in ids:
-            cur = self._db.execute(
-                "UPDATE inbox_messages SET state='adopted', adopted_at=?, adopted_via=? WHERE id=? AND state='delivered'"
-                " AND delivered_session_id=? AND delivered_hook_event_id<=?",
-                (at, via, i, session_id, before_hook_event_id),
-            )
-            if cur.rowcount:
-                changed.append(i)
-        return changed
-
-    def supersede_typed(self, builder: str, session_id: str, text: str, at: float) -> list[str]:
-        """Queued main-agent messages of this builder (and session scope) whose text the
-        human typed verbatim: adopted (``delivered_via`` and ``adopted_via``: ``typed``)."""
-        rows = self._db.execute(
-            "SELECT id FROM inbox_messages WHERE builder=? AND state='queued' AND agent_id IS NULL"
-            " AND (session_id IS NULL OR session_id=?) AND trim(text)=?",
-            (builder, session_id, text),
-        ).fetchall()
-        ids = [r[0] for r in rows]
+    def adopt_typed(self, ids: list[str], session_id: str, at: float) -> None:
+        """Queued messages the human typed verbatim: they reached the model as the prompt."""
         self._db.executemany(
             "UPDATE inbox_messages SET state='adopted', delivered_at=?, delivered_session_id=?, delivered_via='typed',"
-            " adopted_at=?, adopted_via='typed' WHERE id=?",
+            " adopted_at=?, adopted_via='typed' WHERE id=? AND state='queued'",
             [(at, session_id, at, i) for i in ids],
         )
-        return ids
 
     def delivered_by_hook(self, hook_event_id: int) -> bool:
         """Did the hook event ``hook_event_id`` itself deliver messages?"""
@@ -619,10 +600,6 @@ class Store:
         )
         return [_event(r) for r in rows]
 
-    async def last_seq(self) -> int:
-        rows = await self._all("SELECT COALESCE(MAX(seq), 0) FROM events")
-        return rows[0][0]
-
     async def builder_stats(self) -> dict[str, dict[str, Any]]:
         """Per builder: harness, hooks_seen, first/last hook time, sessions, pending count."""
         out: dict[str, dict[str, Any]] = {}
@@ -667,12 +644,3 @@ class Store:
 
     async def builder_known(self, builder: str) -> bool:
         return bool(await self._all("SELECT 1 FROM builders WHERE id=?", (builder,)))
-
-    async def delivery_seen(self, delivery_id: str) -> bool:
-        return bool(await self._all("SELECT 1 FROM hook_events WHERE delivery_id=?", (delivery_id,)))
-
-    async def raw_hook_events(self, builder: str | None = None) -> list[tuple[int, str, bytes]]:
-        """(id, hook_event_name, raw bytes) in arrival order; for fixtures and checks."""
-        if builder is None:
-            return await self._all("SELECT id, hook_event_name, raw FROM hook_events ORDER BY id")
-        return await self._all("SELECT id, hook_event_name, raw FROM hook_events WHERE builder=? ORDER BY id", (builder,))
