@@ -282,16 +282,8 @@ def questions_hash(questions: Any) -> str:
     Used to match a PermissionRequest (which lacks ``tool_use_id``) to its PreToolUse, and
     transcript rows to hook rows. Key order does not matter.
     """
-    canon = msgspec.json.encode(_sorted(questions))
+    canon = msgspec.json.encode(questions, order="sorted")
     return hashlib.sha256(canon).hexdigest()[:24]
-
-
-def _sorted(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {k: _sorted(v[k]) for k in sorted(v)}
-    if isinstance(v, list):
-        return [_sorted(x) for x in v]
-    return v
 
 
 def _questions_of(tool_input: Any) -> Any:

@@ -62,15 +62,7 @@ def normalize(event: dict[str, Any], synthetic_ids: dict[str, str] | None = None
 
 
 def _dumps(obj: Any) -> str:
-    return msgspec.json.encode(_sort(obj)).decode()
-
-
-def _sort(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {k: _sort(v[k]) for k in sorted(v)}
-    if isinstance(v, list):
-        return [_sort(x) for x in v]
-    return v
+    return msgspec.json.encode(obj, order="sorted").decode()
 
 
 def _run_hook(command: str, cwd: Path, payload: bytes, opts: dict[str, Any]) -> tuple[int, bytes]:
