@@ -231,13 +231,40 @@ class Observation(msgspec.Struct, kw_only=True):
 
 
 class QuestionAsked(Observation, kw_only=True):
-    """An AskUserQuestion call was seen. ``via``: the hook event that showed it."""
+    """An AskUserQuestion call was seen. ``via``: the hook event that showed it;
+    tool_input: the call's whole input (questions plus any metadata), as shown."""
 
     tool_use_id: str | None
     tool_name: str
     input_hash: str
     questions: Any
     via: str
+    tool_input: Any = None
+
+
+class PermissionAsked(Observation, kw_only=True):
+    """A permission prompt for an ordinary tool (PermissionRequest; it has no tool_use_id).
+    input_hash: :func:`input_hash` of tool_input, the exact input shown to the human."""
+
+    tool_name: str
+    tool_input: Any
+    input_hash: str
+    permission_mode: str | None
+
+
+class ToolFinished(Observation, kw_only=True):
+    """An ordinary tool call ended (PostToolUse, or PostToolUseFailure with ``failed``): the
+    permission prompt for it, if any, is over. The input is hashed only when needed."""
+
+    tool_use_id: str | None
+    tool_name: str
+    tool_input: Any
+    failed: bool
+    error: str | None
+    #: seen in a PostToolBatch (``tool_calls[i]``): the only hook after a PermissionRequest
+    #: deny (2.1.332 fires no PostToolUseFailure then); tool_response: what the model got
+    batch: bool = False
+    tool_response: Any = None
 
 
 class QuestionResolved(Observation, kw_only=True):
@@ -282,7 +309,13 @@ def questions_hash(questions: Any) -> str:
     Used to match a PermissionRequest (which lacks ``tool_use_id``) to its PreToolUse, and
     transcript rows to hook rows. Key order does not matter.
     """
-    canon = msgspec.json.encode(questions, order="sorted")
+    return input_hash(questions)
+
+
+def input_hash(value: Any) -> str:
+    """Stable hash (hex, 24 chars) of any JSON value (a tool input); key order does not
+    matter. Matches a PermissionRequest to the PostToolUse of the same call."""
+    canon = msgspec.json.encode(value, order="sorted")
     return hashlib.sha256(canon).hexdigest()[:24]
 
 
@@ -313,6 +346,7 @@ def observe(p: Base) -> list[Observation]:
                     input_hash=h,
                     questions=questions,
                     via=p.hook_event_name,
+                    tool_input=p.tool_input,
                 )
             )
         elif isinstance(p, PostToolUse):
@@ -331,6 +365,26 @@ def observe(p: Base) -> list[Observation]:
                     error=p.error if isinstance(p.error, str) else msgspec.json.encode(p.error).decode(),
                 )
             )
+    elif isinstance(p, PermissionRequest) and isinstance(p.tool_name, str):
+        obs.append(PermissionAsked(
+            tool_name=p.tool_name, tool_input=p.tool_input, input_hash=input_hash(p.tool_input),
+            permission_mode=text(getattr(p, "permission_mode", None)),
+        ))
+    elif isinstance(p, PostToolBatch) and isinstance(p.tool_calls, list):
+        for call in p.tool_calls:
+            if isinstance(call, dict) and isinstance(call.get("tool_name"), str) and call["tool_name"] != ASK_TOOL:
+                obs.append(ToolFinished(
+                    tool_use_id=text(call.get("tool_use_id")), tool_name=call["tool_name"],
+                    tool_input=call.get("tool_input"), failed=False, error=None, batch=True,
+                    tool_response=call.get("tool_response"),
+                ))
+    elif isinstance(p, (PostToolUse, PostToolUseFailure)) and isinstance(p.tool_name, str):
+        failed = isinstance(p, PostToolUseFailure)
+        err = getattr(p, "error", None) if failed else None
+        obs.append(ToolFinished(
+            tool_use_id=p.tool_use_id, tool_name=p.tool_name, tool_input=p.tool_input, failed=failed,
+            error=err if isinstance(err, str) or err is None else msgspec.json.encode(err).decode(),
+        ))
     return obs
 
 
@@ -452,6 +506,46 @@ def sent_message_ids(lines: "Iterable[bytes]") -> set[str]:
 # --- answers ---------------------------------------------------------------------------
 
 
+def encode_answer(labels: list[str], other: str | None = None) -> str:
+    """One question's answer string as Claude Code 2.1.332 writes it: chosen labels in order,
+    joined with ", ", an item containing a comma or a double quote wrapped in double quotes
+    with ``\\"`` escapes (``Cheese, "Ham, smoked"``), free text ("Other") last and verbatim.
+    The inverse of :func:`decode_answers`."""
+    items = []
+    for label in labels:
+        if "," in label or '"' in label:
+            items.append('"' + label.replace("\\", "\\\\").replace('"', '\\"') + '"')
+        else:
+            items.append(label)
+    if other:
+        items.append(other)
+    return ", ".join(items)
+
+
+def permission_decision(behavior: str, *, updated_input: Any = None, message: str | None = None) -> bytes:
+    """PermissionRequest hook stdout carrying a decision (Claude Code 2.1.332 schema).
+
+    behavior: ``allow`` | ``deny``; updated_input: for AskUserQuestion, the original input
+    plus ``answers`` (never send an allow without answers for it: the menu stays, and past
+    releases emptied the answers); message: shown to the model on deny.
+    """
+    decision: dict[str, Any] = {"behavior": behavior}
+    if updated_input is not None:
+        decision["updatedInput"] = updated_input
+    if behavior == "deny":
+        decision["message"] = message or "Denied by the human operator (via hookd)."
+    return msgspec.json.encode({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}})
+
+
+def pre_tool_answer(updated_input: Any) -> bytes:
+    """PreToolUse hook stdout that answers an AskUserQuestion before the menu appears:
+    ``permissionDecision: allow`` with the input plus ``answers`` (no menu; the tool result
+    is identical to a human answer)."""
+    return msgspec.json.encode({"hookSpecificOutput": {
+        "hookEventName": "PreToolUse", "permissionDecision": "allow", "updatedInput": updated_input,
+    }})
+
+
 def decode_answers(questions: Any, answers: dict[str, Any]) -> list[Selection]:
     """Decode Claude Code's text-keyed answers against the questions' options.
 
@@ -559,6 +653,7 @@ def _split_labels(raw: str, names: list[str]) -> list[str] | None:
 
 def hook_settings(
     command: str, timeout_s: int = 30, wake_command: str | None = None, wake_timeout_s: int = 1860,
+    permission_command: str | None = None, permission_timeout_s: int = 960,
 ) -> dict[str, list[dict[str, Any]]]:
     """The ``hooks`` mapping hookd adds for one builder.
 
@@ -568,13 +663,19 @@ def hook_settings(
     covered; UserPromptSubmit/Stop/SubagentStop take no matcher. No keys beyond Claude Code's
     own schema are written: hookd recognises its entries by the tag in the command.
     wake_command: the idle-wake Stop hook (``async`` + ``asyncRewake``), timeout in seconds.
+    permission_command: the PermissionRequest command when it holds for a remote answer
+    (its client deadline is the hold window), with Claude Code's timeout above that window:
+    the prompt stays usable at the desk meanwhile (2.1.332 runs it beside the dialog).
     """
     out: dict[str, list[dict[str, Any]]] = {}
     for event in REGISTERED_EVENTS:
         group: dict[str, Any] = {}
         if event not in NO_MATCHER_EVENTS:
             group["matcher"] = ".*" if event in TOOL_EVENTS else ""
-        group["hooks"] = [{"type": "command", "command": command, "timeout": timeout_s}]
+        if event == "PermissionRequest" and permission_command is not None:
+            group["hooks"] = [{"type": "command", "command": permission_command, "timeout": permission_timeout_s}]
+        else:
+            group["hooks"] = [{"type": "command", "command": command, "timeout": timeout_s}]
         out[event] = [group]
     if wake_command is not None:
         # Idle wake: runs in the background in the TUI and in stream-json mode; exiting 2

@@ -83,15 +83,19 @@ def serve(ctx: click.Context, port: int, log_level: str) -> None:
 @click.option("--wake-wait", type=int, default=0, show_default=True,
               help="Opt in to idle wake: seconds an async Stop hook waits for a message to the idle "
                    "agent (0: off). See README before enabling it for headless (-p) runs.")
+@click.option("--hold", type=int, default=900, show_default=True,
+              help="Seconds a PermissionRequest hook waits for a remote `hookd answer` while the prompt "
+                   "stays usable at the desk (0: never wait).")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
 @click.pass_context
 def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file: Path | None,
-          harness: str, deadline: float | None, wake_wait: int, as_json: bool) -> None:
+          harness: str, deadline: float | None, wake_wait: int, hold: int, as_json: bool) -> None:
     """Install hookd's hooks for BUILDER (idempotent; works while the daemon is down)."""
     from hookd.spawn import spawn as do_spawn
 
     m = do_spawn(ctx.obj, builder, worktree=worktree, settings_file=settings_file, harness=harness,
-                 deadline_ms=None if deadline is None else int(deadline * 1000), wake_wait_s=wake_wait)
+                 deadline_ms=None if deadline is None else int(deadline * 1000), wake_wait_s=wake_wait,
+                 hold_s=hold)
     if as_json:
         _echo_json(m)
     else:

@@ -46,11 +46,22 @@ class Selection(msgspec.Struct, frozen=True):
 
 
 class Interaction(msgspec.Struct):
-    """Something a human must answer (here: a native AskUserQuestion call).
+    """Something a human must answer (DESIGN.md "Interactions").
 
-    id: the harness's ``tool_use_id`` when the first observation carried it (else ``pr_…``);
-    questions: as asked (Claude Code ``tool_input.questions``); answers: question text ->
-    answer string exactly as reported, or None while pending; times are UNIX seconds.
+    kind: ``question`` (a native AskUserQuestion call), ``permission`` (a tool permission
+    prompt, Claude Code PermissionRequest) or ``async`` (asked through ``hookd mcp``'s
+    ``ask_user_async``: the agent keeps working).
+    id: the harness's ``tool_use_id`` when the first observation carried it, else ``pr_…``
+    (first seen through a PermissionRequest) or ``ask_…`` (async); questions: as asked
+    (Claude Code ``tool_input.questions`` shape); answers: question text -> answer string
+    exactly as the harness reports it (multi-select labels joined with ", "), or None.
+    input: the tool input as shown to the human (permission and question); decision /
+    message: a permission's ``allow`` | ``deny`` and the deny message.
+    Four timestamps (UNIX seconds): created_at (requested), received_at (a remote answer
+    accepted), delivered_at (a hook returned it, or its inbox message was delivered),
+    adopted_at (proof the agent got it: the tool result carried it). delivered_via:
+    ``PermissionRequest`` | ``PreToolUse`` | ``inbox``. revision: +1 on every change; an
+    answer may name the revision it was made against.
     """
 
     id: str
@@ -70,6 +81,18 @@ class Interaction(msgspec.Struct):
     created_at: float
     resolved_at: float | None
     revision: int
+    input: Any = None
+    input_hash: str | None = None
+    decision: str | None = None
+    message: str | None = None
+    actor: str | None = None
+    response_id: str | None = None
+    expires_at: float | None = None
+    received_at: float | None = None
+    delivered_at: float | None = None
+    delivered_via: str | None = None
+    adopted_at: float | None = None
+    inbox_message_id: str | None = None
 
 
 class InboxMessage(msgspec.Struct, frozen=True):
@@ -99,6 +122,37 @@ class InboxMessage(msgspec.Struct, frozen=True):
     adopted_via: str | None
     cancelled_at: float | None
     idem_key: str | None
+
+
+class AnswerPart(msgspec.Struct, forbid_unknown_fields=True):
+    """One question's answer: option labels (in order) and/or free text ("Other")."""
+
+    options: list[str] = []
+    text: str | None = None
+
+
+class AnswerRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """Body of ``POST /v1/interactions/{id}/answer`` (and what ``hookd answer`` sends).
+
+    answers: question text (or 1-based number, or "" for the only question) -> an option
+    label or free text (string), labels (list), or :class:`AnswerPart`; or, for one question,
+    question/options/text like the CLI flags. Permission prompts: decision ``allow`` | ``deny``
+    (or one option) and message (or text) for deny. response_id: idempotency key; actor: who
+    answers (free text, e.g. a user name); revision / input_hash: what the human saw (a
+    mismatch is refused with 409); surface: ``cli`` | ``api`` | ``web``.
+    """
+
+    answers: dict[str, str | list[str] | AnswerPart] | None = None
+    question: str | None = None
+    options: list[str] = []
+    text: str | None = None
+    decision: str | None = None
+    message: str | None = None
+    response_id: str | None = None
+    actor: str | None = None
+    revision: int | None = None
+    input_hash: str | None = None
+    surface: str = "api"
 
 
 class ErrorBody(msgspec.Struct, frozen=True):

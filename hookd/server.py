@@ -9,7 +9,18 @@ Routes (all errors: ``{"error": {"code", "message"}}`` with a 4xx/5xx status):
 - ``POST /v1/hooks/{harness}/{builder}``: one hook payload, optionally streamed with
   chunked encoding; answered as soon as one complete JSON object has arrived (stdin held
   open is not waited for). Response body = exact hook stdout (may be empty).
-  Header ``X-Hookd-Delivery``: the client's unique id for this invocation.
+  Header ``X-Hookd-Delivery``: the client's unique id for this invocation;
+  ``X-Hookd-Deadline-Ms``: the client's own deadline (ms). A PermissionRequest hook whose
+  deadline is at least HOLD_MIN_MS is held (up to its deadline less HOLD_MARGIN_S) for a
+  remote answer: the response is then the decision, or empty when the desk answered first,
+  the window ended, or the daemon is stopping.
+- ``POST /v1/interactions/{id}/answer`` (:class:`hookd.models.AnswerRequest`; 200 with the
+  receipt, 409 when refused: already resolved or expired (the answer is kept as an inbox
+  message, named in the error), stale revision, other input, response_id reused);
+  ``POST /v1/interactions/await`` (``{"ids", "timeout_s", "collect"?}``);
+  ``POST /v1/builders/{builder}/asks`` (``{"question", "options"?, "session_id"?,
+  "expires_in_s"?, "author"?}``; 201); ``POST /v1/builders/{builder}/preanswers``
+  (``{"question", "answer", "actor"?}``; 201);
 - ``POST /v1/builders/{builder}/messages`` (``{"text", "id"?, "session_id"?, "agent_id"?,
   "author"?}``; 201 created, 200 for a repeated key with the same content, 409 otherwise),
   ``GET /v1/messages?builder=``;
@@ -44,6 +55,7 @@ from hookd import __version__
 from hookd.config import Home, check_builder_id, write_private
 from hookd.models import (
     AlreadyServing,
+    AnswerRequest,
     BadRequest,
     ErrorBody,
     ErrorResponse,
@@ -60,6 +72,45 @@ log = logging.getLogger("hookd")
 _enc = msgspec.json.Encoder()
 #: How long one hook request may take to arrive, seconds (clients give up after ~5 s).
 BODY_TIMEOUT_S = 30.0
+#: A PermissionRequest hook is held for a remote answer only when its client's deadline is at
+#: least this long (ms) ...
+HOLD_MIN_MS = 3000
+#: ... and it is answered this long (s) before that deadline, so the client reads the reply.
+HOLD_MARGIN_S = 1.5
+
+
+class AskRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """Body of ``POST /v1/builders/{builder}/asks``."""
+
+    question: str
+    options: list[str] | None = None
+    session_id: str | None = None
+    expires_in_s: float | None = None
+    author: str | None = None
+
+
+class AwaitRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """Body of ``POST /v1/interactions/await``: ids, timeout_s (seconds, mandatory)."""
+
+    ids: list[str]
+    timeout_s: float
+    collect: bool = True
+
+
+class PreanswerRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """Body of ``POST /v1/builders/{builder}/preanswers``."""
+
+    question: str
+    answer: str
+    actor: str | None = None
+
+
+def decode_body(raw: bytes, type_: Any, what: str) -> Any:
+    """Decode a JSON request body; raises BadRequest naming what is wrong."""
+    try:
+        return msgspec.json.decode(raw, type=type_)
+    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        raise BadRequest(f"{what} body: {e}") from None
 
 
 class SendRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -128,11 +179,18 @@ class HookdASGI:
             if wake:
                 await _send(send, 200, await self.core.wake(parts[3], builder, raw))
                 return
-            delivery = None
+            delivery, deadline_ms = None, 0
             for k, v in scope["headers"]:
                 if k == b"x-hookd-delivery":
                     delivery = v.decode("latin-1") or None
-            result = await self.core.ingest_hook(parts[3], builder, raw, delivery_id=delivery)
+                elif k == b"x-hookd-deadline-ms" and v.isdigit():
+                    deadline_ms = int(v)
+            hold = deadline_ms >= HOLD_MIN_MS
+            result = await self.core.ingest_hook(parts[3], builder, raw, delivery_id=delivery, hold=hold)
+            body = result.body
+            if result.hold is not None:
+                iid, fut = result.hold
+                body = await self.core.hold(iid, fut, deadline_ms / 1000 - HOLD_MARGIN_S, _disconnected(receive))
         except HookdError as e:
             await _send(send, e.status, _error_body(e.code, e.message))
             return
@@ -140,7 +198,13 @@ class HookdASGI:
             log.exception("internal error on hook %s", scope["path"])
             await _send(send, 500, _error_body("internal", f"internal error: {type(e).__name__}"))
             return
-        await _send(send, 200, result.body)
+        await _send(send, 200, body)
+
+
+async def _disconnected(receive: Any) -> None:
+    """Return when the client goes away (the request body has been read)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def _error_body(code: str, message: str) -> bytes:
@@ -215,18 +279,39 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
         return json_response(i)
 
     async def send(request: Request) -> Response:
-        builder = check_builder_id(request.path_params["builder"])
-        try:
-            body = msgspec.json.decode(await request.body(), type=SendRequest)
-        except (msgspec.DecodeError, msgspec.ValidationError) as e:
-            raise BadRequest(f"message body: {e}") from None
-        if read_manifest(core.home, builder) is None and not await core.store.builder_known(builder):
-            raise NotFound(f"builder {builder!r} is not known: spawn it first (or check the name)")
+        builder = await known_builder(request)
+        body = decode_body(await request.body(), SendRequest, "message")
         message, created = await core.send_message(
             builder, body.text, key=body.id, session_id=body.session_id, agent_id=body.agent_id,
             author=body.author,
         )
         return json_response({"message": message, "created": created}, 201 if created else 200)
+
+    async def known_builder(request: Request) -> str:
+        builder = check_builder_id(request.path_params["builder"])
+        if read_manifest(core.home, builder) is None and not await core.store.builder_known(builder):
+            raise NotFound(f"builder {builder!r} is not known: spawn it first (or check the name)")
+        return builder
+
+    async def answer(request: Request) -> Response:
+        body = decode_body(await request.body(), AnswerRequest, "answer")
+        return json_response(await core.answer(request.path_params["id"], body, surface=body.surface))
+
+    async def ask(request: Request) -> Response:
+        builder = await known_builder(request)
+        body = decode_body(await request.body(), AskRequest, "ask")
+        i = await core.ask_async(builder, body.question, body.options, session_id=body.session_id,
+                                 expires_in_s=body.expires_in_s, author=body.author)
+        return json_response({"interaction": i}, 201)
+
+    async def await_answers(request: Request) -> Response:
+        body = decode_body(await request.body(), AwaitRequest, "await")
+        return json_response(await core.await_answers(body.ids, body.timeout_s, collect=body.collect))
+
+    async def preanswer(request: Request) -> Response:
+        builder = await known_builder(request)
+        body = decode_body(await request.body(), PreanswerRequest, "preanswer")
+        return json_response(await core.preanswer(builder, body.question, body.answer, actor=body.actor), 201)
 
     async def messages(request: Request) -> Response:
         builder = request.query_params.get("builder")
@@ -277,7 +362,11 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
         routes=[
             Route("/v1/status", status),
             Route("/v1/questions", questions),
+            Route("/v1/interactions/await", await_answers, methods=["POST"]),
             Route("/v1/interactions/{id}", interaction),
+            Route("/v1/interactions/{id}/answer", answer, methods=["POST"]),
+            Route("/v1/builders/{builder}/asks", ask, methods=["POST"]),
+            Route("/v1/builders/{builder}/preanswers", preanswer, methods=["POST"]),
             Route("/v1/events", events),
             Route("/v1/builders/{builder}/messages", send, methods=["POST"]),
             Route("/v1/messages", messages),
@@ -401,6 +490,13 @@ class _Server(uvicorn.Server):
     graceful shutdown (a second one forces it) and the process then exits 0, instead of
     uvicorn re-raising the signal after shutdown."""
 
+    core: Hookd | None = None
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        super().handle_exit(sig, frame)
+        if self.core is not None:
+            self.core.release_all()  # held hooks go now (no decision): the desk still can answer
+
     @contextlib.contextmanager
     def capture_signals(self) -> Any:
         loop = asyncio.get_running_loop()
@@ -445,6 +541,7 @@ async def _serve(home: Home, port: int) -> None:
         # by the watcher and a second pass.
         write_private(home.endpoint_file, f"{tcp_port} {token}\n")
         watcher = asyncio.create_task(_watch_spool(core, stop_watch))
+        expiry = asyncio.create_task(core.run_expiry())
         await core.ingest_spool()
         log.info(
             "hookd %s serving %s on unix:%s and http://127.0.0.1:%d (pid %d)",
@@ -456,6 +553,8 @@ async def _serve(home: Home, port: int) -> None:
             with contextlib.suppress(FileNotFoundError):
                 home.endpoint_file.unlink()
             stop_watch.set()
+            expiry.cancel()
+            core.release_all()
             await core.bus.close()
             await core.close()
             with contextlib.suppress(Exception):
@@ -472,6 +571,7 @@ async def _serve(home: Home, port: int) -> None:
         date_header=False,
     )
     server = _Server(config)
+    server.core = core
     try:
         await server.serve(sockets=[unix_sock, tcp_sock])
     finally:

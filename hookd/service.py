@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 
+from hookd.answers import Answers
 from hookd.config import Home
 from hookd.harness import claude_code as cc
 from hookd.models import (
@@ -62,6 +63,8 @@ class HookResult:
     body: bytes
     events: list[Event]
     duplicate: bool = False
+    #: (interaction id, waiter): a PermissionRequest hook to hold for a remote answer
+    hold: tuple[str, asyncio.Future[bytes]] | None = None
 
 
 class EventBus:
@@ -95,8 +98,8 @@ class EventBus:
         await self.publish()
 
 
-class Hookd:
-    """The daemon's core over one home and its store."""
+class Hookd(Answers):
+    """The daemon's core over one home and its store (answers: :class:`hookd.answers.Answers`)."""
 
     def __init__(self, home: Home, store: Store):
         self.home = home
@@ -113,6 +116,9 @@ class Hookd:
         # open), so this need not be durable.
         self._activity: dict[str, tuple[int, bytes]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        # held PermissionRequest hooks, by interaction id (ephemeral, like wake waits)
+        self._waiters: dict[str, set[asyncio.Future[bytes]]] = {}
+        self._expiry_changed = asyncio.Event()
 
     async def close(self) -> None:
         """Cancel background work (transcript reads) before the store closes."""
@@ -131,6 +137,7 @@ class Hookd:
         source: str = "live",
         delivery_id: str | None = None,
         received_at: float | None = None,
+        hold: bool = False,
     ) -> HookResult:
         """Record one hook payload and everything it implies, in one transaction.
 
@@ -149,22 +156,26 @@ class Hookd:
             error = None
         except PayloadInvalid as e:
             payload, error = None, e
-        (hook_id, body), events = await self.store.write(
-            self._ingest_tx, adapter, harness, builder, raw, payload, error, at, source, delivery_id
+        box: list[asyncio.Future[bytes]] = []
+        (hook_id, body, iid), events = await self.store.write(
+            self._ingest_tx, adapter, harness, builder, raw, payload, error, at, source, delivery_id,
+            box if hold else None,
         )
         if hook_id is None:
             return HookResult(b"", [], duplicate=True)
         await self.bus.publish()
         if error is not None:
             raise error
-        return HookResult(body, events)
+        return HookResult(body, events, hold=(iid, box[0]) if iid and box else None)
 
     def _ingest_tx(
         self, tx: Tx, adapter: Any, harness: str, builder: str, raw: bytes, payload: cc.Base | None,
         error: PayloadInvalid | None, at: float, source: str, delivery_id: str | None,
-    ) -> tuple[int | None, bytes]:
+        hold_box: list[asyncio.Future[bytes]] | None = None,
+    ) -> tuple[int | None, bytes, str | None]:
         """The transaction of one hook. Returns (hook event id or None when this delivery was
-        already stored, the hook's stdout)."""
+        already stored, the hook's stdout, the interaction a PermissionRequest hook may hold
+        for)."""
         hook_id = tx.insert_hook_event(
             delivery_id=delivery_id,
             builder=builder,
@@ -180,7 +191,7 @@ class Hookd:
             error=error.message if error else None,
         )
         if hook_id is None:
-            return None, b""
+            return None, b"", None
         if builder not in self._builders:
             tx.add_builder(builder, harness, at)
             tx.after_commit.append(lambda: self._builders.add(builder))
@@ -190,15 +201,23 @@ class Hookd:
                 "hook_invalid", builder, error.session_id, at,
                 {"harness": harness, "error": error.message, "bytes": len(raw), "source": source},
             )
-            return hook_id, b""
+            return hook_id, b"", None
         sid = payload.session_id
         if sid:
             # only a Stop's fingerprint is ever compared (by an idle wake of that Stop)
             mark = (hook_id, _fingerprint(raw) if payload.hook_event_name == "Stop" else b"")
             tx.after_commit.append(lambda: self._activity.__setitem__(sid, mark))
-        return hook_id, self._apply(tx, adapter, harness, builder, payload, at, source)
+        body, hold = self._apply(tx, adapter, harness, builder, payload, at, source)
+        if hold and hold_box is not None:
+            iid = hold
+            tx.after_commit.append(lambda: hold_box.append(self.register_waiter(iid)))
+        return hook_id, body, hold
 
-    def _apply(self, tx: Tx, adapter: Any, harness: str, builder: str, p: cc.Base, at: float, source: str) -> bytes:
+    def _apply(
+        self, tx: Tx, adapter: Any, harness: str, builder: str, p: cc.Base, at: float, source: str,
+    ) -> tuple[bytes, str | None]:
+        """Apply one parsed payload. Returns (hook stdout, id of the interaction a held
+        PermissionRequest hook waits on)."""
         sid = p.session_id
         hook_data: dict[str, Any] = {"hook_event_name": p.hook_event_name, "source": source}
         for key in ("tool_name", "tool_use_id", "agent_id", "agent_type"):
@@ -208,9 +227,14 @@ class Hookd:
         tx.append_event("hook_received", builder, sid, at, hook_data)
         if sid:
             self._track_session(tx, harness, builder, p, at)
+        reply, hold = b"", None
         for ob in adapter.observe(p):
             if isinstance(ob, cc.QuestionAsked):
-                self._question_asked(tx, builder, p, ob, at)
+                reply, hold = self._question_asked(tx, builder, p, ob, at)
+            elif isinstance(ob, cc.PermissionAsked):
+                hold = self._permission_asked(tx, builder, p, ob, at)
+            elif isinstance(ob, cc.ToolFinished) and sid:
+                self._tool_finished(tx, builder, p, ob, at)
             elif isinstance(ob, cc.QuestionResolved):
                 self._question_resolved(tx, builder, p, ob, at)
             elif isinstance(ob, cc.TurnMovedOn) and sid:
@@ -219,7 +243,11 @@ class Hookd:
                 if tx.end_session(sid, at, ob.reason):
                     tx.append_event("session_ended", builder, sid, at, {"reason": ob.reason})
         if not sid:
-            return b""
+            return b"", None
+        if source != "live":
+            hold = None  # a spooled hook ran long ago: nothing waits on it
+        elif reply:
+            return reply, None  # a pre-registered answer (PreToolUse)
         name = p.hook_event_name
         if name in ("Stop", "SubagentStop"):
             transcript = cc.text(p.transcript_path) if name == "Stop" else None
@@ -235,8 +263,8 @@ class Hookd:
                 if adopted:
                     tx.append_event("inbox_adopted", builder, sid, at, {"ids": adopted, "via": name})
         if source == "live":  # a spooled hook ran long ago: its output can reach no one
-            return self._deliver(tx, builder, p, at)
-        return b""
+            return self._deliver(tx, builder, p, at), hold
+        return b"", None
 
     def _deliver(self, tx: Tx, builder: str, p: cc.Base, at: float) -> bytes:
         """Claim the builder's deliverable messages for this hook and render them as its
@@ -442,6 +470,8 @@ class Hookd:
         """Resolve questions left pending when the session's turn went on without a
         PostToolUse/PostToolUseFailure for them (Esc at the menu fires no hook)."""
         for i in tx.pending_in_session(builder, sid, agent_id=ob.agent_id, all_agents=ob.all_agents):
+            if i.kind == "async":
+                continue  # asked so that the agent keeps working: outlives its turn
             if ob.outcome == "orphaned":
                 warning = f"the session ended ({ob.via}) while the question was open"
             else:
@@ -458,7 +488,8 @@ class Hookd:
                 }
                 if i.agent_id:
                     data["agent_id"] = i.agent_id
-                tx.append_event("question_resolved", builder, sid, at, data)
+                tx.append_event(resolved_event(i.kind), builder, sid, at, data)
+                self._release_after(tx, i.id)
 
     def _track_session(self, tx: Tx, harness: str, builder: str, p: cc.Base, at: float) -> None:
         sid = p.session_id
@@ -495,7 +526,11 @@ class Hookd:
             {"source": source, "parent_session_id": parent, "transcript_path": transcript_path, "cwd": cwd},
         )
 
-    def _question_asked(self, tx: Tx, builder: str, p: cc.Base, ob: cc.QuestionAsked, at: float) -> None:
+    def _question_asked(
+        self, tx: Tx, builder: str, p: cc.Base, ob: cc.QuestionAsked, at: float,
+    ) -> tuple[bytes, str | None]:
+        """Returns (hook stdout: a pre-registered answer at PreToolUse, or b""; the id a
+        PermissionRequest hook may hold for)."""
         existing = None
         if ob.tool_use_id:
             existing = tx.interaction_by_tool_use_id(ob.tool_use_id)
@@ -523,25 +558,30 @@ class Hookd:
                     input_hash=ob.input_hash, states=TERMINAL_STATES, since=at - RESOLVED_MATCH_S,
                 )
         if existing is not None:
+            if ob.tool_input is not None and existing.input is None:
+                tx.set_input(existing.id, ob.tool_input)
             if ob.via == "PermissionRequest":
                 tx.mark_permission_seen(existing.id, at)
-            return
-        self._open_question(tx, builder, p, ob.tool_use_id, ob.tool_name, ob.input_hash, ob.questions, ob.via, at)
+                return b"", existing.id if _holdable(existing) else None
+            return b"", None
+        i = self._open_question(tx, builder, p, ob.tool_use_id, ob.tool_name, ob.input_hash, ob.questions,
+                                ob.via, at, tool_input=ob.tool_input)
+        if ob.via == "PreToolUse":
+            return self._preanswered(tx, i, at), None
+        return b"", i.id if ob.via == "PermissionRequest" else None
 
     def _open_question(
         self, tx: Tx, builder: str, p: cc.Base, tool_use_id: str | None, tool_name: str,
-        input_hash: str, questions: Any, via: str, at: float,
+        input_hash: str, questions: Any, via: str, at: float, tool_input: Any = None,
     ) -> Interaction:
         iid = tool_use_id or _synthetic_id(p.session_id, input_hash, tx.hook_event_id)
         i = Interaction(
             id=iid, kind="question", builder=builder, session_id=p.session_id,
             agent_id=p.agent_id, tool_name=tool_name, tool_use_id=tool_use_id, state="pending",
             questions=questions, answers=None, selections=None, surface=None, warning=None,
-            error=None, created_at=at, resolved_at=None, revision=1,
+            error=None, created_at=at, resolved_at=None, revision=1, input=tool_input, input_hash=input_hash,
         )
-        tx.insert_interaction(
-            i, input_hash=input_hash, permission_seen_at=at if via == "PermissionRequest" else None
-        )
+        tx.insert_interaction(i, permission_seen_at=at if via == "PermissionRequest" else None)
         data: dict[str, Any] = {"id": iid, "kind": "question", "tool_use_id": tool_use_id,
                                 "questions": questions, "via": via}
         if p.agent_id:
@@ -556,7 +596,7 @@ class Hookd:
         if existing is None:
             existing = tx.interaction_by_hash(
                 builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
-                input_hash=ob.input_hash, states=("pending",), since=at - MATCH_WINDOW_S,
+                input_hash=ob.input_hash, states=("pending", "answered"), since=at - MATCH_WINDOW_S,
                 without_tool_use_id=True,
             )
             if existing is not None and ob.tool_use_id:
@@ -565,8 +605,15 @@ class Hookd:
             # The ask itself was never seen (hook missed or registered late): record it now,
             # so every tool call has exactly one pending and one resolved event.
             existing = self._open_question(
-                tx, builder, p, ob.tool_use_id, ob.tool_name, ob.input_hash, ob.questions, p.hook_event_name, at
+                tx, builder, p, ob.tool_use_id, ob.tool_name, ob.input_hash, ob.questions, p.hook_event_name, at,
+                tool_input=getattr(p, "tool_input", None),
             )
+        self._release_after(tx, existing.id)  # the desk answered: a held hook has nothing to do
+        if existing.state == "answered" and existing.received_at is not None:
+            # answered remotely: did that answer reach the tool, or did the desk win the race?
+            self._settle_remote(tx, existing, p, at, outcome=ob.outcome, answers=ob.answers,
+                                selections=ob.selections, decision=None, error=ob.error)
+            return
         if existing.state != "pending":
             return  # already resolved: the same hook ran twice, or a late duplicate
         if not tx.resolve_interaction(
@@ -585,6 +632,66 @@ class Hookd:
         if ob.error:
             data["error"] = ob.error
         tx.append_event("question_resolved", builder, p.session_id, at, data)
+
+    def _permission_asked(self, tx: Tx, builder: str, p: cc.Base, ob: cc.PermissionAsked, at: float) -> str | None:
+        """A tool permission prompt: one ``permission`` interaction per prompt (a second copy
+        of the same hook matches it). Returns its id when a hook may hold for it."""
+        sid = p.session_id
+        existing = tx.permission_by_hash(sid, ob.tool_name, ob.input_hash, since=at - MATCH_WINDOW_S) if sid else None
+        if existing is not None:
+            tx.mark_permission_seen(existing.id, at)
+            return existing.id if _holdable(existing) else None
+        iid = _synthetic_id(sid, ob.input_hash, tx.hook_event_id)
+        i = Interaction(
+            id=iid, kind="permission", builder=builder, session_id=sid, agent_id=p.agent_id,
+            tool_name=ob.tool_name, tool_use_id=None, state="pending", questions=None, answers=None,
+            selections=None, surface=None, warning=None, error=None, created_at=at, resolved_at=None,
+            revision=1, input=ob.tool_input, input_hash=ob.input_hash,
+        )
+        tx.insert_interaction(i, permission_seen_at=at)
+        data: dict[str, Any] = {"id": iid, "kind": "permission", "tool_name": ob.tool_name,
+                                "tool_input": ob.tool_input, "input_hash": ob.input_hash,
+                                "permission_mode": ob.permission_mode}
+        if p.agent_id:
+            data["agent_id"] = p.agent_id
+        tx.append_event("permission_pending", builder, sid, at, data)
+        return iid
+
+    def _tool_finished(self, tx: Tx, builder: str, p: cc.Base, ob: cc.ToolFinished, at: float) -> None:
+        """A tool call ended: a permission prompt for it is over. PostToolUse /
+        PostToolUseFailure mean the tool ran (allowed); a PostToolBatch entry with no such hook
+        before it is how 2.1.332 reports a PermissionRequest deny (its tool_response is the
+        deny message)."""
+        sid = p.session_id
+        assert sid is not None
+        if not tx.awaiting_tool_result(sid):
+            return  # the common case: no prompt open, nothing to hash
+        i = tx.permission_by_hash(sid, ob.tool_name, cc.input_hash(ob.tool_input), since=0.0)
+        if i is None:
+            return
+        if ob.tool_use_id:
+            tx.set_tool_use_id(i.id, ob.tool_use_id)
+        if ob.batch:
+            if i.state == "answered" and i.decision == "deny":
+                self._settle_remote(tx, i, p, at, outcome="answered", answers=None, selections=None,
+                                    decision="deny", error=None)
+            return  # an allowed call was settled by its PostToolUse
+        self._release_after(tx, i.id)
+        if i.state == "answered":
+            # the tool ran: a remote allow was adopted, a remote deny lost to the desk's Yes
+            self._settle_remote(tx, i, p, at, outcome="answered", answers=None, selections=None,
+                                decision="allow", error=ob.error)
+            return
+        if not tx.resolve_interaction(
+            i.id, expected_state="pending", state="answered", answers=None, selections=None,
+            surface="terminal", warning=None, error=ob.error, at=at, decision="allow",
+        ):
+            return
+        tx.append_event("permission_resolved", builder, sid, at, {
+            "id": i.id, "kind": "permission", "tool_name": i.tool_name, "tool_use_id": ob.tool_use_id,
+            "outcome": "answered", "decision": "allow", "surface": "terminal",
+            "tool_failed": ob.failed,
+        })
 
     # --- spool --------------------------------------------------------------------------
     async def ingest_spool(self) -> dict[str, int]:
@@ -648,6 +755,18 @@ def _sent_ids_in(path: str) -> set[str]:
         f.seek(max(0, size - TRANSCRIPT_TAIL_BYTES))
         data = f.read()
     return cc.sent_message_ids(data.splitlines())
+
+
+def resolved_event(kind: str) -> str:
+    """The event that ends an interaction of ``kind``."""
+    return "permission_resolved" if kind == "permission" else "question_resolved"
+
+
+def _holdable(i: Interaction) -> bool:
+    """May a PermissionRequest hook wait on ``i``: still open, or answered remotely with the
+    answer not yet handed to a hook."""
+    return i.state == "pending" or (i.state == "answered" and i.received_at is not None and i.delivered_at is None
+                                    and i.kind != "async")
 
 
 def _fingerprint(raw: bytes) -> bytes:

@@ -29,6 +29,9 @@ HARNESSES = (cc.HARNESS,)
 #: Default wait of the idle-wake hook (seconds): an agent idle longer is not woken; its
 #: messages wait for the next prompt.
 DEFAULT_WAKE_WAIT_S = 0  # opt-in: see docs/decisions.md "Idle wake"
+#: Default window (seconds) a PermissionRequest hook holds for a remote answer; the prompt
+#: stays usable at the desk meanwhile. 0: never hold.
+DEFAULT_HOLD_S = 900
 
 
 def tag(builder: str) -> str:
@@ -159,6 +162,7 @@ def spawn(
     harness: str = cc.HARNESS,
     deadline_ms: int | None = None,
     wake_wait_s: int = DEFAULT_WAKE_WAIT_S,
+    hold_s: int = DEFAULT_HOLD_S,
 ) -> dict[str, Any]:
     """Install hookd's hooks for ``builder``; idempotent. Returns the manifest.
 
@@ -166,7 +170,8 @@ def spawn(
     settings_file is given (a standalone file for ``claude --settings``).
     deadline_ms: the hook client's hard deadline (default HOOKD_DEADLINE_MS or 5000).
     wake_wait_s: how long the idle-wake Stop hook waits for a message (seconds; 0: no idle
-    wake hook).
+    wake hook). hold_s: how long a PermissionRequest hook waits for a remote answer (seconds;
+    0: it does not wait; Claude Code's timeout for it is hold_s + 60).
     Raises ConfigError on a bad builder id, a missing worktree, or a non-JSON settings file.
     """
     check_builder_id(builder)
@@ -178,6 +183,8 @@ def spawn(
         raise ConfigError("deadline must be between 0.1 and 600 seconds")
     if not 0 <= wake_wait_s <= 86_400:
         raise ConfigError("wake wait must be between 0 (off) and 86400 seconds")
+    if not (hold_s == 0 or 5 <= hold_s <= 86_400):
+        raise ConfigError("hold must be 0 (off) or between 5 and 86400 seconds")
     if settings_file is None:
         if worktree is None:
             raise ConfigError("give --worktree DIR or --settings-file PATH")
@@ -201,8 +208,10 @@ def spawn(
     command = hook_command(home, harness, builder, deadline_ms)
     timeout_s = max(10, math.ceil(deadline_ms / 1000) * 2)
     wake_command = hook_command(home, harness, builder, wake_wait_s * 1000, mode="wake") if wake_wait_s else None
+    permission_command = hook_command(home, harness, builder, hold_s * 1000) if hold_s else None
     hooks = settings.setdefault("hooks", {})
-    for event, groups in cc.hook_settings(command, timeout_s, wake_command, wake_wait_s + 60).items():
+    for event, groups in cc.hook_settings(command, timeout_s, wake_command, wake_wait_s + 60,
+                                          permission_command, hold_s + 60).items():
         existing = hooks.get(event)
         hooks[event] = (existing if isinstance(existing, list) else []) + groups
 
@@ -218,6 +227,7 @@ def spawn(
         "command": command,
         "deadline_ms": deadline_ms,
         "wake_wait_s": wake_wait_s,
+        "hold_s": hold_s,
         "events": list(cc.REGISTERED_EVENTS),
         "created_file": old["created_file"] if old else not existed,
         "created_dir": old.get("created_dir", False) if old else created_dir,

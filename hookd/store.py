@@ -145,6 +145,44 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "ALTER TABLE sessions ADD COLUMN stop_deliveries INTEGER NOT NULL DEFAULT 0",
         ],
     ),
+    (
+        # Answers from anywhere: the input shown, a permission's decision, who answered
+        # remotely and the four timestamps; idempotency receipts by response_id.
+        "0004_answers",
+        [
+            "ALTER TABLE interactions ADD COLUMN input BLOB",
+            "ALTER TABLE interactions ADD COLUMN decision TEXT",
+            "ALTER TABLE interactions ADD COLUMN message TEXT",
+            "ALTER TABLE interactions ADD COLUMN actor TEXT",
+            "ALTER TABLE interactions ADD COLUMN response_id TEXT",
+            "ALTER TABLE interactions ADD COLUMN expires_at REAL",
+            "ALTER TABLE interactions ADD COLUMN received_at REAL",
+            "ALTER TABLE interactions ADD COLUMN delivered_at REAL",
+            "ALTER TABLE interactions ADD COLUMN delivered_via TEXT",
+            "ALTER TABLE interactions ADD COLUMN adopted_at REAL",
+            "ALTER TABLE interactions ADD COLUMN inbox_message_id TEXT",
+            "CREATE INDEX interactions_inbox ON interactions(inbox_message_id) WHERE inbox_message_id IS NOT NULL",
+            "CREATE INDEX interactions_expiry ON interactions(expires_at) WHERE state='pending' AND expires_at IS NOT NULL",
+            """CREATE TABLE responses (
+                response_id TEXT PRIMARY KEY,
+                interaction_id TEXT NOT NULL,
+                content BLOB NOT NULL,
+                receipt BLOB NOT NULL,
+                created_at REAL NOT NULL
+            )""",
+            """CREATE TABLE preanswers (
+                id INTEGER PRIMARY KEY,
+                builder TEXT NOT NULL,
+                question TEXT NOT NULL,
+                answer TEXT NOT NULL,
+                actor TEXT,
+                created_at REAL NOT NULL,
+                used_at REAL,
+                used_by TEXT
+            )""",
+            "CREATE INDEX preanswers_open ON preanswers(builder, question) WHERE used_at IS NULL",
+        ],
+    ),
 ]
 
 
@@ -159,7 +197,8 @@ def _uj(v: bytes | str | None) -> Any:
 _INTERACTION_COLS = (
     "id, kind, builder, session_id, agent_id, tool_name, tool_use_id, state, questions, "
     "answers, selections, surface, warning, error, created_at, resolved_at, revision, "
-    "input_hash, permission_seen_at"
+    "input, input_hash, decision, message, actor, response_id, expires_at, received_at, "
+    "delivered_at, delivered_via, adopted_at, inbox_message_id"
 )
 
 
@@ -183,6 +222,18 @@ def _interaction(row: aiosqlite.Row | tuple) -> Interaction:
         created_at=row[14],
         resolved_at=row[15],
         revision=row[16],
+        input=_uj(row[17]),
+        input_hash=row[18],
+        decision=row[19],
+        message=row[20],
+        actor=row[21],
+        response_id=row[22],
+        expires_at=row[23],
+        received_at=row[24],
+        delivered_at=row[25],
+        delivered_via=row[26],
+        adopted_at=row[27],
+        inbox_message_id=row[28],
     )
 
 
@@ -335,12 +386,148 @@ class Tx:
         row = self._one(sql, (builder, session_id, tool_name, input_hash, *states, since))
         return _interaction(row) if row else None
 
-    def insert_interaction(self, i: Interaction, *, input_hash: str | None, permission_seen_at: float | None) -> None:
+    def insert_interaction(self, i: Interaction, *, permission_seen_at: float | None) -> None:
         self._db.execute(
-            f"INSERT INTO interactions ({_INTERACTION_COLS}) VALUES ({','.join('?' * 19)})",
+            "INSERT INTO interactions (id, kind, builder, session_id, agent_id, tool_name, tool_use_id,"
+            " state, questions, answers, selections, surface, warning, error, created_at, resolved_at,"
+            " revision, input, input_hash, expires_at, permission_seen_at)"
+            f" VALUES ({','.join('?' * 21)})",
             (i.id, i.kind, i.builder, i.session_id, i.agent_id, i.tool_name, i.tool_use_id,
              i.state, _j(i.questions), _j(i.answers), _j(i.selections), i.surface, i.warning,
-             i.error, i.created_at, i.resolved_at, i.revision, input_hash, permission_seen_at),
+             i.error, i.created_at, i.resolved_at, i.revision, _j(i.input), i.input_hash,
+             i.expires_at, permission_seen_at),
+        )
+
+    def interaction(self, interaction_id: str) -> Interaction | None:
+        """By id or by the harness's tool_use_id."""
+        row = self._one(
+            f"SELECT {_INTERACTION_COLS} FROM interactions WHERE id=? OR tool_use_id=? LIMIT 1",
+            (interaction_id, interaction_id),
+        )
+        return _interaction(row) if row else None
+
+    def permission_seen(self, interaction_id: str) -> bool:
+        row = self._one("SELECT permission_seen_at FROM interactions WHERE id=?", (interaction_id,))
+        return bool(row and row[0] is not None)
+
+    def record_answer(
+        self, interaction_id: str, *, expected_revision: int, answers: Any, selections: Any,
+        decision: str | None, message: str | None, surface: str, actor: str | None,
+        response_id: str | None, at: float,
+    ) -> bool:
+        """Compare-and-set a remote answer onto a pending interaction at ``expected_revision``:
+        state ``answered``, received_at = resolved_at = ``at``. False when it changed."""
+        cur = self._db.execute(
+            "UPDATE interactions SET state='answered', answers=?, selections=?, decision=?, message=?,"
+            " surface=?, actor=?, response_id=?, received_at=?, resolved_at=?, revision=revision+1"
+            " WHERE id=? AND state='pending' AND revision=?",
+            (_j(answers), _j(selections), decision, message, surface, actor, response_id, at, at,
+             interaction_id, expected_revision),
+        )
+        return cur.rowcount == 1
+
+    def mark_answer_delivered(self, interaction_id: str, *, via: str, at: float,
+                              inbox_message_id: str | None = None) -> bool:
+        """First delivery of a remote answer (a hook returned it, or it was queued to the
+        inbox as ``inbox_message_id``). False when it was already delivered."""
+        cur = self._db.execute(
+            "UPDATE interactions SET delivered_at=?, delivered_via=?, inbox_message_id=COALESCE(?, inbox_message_id),"
+            " revision=revision+1 WHERE id=? AND delivered_at IS NULL",
+            (at, via, inbox_message_id, interaction_id),
+        )
+        return cur.rowcount == 1
+
+    def set_inbox_message(self, interaction_id: str, message_id: str) -> None:
+        self._db.execute("UPDATE interactions SET inbox_message_id=? WHERE id=?", (message_id, interaction_id))
+
+    def mark_adopted(self, interaction_id: str, at: float) -> bool:
+        cur = self._db.execute(
+            "UPDATE interactions SET adopted_at=?, revision=revision+1 WHERE id=? AND adopted_at IS NULL",
+            (at, interaction_id),
+        )
+        return cur.rowcount == 1
+
+    def supersede_answer(
+        self, interaction_id: str, *, state: str, answers: Any, selections: Any, decision: str | None,
+        surface: str | None, warning: str | None, error: str | None, at: float,
+    ) -> bool:
+        """The desk won a race a remote answer lost: replace the outcome (the remote answer's
+        text is kept elsewhere, as an inbox message). False unless it was answered remotely."""
+        cur = self._db.execute(
+            "UPDATE interactions SET state=?, answers=?, selections=?, decision=?, message=NULL, surface=?,"
+            " warning=?, error=?, resolved_at=?, revision=revision+1"
+            " WHERE id=? AND state='answered' AND received_at IS NOT NULL",
+            (state, _j(answers), _j(selections), decision, surface, warning, error, at, interaction_id),
+        )
+        return cur.rowcount == 1
+
+    def awaiting_tool_result(self, session_id: str) -> bool:
+        """Has the session a permission prompt whose tool result is still to come (pending, or
+        answered remotely and not yet adopted)? Cheap: spares hashing every tool input."""
+        return self._one(
+            "SELECT 1 FROM interactions WHERE session_id=? AND kind='permission' AND (state='pending'"
+            " OR (state='answered' AND received_at IS NOT NULL AND adopted_at IS NULL)) LIMIT 1",
+            (session_id,),
+        ) is not None
+
+    def permission_by_hash(self, session_id: str, tool_name: str, input_hash: str, since: float) -> Interaction | None:
+        """The newest permission prompt of this input still awaiting its tool result."""
+        row = self._one(
+            f"SELECT {_INTERACTION_COLS} FROM interactions WHERE session_id=? AND kind='permission'"
+            " AND tool_name=? AND input_hash=? AND created_at>=? AND (state='pending'"
+            " OR (state='answered' AND received_at IS NOT NULL AND adopted_at IS NULL))"
+            " ORDER BY created_at DESC LIMIT 1",
+            (session_id, tool_name, input_hash, since),
+        )
+        return _interaction(row) if row else None
+
+    def due_expiries(self, now: float) -> list[Interaction]:
+        rows = self._db.execute(
+            f"SELECT {_INTERACTION_COLS} FROM interactions WHERE state='pending' AND expires_at IS NOT NULL"
+            " AND expires_at<=? ORDER BY expires_at",
+            (now,),
+        ).fetchall()
+        return [_interaction(r) for r in rows]
+
+    # responses (idempotency receipts) --------------------------------------------------
+    def response(self, response_id: str) -> tuple[str, bytes, bytes] | None:
+        """(interaction_id, content, receipt) stored for ``response_id``."""
+        row = self._one("SELECT interaction_id, content, receipt FROM responses WHERE response_id=?", (response_id,))
+        return (row[0], bytes(row[1]), bytes(row[2])) if row else None
+
+    def insert_response(self, response_id: str, interaction_id: str, content: bytes, receipt: bytes, at: float) -> None:
+        self._db.execute(
+            "INSERT INTO responses (response_id, interaction_id, content, receipt, created_at) VALUES (?,?,?,?,?)",
+            (response_id, interaction_id, content, receipt, at),
+        )
+
+    # pre-registered answers --------------------------------------------------------------
+    def insert_preanswer(self, builder: str, question: str, answer: str, actor: str | None, at: float) -> int:
+        cur = self._db.execute(
+            "INSERT INTO preanswers (builder, question, answer, actor, created_at) VALUES (?,?,?,?,?)",
+            (builder, question, answer, actor, at),
+        )
+        assert cur.lastrowid is not None
+        return cur.lastrowid
+
+    def open_preanswers(self, builder: str, questions: list[str]) -> dict[str, tuple[int, str, str | None]]:
+        """Oldest unused pre-registered answer per question text: {question: (id, answer, actor)}."""
+        out: dict[str, tuple[int, str, str | None]] = {}
+        if not questions:
+            return out
+        rows = self._db.execute(
+            f"SELECT id, question, answer, actor FROM preanswers WHERE builder=? AND used_at IS NULL"
+            f" AND question IN ({','.join('?' * len(questions))}) ORDER BY id",
+            (builder, *questions),
+        ).fetchall()
+        for pid, q, a, actor in rows:
+            out.setdefault(q, (pid, a, actor))
+        return out
+
+    def use_preanswers(self, ids: list[int], interaction_id: str, at: float) -> None:
+        self._db.executemany(
+            "UPDATE preanswers SET used_at=?, used_by=? WHERE id=? AND used_at IS NULL",
+            [(at, interaction_id, i) for i in ids],
         )
 
     def mark_permission_seen(self, interaction_id: str, at: float) -> None:
@@ -348,6 +535,9 @@ class Tx:
             "UPDATE interactions SET permission_seen_at=COALESCE(permission_seen_at, ?) WHERE id=?",
             (at, interaction_id),
         )
+
+    def set_input(self, interaction_id: str, tool_input: Any) -> None:
+        self._db.execute("UPDATE interactions SET input=COALESCE(input, ?) WHERE id=?", (_j(tool_input), interaction_id))
 
     def set_tool_use_id(self, interaction_id: str, tool_use_id: str) -> None:
         self._db.execute(
@@ -358,13 +548,14 @@ class Tx:
     def resolve_interaction(
         self, interaction_id: str, *, expected_state: str, state: str, answers: Any,
         selections: Any, surface: str | None, warning: str | None, error: str | None, at: float,
+        decision: str | None = None,
     ) -> bool:
         """Compare-and-set: move ``interaction_id`` from ``expected_state`` to ``state``.
         Returns False (and changes nothing) when it was no longer in ``expected_state``."""
         cur = self._db.execute(
             "UPDATE interactions SET state=?, answers=?, selections=?, surface=?, warning=?,"
-            " error=?, resolved_at=?, revision=revision+1 WHERE id=? AND state=?",
-            (state, _j(answers), _j(selections), surface, warning, error, at, interaction_id, expected_state),
+            " error=?, resolved_at=?, decision=COALESCE(?, decision), revision=revision+1 WHERE id=? AND state=?",
+            (state, _j(answers), _j(selections), surface, warning, error, at, decision, interaction_id, expected_state),
         )
         return cur.rowcount == 1
 
@@ -408,6 +599,34 @@ class Tx:
             " delivered_session_id=?, delivered_via=?, deliveries=deliveries+1 WHERE id=?",
             [(at, hook_event_id, session_id, via, i) for i in ids],
         )
+        self._answers_follow(ids, "delivered", at)
+
+    def _answers_follow(self, message_ids: list[str], what: str, at: float) -> None:
+        """An answer sent through the inbox is delivered / adopted with its message."""
+        if not message_ids:
+            return
+        marks = ",".join("?" * len(message_ids))
+        if what == "delivered":
+            sql = ("UPDATE interactions SET delivered_at=?, delivered_via='inbox', revision=revision+1"
+                   f" WHERE inbox_message_id IN ({marks}) AND delivered_at IS NULL")
+        else:
+            sql = ("UPDATE interactions SET delivered_at=COALESCE(delivered_at, ?), delivered_via=COALESCE(delivered_via, 'inbox'),"
+                   f" adopted_at=?, revision=revision+1 WHERE inbox_message_id IN ({marks}) AND adopted_at IS NULL")
+        self._db.execute(sql, (at, *message_ids) if what == "delivered" else (at, at, *message_ids))
+
+    def adopt_queued(self, ids: list[str], *, via: str, at: float) -> list[str]:
+        """Messages whose content the agent already got another way (an async answer returned
+        by ``await_answers``): adopted without being delivered. Returns the ids changed."""
+        changed = []
+        for i in ids:
+            cur = self._db.execute(
+                "UPDATE inbox_messages SET state='adopted', adopted_at=?, adopted_via=? WHERE id=? AND state IN ('queued', 'delivered')",
+                (at, via, i),
+            )
+            if cur.rowcount:
+                changed.append(i)
+        self._answers_follow(changed, "adopted", at)
+        return changed
 
     def adopt(self, session_id: str, *, up_to_hook_event_id: int, via: str, at: float,
               agent_id: str | None = None, only: list[str] | None = None) -> list[str]:
@@ -428,6 +647,7 @@ class Tx:
             "UPDATE inbox_messages SET state='adopted', adopted_at=?, adopted_via=? WHERE id=?",
             [(at, via, i) for i in ids],
         )
+        self._answers_follow(ids, "adopted", at)
         return ids
 
     def adopt_typed(self, ids: list[str], session_id: str, at: float) -> None:
@@ -437,6 +657,7 @@ class Tx:
             " adopted_at=?, adopted_via='typed' WHERE id=? AND state='queued'",
             [(at, session_id, at, i) for i in ids],
         )
+        self._answers_follow(ids, "adopted", at)
 
     def delivered_by_hook(self, hook_event_id: int) -> bool:
         """Did the hook event ``hook_event_id`` itself deliver messages?"""
@@ -578,6 +799,19 @@ class Store:
         assert db is not None
         async with db.execute(sql, args) as cur:
             return list(await cur.fetchall())
+
+    async def interactions_by_ids(self, ids: list[str]) -> dict[str, Interaction]:
+        """{requested id: interaction} for the ids (or tool_use_ids) that exist."""
+        out: dict[str, Interaction] = {}
+        for i in ids:
+            rows = await self._all(f"SELECT {_INTERACTION_COLS} FROM interactions WHERE id=? OR tool_use_id=? LIMIT 1", (i, i))
+            if rows:
+                out[i] = _interaction(rows[0])
+        return out
+
+    async def next_expiry(self) -> float | None:
+        (t,), = await self._all("SELECT MIN(expires_at) FROM interactions WHERE state='pending' AND expires_at IS NOT NULL")
+        return t
 
     async def interactions(self, state: str = "all", limit: int = 1000) -> list[Interaction]:
         """Interactions, oldest first. state: ``pending`` | ``resolved`` | ``all``."""

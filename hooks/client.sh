@@ -113,7 +113,7 @@ if (( ${#buf} > 65536 )); then
   fi
 fi
 
-req='POST /v1/hooks/%s/%s'$path' HTTP/1.1\r\nHost: hookd\r\nAuthorization: Bearer %s\r\nX-Hookd-Delivery: %s\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n'
+req='POST /v1/hooks/%s/%s'$path' HTTP/1.1\r\nHost: hookd\r\nAuthorization: Bearer %s\r\nX-Hookd-Delivery: %s\r\nX-Hookd-Deadline-Ms: '$deadline_ms'\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n'
 # (built with printf -v and written with one printf %s: bash's stdout is line-buffered, and
 # until its buffer exists glibc writes every line separately: one TCP segment per line)
 printf '\n' >/dev/null

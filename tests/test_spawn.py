@@ -223,7 +223,21 @@ def test_every_registered_event_is_registered(home: Path, worktree: Path) -> Non
     mine = hookd_handlers(json.loads(settings_path(worktree).read_bytes()), "b-1")
     assert set(mine) == set(cc.REGISTERED_EVENTS) == set(m["events"])
     assert {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "Stop"} <= set(mine)
+    # one command for every event but PermissionRequest, which holds for a remote answer:
+    # its client deadline is the hold window, Claude Code's timeout a minute above it
+    [(_, perm)] = mine.pop("PermissionRequest")
     assert len({h["command"] for v in mine.values() for _, h in v}) == 1
+    assert client_argv(perm["command"])[-1] == "900000" and perm["timeout"] == 960
+    assert m["hold_s"] == 900
+
+
+def test_hold_off_gives_permission_request_the_plain_command(home: Path, worktree: Path) -> None:
+    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree), "--hold", "0")
+    mine = hookd_handlers(json.loads(settings_path(worktree).read_bytes()), "b-1")
+    assert len({h["command"] for v in mine.values() for _, h in v}) == 1
+    r = subprocess.run([sys.executable, "-m", "hookd", "--home", os.fspath(home), "spawn", "b-1",
+                        "--worktree", os.fspath(worktree), "--hold", "3"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "hold must be 0 (off) or between 5 and 86400 seconds" in r.stderr
 
 
 def test_command_uses_real_bash_and_absolute_client_path(home: Path, worktree: Path, tmp_path: Path) -> None:

@@ -325,8 +325,8 @@ def test_tui_escape_on_question_menu(rig, tmux_bin):
     assert sent is not None and sent.get("is_error") is True
     assert "doesn't want to proceed" in json.dumps(sent["content"])
 
-    # hookd: one interaction, dismissed at the next turn's UserPromptSubmit, no answer
-    # invented, nothing left pending on the lane.
+    # hookd: one interaction, dismissed the moment Claude Code cancelled the held
+    # PermissionRequest hook (SIGTERM on Esc), no answer invented, nothing left pending.
     qs = r.questions()
     assert [q["id"] for q in qs] == [ESC_ASK], qs
     q = qs[0]
@@ -336,7 +336,10 @@ def test_tui_escape_on_question_menu(rig, tmux_bin):
     assert len(about(ev, "question_pending", ESC_ASK)) == 1
     [resolved] = about(ev, "question_resolved", ESC_ASK)
     assert resolved["data"]["outcome"] == "dismissed"
-    assert resolved["data"]["inferred_from"] == "UserPromptSubmit"
+    assert resolved["data"]["inferred_from"] == "hook cancelled"
+    assert resolved["data"]["surface"] == "terminal"
+    carry_on = [e for e in hooks_of(ev) if e["data"]["hook_event_name"] == "UserPromptSubmit"][-1]
+    assert resolved["seq"] < carry_on["seq"]  # before the human's next prompt
     assert builder["pending"] == 0
 
 
