@@ -261,10 +261,6 @@ class ToolFinished(Observation, kw_only=True):
     tool_input: Any
     failed: bool
     error: str | None
-    #: seen in a PostToolBatch (``tool_calls[i]``): the only hook after a PermissionRequest
-    #: deny (2.1.332 fires no PostToolUseFailure then); tool_response: what the model got
-    batch: bool = False
-    tool_response: Any = None
 
 
 class QuestionResolved(Observation, kw_only=True):
@@ -370,14 +366,6 @@ def observe(p: Base) -> list[Observation]:
             tool_name=p.tool_name, tool_input=p.tool_input, input_hash=input_hash(p.tool_input),
             permission_mode=text(getattr(p, "permission_mode", None)),
         ))
-    elif isinstance(p, PostToolBatch) and isinstance(p.tool_calls, list):
-        for call in p.tool_calls:
-            if isinstance(call, dict) and isinstance(call.get("tool_name"), str) and call["tool_name"] != ASK_TOOL:
-                obs.append(ToolFinished(
-                    tool_use_id=text(call.get("tool_use_id")), tool_name=call["tool_name"],
-                    tool_input=call.get("tool_input"), failed=False, error=None, batch=True,
-                    tool_response=call.get("tool_response"),
-                ))
     elif isinstance(p, (PostToolUse, PostToolUseFailure)) and isinstance(p.tool_name, str):
         failed = isinstance(p, PostToolUseFailure)
         err = getattr(p, "error", None) if failed else None

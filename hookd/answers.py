@@ -191,6 +191,10 @@ class Answers:
         if iid in self._waiters:
             tx.after_commit.append(lambda: self._release(iid, body))
 
+    def held(self) -> list[str]:
+        """Ids of the interactions a hook is being held for right now."""
+        return sorted(iid for iid, ws in self._waiters.items() if any(not f.done() for f in ws))
+
     def release_all(self) -> None:
         """Let every held hook go with no decision (shutdown): the desk still can answer."""
         for iid in list(self._waiters):

@@ -378,7 +378,8 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
 
 
 async def core_status(core: Hookd) -> dict[str, Any]:
-    """The daemon's status: process, listeners, counts, builders (spawned and seen)."""
+    """The daemon's status: process, listeners, counts, builders (spawned and seen), and the
+    interactions a PermissionRequest hook is held for (``held``)."""
     stats = await core.store.builder_stats()
     builders = []
     for m in list_manifests(core.home):
@@ -398,6 +399,7 @@ async def core_status(core: Hookd) -> dict[str, Any]:
         "migrations": await core.store.applied_migrations(),
         "counts": {**await core.store.counts(), "spooled": spooled},
         "builders": builders,
+        "held": core.held(),
     }
 
 

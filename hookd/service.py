@@ -468,7 +468,15 @@ class Hookd(Answers):
 
     def _close_open_questions(self, tx: Tx, builder: str, sid: str, ob: cc.TurnMovedOn, at: float) -> None:
         """Resolve questions left pending when the session's turn went on without a
-        PostToolUse/PostToolUseFailure for them (Esc at the menu fires no hook)."""
+        PostToolUse/PostToolUseFailure for them (Esc at the menu fires no hook). A remote
+        deny handed to a held hook is adopted here: 2.1.332 fires no PostToolUse(Failure) for
+        a denied call (only PostToolBatch, which hookd does not register), and had the desk
+        allowed it first its PostToolUse would have settled it before the turn went on."""
+        for i in tx.delivered_denies(sid, agent_id=ob.agent_id, all_agents=ob.all_agents):
+            if tx.mark_adopted(i.id, at):
+                tx.append_event("answer_adopted", builder, sid, at, {
+                    "id": i.id, "kind": i.kind, "via": ob.via, "tool_use_id": None,
+                })
         for i in tx.pending_in_session(builder, sid, agent_id=ob.agent_id, all_agents=ob.all_agents):
             if i.kind == "async":
                 continue  # asked so that the agent keeps working: outlives its turn
@@ -659,9 +667,8 @@ class Hookd(Answers):
 
     def _tool_finished(self, tx: Tx, builder: str, p: cc.Base, ob: cc.ToolFinished, at: float) -> None:
         """A tool call ended: a permission prompt for it is over. PostToolUse /
-        PostToolUseFailure mean the tool ran (allowed); a PostToolBatch entry with no such hook
-        before it is how 2.1.332 reports a PermissionRequest deny (its tool_response is the
-        deny message)."""
+        PostToolUseFailure mean the tool ran (allowed). (A PermissionRequest deny fires neither
+        in 2.1.332: see :meth:`_close_open_questions`.)"""
         sid = p.session_id
         assert sid is not None
         if not tx.awaiting_tool_result(sid):
@@ -671,11 +678,6 @@ class Hookd(Answers):
             return
         if ob.tool_use_id:
             tx.set_tool_use_id(i.id, ob.tool_use_id)
-        if ob.batch:
-            if i.state == "answered" and i.decision == "deny":
-                self._settle_remote(tx, i, p, at, outcome="answered", answers=None, selections=None,
-                                    decision="deny", error=None)
-            return  # an allowed call was settled by its PostToolUse
         self._release_after(tx, i.id)
         if i.state == "answered":
             # the tool ran: a remote allow was adopted, a remote deny lost to the desk's Yes

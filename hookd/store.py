@@ -354,6 +354,17 @@ class Tx:
             args += (agent_id,)
         return [_interaction(r) for r in self._db.execute(sql + " ORDER BY created_at", args).fetchall()]
 
+    def delivered_denies(self, session_id: str, *, agent_id: str | None, all_agents: bool) -> list[Interaction]:
+        """Remote permission denies a hook returned in this session, not yet adopted."""
+        sql = (f"SELECT {_INTERACTION_COLS} FROM interactions WHERE session_id=? AND kind='permission'"
+               " AND state='answered' AND decision='deny' AND received_at IS NOT NULL"
+               " AND delivered_at IS NOT NULL AND adopted_at IS NULL")
+        args: tuple = (session_id,)
+        if not all_agents:
+            sql += " AND agent_id IS ?"
+            args += (agent_id,)
+        return [_interaction(r) for r in self._db.execute(sql, args).fetchall()]
+
     def end_session(self, session_id: str, at: float, reason: str | None) -> bool:
         cur = self._db.execute(
             "UPDATE sessions SET ended_at=?, end_reason=? WHERE id=? AND ended_at IS NULL",
