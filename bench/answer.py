@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Answer latency benchmark: remote answer to held hook released, event-driven (budget: <= 50 ms).
+
+    python bench/answer.py [--runs 50] [--json]
+
+Starts a real daemon in a temp home and spawns a builder. Per run: its generated PreToolUse
+hook records a fresh AskUserQuestion call, then its generated PermissionRequest hook is
+started exactly as Claude Code starts it (``sh -c``, the payload on stdin) and held by the
+daemon. Measured: from the answer request (``POST /v1/interactions/{id}/answer`` over the
+Unix socket, as ``hookd answer`` sends it) to the held hook's exit with the decision (allow,
+the original questions plus the answers) on its stdout. Exit 1 if the median exceeds 50 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, os.fspath(REPO))
+
+from hookd.daemonproc import DaemonProcess, wait_until  # noqa: E402
+
+HOOKS = REPO / "fixtures/claude-code/2.1.332/tui-ask-answered-at-terminal/hooks"
+PRE = json.loads((HOOKS / "007-PreToolUse.json").read_bytes())
+PERM = json.loads((HOOKS / "008-PermissionRequest.json").read_bytes())
+Q = PRE["tool_input"]["questions"][0]["question"]
+BUDGET_MS = 50.0
+
+
+def command(settings: Path, event: str) -> str:
+    data = json.loads(settings.read_text())
+    return next(h["command"] for g in data["hooks"][event] for h in g["hooks"] if "# hookd builder=" in h["command"])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="hookd-bench-answer-"))
+    daemon = DaemonProcess(tmp / "home")
+    samples: list[float] = []
+    try:
+        daemon.start()
+        wt = tmp / "wt"
+        wt.mkdir()
+        subprocess.run(daemon.cli_args("spawn", "b1", "--worktree", os.fspath(wt), "--hold", "60"), check=True,
+                       capture_output=True)
+        settings = wt / ".claude" / "settings.local.json"
+        pre_cmd, perm_cmd = command(settings, "PreToolUse"), command(settings, "PermissionRequest")
+        client = daemon.client()
+        for i in range(args.runs):
+            tid = f"toolu_bench_{i:04d}"
+            pre = dict(PRE, tool_use_id=tid, session_id=f"s-bench-{i}")
+            perm = dict(PERM, session_id=f"s-bench-{i}")
+            subprocess.run(["sh", "-c", pre_cmd], input=json.dumps(pre).encode(), cwd=wt, check=True, capture_output=True)
+            p = subprocess.Popen(["sh", "-c", perm_cmd], cwd=wt, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL)
+            assert p.stdin is not None and p.stdout is not None
+            p.stdin.write(json.dumps(perm).encode())
+            p.stdin.close()
+            wait_until(lambda: tid in client.get("/v1/status")["held"], 5, 0.002, "the hook to be held")
+            t0 = time.perf_counter()
+            client.post_json(f"/v1/interactions/{tid}/answer", {"options": ["Blue"], "surface": "cli"})
+            out = p.stdout.read()
+            rc = p.wait(10)
+            dt = time.perf_counter() - t0
+            decision = json.loads(out)["hookSpecificOutput"]["decision"] if out else None
+            if rc != 0 or not decision or decision["updatedInput"]["answers"] != {Q: "Blue"}:
+                raise SystemExit(f"run {i}: held hook exited {rc} with {out[:200]!r}")
+            samples.append(dt)
+        client.close()
+    finally:
+        daemon.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    s = sorted(samples)
+    res = {"runs": len(s), "median_ms": statistics.median(s) * 1e3, "p90_ms": s[int(0.9 * (len(s) - 1))] * 1e3,
+           "max_ms": s[-1] * 1e3, "budget_ms": BUDGET_MS}
+    res["ok"] = res["median_ms"] <= BUDGET_MS
+    if args.json:
+        print(json.dumps(res, indent=2))
+    else:
+        print(f"answer -> held PermissionRequest hook released with the decision: median {res['median_ms']:.1f} ms, "
+              f"p90 {res['p90_ms']:.1f} ms, max {res['max_ms']:.1f} ms over {res['runs']} runs "
+              f"(budget median <= {BUDGET_MS:.0f} ms): {'ok' if res['ok'] else 'FAIL'}")
+    return 0 if res["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
