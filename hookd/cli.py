@@ -306,6 +306,20 @@ def ask(ctx: click.Context, builder: str, question: str, options: tuple[str, ...
 
 
 @main.command()
+@click.option("--builder", required=True, help="The builder whose agent runs this server.")
+@click.option("--log-level", default="warning", type=click.Choice(["debug", "info", "warning", "error"]))
+@click.pass_context
+def mcp(ctx: click.Context, builder: str, log_level: str) -> None:
+    """Serve hookd's MCP tools (ask_user_async, await_answers, check_answers) over stdio for
+    BUILDER's agent; `hookd spawn` registers it. Logs go to stderr only."""
+    from hookd.config import check_builder_id
+    from hookd.mcp_server import run as run_mcp
+
+    logging.basicConfig(level=log_level.upper(), stream=sys.stderr, format="%(asctime)s hookd-mcp %(levelname)s %(message)s")
+    run_mcp(ctx.obj, check_builder_id(builder))
+
+
+@main.command()
 @click.argument("builder")
 @click.option("--question", required=True, help="The exact question text the agent will ask.")
 @click.option("--option", "options", multiple=True, metavar="LABEL", help="The answer's label(s).")

@@ -1,4 +1,5 @@
-"""The CLI's HTTP client: httpx over the daemon's Unix socket.
+"""The CLI's HTTP client: httpx over the daemon's Unix socket (``Client``; ``AsyncClient``
+for asyncio callers such as ``hookd mcp``).
 
 Raises DaemonNotRunning (with the command that starts it) when nothing listens, and turns
 the API's error shape back into the matching HookdError.
@@ -16,6 +17,25 @@ from hookd.config import Home
 from hookd.models import DaemonNotRunning, HookdError
 
 _ERRORS = {cls.code: cls for cls in HookdError.__subclasses__()}
+_UNREACHABLE = (httpx.ConnectError, FileNotFoundError, httpx.RemoteProtocolError)
+
+
+def _not_running(home: Home) -> DaemonNotRunning:
+    return DaemonNotRunning(
+        f"hookd is not running for {home.root}; start it with: hookd --home {shlex.quote(str(home.root))} serve"
+    )
+
+
+def _raise_for(r: httpx.Response, body: bytes) -> None:
+    """Raise the HookdError an error reply (``{"error": {"code", "message"}}``) stands for."""
+    if r.status_code < 400:
+        return
+    try:
+        err = msgspec.json.decode(body)["error"]
+        cls = _ERRORS.get(err["code"], HookdError)
+        raise cls(err["message"])
+    except (msgspec.DecodeError, KeyError, TypeError):
+        raise HookdError(f"daemon answered HTTP {r.status_code}") from None
 
 
 class Client:
@@ -27,19 +47,10 @@ class Client:
         self._http = httpx.Client(transport=transport, base_url="http://hookd", timeout=timeout)
 
     def _not_running(self) -> DaemonNotRunning:
-        return DaemonNotRunning(
-            f"hookd is not running for {self.home.root}; start it with: hookd --home {shlex.quote(str(self.home.root))} serve"
-        )
+        return _not_running(self.home)
 
     def _raise_for(self, r: httpx.Response) -> None:
-        if r.status_code < 400:
-            return
-        try:
-            err = msgspec.json.decode(r.read())["error"]
-            cls = _ERRORS.get(err["code"], HookdError)
-            raise cls(err["message"])
-        except (msgspec.DecodeError, KeyError, TypeError):
-            raise HookdError(f"daemon answered HTTP {r.status_code}") from None
+        _raise_for(r, r.read() if r.status_code >= 400 else b"")
 
     def get(self, path: str, **params: Any) -> Any:
         return self.get_with_headers(path, **params)[0]
@@ -80,3 +91,35 @@ class Client:
 
     def close(self) -> None:
         self._http.close()
+
+
+class AsyncClient:
+    """The asyncio twin of :class:`Client` (JSON POST and GET only), for callers that must not
+    block their event loop while the daemon waits (``POST /v1/interactions/await``).
+    timeout: default seconds per request; ``post_json(..., timeout=)`` overrides it."""
+
+    def __init__(self, home: Home, timeout: float | None = 10.0):
+        self.home = home
+        transport = httpx.AsyncHTTPTransport(uds=str(home.socket_path))
+        self._http = httpx.AsyncClient(transport=transport, base_url="http://hookd", timeout=timeout)
+
+    async def get(self, path: str, **params: Any) -> Any:
+        try:
+            r = await self._http.get(path, params={k: v for k, v in params.items() if v is not None})
+        except _UNREACHABLE:
+            raise _not_running(self.home) from None
+        _raise_for(r, r.content)
+        return msgspec.json.decode(r.content)
+
+    async def post_json(self, path: str, obj: Any, timeout: Any = httpx.USE_CLIENT_DEFAULT) -> Any:
+        """POST a JSON body; returns the decoded JSON reply. Raises DaemonNotRunning, HookdError."""
+        try:
+            r = await self._http.post(path, content=msgspec.json.encode(obj),
+                                      headers={"content-type": "application/json"}, timeout=timeout)
+        except _UNREACHABLE:
+            raise _not_running(self.home) from None
+        _raise_for(r, r.content)
+        return msgspec.json.decode(r.content)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
