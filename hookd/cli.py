@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -86,20 +87,29 @@ def serve(ctx: click.Context, port: int, log_level: str) -> None:
 @click.option("--hold", type=int, default=900, show_default=True,
               help="Seconds a PermissionRequest hook waits for a remote `hookd answer` while the prompt "
                    "stays usable at the desk (0: never wait).")
+@click.option("--mcp/--no-mcp", default=True, show_default=True,
+              help="Register hookd's MCP server (ask_user_async, await_answers, check_answers) for the agent.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
 @click.pass_context
 def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file: Path | None,
-          harness: str, deadline: float | None, wake_wait: int, hold: int, as_json: bool) -> None:
+          harness: str, deadline: float | None, wake_wait: int, hold: int, mcp: bool, as_json: bool) -> None:
     """Install hookd's hooks for BUILDER (idempotent; works while the daemon is down)."""
     from hookd.spawn import spawn as do_spawn
 
     m = do_spawn(ctx.obj, builder, worktree=worktree, settings_file=settings_file, harness=harness,
                  deadline_ms=None if deadline is None else int(deadline * 1000), wake_wait_s=wake_wait,
-                 hold_s=hold)
+                 hold_s=hold, mcp=mcp)
     if as_json:
         _echo_json(m)
-    else:
-        click.echo(f"spawned {builder}: hooks for {len(m['events'])} events in {m['settings_file']}")
+        return
+    click.echo(f"spawned {builder}: hooks for {len(m['events'])} events in {m['settings_file']}")
+    rec = m.get("mcp")
+    if rec and rec.get("skipped"):
+        click.echo(f"hookd: {rec['skipped']}", err=True)
+    elif rec and rec.get("standalone"):
+        click.echo(f"MCP server config in {rec['file']}: pass --mcp-config {shlex.quote(rec['file'])} to claude")
+    elif rec:
+        click.echo(f"MCP server 'hookd' (tools mcp__hookd__*) in {rec['file']}")
 
 
 @main.command()
@@ -107,14 +117,15 @@ def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def unspawn(ctx: click.Context, builder: str, as_json: bool) -> None:
-    """Remove exactly the hooks `spawn` added for BUILDER."""
+    """Remove exactly the hooks (and MCP server entry) `spawn` added for BUILDER."""
     from hookd.spawn import unspawn as do_unspawn
 
     r = do_unspawn(ctx.obj, builder)
     if as_json:
         _echo_json(r)
     else:
-        click.echo(f"unspawned {builder}: removed {r['removed']} hook entries from {r['settings_file']}")
+        mcp = " and hookd's MCP server" if r.get("mcp_removed") else ""
+        click.echo(f"unspawned {builder}: removed {r['removed']} hook entries{mcp} from {r['settings_file']}")
 
 
 @main.command()

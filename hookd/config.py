@@ -7,6 +7,7 @@
       token               bearer token for the loopback TCP listener (0600)
       bin/hook-client     the generated hook client (bash), shared by the home's builders
       builders/<id>.json  spawn manifests: what `hookd spawn` added, so `unspawn` can undo it
+      mcp/<id>.json       standalone MCP config (`claude --mcp-config`) of a --settings-file spawn
       spool/<id>/         payloads hook clients could not deliver (ingested by `serve`)
       run/                0700: serve.lock, endpoint (port + token for hook clients),
                           hookd.sock when its path is short enough
@@ -98,6 +99,12 @@ class Home:
 
     def manifest(self, builder: str) -> Path:
         return self.builders_dir / f"{check_builder_id(builder)}.json"
+
+    def mcp_config(self, builder: str) -> Path:
+        """The standalone MCP config (``claude --mcp-config PATH``) of a ``--settings-file``
+        spawn. Not under builders/, whose ``*.json`` are manifests: a builder may be named
+        ``x.mcp``."""
+        return self.root / "mcp" / f"{check_builder_id(builder)}.json"
 
     @property
     def spool_root(self) -> Path:

@@ -6,6 +6,13 @@ hook entry per event into ``W/.claude/settings.local.json`` (or a standalone fil
 (``# hookd builder=B``), so re-spawn replaces them and `unspawn` removes exactly them. Other
 hooks and keys are never touched; files are written atomically; a file that is not strict
 JSON is refused and left as it was. A manifest (``builders/B.json``) records what was added.
+
+MCP (default on): the entry ``mcpServers.hookd`` (``python -P -m hookd --home H mcp --builder
+B``) is merged into ``W/.mcp.json``, and ``enabledMcpjsonServers: ["hookd"]`` (no "new MCP
+server" dialog) plus ``permissions.allow: ["mcp__hookd"]`` (no permission prompt; in ``-p``
+no denial) into the settings file; with ``--settings-file`` the entry goes to a standalone
+``HOOKD_HOME/mcp/B.json`` for ``claude --mcp-config``. The same rules hold: recognised by
+its ``mcp --builder B`` arguments, recorded in the manifest, undone exactly by `unspawn`.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import math
 import os
 import shlex
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -32,6 +40,12 @@ DEFAULT_WAKE_WAIT_S = 0  # opt-in: see docs/decisions.md "Idle wake"
 #: Default window (seconds) a PermissionRequest hook holds for a remote answer; the prompt
 #: stays usable at the desk meanwhile. 0: never hold.
 DEFAULT_HOLD_S = 900
+
+
+#: The MCP server's name in Claude Code's config (its tools are ``mcp__hookd__<tool>``).
+MCP_SERVER = "hookd"
+#: The permission rule that allows every tool of that server.
+MCP_ALLOW = f"mcp__{MCP_SERVER}"
 
 
 def tag(builder: str) -> str:
@@ -53,6 +67,38 @@ def bash_path() -> str:
         except OSError:
             continue
     return os.path.realpath(found)
+
+
+def python_path() -> str:
+    """The interpreter that runs ``hookd mcp``: this one, by its absolute path. Not its real
+    path: a virtualenv's ``bin/python`` is a symlink, and resolving it would lose the venv's
+    packages. A ``#!`` script (a version-manager shim: ~200 ms per start) is resolved."""
+    exe = os.path.abspath(sys.executable or shutil.which("python3") or "python3")
+    try:
+        with open(exe, "rb") as f:
+            if f.read(2) == b"#!":
+                return os.path.realpath(exe)
+    except OSError:
+        pass
+    return exe
+
+
+def mcp_entry(home: Home, builder: str) -> dict[str, Any]:
+    """The stdio server entry Claude Code starts for ``builder``'s sessions. ``-P``: the
+    session's cwd (the worktree) is not put on ``sys.path``, so a ``hookd/`` folder there is
+    never imported instead of the installed package."""
+    return {"type": "stdio", "command": python_path(),
+            "args": ["-P", "-m", "hookd", "--home", os.fspath(home.root), "mcp", "--builder", builder]}
+
+
+def _mcp_entry_builder(entry: Any) -> str | None:
+    """The builder of an MCP entry hookd generated (``... -m hookd ... mcp --builder B``);
+    None for anyone else's."""
+    args = entry.get("args") if isinstance(entry, dict) else None
+    if (isinstance(args, list) and len(args) >= 5 and args[-3:-1] == ["mcp", "--builder"]
+            and "hookd" in args and isinstance(args[-1], str)):
+        return args[-1]
+    return None
 
 
 def hook_command(home: Home, harness: str, builder: str, deadline_ms: int, mode: str = "hook") -> str:
@@ -90,9 +136,9 @@ def write_client(home: Home) -> Path:
     return path
 
 
-def _load_settings(path: Path) -> tuple[dict[str, Any], bool]:
+def _load_settings(path: Path, object_key: str = "hooks") -> tuple[dict[str, Any], bool]:
     """(settings object, existed). Raises ConfigError when the file is not a strict JSON
-    object; the file is left untouched."""
+    object, or its ``object_key`` is there and not an object; the file is left untouched."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -105,10 +151,145 @@ def _load_settings(path: Path) -> tuple[dict[str, Any], bool]:
         raise ConfigError(f"{path} is not strict JSON ({e}); left it untouched — fix or remove it and spawn again") from None
     if not isinstance(obj, dict):
         raise ConfigError(f"{path} must hold a JSON object; left it untouched")
-    hooks = obj.get("hooks")
-    if hooks is not None and not isinstance(hooks, dict):
-        raise ConfigError(f"{path}: 'hooks' must be an object; left it untouched")
+    inner = obj.get(object_key)
+    if inner is not None and not isinstance(inner, dict):
+        raise ConfigError(f"{path}: '{object_key}' must be an object; left it untouched")
     return obj, True
+
+
+def _original_text(path: Path, existed: bool) -> str | None:
+    return path.read_text(encoding="utf-8", errors="surrogateescape") if existed else None
+
+
+# --- MCP: the settings keys ---------------------------------------------------------------
+def _add_mcp_keys(settings: dict[str, Any], path: Path) -> dict[str, bool]:
+    """Add ``enabledMcpjsonServers: ["hookd"]`` and ``permissions.allow: ["mcp__hookd"]``
+    (merged: appended to existing lists, never replacing them). Returns what was added, for
+    the manifest; raises ConfigError (nothing changed) when those keys have the wrong type."""
+    enabled = settings.get("enabledMcpjsonServers")
+    perms = settings.get("permissions")
+    allow = perms.get("allow") if isinstance(perms, dict) else None
+    if enabled is not None and not isinstance(enabled, list):
+        raise ConfigError(f"{path}: 'enabledMcpjsonServers' must be a list; left it untouched")
+    if perms is not None and not isinstance(perms, dict):
+        raise ConfigError(f"{path}: 'permissions' must be an object; left it untouched")
+    if allow is not None and not isinstance(allow, list):
+        raise ConfigError(f"{path}: 'permissions.allow' must be a list; left it untouched")
+    added = {"enabled": False, "enabled_key": False, "allow": False, "allow_key": False, "permissions_key": False}
+    if enabled is None:
+        settings["enabledMcpjsonServers"] = enabled = []
+        added["enabled_key"] = True
+    if MCP_SERVER not in enabled:
+        enabled.append(MCP_SERVER)
+        added["enabled"] = True
+    if perms is None:
+        settings["permissions"] = perms = {}
+        added["permissions_key"] = True
+    if allow is None:
+        perms["allow"] = allow = []
+        added["allow_key"] = True
+    if MCP_ALLOW not in allow:
+        allow.append(MCP_ALLOW)
+        added["allow"] = True
+    return added
+
+
+def _remove_last(items: Any, value: str) -> bool:
+    if isinstance(items, list) and value in items:
+        del items[len(items) - 1 - items[::-1].index(value)]
+        return True
+    return False
+
+
+def _strip_mcp_keys(settings: dict[str, Any], added: dict[str, bool] | None) -> bool:
+    """Undo :func:`_add_mcp_keys` as recorded in ``added``: only what hookd added, keys it
+    created only when left empty. Returns whether anything changed."""
+    if not added:
+        return False
+    changed = False
+    if added.get("enabled"):
+        changed |= _remove_last(settings.get("enabledMcpjsonServers"), MCP_SERVER)
+    if added.get("enabled_key") and settings.get("enabledMcpjsonServers") == []:
+        del settings["enabledMcpjsonServers"]
+        changed = True
+    perms = settings.get("permissions")
+    if isinstance(perms, dict):
+        if added.get("allow"):
+            changed |= _remove_last(perms.get("allow"), MCP_ALLOW)
+        if added.get("allow_key") and perms.get("allow") == []:
+            del perms["allow"]
+            changed = True
+        if added.get("permissions_key") and perms == {}:
+            del settings["permissions"]
+            changed = True
+    return changed
+
+
+# --- MCP: the server entry ----------------------------------------------------------------
+def _plan_mcp_json(path: Path, builder: str, entry: dict[str, Any],
+                   old: dict[str, Any] | None) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """Merge hookd's entry into the ``.mcp.json`` at ``path`` (in memory). Returns (the new
+    object or None when nothing is to be written, the manifest's ``mcp`` record). ``old``:
+    the previous spawn's record for this same file (its ``original`` is kept). Raises
+    ConfigError, touching nothing, when the file is not strict JSON or holds a ``hookd``
+    server hookd did not write."""
+    obj, existed = _load_settings(path, "mcpServers")
+    servers = obj.get("mcpServers")
+    current = servers.get(MCP_SERVER) if isinstance(servers, dict) else None
+    if current is not None:
+        owner = _mcp_entry_builder(current)
+        if owner is None:
+            raise ConfigError(f"{path} already has an MCP server named {MCP_SERVER!r} that hookd did not write; "
+                              "left it untouched — rename or remove it, or spawn with --no-mcp")
+        if owner != builder:
+            return None, {"file": os.fspath(path), "skipped": (
+                f"{path} already serves builder {owner!r}'s asks: this spawn added no MCP server; "
+                f"unspawn {owner} first to give {builder} its own")}
+    if old is not None:
+        created_file, original, added_key = old["created_file"], old["original"], old["added_servers_key"]
+    else:
+        created_file, original, added_key = not existed, _original_text(path, existed), "mcpServers" not in obj
+    obj.setdefault("mcpServers", {})[MCP_SERVER] = entry
+    return obj, {"file": os.fspath(path), "standalone": False, "entry": entry, "created_file": created_file,
+                 "added_servers_key": added_key, "original": original}
+
+
+def _undo_mcp_file(rec: dict[str, Any] | None, builder: str) -> bool:
+    """Remove the MCP entry a spawn recorded in ``rec``: delete a standalone config; take
+    hookd's entry out of a ``.mcp.json`` and restore the file byte for byte when nothing else
+    changed (delete it when spawn created it and it is left empty). Raises ConfigError,
+    touching nothing, when that file is no longer JSON. Returns whether anything was removed."""
+    if not rec or rec.get("skipped") or not rec.get("file"):
+        return False
+    path = Path(rec["file"])
+    if rec.get("standalone"):
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return False
+        try:
+            path.parent.rmdir()  # only if empty
+        except OSError:
+            pass
+        return True
+    obj, existed = _load_settings(path, "mcpServers")
+    if not existed:
+        return False
+    servers = obj.get("mcpServers")
+    removed = False
+    if isinstance(servers, dict) and _mcp_entry_builder(servers.get(MCP_SERVER)) == builder:
+        del servers[MCP_SERVER]
+        removed = True
+        if rec.get("added_servers_key") and not servers:
+            del obj["mcpServers"]
+    original = rec.get("original")
+    if rec.get("created_file") and not obj:
+        path.unlink()
+    elif original is not None and _parses_to(original, obj):
+        atomic_write(path, original.encode("utf-8", errors="surrogateescape"), mode=path.stat().st_mode & 0o777)
+    elif removed:
+        _write_settings(path, obj)
+    return removed
 
 
 def _strip_tagged(settings: dict[str, Any], builder: str) -> int:
@@ -163,6 +344,7 @@ def spawn(
     deadline_ms: int | None = None,
     wake_wait_s: int = DEFAULT_WAKE_WAIT_S,
     hold_s: int = DEFAULT_HOLD_S,
+    mcp: bool = True,
 ) -> dict[str, Any]:
     """Install hookd's hooks for ``builder``; idempotent. Returns the manifest.
 
@@ -172,7 +354,11 @@ def spawn(
     wake_wait_s: how long the idle-wake Stop hook waits for a message (seconds; 0: no idle
     wake hook). hold_s: how long a PermissionRequest hook waits for a remote answer (seconds;
     0: it does not wait; Claude Code's timeout for it is hold_s + 60).
-    Raises ConfigError on a bad builder id, a missing worktree, or a non-JSON settings file.
+    mcp: also register ``hookd mcp --builder B`` (``W/.mcp.json``, or the standalone
+    ``HOOKD_HOME/mcp/B.json`` with settings_file) and allow its tools in the settings file;
+    the manifest's ``mcp`` says where (``claude_args`` to pass in the standalone form).
+    Raises ConfigError on a bad builder id, a missing worktree, or a non-JSON settings or
+    ``.mcp.json`` file (nothing is written then).
     """
     check_builder_id(builder)
     if harness not in HARNESSES:
@@ -201,10 +387,25 @@ def spawn(
         old = None
 
     settings, existed = _load_settings(target)
-    original = target.read_text(encoding="utf-8", errors="surrogateescape") if existed else None
+    original = _original_text(target, existed)
     had_hooks_key = "hooks" in settings
     created_dir = not target.parent.exists()
     _strip_tagged(settings, builder)
+    old_mcp = old.get("mcp") if old else None
+    _strip_mcp_keys(settings, (old_mcp or {}).get("settings"))
+    mcp_rec: dict[str, Any] | None = None
+    mcp_obj: dict[str, Any] | None = None
+    if mcp:
+        entry = mcp_entry(home, builder)
+        if worktree is not None:
+            path = worktree / ".mcp.json"
+            same = old_mcp if old_mcp and old_mcp.get("file") == os.fspath(path) and not old_mcp.get("skipped") else None
+            mcp_obj, mcp_rec = _plan_mcp_json(path, builder, entry, same)
+        else:
+            path = home.mcp_config(builder)
+            mcp_obj = {"mcpServers": {MCP_SERVER: entry}}
+            mcp_rec = {"file": os.fspath(path), "standalone": True, "entry": entry,
+                       "claude_args": ["--mcp-config", os.fspath(path)]}
     command = hook_command(home, harness, builder, deadline_ms)
     timeout_s = max(10, math.ceil(deadline_ms / 1000) * 2)
     wake_command = hook_command(home, harness, builder, wake_wait_s * 1000, mode="wake") if wake_wait_s else None
@@ -214,9 +415,15 @@ def spawn(
                                           permission_command, hold_s + 60).items():
         existing = hooks.get(event)
         hooks[event] = (existing if isinstance(existing, list) else []) + groups
+    if mcp_rec is not None and not mcp_rec.get("skipped"):
+        mcp_rec["settings"] = _add_mcp_keys(settings, target)  # may refuse: nothing written yet
 
     write_client(home)
     home.spool_dir(builder).mkdir(parents=True, exist_ok=True)
+    if old_mcp and (mcp_rec is None or old_mcp.get("file") != mcp_rec["file"]):
+        _undo_mcp_file(old_mcp, builder)  # --no-mcp now, or another place
+    if mcp_obj is not None and mcp_rec is not None:
+        _write_settings(Path(mcp_rec["file"]), mcp_obj)
     target.parent.mkdir(parents=True, exist_ok=True)
     _write_settings(target, settings)
     manifest = {
@@ -235,6 +442,7 @@ def spawn(
         # the file as it was before the first spawn: unspawn restores it byte for byte when
         # nothing else changed meanwhile
         "original": old.get("original") if old else original,
+        "mcp": mcp_rec,
         "spawned_at": time.time(),
     }
     atomic_write(home.manifest(builder), _dump(manifest), mode=0o600)
@@ -270,15 +478,18 @@ def _parses_to(text: str, settings: dict[str, Any]) -> bool:
 def unspawn(home: Home, builder: str) -> dict[str, Any]:
     """Remove exactly what `spawn` added for ``builder``. Raises NotFound when the builder
     was never spawned in this home, ConfigError when its settings file is no longer JSON.
-    Returns ``{"builder", "settings_file", "removed"}`` (handlers removed)."""
+    Returns ``{"builder", "settings_file", "removed", "mcp_removed"}`` (hook handlers
+    removed; whether hookd's MCP server entry was)."""
     m = read_manifest(home, builder)
     if m is None:
         raise NotFound(f"builder {builder!r} was not spawned in {home.root}")
     target = Path(m["settings_file"])
     removed = 0
     settings, existed = _load_settings(target)
+    mcp_removed = _undo_mcp_file(m.get("mcp"), builder)  # before any write: it may refuse
     if existed:
         removed = _strip_tagged(settings, builder)
+        keys_removed = _strip_mcp_keys(settings, (m.get("mcp") or {}).get("settings"))
         if m.get("added_hooks_key") and settings.get("hooks") == {}:
             del settings["hooks"]
         original = m.get("original")
@@ -292,10 +503,10 @@ def unspawn(home: Home, builder: str) -> dict[str, Any]:
         elif original is not None and _parses_to(original, settings):
             atomic_write(target, original.encode("utf-8", errors="surrogateescape"),
                          mode=target.stat().st_mode & 0o777)
-        elif removed:
+        elif removed or keys_removed:
             _write_settings(target, settings)
     home.manifest(builder).unlink()
     spool = home.spool_dir(builder)
     if spool.is_dir() and not any(spool.iterdir()):
         spool.rmdir()
-    return {"builder": builder, "settings_file": os.fspath(target), "removed": removed}
+    return {"builder": builder, "settings_file": os.fspath(target), "removed": removed, "mcp_removed": mcp_removed}

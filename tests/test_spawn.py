@@ -88,8 +88,11 @@ def test_merge_keeps_other_hooks_and_keys_and_unspawn_restores_them(home: Path, 
 
     spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
     merged = json.loads(target.read_bytes())
-    for key in ("permissions", "env", "model", "statusLine"):
+    for key in ("env", "model", "statusLine"):
         assert merged[key] == EXISTING[key]
+    # the MCP server's allow rule is appended to the user's; deny untouched
+    assert merged["permissions"] == {"allow": ["Bash(npm test:*)", "mcp__hookd"], "deny": ["Read(./.env)"]}
+    assert merged["enabledMcpjsonServers"] == ["hookd"]
     # the user's hooks are still there, first and unchanged, next to hookd's
     for event, groups in EXISTING["hooks"].items():
         assert merged["hooks"][event][: len(groups)] == groups
@@ -171,11 +174,13 @@ def test_settings_file_form_and_unspawn_removes_the_file_it_created(home: Path, 
     m = spawn_ok(home, "b-7", "--settings-file", os.fspath(target))
     assert m["settings_file"] == os.fspath(target) and m["worktree"] is None
     data = json.loads(target.read_bytes())
-    assert list(data) == ["hooks"]
+    assert list(data) == ["hooks", "enabledMcpjsonServers", "permissions"]
     assert set(hookd_handlers(data, "b-7")) == set(cc.REGISTERED_EVENTS)
+    mcp_config = home / "mcp" / "b-7.json"  # standalone, for claude --mcp-config
+    assert m["mcp"]["file"] == os.fspath(mcp_config) and mcp_config.is_file()
     r = hookd_cli(home, "unspawn", "b-7")
     assert r.returncode == 0, r.stderr
-    assert not target.exists()
+    assert not target.exists() and not mcp_config.exists()
     r = hookd_cli(home, "unspawn", "b-7")
     assert r.returncode != 0 and "b-7" in r.stderr  # nothing left to undo
 
@@ -380,3 +385,176 @@ def test_command_fails_open_when_the_client_is_gone(home: Path, worktree: Path) 
     Home.resolve(home).client_script.unlink()  # the home was moved or deleted
     r = run_hook(command, (TUI / "004-PreToolUse.json").read_bytes(), worktree)
     assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")
+
+
+# --- the MCP server entry (.mcp.json) and its two settings keys --------------------------
+
+MCP_EXISTING = '{"mcpServers": {"docs": {"command": "npx", "args": ["docs-mcp"]}},\n  "x-note": "mine"}\n'
+
+
+def mcp_json(worktree: Path) -> Path:
+    return worktree / ".mcp.json"
+
+
+def test_mcp_entry_merged_and_unspawn_restores_both_files_byte_for_byte(home: Path, worktree: Path) -> None:
+    settings = settings_path(worktree)
+    settings.parent.mkdir()
+    settings_text = '{"enabledMcpjsonServers": ["docs"],\n "permissions": {"allow": ["Bash(ls)"]}}\n'
+    settings.write_text(settings_text)
+    mcp_json(worktree).write_text(MCP_EXISTING)
+
+    m = spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
+    data = json.loads(mcp_json(worktree).read_bytes())
+    assert data["mcpServers"]["docs"] == {"command": "npx", "args": ["docs-mcp"]} and data["x-note"] == "mine"
+    entry = data["mcpServers"]["hookd"]
+    assert entry["type"] == "stdio" and os.path.isabs(entry["command"])
+    assert entry["args"] == ["-P", "-m", "hookd", "--home", os.fspath(home.absolute()), "mcp", "--builder", "b-1"]
+    assert m["mcp"]["file"] == os.fspath(mcp_json(worktree)) and m["mcp"]["entry"] == entry
+    s = json.loads(settings.read_bytes())
+    assert s["enabledMcpjsonServers"] == ["docs", "hookd"]
+    assert s["permissions"] == {"allow": ["Bash(ls)", "mcp__hookd"]}
+
+    r = hookd_cli(home, "unspawn", "b-1")
+    assert r.returncode == 0, r.stderr
+    assert "MCP server" in r.stdout
+    assert mcp_json(worktree).read_text() == MCP_EXISTING
+    assert settings.read_text() == settings_text
+
+
+def test_mcp_json_created_by_spawn_is_removed_and_respawn_is_idempotent(home: Path, worktree: Path) -> None:
+    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
+    first_mcp, first_settings = mcp_json(worktree).read_bytes(), settings_path(worktree).read_bytes()
+    assert list(json.loads(first_mcp)["mcpServers"]) == ["hookd"]
+    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
+    assert mcp_json(worktree).read_bytes() == first_mcp
+    assert settings_path(worktree).read_bytes() == first_settings
+    assert hookd_cli(home, "unspawn", "b-1").returncode == 0
+    assert sorted(p.name for p in worktree.iterdir()) == []  # .mcp.json and .claude/ gone
+
+
+def test_mcp_keys_already_there_are_neither_doubled_nor_removed(home: Path, worktree: Path) -> None:
+    settings = settings_path(worktree)
+    settings.parent.mkdir()
+    mine = {"enabledMcpjsonServers": ["hookd"], "permissions": {"allow": ["mcp__hookd"]}}
+    settings.write_text(json.dumps(mine))
+    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
+    s = json.loads(settings.read_bytes())
+    assert s["enabledMcpjsonServers"] == ["hookd"] and s["permissions"]["allow"] == ["mcp__hookd"]
+    assert hookd_cli(home, "unspawn", "b-1").returncode == 0
+    assert json.loads(settings.read_bytes()) == mine
+
+
+def test_keys_added_later_by_the_user_survive_unspawn(home: Path, worktree: Path) -> None:
+    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
+    s = json.loads(settings_path(worktree).read_bytes())
+    s["permissions"]["allow"].append("Bash(make)")
+    s["enabledMcpjsonServers"].insert(0, "docs")
+    settings_path(worktree).write_text(json.dumps(s))
+    data = json.loads(mcp_json(worktree).read_bytes())
+    data["mcpServers"]["docs"] = {"command": "docs-mcp"}
+    mcp_json(worktree).write_text(json.dumps(data))
+    assert hookd_cli(home, "unspawn", "b-1").returncode == 0
+    assert json.loads(settings_path(worktree).read_bytes()) == {
+        "enabledMcpjsonServers": ["docs"], "permissions": {"allow": ["Bash(make)"]}}
+    assert json.loads(mcp_json(worktree).read_bytes()) == {"mcpServers": {"docs": {"command": "docs-mcp"}}}
+
+
+@pytest.mark.parametrize("name", ["trailing-comma", "line-comment", "not-an-object"])
+def test_non_strict_mcp_json_is_refused_and_nothing_is_written(name: str, home: Path, worktree: Path) -> None:
+    mcp_json(worktree).write_bytes(NOT_STRICT[name])
+    r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert os.fspath(mcp_json(worktree)) in r.stderr and "untouched" in r.stderr and "Traceback" not in r.stderr
+    assert mcp_json(worktree).read_bytes() == NOT_STRICT[name]
+    assert sorted(p.name for p in worktree.iterdir()) == [".mcp.json"]  # no settings, no temp file
+    assert not (home / "builders" / "b-1.json").exists()
+    # --no-mcp leaves the file alone and spawns the hooks
+    m = spawn_ok(home, "b-1", "--worktree", os.fspath(worktree), "--no-mcp")
+    assert m["mcp"] is None and mcp_json(worktree).read_bytes() == NOT_STRICT[name]
+
+
+@pytest.mark.parametrize("bad", [{"permissions": ["x"]}, {"permissions": {"allow": "x"}},
+                                 {"enabledMcpjsonServers": "hookd"}, {"mcpServers": []}])
+def test_wrongly_typed_keys_are_refused(bad: dict, home: Path, worktree: Path) -> None:
+    target = mcp_json(worktree) if "mcpServers" in bad else settings_path(worktree)
+    target.parent.mkdir(exist_ok=True)
+    target.write_text(json.dumps(bad))
+    r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
+    assert r.returncode == 2 and "untouched" in r.stderr, r.stderr
+    assert json.loads(target.read_bytes()) == bad
+    assert not (home / "builders" / "b-1.json").exists()
+
+
+def test_a_hookd_server_hookd_did_not_write_is_refused(home: Path, worktree: Path) -> None:
+    mine = {"mcpServers": {"hookd": {"command": "/opt/other-hookd"}}}
+    mcp_json(worktree).write_text(json.dumps(mine))
+    r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
+    assert r.returncode == 2 and "--no-mcp" in r.stderr, r.stderr
+    assert json.loads(mcp_json(worktree).read_bytes()) == mine and not settings_path(worktree).exists()
+
+
+def test_second_builder_in_the_same_worktree_gets_no_mcp_entry(home: Path, worktree: Path) -> None:
+    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
+    after_one = (mcp_json(worktree).read_bytes(), settings_path(worktree).read_bytes())
+    r = hookd_cli(home, "spawn", "b-2", "--worktree", os.fspath(worktree))
+    assert r.returncode == 0, r.stderr
+    assert "builder 'b-1'" in r.stderr and "no MCP server" in r.stderr
+    assert mcp_json(worktree).read_bytes() == after_one[0]
+    assert hookd_cli(home, "unspawn", "b-2").returncode == 0
+    assert (mcp_json(worktree).read_bytes(), settings_path(worktree).read_bytes()) == after_one
+    assert hookd_cli(home, "unspawn", "b-1").returncode == 0
+    assert sorted(p.name for p in worktree.iterdir()) == []
+
+
+def test_respawn_with_no_mcp_removes_what_mcp_added(home: Path, worktree: Path) -> None:
+    settings = settings_path(worktree)
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(EXISTING, indent=4))
+    mcp_json(worktree).write_text(MCP_EXISTING)
+    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
+    m = spawn_ok(home, "b-1", "--worktree", os.fspath(worktree), "--no-mcp")
+    assert m["mcp"] is None
+    assert mcp_json(worktree).read_text() == MCP_EXISTING
+    s = json.loads(settings.read_bytes())
+    assert "enabledMcpjsonServers" not in s and s["permissions"] == EXISTING["permissions"]
+    assert set(hookd_handlers(s, "b-1")) == set(cc.REGISTERED_EVENTS)
+    assert hookd_cli(home, "unspawn", "b-1").returncode == 0
+    assert settings.read_text() == json.dumps(EXISTING, indent=4)
+
+
+def test_settings_file_form_writes_a_standalone_mcp_config(home: Path, tmp_path: Path, worktree: Path) -> None:
+    target = tmp_path / "settings.json"
+    original = json.dumps(EXISTING, indent=1)
+    target.write_text(original)
+    r = hookd_cli(home, "spawn", "b-7", "--settings-file", os.fspath(target))
+    assert r.returncode == 0, r.stderr
+    config = home.absolute() / "mcp" / "b-7.json"
+    assert f"--mcp-config {config}" in r.stdout
+    data = json.loads(config.read_bytes())
+    assert list(data["mcpServers"]) == ["hookd"] and data["mcpServers"]["hookd"]["args"][-1] == "b-7"
+    m = json.loads(hookd_cli(home, "spawn", "b-7", "--settings-file", os.fspath(target), "--json").stdout)
+    assert m["mcp"]["claude_args"] == ["--mcp-config", os.fspath(config)]
+    s = json.loads(target.read_bytes())
+    assert s["enabledMcpjsonServers"] == ["hookd"] and s["permissions"]["allow"][-1] == "mcp__hookd"
+    assert not mcp_json(worktree).exists()
+    assert hookd_cli(home, "unspawn", "b-7").returncode == 0
+    assert target.read_text() == original and not config.exists()
+    # a builder named like a manifest of another is no clash: configs live outside builders/
+    spawn_ok(home, "b-7", "--settings-file", os.fspath(target))
+    spawn_ok(home, "b-7.mcp", "--settings-file", os.fspath(tmp_path / "other.json"))
+    assert hookd_cli(home, "unspawn", "b-7").returncode == 0
+    assert hookd_cli(home, "unspawn", "b-7.mcp").returncode == 0
+
+
+def test_mcp_command_is_this_interpreter_not_a_shim(home: Path, worktree: Path) -> None:
+    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
+    entry = json.loads(mcp_json(worktree).read_bytes())["mcpServers"]["hookd"]
+    assert entry["command"] == os.path.abspath(sys.executable)
+    with open(entry["command"], "rb") as f:
+        assert f.read(2) != b"#!"
+    # it runs the installed hookd even from a worktree holding a hookd/ folder (-P)
+    (worktree / "hookd").mkdir()
+    (worktree / "hookd" / "__main__.py").write_text("raise SystemExit('decoy imported')\n")
+    r = subprocess.run([entry["command"], *entry["args"][:-3], "mcp", "--help"], cwd=worktree,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "--builder" in r.stdout, r.stderr
