@@ -1,0 +1,177 @@
+"""Incremental, fault-tolerant reading of JSONL transcripts (DESIGN.md "Transcript tailing").
+
+:func:`read_new` reads what was appended to one file since a :class:`Cursor` and returns the
+complete rows. The cursor is the file's identity (device + inode) and a byte offset that only
+ever advances past a newline, so a row still being written is read whole on a later call.
+Damaged lines are salvaged or skipped, counted in :class:`TailStats`, never fatal:
+
+- NUL padding (what a crash mid-write can leave): runs of NUL bytes split a line into parts;
+- spliced rows (``{...}{...}`` on one line, two writers): each object is kept;
+- invalid UTF-8 (a 0xFF byte): decoded with replacement characters, then parsed;
+- torn rows (a fragment that is no JSON object): skipped.
+
+Truncation (the file shrank below the offset) restarts at 0; rotation (another inode at the
+path) starts the new file at 0. Pure I/O over one path; what rows mean is the harness
+adapter's business (:func:`hookd.harness.claude_code.transcript_observations`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+#: Most bytes read per call (a catch-up reads a big file in several calls).
+READ_CHUNK = 8 * 1024 * 1024
+_NULS = re.compile(rb"\x00+")
+_decoder = json.JSONDecoder()
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where reading of one file stands: identity (``dev``, ``ino``) and ``offset`` (bytes,
+    always just past a newline, or 0)."""
+
+    path: str
+    dev: int = 0
+    ino: int = 0
+    offset: int = 0
+
+
+@dataclass
+class TailStats:
+    """Counts of what one read met (all ints)."""
+
+    rows: int = 0
+    nul_padded: int = 0
+    spliced: int = 0
+    invalid_utf8: int = 0
+    torn: int = 0
+    truncated: int = 0
+    rotated: int = 0
+    bytes: int = 0
+
+    def add(self, other: "TailStats") -> None:
+        for k in self.__dataclass_fields__:
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+
+    def as_dict(self) -> dict[str, int]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass
+class ReadResult:
+    rows: list[dict[str, Any]]
+    cursor: Cursor
+    stats: TailStats = field(default_factory=TailStats)
+    more: bool = False  # READ_CHUNK was hit: call again
+
+
+def salvage(line: bytes, stats: TailStats) -> list[dict[str, Any]]:
+    """The JSON objects in one line (without its newline), salvaging what can be; counts in
+    ``stats``."""
+    out: list[dict[str, Any]] = []
+    parts = [line]
+    if b"\x00" in line:
+        stats.nul_padded += 1
+        parts = [p for p in _NULS.split(line)]
+    for part in parts:
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            obj = msgspec.json.decode(part)
+        except msgspec.DecodeError:
+            pass
+        else:
+            if isinstance(obj, dict):
+                out.append(obj)
+            else:
+                stats.torn += 1
+            continue
+        try:
+            text = part.decode("utf-8")
+        except UnicodeDecodeError:
+            stats.invalid_utf8 += 1
+            text = part.decode("utf-8", "replace")
+        objs, junk = _split_objects(text)
+        if len(objs) > 1:
+            stats.spliced += 1
+        if junk:
+            stats.torn += 1
+        out.extend(objs)
+    return out
+
+
+def _split_objects(text: str) -> tuple[list[dict[str, Any]], bool]:
+    """Every JSON object in ``text`` (spliced ``}{`` rows); junk between them is skipped.
+    Returns (objects, whether junk was skipped)."""
+    objs: list[dict[str, Any]] = []
+    junk = False
+    i, n = 0, len(text)
+    while i < n:
+        j = text.find("{", i)
+        if j < 0:
+            junk = junk or bool(text[i:].strip())
+            break
+        if text[i:j].strip():
+            junk = True
+        try:
+            obj, end = _decoder.raw_decode(text, j)
+        except ValueError:
+            junk = True
+            i = j + 1
+            continue
+        if isinstance(obj, dict):
+            objs.append(obj)
+        i = end
+    return objs, junk
+
+
+def read_new(cursor: Cursor, max_bytes: int = READ_CHUNK) -> ReadResult:
+    """Read the rows appended to ``cursor.path`` since ``cursor``.
+
+    Returns the rows of complete lines, the advanced cursor and the counts. A missing file
+    gives no rows and the cursor unchanged. Raises OSError only for errors other than a
+    missing file (permissions): the caller logs and retries later.
+    """
+    stats = TailStats()
+    try:
+        fd = os.open(cursor.path, os.O_RDONLY)
+    except FileNotFoundError:
+        return ReadResult([], cursor, stats)
+    try:
+        st = os.fstat(fd)
+        offset = cursor.offset
+        if (st.st_dev, st.st_ino) != (cursor.dev, cursor.ino):
+            if cursor.dev or cursor.ino:
+                stats.rotated += 1
+            offset = 0
+        elif st.st_size < offset:
+            stats.truncated += 1
+            offset = 0
+        data = os.pread(fd, min(max_bytes, max(0, st.st_size - offset)), offset) if st.st_size > offset else b""
+    finally:
+        os.close(fd)
+    end = data.rfind(b"\n")
+    if end < 0:
+        if len(data) >= max_bytes:
+            # one line longer than a whole read: skip it rather than stall behind it
+            stats.torn += 1
+            return ReadResult([], Cursor(cursor.path, st.st_dev, st.st_ino, offset + len(data)), stats, more=True)
+        return ReadResult([], Cursor(cursor.path, st.st_dev, st.st_ino, offset), stats)
+    complete = data[: end + 1]
+    rows: list[dict[str, Any]] = []
+    for line in complete.split(b"\n"):
+        if line.strip(b" \t\r\x00"):
+            rows.extend(salvage(line.rstrip(b"\r"), stats))
+        elif b"\x00" in line:
+            stats.nul_padded += 1
+    stats.rows = len(rows)
+    stats.bytes = len(complete)
+    new = Cursor(cursor.path, st.st_dev, st.st_ino, offset + len(complete))
+    return ReadResult(rows, new, stats, more=len(data) >= max_bytes)

@@ -1,0 +1,91 @@
+"""The transcript reader: byte offsets past newlines only, damaged lines salvaged or skipped and
+counted, truncation and rotation (real files, written the way a crashing writer leaves them)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from hookd.tailer import Cursor, TailStats, read_new, salvage
+
+
+def row(n: int, **extra: object) -> bytes:
+    return json.dumps({"type": "user", "uuid": f"u{n}", **extra}).encode()
+
+
+def append(p: Path, data: bytes) -> None:
+    with open(p, "ab") as f:
+        f.write(data)
+
+
+def test_a_row_split_across_two_writes_is_read_once_whole(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    whole = row(1, text="hello") + b"\n"
+    append(p, row(0) + b"\n" + whole[:17])
+    r = read_new(Cursor(os.fspath(p)))
+    assert [x["uuid"] for x in r.rows] == ["u0"]
+    assert r.cursor.offset == len(row(0)) + 1  # only past the newline
+    append(p, whole[17:])
+    r2 = read_new(r.cursor)
+    assert [x["uuid"] for x in r2.rows] == ["u1"] and r2.rows[0]["text"] == "hello"
+    assert read_new(r2.cursor).rows == []  # nothing twice
+    assert r2.stats.torn == 0
+
+
+def test_spliced_nul_padded_invalid_utf8_and_torn_lines(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    append(p, row(1) + row(2) + b"\n")                         # spliced: two writers
+    append(p, b"\x00" * 40 + row(3) + b"\n")                    # NUL padding before a row
+    append(p, b'{"type":"user","uuid":"u4","text":"\xffcaf\xc3\xa9"}\n')  # a 0xFF byte
+    append(p, b'{"type":"user","uuid":"u5","mess\n')           # torn: the writer died mid-row
+    append(p, row(6) + b"\n")
+    append(p, b"\x00\x00\x00\n")                                # only padding
+    r = read_new(Cursor(os.fspath(p)))
+    assert [x["uuid"] for x in r.rows] == ["u1", "u2", "u3", "u4", "u6"]
+    assert r.rows[3]["text"] == "\ufffdcafé"
+    s = r.stats
+    assert (s.spliced, s.nul_padded, s.invalid_utf8, s.torn, s.rows) == (1, 2, 1, 1, 5)
+    assert r.cursor.offset == p.stat().st_size
+
+
+def test_truncation_and_rotation_restart_at_zero(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    append(p, row(1) + b"\n" + row(2) + b"\n")
+    r = read_new(Cursor(os.fspath(p)))
+    p.write_bytes(row(9) + b"\n")  # truncated and rewritten in place (same inode)
+    r2 = read_new(r.cursor)
+    assert [x["uuid"] for x in r2.rows] == ["u9"] and r2.stats.truncated == 1
+    q = tmp_path / "new.jsonl"
+    q.write_bytes(row(7) + b"\n" + row(8) + b"\n")
+    os.replace(q, p)  # rotated: another file at the path
+    r3 = read_new(r2.cursor)
+    assert [x["uuid"] for x in r3.rows] == ["u7", "u8"] and r3.stats.rotated == 1
+
+
+def test_missing_file_and_partial_only(tmp_path: Path) -> None:
+    c = Cursor(os.fspath(tmp_path / "none.jsonl"))
+    assert read_new(c).rows == [] and read_new(c).cursor == c
+    p = tmp_path / "t.jsonl"
+    append(p, b'{"type":"us')
+    r = read_new(Cursor(os.fspath(p)))
+    assert r.rows == [] and r.cursor.offset == 0
+
+
+def test_big_catch_up_reads_in_chunks(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    append(p, b"".join(row(i, pad="x" * 100) + b"\n" for i in range(1000)))
+    c, seen = Cursor(os.fspath(p)), []
+    while True:
+        r = read_new(c, max_bytes=10_000)
+        seen += [x["uuid"] for x in r.rows]
+        c = r.cursor
+        if not r.more:
+            break
+    assert seen == [f"u{i}" for i in range(1000)]
+
+
+def test_salvage_counts_non_object_json_as_torn() -> None:
+    s = TailStats()
+    assert salvage(b"[1, 2]", s) == [] and s.torn == 1
+    assert salvage(b'junk {"a": 1} more', s) == [{"a": 1}] and s.torn == 2
