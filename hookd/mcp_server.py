@@ -133,10 +133,11 @@ def build_server(home: Home, builder: str, *, session_id: str | None = None) -> 
         i = r["interaction"]
         asked.append(i["id"])
         opts = [o.get("label") for o in (i["questions"][0].get("options") or [])] if i.get("questions") else options
+        # the text names the id but not the inbox copy's exact marker "[Answer to question <id>]",
+        # so that marker only ever shows where the answer itself is
         return (f"Asked {i['id']}: the question is pending with the human operator. Do not wait for it: "
                 "keep working. Later call check_answers() or await_answers(timeout_s=...) to collect the "
-                f"answer; it will also arrive as a message \"[Answer to question {i['id']}]\" at your next "
-                "turn boundary.\n"
+                "answer; it will also reach you as a message naming this id at your next turn boundary.\n"
                 + _dumps({"id": i["id"], "state": i["state"], "question": question, "options": opts or None}))
 
     @tool

@@ -108,7 +108,7 @@ def test_ask_returns_an_id_at_once_and_a_cli_answer_reaches_await(
             assert not err, text
             [iid] = set(ASK_ID.findall(text))
             assert "keep working" in text and "await_answers" in text and "check_answers" in text
-            assert f"[Answer to question {iid}]" in text
+            assert "message naming this id" in text and f"[Answer to question {iid}]" not in text
             assert result_json(text) == {"id": iid, "state": "pending", "question": "Which database?",
                                          "options": ["postgres", "sqlite"]}
 
