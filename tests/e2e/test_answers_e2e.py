@@ -1,0 +1,344 @@
+"""Answering from anywhere against the real Claude Code 2.1.332 TUI (tmux), offline.
+
+A builder spawned by ``hookd spawn`` (PermissionRequest held by the daemon, default 900 s)
+runs in the TUI; a question menu or a permission dialog is open at the desk while a
+"remote human" answers with ``hookd answer``. Asserted on what reached the model (the fake
+API's request log), on the screen, on the held hook process itself, and on hookd's record
+(``hookd questions/events/inbox --json``, ``GET /v1/status``).
+
+Esc on a question menu with the hook held (``dismissed``, inferred from the hook's SIGTERM)
+is covered by ``test_claude_code_scenarios.test_tui_escape_on_question_menu``; Esc on a
+permission dialog is covered here.
+
+Facts of 2.1.332 these tests rely on (/tmp/perm-research/FINDINGS.md):
+
+* With no flag the TUI starts in ``auto`` mode and runs Bash without a dialog: the Bash
+  tests set ``permissions.defaultMode: "default"`` (inline ``--settings``; the hooks come
+  from the worktree's ``settings.local.json``). ``echo`` alone never asks; ``touch`` does.
+* PermissionRequest carries no ``tool_use_id``; the hook runs in parallel with the dialog.
+* A hook ``deny`` reaches the model as exactly its message with ``is_error: true`` and fires
+  no PostToolUse(Failure): hookd adopts it at the turn's Stop.
+* A desk answer does not signal the held hook: the daemon releases it on PostToolUse.
+  Esc/No at the desk SIGTERMs the hook's process group (~0.3 s after the key) and fires no
+  hook at all for the rejected call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from typing import Any
+
+import httpx
+import psutil
+import pytest
+
+from .drivers import TmuxClaude, wait_until
+from .test_claude_code_scenarios import (  # noqa: F401  (rig: fixture)
+    Rig,
+    about,
+    bash_turn,
+    find_hook,
+    hooks_of,
+    option,
+    press_once,
+    rig,
+    text_turn,
+    tool_result_block,
+    tool_turn,
+)
+
+pytestmark = pytest.mark.e2e
+
+Q = "Which color do you prefer?"
+MENU = "Enter to select"
+DIALOG = "Do you want to proceed?"
+PERM_CMD = "touch perm-probe && echo hello-from-bash"  # `echo` alone never asks
+MANUAL = {"permissions": {"defaultMode": "default"}}  # 2.1.332 defaults to `auto`: no dialog
+
+
+def ask_turn(tool_id: str) -> dict:
+    return tool_turn(tool_id, "AskUserQuestion", {"questions": [{
+        "question": Q, "header": "Color", "multiSelect": False,
+        "options": [option("Red"), option("Blue")]}]})
+
+
+# ----------------------------------------------------------------------------- helpers
+def held(r: Rig) -> list[str]:
+    """``held`` of the daemon's ``GET /v1/status``: interactions a hook is held for now."""
+    with httpx.Client(transport=httpx.HTTPTransport(uds=str(r.home.socket_path)), timeout=10) as c:
+        return c.get("http://hookd/v1/status").json()["held"]
+
+
+def wait_held(r: Rig, iid: str) -> None:
+    wait_until(lambda: iid in held(r), 15, 0.05, f"the daemon holding a PermissionRequest hook for {iid}")
+
+
+def permission_argv(r: Rig) -> list[str]:
+    """The argv the builder's PermissionRequest hook execs (``bash -p hook-client
+    claude-code B 900000``), read from the settings ``hookd spawn`` wrote."""
+    settings = json.loads((r.project / ".claude" / "settings.local.json").read_text())
+    [group] = settings["hooks"]["PermissionRequest"]
+    [handler] = group["hooks"]
+    words = shlex.split(handler["command"], comments=True)
+    return words[words.index("exec") + 1:]
+
+
+def hook_procs(argv: list[str]) -> list[int]:
+    """Pids of live processes running exactly ``argv`` (the held hook client)."""
+    pids = []
+    for p in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if p.info["cmdline"] == argv and p.info["status"] != psutil.STATUS_ZOMBIE:
+                pids.append(p.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return pids
+
+
+def interaction(r: Rig, iid: str) -> dict[str, Any]:
+    [i] = [q for q in r.questions() if q["id"] == iid]
+    return i
+
+
+def pending_permission(r: Rig) -> dict[str, Any]:
+    def one() -> dict[str, Any] | None:
+        ps = [q for q in r.questions() if q["kind"] == "permission" and q["state"] == "pending"]
+        return ps[0] if ps else None
+    return wait_until(one, 15, 0.1, "a pending permission prompt in hookd")
+
+
+def answer_raw(r: Rig, *args: str) -> subprocess.CompletedProcess[str]:
+    """``hookd answer ARGS`` whatever its exit status."""
+    return subprocess.run([sys.executable, "-m", "hookd", "--home", os.fspath(r.hookd.home), "answer", *args],
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False)
+
+
+def manual_tui(r: Rig, tmux_bin: str) -> TmuxClaude:
+    """The TUI in manual (``default``) permission mode: Bash asks before it runs."""
+    assert r.settings is None  # worktree form: hooks from <project>/.claude/settings.local.json
+    return TmuxClaude(r.project, r.env, settings=MANUAL, claude_bin=r.claude_bin, tmux=tmux_bin)
+
+
+# ====================================================== 1. the remote answer wins
+REMOTE_ASK = "toolu_01ANSREMOTEASK0000000001"
+
+
+def test_tui_remote_answer_wins_and_reaches_the_model(rig, tmux_bin):  # noqa: F811
+    r = rig({"turns": [ask_turn(REMOTE_ASK), text_turn("AFTER-REMOTE-RED-1")]},
+            builder="b-remote", form="worktree")
+    with r.tui(tmux_bin) as tui:
+        tui.wait_ready(timeout=20)
+        tui.submit("Ask me a color")
+        tui.wait_for_screen(lambda s: MENU in s and "2. Blue" in s, timeout=30)
+        wait_held(r, REMOTE_ASK)
+        assert interaction(r, REMOTE_ASK)["state"] == "pending"
+        assert len(r.api.main_requests()) == 1  # the model waits for the tool result
+
+        # the desk does nothing; a remote human answers
+        receipt = json.loads(r.hookd.cli("answer", REMOTE_ASK, "--option", "Red", "--actor", "ana", "--json"))
+        assert receipt["delivery"] == "hook" and receipt["duplicate"] is False
+        tui.wait_for_screen(lambda s: MENU not in s, timeout=5)
+        tui.wait_for_screen("AFTER-REMOTE-RED-1", timeout=30)
+        screen = tui.capture()
+        assert f"{Q} → Red" in screen and "Allowed by PermissionRequest hook" in screen, screen
+        ev = r.wait_events(lambda ev: about(ev, "answer_adopted", REMOTE_ASK), "answer_adopted")
+
+    # what the model got: the remote label
+    main = r.api.main_requests()
+    assert len(main) == 2
+    block = tool_result_block(main[1], REMOTE_ASK)
+    assert block is not None and not block.get("is_error")
+    assert f'"{Q}"="Red"' in main[1].tool_results()[REMOTE_ASK]
+
+    # hookd: answered by cli, delivered through the held hook, then adopted at PostToolUse
+    i = interaction(r, REMOTE_ASK)
+    assert (i["state"], i["surface"], i["actor"], i["answers"]) == ("answered", "cli", "ana", {Q: "Red"})
+    assert i["delivered_via"] == "PermissionRequest"
+    assert i["adopted_at"] >= i["delivered_at"] >= i["received_at"] >= i["created_at"]
+    assert len(about(ev, "question_pending", REMOTE_ASK)) == 1
+    [resolved] = about(ev, "question_resolved", REMOTE_ASK)
+    assert resolved["data"]["outcome"] == "answered" and resolved["data"]["surface"] == "cli"
+    assert [e["data"]["via"] for e in about(ev, "answer_delivered", REMOTE_ASK)] == ["PermissionRequest"]
+    [adopted] = about(ev, "answer_adopted", REMOTE_ASK)
+    assert adopted["data"]["via"] == "PostToolUse"
+    post = find_hook(ev, "PostToolUse", tool_use_id=REMOTE_ASK)
+    assert post is not None and adopted["seq"] > post["seq"]
+    assert about(ev, "answer_superseded", REMOTE_ASK) == []
+    assert held(r) == [] and hook_procs(permission_argv(r)) == []
+    assert json.loads(r.hookd.cli("inbox", "--json")) == []
+
+
+# ============================================ 2. the desk answers while the hook is held
+DESK_ASK = "toolu_01ANSDESKASK00000000001"
+
+
+def test_tui_desk_answer_releases_the_held_hook_within_a_second(rig, tmux_bin):  # noqa: F811
+    r = rig({"turns": [ask_turn(DESK_ASK), text_turn("AFTER-DESK-BLUE-2")]},
+            builder="b-desk", form="worktree")
+    argv = permission_argv(r)
+    with r.tui(tmux_bin) as tui:
+        tui.wait_ready(timeout=20)
+        tui.submit("Ask me a color")
+        tui.wait_for_screen(lambda s: MENU in s and "2. Blue" in s, timeout=30)
+        wait_held(r, DESK_ASK)
+        assert len(hook_procs(argv)) >= 1  # the held hook client is running
+
+        tui.send_keys("Down")
+        tui.wait_for_screen(r"❯ 2\. Blue", timeout=5)
+        tui.press_until("Enter", lambda s: MENU not in s, timeout=10)
+
+        def released() -> float | None:
+            return time.time() if not held(r) and not hook_procs(argv) else None
+        gone_at = wait_until(released, 10, 0.02, "the held hook released and its process gone")
+        tui.wait_for_screen("AFTER-DESK-BLUE-2", timeout=30)
+        ev = r.wait_hook("Stop")
+
+    post = find_hook(ev, "PostToolUse", tool_use_id=DESK_ASK)
+    assert post is not None
+    assert gone_at - post["at"] < 1.0, gone_at - post["at"]  # gone within 1 s of PostToolUse
+
+    main = r.api.main_requests()
+    assert len(main) == 2 and f'"{Q}"="Blue"' in main[1].tool_results()[DESK_ASK]
+    i = interaction(r, DESK_ASK)
+    assert (i["state"], i["surface"], i["answers"]) == ("answered", "terminal", {Q: "Blue"})
+    assert i["received_at"] is None and i["delivered_at"] is None  # nothing remote
+    assert len(about(ev, "question_pending", DESK_ASK)) == 1
+    [resolved] = about(ev, "question_resolved", DESK_ASK)
+    assert resolved["data"]["outcome"] == "answered" and resolved["data"]["surface"] == "terminal"
+    assert resolved["data"]["answers"] == {Q: "Blue"}
+    assert about(ev, "answer_delivered", DESK_ASK) == []
+
+    # a remote answer now is refused (exit 2) and its text kept for the builder
+    late = answer_raw(r, DESK_ASK, "--option", "Red")
+    assert late.returncode == 2, late
+    assert "already answered by terminal" in late.stderr and "kept as inbox message m-1" in late.stderr
+    [m] = json.loads(r.hookd.cli("inbox", "b-desk", "--json"))
+    assert (m["id"], m["state"]) == ("m-1", "queued")
+    assert m["text"] == f"[Answer to question {DESK_ASK}]\nQ: {Q}\nA: Red"
+    assert interaction(r, DESK_ASK)["answers"] == {Q: "Blue"}  # unchanged
+
+
+# ============================================== 3. a remote allow of a Bash command
+ALLOW_BASH = "toolu_01ANSALLOWBASH00000000001"
+
+
+def test_tui_remote_allow_runs_the_bash_command(rig, tmux_bin):  # noqa: F811
+    r = rig({"turns": [bash_turn(ALLOW_BASH, PERM_CMD), text_turn("AFTER-ALLOW-3")]},
+            builder="b-allow", form="worktree")
+    with manual_tui(r, tmux_bin) as tui:
+        tui.wait_ready(timeout=20)
+        tui.submit("Run the probe")
+        screen = tui.wait_for_screen(DIALOG, timeout=30)
+        assert PERM_CMD in screen
+        p = pending_permission(r)
+        assert p["id"].startswith("pr_") and p["tool_name"] == "Bash"
+        assert p["input"]["command"] == PERM_CMD
+        wait_held(r, p["id"])
+        assert not (r.project / "perm-probe").exists()
+
+        receipt = json.loads(r.hookd.cli("answer", p["id"], "--option", "allow", "--json"))
+        assert receipt["delivery"] == "hook"
+        tui.wait_for_screen(lambda s: DIALOG not in s, timeout=5)
+        tui.wait_for_screen("AFTER-ALLOW-3", timeout=30)
+        assert "Allowed by PermissionRequest hook" in tui.capture()
+        ev = r.wait_events(lambda ev: about(ev, "answer_adopted", p["id"]), "answer_adopted")
+
+    main = r.api.main_requests()
+    assert len(main) == 2
+    block = tool_result_block(main[1], ALLOW_BASH)
+    assert block is not None and block["content"] == "hello-from-bash" and block.get("is_error") is False
+    assert (r.project / "perm-probe").exists()
+
+    i = interaction(r, p["id"])
+    assert (i["state"], i["decision"], i["surface"]) == ("answered", "allow", "cli")
+    assert i["tool_use_id"] == ALLOW_BASH and i["delivered_via"] == "PermissionRequest"
+    assert i["adopted_at"] >= i["delivered_at"] >= i["received_at"]
+    [pending] = about(ev, "permission_pending", p["id"])
+    assert pending["data"]["permission_mode"] == "default"
+    [resolved] = about(ev, "permission_resolved", p["id"])
+    assert (resolved["data"]["decision"], resolved["data"]["surface"]) == ("allow", "cli")
+    [adopted] = about(ev, "answer_adopted", p["id"])
+    assert adopted["data"]["via"] == "PostToolUse" and adopted["data"]["tool_use_id"] == ALLOW_BASH
+    assert held(r) == [] and hook_procs(permission_argv(r)) == []
+
+
+# =============================================== 4. a remote deny with a message
+DENY_BASH = "toolu_01ANSDENYBASH000000000001"
+DENY_MSG = "not now, use ls"
+
+
+def test_tui_remote_deny_returns_the_message_to_the_model(rig, tmux_bin):  # noqa: F811
+    r = rig({"turns": [bash_turn(DENY_BASH, PERM_CMD), text_turn("AFTER-DENY-4")]},
+            builder="b-deny", form="worktree")
+    with manual_tui(r, tmux_bin) as tui:
+        tui.wait_ready(timeout=20)
+        tui.submit("Run the probe")
+        tui.wait_for_screen(DIALOG, timeout=30)
+        p = pending_permission(r)
+        wait_held(r, p["id"])
+
+        r.hookd.cli("answer", p["id"], "--option", "deny", "--text", DENY_MSG)
+        tui.wait_for_screen(lambda s: DIALOG not in s, timeout=5)
+        tui.wait_for_screen("AFTER-DENY-4", timeout=30)
+        assert f"Reason: {DENY_MSG}" in tui.capture()
+        ev = r.wait_hook("Stop")
+        ev = r.wait_events(lambda ev: about(ev, "answer_adopted", p["id"]), "answer_adopted")
+
+    main = r.api.main_requests()
+    assert len(main) == 2
+    block = tool_result_block(main[1], DENY_BASH)
+    assert block is not None and block["content"] == DENY_MSG and block["is_error"] is True
+    assert not (r.project / "perm-probe").exists()
+
+    # 2.1.332 fires no PostToolUse(Failure) for a hook's deny; the turn's Stop adopts it
+    names = [e["data"]["hook_event_name"] for e in hooks_of(ev) if e["data"].get("tool_use_id") == DENY_BASH]
+    assert names == ["PreToolUse"], names
+    i = interaction(r, p["id"])
+    assert (i["state"], i["decision"], i["message"], i["surface"]) == ("answered", "deny", DENY_MSG, "cli")
+    assert i["delivered_via"] == "PermissionRequest" and i["adopted_at"] >= i["delivered_at"]
+    [resolved] = about(ev, "permission_resolved", p["id"])
+    assert (resolved["data"]["decision"], resolved["data"]["message"]) == ("deny", DENY_MSG)
+    [adopted] = about(ev, "answer_adopted", p["id"])
+    stop = find_hook(ev, "Stop")
+    assert adopted["data"]["via"] == "Stop" and adopted["seq"] > stop["seq"]
+    assert held(r) == [] and hook_procs(permission_argv(r)) == []
+    assert json.loads(r.hookd.cli("inbox", "--json")) == []
+
+
+# ================================== 5. Esc at a permission dialog while the hook is held
+ESC_BASH = "toolu_01ANSESCBASH0000000000001"
+
+
+def test_tui_escape_on_permission_dialog_dismisses(rig, tmux_bin):  # noqa: F811
+    r = rig({"turns": [bash_turn(ESC_BASH, PERM_CMD), text_turn("NEVER-SENT-5")]},
+            builder="b-escperm", form="worktree")
+    argv = permission_argv(r)
+    with manual_tui(r, tmux_bin) as tui:
+        tui.wait_ready(timeout=20)
+        tui.submit("Run the probe")
+        tui.wait_for_screen(DIALOG, timeout=30)
+        p = pending_permission(r)
+        wait_held(r, p["id"])
+        assert len(hook_procs(argv)) >= 1
+
+        press_once(tui, "Escape", lambda s: DIALOG not in s)
+        tui.wait_for_screen("Interrupted", timeout=10)
+        # Claude Code SIGTERMs the held hook: the daemon sees it go and dismisses the prompt
+        ev = r.wait_events(lambda ev: about(ev, "permission_resolved", p["id"]), "permission_resolved")
+        wait_until(lambda: not held(r) and not hook_procs(argv), 10, 0.05, "the held hook gone")
+
+    assert len(r.api.main_requests()) == 1  # nothing more reached the model
+    assert not (r.project / "perm-probe").exists()
+    i = interaction(r, p["id"])
+    assert (i["state"], i["surface"], i["decision"], i["received_at"]) == ("dismissed", "terminal", None, None)
+    assert len(about(ev, "permission_pending", p["id"])) == 1
+    [resolved] = about(ev, "permission_resolved", p["id"])
+    assert resolved["data"]["outcome"] == "dismissed"
+    assert resolved["data"]["inferred_from"] == "hook cancelled"
+    names = [e["data"]["hook_event_name"] for e in hooks_of(ev) if e["data"].get("tool_use_id") == ESC_BASH]
+    assert names == ["PreToolUse"], names  # 2.1.332 sends no hook for the rejected call
