@@ -346,7 +346,7 @@ def observe(p: Base) -> list[Observation]:
                 )
             )
         elif isinstance(p, PostToolUse):
-            obs.append(_resolved_from_post(p, questions, h))
+            obs.append(_resolved_from_post(p, questions))
         elif isinstance(p, PostToolUseFailure):
             obs.append(
                 QuestionResolved(
@@ -376,27 +376,36 @@ def observe(p: Base) -> list[Observation]:
     return obs
 
 
-def _resolved_from_post(p: PostToolUse, questions: Any, h: str) -> QuestionResolved:
+def _resolved_from_post(p: PostToolUse, questions: Any) -> QuestionResolved:
     answers = None
     for src in (p.tool_response, p.tool_input):
         if isinstance(src, dict) and isinstance(src.get("answers"), dict):
             answers = src["answers"]
             break
+    return question_result(p.tool_use_id, p.tool_name, questions, answers, surface="terminal")
+
+
+def question_result(tool_use_id: str | None, tool_name: str, questions: Any, answers: dict[str, Any] | None, *,
+                    surface: str) -> QuestionResolved:
+    """How an AskUserQuestion call ended, from the answers its tool result carried:
+    ``answered`` (by ``surface``), or ``empty`` with a warning when they are missing, blank or
+    only "." (anthropics/claude-code#30563)."""
+    h = questions_hash(questions)
     trivial = bool(answers) and all(isinstance(v, str) and v.strip() in ("", ".") for v in answers.values())
     if answers and not trivial:
         return QuestionResolved(
-            tool_use_id=p.tool_use_id,
-            tool_name=p.tool_name,
+            tool_use_id=tool_use_id,
+            tool_name=tool_name,
             input_hash=h,
             questions=questions,
             outcome="answered",
             answers=answers,
             selections=decode_answers(questions, answers),
-            surface="terminal",
+            surface=surface,
         )
     return QuestionResolved(
-        tool_use_id=p.tool_use_id,
-        tool_name=p.tool_name,
+        tool_use_id=tool_use_id,
+        tool_name=tool_name,
         input_hash=h,
         questions=questions,
         outcome="empty",
@@ -411,6 +420,80 @@ def _resolved_from_post(p: PostToolUse, questions: Any, h: str) -> QuestionResol
             "the model may proceed as if the human had spoken"
         ),
     )
+
+
+# --- transcripts ---------------------------------------------------------------------
+
+#: User-row texts Claude Code 2.1.332 writes when the human interrupts (Esc): no hook fires.
+INTERRUPT_MARKERS = ("[Request interrupted by user for tool use]", "[Request interrupted by user]")
+#: ``toolUseResult`` of a call the desk rejected (Esc or No at a menu or permission dialog).
+REJECTED = "User rejected tool use"
+
+
+class ToolResultSeen(Observation, kw_only=True):
+    """A ``tool_result`` row: the end of one tool call, as the transcript tells it.
+
+    answers / questions: an AskUserQuestion result (``toolUseResult``); rejected: the desk
+    refused it (Esc / No); decision_source: ``permissionDecision.source`` of the row
+    (``hook``: a hook's decision, e.g. hookd's remote answer; ``user_temporary`` /
+    ``user_permanent``: the desk; ``config``: a mode or rule, no human)."""
+
+    tool_use_id: str
+    is_error: bool
+    rejected: bool
+    answers: dict[str, Any] | None
+    questions: Any
+    decision_source: str | None
+
+
+class Interrupted(Observation, kw_only=True):
+    """The human interrupted the turn (an interrupt marker row): idle, not stalled."""
+
+    marker: str
+
+
+def row_session(row: dict[str, Any]) -> str | None:
+    """A transcript row's session id (``sessionId``; 2.1.332 also writes ``session_id``)."""
+    return text(row.get("sessionId")) or text(row.get("session_id"))
+
+
+def transcript_observations(row: dict[str, Any]) -> list[Observation]:
+    """Classify one transcript row (Claude Code 2.1.332). Pure. An AskUserQuestion
+    ``tool_use`` gives QuestionAsked (``via: "transcript"``); a ``tool_result`` gives
+    ToolResultSeen; an interrupt marker gives Interrupted. Compaction summaries
+    (``isCompactSummary``) never give anything: their text only tells about questions."""
+    kind = row.get("type")
+    if kind not in ("assistant", "user") or row.get("isCompactSummary"):
+        return []
+    msg = row.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if isinstance(content, str):
+        return [Interrupted(marker=content)] if kind == "user" and content.strip() in INTERRUPT_MARKERS else []
+    if not isinstance(content, list):
+        return []
+    obs: list[Observation] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        btype = block.get("type")
+        if kind == "assistant" and btype == "tool_use" and block.get("name") == ASK_TOOL and isinstance(block.get("id"), str):
+            tool_input = block.get("input")
+            questions = _questions_of(tool_input)
+            obs.append(QuestionAsked(tool_use_id=block["id"], tool_name=ASK_TOOL, input_hash=questions_hash(questions),
+                                     questions=questions, via="transcript", tool_input=tool_input))
+        elif kind == "user" and btype == "tool_result" and isinstance(block.get("tool_use_id"), str):
+            result = row.get("toolUseResult")
+            decision = row.get("permissionDecision")
+            obs.append(ToolResultSeen(
+                tool_use_id=block["tool_use_id"], is_error=block.get("is_error") is True,
+                rejected=result == REJECTED,
+                answers=result.get("answers") if isinstance(result, dict) and isinstance(result.get("answers"), dict) else None,
+                questions=result.get("questions") if isinstance(result, dict) else None,
+                decision_source=text(decision.get("source")) if isinstance(decision, dict) else None,
+            ))
+        elif kind == "user" and btype == "text" and isinstance(block.get("text"), str) and block["text"].strip() in INTERRUPT_MARKERS:
+            obs.append(Interrupted(marker=block["text"].strip()))
+    return obs
 
 
 # --- delivery (turn boundaries) -------------------------------------------------------

@@ -375,6 +375,28 @@ def inbox(ctx: click.Context, builder: str | None, limit: int, as_json: bool) ->
 
 
 @main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--builder", required=True, help="The builder these transcripts belong to.")
+@click.option("--session", "session_id", help="When they are one session's transcript.")
+@click.option("--follow", "-f", is_flag=True, help="Then print the builder's events as they come.")
+@click.pass_context
+def tail(ctx: click.Context, paths: tuple[Path, ...], builder: str, session_id: str | None, follow: bool) -> None:
+    """Have the daemon follow transcript PATHS for BUILDER (hooks missing: installed
+    mid-session, a harness without hooks); it catches up from the start and keeps following,
+    across restarts."""
+    client = _client(ctx)
+    r = client.post_json(f"/v1/builders/{builder}/transcripts",
+                         {"paths": [os.fspath(p.absolute()) for p in paths], "session_id": session_id})
+    for f in r["files"]:
+        click.echo(f"following {f['path']} for {builder} ({f['rows']} rows read)")
+    if follow:
+        after = client.get("/v1/status")["counts"]["events"]  # append-only: the count is the last seq
+        for e in client.lines("/v1/events", after=after, follow=1):
+            if e["builder"] == builder:
+                click.echo(f"{e['seq']:>6} {_when(e['at'])} {e['kind']:<18} {e.get('session_id') or '-'}")
+
+
+@main.command()
 @click.argument("scenario_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
 @click.option("--update", is_flag=True, help="Rewrite expected-events.jsonl from this run.")
 def replay(scenario_dir: Path, update: bool) -> None:

@@ -20,7 +20,8 @@ Routes (all errors: ``{"error": {"code", "message"}}`` with a 4xx/5xx status):
   ``POST /v1/interactions/await`` (``{"ids", "timeout_s", "collect"?}``);
   ``POST /v1/builders/{builder}/asks`` (``{"question", "options"?, "session_id"?,
   "expires_in_s"?, "author"?}``; 201); ``POST /v1/builders/{builder}/preanswers``
-  (``{"question", "answer", "actor"?}``; 201);
+  (``{"question", "answer", "actor"?}``; 201); ``POST /v1/builders/{builder}/transcripts``
+  (``{"paths", "session_id"?}``: follow these transcripts too; 201 with rows read);
 - ``POST /v1/builders/{builder}/messages`` (``{"text", "id"?, "session_id"?, "agent_id"?,
   "author"?}``; 201 created, 200 for a repeated key with the same content, 409 otherwise),
   ``GET /v1/messages?builder=``;
@@ -67,6 +68,7 @@ from hookd.models import (
 from hookd.service import MAX_PAYLOAD, Hookd
 from hookd.spawn import list_manifests, read_manifest
 from hookd.store import Store
+from hookd.tailer import Tailer
 
 log = logging.getLogger("hookd")
 _enc = msgspec.json.Encoder()
@@ -95,6 +97,14 @@ class AwaitRequest(msgspec.Struct, forbid_unknown_fields=True):
     ids: list[str]
     timeout_s: float
     collect: bool = True
+
+
+class TailRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """Body of ``POST /v1/builders/{builder}/transcripts``: absolute paths of transcripts to
+    follow for the builder (session_id: when they are one session's)."""
+
+    paths: list[str]
+    session_id: str | None = None
 
 
 class PreanswerRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -313,6 +323,20 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
         body = decode_body(await request.body(), PreanswerRequest, "preanswer")
         return json_response(await core.preanswer(builder, body.question, body.answer, actor=body.actor), 201)
 
+    async def tail(request: Request) -> Response:
+        builder = await known_builder(request)
+        body = decode_body(await request.body(), TailRequest, "tail")
+        tailer = getattr(core, "tailer", None)
+        if tailer is None:
+            raise BadRequest("the transcript tailer is not running")
+        out = []
+        for path in body.paths:
+            if not os.path.isabs(path):
+                raise BadRequest(f"transcript path must be absolute: {path!r}")
+            tailer.add(path, builder, body.session_id)
+            out.append({"path": os.path.abspath(path), "rows": await tailer.poll(os.path.abspath(path))})
+        return json_response({"builder": builder, "files": out}, 201)
+
     async def messages(request: Request) -> Response:
         builder = request.query_params.get("builder")
         if builder is not None:
@@ -367,6 +391,7 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
             Route("/v1/interactions/{id}/answer", answer, methods=["POST"]),
             Route("/v1/builders/{builder}/asks", ask, methods=["POST"]),
             Route("/v1/builders/{builder}/preanswers", preanswer, methods=["POST"]),
+            Route("/v1/builders/{builder}/transcripts", tail, methods=["POST"]),
             Route("/v1/events", events),
             Route("/v1/builders/{builder}/messages", send, methods=["POST"]),
             Route("/v1/messages", messages),
@@ -544,6 +569,10 @@ async def _serve(home: Home, port: int) -> None:
         write_private(home.endpoint_file, f"{tcp_port} {token}\n")
         watcher = asyncio.create_task(_watch_spool(core, stop_watch))
         expiry = asyncio.create_task(core.run_expiry())
+        tailer = Tailer(core)
+        core.on_transcript = tailer.add
+        core.tailer = tailer  # type: ignore[attr-defined]
+        tailing = asyncio.create_task(tailer.run(stop_watch))
         await core.ingest_spool()
         log.info(
             "hookd %s serving %s on unix:%s and http://127.0.0.1:%d (pid %d)",
@@ -556,6 +585,8 @@ async def _serve(home: Home, port: int) -> None:
                 home.endpoint_file.unlink()
             stop_watch.set()
             expiry.cancel()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(tailing, 2)
             core.release_all()
             await core.bus.close()
             await core.close()

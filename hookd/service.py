@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from hookd.answers import Answers
+from hookd.transcripts import Transcripts
 from hookd.config import Home
 from hookd.harness import claude_code as cc
 from hookd.models import (
@@ -98,8 +99,9 @@ class EventBus:
         await self.publish()
 
 
-class Hookd(Answers):
-    """The daemon's core over one home and its store (answers: :class:`hookd.answers.Answers`)."""
+class Hookd(Answers, Transcripts):
+    """The daemon's core over one home and its store (answers: :class:`hookd.answers.Answers`;
+    transcripts: :class:`hookd.transcripts.Transcripts`)."""
 
     def __init__(self, home: Home, store: Store):
         self.home = home
@@ -119,6 +121,9 @@ class Hookd(Answers):
         # held PermissionRequest hooks, by interaction id (ephemeral, like wake waits)
         self._waiters: dict[str, set[asyncio.Future[bytes]]] = {}
         self._expiry_changed = asyncio.Event()
+        #: called with (path, builder, session_id) when a session reports a new transcript
+        #: path (the tailer follows it)
+        self.on_transcript: Any = None
 
     async def close(self) -> None:
         """Cancel background work (transcript reads) before the store closes."""
@@ -507,10 +512,14 @@ class Hookd(Answers):
         known = self._sessions.get(sid)
         if known is None:
             known = tx.session_info(sid)
+            if known is not None and tx.clear_hooks_unarmed(sid):
+                tx.append_event("hooks_armed", builder, sid, at, {"hook_event_name": p.hook_event_name})
         if known is not None:
             paths = (transcript_path or known[0], cwd or known[1])
             if paths != known:
                 tx.update_session_paths(sid, transcript_path, cwd)
+                if transcript_path and transcript_path != known[0]:
+                    self._follow_after(tx, transcript_path, builder, sid)
             tx.after_commit.append(lambda: self._sessions.__setitem__(sid, paths))
             if isinstance(p, cc.SessionStart):
                 # `claude --resume ID` keeps the session id (2.1.332): the session reopens.
@@ -529,10 +538,17 @@ class Hookd(Answers):
             transcript_path=transcript_path, cwd=cwd, at=at,
         )
         tx.after_commit.append(lambda: self._sessions.__setitem__(sid, (transcript_path, cwd)))
+        if transcript_path:
+            self._follow_after(tx, transcript_path, builder, sid)
         tx.append_event(
             "session_started", builder, sid, at,
             {"source": source, "parent_session_id": parent, "transcript_path": transcript_path, "cwd": cwd},
         )
+
+    def _follow_after(self, tx: Tx, path: str, builder: str, sid: str) -> None:
+        """Once this commits, have the tailer follow a session's transcript."""
+        if self.on_transcript is not None:
+            tx.after_commit.append(lambda: self.on_transcript(path, builder, sid))
 
     def _question_asked(
         self, tx: Tx, builder: str, p: cc.Base, ob: cc.QuestionAsked, at: float,
@@ -639,6 +655,8 @@ class Hookd(Answers):
             data["warning"] = ob.warning
         if ob.error:
             data["error"] = ob.error
+        if p.hook_event_name == "transcript":
+            data["via"] = "transcript"
         tx.append_event("question_resolved", builder, p.session_id, at, data)
 
     def _permission_asked(self, tx: Tx, builder: str, p: cc.Base, ob: cc.PermissionAsked, at: float) -> str | None:

@@ -183,6 +183,29 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "CREATE INDEX preanswers_open ON preanswers(builder, question) WHERE used_at IS NULL",
         ],
     ),
+    (
+        # Transcript tailing: a cursor per file identity (device + inode); the builder and
+        # session a file belongs to.
+        "0005_transcripts",
+        [
+            """CREATE TABLE transcripts (
+                dev INTEGER NOT NULL,
+                ino INTEGER NOT NULL,
+                path TEXT NOT NULL,
+                builder TEXT NOT NULL,
+                session_id TEXT,
+                offset INTEGER NOT NULL DEFAULT 0,
+                rows INTEGER NOT NULL DEFAULT 0,
+                damaged INTEGER NOT NULL DEFAULT 0,
+                unknown_rows INTEGER NOT NULL DEFAULT 0,
+                first_seen_at REAL NOT NULL,
+                last_row_at REAL,
+                PRIMARY KEY (dev, ino)
+            )""",
+            "CREATE INDEX transcripts_path ON transcripts(path)",
+            "ALTER TABLE sessions ADD COLUMN hooks_unarmed_at REAL",
+        ],
+    ),
 ]
 
 
@@ -499,6 +522,39 @@ class Tx:
             (now,),
         ).fetchall()
         return [_interaction(r) for r in rows]
+
+    # transcripts ---------------------------------------------------------------------------
+    def transcript_cursor(self, dev: int, ino: int) -> tuple[str, int, str, str | None] | None:
+        """(path, offset, builder, session_id) of a tailed file identity."""
+        row = self._one("SELECT path, offset, builder, session_id FROM transcripts WHERE dev=? AND ino=?", (dev, ino))
+        return (row[0], row[1], row[2], row[3]) if row else None
+
+    def save_transcript(self, *, dev: int, ino: int, path: str, builder: str, session_id: str | None,
+                        offset: int, rows: int, damaged: int, unknown_rows: int, at: float) -> None:
+        self._db.execute(
+            "INSERT INTO transcripts (dev, ino, path, builder, session_id, offset, rows, damaged, unknown_rows,"
+            " first_seen_at, last_row_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+            " ON CONFLICT(dev, ino) DO UPDATE SET path=excluded.path, builder=excluded.builder,"
+            " session_id=COALESCE(excluded.session_id, transcripts.session_id), offset=excluded.offset,"
+            " rows=transcripts.rows+excluded.rows, damaged=transcripts.damaged+excluded.damaged,"
+            " unknown_rows=transcripts.unknown_rows+excluded.unknown_rows,"
+            " last_row_at=COALESCE(excluded.last_row_at, transcripts.last_row_at)",
+            (dev, ino, path, builder, session_id, offset, rows, damaged, unknown_rows, at, at if rows else None),
+        )
+
+    def session_hook_count(self, session_id: str) -> int:
+        row = self._one("SELECT COUNT(*) FROM hook_events WHERE session_id=?", (session_id,))
+        return row[0] if row else 0
+
+    def mark_hooks_unarmed(self, session_id: str, at: float) -> bool:
+        cur = self._db.execute(
+            "UPDATE sessions SET hooks_unarmed_at=? WHERE id=? AND hooks_unarmed_at IS NULL", (at, session_id))
+        return cur.rowcount == 1
+
+    def clear_hooks_unarmed(self, session_id: str) -> bool:
+        cur = self._db.execute(
+            "UPDATE sessions SET hooks_unarmed_at=NULL WHERE id=? AND hooks_unarmed_at IS NOT NULL", (session_id,))
+        return cur.rowcount == 1
 
     # responses (idempotency receipts) --------------------------------------------------
     def response(self, response_id: str) -> tuple[str, bytes, bytes] | None:
@@ -819,6 +875,26 @@ class Store:
             if rows:
                 out[i] = _interaction(rows[0])
         return out
+
+    async def transcript_targets(self) -> list[tuple[str, str, str | None]]:
+        """Files to tail: (path, builder, session_id) of every session's reported transcript
+        and every file already tailed."""
+        rows = await self._all(
+            "SELECT transcript_path, builder, id FROM sessions WHERE transcript_path IS NOT NULL"
+            " UNION SELECT path, builder, session_id FROM transcripts"
+        )
+        seen: dict[str, tuple[str, str, str | None]] = {}
+        for path, builder, sid in rows:
+            seen.setdefault(path, (path, builder, sid))
+        return list(seen.values())
+
+    async def transcripts(self) -> list[dict[str, Any]]:
+        rows = await self._all(
+            "SELECT path, builder, session_id, offset, rows, damaged, unknown_rows, first_seen_at, last_row_at"
+            " FROM transcripts ORDER BY first_seen_at"
+        )
+        keys = ("path", "builder", "session_id", "offset", "rows", "damaged", "unknown_rows", "first_seen_at", "last_row_at")
+        return [dict(zip(keys, r)) for r in rows]
 
     async def next_expiry(self) -> float | None:
         (t,), = await self._all("SELECT MIN(expires_at) FROM interactions WHERE state='pending' AND expires_at IS NOT NULL")

@@ -18,12 +18,15 @@ adapter's business (:func:`hookd.harness.claude_code.transcript_observations`).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+
+log = logging.getLogger("hookd")
 
 #: Most bytes read per call (a catch-up reads a big file in several calls).
 READ_CHUNK = 8 * 1024 * 1024
@@ -175,3 +178,141 @@ def read_new(cursor: Cursor, max_bytes: int = READ_CHUNK) -> ReadResult:
     stats.bytes = len(complete)
     new = Cursor(cursor.path, st.st_dev, st.st_ino, offset + len(complete))
     return ReadResult(rows, new, stats, more=len(data) >= max_bytes)
+
+
+# --- the daemon's follower --------------------------------------------------------------
+
+#: watchfiles settings: milliseconds to wait for more changes before yielding a batch, and
+#: between checks (transcript append -> event budget: p95 100 ms).
+WATCH_DEBOUNCE_MS = int(os.environ.get("HOOKD_TAIL_DEBOUNCE_MS", "20"))
+WATCH_STEP_MS = int(os.environ.get("HOOKD_TAIL_STEP_MS", "10"))
+
+
+class Tailer:
+    """Follows the transcripts of known sessions for the daemon (watchfiles; no polling).
+
+    Targets: every session's reported ``transcript_path`` (added live through
+    ``core.on_transcript``) and files registered with :meth:`add` (``hookd tail``). Each file
+    is read from its persisted cursor, so rows written while the daemon was down are caught
+    up at start. core: a :class:`hookd.service.Hookd`.
+    """
+
+    def __init__(self, core: Any):
+        self.core = core
+        self._targets: dict[str, tuple[str, str | None]] = {}
+        self._cursors: dict[str, Cursor] = {}
+        self._locks: dict[str, Any] = {}
+        self._changed: Any = None
+        self.stats = TailStats()
+
+    def add(self, path: str, builder: str, session_id: str | None = None) -> None:
+        """Follow ``path`` for ``builder`` (idempotent)."""
+        path = os.path.abspath(path)
+        if path in self._targets and (session_id is None or self._targets[path][1] == session_id):
+            return
+        self._targets[path] = (builder, session_id or self._targets.get(path, (builder, None))[1])
+        if self._changed is not None:
+            self._changed.set()
+
+    def targets(self) -> list[str]:
+        return sorted(self._targets)
+
+    async def _cursor(self, path: str) -> Cursor:
+        c = self._cursors.get(path)
+        if c is not None:
+            return c
+        try:
+            st = os.stat(path)
+        except OSError:
+            return Cursor(path)
+        saved, _ = await self.core.store.write(lambda tx: tx.transcript_cursor(st.st_dev, st.st_ino))
+        c = Cursor(path, st.st_dev, st.st_ino, saved[1]) if saved else Cursor(path)
+        self._cursors[path] = c
+        return c
+
+    async def poll(self, path: str) -> int:
+        """Read and apply what was appended to ``path``; returns the rows read."""
+        import asyncio
+
+        lock = self._locks.setdefault(path, asyncio.Lock())
+        total = 0
+        async with lock:
+            builder, sid = self._targets.get(path, (None, None))
+            if builder is None:
+                return 0
+            while True:
+                cur = await self._cursor(path)
+                try:
+                    r = await asyncio.to_thread(read_new, cur)
+                except OSError as e:
+                    log.warning("cannot read transcript %s: %s", path, e)
+                    return total
+                if r.cursor != cur or r.rows:
+                    await self.core.apply_transcript(path, builder, sid, r)
+                    self._cursors[path] = r.cursor
+                    self.stats.add(r.stats)
+                    total += len(r.rows)
+                if not r.more:
+                    return total
+
+    async def catch_up(self) -> int:
+        rows = 0
+        for path in list(self._targets):
+            rows += await self.poll(path)
+        return rows
+
+    async def run(self, stop: Any) -> None:
+        """Catch up, then follow changes until ``stop`` (an asyncio.Event) is set."""
+        import asyncio
+
+        import watchfiles
+
+        self._changed = asyncio.Event()
+        for path, builder, sid in await self.core.store.transcript_targets():
+            self.add(path, builder, sid)
+        while not stop.is_set():
+            self._changed.clear()
+            dirs = sorted({os.path.dirname(p) for p in self._targets if os.path.isdir(os.path.dirname(p))})
+            restart = asyncio.Event()
+            waiter = asyncio.ensure_future(_first(stop, self._changed))
+            waiter.add_done_callback(lambda _: restart.set())
+            try:
+                if not dirs:
+                    await self.catch_up()
+                    await restart.wait()
+                    continue
+                changes_gen = watchfiles.awatch(
+                    *dirs, stop_event=restart, debounce=WATCH_DEBOUNCE_MS, step=WATCH_STEP_MS,
+                    recursive=False, rust_timeout=60_000, ignore_permission_denied=True,
+                )
+                nxt = asyncio.ensure_future(changes_gen.__anext__())
+                # the watch is set up in that task's first step (before its first await): let it
+                # run, then catch up, so that nothing written in between is missed
+                await asyncio.sleep(0)
+                await self.catch_up()
+                while True:
+                    try:
+                        changes = await nxt
+                    except StopAsyncIteration:
+                        break
+                    for path in sorted({os.path.abspath(p) for _, p in changes}):
+                        if path in self._targets:
+                            await self.poll(path)
+                    nxt = asyncio.ensure_future(changes_gen.__anext__())
+            except Exception:
+                log.exception("transcript watch failed; restarting")
+                await asyncio.sleep(1)  # back off before watching again
+            finally:
+                waiter.cancel()
+
+
+async def _first(*events: Any) -> None:
+    """Return when any of ``events`` is set."""
+    import asyncio
+
+    tasks = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for t in tasks:
+            t.cancel()

@@ -1,0 +1,131 @@
+"""Applying transcript rows to hookd's records (the fallback when hooks are missing).
+
+:class:`Transcripts` is mixed into :class:`hookd.service.Hookd`. Rows read by
+:mod:`hookd.tailer` are classified by the harness adapter
+(:func:`hookd.harness.claude_code.transcript_observations`) and applied with the same
+functions the hooks use, keyed by ``tool_use_id``: an AskUserQuestion seen by both a hook and
+the transcript is one interaction with one ``question_pending`` and one ``question_resolved``.
+A session whose transcript moves while no hook ever arrived from it is ``hooks_unarmed``
+(field case B19: Claude Code snapshots hooks at session start).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from hookd.harness import claude_code as cc
+from hookd.store import Tx
+from hookd.tailer import ReadResult
+
+if TYPE_CHECKING:
+    from hookd.service import Hookd
+
+#: A session is flagged hooks_unarmed once its newest transcript row is this old (seconds) and
+#: still no hook event came from it: the first hook may be on its way.
+UNARMED_GRACE_S = 5.0
+UNARMED_ADVICE = (
+    "Claude Code reads hooks when a session starts: this session started before hookd's hooks "
+    "were installed (or its settings were not loaded). Run /hooks in it, or restart it, to arm them; "
+    "until then hookd follows it from its transcript."
+)
+#: permissionDecision.source -> hookd surface
+_SURFACES = {"hook": "hook"}
+
+
+def _row_time(row: dict[str, Any]) -> float | None:
+    ts = row.get("timestamp")
+    if not isinstance(ts, str):
+        return None
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+class Transcripts:
+    """Transcript application of :class:`hookd.service.Hookd`."""
+
+    async def apply_transcript(self: "Hookd", path: str, builder: str, session_id: str | None,  # type: ignore[misc]
+                               result: ReadResult) -> int:
+        """Apply what one read of ``path`` (``builder``'s transcript; ``session_id`` if known)
+        returned, and persist its cursor, in one transaction. Returns the number of events."""
+        _, events = await self.store.write(self._transcript_tx, path, builder, session_id, result, time.time())
+        if events:
+            await self.bus.publish()
+        return len(events)
+
+    def _transcript_tx(self: "Hookd", tx: Tx, path: str, builder: str, session_hint: str | None,  # type: ignore[misc]
+                       result: ReadResult, at: float) -> None:
+        unknown = 0
+        sessions: dict[str, tuple[float | None, str | None]] = {}  # sid -> (newest row time, cwd)
+        for row in result.rows:
+            kind = row.get("type")
+            if kind not in cc.TRANSCRIPT_ROW_TYPES:
+                unknown += 1
+            sid = cc.row_session(row) or session_hint
+            if sid and kind in ("user", "assistant"):
+                prev = sessions.get(sid, (None, None))
+                sessions[sid] = (_row_time(row) or prev[0], cc.text(row.get("cwd")) or prev[1])
+            obs = cc.transcript_observations(row)
+            if not obs:
+                continue
+            if sid and sid not in sessions:
+                sessions[sid] = (_row_time(row), cc.text(row.get("cwd")))
+            agent = cc.text(row.get("agentId")) if row.get("isSidechain") else None
+            p = cc.Base(hook_event_name="transcript", session_id=sid, agent_id=agent)
+            for ob in obs:
+                if isinstance(ob, cc.QuestionAsked):
+                    self._question_asked(tx, builder, p, ob, at)
+                elif isinstance(ob, cc.ToolResultSeen):
+                    self._tool_result_seen(tx, builder, p, ob, at)
+                elif isinstance(ob, cc.Interrupted):
+                    tx.append_event("turn_interrupted", builder, sid, at, {"marker": ob.marker, "via": "transcript"})
+        for sid, (newest, cwd) in sessions.items():
+            self._transcript_session(tx, builder, sid, path, cwd, newest, at)
+        st = result.stats
+        tx.save_transcript(
+            dev=result.cursor.dev, ino=result.cursor.ino, path=path, builder=builder,
+            session_id=session_hint or (next(iter(sessions)) if len(sessions) == 1 else None),
+            offset=result.cursor.offset, rows=st.rows,
+            damaged=st.nul_padded + st.spliced + st.invalid_utf8 + st.torn, unknown_rows=unknown, at=at,
+        )
+        damaged = {k: v for k, v in st.as_dict().items() if k not in ("rows", "bytes") and v}
+        if damaged or unknown:
+            tx.append_event("transcript_damaged" if damaged else "transcript_unknown_rows", builder, session_hint, at,
+                            {"path": path, **damaged, "unknown_rows": unknown})
+
+    def _transcript_session(self: "Hookd", tx: Tx, builder: str, sid: str, path: str,  # type: ignore[misc]
+                            cwd: str | None, newest: float | None, at: float) -> None:
+        """A session seen in a transcript: recorded if new (source ``transcript``); flagged
+        ``hooks_unarmed`` when it is moving and no hook ever came from it."""
+        if tx.session_info(sid) is None:
+            tx.insert_session(session_id=sid, builder=builder, harness=cc.HARNESS, parent_id=None,
+                              source="transcript", transcript_path=path, cwd=cwd, at=at)
+            tx.append_event("session_started", builder, sid, at, {
+                "source": "transcript", "parent_session_id": None, "transcript_path": path, "cwd": cwd,
+            })
+        if newest is not None and at - newest >= UNARMED_GRACE_S and tx.session_hook_count(sid) == 0:
+            if tx.mark_hooks_unarmed(sid, at):
+                tx.append_event("hooks_unarmed", builder, sid, at, {"transcript_path": path, "advice": UNARMED_ADVICE})
+                tx.after_commit.append(lambda: self._sessions.pop(sid, None))  # next hook re-reads it
+
+    def _tool_result_seen(self: "Hookd", tx: Tx, builder: str, p: cc.Base, ob: cc.ToolResultSeen,  # type: ignore[misc]
+                          at: float) -> None:
+        if ob.answers is not None and isinstance(ob.questions, list):
+            surface = _SURFACES.get(ob.decision_source or "", "terminal")
+            self._question_resolved(tx, builder, p,
+                                    cc.question_result(ob.tool_use_id, cc.ASK_TOOL, ob.questions, ob.answers, surface=surface),
+                                    at)
+            return
+        if not ob.rejected:
+            return
+        i = tx.interaction_by_tool_use_id(ob.tool_use_id)
+        if i is None or i.kind != "question":
+            return
+        self._question_resolved(tx, builder, p, cc.QuestionResolved(
+            tool_use_id=ob.tool_use_id, tool_name=cc.ASK_TOOL, input_hash=i.input_hash or "", questions=i.questions,
+            outcome="dismissed", answers=None, selections=None, surface="terminal",
+            warning="rejected at the desk (Esc or No), as the transcript shows",
+        ), at)
