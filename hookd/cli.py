@@ -64,13 +64,20 @@ def _client(ctx: click.Context) -> Any:
 @click.option("--port", type=int, default=0, show_default=True,
               help="Loopback TCP port for hook clients (0: any free port).")
 @click.option("--log-level", default="info", type=click.Choice(["debug", "info", "warning", "error"]))
+@click.option("--notify-question-after", type=float, metavar="S",
+              help="Notify about a question or permission prompt pending S seconds [config notify.question_after_s; default 60].")
+@click.option("--notify-steps", metavar="S,S,...", help="Escalation offsets in seconds [config notify.steps_s; default 0,300,1800].")
 @click.pass_context
-def serve(ctx: click.Context, port: int, log_level: str) -> None:
+def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: float | None, notify_steps: str | None) -> None:
     """Run the daemon in the foreground (SIGTERM/SIGINT stop it). Logs go to stderr."""
     from hookd.server import serve as run
 
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr, format="%(asctime)s hookd %(levelname)s %(message)s")
-    run(ctx.obj, port=port)
+    try:
+        steps = None if notify_steps is None else [float(x) for x in notify_steps.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter("comma-separated seconds, e.g. 0,300,1800", param_hint="--notify-steps") from None
+    run(ctx.obj, port=port, notify_overrides={"question_after_s": notify_question_after, "steps_s": steps})
 
 
 @main.command()
@@ -437,3 +444,27 @@ def drift(version_dir: Path | None, fixtures: Path, no_replay: bool, as_json: bo
     else:
         click.echo(render(rep), nl=False)
     sys.exit(1 if rep.failed else 0)
+
+
+@main.group()
+def notify() -> None:
+    """Notifications about agents waiting on a human (HOOKD_HOME/config.toml [notify])."""
+
+
+@notify.command("test")
+@click.option("--channel", metavar="N", help="Only this channel: its number (1 = first [[notify.channel]]) or name.")
+@click.pass_context
+def notify_test(ctx: click.Context, channel: str | None) -> None:
+    """Send a test notification to each configured channel (one attempt each) and report
+    which worked; exit 1 if any failed."""
+    import asyncio
+
+    from hookd.notify import load_config, test_channels
+
+    cfg = load_config(ctx.find_root().obj)
+    if not cfg.channels:
+        raise ConfigError(f"no [[notify.channel]] in {cfg.path}: nothing to test")
+    results = asyncio.run(test_channels(cfg, channel))
+    for ch, err in results:
+        click.echo(f"{ch.name} ({ch.type}): " + ("ok" if err is None else f"failed: {err}"))
+    sys.exit(1 if any(err is not None for _, err in results) else 0)

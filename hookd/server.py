@@ -537,18 +537,24 @@ class _Server(uvicorn.Server):
                 loop.remove_signal_handler(sig)
 
 
-def serve(home: Home, port: int = 0) -> None:
-    """Run the daemon in the foreground until SIGTERM/SIGINT. Raises AlreadyServing."""
+def serve(home: Home, port: int = 0, notify_overrides: dict[str, Any] | None = None) -> None:
+    """Run the daemon in the foreground until SIGTERM/SIGINT. Raises AlreadyServing, and
+    ConfigError for an invalid config.toml (before binding anything)."""
+    from hookd import notify
+
+    notify_config = notify.load_config(home, notify_overrides)
     os.umask(0o077)  # the database, its WAL and the spool are the user's alone
     home.ensure()
     lock = _Lock(home.lock_file)
     try:
-        asyncio.run(_serve(home, port))
+        asyncio.run(_serve(home, port, notify_config))
     finally:
         lock.release()
 
 
-async def _serve(home: Home, port: int) -> None:
+async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
+    from hookd import notify
+
     token = home.read_token()
     unix_sock = _bind_unix(home.socket_path)
     tcp_sock = _bind_tcp(port)
@@ -569,6 +575,7 @@ async def _serve(home: Home, port: int) -> None:
         write_private(home.endpoint_file, f"{tcp_port} {token}\n")
         watcher = asyncio.create_task(_watch_spool(core, stop_watch))
         expiry = asyncio.create_task(core.run_expiry())
+        _, notifying = notify.start(core, notify_config or notify.load_config(home))
         tailer = Tailer(core)
         core.on_transcript = tailer.add
         core.tailer = tailer  # type: ignore[attr-defined]
@@ -585,6 +592,8 @@ async def _serve(home: Home, port: int) -> None:
                 home.endpoint_file.unlink()
             stop_watch.set()
             expiry.cancel()
+            notifying.cancel()
+            await asyncio.gather(notifying, return_exceptions=True)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(tailing, 2)
             core.release_all()
