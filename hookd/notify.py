@@ -355,6 +355,10 @@ async def _run(argv: list[str], stdin: bytes | None, timeout: float) -> None:
         proc.kill()
         await proc.wait()
         raise NotifyFailed(f"{argv[0]} did not finish within {timeout:g} s") from None
+    except asyncio.CancelledError:  # cleared or shutting down: leave no notifier behind
+        if proc.returncode is None:
+            proc.kill()
+        raise
     if proc.returncode != 0:
         tail = (err or b"").decode(errors="replace").strip()[-300:]
         raise NotifyFailed(f"{argv[0]} exited with {proc.returncode}" + (f": {tail}" if tail else ""))
