@@ -444,12 +444,22 @@ class ToolResultSeen(Observation, kw_only=True):
     answers: dict[str, Any] | None
     questions: Any
     decision_source: str | None
+    error: str | None = None
 
 
 class Interrupted(Observation, kw_only=True):
     """The human interrupted the turn (an interrupt marker row): idle, not stalled."""
 
     marker: str
+
+
+def _result_text(content: Any) -> str:
+    """A tool_result's content as text (a string, or its text blocks joined)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
+    return ""
 
 
 def row_session(row: dict[str, Any]) -> str | None:
@@ -490,6 +500,7 @@ def transcript_observations(row: dict[str, Any]) -> list[Observation]:
                 answers=result.get("answers") if isinstance(result, dict) and isinstance(result.get("answers"), dict) else None,
                 questions=result.get("questions") if isinstance(result, dict) else None,
                 decision_source=text(decision.get("source")) if isinstance(decision, dict) else None,
+                error=_result_text(block.get("content"))[:500] if block.get("is_error") is True else None,
             ))
         elif kind == "user" and btype == "text" and isinstance(block.get("text"), str) and block["text"].strip() in INTERRUPT_MARKERS:
             obs.append(Interrupted(marker=block["text"].strip()))

@@ -147,12 +147,15 @@ def normalize_answer(i: Interaction, req: AnswerRequest) -> tuple[dict[str, str]
     return answers, cc.decode_answers(i.questions, answers), None, None
 
 
-def answer_text(i: Interaction, answers: dict[str, str] | None, decision: str | None, message: str | None) -> str:
-    """The inbox text of an answer: ``[Answer to question <id>] Q: ... A: ...``."""
+def answer_text(i: Interaction, answers: dict[str, str] | None, decision: str | None, message: str | None,
+                late: str | None = None) -> str:
+    """The inbox text of an answer: ``[Answer to question <id>] Q: ... A: ...``; a late one
+    (``late``: why it was not used) says so: ``[Late answer to question <id> (not used: ...)]``."""
+    head = f"Late answer to {{}} (not used: {late})" if late else "Answer to {}"
     if i.kind == "permission":
-        line = f"[Answer to permission prompt {i.id} for {i.tool_name}] {decision}"
+        line = "[" + head.format(f"permission prompt {i.id} for {i.tool_name}") + f"] {decision}"
         return line + (f": {message}" if message else "")
-    lines = [f"[Answer to question {i.id}]"]
+    lines = ["[" + head.format(f"question {i.id}") + "]"]
     for q, a in (answers or {}).items():
         lines.append(f"Q: {q}\nA: {a}")
     return "\n".join(lines)
@@ -167,6 +170,14 @@ def hook_body(i: Interaction) -> bytes:
     assert i.answers, "never a decision without answers"
     base = i.input if isinstance(i.input, dict) else {"questions": i.questions}
     return cc.permission_decision("allow", updated_input={**base, "answers": i.answers})
+
+
+def _late_reason(i: Interaction) -> str:
+    """Why a late answer to ``i`` was not used, for the agent: what happened instead."""
+    if i.state == "answered":
+        what = i.decision if i.kind == "permission" else "; ".join(str(a) for a in (i.answers or {}).values())
+        return f"already answered at the {i.surface or 'desk'}: {what}" if what else "already answered"
+    return f"the question was already {i.state}"
 
 
 def _same_selections(a: list[Selection] | None, b: list[Selection] | None) -> bool:
@@ -281,7 +292,8 @@ class Answers:
         """The desk's outcome replaces a remote answer that did not reach the tool; the
         remote text is kept as an inbox message."""
         m = tx.insert_message(builder=i.builder, session_id=i.session_id, agent_id=i.agent_id,
-                              author=i.actor or "human", text=answer_text(i, i.answers, i.decision, i.message),
+                              author=i.actor or "human",
+                              text=answer_text(i, i.answers, i.decision, i.message, late=reason),
                               key=None, at=at)
         tx.append_event("inbox_queued", i.builder, i.session_id, at, {
             "id": m.id, "author": m.author, "chars": len(m.text), "agent_id": i.agent_id, "key": None,
@@ -366,8 +378,8 @@ class Answers:
             raise Conflict(f"this answer was made for another input (input_hash {req.input_hash}) than"
                            f" {i.id} shows ({i.input_hash}); look at it again")
         if i.state == "pending" and req.revision is not None and req.revision != i.revision:
-            raise Conflict(f"{i.id} changed since you saw it (revision {req.revision}, now {i.revision});"
-                           " look at it again")
+            raise Conflict(f"{i.id} is at revision {i.revision}, not {req.revision} (it changed since you saw"
+                           " it, or that revision never existed); look at it again")
         author = req.actor or "human"
         if i.state != "pending":
             by = f" by {i.surface}" if i.surface else ""
@@ -385,7 +397,7 @@ class Answers:
                       " asked), so it can only be answered at the desk")
             if i.kind == "permission":
                 return self._keep_late(tx, i, req, content, answers, decision, message, author, at, reason,
-                                       keep=message is not None)
+                                       late="no hook was holding the permission prompt")
             # a question: the text still reaches the agent, as a message
             m = self._queue_answer(tx, i, answers, decision, message, author, at)
             receipt = {"interaction": msgspec.to_builtins(i), "response_id": req.response_id, "duplicate": False,
@@ -425,10 +437,10 @@ class Answers:
         return "ok", receipt
 
     def _queue_answer(self, tx: Tx, i: Interaction, answers: Any, decision: str | None, message: str | None,
-                      author: str, at: float) -> str:
+                      author: str, at: float, late: str | None = None) -> str:
         m = tx.insert_message(builder=i.builder, session_id=None if i.kind == "async" else i.session_id,
-                              agent_id=i.agent_id, author=author, text=answer_text(i, answers, decision, message),
-                              key=None, at=at)
+                              agent_id=i.agent_id, author=author,
+                              text=answer_text(i, answers, decision, message, late=late), key=None, at=at)
         tx.append_event("inbox_queued", i.builder, m.session_id, at, {
             "id": m.id, "author": author, "chars": len(m.text), "agent_id": i.agent_id, "key": None,
             "answer_to": i.id,
@@ -437,12 +449,14 @@ class Answers:
 
     def _keep_late(self, tx: Tx, i: Interaction, req: AnswerRequest, content: bytes, answers: Any,
                    decision: str | None, message: str | None, author: str, at: float, reason: str,
-                   keep: bool = True) -> tuple[str, dict[str, Any]]:
+                   late: str | None = None) -> tuple[str, dict[str, Any]]:
         """Refuse an answer to a closed interaction; a human's text is kept as an inbox
-        message (never dropped). The refusal is the receipt of its response_id."""
+        message (never dropped) that says it came late. A permission decision is kept only for
+        its deny message (a bare allow/deny means nothing to the model). The refusal is the
+        receipt of its response_id."""
         message_id = None
-        if keep:
-            message_id = self._queue_answer(tx, i, answers, decision, message, author, at)
+        if i.kind != "permission" or message is not None:
+            message_id = self._queue_answer(tx, i, answers, decision, message, author, at, late=late or _late_reason(i))
             reason += f"; your answer was kept as inbox message {message_id} for {i.builder}"
         tx.append_event("answer_refused", i.builder, i.session_id, at, {
             "id": i.id, "kind": i.kind, "reason": reason, "message_id": message_id, "response_id": req.response_id,
@@ -520,7 +534,7 @@ class Answers:
         if len(opts) > MAX_OPTIONS or any(not o for o in opts) or len(set(opts)) != len(opts):
             raise BadRequest(f"options must be at most {MAX_OPTIONS} distinct, non-empty labels")
         if expires_in_s is not None and not 0 < expires_in_s <= MAX_EXPIRY_S:
-            raise BadRequest(f"expires_in_s must be between 0 and {MAX_EXPIRY_S:.0f} seconds")
+            raise BadRequest(f"expires_in_s must be more than 0 and at most {MAX_EXPIRY_S:.0f} seconds")
         at = time.time()
         i = Interaction(
             id=f"ask_{secrets.token_hex(6)}", kind="async", builder=builder, session_id=session_id,
@@ -589,7 +603,7 @@ class Answers:
             "closed": [{"id": found[x].id, "state": found[x].state, "warning": found[x].warning}
                        for x in ids if found[x].state not in ("pending", "answered")],
             "pending": [found[x].id for x in ids if found[x].state == "pending"],
-            "timed_out": any(found[x].state == "pending" for x in ids),
+            "timed_out": timeout_s > 0 and any(found[x].state == "pending" for x in ids),
         }
 
     # --- expiry ---------------------------------------------------------------------------

@@ -148,6 +148,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
     click.echo(f"socket {s['socket']}, hook port 127.0.0.1:{s['tcp_port']}")
     c = s["counts"]
     click.echo(f"{c['hook_events']} hook events, {c['events']} events, {c['pending_interactions']} pending, {c['spooled']} spooled")
+    if s.get("held"):
+        click.echo(f"holding a PermissionRequest hook for: {', '.join(s['held'])} (answer with `hookd answer ID`)")
     if s["builders"]:
         rows = [[b["builder"], b["harness"], b["hooks_seen"], b["pending"], _when(b["last_hook_at"]),
                  b.get("warning", "")] for b in s["builders"]]
@@ -177,6 +179,23 @@ def questions(ctx: click.Context, state: str, as_json: bool) -> None:
         rows.append([i["id"], i["kind"], i["builder"], i["state"], text, ans, i["surface"] or "-", _when(i["created_at"])])
     click.echo(tabulate(rows, headers=["id", "kind", "builder", "state", "question / input", "answer", "by", "asked"])
                if rows else "no questions")
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="A JSON array of lanes.")
+@click.pass_context
+def lanes(ctx: click.Context, as_json: bool) -> None:
+    """Every builder's lane: working, waiting_question, waiting_permission, idle, stalled,
+    ended or dead; those waiting on a human first."""
+    items = _client(ctx).get("/v1/lanes")
+    if as_json:
+        _echo_json(items)
+        return
+    now = dt.datetime.now().timestamp()
+    rows = [[lane["builder"], lane["state"], f"{max(0, now - lane['since']):.0f} s", len(lane["pending"]), lane["queued"],
+             lane["session_id"] or "-", lane["detail"]] for lane in items]
+    click.echo(tabulate(rows, headers=["builder", "lane", "for", "pending", "queued", "session", "detail"])
+               if rows else "no builders")
 
 
 @main.command()

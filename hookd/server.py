@@ -6,12 +6,14 @@ loopback TCP port for hook clients, where every request needs ``Authorization: B
 
 Routes (all errors: ``{"error": {"code", "message"}}`` with a 4xx/5xx status):
 
-- ``POST /v1/hooks/{harness}/{builder}``: one hook payload, optionally streamed with
+- ``POST /v1/hooks/{harness}/{builder}[/hold]``: one hook payload, optionally streamed with
   chunked encoding; answered as soon as one complete JSON object has arrived (stdin held
   open is not waited for). Response body = exact hook stdout (may be empty).
   Header ``X-Hookd-Delivery``: the client's unique id for this invocation;
-  ``X-Hookd-Deadline-Ms``: the client's own deadline (ms). A PermissionRequest hook whose
-  deadline is at least HOLD_MIN_MS is held (up to its deadline less HOLD_MARGIN_S) for a
+  ``X-Hookd-Deadline-Ms``: the client's own deadline (ms); ``X-Hookd-Agent-Pid``: the agent's
+  process id (``CLAUDE_PID``), for lane liveness. A PermissionRequest hook posted to
+  ``/hold`` (the generated PermissionRequest command) whose deadline is at least HOLD_MIN_MS
+  is held (up to its deadline less HOLD_MARGIN_S) for a
   remote answer: the response is then the decision, or empty when the desk answered first,
   the window ended, or the daemon is stopping.
 - ``POST /v1/interactions/{id}/answer`` (:class:`hookd.models.AnswerRequest`; 200 with the
@@ -25,7 +27,8 @@ Routes (all errors: ``{"error": {"code", "message"}}`` with a 4xx/5xx status):
 - ``POST /v1/builders/{builder}/messages`` (``{"text", "id"?, "session_id"?, "agent_id"?,
   "author"?}``; 201 created, 200 for a repeated key with the same content, 409 otherwise),
   ``GET /v1/messages?builder=``;
-- ``GET /v1/status``, ``GET /v1/questions?state=pending|resolved|all``,
+- ``GET /v1/lanes`` (every builder's lane, those waiting on a human first),
+  ``GET /v1/status``, ``GET /v1/questions?state=pending|resolved|all``,
   ``GET /v1/interactions/{id}``, ``GET /v1/events?after=SEQ&limit=N[&follow=1]``
   (JSON lines; ``follow`` keeps the stream open).
 """
@@ -68,14 +71,15 @@ from hookd.models import (
 from hookd.service import MAX_PAYLOAD, Hookd
 from hookd.spawn import list_manifests, read_manifest
 from hookd.store import Store
+from hookd.lanes import LaneWatch
 from hookd.tailer import Tailer
 
 log = logging.getLogger("hookd")
 _enc = msgspec.json.Encoder()
 #: How long one hook request may take to arrive, seconds (clients give up after ~5 s).
 BODY_TIMEOUT_S = 30.0
-#: A PermissionRequest hook is held for a remote answer only when its client's deadline is at
-#: least this long (ms) ...
+#: A PermissionRequest hook (posted to ``/hold``) is held for a remote answer only when its
+#: client's deadline is at least this long (ms) ...
 HOLD_MIN_MS = 3000
 #: ... and it is answered this long (s) before that deadline, so the client reads the reply.
 HOLD_MARGIN_S = 1.5
@@ -179,24 +183,28 @@ class HookdASGI:
         await self.app(scope, receive, send)
 
     async def _hook(self, scope: dict, receive: Any, send: Any) -> None:
-        parts = scope["path"].split("/")  # ['', 'v1', 'hooks', harness, builder(, 'wake')]
+        parts = scope["path"].split("/")  # ['', 'v1', 'hooks', harness, builder(, 'hold' | 'wake')]
         try:
             wake = len(parts) == 6 and parts[5] == "wake"
-            if len(parts) != 5 and not wake:
-                raise NotFound("hook routes are POST /v1/hooks/{harness}/{builder}[/wake]")
+            holdable = len(parts) == 6 and parts[5] == "hold"
+            if len(parts) != 5 and not (wake or holdable):
+                raise NotFound("hook routes are POST /v1/hooks/{harness}/{builder}[/hold|/wake]")
             builder = check_builder_id(parts[4])
             raw = await read_hook_body(receive)
             if wake:
                 await _send(send, 200, await self.core.wake(parts[3], builder, raw))
                 return
-            delivery, deadline_ms = None, 0
+            delivery, deadline_ms, agent_pid = None, 0, None
             for k, v in scope["headers"]:
                 if k == b"x-hookd-delivery":
                     delivery = v.decode("latin-1") or None
                 elif k == b"x-hookd-deadline-ms" and v.isdigit():
                     deadline_ms = int(v)
-            hold = deadline_ms >= HOLD_MIN_MS
-            result = await self.core.ingest_hook(parts[3], builder, raw, delivery_id=delivery, hold=hold)
+                elif k == b"x-hookd-agent-pid" and v.isdigit() and len(v) < 10:
+                    agent_pid = int(v)
+            hold = holdable and deadline_ms >= HOLD_MIN_MS
+            result = await self.core.ingest_hook(parts[3], builder, raw, delivery_id=delivery, hold=hold,
+                                                 agent_pid=agent_pid)
             body = result.body
             if result.hold is not None:
                 iid, fut = result.hold
@@ -337,6 +345,12 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
             out.append({"path": os.path.abspath(path), "rows": await tailer.poll(os.path.abspath(path))})
         return json_response({"builder": builder, "files": out}, 201)
 
+    async def lanes(request: Request) -> Response:
+        watch = getattr(core, "lanes", None)
+        if watch is None:
+            raise BadRequest("lanes are not being watched")
+        return json_response(sorted(await watch.compute(), key=_lane_order))
+
     async def messages(request: Request) -> Response:
         builder = request.query_params.get("builder")
         if builder is not None:
@@ -395,11 +409,20 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
             Route("/v1/events", events),
             Route("/v1/builders/{builder}/messages", send, methods=["POST"]),
             Route("/v1/messages", messages),
+            Route("/v1/lanes", lanes),
         ],
         exception_handlers={Exception: on_error, HTTPException: on_error, HookdError: on_error},
         lifespan=lifespan,
     )
     return HookdASGI(app, core, token)
+
+
+_LANE_RANK = {"stalled": 0, "dead": 1, "waiting_question": 2, "waiting_permission": 3, "idle": 4, "working": 5, "ended": 6}
+
+
+def _lane_order(lane: Any) -> tuple[int, float]:
+    """Lanes waiting on a human first, then the rest; oldest state first."""
+    return (_LANE_RANK.get(lane.state, 9), lane.since)
 
 
 async def core_status(core: Hookd) -> dict[str, Any]:
@@ -580,6 +603,9 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
         core.on_transcript = tailer.add
         core.tailer = tailer  # type: ignore[attr-defined]
         tailing = asyncio.create_task(tailer.run(stop_watch))
+        lanes = LaneWatch(core)
+        core.lanes = lanes  # type: ignore[attr-defined]
+        laning = asyncio.create_task(lanes.run(stop_watch))
         await core.ingest_spool()
         log.info(
             "hookd %s serving %s on unix:%s and http://127.0.0.1:%d (pid %d)",
@@ -596,6 +622,7 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
             await asyncio.gather(notifying, return_exceptions=True)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(tailing, 2)
+            laning.cancel()
             core.release_all()
             await core.bus.close()
             await core.close()

@@ -21,6 +21,7 @@ import msgspec
 from hookd.answers import Answers
 from hookd.transcripts import Transcripts
 from hookd.config import Home
+from hookd.lanes import process_started_at
 from hookd.harness import claude_code as cc
 from hookd.models import (
     TERMINAL_STATES,
@@ -124,6 +125,7 @@ class Hookd(Answers, Transcripts):
         #: called with (path, builder, session_id) when a session reports a new transcript
         #: path (the tailer follows it)
         self.on_transcript: Any = None
+        self._pids: dict[str, int] = {}  # session -> agent pid already recorded
 
     async def close(self) -> None:
         """Cancel background work (transcript reads) before the store closes."""
@@ -143,14 +145,19 @@ class Hookd(Answers, Transcripts):
         delivery_id: str | None = None,
         received_at: float | None = None,
         hold: bool = False,
+        agent_pid: int | None = None,
     ) -> HookResult:
         """Record one hook payload and everything it implies, in one transaction.
 
         harness: adapter name (``claude-code``); builder: id baked into the hook command;
         raw: stdin bytes as received; source: ``live`` or ``spool``; delivery_id: the
         client's unique id for this invocation (a spooled copy of an already stored
-        delivery is skipped). Raises PayloadInvalid after storing the raw bytes when the
-        payload cannot be parsed (nothing is lost), NotFound for an unknown harness.
+        delivery is skipped). hold: the caller will hold a PermissionRequest hook for a remote
+        answer (``HookResult.hold`` then carries the interaction id and its waiter, registered
+        as the transaction commits, for :meth:`hold`). agent_pid: the agent's process id
+        (``CLAUDE_PID`` in the hook's environment), for lane liveness. Raises PayloadInvalid
+        after storing the raw bytes when the payload cannot be parsed (nothing is lost),
+        NotFound for an unknown harness.
         """
         adapter = HARNESSES.get(harness)
         if adapter is None:
@@ -164,7 +171,7 @@ class Hookd(Answers, Transcripts):
         box: list[asyncio.Future[bytes]] = []
         (hook_id, body, iid), events = await self.store.write(
             self._ingest_tx, adapter, harness, builder, raw, payload, error, at, source, delivery_id,
-            box if hold else None,
+            box if hold else None, agent_pid,
         )
         if hook_id is None:
             return HookResult(b"", [], duplicate=True)
@@ -176,7 +183,7 @@ class Hookd(Answers, Transcripts):
     def _ingest_tx(
         self, tx: Tx, adapter: Any, harness: str, builder: str, raw: bytes, payload: cc.Base | None,
         error: PayloadInvalid | None, at: float, source: str, delivery_id: str | None,
-        hold_box: list[asyncio.Future[bytes]] | None = None,
+        hold_box: list[asyncio.Future[bytes]] | None = None, agent_pid: int | None = None,
     ) -> tuple[int | None, bytes, str | None]:
         """The transaction of one hook. Returns (hook event id or None when this delivery was
         already stored, the hook's stdout, the interaction a PermissionRequest hook may hold
@@ -212,7 +219,13 @@ class Hookd(Answers, Transcripts):
             # only a Stop's fingerprint is ever compared (by an idle wake of that Stop)
             mark = (hook_id, _fingerprint(raw) if payload.hook_event_name == "Stop" else b"")
             tx.after_commit.append(lambda: self._activity.__setitem__(sid, mark))
+        if sid and agent_pid and source == "live" and self._pids.get(sid) != agent_pid:
+            tx.after_commit.append(lambda: self._pids.__setitem__(sid, agent_pid))
         body, hold = self._apply(tx, adapter, harness, builder, payload, at, source)
+        if sid and agent_pid and source == "live" and self._pids.get(sid) != agent_pid:
+            # after _apply: the session row exists now
+            if tx.agent_pid(sid) != agent_pid:
+                tx.set_agent_pid(sid, agent_pid, process_started_at(agent_pid))
         if hold and hold_box is not None:
             iid = hold
             tx.after_commit.append(lambda: hold_box.append(self.register_waiter(iid)))

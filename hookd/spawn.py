@@ -409,7 +409,7 @@ def spawn(
     command = hook_command(home, harness, builder, deadline_ms)
     timeout_s = max(10, math.ceil(deadline_ms / 1000) * 2)
     wake_command = hook_command(home, harness, builder, wake_wait_s * 1000, mode="wake") if wake_wait_s else None
-    permission_command = hook_command(home, harness, builder, hold_s * 1000) if hold_s else None
+    permission_command = hook_command(home, harness, builder, hold_s * 1000, mode="hold") if hold_s else None
     hooks = settings.setdefault("hooks", {})
     for event, groups in cc.hook_settings(command, timeout_s, wake_command, wake_wait_s + 60,
                                           permission_command, hold_s + 60).items():

@@ -207,6 +207,23 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         ],
     ),
     (
+        # Lanes: the agent process of a session (CLAUDE_PID from the hook's environment, with
+        # its start time against pid reuse), the last interrupt, and each builder's lane.
+        "0006_lanes",
+        [
+            "ALTER TABLE sessions ADD COLUMN agent_pid INTEGER",
+            "ALTER TABLE sessions ADD COLUMN agent_started_at REAL",
+            "ALTER TABLE sessions ADD COLUMN interrupted_at REAL",
+            """CREATE TABLE lanes (
+                builder TEXT PRIMARY KEY,
+                state TEXT NOT NULL,
+                since REAL NOT NULL,
+                session_id TEXT,
+                detail TEXT
+            )""",
+        ],
+    ),
+    (
         # Notifications (hookd.notify): one row per (subject key, escalation step, channel);
         # a step is claimed (status 'pending') in the same transaction that decides to send it,
         # so a restart never sends a step twice. status: pending | sent | failed | cleared.
@@ -578,6 +595,30 @@ class Tx:
         cur = self._db.execute(
             "UPDATE sessions SET hooks_unarmed_at=NULL WHERE id=? AND hooks_unarmed_at IS NOT NULL", (session_id,))
         return cur.rowcount == 1
+
+    # lanes -------------------------------------------------------------------------------
+    def set_agent_pid(self, session_id: str, pid: int, started_at: float | None) -> None:
+        self._db.execute("UPDATE sessions SET agent_pid=?, agent_started_at=? WHERE id=?", (pid, started_at, session_id))
+
+    def agent_pid(self, session_id: str) -> int | None:
+        row = self._one("SELECT agent_pid FROM sessions WHERE id=?", (session_id,))
+        return row[0] if row else None
+
+    def set_interrupted(self, session_id: str, at: float) -> None:
+        self._db.execute("UPDATE sessions SET interrupted_at=? WHERE id=?", (at, session_id))
+
+    def lane(self, builder: str) -> tuple[str, float, str | None, str | None] | None:
+        """(state, since, session_id, detail) last recorded for ``builder``."""
+        row = self._one("SELECT state, since, session_id, detail FROM lanes WHERE builder=?", (builder,))
+        return (row[0], row[1], row[2], row[3]) if row else None
+
+    def save_lane(self, builder: str, state: str, since: float, session_id: str | None, detail: str | None) -> None:
+        self._db.execute(
+            "INSERT INTO lanes (builder, state, since, session_id, detail) VALUES (?,?,?,?,?)"
+            " ON CONFLICT(builder) DO UPDATE SET state=excluded.state, since=excluded.since,"
+            " session_id=excluded.session_id, detail=excluded.detail",
+            (builder, state, since, session_id, detail),
+        )
 
     # responses (idempotency receipts) --------------------------------------------------
     def response(self, response_id: str) -> tuple[str, bytes, bytes] | None:
@@ -973,6 +1014,49 @@ class Store:
         )
         keys = ("path", "builder", "session_id", "offset", "rows", "damaged", "unknown_rows", "first_seen_at", "last_row_at")
         return [dict(zip(keys, r)) for r in rows]
+
+    async def lane_inputs(self, builders: list[str]) -> list[dict[str, Any]]:
+        """What a lane is derived from, per builder (see :mod:`hookd.lanes`): its current
+        session (the one of its newest hook, else its newest transcript-only session) with
+        the agent pid, end and interrupt times; the session's newest main-agent hook; its
+        pending interactions; its queued inbox messages."""
+        out = []
+        for b in builders:
+            d: dict[str, Any] = {"builder": b, "session": None, "last_hook": None, "pending": [],
+                                 "queued": 0, "oldest_queued_at": None}
+            rows = await self._all(
+                "SELECT session_id FROM hook_events WHERE builder=? AND session_id IS NOT NULL ORDER BY id DESC LIMIT 1", (b,))
+            sid = rows[0][0] if rows else None
+            cols = "id, started_at, ended_at, end_reason, agent_pid, agent_started_at, interrupted_at, hooks_unarmed_at, cwd"
+            srows = await self._all(f"SELECT {cols} FROM sessions WHERE id=?", (sid,)) if sid else []
+            if not srows:
+                srows = await self._all(f"SELECT {cols} FROM sessions WHERE builder=? ORDER BY started_at DESC LIMIT 1", (b,))
+            if srows:
+                keys = ("session_id", "started_at", "ended_at", "end_reason", "agent_pid", "agent_started_at",
+                        "interrupted_at", "hooks_unarmed_at", "cwd")
+                d["session"] = dict(zip(keys, srows[0]))
+                h = await self._all(
+                    "SELECT hook_event_name, received_at FROM hook_events WHERE session_id=? AND agent_id IS NULL"
+                    " ORDER BY id DESC LIMIT 1", (srows[0][0],))
+                if h:
+                    d["last_hook"] = {"hook_event_name": h[0][0], "at": h[0][1]}
+            d["pending"] = [
+                {"id": i, "kind": k, "created_at": c, "session_id": s_}
+                for i, k, c, s_ in await self._all(
+                    "SELECT id, kind, created_at, session_id FROM interactions WHERE state='pending' AND builder=?"
+                    " ORDER BY created_at", (b,))
+            ]
+            (n, oldest), = await self._all(
+                "SELECT COUNT(*), MIN(created_at) FROM inbox_messages WHERE builder=? AND state='queued'", (b,))
+            d["queued"], d["oldest_queued_at"] = n, oldest
+            out.append(d)
+        return out
+
+    async def builders(self) -> list[str]:
+        return [r[0] for r in await self._all("SELECT id FROM builders ORDER BY id")]
+
+    async def lanes(self) -> dict[str, tuple[str, float, str | None, str | None]]:
+        return {r[0]: (r[1], r[2], r[3], r[4]) for r in await self._all("SELECT builder, state, since, session_id, detail FROM lanes")}
 
     async def next_expiry(self) -> float | None:
         (t,), = await self._all("SELECT MIN(expires_at) FROM interactions WHERE state='pending' AND expires_at IS NOT NULL")

@@ -272,7 +272,12 @@ class Tailer:
             self.add(path, builder, sid)
         while not stop.is_set():
             self._changed.clear()
-            dirs = sorted({os.path.dirname(p) for p in self._targets if os.path.isdir(os.path.dirname(p))})
+            exact = {os.path.dirname(p) for p in self._targets if os.path.isdir(os.path.dirname(p))}
+            # a transcript whose folder does not exist yet: watch its nearest existing ancestor
+            # and start over when something appears there
+            missing = {os.path.dirname(p) for p in self._targets} - exact
+            standins = {_existing_ancestor(d) for d in missing} - {None}
+            dirs = sorted(exact | standins)
             restart = asyncio.Event()
             waiter = asyncio.ensure_future(_first(stop, self._changed))
             waiter.add_done_callback(lambda _: restart.set())
@@ -298,12 +303,24 @@ class Tailer:
                     for path in sorted({os.path.abspath(p) for _, p in changes}):
                         if path in self._targets:
                             await self.poll(path)
+                        elif os.path.dirname(path) in standins and any(
+                                m == path or m.startswith(path + os.sep) for m in missing):
+                            self._changed.set()  # a folder appeared on the way to a transcript
                     nxt = asyncio.ensure_future(changes_gen.__anext__())
             except Exception:
                 log.exception("transcript watch failed; restarting")
                 await asyncio.sleep(1)  # back off before watching again
             finally:
                 waiter.cancel()
+
+
+def _existing_ancestor(path: str) -> str | None:
+    while path and not os.path.isdir(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+    return path or None
 
 
 async def _first(*events: Any) -> None:

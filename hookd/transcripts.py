@@ -82,6 +82,10 @@ class Transcripts:
                     self._tool_result_seen(tx, builder, p, ob, at)
                 elif isinstance(ob, cc.Interrupted):
                     tx.append_event("turn_interrupted", builder, sid, at, {"marker": ob.marker, "via": "transcript"})
+                    if sid:
+                        if tx.session_info(sid) is None:
+                            self._transcript_session(tx, builder, sid, path, cc.text(row.get("cwd")), None, at)
+                        tx.set_interrupted(sid, _row_time(row) or at)
         for sid, (newest, cwd) in sessions.items():
             self._transcript_session(tx, builder, sid, path, cwd, newest, at)
         st = result.stats
@@ -119,13 +123,21 @@ class Transcripts:
                                     cc.question_result(ob.tool_use_id, cc.ASK_TOOL, ob.questions, ob.answers, surface=surface),
                                     at)
             return
-        if not ob.rejected:
+        if not (ob.rejected or ob.is_error):
             return
         i = tx.interaction_by_tool_use_id(ob.tool_use_id)
         if i is None or i.kind != "question":
             return
+        if ob.rejected:
+            outcome, surface, warning = "dismissed", "terminal", "rejected at the desk (Esc or No), as the transcript shows"
+        else:
+            # no human was asked: the harness refused the tool (plain `claude -p`: "No such tool
+            # available"; field case B05); the model may go on as if someone had answered
+            outcome, surface = "denied", None
+            warning = ("the harness refused the tool without asking anyone (its error is in `error`); "
+                       "the model may proceed as if a human had answered")
         self._question_resolved(tx, builder, p, cc.QuestionResolved(
             tool_use_id=ob.tool_use_id, tool_name=cc.ASK_TOOL, input_hash=i.input_hash or "", questions=i.questions,
-            outcome="dismissed", answers=None, selections=None, surface="terminal",
-            warning="rejected at the desk (Esc or No), as the transcript shows",
+            outcome=outcome, answers=None, selections=None, surface=surface, warning=warning,
+            error=ob.error if outcome == "denied" else None,
         ), at)

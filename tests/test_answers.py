@@ -181,7 +181,8 @@ def test_desk_first_releases_the_held_hook_at_once(rig: Rig) -> None:
     assert r.returncode == 2
     assert "already answered by terminal" in r.stderr and "kept as inbox message m-1" in r.stderr
     [m] = rig.inbox()
-    assert m["state"] == "queued" and m["text"] == f"[Answer to question {ASK_ID}]\nQ: {Q}\nA: Red"
+    assert m["state"] == "queued"
+    assert m["text"] == f"[Late answer to question {ASK_ID} (not used: already answered at the terminal: Blue)]\nQ: {Q}\nA: Red"
 
 
 def test_esc_at_the_desk_sigterms_the_held_hook_and_dismisses(rig: Rig) -> None:
@@ -275,7 +276,7 @@ def test_desk_and_remote_at_the_same_instant(rig: Rig) -> None:
     i = rig.interaction(ASK_ID)
     assert (i["state"], i["surface"], i["answers"]) == ("answered", "terminal", {Q: "Blue"})
     [m] = rig.inbox()
-    assert m["text"] == f"[Answer to question {ASK_ID}]\nQ: {Q}\nA: Red"
+    assert m["text"].startswith(f"[Late answer to question {ASK_ID} (not used: ") and m["text"].endswith(f"\nQ: {Q}\nA: Red")
     r = results["remote"]
     assert r.returncode in (0, 2) and (r.returncode == 0 or "kept as inbox message m-1" in r.stderr)
     assert len(about(events(rig.home), "question_resolved", ASK_ID)) == 1
@@ -340,7 +341,7 @@ def test_stale_revision_is_refused(rig: Rig) -> None:
     rig.hook(AUQ_PRE)  # a repeated PreToolUse changes nothing
     assert rig.interaction(ASK_ID)["revision"] == seen
     r = rig.answer(ASK_ID, "--option", "Red", "--revision", str(seen + 5))
-    assert r.returncode == 2 and "changed since you saw it" in r.stderr
+    assert r.returncode == 2 and f"is at revision {seen}, not {seen + 5}" in r.stderr
     assert rig.answer(ASK_ID, "--option", "Red", "--revision", str(seen)).returncode == 0
 
 
@@ -444,7 +445,10 @@ def test_permission_without_held_hook_is_refused(home: Path, worktree: Path, dae
     p = pending_permission(rig)
     r = rig.answer(p["id"], "--option", "deny", "--text", "no")
     assert r.returncode == 2 and "only be answered at the desk" in r.stderr
-    assert [m["text"] for m in rig.inbox()] == [f"[Answer to permission prompt {p['id']} for Bash] deny: no"]
+    assert [m["text"] for m in rig.inbox()] == [
+        f"[Late answer to permission prompt {p['id']} for Bash (not used: no hook was holding the permission prompt)] deny: no"]
+    # a bare allow means nothing to the model: refused, not kept
+    assert rig.answer(p["id"], "--option", "allow").returncode == 2 and len(rig.inbox()) == 1
 
 
 # --- pre-registered answers --------------------------------------------------------------------
@@ -511,7 +515,7 @@ def test_answer_after_expiry_is_refused_and_kept(rig: Rig) -> None:
     assert ev["data"]["outcome"] == "expired"
     r = rig.answer(iid, "--text", "yes")
     assert r.returncode == 2 and "is already expired" in r.stderr and "kept as inbox message m-1" in r.stderr
-    assert rig.inbox()[0]["text"] == f"[Answer to question {iid}]\nQ: Deploy today?\nA: yes"
+    assert rig.inbox()[0]["text"] == f"[Late answer to question {iid} (not used: the question was already expired)]\nQ: Deploy today?\nA: yes"
     closed = rig.api("POST", "/v1/interactions/await", {"ids": [iid], "timeout_s": 0}).json()
     assert closed["closed"] == [{"id": iid, "state": "expired", "warning": rig.interaction(iid)["warning"]}]
 

@@ -232,7 +232,7 @@ def test_every_registered_event_is_registered(home: Path, worktree: Path) -> Non
     # its client deadline is the hold window, Claude Code's timeout a minute above it
     [(_, perm)] = mine.pop("PermissionRequest")
     assert len({h["command"] for v in mine.values() for _, h in v}) == 1
-    assert client_argv(perm["command"])[-1] == "900000" and perm["timeout"] == 960
+    assert client_argv(perm["command"])[-2:] == ["900000", "hold"] and perm["timeout"] == 960
     assert m["hold_s"] == 900
 
 

@@ -172,3 +172,34 @@ def test_compact_summary_and_interrupt_rows(home: Path, worktree: Path, tmp_path
     wait_until(lambda: any(e["kind"] == "turn_interrupted" for e in events(home)), 5, what="the interrupt")
     # the summary text neither opened nor resolved anything; the question is still pending
     assert [(q["id"], q["state"]) for q in questions(home)] == [(ASK, "pending")]
+
+
+def test_headless_refusal_resolves_denied_in_the_same_poll(home: Path, worktree: Path, tmp_path: Path,
+                                                           daemon: DaemonProcess) -> None:
+    """B05: in plain `claude -p` the AskUserQuestion call errors at once; no human was asked."""
+    t = tmp_path / "t.jsonl"
+    t.write_bytes(b"")
+    spawn_with_transcript(home, worktree, t)
+    use, _ = ask_rows()
+    refused = {"type": "user", "sessionId": SID, "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": ASK, "is_error": True,
+         "content": "<tool_use_error>Error: No such tool available: AskUserQuestion</tool_use_error>"}]}}
+    append(t, line(use) + line(refused) + line({"type": "assistant", "sessionId": SID, "message": {
+        "role": "assistant", "content": [{"type": "text", "text": "You chose Go."}]}}))
+    wait_until(lambda: any(q["id"] == ASK and q["state"] == "denied" for q in questions(home)), 5, what="denied")
+    evs = events(home)
+    [pending] = about(evs, "question_pending", ASK)
+    [resolved] = about(evs, "question_resolved", ASK)
+    assert resolved["seq"] == pending["seq"] + 1  # one poll, one transaction: never a phantom stall
+    assert resolved["data"]["outcome"] == "denied" and "No such tool available" in resolved["data"]["error"]
+    assert resolved["data"]["answers"] is None  # "You chose Go." is not an answer anybody gave
+
+
+def test_transcript_folder_created_after_session_start(home: Path, worktree: Path, tmp_path: Path,
+                                                       daemon: DaemonProcess) -> None:
+    t = tmp_path / "later" / "deeper" / "t.jsonl"
+    spawn_with_transcript(home, worktree, t)  # the folder does not exist yet
+    t.parent.mkdir(parents=True)
+    use, _ = ask_rows()
+    t.write_bytes(line(use))
+    wait_until(lambda: any(q["id"] == ASK for q in questions(home, "pending")), 5, what="the question")

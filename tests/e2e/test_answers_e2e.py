@@ -219,7 +219,7 @@ def test_tui_desk_answer_releases_the_held_hook_within_a_second(rig, tmux_bin): 
     assert "already answered by terminal" in late.stderr and "kept as inbox message m-1" in late.stderr
     [m] = json.loads(r.hookd.cli("inbox", "b-desk", "--json"))
     assert (m["id"], m["state"]) == ("m-1", "queued")
-    assert m["text"] == f"[Answer to question {DESK_ASK}]\nQ: {Q}\nA: Red"
+    assert m["text"] == f"[Late answer to question {DESK_ASK} (not used: already answered at the terminal: Blue)]\nQ: {Q}\nA: Red"
     assert interaction(r, DESK_ASK)["answers"] == {Q: "Blue"}  # unchanged
 
 

@@ -1,0 +1,227 @@
+"""Lanes: what each builder's agent is doing, derived from hooks, transcript rows and process
+liveness (DESIGN.md "Stall detection and notification"; issue 6).
+
+States: ``working`` (its turn is running), ``waiting_question`` / ``waiting_permission`` (an
+interaction of its session is pending), ``idle`` (its turn ended: Stop, or the human
+interrupted it: field case B27, ``idle`` with detail ``interrupted``, never ``stalled`` for
+that), ``stalled`` (waiting longer than ``question_after_s``, or idle with inbox messages queued
+longer than ``idle_inbox_after_s``: it cannot receive them), ``ended`` (SessionEnd), ``dead``
+(the agent process is gone and no SessionEnd came). :func:`derive` is pure; :class:`LaneWatch`
+recomputes lanes after commits and at due times, records them and emits ``lane_changed``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import psutil
+
+log = logging.getLogger("hookd")
+
+LANE_STATES = ("working", "waiting_question", "waiting_permission", "idle", "stalled", "ended", "dead")
+#: Seconds a question or permission may wait before the lane is ``stalled``.
+QUESTION_AFTER_S = float(os.environ.get("HOOKD_QUESTION_AFTER_S", "60"))
+#: Seconds an idle lane may hold queued inbox messages before it is ``stalled``.
+IDLE_INBOX_AFTER_S = float(os.environ.get("HOOKD_IDLE_INBOX_AFTER_S", "120"))
+#: Seconds between liveness checks of live agents' processes (psutil; a few pids).
+LIVENESS_S = float(os.environ.get("HOOKD_LIVENESS_S", "2"))
+#: Hooks after which the agent's turn is over (the main agent).
+_TURN_OVER = frozenset({"Stop", "SessionStart", "SessionEnd"})
+
+
+class Lane(msgspec.Struct):
+    """One builder's lane. since: UNIX seconds the state began (as far as hookd can tell);
+    due: when it changes by itself (a threshold passes), or None; detail: why, in words."""
+
+    builder: str
+    state: str
+    since: float
+    session_id: str | None
+    detail: str
+    pending: list[str]
+    queued: int
+    agent_pid: int | None
+    due: float | None = None
+
+
+def agent_alive(pid: int | None, started_at: float | None) -> bool | None:
+    """Is the agent process alive? None when unknown (no pid). A pid reused by another
+    process (start time differs by more than 1 s) counts as gone."""
+    if not pid:
+        return None
+    try:
+        p = psutil.Process(pid)
+        if started_at is not None and abs(p.create_time() - started_at) > 1.0:
+            return False
+        return p.status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return False
+    except psutil.AccessDenied:
+        return True
+
+
+def process_started_at(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | None], bool | None] = agent_alive,
+           question_after_s: float = QUESTION_AFTER_S, idle_inbox_after_s: float = IDLE_INBOX_AFTER_S) -> Lane:
+    """The lane of one builder from :meth:`hookd.store.Store.lane_inputs` data. Pure but for
+    ``alive`` (injectable)."""
+    b, s, hook = d["builder"], d["session"], d["last_hook"]
+    sid = s["session_id"] if s else None
+    # any session of the builder: a second session's activity never hides a first one's
+    # question (field case B25)
+    pending = [p for p in d["pending"] if p["kind"] in ("question", "permission")]
+    base = {"builder": b, "session_id": sid, "pending": [p["id"] for p in pending], "queued": d["queued"],
+            "agent_pid": s["agent_pid"] if s else None}
+    if s is None:
+        return Lane(state="idle", since=now, detail="no session yet", **base)
+    last_at = hook["at"] if hook else s["started_at"]
+    if s["ended_at"] is not None and (hook is None or hook["hook_event_name"] == "SessionEnd" or hook["at"] <= s["ended_at"]):
+        return Lane(state="ended", since=s["ended_at"], detail=f"session ended ({s['end_reason'] or 'SessionEnd'})", **base)
+    if alive(s["agent_pid"], s["agent_started_at"]) is False:
+        why = "the agent process is gone without a SessionEnd"
+        if pending:
+            why += f"; {len(pending)} question(s) left unanswered"
+        return Lane(state="dead", since=now, detail=why, **base)
+    if pending:
+        first = pending[0]
+        kind = "waiting_question" if first["kind"] == "question" else "waiting_permission"
+        waited = now - first["created_at"]
+        if waited >= question_after_s:
+            return Lane(state="stalled", since=first["created_at"] + question_after_s,
+                        detail=f"{first['kind']} {first['id']} waiting on a human for {waited:.0f} s", **base)
+        return Lane(state=kind, since=first["created_at"], detail=f"{first['kind']} {first['id']} is pending",
+                    due=first["created_at"] + question_after_s, **base)
+    interrupted = s["interrupted_at"] is not None and s["interrupted_at"] >= last_at
+    turn_over = interrupted or (hook is not None and hook["hook_event_name"] in _TURN_OVER)
+    if not turn_over:
+        return Lane(state="working", since=last_at, detail=f"last hook {hook['hook_event_name']}" if hook else "started",
+                    **base)
+    idle_since = s["interrupted_at"] if interrupted else last_at
+    why = "interrupted by the human" if interrupted else "its turn ended"
+    if d["queued"] and d["oldest_queued_at"] is not None:
+        waited = now - max(d["oldest_queued_at"], idle_since)
+        if waited >= idle_inbox_after_s:
+            return Lane(state="stalled", since=max(d["oldest_queued_at"], idle_since) + idle_inbox_after_s,
+                        detail=f"idle with {d['queued']} queued message(s) it cannot receive for {waited:.0f} s", **base)
+        return Lane(state="idle", since=idle_since, detail=f"{why}; {d['queued']} message(s) queued",
+                    due=max(d["oldest_queued_at"], idle_since) + idle_inbox_after_s, **base)
+    return Lane(state="idle", since=idle_since, detail="interrupted" if interrupted else why, **base)
+
+
+@dataclass
+class _Known:
+    state: str
+    session_id: str | None
+
+
+class LaneWatch:
+    """Keeps every builder's lane current: recomputes after commits (debounced), when a
+    threshold passes and, for live agents, every LIVENESS_S seconds (psutil); records the lane
+    and emits ``lane_changed`` on change. ``on_change(old, lane)`` is called after the commit
+    (the notifier's hook). core: :class:`hookd.service.Hookd`."""
+
+    def __init__(self, core: Any, on_change: Callable[[str | None, Lane], Any] | None = None):
+        self.core = core
+        self.on_change = on_change
+        self._known: dict[str, _Known] = {}
+
+    async def builders(self) -> list[str]:
+        from hookd.spawn import list_manifests
+
+        names = set(await self.core.store.builders())
+        names.update(m["builder"] for m in list_manifests(self.core.home))
+        return sorted(names)
+
+    async def compute(self, builders: list[str] | None = None, now: float | None = None) -> list[Lane]:
+        now = time.time() if now is None else now
+        inputs = await self.core.store.lane_inputs(builders if builders is not None else await self.builders())
+        return [derive(d, now) for d in inputs]
+
+    async def refresh(self, builders: list[str] | None = None) -> list[Lane]:
+        """Recompute the lanes of ``builders`` (None: all); record and announce the ones that
+        changed. Returns the recomputed lanes."""
+        lanes = await self.compute(builders)
+        if not self._known:
+            self._known = {b: _Known(st, sid) for b, (st, _, sid, _) in (await self.core.store.lanes()).items()}
+        changed = [lane for lane in lanes if (k := self._known.get(lane.builder)) is None
+                   or k.state != lane.state or k.session_id != lane.session_id]
+        if changed:
+            at = time.time()
+
+            def tx_fn(tx: Any) -> list[tuple[str | None, Lane]]:
+                out = []
+                for lane in changed:
+                    old = tx.lane(lane.builder)
+                    tx.save_lane(lane.builder, lane.state, lane.since, lane.session_id, lane.detail)
+                    if old is None or old[0] != lane.state:
+                        tx.append_event("lane_changed", lane.builder, lane.session_id, at, {
+                            "from": old[0] if old else None, "to": lane.state, "since": lane.since,
+                            "detail": lane.detail, "pending": lane.pending, "queued": lane.queued,
+                        })
+                    out.append((old[0] if old else None, lane))
+                return out
+
+            result, events = await self.core.store.write(tx_fn)
+            for lane in changed:
+                self._known[lane.builder] = _Known(lane.state, lane.session_id)
+            if events:
+                await self.core.bus.publish()
+            if self.on_change is not None:
+                for old, lane in result:
+                    if old != lane.state:
+                        try:
+                            r = self.on_change(old, lane)
+                            if asyncio.iscoroutine(r):
+                                await r
+                        except Exception:
+                            log.exception("lane change handler failed")
+        return lanes
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Until ``stop``: after commits, refresh the builders whose events they added (at most
+        every 50 ms); at a lane's due time, and every LIVENESS_S for lanes with a live agent,
+        refresh those; otherwise sleep."""
+        bus = self.core.bus
+        lanes: dict[str, Lane] = {lane.builder: lane for lane in await self.refresh()}
+        counts = await self.core.store.counts()
+        seq = counts["events"]  # append-only: the count is the last seq
+        next_live = time.time() + LIVENESS_S
+        while not stop.is_set() and not bus.closed:
+            now = time.time()
+            dues = [lane.due for lane in lanes.values() if lane.due is not None]
+            live = [b for b, lane in lanes.items() if lane.agent_pid and lane.state not in ("ended", "dead")]
+            wake = min([*dues, next_live if live else now + 3600.0])
+            version = bus.version
+            await bus.wait(max(0.0, wake - now), since=version)
+            await asyncio.sleep(0.05)  # debounce: one refresh for a burst of hooks
+            dirty: set[str] = set()
+            try:
+                while True:
+                    evs = await self.core.store.events_after(seq, 5000)
+                    if not evs:
+                        break
+                    seq = evs[-1].seq
+                    dirty.update(e.builder for e in evs if e.builder and e.kind != "lane_changed")
+                now = time.time()
+                dirty.update(b for b, lane in lanes.items() if lane.due is not None and lane.due <= now)
+                if live and now >= next_live:
+                    dirty.update(live)
+                    next_live = now + LIVENESS_S
+                if dirty:
+                    for lane in await self.refresh(sorted(dirty)):
+                        lanes[lane.builder] = lane
+            except Exception:
+                log.exception("lane refresh failed")

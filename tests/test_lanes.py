@@ -1,0 +1,163 @@
+"""Lanes: derived from hooks, transcript rows and the agent's process (real daemon; hooks run as
+Claude Code runs them, with CLAUDE_PID in their environment)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hookd.daemonproc import DaemonProcess
+from hookd.lanes import derive
+
+from .conftest import TUI, events, hookd_cli, settings_command, wait_until
+
+SID = "346f6e3a-edc5-468f-856d-23ceddca3ede"
+ASK = "toolu_01ASK0000000000000000001"
+FAST = {"HOOKD_QUESTION_AFTER_S": "1", "HOOKD_IDLE_INBOX_AFTER_S": "1", "HOOKD_LIVENESS_S": "0.2"}
+
+
+def payload(name: str, **changes: Any) -> dict[str, Any]:
+    p = json.loads((TUI / name).read_bytes())
+    p.update(changes)
+    return p
+
+
+class Agent:
+    """A stand-in agent process (its pid is CLAUDE_PID for the hooks) and its builder."""
+
+    def __init__(self, home: Path, worktree: Path, name: str = "b1"):
+        self.home, self.worktree, self.name = home, worktree, name
+        assert hookd_cli(home, "spawn", name, "--worktree", str(worktree), "--hold", "0").returncode == 0
+        self.settings = worktree / ".claude" / "settings.local.json"
+        self.proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+
+    def hook(self, p: dict[str, Any]) -> None:
+        env = {**os.environ, "CLAUDE_PID": str(self.proc.pid)}
+        r = subprocess.run(["sh", "-c", settings_command(self.settings, p["hook_event_name"])],
+                           input=json.dumps(p).encode(), cwd=self.worktree, env=env, capture_output=True, timeout=30)
+        assert r.returncode == 0
+
+    def lane(self) -> dict[str, Any]:
+        r = hookd_cli(self.home, "lanes", "--json")
+        assert r.returncode == 0, r.stderr
+        return next(lane for lane in json.loads(r.stdout) if lane["builder"] == self.name)
+
+    def wait_lane(self, state: str, timeout: float = 10) -> dict[str, Any]:
+        return wait_until(lambda: (lane := self.lane())["state"] == state and lane, timeout, what=f"lane {state}")
+
+    def changes(self) -> list[tuple[str | None, str]]:
+        return [(e["data"]["from"], e["data"]["to"]) for e in events(self.home)
+                if e["kind"] == "lane_changed" and e["builder"] == self.name]
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def agent(home: Path, worktree: Path):
+    d = DaemonProcess(home, env={**os.environ, **FAST}).start()
+    a = Agent(home, worktree)
+    yield a
+    a.close()
+    d.stop()
+    d.kill()
+
+
+def test_lane_follows_the_turn_and_stalls_on_a_question(agent: Agent) -> None:
+    agent.hook(payload("001-SessionStart.json"))
+    assert agent.wait_lane("idle")["session_id"] == SID
+    agent.hook(payload("002-UserPromptSubmit.json"))
+    agent.wait_lane("working")
+    agent.hook(payload("007-PreToolUse.json"))
+    lane = agent.wait_lane("waiting_question")
+    assert lane["pending"] == [ASK] and lane["agent_pid"] == agent.proc.pid
+    lane = agent.wait_lane("stalled")  # waited longer than the threshold (1 s here)
+    assert ASK in lane["detail"]
+    agent.hook(payload("010-PostToolUse.json"))  # answered at the desk
+    agent.wait_lane("working")
+    agent.hook(payload("012-Stop.json"))
+    agent.wait_lane("idle")
+    wait_until(lambda: agent.changes()[-1] == ("working", "idle"), 5, what="the last lane_changed")
+    assert agent.changes() == [(None, "idle"), ("idle", "working"), ("working", "waiting_question"),
+                               ("waiting_question", "stalled"), ("stalled", "working"), ("working", "idle")]
+
+
+def test_idle_with_queued_messages_stalls(agent: Agent) -> None:
+    agent.hook(payload("001-SessionStart.json"))
+    agent.hook(payload("012-Stop.json"))
+    agent.wait_lane("idle")
+    assert hookd_cli(agent.home, "send", "b1", "are you there?").returncode == 0
+    lane = agent.wait_lane("stalled")
+    assert "1 queued message" in lane["detail"] and lane["queued"] == 1
+
+
+def test_agent_killed_with_a_pending_question_is_dead(agent: Agent) -> None:
+    agent.hook(payload("001-SessionStart.json"))
+    agent.hook(payload("007-PreToolUse.json"))
+    agent.wait_lane("waiting_question")
+    agent.close()  # SIGKILL: no SessionEnd
+    lane = agent.wait_lane("dead")
+    assert "left unanswered" in lane["detail"] and lane["pending"] == [ASK]
+
+
+def test_session_end_is_ended(agent: Agent) -> None:
+    agent.hook(payload("001-SessionStart.json"))
+    agent.hook(payload("014-SessionEnd.json"))
+    assert agent.wait_lane("ended")["detail"].startswith("session ended")
+
+
+def test_interrupt_in_the_transcript_is_idle_not_stalled(agent: Agent, tmp_path: Path) -> None:
+    """B27: UserPromptSubmit, PreToolUse(Bash), then only an interrupt marker row."""
+    t = tmp_path / "t.jsonl"
+    t.write_bytes(b"")
+    agent.hook(payload("001-SessionStart.json", transcript_path=str(t)))
+    agent.hook(payload("002-UserPromptSubmit.json"))
+    agent.hook(payload("004-PreToolUse.json"))
+    agent.wait_lane("working")
+    with open(t, "ab") as f:
+        f.write(json.dumps({"type": "user", "sessionId": SID, "message": {"role": "user", "content": [
+            {"type": "text", "text": "[Request interrupted by user for tool use]"}]}}).encode() + b"\n")
+    lane = agent.wait_lane("idle")
+    assert lane["detail"] == "interrupted"
+
+
+def _inputs(**over: Any) -> dict[str, Any]:
+    d: dict[str, Any] = {"builder": "b1", "queued": 0, "oldest_queued_at": None, "pending": [],
+                         "session": {"session_id": "s1", "started_at": 100.0, "ended_at": None, "end_reason": None,
+                                     "agent_pid": None, "agent_started_at": None, "interrupted_at": None,
+                                     "hooks_unarmed_at": None, "cwd": None},
+                         "last_hook": {"hook_event_name": "PostToolUse", "at": 110.0}}
+    d.update(over)
+    return d
+
+
+def test_derive_b25_another_sessions_activity_keeps_the_question_stall() -> None:
+    """B25: s-0014's PostToolUse is the newest hook; s-0013's question still stalls the lane."""
+    d = _inputs(pending=[{"id": "toolu_A", "kind": "question", "created_at": 100.0, "session_id": "s-0013"}])
+    d["session"]["session_id"] = "s-0014"
+    lane = derive(d, now=200.0, alive=lambda pid, at: None, question_after_s=60)
+    assert (lane.state, lane.pending) == ("stalled", ["toolu_A"])
+    assert derive(d, now=130.0, alive=lambda pid, at: None, question_after_s=60).state == "waiting_question"
+
+
+def test_derive_states_and_due_times() -> None:
+    assert derive(_inputs(session=None, last_hook=None), now=1.0).state == "idle"
+    assert derive(_inputs(), now=120.0, alive=lambda p, a: None).state == "working"
+    stop = _inputs(last_hook={"hook_event_name": "Stop", "at": 110.0}, queued=2, oldest_queued_at=115.0)
+    lane = derive(stop, now=120.0, alive=lambda p, a: None, idle_inbox_after_s=120)
+    assert (lane.state, lane.due) == ("idle", 235.0)
+    assert derive(stop, now=236.0, alive=lambda p, a: None, idle_inbox_after_s=120).state == "stalled"
+    gone = _inputs()
+    gone["session"]["agent_pid"] = 123
+    assert derive(gone, now=120.0, alive=lambda p, a: False).state == "dead"
+    perm = _inputs(pending=[{"id": "pr_1", "kind": "permission", "created_at": 110.0, "session_id": "s1"}])
+    assert derive(perm, now=111.0, alive=lambda p, a: True).state == "waiting_permission"
+    asynchronous = _inputs(pending=[{"id": "ask_1", "kind": "async", "created_at": 110.0, "session_id": None}])
+    assert derive(asynchronous, now=500.0, alive=lambda p, a: True).state == "working"  # async asks never block
