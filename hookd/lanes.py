@@ -26,10 +26,12 @@ import psutil
 log = logging.getLogger("hookd")
 
 LANE_STATES = ("working", "waiting_question", "waiting_permission", "idle", "stalled", "ended", "dead")
-#: Seconds a question or permission may wait before the lane is ``stalled``.
-QUESTION_AFTER_S = float(os.environ.get("HOOKD_QUESTION_AFTER_S", "60"))
-#: Seconds an idle lane may hold queued inbox messages before it is ``stalled``.
-IDLE_INBOX_AFTER_S = float(os.environ.get("HOOKD_IDLE_INBOX_AFTER_S", "120"))
+#: Seconds a question or permission may wait before the lane is ``stalled`` (the daemon uses
+#: the notification settings: ``[notify] question_after_s``).
+QUESTION_AFTER_S = 60.0
+#: Seconds an idle lane may hold queued inbox messages before it is ``stalled``
+#: (``[notify] idle_inbox_after_s``).
+IDLE_INBOX_AFTER_S = 120.0
 #: Seconds between liveness checks of live agents' processes (psutil; a few pids).
 LIVENESS_S = float(os.environ.get("HOOKD_LIVENESS_S", "2"))
 #: Hooks after which the agent's turn is over (the main agent).
@@ -133,9 +135,12 @@ class LaneWatch:
     and emits ``lane_changed`` on change. ``on_change(old, lane)`` is called after the commit
     (the notifier's hook). core: :class:`hookd.service.Hookd`."""
 
-    def __init__(self, core: Any, on_change: Callable[[str | None, Lane], Any] | None = None):
+    def __init__(self, core: Any, on_change: Callable[[str | None, Lane], Any] | None = None, *,
+                 question_after_s: float = QUESTION_AFTER_S, idle_inbox_after_s: float = IDLE_INBOX_AFTER_S):
         self.core = core
         self.on_change = on_change
+        self.question_after_s = question_after_s
+        self.idle_inbox_after_s = idle_inbox_after_s
         self._known: dict[str, _Known] = {}
 
     async def builders(self) -> list[str]:
@@ -148,7 +153,8 @@ class LaneWatch:
     async def compute(self, builders: list[str] | None = None, now: float | None = None) -> list[Lane]:
         now = time.time() if now is None else now
         inputs = await self.core.store.lane_inputs(builders if builders is not None else await self.builders())
-        return [derive(d, now) for d in inputs]
+        return [derive(d, now, question_after_s=self.question_after_s, idle_inbox_after_s=self.idle_inbox_after_s)
+                for d in inputs]
 
     async def refresh(self, builders: list[str] | None = None) -> list[Lane]:
         """Recompute the lanes of ``builders`` (None: all); record and announce the ones that
@@ -225,3 +231,43 @@ class LaneWatch:
                         lanes[lane.builder] = lane
             except Exception:
                 log.exception("lane refresh failed")
+
+
+class LaneAlerts:
+    """Lane rules of detect-and-notify (issue 6): ``agent_dead`` at once when the agent is gone
+    with a question or permission prompt pending (one step: nothing to remind), and
+    ``idle_with_messages`` with escalation while an idle lane holds queued messages past the
+    threshold. Cleared when the lane leaves that state. Pending questions themselves are the
+    notifier's interaction rule. notify: the daemon's :class:`hookd.notify.Notifier` or None."""
+
+    def __init__(self, notifier: Any):
+        self.notifier = notifier
+        self._raised: dict[str, str] = {}  # builder -> alert key
+
+    async def __call__(self, old: str | None, lane: Lane) -> None:
+        from hookd.notify import Alert
+
+        if self.notifier is None:
+            return
+        key = self._raised.pop(lane.builder, None)
+        if key is not None:
+            await self.notifier.clear(key)
+        if lane.state == "dead" and lane.pending:
+            key = f"lane:{lane.builder}:agent_dead:{lane.since:.0f}"
+            alert = Alert(key=key, rule="agent_dead", builder=lane.builder, session_id=lane.session_id,
+                          title=f"hookd: {lane.builder}'s agent is gone with a question open",
+                          message=f"{lane.builder}: {lane.detail}. Open: {', '.join(lane.pending)}. "
+                                  f"Restart the agent (answers given now wait in its inbox).",
+                          data={"pending": lane.pending, "agent_pid": lane.agent_pid, "detail": lane.detail})
+            await self.notifier.raise_alert(alert, escalate=False)
+        elif lane.state == "stalled" and not lane.pending and lane.queued:
+            key = f"lane:{lane.builder}:idle_with_messages:{lane.since:.0f}"
+            alert = Alert(key=key, rule="idle_with_messages", builder=lane.builder, session_id=lane.session_id,
+                          title=f"hookd: {lane.builder} is idle with {lane.queued} message(s) waiting",
+                          message=f"{lane.builder}: {lane.detail}. They reach the agent at its next turn: "
+                                  f"prompt it (or spawn with --wake-wait to wake idle agents).",
+                          data={"queued": lane.queued, "detail": lane.detail})
+            await self.notifier.raise_alert(alert)
+        else:
+            return
+        self._raised[lane.builder] = key

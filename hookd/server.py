@@ -71,7 +71,7 @@ from hookd.models import (
 from hookd.service import MAX_PAYLOAD, Hookd
 from hookd.spawn import list_manifests, read_manifest
 from hookd.store import Store
-from hookd.lanes import LaneWatch
+from hookd.lanes import LaneAlerts, LaneWatch
 from hookd.tailer import Tailer
 
 log = logging.getLogger("hookd")
@@ -598,12 +598,13 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
         write_private(home.endpoint_file, f"{tcp_port} {token}\n")
         watcher = asyncio.create_task(_watch_spool(core, stop_watch))
         expiry = asyncio.create_task(core.run_expiry())
-        _, notifying = notify.start(core, notify_config or notify.load_config(home))
+        notifier, notifying = notify.start(core, notify_config or notify.load_config(home))
         tailer = Tailer(core)
         core.on_transcript = tailer.add
         core.tailer = tailer  # type: ignore[attr-defined]
         tailing = asyncio.create_task(tailer.run(stop_watch))
-        lanes = LaneWatch(core)
+        lanes = LaneWatch(core, LaneAlerts(notifier), question_after_s=notifier.config.question_after_s,
+                          idle_inbox_after_s=notifier.config.idle_inbox_after_s)
         core.lanes = lanes  # type: ignore[attr-defined]
         laning = asyncio.create_task(lanes.run(stop_watch))
         await core.ingest_spool()

@@ -19,7 +19,7 @@ from .conftest import TUI, events, hookd_cli, settings_command, wait_until
 
 SID = "346f6e3a-edc5-468f-856d-23ceddca3ede"
 ASK = "toolu_01ASK0000000000000000001"
-FAST = {"HOOKD_QUESTION_AFTER_S": "1", "HOOKD_IDLE_INBOX_AFTER_S": "1", "HOOKD_LIVENESS_S": "0.2"}
+FAST = {"HOOKD_NOTIFY_QUESTION_AFTER_S": "1", "HOOKD_NOTIFY_IDLE_INBOX_AFTER_S": "1", "HOOKD_LIVENESS_S": "0.2"}
 
 
 def payload(name: str, **changes: Any) -> dict[str, Any]:
@@ -161,3 +161,54 @@ def test_derive_states_and_due_times() -> None:
     assert derive(perm, now=111.0, alive=lambda p, a: True).state == "waiting_permission"
     asynchronous = _inputs(pending=[{"id": "ask_1", "kind": "async", "created_at": 110.0, "session_id": None}])
     assert derive(asynchronous, now=500.0, alive=lambda p, a: True).state == "working"  # async asks never block
+
+
+def _notified(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture
+def alerting(home: Path, worktree: Path, tmp_path: Path):
+    """A daemon whose notifications go to a command channel appending each alert to a file."""
+    out = tmp_path / "alerts.jsonl"
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(
+        "[notify]\nquestion_after_s = 3600\nidle_inbox_after_s = 1\nsteps_s = [0, 3600]\n"
+        f'[[notify.channel]]\ntype = "command"\ncommand = ["sh", "-c", "cat >> {out}; echo >> {out}"]\n')
+    d = DaemonProcess(home, env={**os.environ, "HOOKD_LIVENESS_S": "0.2"}).start()
+    a = Agent(home, worktree)
+    yield a, out
+    a.close()
+    d.stop()
+    d.kill()
+
+
+def test_agent_killed_with_a_question_notifies_at_once(alerting: tuple[Agent, Path]) -> None:
+    agent, out = alerting
+    agent.hook(payload("001-SessionStart.json"))
+    agent.hook(payload("007-PreToolUse.json"))
+    agent.wait_lane("waiting_question")
+    assert _notified(out) == []  # 3600 s threshold: nothing yet
+    agent.close()
+    agent.wait_lane("dead")
+    [alert] = wait_until(lambda: _notified(out), 10, what="the agent_dead notification")
+    assert alert["rule"] == "agent_dead" and alert["builder"] == "b1" and ASK in alert["message"]
+    assert alert["data"]["pending"] == [ASK]
+
+
+def test_idle_with_queued_messages_notifies_once(alerting: tuple[Agent, Path]) -> None:
+    agent, out = alerting
+    agent.hook(payload("001-SessionStart.json"))
+    agent.hook(payload("012-Stop.json"))
+    agent.wait_lane("idle")
+    assert hookd_cli(agent.home, "send", "b1", "ping").returncode == 0
+    agent.wait_lane("stalled")
+    [alert] = wait_until(lambda: _notified(out), 10, what="the idle_with_messages notification")
+    assert alert["rule"] == "idle_with_messages" and alert["step"] == 0
+    # the agent takes its next turn: the lane moves on, the subject is cleared
+    agent.hook(payload("002-UserPromptSubmit.json"))
+    agent.wait_lane("working")
+    sent = [e for e in events(agent.home) if e["kind"] == "notification_sent"]
+    assert len(sent) == 1
