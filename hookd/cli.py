@@ -401,20 +401,22 @@ def inbox(ctx: click.Context, builder: str | None, limit: int, as_json: bool) ->
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--builder", required=True, help="The builder these transcripts belong to.")
 @click.option("--session", "session_id", help="When they are one session's transcript.")
 @click.option("--follow", "-f", is_flag=True, help="Then print the builder's events as they come.")
 @click.pass_context
 def tail(ctx: click.Context, paths: tuple[Path, ...], builder: str, session_id: str | None, follow: bool) -> None:
     """Have the daemon follow transcript PATHS for BUILDER (hooks missing: installed
-    mid-session, a harness without hooks); it catches up from the start and keeps following,
-    across restarts."""
+    mid-session, a harness without hooks); a folder (a Claude Code projects folder,
+    ~/.claude/projects/<slug>) means every transcript in it, also those that appear later.
+    It catches up from the start and keeps following, across restarts."""
     client = _client(ctx)
     r = client.post_json(f"/v1/builders/{builder}/transcripts",
                          {"paths": [os.fspath(p.absolute()) for p in paths], "session_id": session_id})
     for f in r["files"]:
-        click.echo(f"following {f['path']} for {builder} ({f['rows']} rows read)")
+        what = f"folder {f['path']} ({f['files']} transcripts now, and new ones)" if f.get("folder") else f["path"]
+        click.echo(f"following {what} for {builder} ({f['rows']} rows read)")
     if follow:
         after = client.get("/v1/status")["counts"]["events"]  # append-only: the count is the last seq
         for e in client.lines("/v1/events", after=after, follow=1):

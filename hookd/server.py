@@ -29,6 +29,7 @@ Routes (all errors: ``{"error": {"code", "message"}}`` with a 4xx/5xx status):
   ``GET /v1/messages?builder=``;
 - ``GET /v1/lanes`` (every builder's lane, those waiting on a human first),
   ``GET /v1/status``, ``GET /v1/questions?state=pending|resolved|all``,
+  ``GET /v1/transcripts`` (every tailed file: path, builder, session, offset, rows read),
   ``GET /v1/interactions/{id}``, ``GET /v1/events?after=SEQ&limit=N[&follow=1]``
   (JSON lines; ``follow`` keeps the stream open).
 """
@@ -341,6 +342,11 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
         for path in body.paths:
             if not os.path.isabs(path):
                 raise BadRequest(f"transcript path must be absolute: {path!r}")
+            if os.path.isdir(path):
+                n = tailer.add_dir(path, builder)
+                out.append({"path": os.path.abspath(path), "folder": True, "files": n,
+                            "rows": sum([await tailer.poll(f) for f in tailer.targets() if f.startswith(os.path.abspath(path) + os.sep)])})
+                continue
             tailer.add(path, builder, body.session_id)
             out.append({"path": os.path.abspath(path), "rows": await tailer.poll(os.path.abspath(path))})
         return json_response({"builder": builder, "files": out}, 201)
@@ -350,6 +356,9 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
         if watch is None:
             raise BadRequest("lanes are not being watched")
         return json_response(sorted(await watch.compute(), key=_lane_order))
+
+    async def transcripts(request: Request) -> Response:
+        return json_response(await core.store.transcripts())
 
     async def messages(request: Request) -> Response:
         builder = request.query_params.get("builder")
@@ -410,6 +419,7 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
             Route("/v1/builders/{builder}/messages", send, methods=["POST"]),
             Route("/v1/messages", messages),
             Route("/v1/lanes", lanes),
+            Route("/v1/transcripts", transcripts),
         ],
         exception_handlers={Exception: on_error, HTTPException: on_error, HookdError: on_error},
         lifespan=lifespan,

@@ -17,11 +17,13 @@ adapter's business (:func:`hookd.harness.claude_code.transcript_observations`).
 
 from __future__ import annotations
 
+import glob
 import json
 import logging
 import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -192,14 +194,18 @@ class Tailer:
     """Follows the transcripts of known sessions for the daemon (watchfiles; no polling).
 
     Targets: every session's reported ``transcript_path`` (added live through
-    ``core.on_transcript``) and files registered with :meth:`add` (``hookd tail``). Each file
-    is read from its persisted cursor, so rows written while the daemon was down are caught
-    up at start. core: a :class:`hookd.service.Hookd`.
+    ``core.on_transcript``), files registered with :meth:`add` (``hookd tail FILE``) and every
+    ``*.jsonl`` (and ``*/subagents/*.jsonl``) in folders registered with :meth:`add_dir`
+    (``hookd tail DIR``: a Claude Code projects folder), including files that appear later.
+    Each file is read from its persisted cursor, so rows written while the daemon was down are
+    caught up at start; folder registrations persist in ``HOOKD_HOME/tail-dirs.json``.
+    core: a :class:`hookd.service.Hookd`.
     """
 
     def __init__(self, core: Any):
         self.core = core
         self._targets: dict[str, tuple[str, str | None]] = {}
+        self._dirs: dict[str, str] = self._load_dirs()
         self._cursors: dict[str, Cursor] = {}
         self._locks: dict[str, Any] = {}
         self._changed: Any = None
@@ -216,6 +222,40 @@ class Tailer:
 
     def targets(self) -> list[str]:
         return sorted(self._targets)
+
+    def _dirs_file(self) -> str:
+        return os.path.join(os.fspath(self.core.home.root), "tail-dirs.json")
+
+    def _load_dirs(self) -> dict[str, str]:
+        try:
+            with open(self._dirs_file(), "rb") as f:
+                data = msgspec.json.decode(f.read())
+            return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+        except (OSError, msgspec.DecodeError):
+            return {}
+
+    def add_dir(self, path: str, builder: str) -> int:
+        """Follow every transcript in folder ``path`` for ``builder``, now and as they appear;
+        returns how many files it holds now. Persisted across restarts."""
+        from hookd.config import atomic_write
+
+        path = os.path.abspath(path)
+        if self._dirs.get(path) != builder:
+            self._dirs[path] = builder
+            atomic_write(Path(self._dirs_file()), msgspec.json.encode(self._dirs), mode=0o600)
+        n = self._scan(path)
+        if self._changed is not None:
+            self._changed.set()
+        return n
+
+    def _scan(self, folder: str) -> int:
+        builder = self._dirs[folder]
+        found = sorted(glob.glob(os.path.join(glob.escape(folder), "*.jsonl"))
+                       + glob.glob(os.path.join(glob.escape(folder), "*", "subagents", "*.jsonl")))
+        for f in found:
+            if os.path.abspath(f) not in self._targets:
+                self.add(f, builder)
+        return len(found)
 
     async def _cursor(self, path: str) -> Cursor:
         c = self._cursors.get(path)
@@ -272,7 +312,14 @@ class Tailer:
             self.add(path, builder, sid)
         while not stop.is_set():
             self._changed.clear()
+            for folder in list(self._dirs):
+                if os.path.isdir(folder):
+                    self._scan(folder)
+            self._changed.clear()
             exact = {os.path.dirname(p) for p in self._targets if os.path.isdir(os.path.dirname(p))}
+            exact |= {d for d in self._dirs if os.path.isdir(d)}
+            exact |= {os.path.join(d, e) for d in self._dirs if os.path.isdir(d)
+                      for e in os.listdir(d) if os.path.isdir(os.path.join(d, e))}
             # a transcript whose folder does not exist yet: watch its nearest existing ancestor
             # and start over when something appears there
             missing = {os.path.dirname(p) for p in self._targets} - exact
@@ -303,6 +350,9 @@ class Tailer:
                     for path in sorted({os.path.abspath(p) for _, p in changes}):
                         if path in self._targets:
                             await self.poll(path)
+                        elif (path.endswith(".jsonl") or os.path.isdir(path)) and any(
+                                path.startswith(d + os.sep) for d in self._dirs):
+                            self._changed.set()  # a new transcript (or session folder) in a followed folder
                         elif os.path.dirname(path) in standins and any(
                                 m == path or m.startswith(path + os.sep) for m in missing):
                             self._changed.set()  # a folder appeared on the way to a transcript

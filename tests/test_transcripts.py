@@ -203,3 +203,31 @@ def test_transcript_folder_created_after_session_start(home: Path, worktree: Pat
     use, _ = ask_rows()
     t.write_bytes(line(use))
     wait_until(lambda: any(q["id"] == ASK for q in questions(home, "pending")), 5, what="the question")
+
+
+def test_projects_folder_new_sessions_are_found_also_after_a_restart(home: Path, worktree: Path, tmp_path: Path) -> None:
+    """`hookd tail DIR`: a Claude Code projects folder; sessions that appear later (B19: a
+    session started before the hooks were installed) are followed and flagged."""
+    folder = tmp_path / "projects" / "-home-dev-proj"
+    folder.mkdir(parents=True)
+    use, _ = ask_rows()
+    old = (datetime.now(timezone.utc) - timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    d = DaemonProcess(home).start()
+    try:
+        assert hookd_cli(home, "spawn", "b1", "--worktree", str(worktree)).returncode == 0
+        r = hookd_cli(home, "tail", str(folder), "--builder", "b1")
+        assert r.returncode == 0 and "0 transcripts now, and new ones" in r.stdout, r.stdout + r.stderr
+        (folder / "s-0007.jsonl").write_bytes(line(dict(use, sessionId="s-0007", timestamp=old)))
+        wait_until(lambda: any(q["id"] == ASK for q in questions(home, "pending")), 5, what="the new session's question")
+        assert [e["session_id"] for e in events(home) if e["kind"] == "hooks_unarmed"] == ["s-0007"]
+    finally:
+        d.stop()
+    other = dict(use, sessionId="s-0008", timestamp=old)
+    other["message"] = dict(use["message"], content=[dict(use["message"]["content"][0], id="toolu_01LATER")])
+    (folder / "s-0008.jsonl").write_bytes(line(other))  # appeared while hookd was down
+    d = DaemonProcess(home).start()
+    try:
+        wait_until(lambda: any(q["id"] == "toolu_01LATER" for q in questions(home, "pending")), 5,
+                   what="the question of a session that appeared while the daemon was down")
+    finally:
+        d.stop()
