@@ -466,7 +466,9 @@ class Notifier:
             async for attempt in AsyncRetrying(
                 stop=stop_after_attempt(max(1, cfg.retry_attempts - attempts_before)),
                 wait=wait_exponential(multiplier=cfg.retry_initial_s, min=cfg.retry_initial_s, max=cfg.retry_max_s),
-                retry=retry_if_not_exception_type(PermanentFailure),
+                # tenacity's attempt context swallows BaseException too: without CancelledError
+                # here a clear/close that cancels a request in flight would send it again
+                retry=retry_if_not_exception_type((PermanentFailure, asyncio.CancelledError)),
                 reraise=True,
             ):
                 with attempt:
@@ -538,21 +540,27 @@ class Notifier:
             await self.close()
 
     async def _resume(self) -> None:
-        rows, _ = await self.core.store.write(lambda tx: tx.pending_notifications())
-        if not rows:
-            return
-        channels = {c.name: c for c in self.config.channels}
+        # Read the open interactions first: between reading the pending rows and spawning
+        # there must be no await, or a delivery this process started before run() (a lane's
+        # raise_alert) could finish in between, leave _tasks, and be spawned (sent) again.
         open_ids = {i.id for i in await self.core.store.interactions("pending", limit=100000)}
+        rows, _ = await self.core.store.write(lambda tx: tx.pending_notifications())
+        channels = {c.name: c for c in self.config.channels}
+        closed: set[str] = set()
+        removed: list[tuple[str, Alert]] = []
         for key, step, name, blob, attempts in rows:
             alert = msgspec.json.decode(blob, type=Alert)
             ch = channels.get(name)
             if key.startswith("interaction:") and key.split(":", 1)[1] not in open_ids:
-                await self.core.store.write(lambda tx, k=key: tx.clear_notifications(k))
+                closed.add(key)
             elif ch is None:
-                await self._finish(Channel(type="removed", name=name), alert, "failed", 0,
-                                   "channel no longer configured")
+                removed.append((name, alert))
             else:
                 self._spawn(ch, alert, attempts)
+        for key in closed:
+            await self.core.store.write(lambda tx, k=key: tx.clear_notifications(k))
+        for name, alert in removed:
+            await self._finish(Channel(type="removed", name=name), alert, "failed", 0, "channel no longer configured")
 
     async def _pass(self, now: float) -> float | None:
         """Fire what is due; return when the next step falls due (None: nothing scheduled)."""
