@@ -385,6 +385,7 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
         async def stream() -> AsyncIterator[bytes]:
             last = after
             while True:
+                version = core.bus.version  # a commit published during the read below wakes the wait
                 evs = await core.store.events_after(last, 1000)
                 if evs:
                     last = evs[-1].seq

@@ -983,8 +983,10 @@ class Store:
     async def _all(self, sql: str, args: tuple = ()) -> list[tuple]:
         db = self._r
         assert db is not None
-        async with db.execute(sql, args) as cur:
-            return list(await cur.fetchall())
+        # execute and fetch in one call on the reader's thread: a statement left half-read
+        # between two calls would hold its read snapshot for the other readers' statements
+        # queued in between (they would miss a commit made meanwhile: a lost wake-up)
+        return list(await db.execute_fetchall(sql, args))
 
     async def interactions_by_ids(self, ids: list[str]) -> dict[str, Interaction]:
         """{requested id: interaction} for the ids (or tool_use_ids) that exist."""
