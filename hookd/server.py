@@ -393,7 +393,7 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
                     continue
                 if core.bus.closed or (should_exit and should_exit()):
                     return
-                await core.bus.wait(0.5)
+                await core.bus.wait(0.5, since=version)
 
         return StreamingResponse(stream(), media_type="application/x-ndjson")
 
@@ -536,11 +536,12 @@ def _bind_tcp(port: int) -> socket.socket:
 async def _watch_spool(core: Hookd, stop: asyncio.Event) -> None:
     """Ingest payloads spooled while the daemon runs (a client that timed out, or one that
     read no endpoint during start-up)."""
-    import watchfiles
+    from hookd.watch import awatch_dirs
 
     logging.getLogger("watchfiles").setLevel(logging.WARNING)
     try:
-        async for _ in watchfiles.awatch(core.home.spool_root, stop_event=stop, debounce=50, step=20, rust_timeout=200):
+        async for _ in awatch_dirs(os.fspath(core.home.spool_root), stop_event=stop, debounce=50, step=20, recursive=True,
+                                   rust_timeout=200):
             await core.ingest_spool()
     except Exception:  # never let the watcher take the daemon down
         log.exception("spool watcher stopped")

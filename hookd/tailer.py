@@ -185,7 +185,8 @@ def read_new(cursor: Cursor, max_bytes: int = READ_CHUNK) -> ReadResult:
 # --- the daemon's follower --------------------------------------------------------------
 
 #: watchfiles settings: milliseconds to wait for more changes before yielding a batch, and
-#: between checks (transcript append -> event budget: p95 100 ms).
+#: between checks (transcript append -> event budget: p95 100 ms). Only where the tailer falls
+#: back to watchfiles: on Linux it reads inotify events on the event loop (:mod:`hookd.watch`).
 WATCH_DEBOUNCE_MS = int(os.environ.get("HOOKD_TAIL_DEBOUNCE_MS", "20"))
 WATCH_STEP_MS = int(os.environ.get("HOOKD_TAIL_STEP_MS", "10"))
 
@@ -305,7 +306,7 @@ class Tailer:
         """Catch up, then follow changes until ``stop`` (an asyncio.Event) is set."""
         import asyncio
 
-        import watchfiles
+        from hookd.watch import awatch_dirs
 
         self._changed = asyncio.Event()
         for path, builder, sid in await self.core.store.transcript_targets():
@@ -333,9 +334,9 @@ class Tailer:
                     await self.catch_up()
                     await restart.wait()
                     continue
-                changes_gen = watchfiles.awatch(
+                changes_gen = awatch_dirs(
                     *dirs, stop_event=restart, debounce=WATCH_DEBOUNCE_MS, step=WATCH_STEP_MS,
-                    recursive=False, rust_timeout=60_000, ignore_permission_denied=True,
+                    rust_timeout=60_000, ignore_permission_denied=True,
                 )
                 nxt = asyncio.ensure_future(changes_gen.__anext__())
                 # the watch is set up in that task's first step (before its first await): let it
