@@ -443,9 +443,19 @@ def test_print_mode_question_leaves_no_phantom(rig):
     ev = r.wait_hook("SessionEnd")
     names = [e["data"]["hook_event_name"] for e in hooks_of(ev)]
     assert names == ["SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"], names
-    assert [e for e in ev if e["data"].get("tool_use_id") == PRINT_ASK] == []
-    assert of_kind(ev, "question_pending") == [] and of_kind(ev, "question_resolved") == []
-    assert r.questions() == []  # --state all: nothing pending, nothing resolved
+    assert [e for e in hooks_of(ev) if e["data"].get("tool_use_id") == PRINT_ASK] == []
+    # No hook saw the call; the transcript tailer did (B05): the question opened and was
+    # resolved `denied` in the same poll (one transaction: consecutive seqs), so it was never
+    # pending for anyone to stall on, and no answer was invented from "FINAL-PRINT-ASK-7".
+    ev = r.wait_events(lambda e: about(e, "question_resolved", PRINT_ASK), "the transcript's refusal")
+    [pending] = about(ev, "question_pending", PRINT_ASK)
+    [resolved] = about(ev, "question_resolved", PRINT_ASK)
+    assert pending["data"]["via"] == resolved["data"]["via"] == "transcript"
+    assert resolved["seq"] == pending["seq"] + 1
+    assert resolved["data"]["outcome"] == "denied" and resolved["data"]["answers"] is None
+    assert "No such tool available" in resolved["data"]["error"]
+    [q] = r.questions()
+    assert (q["id"], q["state"], q["answers"]) == (PRINT_ASK, "denied", None)
     b = r.builder_status()
     assert b["pending"] == 0 and b["hooks_seen"] == len(names)
 
