@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, os.fspath(REPO))
 
 from hookd.daemonproc import DaemonProcess, wait_until  # noqa: E402
+
+sys.path.insert(0, os.fspath(REPO / "bench"))
+from latency import report  # noqa: E402
 
 HOOKS = REPO / "fixtures/claude-code/2.1.332/tui-ask-answered-at-terminal/hooks"
 PRE = json.loads((HOOKS / "007-PreToolUse.json").read_bytes())
@@ -82,17 +84,7 @@ def main() -> int:
     finally:
         daemon.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    s = sorted(samples)
-    res = {"runs": len(s), "median_ms": statistics.median(s) * 1e3, "p90_ms": s[int(0.9 * (len(s) - 1))] * 1e3,
-           "max_ms": s[-1] * 1e3, "budget_ms": BUDGET_MS}
-    res["ok"] = res["median_ms"] <= BUDGET_MS
-    if args.json:
-        print(json.dumps(res, indent=2))
-    else:
-        print(f"answer -> held PermissionRequest hook released with the decision: median {res['median_ms']:.1f} ms, "
-              f"p90 {res['p90_ms']:.1f} ms, max {res['max_ms']:.1f} ms over {res['runs']} runs "
-              f"(budget median <= {BUDGET_MS:.0f} ms): {'ok' if res['ok'] else 'FAIL'}")
-    return 0 if res["ok"] else 1
+    return report(samples, BUDGET_MS, "answer -> held PermissionRequest hook released with the decision", args.json)
 
 
 if __name__ == "__main__":

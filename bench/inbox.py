@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, os.fspath(REPO))
 
 from hookd.daemonproc import DaemonProcess, wait_until  # noqa: E402
+
+sys.path.insert(0, os.fspath(REPO / "bench"))
+from latency import report  # noqa: E402
 
 STOP = json.loads((REPO / "fixtures/claude-code/2.1.332/tui-ask-answered-at-terminal/hooks/012-Stop.json").read_bytes())
 BUDGET_MS = 50.0
@@ -78,17 +80,7 @@ def main() -> int:
     finally:
         daemon.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    s = sorted(samples)
-    res = {"runs": len(s), "median_ms": statistics.median(s) * 1e3, "p90_ms": s[int(0.9 * (len(s) - 1))] * 1e3,
-           "max_ms": s[-1] * 1e3, "budget_ms": BUDGET_MS}
-    res["ok"] = res["median_ms"] <= BUDGET_MS
-    if args.json:
-        print(json.dumps(res, indent=2))
-    else:
-        print(f"send -> waiting hook released with the message: median {res['median_ms']:.1f} ms, "
-              f"p90 {res['p90_ms']:.1f} ms, max {res['max_ms']:.1f} ms over {res['runs']} runs "
-              f"(budget median <= {BUDGET_MS:.0f} ms): {'ok' if res['ok'] else 'FAIL'}")
-    return 0 if res["ok"] else 1
+    return report(samples, BUDGET_MS, "send -> waiting hook released with the message", args.json)
 
 
 def _waiting(pid: int) -> bool:
