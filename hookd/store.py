@@ -582,9 +582,8 @@ class Tx:
             (dev, ino, path, builder, session_id, offset, rows, damaged, unknown_rows, at, at if rows else None),
         )
 
-    def session_hook_count(self, session_id: str) -> int:
-        row = self._one("SELECT COUNT(*) FROM hook_events WHERE session_id=?", (session_id,))
-        return row[0] if row else 0
+    def session_has_hooks(self, session_id: str) -> bool:
+        return self._one("SELECT 1 FROM hook_events WHERE session_id=? LIMIT 1", (session_id,)) is not None
 
     def mark_hooks_unarmed(self, session_id: str, at: float) -> bool:
         cur = self._db.execute(

@@ -110,7 +110,7 @@ class Transcripts:
             tx.append_event("session_started", builder, sid, at, {
                 "source": "transcript", "parent_session_id": None, "transcript_path": path, "cwd": cwd,
             })
-        if newest is not None and at - newest >= UNARMED_GRACE_S and tx.session_hook_count(sid) == 0:
+        if newest is not None and at - newest >= UNARMED_GRACE_S and not tx.session_has_hooks(sid):
             if tx.mark_hooks_unarmed(sid, at):
                 tx.append_event("hooks_unarmed", builder, sid, at, {"transcript_path": path, "advice": UNARMED_ADVICE})
                 tx.after_commit.append(lambda: self._sessions.pop(sid, None))  # next hook re-reads it
