@@ -34,6 +34,7 @@ from hookd.models import (
     Interaction,
     NotFound,
     Selection,
+    resolved_event,
 )
 from hookd.store import Tx
 
@@ -277,7 +278,6 @@ class Answers:
             warning = "the held PermissionRequest hook was cancelled (SIGTERM): Esc or No at the desk"
             if tx.resolve_interaction(iid, expected_state="pending", state="dismissed", answers=None,
                                       selections=None, surface="terminal", warning=warning, error=None, at=at):
-                from hookd.service import resolved_event
                 tx.append_event(resolved_event(i.kind), i.builder, i.session_id, at, {
                     "id": iid, "kind": i.kind, "tool_use_id": i.tool_use_id, "outcome": "dismissed",
                     "answers": None, "selections": None, "surface": "terminal", "warning": warning,
@@ -424,7 +424,6 @@ class Answers:
                 "response_id": req.response_id, "answers": answers, "decision": decision, "message": message,
                 "delivery": route}
         tx.append_event("interaction_answered", i.builder, i.session_id, at, data)
-        from hookd.service import resolved_event
         tx.append_event(resolved_event(i.kind), i.builder, i.session_id, at, {
             "id": i.id, "kind": i.kind, "tool_use_id": i.tool_use_id, "outcome": "answered", "answers": answers,
             "selections": msgspec.to_builtins(selections), "decision": decision, "message": message,
@@ -612,7 +611,6 @@ class Answers:
         if not tx.resolve_interaction(i.id, expected_state="pending", state="expired", answers=None,
                                       selections=None, surface=None, warning=warning, error=None, at=at):
             return False
-        from hookd.service import resolved_event
         tx.append_event(resolved_event(i.kind), i.builder, i.session_id, at, {
             "id": i.id, "kind": i.kind, "tool_use_id": i.tool_use_id, "outcome": "expired", "answers": None,
             "selections": None, "surface": None, "warning": warning,

@@ -17,6 +17,12 @@ InteractionState = Literal[
 TERMINAL_STATES = ("answered", "dismissed", "denied", "empty", "expired", "superseded", "orphaned")
 
 
+def resolved_event(kind: str) -> str:
+    """The event that ends an interaction of ``kind``: ``permission_resolved`` or
+    ``question_resolved``."""
+    return "permission_resolved" if kind == "permission" else "question_resolved"
+
+
 class Event(msgspec.Struct, frozen=True):
     """One row of hookd's append-only event log.
 

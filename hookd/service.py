@@ -33,6 +33,7 @@ from hookd.models import (
     Interaction,
     NotFound,
     PayloadInvalid,
+    resolved_event,
 )
 from hookd.store import Store, Tx
 
@@ -788,11 +789,6 @@ def _sent_ids_in(path: str) -> set[str]:
         f.seek(max(0, size - TRANSCRIPT_TAIL_BYTES))
         data = f.read()
     return cc.sent_message_ids(data.splitlines())
-
-
-def resolved_event(kind: str) -> str:
-    """The event that ends an interaction of ``kind``."""
-    return "permission_resolved" if kind == "permission" else "question_resolved"
 
 
 def _holdable(i: Interaction) -> bool:
