@@ -4,9 +4,10 @@ watchfiles' watch loop wakes every ``step`` ms (sleep, take the GIL, check the s
 even when nothing changes: at the tailer's 10 ms step that is 100 wake-ups a second, about
 5-10 ms of CPU per second on an idle daemon (``bench/tail.py``), and a larger step adds its
 length to every append -> event latency (two steps: 50 ms gives ~100 ms). On Linux,
-:func:`awatch_dirs` therefore reads inotify events on the event loop itself
-(``loop.add_reader``): no thread, no wake-up while nothing changes, the change handled as soon
-as the kernel reports it. Elsewhere, or when inotify cannot be used (no more instances or
+:func:`awatch_dirs` therefore reads inotify events on the event loop itself with
+`asyncinotify <https://asyncinotify.readthedocs.io/>`_ (``loop.add_reader``): no thread, no
+wake-up while nothing changes, the change handled as soon as the kernel reports it.
+Elsewhere, or when inotify cannot be used (asyncinotify missing, no more instances or
 watches: ``fs.inotify.max_user_*``), or with ``HOOKD_WATCH_BACKEND=watchfiles``, it is
 ``watchfiles.awatch``.
 
@@ -18,89 +19,75 @@ up in the generator's first step, before its first await. When the kernel's queu
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import ctypes.util
 import errno
 import logging
 import os
-import struct
 import sys
 from typing import Any, AsyncIterator
 
 log = logging.getLogger("hookd")
 
-IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE = 0x2, 0x4, 0x8
-IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x40, 0x80, 0x100, 0x200
-IN_Q_OVERFLOW, IN_ONLYDIR, IN_ISDIR = 0x4000, 0x01000000, 0x40000000
-IN_NONBLOCK = IN_CLOEXEC = 0
-if sys.platform.startswith("linux"):
-    IN_NONBLOCK, IN_CLOEXEC = os.O_NONBLOCK, os.O_CLOEXEC
-MASK = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
-_HEADER = struct.Struct("iIII")
-
-_libc: Any = None
-
-
-def _lib() -> Any:
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        _libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
-    return _libc
+#: bytes asked for per read of the inotify fd, in full-size events (16 + 256 bytes): ~64 KiB
+_CACHE_EVENTS = 240
 
 
 class _Inotify:
-    """One inotify instance watching some folders."""
+    """An ``asyncinotify.Inotify`` watching some folders, their changes as watchfiles reports them."""
 
     def __init__(self, recursive: bool = False) -> None:
+        from asyncinotify import InitFlags, Inotify, Mask
+
         self.recursive = recursive
-        fd = _lib().inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
-        if fd < 0:
-            e = ctypes.get_errno()
-            raise OSError(e, os.strerror(e))
-        self.fd = fd
-        self.dirs: dict[int, str] = {}
+        self.M = Mask
+        self.mask = (Mask.MODIFY | Mask.ATTRIB | Mask.CLOSE_WRITE | Mask.MOVED_FROM | Mask.MOVED_TO
+                     | Mask.CREATE | Mask.DELETE | Mask.ONLYDIR)
+        # O_NONBLOCK spelled out: asyncinotify 4.4.4's InitFlags.NONBLOCK is os.O_CLOEXEC, so its
+        # default fd blocks (harmless as it reads only when the fd is readable; a safety net).
+        # sync_timeout=0: sync_get() is None when nothing is queued.
+        self.ino = Inotify(flags=InitFlags(os.O_CLOEXEC | os.O_NONBLOCK), cache_size=_CACHE_EVENTS, sync_timeout=0)
+        self.dirs: dict[int, str] = {}  # watch descriptor -> the folder as given (event paths keep its spelling)
 
     def add(self, path: str) -> None:
-        wd = _lib().inotify_add_watch(self.fd, os.fsencode(path), MASK | IN_ONLYDIR)
-        if wd < 0:
-            e = ctypes.get_errno()
-            raise OSError(e, os.strerror(e), path)
-        self.dirs[wd] = path
+        self.dirs[self.ino.add_watch(path, self.mask).wd] = path
         if self.recursive:
             for e in os.scandir(path):
                 if e.is_dir(follow_symlinks=False):
                     self.add(e.path)
 
-    def read(self) -> set[tuple[Any, str]]:
+    async def read(self) -> set[tuple[Any, str]]:
+        """Waits for the next event, then takes every event queued by then."""
+        out: set[tuple[Any, str]] = set()
+        ev: Any = await self.ino.get()
+        while ev is not None:
+            self._take(ev, out)
+            ev = self.ino.sync_get()
+        return out
+
+    def _take(self, ev: Any, out: set[tuple[Any, str]]) -> None:
         from watchfiles import Change
 
-        out: set[tuple[Any, str]] = set()
-        while True:
+        M = self.M
+        if ev.mask & M.Q_OVERFLOW:
+            out |= self._everything()
+            return
+        watch = ev.watch
+        folder = None if watch is None else self.dirs.get(watch.wd)
+        if folder is None:
+            return
+        if ev.mask & M.IGNORED:  # the folder is gone (or unmounted): its watch went with it
+            del self.dirs[watch.wd]
+            return
+        if ev.name is None:
+            return
+        kind = (Change.added if ev.mask & (M.CREATE | M.MOVED_TO)
+                else Change.deleted if ev.mask & (M.DELETE | M.MOVED_FROM) else Change.modified)
+        path = os.path.join(folder, os.fspath(ev.name))
+        out.add((kind, path))
+        if self.recursive and kind == Change.added and ev.mask & M.ISDIR:
             try:
-                buf = os.read(self.fd, 65536)
-            except BlockingIOError:
-                return out
-            i = 0
-            while i + _HEADER.size <= len(buf):
-                wd, mask, _cookie, n = _HEADER.unpack_from(buf, i)
-                name = buf[i + _HEADER.size:i + _HEADER.size + n].rstrip(b"\0")
-                i += _HEADER.size + n
-                if mask & IN_Q_OVERFLOW:
-                    out |= self._everything()
-                    continue
-                folder = self.dirs.get(wd)
-                if folder is None or not name:
-                    continue
-                kind = (Change.added if mask & (IN_CREATE | IN_MOVED_TO)
-                        else Change.deleted if mask & (IN_DELETE | IN_MOVED_FROM) else Change.modified)
-                path = os.path.join(folder, os.fsdecode(name))
-                out.add((kind, path))
-                if self.recursive and kind == Change.added and mask & IN_ISDIR:
-                    try:
-                        self.add(path)  # what was written in it before this is reported by the folder's creation
-                    except OSError as e:
-                        log.warning("inotify cannot watch %s: %s", path, e)
+                self.add(path)  # what was written in it before this is reported by the folder's creation
+            except OSError as e:
+                log.warning("inotify cannot watch %s: %s", path, e)
 
     def _everything(self) -> set[tuple[Any, str]]:
         from watchfiles import Change
@@ -114,7 +101,7 @@ class _Inotify:
         return out
 
     def close(self) -> None:
-        os.close(self.fd)
+        self.ino.close()
 
 
 def _inotify(dirs: tuple[str, ...], recursive: bool) -> _Inotify | None:
@@ -124,7 +111,7 @@ def _inotify(dirs: tuple[str, ...], recursive: bool) -> _Inotify | None:
         return None
     try:
         ino = _Inotify(recursive)
-    except (OSError, AttributeError) as e:
+    except (ImportError, OSError, RuntimeError, AttributeError) as e:  # asyncinotify raises RuntimeError without libc inotify
         log.info("inotify unavailable (%s); watching with watchfiles", e)
         return None
     for d in dirs:
@@ -152,21 +139,21 @@ async def awatch_dirs(*dirs: str, stop_event: asyncio.Event, debounce: int, step
                                                recursive=recursive, **watchfiles_kw):
             yield changes
         return
-    loop = asyncio.get_running_loop()
-    wake = asyncio.Event()
-    loop.add_reader(ino.fd, wake.set)
     stopper = asyncio.ensure_future(stop_event.wait())
-    stopper.add_done_callback(lambda _: wake.set())
+    reader: asyncio.Future[set[tuple[Any, str]]] | None = None
     try:
         while True:
-            await wake.wait()
+            reader = asyncio.ensure_future(ino.read())
+            await asyncio.wait((reader, stopper), return_when=asyncio.FIRST_COMPLETED)
             if stop_event.is_set():
                 return
-            wake.clear()
-            changes = ino.read()
+            changes = reader.result()
+            reader = None
             if changes:
                 yield changes
     finally:
         stopper.cancel()
-        loop.remove_reader(ino.fd)
+        if reader is not None and not reader.done():
+            reader.cancel()  # let it remove its fd reader before the fd is closed (the number may be reused)
+            await asyncio.gather(reader, return_exceptions=True)
         ino.close()
