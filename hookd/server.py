@@ -553,11 +553,26 @@ class _Server(uvicorn.Server):
     uvicorn re-raising the signal after shutdown."""
 
     core: Hookd | None = None
+    _exit_wake: asyncio.Event | None = None
+    _exit_loop: asyncio.AbstractEventLoop | None = None
 
     def handle_exit(self, sig: int, frame: Any) -> None:
         super().handle_exit(sig, frame)
         if self.core is not None:
             self.core.release_all()  # held hooks go now (no decision): the desk still can answer
+        if self._exit_wake is not None and self._exit_loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop already closed
+                self._exit_loop.call_soon_threadsafe(self._exit_wake.set)
+
+    async def main_loop(self) -> None:
+        """uvicorn's loop, without its 0.1 s tick (the idle daemon's last wake-ups): wait for
+        handle_exit, with a 1 s safety tick for a should_exit set elsewhere. Each tick is
+        uvicorn's once-a-second one (default headers, should_exit, max requests)."""
+        self._exit_loop = asyncio.get_running_loop()
+        self._exit_wake = asyncio.Event()
+        while not await self.on_tick(0):
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._exit_wake.wait(), 1.0)
 
     @contextlib.contextmanager
     def capture_signals(self) -> Any:
