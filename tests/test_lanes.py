@@ -35,7 +35,8 @@ class Agent:
         self.home, self.worktree, self.name = home, worktree, name
         assert hookd_cli(home, "spawn", name, "--worktree", str(worktree), "--hold", "0").returncode == 0
         self.settings = worktree / ".claude" / "settings.local.json"
-        self.proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        # blocks on its stdin (held open by us) until killed: an agent that is simply alive
+        self.proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
 
     def hook(self, p: dict[str, Any]) -> None:
         env = {**os.environ, "CLAUDE_PID": str(self.proc.pid)}
@@ -58,6 +59,8 @@ class Agent:
     def close(self) -> None:
         self.proc.kill()
         self.proc.wait()
+        if self.proc.stdin:
+            self.proc.stdin.close()
 
 
 @pytest.fixture
