@@ -343,6 +343,8 @@ class Tailer:
                 # run, then catch up, so that nothing written in between is missed
                 await asyncio.sleep(0)
                 await self.catch_up()
+                if any(os.path.isdir(m) for m in missing):
+                    self._changed.set()  # a folder appeared before its ancestor's watch was set
                 while True:
                     try:
                         changes = await nxt

@@ -83,6 +83,8 @@ def test_lane_follows_the_turn_and_stalls_on_a_question(agent: Agent) -> None:
     assert lane["pending"] == [ASK] and lane["agent_pid"] == agent.proc.pid
     lane = agent.wait_lane("stalled")  # waited longer than the threshold (1 s here)
     assert ASK in lane["detail"]
+    # `hookd lanes` computes lanes live; the watcher records the change at the due time
+    wait_until(lambda: agent.changes()[-1] == ("waiting_question", "stalled"), 5, what="lane_changed to stalled")
     agent.hook(payload("010-PostToolUse.json"))  # answered at the desk
     agent.wait_lane("working")
     agent.hook(payload("012-Stop.json"))
