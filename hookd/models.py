@@ -71,7 +71,7 @@ class Interaction(msgspec.Struct):
     """
 
     id: str
-    kind: Literal["question", "async", "permission", "await"]
+    kind: Literal["question", "async", "permission"]
     builder: str
     session_id: str | None
     agent_id: str | None

@@ -220,13 +220,12 @@ class Hookd(Answers, Transcripts):
             # only a Stop's fingerprint is ever compared (by an idle wake of that Stop)
             mark = (hook_id, _fingerprint(raw) if payload.hook_event_name == "Stop" else b"")
             tx.after_commit.append(lambda: self._activity.__setitem__(sid, mark))
-        if sid and agent_pid and source == "live" and self._pids.get(sid) != agent_pid:
-            tx.after_commit.append(lambda: self._pids.__setitem__(sid, agent_pid))
         body, hold = self._apply(tx, adapter, harness, builder, payload, at, source)
         if sid and agent_pid and source == "live" and self._pids.get(sid) != agent_pid:
-            # after _apply: the session row exists now
+            # after _apply, so the session row exists; psutil once per session and pid
             if tx.agent_pid(sid) != agent_pid:
                 tx.set_agent_pid(sid, agent_pid, process_started_at(agent_pid))
+            tx.after_commit.append(lambda: self._pids.__setitem__(sid, agent_pid))
         if hold and hold_box is not None:
             iid = hold
             tx.after_commit.append(lambda: hold_box.append(self.register_waiter(iid)))

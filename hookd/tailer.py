@@ -60,10 +60,6 @@ class TailStats:
     rotated: int = 0
     bytes: int = 0
 
-    def add(self, other: "TailStats") -> None:
-        for k in self.__dataclass_fields__:
-            setattr(self, k, getattr(self, k) + getattr(other, k))
-
     def as_dict(self) -> dict[str, int]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
@@ -210,7 +206,6 @@ class Tailer:
         self._cursors: dict[str, Cursor] = {}
         self._locks: dict[str, Any] = {}
         self._changed: Any = None
-        self.stats = TailStats()
 
     def add(self, path: str, builder: str, session_id: str | None = None) -> None:
         """Follow ``path`` for ``builder`` (idempotent)."""
@@ -291,7 +286,6 @@ class Tailer:
                 if r.cursor != cur or r.rows:
                     await self.core.apply_transcript(path, builder, sid, r)
                     self._cursors[path] = r.cursor
-                    self.stats.add(r.stats)
                     total += len(r.rows)
                 if not r.more:
                     return total
