@@ -467,6 +467,18 @@ def row_session(row: dict[str, Any]) -> str | None:
     return text(row.get("sessionId")) or text(row.get("session_id"))
 
 
+def row_root(row: dict[str, Any]) -> str | None:
+    """The ``uuid`` of a conversation root row (``user``/``assistant``, ``parentUuid`` null,
+    not a sidechain), else None. A forked session (``--fork-session``) starts by copying its
+    parent's rows, uuids unchanged, under its own ``sessionId`` (2.1.332, verified): the same
+    root uuid in two sessions is the fork's lineage link."""
+    if row.get("type") not in ("user", "assistant") or row.get("isSidechain") or "parentUuid" not in row:
+        return None
+    if row.get("parentUuid") is not None or row.get("isCompactSummary"):
+        return None
+    return text(row.get("uuid"))
+
+
 def transcript_observations(row: dict[str, Any]) -> list[Observation]:
     """Classify one transcript row (Claude Code 2.1.332). Pure. An AskUserQuestion
     ``tool_use`` gives QuestionAsked (``via: "transcript"``); a ``tool_result`` gives

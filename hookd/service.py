@@ -45,6 +45,8 @@ HARNESSES = {cc.HARNESS: cc}
 MATCH_WINDOW_S = 120.0
 #: ... or to one resolved within this window (seconds): the desk answered first.
 RESOLVED_MATCH_S = 60.0
+#: SessionStart(compact) links to the session whose PreCompact came within this many seconds
+COMPACT_LINK_S = 600.0
 #: A message delivered but not adopted (no Stop of that agent came after it) is offered again
 #: at a boundary this many seconds after its delivery (at-least-once; its id is in the text).
 REDELIVER_AFTER_S = float(os.environ.get("HOOKD_REDELIVER_AFTER_S", "300"))
@@ -245,6 +247,8 @@ class Hookd(Answers, Transcripts):
         tx.append_event("hook_received", builder, sid, at, hook_data)
         if sid:
             self._track_session(tx, harness, builder, p, at)
+            if isinstance(p, cc.PreCompact):
+                tx.mark_compacting(sid, at)
         reply, hold = b"", None
         for ob in adapter.observe(p):
             if isinstance(ob, cc.QuestionAsked):
@@ -542,13 +546,18 @@ class Hookd(Answers, Transcripts):
                     {"source": source, "parent_session_id": parent, "transcript_path": transcript_path, "cwd": cwd},
                 )
             return
-        parent = None
-        if source in ("resume", "compact", "clear", "fork"):
-            # SessionStart carries no parent id: the builder's most recent other session.
-            parent = tx.latest_session(builder, exclude=sid)
+        parent, via = None, None
+        if source == "compact":
+            # SessionStart(compact) carries no parent id (field case B23): the session whose
+            # PreCompact hook came last links it
+            parent, via = tx.compacting_session(builder, since=at - COMPACT_LINK_S, exclude=sid), "precompact"
+        if parent is None and source in ("resume", "compact", "clear", "fork"):
+            # otherwise the builder's most recent other session; a fork's transcript, which
+            # copies its parent's rows, corrects this guess (hookd.transcripts)
+            parent, via = tx.latest_session(builder, exclude=sid), "latest"
         tx.insert_session(
             session_id=sid, builder=builder, harness=harness, parent_id=parent, source=source,
-            transcript_path=transcript_path, cwd=cwd, at=at,
+            transcript_path=transcript_path, cwd=cwd, at=at, parent_via=via,
         )
         tx.after_commit.append(lambda: self._sessions.__setitem__(sid, (transcript_path, cwd)))
         if transcript_path:

@@ -246,6 +246,19 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "CREATE INDEX notifications_pending ON notifications(status) WHERE status='pending'",
         ],
     ),
+    (
+        # Lineage: how a session's parent was found (``parent_via``: precompact | latest |
+        # transcript), the uuid of its first conversation row (a fork copies its parent's rows
+        # with their uuids: Claude Code 2.1.332, verified) and the last PreCompact marker.
+        "0008_lineage",
+        [
+            "ALTER TABLE sessions ADD COLUMN parent_via TEXT",
+            "ALTER TABLE sessions ADD COLUMN root_uuid TEXT",
+            "ALTER TABLE sessions ADD COLUMN root_at REAL",
+            "ALTER TABLE sessions ADD COLUMN compacting_at REAL",
+            "CREATE INDEX sessions_root ON sessions(root_uuid) WHERE root_uuid IS NOT NULL",
+        ],
+    ),
 ]
 
 
@@ -384,12 +397,63 @@ class Tx:
     def insert_session(
         self, *, session_id: str, builder: str, harness: str, parent_id: str | None,
         source: str | None, transcript_path: str | None, cwd: str | None, at: float,
+        parent_via: str | None = None,
     ) -> None:
         self._db.execute(
-            "INSERT INTO sessions (id, builder, harness, parent_id, source, transcript_path, cwd,"
-            " started_at) VALUES (?,?,?,?,?,?,?,?)",
-            (session_id, builder, harness, parent_id, source, transcript_path, cwd, at),
+            "INSERT INTO sessions (id, builder, harness, parent_id, parent_via, source, transcript_path, cwd,"
+            " started_at) VALUES (?,?,?,?,?,?,?,?,?)",
+            (session_id, builder, harness, parent_id, parent_via if parent_id else None, source,
+             transcript_path, cwd, at),
         )
+
+    def mark_compacting(self, session_id: str, at: float) -> None:
+        """PreCompact seen for ``session_id`` (the marker a SessionStart(compact) with a new
+        session id is linked by: that payload carries no parent id)."""
+        self._db.execute("UPDATE sessions SET compacting_at=? WHERE id=?", (at, session_id))
+
+    def compacting_session(self, builder: str, since: float, exclude: str) -> str | None:
+        """The builder's session with the newest PreCompact marker at or after ``since``
+        (seconds since the epoch), other than ``exclude``."""
+        row = self._one(
+            "SELECT id FROM sessions WHERE builder=? AND id<>? AND compacting_at>=?"
+            " ORDER BY compacting_at DESC LIMIT 1",
+            (builder, exclude, since),
+        )
+        return row[0] if row else None
+
+    def set_root_uuid(self, session_id: str, uuid: str, first_row_at: float | None) -> list[tuple[str, str]]:
+        """Record the uuid of a session's first conversation row and the time of its first
+        timestamped row (first record wins). Returns the (session, parent) links this implies:
+        of the sessions sharing that root, the one whose first row is oldest (then: seen
+        first) is the origin, and the others were forked from it."""
+        self._db.execute("UPDATE sessions SET root_uuid=?, root_at=? WHERE id=? AND root_uuid IS NULL",
+                         (uuid, first_row_at, session_id))
+        rows = self._db.execute(
+            "SELECT id, parent_id FROM sessions WHERE root_uuid=? ORDER BY root_at IS NULL, root_at, rowid", (uuid,),
+        ).fetchall()
+        origin = rows[0][0] if rows else None
+        return [(sid, origin) for sid, parent in rows[1:] if parent != origin and origin is not None]
+
+    def link_parent(self, session_id: str, parent_id: str, via: str) -> bool:
+        """Set a session's parent from transcript evidence; replaces a parent guessed by the
+        ``latest`` heuristic or an earlier transcript link, never one a PreCompact marker gave.
+        Returns True when it changed."""
+        cur = self._db.execute(
+            "UPDATE sessions SET parent_id=?, parent_via=? WHERE id=? AND parent_id IS NOT ?"
+            " AND (parent_id IS NULL OR parent_via IS NULL OR parent_via IN ('latest', 'transcript'))",
+            (parent_id, via, session_id, parent_id),
+        )
+        return cur.rowcount == 1
+
+    def lineage(self, session_id: str) -> list[str]:
+        """``session_id`` and its ancestors, nearest first (cycles cut)."""
+        out: list[str] = []
+        sid: str | None = session_id
+        while sid and sid not in out:
+            out.append(sid)
+            row = self._one("SELECT parent_id FROM sessions WHERE id=?", (sid,))
+            sid = row[0] if row else None
+        return out
 
     def update_session_paths(self, session_id: str, transcript_path: str | None, cwd: str | None) -> None:
         self._db.execute(

@@ -60,14 +60,21 @@ class Transcripts:
                        result: ReadResult, at: float) -> None:
         unknown = 0
         sessions: dict[str, tuple[float | None, str | None]] = {}  # sid -> (newest row time, cwd)
+        roots: dict[str, str] = {}  # sid -> uuid of its first conversation root row in this read
+        firsts: dict[str, float | None] = {}  # sid -> time of its first timestamped row in this read
         for row in result.rows:
             kind = row.get("type")
             if kind not in cc.TRANSCRIPT_ROW_TYPES:
                 unknown += 1
             sid = cc.row_session(row) or session_hint
+            if sid and firsts.get(sid) is None:
+                firsts[sid] = _row_time(row)  # a fork's first rows are written when it forks
             if sid and kind in ("user", "assistant"):
                 prev = sessions.get(sid, (None, None))
                 sessions[sid] = (_row_time(row) or prev[0], cc.text(row.get("cwd")) or prev[1])
+                root = cc.row_root(row)
+                if root and sid not in roots:
+                    roots[sid] = root
             obs = cc.transcript_observations(row)
             if not obs:
                 continue
@@ -88,6 +95,13 @@ class Transcripts:
                         tx.set_interrupted(sid, _row_time(row) or at)
         for sid, (newest, cwd) in sessions.items():
             self._transcript_session(tx, builder, sid, path, cwd, newest, at)
+        for sid, root in roots.items():
+            for child, parent in tx.set_root_uuid(sid, root, firsts.get(sid)):
+                if tx.link_parent(child, parent, "transcript"):
+                    tx.append_event("session_linked", builder, child, at, {
+                        "parent_session_id": parent, "via": "transcript",
+                        "reason": "its transcript starts with the parent's rows (a fork)",
+                    })
         st = result.stats
         tx.save_transcript(
             dev=result.cursor.dev, ino=result.cursor.ino, path=path, builder=builder,
