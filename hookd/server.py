@@ -84,6 +84,10 @@ BODY_TIMEOUT_S = 30.0
 HOLD_MIN_MS = 3000
 #: ... and it is answered this long (s) before that deadline, so the client reads the reply.
 HOLD_MARGIN_S = 1.5
+#: The hook routes (POST) :class:`HookdASGI` serves itself, before routing; ``{harness}`` is
+#: any of :data:`hookd.service.HARNESSES`.
+HOOK_ROUTES = ("/v1/hooks/{harness}/{builder}", "/v1/hooks/{harness}/{builder}/hold",
+               "/v1/hooks/{harness}/{builder}/wake")
 
 
 class AskRequest(msgspec.Struct, forbid_unknown_fields=True):
