@@ -1060,6 +1060,13 @@ class Store:
                 out[i] = _interaction(rows[0])
         return out
 
+    async def session_builders(self, session_ids: list[str]) -> dict[str, str]:
+        """session id -> builder, for those of ``session_ids`` hookd knows."""
+        if not session_ids:
+            return {}
+        marks = ",".join("?" * len(session_ids))
+        return dict(await self._all(f"SELECT id, builder FROM sessions WHERE id IN ({marks})", tuple(session_ids)))
+
     async def transcript_targets(self) -> list[tuple[str, str, str | None]]:
         """Files to tail: (path, builder, session_id) of every session's reported transcript
         and every file already tailed."""

@@ -17,6 +17,7 @@ adapter's business (:func:`hookd.harness.claude_code.transcript_observations`).
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import logging
@@ -194,6 +195,8 @@ class Tailer:
     ``core.on_transcript``), files registered with :meth:`add` (``hookd tail FILE``) and every
     ``*.jsonl`` (and ``*/subagents/*.jsonl``) in folders registered with :meth:`add_dir`
     (``hookd tail DIR``: a Claude Code projects folder), including files that appear later.
+    Another ``*.jsonl`` beside a followed transcript is followed too once its rows carry the
+    id of a session hookd knows (:meth:`_peek`; field case B23, a frozen ``transcript_path``).
     Each file is read from its persisted cursor, so rows written while the daemon was down are
     caught up at start; folder registrations persist in ``HOOKD_HOME/tail-dirs.json``.
     core: a :class:`hookd.service.Hookd`.
@@ -206,10 +209,17 @@ class Tailer:
         self._cursors: dict[str, Cursor] = {}
         self._locks: dict[str, Any] = {}
         self._changed: Any = None
+        #: other ``*.jsonl`` files in the folders of followed transcripts: how far their rows
+        #: were checked for a known session id (see :meth:`_peek`)
+        self._foreign: dict[str, Cursor] = {}
 
     def add(self, path: str, builder: str, session_id: str | None = None) -> None:
-        """Follow ``path`` for ``builder`` (idempotent)."""
+        """Follow ``path`` for ``builder`` (idempotent). A folder (claw reports its sessions
+        folder, ``.claw/sessions/<fp>``) is followed like ``hookd tail DIR``."""
         path = os.path.abspath(path)
+        if os.path.isdir(path):
+            self.add_dir(path, builder)
+            return
         if path in self._targets and (session_id is None or self._targets[path][1] == session_id):
             return
         self._targets[path] = (builder, session_id or self._targets.get(path, (builder, None))[1])
@@ -290,6 +300,58 @@ class Tailer:
                 if not r.more:
                     return total
 
+    async def _peek(self, path: str) -> bool:
+        """``path`` is a ``*.jsonl`` beside a followed transcript but not itself followed: read
+        its new rows' session ids (not their meaning); when one belongs to a session hookd
+        knows, follow the file for that session's builder from its start and return True.
+        Field case B23: after compaction the hooks' ``transcript_path`` can freeze while the
+        session writes to another file in the same folder; a newest-file guess without a
+        session id would pick up a concurrent session's file (B25), so only the id counts."""
+        import asyncio
+
+        cur = self._foreign.get(path, Cursor(path))
+        try:
+            r = await asyncio.to_thread(read_new, cur, PEEK_BYTES)
+        except OSError:
+            return False
+        self._foreign[path] = r.cursor
+        sids = sorted({s for s in (_row_session(row) for row in r.rows) if s})
+        known = await self.core.store.session_builders(sids)
+        if not known:
+            if sids:  # another session's file: from now on only its new rows are checked
+                with contextlib.suppress(OSError):
+                    st = os.stat(path)
+                    if (st.st_dev, st.st_ino) == (r.cursor.dev, r.cursor.ino):
+                        self._foreign[path] = Cursor(path, st.st_dev, st.st_ino, max(st.st_size, r.cursor.offset))
+            return False
+        sid = next(s for s in sids if s in known)
+        del self._foreign[path]
+        self.add(path, known[sid], sid)
+        await self.core.transcript_followed(path, known[sid], sid)
+        await self.poll(path)
+        return True
+
+    async def _peek_newer(self) -> None:
+        """At start: check the files beside each followed transcript that changed after it
+        (the daemon may have been down when a session moved to another file)."""
+        folders: dict[str, float] = {}
+        for p in list(self._targets):
+            try:
+                m = os.stat(p).st_mtime
+            except OSError:
+                continue
+            d = os.path.dirname(p)
+            folders[d] = min(folders.get(d, m), m)
+        for d, oldest in folders.items():
+            for f in glob.glob(os.path.join(glob.escape(d), "*.jsonl")):
+                f = os.path.abspath(f)
+                try:
+                    newer = os.stat(f).st_mtime > oldest
+                except OSError:
+                    continue
+                if newer and f not in self._targets:
+                    await self._peek(f)
+
     async def catch_up(self) -> int:
         rows = 0
         for path in list(self._targets):
@@ -305,6 +367,7 @@ class Tailer:
         self._changed = asyncio.Event()
         for path, builder, sid in await self.core.store.transcript_targets():
             self.add(path, builder, sid)
+        started = False
         while not stop.is_set():
             self._changed.clear()
             for folder in list(self._dirs):
@@ -337,6 +400,10 @@ class Tailer:
                 # run, then catch up, so that nothing written in between is missed
                 await asyncio.sleep(0)
                 await self.catch_up()
+                if not started:
+                    started = True
+                    await self._peek_newer()
+                beside = {os.path.dirname(p) for p in self._targets}
                 if any(os.path.isdir(m) for m in missing):
                     self._changed.set()  # a folder appeared before its ancestor's watch was set
                 while True:
@@ -347,6 +414,8 @@ class Tailer:
                     for path in sorted({os.path.abspath(p) for _, p in changes}):
                         if path in self._targets:
                             await self.poll(path)
+                        elif path.endswith(".jsonl") and os.path.dirname(path) in beside:
+                            await self._peek(path)
                         elif (path.endswith(".jsonl") or os.path.isdir(path)) and any(
                                 path.startswith(d + os.sep) for d in self._dirs):
                             self._changed.set()  # a new transcript (or session folder) in a followed folder
@@ -359,6 +428,15 @@ class Tailer:
                 await asyncio.sleep(1)  # back off before watching again
             finally:
                 waiter.cancel()
+
+
+#: bytes of a not-followed file checked for session ids per read (its first rows name the session)
+PEEK_BYTES = 64 * 1024
+
+
+def _row_session(row: Any) -> str | None:
+    sid = row.get("sessionId") if isinstance(row, dict) else None
+    return sid if isinstance(sid, str) else None
 
 
 def _existing_ancestor(path: str) -> str | None:

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from hookd.harness import claude_code as cc
+from hookd.harness import claw
 from hookd.store import Tx
 from hookd.tailer import ReadResult
 
@@ -56,15 +57,29 @@ class Transcripts:
             await self.bus.publish()
         return len(events)
 
+    async def transcript_followed(self: "Hookd", path: str, builder: str, session_id: str) -> None:  # type: ignore[misc]
+        """Record that the tailer now also follows ``path``, a file that is not the hooks'
+        ``transcript_path`` but carries ``session_id``'s rows (field case B23: after
+        compaction the reported path can freeze while the session writes elsewhere)."""
+        def tx_(tx: Tx) -> None:
+            tx.append_event("transcript_followed", builder, session_id, time.time(), {
+                "path": path, "reason": "a file in the session's folder carries its session id",
+            })
+        await self.store.write(tx_)
+        await self.bus.publish()
+
     def _transcript_tx(self: "Hookd", tx: Tx, path: str, builder: str, session_hint: str | None,  # type: ignore[misc]
                        result: ReadResult, at: float) -> None:
+        rows = claw if claw.is_transcript(path) else cc  # the harness that writes this file
+        if rows is claw:
+            session_hint = session_hint or claw.transcript_session(builder, path)
         unknown = 0
         sessions: dict[str, tuple[float | None, str | None]] = {}  # sid -> (newest row time, cwd)
         roots: dict[str, str] = {}  # sid -> uuid of its first conversation root row in this read
         firsts: dict[str, float | None] = {}  # sid -> time of its first timestamped row in this read
         for row in result.rows:
             kind = row.get("type")
-            if kind not in cc.TRANSCRIPT_ROW_TYPES:
+            if kind not in rows.TRANSCRIPT_ROW_TYPES:
                 unknown += 1
             sid = cc.row_session(row) or session_hint
             if sid and firsts.get(sid) is None:
@@ -75,7 +90,7 @@ class Transcripts:
                 root = cc.row_root(row)
                 if root and sid not in roots:
                     roots[sid] = root
-            obs = cc.transcript_observations(row)
+            obs = rows.transcript_observations(row)
             if not obs:
                 continue
             if sid and sid not in sessions:
@@ -84,7 +99,9 @@ class Transcripts:
             p = cc.Base(hook_event_name="transcript", session_id=sid, agent_id=agent)
             for ob in obs:
                 if isinstance(ob, cc.QuestionAsked):
-                    self._question_asked(tx, builder, p, ob, at)
+                    if rows is claw:  # no tool_use_id in claw's hooks: bind to the hook-opened question
+                        ob = self._bind_sequential(tx, builder, p, ob, at)
+                    self._question_asked(tx, builder, p, ob, at, desk_only=rows is claw)
                 elif isinstance(ob, cc.ToolResultSeen):
                     self._tool_result_seen(tx, builder, p, ob, at)
                 elif isinstance(ob, cc.Interrupted):

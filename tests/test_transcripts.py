@@ -231,3 +231,43 @@ def test_projects_folder_new_sessions_are_found_also_after_a_restart(home: Path,
                    what="the question of a session that appeared while the daemon was down")
     finally:
         d.stop()
+
+
+def test_frozen_transcript_path_follows_the_file_carrying_the_session_id(home: Path, worktree: Path,
+                                                                          tmp_path: Path) -> None:
+    """B23: the hooks' transcript_path stops growing while the session writes another file in
+    the same folder. The file carrying the session's id is followed; a concurrent session's
+    file there (B25: a newest-file guess would take it) is not; a move while the daemon was
+    down is found at start."""
+    folder = tmp_path / "projects" / "-home-dev-proj"
+    folder.mkdir(parents=True)
+    frozen = folder / f"{SID}.jsonl"
+    frozen.write_bytes(b"")
+    use, res = ask_rows()
+    other_use = dict(use, sessionId="s-other")
+    other_use["message"] = dict(use["message"], content=[dict(use["message"]["content"][0], id="toolu_01OTHER")])
+    d = DaemonProcess(home).start()
+    try:
+        spawn_with_transcript(home, worktree, frozen)
+        (folder / "s-other.jsonl").write_bytes(line(other_use))  # a concurrent session, unknown to hookd
+        (folder / "moved.jsonl").write_bytes(line(use))  # where the session really writes now
+        wait_until(lambda: any(q["id"] == ASK for q in questions(home, "pending")), 5, what="the question")
+        [followed] = [e for e in events(home) if e["kind"] == "transcript_followed"]
+        assert followed["session_id"] == SID and followed["data"]["path"] == str(folder / "moved.jsonl")
+        append(folder / "moved.jsonl", line(res))
+        wait_until(lambda: any(q["id"] == ASK and q["state"] == "answered" for q in questions(home, "all")), 5, what="the answer")
+    finally:
+        d.stop()
+    # while the daemon is down the session moves again
+    second = dict(use)
+    second["message"] = dict(use["message"], content=[dict(use["message"]["content"][0], id="toolu_01SECOND")])
+    (folder / "moved-again.jsonl").write_bytes(line(second))
+    d = DaemonProcess(home).start()
+    try:
+        wait_until(lambda: any(q["id"] == "toolu_01SECOND" for q in questions(home, "pending")), 5,
+                   what="the question written to a new file while hookd was down")
+        assert "toolu_01OTHER" not in {q["id"] for q in questions(home, "all")}
+        assert {e["data"]["path"] for e in events(home) if e["kind"] == "transcript_followed"} == {
+            str(folder / "moved.jsonl"), str(folder / "moved-again.jsonl")}
+    finally:
+        d.stop()
