@@ -156,6 +156,25 @@ def status(ctx: click.Context, as_json: bool) -> None:
         click.echo(tabulate(rows, headers=["builder", "harness", "hooks", "pending", "last hook", "note"]))
 
 
+@main.command("open")
+@click.option("--no-browser", is_flag=True, help="Only print the link (also when CI=true or there is no DISPLAY).")
+@click.option("--json", "as_json", is_flag=True, help="Print {url, expires_in_s} as JSON.")
+@click.pass_context
+def open_page(ctx: click.Context, no_browser: bool, as_json: bool) -> None:
+    """Sign in to the operator page: print (and open, when a browser is available) a link
+    with a one-time code, valid 10 minutes and once; the page then keeps a session cookie."""
+    from hookd.web import open_browser, should_open_browser
+
+    r = _client(ctx).post_json("/v1/web/codes", {})
+    opened = not no_browser and should_open_browser() and open_browser(r["url"])
+    if as_json:
+        _echo_json({"url": r["url"], "expires_in_s": r["expires_in_s"], "opened": opened})
+        return
+    click.echo(r["url"])
+    click.echo(f"(one-time sign-in link, valid {r['expires_in_s'] / 60:.0f} minutes{'; opened in your browser' if opened else ''})",
+               err=True)
+
+
 @main.command()
 @click.option("--state", type=click.Choice(["pending", "resolved", "all"]), default="pending", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="A JSON array of interactions.")
@@ -427,10 +446,26 @@ def tail(ctx: click.Context, paths: tuple[Path, ...], builder: str, session_id: 
 @main.command()
 @click.argument("scenario_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
 @click.option("--update", is_flag=True, help="Rewrite expected-events.jsonl from this run.")
-def replay(scenario_dir: Path, update: bool) -> None:
+@click.option("--into", "into", metavar="BUILDER",
+              help="Instead: play the hooks into the running daemon as spawned BUILDER's agent (fresh ids; "
+                   "a PermissionRequest waits for an answer from the page or `hookd answer`).")
+@click.pass_context
+def replay(ctx: click.Context, scenario_dir: Path, update: bool, into: str | None) -> None:
     """Replay SCENARIO_DIR/hooks/*.json through a private daemon, as the hook client would,
     and compare the events with SCENARIO_DIR/expected-events.jsonl."""
     from hookd.replay import replay as do_replay
+
+    if into is not None:
+        from hookd.feed import feed
+
+        def before(name: str, event: str) -> None:
+            if event == "PermissionRequest":
+                click.echo(f"{name}: waiting for an answer (the page: `hookd open`; or `hookd questions`)", err=True)
+
+        for step in feed(ctx.obj, scenario_dir, into, before=before):
+            out = step.stdout.decode(errors="replace").strip()
+            click.echo(f"{step.name}: exit {step.returncode}" + (f", stdout {out}" if out else ""))
+        return
 
     result = do_replay(scenario_dir, update=update)
     if result.diff:

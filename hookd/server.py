@@ -74,6 +74,7 @@ from hookd.spawn import list_manifests, read_manifest
 from hookd.store import Store
 from hookd.lanes import LaneAlerts, LaneWatch
 from hookd.tailer import Tailer
+from hookd.web import WebAuth, WebPage, bind_loopback
 
 log = logging.getLogger("hookd")
 _enc = msgspec.json.Encoder()
@@ -161,10 +162,11 @@ class HookdASGI:
     Starlette app.
     """
 
-    def __init__(self, app: Any, core: Hookd, token: str):
+    def __init__(self, app: Any, core: Hookd, token: str, web: WebAuth | None = None):
         self.app = app
         self.core = core
         self._expected = f"Bearer {token}".encode()
+        self.web = web  # the operator page's session cookie also admits (hookd/web.py)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -179,8 +181,10 @@ class HookdASGI:
                     got = v
                     break
             if not hmac.compare_digest(got, self._expected):
-                await _send(send, 401, _error_body(Unauthorized.code, "missing or wrong bearer token"))
-                return
+                refused = self.web.admit(scope) if self.web else Unauthorized("missing or wrong bearer token")
+                if refused is not None:
+                    await _send(send, refused.status, _error_body(refused.code, refused.message))
+                    return
         path: str = scope["path"]
         if path.startswith("/v1/hooks/") and scope["method"] == "POST":
             await self._hook(scope, receive, send)
@@ -401,6 +405,8 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
 
         return StreamingResponse(stream(), media_type="application/x-ndjson")
 
+    web = WebPage(core, token, should_exit)
+
     async def on_error(request: Request, exc: Exception) -> Response:
         if isinstance(exc, HookdError):
             return error_response(exc.code, exc.message, exc.status)
@@ -425,11 +431,12 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
             Route("/v1/messages", messages),
             Route("/v1/lanes", lanes),
             Route("/v1/transcripts", transcripts),
+            *web.routes(),
         ],
         exception_handlers={Exception: on_error, HTTPException: on_error, HookdError: on_error},
         lifespan=lifespan,
     )
-    return HookdASGI(app, core, token)
+    return HookdASGI(app, core, token, web=web.auth)
 
 
 _LANE_RANK = {"stalled": 0, "dead": 1, "waiting_question": 2, "waiting_permission": 3, "idle": 4, "working": 5, "ended": 6}
@@ -611,7 +618,7 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
 
     token = home.read_token()
     unix_sock = _bind_unix(home.socket_path)
-    tcp_sock = _bind_tcp(port)
+    tcp_sock = bind_loopback(home, port, _bind_tcp)  # port 0: the last one first (an open page reconnects)
     tcp_port = tcp_sock.getsockname()[1]
     store = await Store(home.db).open()
     core = Hookd(home, store)

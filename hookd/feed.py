@@ -1,0 +1,128 @@
+"""`hookd replay DIR --into BUILDER`: play a recorded scenario into the running daemon, as
+BUILDER's agent would, so that its questions reach the humans (the operator page, `hookd
+questions`) and their answers come back through the hooks.
+
+Unlike `hookd replay` (a private daemon, compared with a golden file), each payload of
+``DIR/hooks/*.json`` runs through the command that `hookd spawn BUILDER` generated for its
+event, exactly as Claude Code runs it: ``sh -c "<command>"`` in the builder's worktree (or a
+temporary directory for a ``--settings-file`` spawn), payload on stdin, in file order. Events
+the settings do not register are skipped. A PermissionRequest runs the generated hold command,
+so it waits (up to the builder's ``--hold`` window) for an answer from anywhere; when it
+returns an AskUserQuestion answer, the scenario's next AskUserQuestion PostToolUse carries that
+answer instead of the recorded one (what Claude Code does with the hook's ``updatedInput``).
+Session ids and tool_use ids are replaced by fresh ones (``fresh_ids``), so a scenario can be
+played again into the same daemon and still ask anew.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from hookd.config import Home
+from hookd.models import ConfigError, NotFound
+from hookd.spawn import read_manifest
+
+_UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_TOOLU = re.compile(rb"toolu_[A-Za-z0-9]{6,}")
+
+
+@dataclass
+class Step:
+    """One hook run: file name, event, exit code, stdout (bytes, exactly as printed)."""
+
+    name: str
+    event: str
+    returncode: int
+    stdout: bytes
+
+
+def hook_commands(settings_file: Path) -> dict[str, str]:
+    """Event name -> the hookd command in a spawned settings file (the tagged entry)."""
+    data = msgspec.json.decode(settings_file.read_bytes())
+    out: dict[str, str] = {}
+    for event, groups in (data.get("hooks") or {}).items():
+        for group in groups:
+            for h in group.get("hooks", []):
+                if "# hookd builder=" in str(h.get("command", "")):
+                    out.setdefault(event, h["command"])
+    return out
+
+
+def fresh_ids(payloads: list[bytes]) -> list[bytes]:
+    """The payloads with every session id (UUID) and tool_use id (``toolu_...``) replaced by a
+    fresh one, consistently across all of them."""
+    mapping: dict[bytes, bytes] = {}
+
+    def sub(pattern: re.Pattern[bytes], make: Callable[[], bytes]) -> Callable[[re.Match[bytes]], bytes]:
+        def repl(m: re.Match[bytes]) -> bytes:
+            return mapping.setdefault(m.group(0), make())
+        return repl
+
+    new_uuid = sub(_UUID, lambda: str(uuid.uuid4()).encode())
+    new_toolu = sub(_TOOLU, lambda: b"toolu_01" + secrets.token_hex(12).encode())
+    return [_TOOLU.sub(new_toolu, _UUID.sub(new_uuid, p)) for p in payloads]
+
+
+def _with_answer(payload: bytes, updated_input: dict[str, Any]) -> bytes:
+    p = msgspec.json.decode(payload)
+    p["tool_input"] = updated_input
+    if isinstance(p.get("tool_response"), dict):
+        p["tool_response"] = {**p["tool_response"], "answers": updated_input.get("answers")}
+    return msgspec.json.encode(p)
+
+
+def feed(home: Home, scenario: Path, builder: str, *, renew_ids: bool = True,
+         before: Callable[[str, str], None] | None = None, timeout_s: float = 86_400) -> list[Step]:
+    """Play ``scenario`` into ``home``'s running daemon as ``builder`` (see module doc).
+
+    before: called with (file name, event) before each hook runs (e.g. to say that a
+    PermissionRequest now waits for an answer). Returns the steps run. Raises NotFound (builder
+    not spawned), ConfigError (no payloads, or the settings file is gone)."""
+    manifest = read_manifest(home, builder)
+    if manifest is None:
+        raise NotFound(f"builder {builder!r} is not spawned in {home.root}: run `hookd spawn {builder} ...` first")
+    settings = Path(manifest["settings_file"])
+    if not settings.exists():
+        raise ConfigError(f"{settings} (builder {builder}'s hooks) is gone: spawn it again")
+    commands = hook_commands(settings)
+    files = sorted((scenario / "hooks").glob("*.json"))
+    if not files:
+        raise ConfigError(f"{scenario}/hooks has no *.json payloads")
+    payloads = [f.read_bytes() for f in files]
+    if renew_ids:
+        payloads = fresh_ids(payloads)
+    steps: list[Step] = []
+    answer_for_post: dict[str, Any] | None = None
+    with tempfile.TemporaryDirectory(prefix="hookd-feed-") as tmp:
+        cwd = manifest.get("worktree") or tmp
+        for f, payload in zip(files, payloads):
+            event = f.stem.split("-", 1)[-1]
+            command = commands.get(event)
+            if command is None:
+                continue  # the harness would not run hookd's hook for it
+            if event == "PostToolUse" and answer_for_post is not None and b'"AskUserQuestion"' in payload:
+                payload = _with_answer(payload, answer_for_post)
+                answer_for_post = None
+            if before is not None:
+                before(f.name, event)
+            r = subprocess.run(["sh", "-c", command], input=payload, cwd=cwd, capture_output=True, timeout=timeout_s)
+            steps.append(Step(f.name, event, r.returncode, r.stdout))
+            if event == "PermissionRequest" and r.stdout.strip():
+                try:
+                    decision = msgspec.json.decode(r.stdout)["hookSpecificOutput"]["decision"]
+                except (msgspec.DecodeError, KeyError, TypeError):
+                    decision = None
+                updated = decision.get("updatedInput") if isinstance(decision, dict) else None
+                if isinstance(updated, dict) and "answers" in updated:
+                    answer_for_post = updated
+    return steps

@@ -1,0 +1,594 @@
+// hookd's operator page: every lane and everything waiting on a human, live.
+//
+// A client of hookd's REST API (same origin, session cookie) and of its event stream as
+// server-sent events (GET /v1/events/sse). State is rebuilt from the API at every (re)connect
+// and kept up to date by events; cards are keyed by interaction id, so an event seen twice or a
+// refetch never doubles a card, and a reconnect resumes after the last event seen
+// (Last-Event-ID, or ?after= for a fresh EventSource). Plain DOM, no build step, no innerHTML
+// with data.
+"use strict";
+
+const HEADERS = {"content-type": "application/json", "x-hookd-web": "1"};
+const HISTORY_MAX = 100;
+const MESSAGES_MAX = 200;
+const INTERACTION_EVENTS = new Set([
+  "question_pending", "question_resolved", "permission_pending", "permission_resolved",
+  "human_input_requested", "interaction_answered", "answer_delivered", "answer_adopted",
+  "answer_superseded", "answer_refused",
+]);
+const LANE_EVENTS = new Set([
+  "lane_changed", "hook_received", "session_started", "session_ended", "hooks_unarmed", "hooks_armed",
+  "question_pending", "question_resolved", "permission_pending", "permission_resolved", "human_input_requested",
+  "inbox_queued", "inbox_delivered",
+]);
+const INBOX_EVENTS = new Set(["inbox_queued", "inbox_delivered", "inbox_adopted", "answer_superseded", "answer_refused"]);
+const WAITING = new Set(["stalled", "dead", "waiting_question", "waiting_permission"]);
+
+// Everything the page knows. window.hookdPage exposes it for diagnostics (the browser tests
+// read `seen`: every event seq received, in order).
+const S = {
+  lastSeq: null,
+  seen: [],
+  interactions: new Map(),  // id -> interaction (as GET /v1/interactions/{id})
+  cards: new Map(),         // id -> {el, pending, revision, sig}
+  lanes: [],
+  builders: new Map(),      // builder -> its /v1/status entry
+  messages: [],
+  user: null,
+  es: null,
+  backoff: 500,
+  signedOut: false,
+  connects: 0,
+};
+window.hookdPage = S;
+
+class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function api(method, path, body) {
+  let r;
+  try {
+    r = await fetch(path, {
+      method, headers: HEADERS, credentials: "same-origin", cache: "no-store",
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (e) {
+    throw new ApiError(0, "unreachable", "hookd is not reachable (is `hookd serve` running?)");
+  }
+  const text = await r.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
+  if (r.status === 401) signedOut();
+  if (!r.ok) {
+    const err = data && data.error ? data.error : {code: "http", message: `HTTP ${r.status}`};
+    throw new ApiError(r.status, err.code, err.message);
+  }
+  return data;
+}
+
+// --- small DOM helpers ------------------------------------------------------------------
+
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") el.className = v;
+    else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (v === true) el.setAttribute(k, "");
+    else el.setAttribute(k, String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+const $ = (id) => document.getElementById(id);
+
+function ago(ts) {
+  if (!ts) return "-";
+  const s = Math.max(0, Date.now() / 1000 - ts);
+  if (s < 60) return `${Math.floor(s)} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+  return `${Math.floor(s / 86400)} d`;
+}
+
+function since(ts, suffix) {
+  return h("span", {class: "since", "data-since": ts || "", "data-suffix": suffix || "",
+                    title: ts ? new Date(ts * 1000).toLocaleString() : ""}, ago(ts) + (ts ? suffix || "" : ""));
+}
+
+function tick() {
+  for (const el of document.querySelectorAll("[data-since]")) {
+    const ts = parseFloat(el.dataset.since);
+    if (ts) el.textContent = ago(ts) + (el.dataset.suffix || "");
+  }
+}
+
+function freshId(prefix) {
+  const b = new Uint8Array(12);
+  crypto.getRandomValues(b);
+  return prefix + Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+}
+
+// --- interactions: pending cards and history ------------------------------------------------
+
+function questionsOf(i) {
+  return Array.isArray(i.questions) ? i.questions.filter((q) => q && typeof q === "object") : [];
+}
+
+function signature(i) {
+  // what the human sees on a pending card: a change re-renders it (with a new response_id)
+  return JSON.stringify([i.kind, i.questions, i.input, i.tool_name]);
+}
+
+function cardHead(i) {
+  const kind = i.kind === "permission" ? "permission" : i.kind === "async" ? "async question" : "question";
+  return h("header", {class: "card-head"},
+    h("span", {class: "kind"}, kind),
+    h("span", {class: "builder"}, i.builder),
+    i.tool_name && i.kind === "permission" ? h("span", {class: "tool"}, i.tool_name) : null,
+    h("span", {class: "age"}, "asked ", since(i.created_at, " ago")),
+    h("code", {class: "iid"}, i.id));
+}
+
+function pendingCard(i) {
+  const card = h("article", {class: `card pending ${i.kind}`, "data-id": i.id, "data-state": i.state,
+                             "data-revision": i.revision});
+  card.responseId = freshId("web-");
+  card.append(cardHead(i));
+  const note = h("p", {class: "note", role: "status"});
+  if (i.kind === "permission") {
+    card.append(h("p", {class: "ask"}, `${i.builder} wants to run `, h("strong", {}, i.tool_name || "a tool"), ":"));
+    card.append(h("pre", {class: "input"}, JSON.stringify(i.input, null, 2)));
+    const msg = h("textarea", {class: "deny-message", rows: 2, placeholder: "Message to the agent (sent with Deny)",
+                               "aria-label": "deny message"});
+    const allow = h("button", {type: "button", class: "allow"}, "Allow");
+    const deny = h("button", {type: "button", class: "deny"}, "Deny");
+    allow.addEventListener("click", () => submit(card, {decision: "allow"}));
+    deny.addEventListener("click", () => submit(card, {decision: "deny", message: msg.value.trim() || null}));
+    card.append(msg, h("div", {class: "actions"}, allow, deny, note));
+    return card;
+  }
+  const form = h("form", {class: "answer"});
+  const qs = questionsOf(i);
+  qs.forEach((q, qi) => {
+    const name = `${i.id}-q${qi}`;
+    const options = Array.isArray(q.options) ? q.options : [];
+    const multi = !!q.multiSelect;
+    const fs = h("fieldset", {class: "q", "data-question": q.question || ""},
+      h("legend", {}, q.header ? h("span", {class: "qheader"}, q.header) : null, h("span", {class: "qtext"}, q.question || "")));
+    const other = h("input", {type: "text", class: "other", name: `${name}-other`,
+                              placeholder: options.length ? "Other (free text)" : "Your answer",
+                              "aria-label": options.length ? "Other" : "Answer"});
+    for (const o of options) {
+      const input = h("input", {type: multi ? "checkbox" : "radio", name, value: o.label});
+      if (!multi) input.addEventListener("change", () => { if (input.checked) other.value = ""; });
+      fs.append(h("label", {class: "option"}, input,
+        h("span", {class: "olabel"}, o.label),
+        o.description ? h("span", {class: "odesc"}, o.description) : null));
+    }
+    if (!multi) {
+      other.addEventListener("input", () => {
+        if (other.value) for (const r of fs.querySelectorAll("input[type=radio]")) r.checked = false;
+      });
+    }
+    fs.append(h("label", {class: "option other-row"}, options.length ? h("span", {class: "olabel"}, "Other") : null, other));
+    form.append(fs);
+  });
+  const send = h("button", {type: "submit", class: "submit"}, "Answer");
+  form.append(h("div", {class: "actions"}, send, note));
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const answers = {};
+    for (const fs of form.querySelectorAll("fieldset.q")) {
+      const options = Array.from(fs.querySelectorAll("input:checked"), (x) => x.value);
+      const text = fs.querySelector("input.other").value.trim();
+      if (!options.length && !text) {
+        note.textContent = `Choose an option or write an answer for: ${fs.dataset.question}`;
+        note.className = "note error";
+        return;
+      }
+      answers[fs.dataset.question] = {options, text: text || null};
+    }
+    submit(card, {answers});
+  });
+  card.append(form);
+  return card;
+}
+
+async function submit(card, body) {
+  if (card.busy || !card.isConnected || card.classList.contains("resolved")) return;
+  const i = S.interactions.get(card.dataset.id);
+  if (!i || i.state !== "pending") return;
+  card.busy = true;
+  const buttons = card.querySelectorAll("button");
+  buttons.forEach((b) => { b.disabled = true; });
+  const note = card.querySelector(".note");
+  note.textContent = "Sending…";
+  note.className = "note";
+  const req = {...body, response_id: card.responseId, revision: i.revision, surface: "web", actor: S.user};
+  if (i.input_hash) req.input_hash = i.input_hash;
+  try {
+    const r = await api("POST", `/v1/interactions/${encodeURIComponent(i.id)}/answer`, req);
+    if (r.interaction) upsert(r.interaction);
+    if (card.isConnected) {
+      note.textContent = r.warning || (r.duplicate ? "Already sent." : "Sent.");
+      note.className = r.warning ? "note warn" : "note";
+    }
+  } catch (e) {
+    note.textContent = e.message;
+    note.className = "note error";
+    if (e.status === 409 || e.status === 404) refreshInteraction(i.id);
+  } finally {
+    card.busy = false;
+    if (card.isConnected && !card.classList.contains("resolved")) buttons.forEach((b) => { b.disabled = false; });
+  }
+}
+
+function outcomeText(i) {
+  if (i.kind === "permission") {
+    if (!i.decision) return i.state;
+    return i.decision + (i.message ? `: ${i.message}` : "");
+  }
+  const a = i.answers || {};
+  const parts = Object.entries(a).map(([q, v]) => [q, typeof v === "string" ? v : JSON.stringify(v)]);
+  return parts.length ? parts : i.state;
+}
+
+function historyCard(i) {
+  const card = h("article", {class: `card resolved ${i.kind}`, "data-id": i.id, "data-state": i.state,
+                             "data-surface": i.surface || ""});
+  card.append(cardHead(i));
+  if (i.kind === "permission") {
+    card.append(h("p", {class: "ask"}, h("strong", {}, i.tool_name || "tool"), " ",
+      h("code", {class: "input-inline"}, JSON.stringify(i.input))));
+  }
+  const by = [i.surface ? `at ${i.surface === "terminal" ? "the desk" : i.surface}` : null, i.actor ? `by ${i.actor}` : null]
+    .filter(Boolean).join(" ");
+  const out = outcomeText(i);
+  const what = h("dl", {class: "answers"});
+  if (Array.isArray(out)) {
+    for (const [q, v] of out) what.append(h("dt", {}, q), h("dd", {class: "answer"}, v));
+  } else {
+    what.append(h("dt", {}, i.kind === "permission" ? "decision" : "outcome"), h("dd", {class: "answer"}, out));
+  }
+  card.append(h("p", {class: "outcome"},
+    h("span", {class: `state state-${i.state}`}, i.state), " ",
+    h("span", {class: "by"}, by), " ", i.resolved_at ? since(i.resolved_at, " ago") : null));
+  card.append(what);
+  const trail = [];
+  if (i.delivered_at) trail.push(`delivered via ${i.delivered_via || "?"}`);
+  if (i.adopted_at) trail.push("adopted by the agent");
+  if (trail.length) card.append(h("p", {class: "trail"}, trail.join(" · ")));
+  if (i.warning) card.append(h("p", {class: "note warn"}, i.warning));
+  return card;
+}
+
+function insertSorted(list, el, key, desc) {
+  el.dataset.sort = key;
+  for (const other of list.children) {
+    const k = parseFloat(other.dataset.sort);
+    if (desc ? key > k : key < k) { list.insertBefore(el, other); return; }
+  }
+  list.append(el);
+}
+
+function upsert(i) {
+  const old = S.interactions.get(i.id);
+  if (old && old.revision > i.revision) return;  // never go back to an older read
+  S.interactions.set(i.id, i);
+  const prev = S.cards.get(i.id);
+  if (i.state === "pending") {
+    const sig = signature(i);
+    if (prev && prev.pending && prev.sig === sig) {
+      prev.el.dataset.revision = i.revision;
+      prev.revision = i.revision;
+      return;
+    }
+    const el = pendingCard(i);
+    if (prev) prev.el.remove();
+    insertSorted($("pending-list"), el, i.created_at, false);
+    S.cards.set(i.id, {el, pending: true, revision: i.revision, sig});
+  } else {
+    if (prev && !prev.pending && prev.revision === i.revision) return;
+    const el = historyCard(i);
+    if (prev) prev.el.remove();
+    insertSorted($("history-list"), el, i.resolved_at || i.created_at, true);
+    S.cards.set(i.id, {el, pending: false, revision: i.revision});
+    const list = $("history-list");
+    while (list.children.length > HISTORY_MAX) {
+      const last = list.lastElementChild;
+      S.cards.delete(last.dataset.id);
+      S.interactions.delete(last.dataset.id);
+      last.remove();
+    }
+  }
+  counts();
+}
+
+async function loadInteractions() {
+  const [pending, resolved] = await Promise.all([
+    api("GET", "/v1/questions?state=pending"), api("GET", "/v1/questions?state=resolved")]);
+  resolved.sort((a, b) => (b.resolved_at || 0) - (a.resolved_at || 0));
+  for (const i of resolved.slice(0, HISTORY_MAX)) upsert(i);
+  for (const i of pending) upsert(i);
+  // a card still shown as pending that the API no longer lists as pending is refetched
+  const ids = new Set(pending.map((i) => i.id));
+  for (const [id, c] of S.cards) if (c.pending && !ids.has(id)) refreshInteraction(id);
+}
+
+const refetch = new Set();
+let refetchTimer = null;
+
+function refreshInteraction(id) {
+  refetch.add(id);
+  if (refetchTimer === null) {
+    refetchTimer = setTimeout(async () => {
+      refetchTimer = null;
+      const ids = Array.from(refetch);
+      refetch.clear();
+      await Promise.all(ids.map(async (x) => {
+        try { upsert(await api("GET", `/v1/interactions/${encodeURIComponent(x)}`)); } catch (e) { /* gone or offline */ }
+      }));
+    }, 30);
+  }
+}
+
+// --- lanes and messages -------------------------------------------------------------------
+
+const openCompose = new Set();
+const composeKeys = new Map();
+
+function laneRows() {
+  const seen = new Set(S.lanes.map((l) => l.builder));
+  const rows = S.lanes.map((l) => ({...l}));
+  for (const [b] of S.builders) {
+    if (!seen.has(b)) rows.push({builder: b, state: "unknown", since: null, pending: [], queued: 0, detail: "no hook yet"});
+  }
+  return rows;
+}
+
+function renderLanes() {
+  const body = $("lanes").querySelector("tbody");
+  const focused = document.activeElement && document.activeElement.closest("tr.compose");
+  const drafts = new Map();
+  for (const ta of body.querySelectorAll("tr.compose textarea")) drafts.set(ta.dataset.builder, ta.value);
+  const rows = laneRows();
+  body.replaceChildren();
+  for (const l of rows) {
+    const b = S.builders.get(l.builder) || {};
+    const waiting = WAITING.has(l.state);
+    const btn = h("button", {type: "button", class: "message-btn", "data-builder": l.builder}, "Message");
+    btn.addEventListener("click", () => {
+      if (openCompose.has(l.builder)) openCompose.delete(l.builder); else openCompose.add(l.builder);
+      renderLanes();
+      const ta = body.querySelector(`tr.compose[data-builder="${CSS.escape(l.builder)}"] textarea`);
+      if (ta) ta.focus();
+    });
+    body.append(h("tr", {class: `lane ${waiting ? "waiting" : ""}`, "data-builder": l.builder, "data-state": l.state},
+      h("td", {class: "builder"}, l.builder),
+      h("td", {}, b.harness || "-"),
+      h("td", {class: "worktree", title: b.worktree || b.settings_file || ""}, b.worktree || b.settings_file || "-"),
+      h("td", {}, h("span", {class: `lane-state state-${l.state}`, title: l.detail || ""}, l.state),
+        l.detail ? h("div", {class: "detail"}, l.detail) : null),
+      h("td", {}, l.since ? since(l.since) : "-"),
+      h("td", {class: "pending-count"}, String((l.pending || []).length)),
+      h("td", {class: "queued-count"}, String(l.queued || 0)),
+      h("td", {}, b.last_hook_at ? since(b.last_hook_at, " ago") : "-"),
+      h("td", {}, btn)));
+    if (openCompose.has(l.builder)) body.append(composeRow(l.builder, drafts.get(l.builder) || ""));
+  }
+  $("lanes-empty").hidden = rows.length > 0;
+  if (focused) {
+    const ta = body.querySelector(`tr.compose[data-builder="${CSS.escape(focused.dataset.builder)}"] textarea`);
+    if (ta) ta.focus();
+  }
+  counts();
+}
+
+function composeRow(builder, draft) {
+  const ta = h("textarea", {rows: 2, "data-builder": builder, placeholder: `Message to ${builder}'s agent`,
+                            "aria-label": `message to ${builder}`});
+  ta.value = draft;
+  const note = h("span", {class: "note", role: "status"});
+  const send = h("button", {type: "submit", class: "send"}, "Send");
+  const form = h("form", {class: "compose-form"}, ta, send, note);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const text = ta.value.trim();
+    if (!text || send.disabled) return;
+    if (!composeKeys.has(builder)) composeKeys.set(builder, freshId("web-"));
+    send.disabled = true;
+    note.textContent = "Sending…";
+    try {
+      const r = await api("POST", `/v1/builders/${encodeURIComponent(builder)}/messages`,
+        {text, id: composeKeys.get(builder), author: S.user || "human"});
+      composeKeys.delete(builder);
+      ta.value = "";
+      note.textContent = `${r.message.id} ${r.message.state}`;
+      note.className = "note";
+      upsertMessage(r.message);
+    } catch (e) {
+      note.textContent = e.message;
+      note.className = "note error";
+    } finally {
+      send.disabled = false;
+    }
+  });
+  const mine = S.messages.filter((m) => m.builder === builder).slice(-5).reverse();
+  const list = h("ul", {class: "lane-messages"}, mine.map((m) =>
+    h("li", {"data-id": m.id, "data-state": m.state}, h("span", {class: `msg-state state-${m.state}`}, m.state), " ",
+      h("code", {}, m.id), " ", m.text)));
+  return h("tr", {class: "compose", "data-builder": builder}, h("td", {colspan: 9}, form, list));
+}
+
+async function loadLanes() {
+  const [lanes, status] = await Promise.all([api("GET", "/v1/lanes"), api("GET", "/v1/status")]);
+  S.lanes = lanes;
+  S.builders = new Map(status.builders.map((b) => [b.builder, b]));
+  renderLanes();
+}
+
+function upsertMessage(m) {
+  const k = S.messages.findIndex((x) => x.id === m.id);
+  if (k >= 0) S.messages[k] = m; else S.messages.push(m);
+  renderInbox();
+}
+
+function renderInbox() {
+  const body = $("inbox").querySelector("tbody");
+  body.replaceChildren();
+  for (const m of S.messages.slice().reverse()) {
+    body.append(h("tr", {"data-id": m.id, "data-builder": m.builder, "data-state": m.state},
+      h("td", {}, h("code", {}, m.id)),
+      h("td", {}, m.builder),
+      h("td", {}, h("span", {class: `msg-state state-${m.state}`}, m.state)),
+      h("td", {}, m.adopted_via ? `${m.delivered_via || "-"} / ${m.adopted_via}` : m.delivered_via || "-"),
+      h("td", {}, m.author),
+      h("td", {}, since(m.created_at, " ago")),
+      h("td", {class: "text"}, m.text)));
+  }
+  $("inbox-empty").hidden = S.messages.length > 0;
+  // the lanes' compose rows list their builder's recent messages too
+  for (const tr of document.querySelectorAll("tr.compose")) {
+    const old = tr.querySelector("ul.lane-messages");
+    const fresh = composeRow(tr.dataset.builder, "").querySelector("ul.lane-messages");
+    if (old && fresh) old.replaceWith(fresh);
+  }
+  counts();
+}
+
+async function loadInbox() {
+  S.messages = await api("GET", `/v1/messages?limit=${MESSAGES_MAX}`);
+  renderInbox();
+}
+
+const timers = {};
+function later(name, fn, ms) {
+  if (timers[name]) return;
+  timers[name] = setTimeout(() => { timers[name] = null; fn().catch(() => {}); }, ms);
+}
+
+// --- counts, tabs, connection ------------------------------------------------------------------
+
+function counts() {
+  const pending = $("pending-list").children.length;
+  $("count-pending").textContent = pending;
+  $("pending-empty").hidden = pending > 0;
+  $("history-empty").hidden = $("history-list").children.length > 0;
+  $("count-lanes").textContent = laneRows().length;
+  $("count-inbox").textContent = S.messages.filter((m) => m.state === "queued").length;
+  document.title = pending ? `(${pending}) hookd` : "hookd";
+}
+
+function showView(view) {
+  for (const sec of document.querySelectorAll("section.view")) sec.hidden = sec.dataset.view !== view;
+  for (const b of document.querySelectorAll("#tabs button")) b.setAttribute("aria-selected", String(b.dataset.view === view));
+}
+
+function setConn(state, text) {
+  const el = $("conn");
+  el.dataset.state = state;
+  el.textContent = text;
+}
+
+function signedOut() {
+  if (S.signedOut) return;
+  S.signedOut = true;
+  if (S.es) S.es.close();
+  setConn("signed-out", "signed out");
+  const b = $("banner");
+  b.textContent = "Not signed in (or the session ended): run `hookd open` and use the link it prints.";
+  b.hidden = false;
+}
+
+async function refreshAll() {
+  await Promise.all([loadInteractions(), loadLanes(), loadInbox()]);
+}
+
+function onEvent(ev) {
+  if (S.lastSeq !== null && ev.seq <= S.lastSeq) return;  // never the same event twice
+  S.lastSeq = ev.seq;
+  S.seen.push(ev.seq);
+  $("seq").textContent = `seq ${ev.seq}`;
+  const id = ev.data && typeof ev.data.id === "string" ? ev.data.id : null;
+  if (INTERACTION_EVENTS.has(ev.kind) && id) refreshInteraction(id);
+  if (LANE_EVENTS.has(ev.kind)) later("lanes", loadLanes, 150);
+  if (INBOX_EVENTS.has(ev.kind)) later("inbox", loadInbox, 100);
+}
+
+function connect() {
+  if (S.signedOut) return;
+  const url = S.lastSeq === null ? "/v1/events/sse" : `/v1/events/sse?after=${S.lastSeq}`;
+  const es = new EventSource(url);
+  S.es = es;
+  es.addEventListener("hello", async (m) => {
+    const hello = JSON.parse(m.data);
+    if (hello.reset || S.lastSeq === null) {
+      if (hello.reset) {  // another log (a new home): start over
+        S.interactions.clear();
+        for (const c of S.cards.values()) c.el.remove();
+        S.cards.clear();
+      }
+      S.lastSeq = hello.seq;
+      $("seq").textContent = `seq ${hello.seq}`;
+    }
+    S.connects += 1;
+    S.backoff = 500;
+    try {
+      await refreshAll();
+      setConn("live", "live");
+      document.body.dataset.connects = String(S.connects);
+    } catch (e) {
+      setConn("error", e.message);
+    }
+  });
+  es.onmessage = (m) => onEvent(JSON.parse(m.data));
+  es.onerror = () => {
+    if (S.signedOut) return;
+    setConn("reconnecting", "reconnecting…");
+    if (es.readyState === EventSource.CLOSED) {
+      // the browser gave up (an HTTP error, e.g. 401): check why, then start a fresh stream
+      // from the last event seen
+      es.close();
+      const wait = S.backoff;
+      S.backoff = Math.min(S.backoff * 2, 5000);
+      setTimeout(async () => {
+        try { await api("GET", "/v1/web/session"); } catch (e) { if (e.status === 401) return; }
+        if (S.es === es) connect();
+      }, wait);
+    }
+  };
+}
+
+async function start() {
+  for (const b of document.querySelectorAll("#tabs button")) {
+    b.addEventListener("click", () => { location.hash = b.dataset.view; });
+  }
+  window.addEventListener("hashchange", () => showView(location.hash.slice(1) || "pending"));
+  showView(location.hash.slice(1) || "pending");
+  $("signout").addEventListener("click", async () => {
+    await api("POST", "/web/signout").catch(() => {});
+    signedOut();
+  });
+  try {
+    const me = await api("GET", "/v1/web/session");
+    S.user = me.user;
+    $("who").textContent = `answering as ${me.user}`;
+  } catch (e) {
+    if (e.status !== 401) setConn("error", e.message);
+    return;
+  }
+  setInterval(tick, 1000);
+  connect();
+}
+
+start();
