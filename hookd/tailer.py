@@ -195,8 +195,9 @@ class Tailer:
     ``core.on_transcript``), files registered with :meth:`add` (``hookd tail FILE``) and every
     ``*.jsonl`` (and ``*/subagents/*.jsonl``) in folders registered with :meth:`add_dir`
     (``hookd tail DIR``: a Claude Code projects folder), including files that appear later.
-    Another ``*.jsonl`` beside a followed transcript is followed too once its rows carry the
-    id of a session hookd knows (:meth:`_peek`; field case B23, a frozen ``transcript_path``).
+    Another ``*.jsonl`` beside a followed transcript, or in its session's ``subagents/``
+    folder, is followed too once its rows carry the id of a session hookd knows
+    (:meth:`_peek`; field case B23, a frozen ``transcript_path``; subagents' questions).
     Each file is read from its persisted cursor, so rows written while the daemon was down are
     caught up at start; folder registrations persist in ``HOOKD_HOME/tail-dirs.json``.
     core: a :class:`hookd.service.Hookd`.
@@ -351,6 +352,10 @@ class Tailer:
                     continue
                 if newer and f not in self._targets:
                     await self._peek(f)
+        for d in {_subagents_dir(p) for p in list(self._targets)} - {None}:
+            for f in glob.glob(os.path.join(glob.escape(d), "*.jsonl")):  # type: ignore[arg-type]
+                if os.path.abspath(f) not in self._targets:
+                    await self._peek(os.path.abspath(f))
 
     async def catch_up(self) -> int:
         rows = 0
@@ -380,7 +385,9 @@ class Tailer:
                       for e in os.listdir(d) if os.path.isdir(os.path.join(d, e))}
             # a transcript whose folder does not exist yet: watch its nearest existing ancestor
             # and start over when something appears there
-            missing = {os.path.dirname(p) for p in self._targets} - exact
+            subagents = {_subagents_dir(p) for p in self._targets} - {None}
+            exact |= {d for d in subagents if os.path.isdir(d)}
+            missing = ({os.path.dirname(p) for p in self._targets} | subagents) - exact
             standins = {_existing_ancestor(d) for d in missing} - {None}
             dirs = sorted(exact | standins)
             restart = asyncio.Event()
@@ -403,7 +410,7 @@ class Tailer:
                 if not started:
                     started = True
                     await self._peek_newer()
-                beside = {os.path.dirname(p) for p in self._targets}
+                beside = {os.path.dirname(p) for p in self._targets} | subagents
                 if any(os.path.isdir(m) for m in missing):
                     self._changed.set()  # a folder appeared before its ancestor's watch was set
                 while True:
@@ -432,6 +439,16 @@ class Tailer:
 
 #: bytes of a not-followed file checked for session ids per read (its first rows name the session)
 PEEK_BYTES = 64 * 1024
+
+
+def _subagents_dir(transcript: str) -> str | None:
+    """Where Claude Code 2.1.332 writes the subagent transcripts of the session whose
+    transcript is ``transcript`` (``<folder>/<session id>/subagents/``); None for a file that
+    is itself a subagent's."""
+    folder, name = os.path.split(transcript)
+    if not name.endswith(".jsonl") or os.path.basename(folder) == "subagents":
+        return None
+    return os.path.join(folder, name[: -len(".jsonl")], "subagents")
 
 
 def _row_session(row: Any) -> str | None:

@@ -197,3 +197,49 @@ def test_tui_hooks_enabled_one_interaction_from_hooks_and_transcript(rig, tmux_b
     assert resolved["seq"] > pending["seq"]
     assert [e for e in ev if e["kind"] == "hooks_unarmed"] == []  # hooks came: not flagged
     assert [e["session_id"] for e in ev if e["kind"] == "session_started"] == [sid]
+
+
+# ============================================================= 3. a subagent's question
+SUB_CALL = "toolu_01TRNSUBCALL00000000001"
+SUB_ASK = "toolu_01TRNSUBASK000000000001"
+
+
+def test_subagent_question_from_its_own_transcript(claude_bin, e2e_home, e2e_project, tmp_path):
+    """A subagent writes ``<session>/subagents/agent-<id>.jsonl`` (2.1.332), not the session's
+    transcript: with only the session's transcript registered (no hooks), the subagent's
+    AskUserQuestion is still found there, attributed to the subagent. 2.1.332 refuses the
+    tool inside subagents ("AskUserQuestion is not available inside subagents", verified
+    here), so nobody was asked: the question ends ``denied`` with that error, at once."""
+    from .drivers import hermetic_env, run_print
+
+    hookd = _Hookd(tmp_path / "hookd")
+    hookd.cli("spawn", "b1", "--settings-file", os.fspath(tmp_path / "unused-settings.json"), "--no-mcp")
+    hookd.start()
+    sid = str(uuid.uuid4())
+    path = transcript_path(e2e_home, e2e_project, sid)
+    try:
+        hookd.cli("tail", os.fspath(path), "--builder", "b1", "--session", sid)
+        script = {"turns": [tool_turn(SUB_CALL, "Agent", {"description": "Ask the user", "prompt": "Ask a color",
+                                                          "subagent_type": "general-purpose"}),
+                            text_turn("MAIN-DONE")]}
+        sub = {"turns": [ask_turn(SUB_ASK), text_turn("SUB-DONE")]}
+        with FakeAnthropicAPI(script, default_subagent_script=sub) as api:
+            r = run_print("Delegate", e2e_project, hermetic_env(e2e_home, api.url),
+                          extra_args=(*BYPASS, "--session-id", sid), claude_bin=claude_bin)
+        assert r.returncode == 0, r.stderr[-2000:]
+        subfiles = sorted((path.parent / sid / "subagents").glob("*.jsonl"))
+        assert subfiles, "Claude Code wrote no subagent transcript"
+        ev = wait_until(lambda: (lambda ev: ev if about(ev, "question_resolved", SUB_ASK) else None)(hookd.events()),
+                        15, 0.1, "the subagent's question, from its transcript")
+        [pending] = about(ev, "question_pending", SUB_ASK)
+        assert pending["data"]["via"] == "transcript" and pending["session_id"] == sid
+        [resolved] = about(ev, "question_resolved", SUB_ASK)
+        assert resolved["data"]["outcome"] == "denied", resolved
+        assert "not available inside subagents" in resolved["data"]["error"]
+        [q] = [q for q in hookd.questions() if q["id"] == SUB_ASK]
+        assert q["agent_id"], q  # the subagent's, not the main agent's
+        assert hooks_of(ev) == []
+        followed = [e["data"]["path"] for e in ev if e["kind"] == "transcript_followed"]
+        assert followed and set(followed) <= {os.fspath(f) for f in subfiles}
+    finally:
+        hookd.stop()
