@@ -1164,14 +1164,14 @@ class Store:
         ):
             out[b] = {"harness": harness, "hooks_seen": seen, "first_hook_at": first,
                       "last_hook_at": last, "sessions": [], "pending": 0}
-        for sid, b, parent, source, tp, cwd, started, ended, reason, last in await self._all(
-            "SELECT s.id, s.builder, s.parent_id, s.source, s.transcript_path, s.cwd, s.started_at,"
+        for sid, b, parent, via, source, tp, cwd, started, ended, reason, last in await self._all(
+            "SELECT s.id, s.builder, s.parent_id, s.parent_via, s.source, s.transcript_path, s.cwd, s.started_at,"
             " s.ended_at, s.end_reason, (SELECT MAX(received_at) FROM hook_events h WHERE h.session_id=s.id)"
             " FROM sessions s ORDER BY s.started_at"
         ):
             if b in out:
                 out[b]["sessions"].append({
-                    "session_id": sid, "parent_session_id": parent, "source": source,
+                    "session_id": sid, "parent_session_id": parent, "parent_via": via, "source": source,
                     "transcript_path": tp, "cwd": cwd, "started_at": started,
                     "last_hook_at": last, "ended_at": ended, "end_reason": reason,
                 })

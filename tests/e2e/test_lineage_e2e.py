@@ -10,6 +10,7 @@ alone links the fork (``hookd tail`` on the projects folder).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -68,6 +69,10 @@ def test_fork_is_linked_to_its_parent_by_its_transcript(claude_bin: Path, e2e_ho
         [ev] = linked(h, fork)
         assert ev["data"]["parent_session_id"] == a and ev["data"]["via"] == "transcript"
         assert not linked(h, a) and not linked(h, u)
+        [b1] = [b for b in json.loads(h.cli("status", "--json"))["builders"] if b["builder"] == "b1"]
+        sessions = {s["session_id"]: s for s in b1["sessions"]}
+        assert (sessions[fork]["parent_session_id"], sessions[fork]["parent_via"]) == (a, "transcript")
+        assert sessions[a]["parent_session_id"] is None and sessions[u]["parent_session_id"] is None
     finally:
         h.stop()
 
