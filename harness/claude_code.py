@@ -535,6 +535,16 @@ STOP_CAP = 3
 _HEADER = "Message(s) from the human operator, relayed by hookd (human input, not system instructions):"
 
 
+def boundary(p: Base) -> str | None:
+    """Where this hook's output reaches the model: ``"context"`` (CONTEXT_EVENTS; for a
+    subagent only SUBAGENT_CONTEXT_EVENTS), ``"final"`` for Stop (a delivery there continues
+    the turn: capped at STOP_CAP in a row), None elsewhere (no delivery)."""
+    allowed = SUBAGENT_CONTEXT_EVENTS if p.agent_id else CONTEXT_EVENTS
+    if p.hook_event_name not in allowed:
+        return None
+    return "final" if p.hook_event_name == "Stop" else "context"
+
+
 def frame_message(message_id: str, author: str, at_iso: str, text: str) -> str:
     """One human message as the model sees it: ``[human msg m-3 from alice at <time>] text``."""
     return f"[human msg {message_id} from {author} at {at_iso}] {text}"

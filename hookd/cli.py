@@ -85,7 +85,9 @@ def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: 
 @click.option("--worktree", type=click.Path(path_type=Path, file_okay=False), help="The builder's worktree.")
 @click.option("--settings-file", type=click.Path(path_type=Path, dir_okay=False),
               help="Write a standalone settings file for `claude --settings PATH` instead.")
-@click.option("--harness", default="claude-code", show_default=True)
+@click.option("--harness", default="claude-code", show_default=True,
+              help="claude-code; claw (Rust claw: .claw/settings.local.json); claw-code-go (flat strings in "
+                   ".claude/settings.local.json: that file then no longer serves Claude Code).")
 @click.option("--deadline", type=float, default=None,
               help="Hook client's hard deadline in seconds [env HOOKD_DEADLINE_MS; default 5].")
 @click.option("--wake-wait", type=int, default=0, show_default=True,
@@ -110,6 +112,8 @@ def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file
         _echo_json(m)
         return
     click.echo(f"spawned {builder}: hooks for {len(m['events'])} events in {m['settings_file']}")
+    if m.get("warning"):
+        click.echo(f"hookd: warning: {m['warning']}", err=True)
     rec = m.get("mcp")
     if rec and rec.get("skipped"):
         click.echo(f"hookd: {rec['skipped']}", err=True)

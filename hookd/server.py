@@ -47,6 +47,7 @@ import socket
 import time
 from pathlib import Path
 from typing import Any, AsyncIterator
+from urllib.parse import unquote_to_bytes
 
 import msgspec
 import uvicorn
@@ -70,6 +71,7 @@ from hookd.models import (
     Unauthorized,
 )
 from hookd.service import MAX_PAYLOAD, Hookd
+from hookd.clawhttp import routes as claw_routes
 from hookd.spawn import list_manifests, read_manifest
 from hookd.store import Store
 from hookd.lanes import LaneAlerts, LaneWatch
@@ -203,7 +205,7 @@ class HookdASGI:
             if wake:
                 await _send(send, 200, await self.core.wake(parts[3], builder, raw))
                 return
-            delivery, deadline_ms, agent_pid = None, 0, None
+            delivery, deadline_ms, agent_pid, cwd = None, 0, None, None
             for k, v in scope["headers"]:
                 if k == b"x-hookd-delivery":
                     delivery = v.decode("latin-1") or None
@@ -211,9 +213,11 @@ class HookdASGI:
                     deadline_ms = int(v)
                 elif k == b"x-hookd-agent-pid" and v.isdigit() and len(v) < 10:
                     agent_pid = int(v)
+                elif k == b"x-hookd-cwd" and v.startswith(b"/"):
+                    cwd = os.fsdecode(unquote_to_bytes(v))  # percent-encoded by the client (claw)
             hold = holdable and deadline_ms >= HOLD_MIN_MS
             result = await self.core.ingest_hook(parts[3], builder, raw, delivery_id=delivery, hold=hold,
-                                                 agent_pid=agent_pid)
+                                                 agent_pid=agent_pid, cwd=cwd)
             body = result.body
             if result.hold is not None:
                 iid, fut = result.hold
@@ -418,6 +422,7 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
 
     app = Starlette(
         routes=[
+            *claw_routes(core),  # claw-http (hookd/clawhttp.py)
             Route("/v1/status", status),
             Route("/v1/questions", questions),
             Route("/v1/interactions/await", await_answers, methods=["POST"]),

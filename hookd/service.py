@@ -19,10 +19,12 @@ from typing import Any
 import msgspec
 
 from hookd.answers import Answers
+from hookd.claw_core import ClawCore
 from hookd.transcripts import Transcripts
 from hookd.config import Home
 from hookd.lanes import process_started_at
 from hookd.harness import claude_code as cc
+from hookd.harness import claw, claw_http
 from hookd.models import (
     TERMINAL_STATES,
     BadRequest,
@@ -39,7 +41,7 @@ from hookd.store import Store, Tx
 
 log = logging.getLogger("hookd")
 
-HARNESSES = {cc.HARNESS: cc}
+HARNESSES = {cc.HARNESS: cc, claw.HARNESS: claw, claw.FLAT_HARNESS: claw, claw_http.HARNESS: claw_http}
 #: A PermissionRequest is matched to a pending call of the same input asked within this
 #: window (seconds; it normally follows its PreToolUse within milliseconds).
 MATCH_WINDOW_S = 120.0
@@ -103,9 +105,10 @@ class EventBus:
         await self.publish()
 
 
-class Hookd(Answers, Transcripts):
+class Hookd(Answers, Transcripts, ClawCore):
     """The daemon's core over one home and its store (answers: :class:`hookd.answers.Answers`;
-    transcripts: :class:`hookd.transcripts.Transcripts`)."""
+    transcripts: :class:`hookd.transcripts.Transcripts`; claw harnesses:
+    :class:`hookd.claw_core.ClawCore`)."""
 
     def __init__(self, home: Home, store: Store):
         self.home = home
@@ -129,6 +132,7 @@ class Hookd(Answers, Transcripts):
         #: path (the tailer follows it)
         self.on_transcript: Any = None
         self._pids: dict[str, int] = {}  # session -> agent pid already recorded
+        self._registered: dict[str, float] = {}  # claw-http session -> when it last registered
 
     async def close(self) -> None:
         """Cancel background work (transcript reads) before the store closes."""
@@ -149,6 +153,7 @@ class Hookd(Answers, Transcripts):
         received_at: float | None = None,
         hold: bool = False,
         agent_pid: int | None = None,
+        cwd: str | None = None,
     ) -> HookResult:
         """Record one hook payload and everything it implies, in one transaction.
 
@@ -158,7 +163,9 @@ class Hookd(Answers, Transcripts):
         delivery is skipped). hold: the caller will hold a PermissionRequest hook for a remote
         answer (``HookResult.hold`` then carries the interaction id and its waiter, registered
         as the transaction commits, for :meth:`hold`). agent_pid: the agent's process id
-        (``CLAUDE_PID`` in the hook's environment), for lane liveness. Raises PayloadInvalid
+        (``CLAUDE_PID`` in the hook's environment), for lane liveness. cwd: the hook's working
+        directory as its client reported it (claw identifies sessions by it; None: the
+        builder's spawned worktree). Raises PayloadInvalid
         after storing the raw bytes when the payload cannot be parsed (nothing is lost),
         NotFound for an unknown harness.
         """
@@ -167,7 +174,7 @@ class Hookd(Answers, Transcripts):
             raise NotFound(f"unknown harness {harness!r}; known: {', '.join(HARNESSES)}")
         at = received_at if received_at is not None else time.time()
         try:
-            payload = adapter.parse(raw)
+            payload = self._parse_hook(adapter, builder, raw, cwd)
             error = None
         except PayloadInvalid as e:
             payload, error = None, e
@@ -250,9 +257,12 @@ class Hookd(Answers, Transcripts):
             if isinstance(p, cc.PreCompact):
                 tx.mark_compacting(sid, at)
         reply, hold = b"", None
+        desk_only = getattr(adapter, "DESK_ONLY", False)
         for ob in adapter.observe(p):
+            if getattr(adapter, "SEQUENTIAL_QUESTIONS", False) and isinstance(ob, (cc.QuestionAsked, cc.QuestionResolved)):
+                ob = self._bind_sequential(tx, builder, p, ob, at)
             if isinstance(ob, cc.QuestionAsked):
-                reply, hold = self._question_asked(tx, builder, p, ob, at)
+                reply, hold = self._question_asked(tx, builder, p, ob, at, desk_only=desk_only)
             elif isinstance(ob, cc.PermissionAsked):
                 hold = self._permission_asked(tx, builder, p, ob, at)
             elif isinstance(ob, cc.ToolFinished) and sid:
@@ -264,6 +274,8 @@ class Hookd(Answers, Transcripts):
             elif isinstance(ob, cc.SessionEnded) and sid:
                 if tx.end_session(sid, at, ob.reason):
                     tx.append_event("session_ended", builder, sid, at, {"reason": ob.reason})
+            elif isinstance(ob, claw.DeliveredSeen) and sid and source == "live":
+                self._adopt_earlier(tx, builder, p, ob.via, at)
         if not sid:
             return b"", None
         if source != "live":
@@ -280,40 +292,48 @@ class Hookd(Answers, Transcripts):
             else:
                 # no readable transcript: the agent answered after everything delivered
                 # earlier in this turn, the weaker proof the issue allows
-                adopted = tx.adopt(sid, up_to_hook_event_id=(tx.hook_event_id or 0) - 1, via=name, at=at,
-                                   agent_id=p.agent_id)
-                if adopted:
-                    tx.append_event("inbox_adopted", builder, sid, at, {"ids": adopted, "via": name})
+                self._adopt_earlier(tx, builder, p, name, at)
         if source == "live":  # a spooled hook ran long ago: its output can reach no one
-            return self._deliver(tx, builder, p, at), hold
+            return self._deliver(tx, builder, p, at, adapter), hold
         return b"", None
 
-    def _deliver(self, tx: Tx, builder: str, p: cc.Base, at: float) -> bytes:
+    def _adopt_earlier(self, tx: Tx, builder: str, p: cc.Base, via: str, at: float) -> None:
+        """Adopt what earlier hooks of ``p``'s session (and agent) delivered: this hook proves
+        the agent went on after reading it."""
+        assert p.session_id is not None
+        adopted = tx.adopt(p.session_id, up_to_hook_event_id=(tx.hook_event_id or 0) - 1, via=via, at=at,
+                           agent_id=p.agent_id)
+        if adopted:
+            tx.append_event("inbox_adopted", builder, p.session_id, at, {"ids": adopted, "via": via})
+
+    def _deliver(self, tx: Tx, builder: str, p: cc.Base, at: float, adapter: Any = cc) -> bytes:
         """Claim the builder's deliverable messages for this hook and render them as its
-        stdout, in the hook's own transaction (DESIGN.md "Inbox and delivery")."""
+        stdout, in the hook's own transaction (DESIGN.md "Inbox and delivery"). Where and how
+        is the adapter's: ``adapter.boundary(p)`` (None: no delivery here; ``"final"``: the
+        Stop kind, capped at STOP_CAP in a row) and ``adapter.render_context``."""
         sid, agent, name = p.session_id, p.agent_id, p.hook_event_name
         assert sid is not None
-        allowed = cc.SUBAGENT_CONTEXT_EVENTS if agent else cc.CONTEXT_EVENTS
-        if name not in allowed:
+        kind = adapter.boundary(p)
+        if kind is None:
             return b""
-        messages = tx.deliverable(builder, sid, agent, redeliver_before=at - REDELIVER_AFTER_S)
+        messages = tx.deliverable(builder, sid, agent, redeliver_before=self._redeliver_before(adapter, sid, at))
         if name == "UserPromptSubmit":
             tx.set_stop_deliveries(sid, 0)  # a new human turn
             if messages:
                 messages = self._drop_typed(tx, builder, p, messages, at)
         if not messages:
-            if name == "Stop":
+            if kind == "final":
                 tx.set_stop_deliveries(sid, 0)
             return b""
         if tx.has_open_question(sid, agent):
             return b""  # never into a turn sitting on an open AskUserQuestion
-        if name == "Stop":
+        if kind == "final":
             n = tx.stop_deliveries(sid)
             if n >= cc.STOP_CAP:
                 return b""  # let the agent stop; the messages wait for the next boundary
             tx.set_stop_deliveries(sid, n + 1)
         text = self._claim(tx, builder, sid, messages, hook_event_id=tx.hook_event_id, via=name, at=at)
-        return cc.render_context(name, text)
+        return adapter.render_context(name, text)
 
     def _drop_typed(self, tx: Tx, builder: str, p: cc.Base, messages: list[InboxMessage], at: float) -> list[InboxMessage]:
         """B30: a queued message the human typed verbatim reached the model as the prompt:
@@ -573,10 +593,12 @@ class Hookd(Answers, Transcripts):
             tx.after_commit.append(lambda: self.on_transcript(path, builder, sid))
 
     def _question_asked(
-        self, tx: Tx, builder: str, p: cc.Base, ob: cc.QuestionAsked, at: float,
+        self, tx: Tx, builder: str, p: cc.Base, ob: cc.QuestionAsked, at: float, desk_only: bool = False,
     ) -> tuple[bytes, str | None]:
         """Returns (hook stdout: a pre-registered answer at PreToolUse, or b""; the id a
-        PermissionRequest hook may hold for)."""
+        PermissionRequest hook may hold for). desk_only: the harness reads the answer at its
+        own terminal (claw): no hook can carry one, so the question is marked as past its
+        prompt phase (a remote answer becomes an inbox message) and never pre-answered."""
         existing = None
         if ob.tool_use_id:
             existing = tx.interaction_by_tool_use_id(ob.tool_use_id)
@@ -606,12 +628,18 @@ class Hookd(Answers, Transcripts):
         if existing is not None:
             if ob.tool_input is not None and existing.input is None:
                 tx.set_input(existing.id, ob.tool_input)
+            if desk_only:
+                tx.mark_permission_seen(existing.id, at)
+                return b"", None
             if ob.via == "PermissionRequest":
                 tx.mark_permission_seen(existing.id, at)
                 return b"", existing.id if _holdable(existing) else None
             return b"", None
         i = self._open_question(tx, builder, p, ob.tool_use_id, ob.tool_name, ob.input_hash, ob.questions,
                                 ob.via, at, tool_input=ob.tool_input)
+        if desk_only:
+            tx.mark_permission_seen(i.id, at)
+            return b"", None
         if ob.via == "PreToolUse":
             return self._preanswered(tx, i, at), None
         return b"", i.id if ob.via == "PermissionRequest" else None
@@ -668,7 +696,8 @@ class Hookd(Answers, Transcripts):
         ):
             return
         data: dict[str, Any] = {
-            "id": existing.id, "kind": existing.kind, "tool_use_id": ob.tool_use_id or existing.tool_use_id,
+            "id": existing.id, "kind": existing.kind,
+            "tool_use_id": existing.tool_use_id if ob.tool_use_id == existing.id else ob.tool_use_id or existing.tool_use_id,
             "outcome": ob.outcome,
             "answers": ob.answers, "selections": msgspec.to_builtins(ob.selections),
             "surface": ob.surface,

@@ -30,10 +30,11 @@ import msgspec
 
 from hookd.config import DEFAULT_DEADLINE_MS, Home, atomic_write, check_builder_id
 from hookd.harness import claude_code as cc
+from hookd.harness import claw
 from hookd.hooks import client_template
 from hookd.models import ConfigError, NotFound
 
-HARNESSES = (cc.HARNESS,)
+HARNESSES = (cc.HARNESS, *claw.HARNESSES)
 #: Default wait of the idle-wake hook (seconds): an agent idle longer is not woken; its
 #: messages wait for the next prompt.
 DEFAULT_WAKE_WAIT_S = 0  # opt-in: see docs/decisions.md "Idle wake"
@@ -306,6 +307,9 @@ def _strip_tagged(settings: dict[str, Any], builder: str) -> int:
             continue
         kept_groups = []
         for g in groups:
+            if isinstance(g, str) and g.endswith(marker):  # a flat-string entry (claw-code-go)
+                removed += 1
+                continue
             handlers = g.get("hooks") if isinstance(g, dict) else None
             if not isinstance(handlers, list):
                 kept_groups.append(g)
@@ -359,10 +363,21 @@ def spawn(
     the manifest's ``mcp`` says where (``claude_args`` to pass in the standalone form).
     Raises ConfigError on a bad builder id, a missing worktree, or a non-JSON settings or
     ``.mcp.json`` file (nothing is written then).
+
+    harness ``claw`` (Rust claw): object-form hooks, matcher ``*``, for PreToolUse,
+    PostToolUse and PostToolUseFailure only, in ``W/.claw/settings.local.json``; no MCP, hold
+    or wake (claw has neither PermissionRequest nor Stop). ``claw-code-go``: the same as flat
+    strings in ``W/.claude/settings.local.json`` (the manifest's ``warning`` says why that file
+    then no longer serves Claude Code); refused when that file already holds object-form hooks.
+    Both need ``worktree``.
     """
     check_builder_id(builder)
     if harness not in HARNESSES:
         raise ConfigError(f"unknown harness {harness!r}; supported: {', '.join(HARNESSES)}")
+    if harness in claw.HARNESSES:
+        if settings_file is not None:
+            raise ConfigError(f"{harness} reads hooks only from its working directory: give --worktree, not --settings-file")
+        mcp, wake_wait_s, hold_s = False, 0, 0
     if deadline_ms is None:
         deadline_ms = int(os.environ.get("HOOKD_DEADLINE_MS", DEFAULT_DEADLINE_MS))
     if not 100 <= deadline_ms <= 600_000:
@@ -377,7 +392,7 @@ def spawn(
         worktree = worktree.expanduser().absolute()
         if not worktree.is_dir():
             raise ConfigError(f"worktree {worktree} is not a directory")
-        target = worktree / ".claude" / "settings.local.json"
+        target = worktree / (".claw" if harness == claw.HARNESS else ".claude") / "settings.local.json"
     else:
         target = settings_file.expanduser().absolute()
     home.ensure()
@@ -387,6 +402,8 @@ def spawn(
         old = None
 
     settings, existed = _load_settings(target)
+    if harness == claw.FLAT_HARNESS:
+        _check_flat(target, settings, builder)
     original = _original_text(target, existed)
     had_hooks_key = "hooks" in settings
     created_dir = not target.parent.exists()
@@ -411,8 +428,11 @@ def spawn(
     wake_command = hook_command(home, harness, builder, wake_wait_s * 1000, mode="wake") if wake_wait_s else None
     permission_command = hook_command(home, harness, builder, hold_s * 1000, mode="hold") if hold_s else None
     hooks = settings.setdefault("hooks", {})
-    for event, groups in cc.hook_settings(command, timeout_s, wake_command, wake_wait_s + 60,
-                                          permission_command, hold_s + 60).items():
+    if harness in claw.HARNESSES:
+        generated = claw.hook_settings(command, flat=harness == claw.FLAT_HARNESS)
+    else:
+        generated = cc.hook_settings(command, timeout_s, wake_command, wake_wait_s + 60, permission_command, hold_s + 60)
+    for event, groups in generated.items():
         existing = hooks.get(event)
         hooks[event] = (existing if isinstance(existing, list) else []) + groups
     if mcp_rec is not None and not mcp_rec.get("skipped"):
@@ -435,7 +455,7 @@ def spawn(
         "deadline_ms": deadline_ms,
         "wake_wait_s": wake_wait_s,
         "hold_s": hold_s,
-        "events": list(cc.REGISTERED_EVENTS),
+        "events": list(claw.REGISTERED_EVENTS if harness in claw.HARNESSES else cc.REGISTERED_EVENTS),
         "created_file": old["created_file"] if old else not existed,
         "created_dir": old.get("created_dir", False) if old else created_dir,
         "added_hooks_key": old["added_hooks_key"] if old else not had_hooks_key,
@@ -445,8 +465,22 @@ def spawn(
         "mcp": mcp_rec,
         "spawned_at": time.time(),
     }
+    if harness == claw.FLAT_HARNESS:
+        manifest["warning"] = claw.FLAT_WARNING
     atomic_write(home.manifest(builder), _dump(manifest), mode=0o600)
     return manifest
+
+
+def _check_flat(path: Path, settings: dict[str, Any], builder: str) -> None:
+    """claw-code-go skips a whole settings file that holds any object-form hook entry: refuse
+    (nothing written) rather than install hooks that never run."""
+    hooks = settings.get("hooks") or {}
+    for event, entries in hooks.items():
+        if isinstance(entries, list) and any(not isinstance(e, str) for e in entries):
+            raise ConfigError(
+                f"{path} holds object-form hooks ({event}: Claude Code's format), and claw-code-go skips such a file "
+                "entirely: the flat-string hooks would never run; left it untouched — move those hooks elsewhere "
+                "or spawn this builder with --harness claw (the Rust claw, .claw/settings.local.json)")
 
 
 def read_manifest(home: Home, builder: str) -> dict[str, Any] | None:

@@ -115,7 +115,22 @@ if (( ${#buf} > 65536 )); then
   fi
 fi
 
-req='POST /v1/hooks/%s/%s'$path' HTTP/1.1\r\nHost: hookd\r\nAuthorization: Bearer %s\r\nX-Hookd-Delivery: %s\r\nX-Hookd-Deadline-Ms: '$deadline_ms'\r\nX-Hookd-Agent-Pid: '${CLAUDE_PID//[!0-9]/}'\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n'
+cwd=
+if [[ $harness == claw* ]]; then
+  # claw sends no session id or cwd: the hook's cwd (claw's own) identifies the session.
+  # Percent-encoded (a header value); the % doubled because req is a printf format.
+  cwd=$PWD
+  case $cwd in
+    *[!A-Za-z0-9/._~-]*)
+      cwd=
+      for (( i = 0; i < ${#PWD}; i++ )); do
+        c=${PWD:i:1}
+        case $c in [A-Za-z0-9/._~-]) cwd+=$c ;; *) printf -v c '%%%02X' "'$c"; cwd+=$c ;; esac
+      done ;;
+  esac
+  cwd="X-Hookd-Cwd: ${cwd//\%/%%}\r\n"
+fi
+req='POST /v1/hooks/%s/%s'$path' HTTP/1.1\r\nHost: hookd\r\nAuthorization: Bearer %s\r\nX-Hookd-Delivery: %s\r\nX-Hookd-Deadline-Ms: '$deadline_ms'\r\nX-Hookd-Agent-Pid: '${CLAUDE_PID//[!0-9]/}'\r\n'$cwd'Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n'
 # (built with printf -v and written with one printf %s: bash's stdout is line-buffered, and
 # until its buffer exists glibc writes every line separately: one TCP segment per line)
 printf '\n' >/dev/null

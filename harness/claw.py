@@ -1,0 +1,372 @@
+"""claw adapter: the Rust ``claw`` (ultraworkers/claw-code) and the claw-code-go CLI's shell hooks.
+
+Facts: ``shared/claw/README.md`` (Rust claw ``rust/crates/runtime/src/{config,hooks,
+conversation,session,session_control}.rs``). Pure: no store, no server; the only file-system
+touch is :func:`canonical_cwd` (``realpath``, as claw canonicalises its own cwd).
+
+What claw gives a hook, and what hookd makes of it:
+
+- Only ``PreToolUse``, ``PostToolUse``, ``PostToolUseFailure`` exist (``Stop``,
+  ``UserPromptSubmit``, ``Notification`` are rejected by claw): there is no end-of-turn hook,
+  so queued messages reach the model only in a tool result.
+- The payload (stdin) is ``{"hook_event_name", "tool_name", "tool_input", "tool_input_json",
+  "tool_output" | "tool_error", "tool_result_is_error"}``: **no** session id, cwd, transcript
+  path or tool_use_id. Identity is the builder id baked into the command plus the hook's cwd
+  (claw runs hooks in its own cwd and reads ``<cwd>/.claw/settings.local.json`` only there):
+  :func:`session_id` derives hookd's session id from both.
+- Output: every message field of the hook's stdout JSON, and any JSON without one (even
+  ``{}``), is appended to the tool result as ``Hook feedback:``; empty stdout is the only
+  no-op. hookd answers empty stdout unless it delivers, and delivers only as
+  ``hookSpecificOutput.additionalContext`` on PostToolUse / PostToolUseFailure
+  (:func:`render_context`).
+- Exit codes: 0 allows; 2 denies; any other code fails the hook and refuses the tool. The
+  client always exits 0.
+- Questions: ``AskUserQuestion {"question", "options"?: [str]}`` (claw-code-go: ``ask_user
+  {"question", "options"?: [{"id", "label"}], "allow_free_text"?}``). claw reads the answer
+  from its own stdin: only the desk can answer it (a remote ``hookd answer`` is kept as an
+  inbox message). PostToolUse's ``tool_output`` ``{"question", "answer", "status"}``
+  resolves it.
+- Transcripts: ``<cwd>/.claw/sessions/<fnv1a64(cwd)>/<session>.jsonl``, rows
+  ``{"type": "message", "message": {"role", "blocks": [...]}}`` with ``tool_use{id, name,
+  input: <JSON string>}`` and ``tool_result{tool_use_id, tool_name, output, is_error}``
+  blocks (:func:`transcript_observations`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import msgspec
+
+from hookd.harness import claude_code as cc
+from hookd.models import PayloadInvalid
+
+HARNESS = "claw"
+#: The claw-code-go CLI: the same payloads and output rules, flat-string settings in
+#: ``.claude/settings*.json`` (opt-in at spawn).
+FLAT_HARNESS = "claw-code-go"
+HARNESSES = (HARNESS, FLAT_HARNESS)
+#: Question tools: the Rust claw's and claw-code-go's.
+ASK_TOOLS = frozenset({"AskUserQuestion", "ask_user"})
+#: The only hook events claw has; hookd registers all three.
+REGISTERED_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
+#: Hook events whose output reaches the model (appended to the tool result).
+CONTEXT_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure"})
+SUBAGENT_CONTEXT_EVENTS: frozenset[str] = frozenset()
+#: ``parse`` needs the builder and the hook's cwd (claw sends no session id).
+NEEDS_CONTEXT = True
+#: Questions are answered only at claw's own terminal (it reads its stdin): no hook can carry
+#: a remote answer, none is pre-answered, none is held.
+DESK_ONLY = True
+#: One tool call at a time per session and no tool_use_id in hooks: a hook's question is the
+#: session's newest one with the same input (see ``docs/decisions.md`` "claw").
+SEQUENTIAL_QUESTIONS = True
+#: Tool events use this matcher: claw matches case-insensitive names, ``*`` is every tool.
+MATCHER = "*"
+#: Transcript row types of claw's session files.
+TRANSCRIPT_ROW_TYPES = frozenset({"session_meta", "message", "compaction", "prompt_history"})
+
+render_context = cc.render_context
+
+
+# --- payloads ---------------------------------------------------------------------------
+
+
+class ToolEvent(cc.Base, kw_only=True):
+    """A claw hook payload. ``session_id`` / ``cwd`` / ``transcript_path`` are not in it:
+    :func:`parse` fills them from the builder and the hook's cwd."""
+
+    tool_name: str
+    tool_input: Any = None
+    tool_input_json: Any = None
+    tool_result_is_error: Any = None
+    tool_use_id: str | None = None
+
+
+class PreToolUse(ToolEvent, kw_only=True):
+    pass
+
+
+class PostToolUse(ToolEvent, kw_only=True):
+    tool_output: Any = None
+
+
+class PostToolUseFailure(ToolEvent, kw_only=True):
+    tool_error: Any = None
+
+
+MODELS: dict[str, type[ToolEvent]] = {c.__name__: c for c in (PreToolUse, PostToolUse, PostToolUseFailure)}
+
+
+def fingerprint(path: str) -> str:
+    """claw's workspace fingerprint: FNV-1a 64 of the path's UTF-8 bytes, 16 hex digits
+    (``session_control.rs`` ``workspace_fingerprint``; undecodable bytes as U+FFFD, like
+    Rust's ``to_string_lossy``)."""
+    h = 0xCBF29CE484222325
+    for b in os.fsencode(path).decode("utf-8", "replace").encode("utf-8"):
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
+
+def canonical_cwd(cwd: str) -> str:
+    """The cwd as claw fingerprints it (``fs::canonicalize``, falling back to the path)."""
+    try:
+        return os.path.realpath(cwd, strict=True)
+    except OSError:
+        return os.path.abspath(cwd)
+
+
+def session_id(builder: str, cwd: str | None) -> str:
+    """hookd's session id for ``builder``'s claw in ``cwd`` (canonical):
+    ``claw:<builder>:<fingerprint(cwd)>``, or ``claw:<builder>`` when the cwd is unknown.
+    Every claw session of one builder in one worktree is one hookd session: hooks cannot tell
+    claw's sessions apart."""
+    return f"claw:{builder}:{fingerprint(cwd)}" if cwd else f"claw:{builder}"
+
+
+def sessions_dir(cwd: str) -> str:
+    """Where claw writes the sessions of ``cwd`` (canonical): ``<cwd>/.claw/sessions/<fp>``."""
+    return os.path.join(cwd, ".claw", "sessions", fingerprint(cwd))
+
+
+def transcript_session(builder: str, path: str) -> str | None:
+    """hookd's session id for a claw transcript file (``<cwd>/.claw/sessions/<fp>/x.jsonl``),
+    or None when ``path`` is not one."""
+    folder = os.path.dirname(os.path.abspath(path))
+    sessions = os.path.dirname(folder)
+    if os.path.basename(sessions) != "sessions" or os.path.basename(os.path.dirname(sessions)) != ".claw":
+        return None
+    cwd = os.path.dirname(os.path.dirname(sessions))
+    if fingerprint(cwd) != os.path.basename(folder):
+        return f"claw:{builder}:{os.path.basename(folder)}"
+    return session_id(builder, cwd)
+
+
+def is_transcript(path: str) -> bool:
+    """Is ``path`` a claw session file (under a ``.claw/sessions/<fp>/`` folder)?"""
+    parts = os.path.abspath(path).split(os.sep)
+    return len(parts) >= 4 and parts[-4] == ".claw" and parts[-3] == "sessions"
+
+
+def parse(raw: bytes, *, builder: str, cwd: str | None) -> cc.Base:
+    """Decode one claw hook payload and give it hookd's identity.
+
+    raw: the hook's stdin bytes; builder: the id baked into the command; cwd: the hook's
+    canonical cwd (None: unknown). Returns the typed payload with ``session_id``
+    (:func:`session_id`), ``cwd`` and ``transcript_path`` (the sessions folder) set; unknown
+    events become :class:`hookd.harness.claude_code.Base`. Raises PayloadInvalid when ``raw``
+    is not one JSON object with a string ``hook_event_name``, or a known field has the wrong
+    type.
+    """
+    try:
+        obj = msgspec.json.decode(raw)
+    except msgspec.DecodeError as e:
+        raise PayloadInvalid(f"payload is not valid JSON: {e}") from None
+    if not isinstance(obj, dict):
+        raise PayloadInvalid(f"payload must be a JSON object, got {type(obj).__name__}")
+    name = obj.get("hook_event_name")
+    if not isinstance(name, str) or not name:
+        raise PayloadInvalid("payload has no string 'hook_event_name'")
+    sid = session_id(builder, cwd)
+    for key in ("session_id", "cwd", "transcript_path", "tool_use_id"):
+        obj.pop(key, None)  # claw sends none of them: hookd's own identity only
+    try:
+        p = msgspec.convert(obj, MODELS.get(name, cc.Base))
+    except msgspec.ValidationError as e:
+        err = PayloadInvalid(f"{name} payload: {e}")
+        err.session_id = sid
+        raise err from None
+    p.session_id = sid
+    p.cwd = cwd
+    p.transcript_path = sessions_dir(cwd) if cwd else None
+    return p
+
+
+# --- observations -----------------------------------------------------------------------
+
+
+class DeliveredSeen(cc.Observation, kw_only=True):
+    """Everything delivered to this session by earlier hooks reached the model: claw appended
+    it to a tool result, and this hook (a new tool call) came after the model read it."""
+
+    via: str
+
+
+def questions_of(tool_input: Any) -> list[dict[str, Any]] | None:
+    """A claw question's input in Claude Code's ``questions`` shape (one question, its
+    options as labels, single choice), so answers, listings and ``hookd answer`` treat both
+    harnesses alike. ``{"question", "options"?: [str | {"label"}]}`` -> ``[{"question",
+    "header": None, "options": [{"label"}], "multiSelect": False}]``; None when there is no
+    string ``question``. A Claude Code ``{"questions": [...]}`` input is returned as is."""
+    if not isinstance(tool_input, dict):
+        return None
+    if isinstance(tool_input.get("questions"), list):
+        return tool_input["questions"]
+    q = tool_input.get("question")
+    if not isinstance(q, str):
+        return None
+    labels = []
+    for o in tool_input.get("options") or []:
+        label = o if isinstance(o, str) else (o.get("label") if isinstance(o, dict) else None)
+        if isinstance(label, str):
+            labels.append(label)
+    return [{"question": q, "header": None, "options": [{"label": lb} for lb in labels], "multiSelect": False}]
+
+
+_decoder = json.JSONDecoder()
+
+
+def _output_obj(output: Any) -> Any:
+    """A tool output that is JSON, decoded; also a JSON object followed by claw's appended
+    ``Hook feedback:`` text. Anything else as it is."""
+    if isinstance(output, str):
+        try:
+            return msgspec.json.decode(output)
+        except msgspec.DecodeError:
+            pass
+        if output.lstrip().startswith("{"):
+            try:
+                return _decoder.raw_decode(output.lstrip())[0]
+            except ValueError:
+                pass
+    return output
+
+
+def answers_of(questions: list[dict[str, Any]] | None, output: Any) -> dict[str, Any] | None:
+    """The answers a question tool's output carries, keyed by question text: claw's
+    ``{"question", "answer", "status"}`` (a JSON string or object), Claude Code's
+    ``{"answers": {...}}``; a plain non-JSON string is the answer itself. None: no answer."""
+    obj = _output_obj(output)
+    if isinstance(obj, dict):
+        if isinstance(obj.get("answers"), dict):
+            return obj["answers"]
+        answer = obj.get("answer")
+        if answer is None:
+            return None
+        q = obj.get("question") if isinstance(obj.get("question"), str) else None
+        if q is None and questions:
+            q = questions[0].get("question")
+        return {q or "": answer if isinstance(answer, str) else msgspec.json.encode(answer).decode()}
+    if isinstance(obj, str) and obj.strip() and questions:
+        return {questions[0].get("question") or "": obj}
+    return None
+
+
+def _text(v: Any) -> str | None:
+    if v is None or isinstance(v, str):
+        return v
+    return msgspec.json.encode(v).decode()
+
+
+def tool_observations(p: cc.Base, tool_use_id: str | None = None) -> list[cc.Observation]:
+    """What a tool event (PreToolUse / PostToolUse / PostToolUseFailure) of a claw-style
+    harness says about questions. ``tool_use_id``: the call's id where the harness gives one
+    (claw-http); claw's hooks have none."""
+    name, tool = p.hook_event_name, getattr(p, "tool_name", None)
+    if tool not in ASK_TOOLS:
+        return []
+    tool_input = getattr(p, "tool_input", None)
+    questions = questions_of(tool_input)
+    h = cc.questions_hash(questions)
+    if name == "PreToolUse":
+        return [cc.QuestionAsked(tool_use_id=tool_use_id, tool_name=tool, input_hash=h, questions=questions,
+                                 via=name, tool_input=tool_input)]
+    if name == "PostToolUse":
+        answers = answers_of(questions, getattr(p, "tool_output", None))
+        return [cc.question_result(tool_use_id, tool, questions, answers, surface="terminal")]
+    if name == "PostToolUseFailure":
+        err = getattr(p, "tool_error", None)
+        if err is None:
+            err = getattr(p, "error", None)
+        return [cc.QuestionResolved(tool_use_id=tool_use_id, tool_name=tool, input_hash=h, questions=questions,
+                                    outcome="dismissed", answers=None, selections=None, surface="terminal",
+                                    error=_text(err))]
+    return []
+
+
+def observe(p: cc.Base) -> list[cc.Observation]:
+    """Classify one claw hook payload. Pure."""
+    obs = tool_observations(p)
+    if p.hook_event_name == "PreToolUse":
+        # a new tool call: the model read every earlier tool result, hook feedback included
+        obs.append(DeliveredSeen(via="PreToolUse"))
+    return obs
+
+
+def boundary(p: cc.Base) -> str | None:
+    """Where hook output reaches the model: ``"context"`` (PostToolUse, PostToolUseFailure:
+    the tool result), else None. claw has no final boundary (no Stop hook)."""
+    return "context" if p.hook_event_name in CONTEXT_EVENTS else None
+
+
+# --- transcripts ------------------------------------------------------------------------
+
+
+def row_session(row: dict[str, Any]) -> str | None:
+    """claw rows carry no hookd session id (the file's folder names it:
+    :func:`transcript_session`)."""
+    return None
+
+
+def transcript_observations(row: dict[str, Any]) -> list[cc.Observation]:
+    """What one claw transcript row tells about questions: an assistant ``tool_use`` of a
+    question tool (input: a JSON string) is :class:`QuestionAsked` (via ``transcript``); a
+    ``tool_result`` of one (output ``{"question", "answer", "status"}``) is
+    :class:`ToolResultSeen` with the answers, or an error result. A ``tool_use`` with no
+    ``tool_result`` is a pending question."""
+    if row.get("type") != "message":
+        return []
+    msg = row.get("message")
+    blocks = msg.get("blocks") if isinstance(msg, dict) else None
+    if not isinstance(blocks, list):
+        return []
+    role = msg.get("role")
+    obs: list[cc.Observation] = []
+    for b in blocks:
+        if not isinstance(b, dict):
+            continue
+        kind = b.get("type")
+        if role == "assistant" and kind == "tool_use" and b.get("name") in ASK_TOOLS and isinstance(b.get("id"), str):
+            tool_input = _output_obj(b.get("input"))
+            if isinstance(tool_input, str):
+                tool_input = {"raw": tool_input}
+            questions = questions_of(tool_input)
+            obs.append(cc.QuestionAsked(tool_use_id=b["id"], tool_name=b["name"],
+                                        input_hash=cc.questions_hash(questions), questions=questions,
+                                        via="transcript", tool_input=tool_input))
+        elif kind == "tool_result" and b.get("tool_name") in ASK_TOOLS and isinstance(b.get("tool_use_id"), str):
+            is_error = b.get("is_error") is True
+            out = _output_obj(b.get("output"))
+            question = out.get("question") if isinstance(out, dict) and isinstance(out.get("question"), str) else None
+            answers = None if is_error else answers_of(None, out)
+            if answers is not None and question is None:
+                answers = None  # no question text to key the answer by: left to the hooks
+            obs.append(cc.ToolResultSeen(
+                tool_use_id=b["tool_use_id"], is_error=is_error, rejected=False, answers=answers,
+                questions=questions_of({"question": question}) if question is not None else None,
+                decision_source=None, error=_text(b.get("output"))[:500] if is_error and b.get("output") is not None else None,
+            ))
+    return obs
+
+
+# --- settings generation ------------------------------------------------------------------
+
+
+def hook_settings(command: str, *, flat: bool = False) -> dict[str, list[Any]]:
+    """The ``hooks`` mapping hookd adds for one builder: Claude Code's object form with matcher
+    ``*`` (Rust claw), or claw-code-go's flat strings (``flat``). No ``timeout`` key: claw has
+    no hook timeout (the client's own deadline bounds it)."""
+    if flat:
+        return {event: [command] for event in REGISTERED_EVENTS}
+    return {event: [{"matcher": MATCHER, "hooks": [{"type": "command", "command": command}]}]
+            for event in REGISTERED_EVENTS}
+
+
+FLAT_WARNING = (
+    "claw-code-go reads hooks only as flat strings in .claude/settings*.json, a file Claude Code "
+    "shares: Claude Code rejects the flat form, and claw-code-go silently skips a file in Claude "
+    "Code's object form. Do not run Claude Code in this worktree while these hooks are installed "
+    "(hookd unspawn removes them)."
+)

@@ -1,0 +1,167 @@
+"""The core's claw parts: identity of claw hooks, question matching without tool_use_ids, and
+the claw-http boundary calls of in-process agent loops.
+
+:class:`ClawCore` is mixed into :class:`hookd.service.Hookd`. Everything goes through the
+same :meth:`~hookd.service.Hookd.ingest_hook` transaction as Claude Code's hooks (raw payload
+kept, questions, inbox delivery); this module only adds what claw needs on top:
+
+- a claw hook's session is derived from its builder and cwd (``harness/claw.py``
+  :func:`~hookd.harness.claw.session_id`); a payload with no cwd (spooled, or an older
+  client) takes the builder's spawned worktree;
+- claw hooks carry no ``tool_use_id``: a question hook is bound to the session's newest open
+  question with the same input (:meth:`_bind_sequential`; claw runs one tool at a time and a
+  question blocks it), and a transcript's ``tool_use`` to the hook-opened one;
+- claw-http: messages delivered by a drain stay ``delivered`` until the loop acks them
+  (``adopted``, via ``ack``); unacked ones are offered again at the session's next drain after
+  it registers again or the daemon restarts (:meth:`_redeliver_before`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from hookd.harness import claude_code as cc
+from hookd.harness import claw, claw_http
+from hookd.models import TERMINAL_STATES, BadRequest, Interaction
+from hookd.store import Tx
+
+if TYPE_CHECKING:
+    from hookd.service import Hookd
+
+#: A claw-http session id: what the loop calls its run (1-200 printable characters, no space).
+SESSION_ID = re.compile(r"^[!-~]{1,200}$")
+#: A hook's question resolution that finds its question already resolved this recently
+#: (seconds) is the same call seen twice (the transcript was first).
+RESOLVED_BIND_S = 60.0
+
+
+def check_session_id(sid: str) -> str:
+    if not SESSION_ID.match(sid):
+        raise BadRequest("session_id must be 1 to 200 printable ASCII characters without spaces")
+    return sid
+
+
+class ClawCore:
+    """claw harness support of :class:`hookd.service.Hookd`."""
+
+    # --- claw shell hooks -----------------------------------------------------------------
+    def _parse_hook(self: "Hookd", adapter: Any, builder: str, raw: bytes, cwd: str | None) -> cc.Base:  # type: ignore[misc]
+        """Parse ``raw`` with ``adapter``; an adapter that ``NEEDS_CONTEXT`` (claw) gets the
+        builder and the hook's canonical cwd (reported by the client, else the builder's
+        spawned worktree)."""
+        if not getattr(adapter, "NEEDS_CONTEXT", False):
+            return adapter.parse(raw)
+        if cwd is None:
+            from hookd.spawn import read_manifest
+
+            m = read_manifest(self.home, builder)
+            cwd = (m or {}).get("worktree")
+        return adapter.parse(raw, builder=builder, cwd=claw.canonical_cwd(cwd) if cwd else None)
+
+    def _bind_sequential(self, tx: Tx, builder: str, p: cc.Base, ob: Any, at: float) -> Any:
+        """Bind a question observation of a harness without hook tool_use_ids (claw) to the
+        interaction it belongs to; returns the observation to apply (its ``tool_use_id`` set
+        to that interaction's tool_use_id or id), or ``ob`` unchanged (a new call).
+
+        - with a tool_use_id (a transcript row) not known yet: the session's newest question
+          with the same input that has none (opened by a hook) gets it;
+        - without one (a hook): the session's newest pending (or remotely answered) question
+          with the same input, whatever its age (one tool at a time; a question blocks claw
+          until the desk answers); for a resolution, else one resolved moments ago (the
+          transcript's tool_result came first: this hook is its duplicate).
+        """
+        sid = p.session_id
+        if sid is None:
+            return ob
+        if ob.tool_use_id:
+            if tx.interaction_by_tool_use_id(ob.tool_use_id) is None:
+                i = tx.interaction_by_hash(builder=builder, session_id=sid, tool_name=ob.tool_name,
+                                           input_hash=ob.input_hash, states=("pending", *TERMINAL_STATES),
+                                           since=0.0, without_tool_use_id=True)
+                if i is not None:
+                    tx.set_tool_use_id(i.id, ob.tool_use_id)
+            return ob
+        i = tx.interaction_by_hash(builder=builder, session_id=sid, tool_name=ob.tool_name,
+                                   input_hash=ob.input_hash, states=("pending", "answered"), since=0.0)
+        if i is not None and i.state == "answered" and i.received_at is None:
+            i = None  # answered at the desk already: not an open call
+        if i is None and isinstance(ob, cc.QuestionResolved):
+            done = tx.interaction_by_hash(builder=builder, session_id=sid, tool_name=ob.tool_name,
+                                          input_hash=ob.input_hash, states=TERMINAL_STATES, since=0.0)
+            if done is not None and (done.resolved_at or 0.0) >= at - RESOLVED_BIND_S:
+                i = done
+        if i is None:
+            return ob
+        return msgspec.structs.replace(ob, tool_use_id=i.tool_use_id or i.id)
+
+    # --- claw-http --------------------------------------------------------------------------
+    def _redeliver_before(self: "Hookd", adapter: Any, sid: str, at: float) -> float:  # type: ignore[misc]
+        """Messages delivered before this time and never adopted are offered again
+        (at-least-once). Hooks: REDELIVER_AFTER_S after their delivery. claw-http (acks): also
+        everything delivered before this daemon started or before the session last
+        registered: the loop may never have got it."""
+        from hookd.service import REDELIVER_AFTER_S
+
+        before = at - REDELIVER_AFTER_S
+        if getattr(adapter, "ACK_REQUIRED", False):
+            before = max(before, self.started_at, self._registered.get(sid, 0.0))
+        return before
+
+    async def claw_ack(self: "Hookd", builder: str, sid: str, ids: list[str]) -> list[str]:  # type: ignore[misc]
+        """Mark consumed (``adopted``, via ``ack``) the messages ``ids`` that a drain delivered
+        to claw-http session ``sid``. Idempotent; unknown or not delivered ids are ignored.
+        Returns the ids changed. Event ``inbox_adopted`` (``via: "ack"``)."""
+        if not ids:
+            return []
+        if len(ids) > 1000 or any(not isinstance(i, str) for i in ids):
+            raise BadRequest("ack takes at most 1000 message ids")
+        at = time.time()
+
+        def tx_fn(tx: Tx) -> list[str]:
+            adopted = tx.adopt(sid, up_to_hook_event_id=2**62, via="ack", at=at, only=sorted(set(ids)))
+            if adopted:
+                tx.append_event("inbox_adopted", builder, sid, at, {"ids": adopted, "via": "ack"})
+            return adopted
+
+        adopted, _ = await self.store.write(tx_fn)
+        if adopted:
+            await self.bus.publish()
+        return adopted
+
+    async def claw_call(self: "Hookd", builder: str, sid: str, payload: dict[str, Any],  # type: ignore[misc]
+                        ack: list[str] | None = None) -> dict[str, Any]:
+        """One claw-http boundary call of session ``sid``: acks ``ack`` first, then stores and
+        applies ``payload`` (``hook_event_name`` per :mod:`hookd.harness.claw_http`) like a
+        hook. Returns ``{"acked", "ids", "text", "waiting", "redelivered", "events"}``: the
+        messages this call delivered (a drain), framed as the model should read them.
+        Raises BadRequest (invalid payload), PayloadInvalid."""
+        check_session_id(sid)
+        acked = await self.claw_ack(builder, sid, ack or [])
+        raw = msgspec.json.encode({**payload, "session_id": sid})
+        res = await self.ingest_hook(claw_http.HARNESS, builder, raw)
+        if payload.get("hook_event_name") == "SessionStart":
+            self._registered[sid] = time.time()
+        out: dict[str, Any] = {"acked": acked, "ids": [], "text": "", "waiting": 0, "redelivered": [],
+                               "events": [e.kind for e in res.events]}
+        for e in res.events:
+            if e.kind == "inbox_delivered":
+                out.update(ids=e.data["ids"], waiting=e.data.get("waiting", 0),
+                           redelivered=e.data.get("redelivered", []))
+            elif e.kind == "question_pending":
+                out["question"] = e.data["id"]
+        if res.body:
+            out["text"] = msgspec.json.decode(res.body)["text"]
+        return out
+
+    async def claw_ask(self: "Hookd", builder: str, sid: str, question: str, options: list[str] | None,  # type: ignore[misc]
+                       expires_in_s: float | None, author: str | None) -> Interaction:
+        """Ask the humans without blocking the loop (an ``async`` interaction of session
+        ``sid``); the answer reaches the loop through a later drain as ``[Answer to question
+        <id>] ...``. Raises BadRequest."""
+        check_session_id(sid)
+        return await self.ask_async(builder, question, options, session_id=sid, expires_in_s=expires_in_s,
+                                    author=author)
