@@ -32,8 +32,7 @@ from hookd.config import Home
 from hookd.models import ConfigError, NotFound
 from hookd.spawn import read_manifest
 
-_UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_TOOLU = re.compile(rb"toolu_[A-Za-z0-9]{6,}")
+_ID_KEYS = ("session_id", "tool_use_id", "agent_id")
 
 
 @dataclass
@@ -59,18 +58,25 @@ def hook_commands(settings_file: Path) -> dict[str, str]:
 
 
 def fresh_ids(payloads: list[bytes]) -> list[bytes]:
-    """The payloads with every session id (UUID) and tool_use id (``toolu_...``) replaced by a
-    fresh one, consistently across all of them."""
-    mapping: dict[bytes, bytes] = {}
-
-    def sub(pattern: re.Pattern[bytes], make: Callable[[], bytes]) -> Callable[[re.Match[bytes]], bytes]:
-        def repl(m: re.Match[bytes]) -> bytes:
-            return mapping.setdefault(m.group(0), make())
-        return repl
-
-    new_uuid = sub(_UUID, lambda: str(uuid.uuid4()).encode())
-    new_toolu = sub(_TOOLU, lambda: b"toolu_01" + secrets.token_hex(12).encode())
-    return [_TOOLU.sub(new_toolu, _UUID.sub(new_uuid, p)) for p in payloads]
+    """The payloads with every session id and tool_use id (the values of ``session_id``,
+    ``tool_use_id`` and ``agent_id`` fields, wherever else they occur too: transcript paths)
+    replaced by a fresh one, consistently across all of them."""
+    olds: dict[str, str] = {}
+    for raw in payloads:
+        try:
+            doc = msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            continue  # a malformed payload is played as recorded
+        if not isinstance(doc, dict):
+            continue
+        for key in _ID_KEYS:
+            v = doc.get(key)
+            if isinstance(v, str) and len(v) >= 4 and v not in olds:
+                olds[v] = f"toolu_01{secrets.token_hex(12)}" if key == "tool_use_id" else str(uuid.uuid4())
+    if not olds:
+        return list(payloads)
+    pattern = re.compile("|".join(re.escape(o) for o in sorted(olds, key=len, reverse=True)).encode())
+    return [pattern.sub(lambda m: olds[m.group(0).decode()].encode(), p) for p in payloads]
 
 
 def _with_answer(payload: bytes, updated_input: dict[str, Any]) -> bytes:

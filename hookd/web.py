@@ -22,7 +22,8 @@ no DNS rebinding) and a valid session cookie, except the sign-in page and its as
 send it; a cross-site fetch with it needs a CORS preflight, which hookd never grants), an
 ``Origin`` (when sent) equal to the page's own, and ``Sec-Fetch-Site`` (when sent)
 ``same-origin``. Refusals: 401 ``unauthorized`` (not signed in), 403 ``forbidden`` (host,
-origin or header), in the API's one error shape.
+origin or header), in the API's one error shape (``/v1/`` paths keep the token's wording,
+"missing or wrong bearer token"; the page's paths say to run ``hookd open``).
 
 Routes added to the app (:meth:`WebPage.routes`):
 
@@ -185,6 +186,8 @@ class WebAuth:
         public = path in PUBLIC_PATHS
         signed_in = self.session_expiry(self.cookie_of(scope)) is not None
         if not public and not signed_in:
+            if path.startswith("/v1/"):  # API clients: the same refusal as ever
+                return Unauthorized("missing or wrong bearer token")
             return Unauthorized("not signed in: run `hookd open` for a sign-in link (or send the bearer token)")
         if scope["method"] not in _SAFE:
             if headers.get(CSRF_HEADER.encode()) != b"1":

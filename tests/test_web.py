@@ -121,6 +121,11 @@ def test_fresh_ids_are_consistent() -> None:
     pre, post = json.loads(renewed[6]), json.loads(renewed[9])  # the AskUserQuestion's Pre and Post
     assert pre["tool_use_id"] == post["tool_use_id"] != json.loads(payloads[6])["tool_use_id"]
     assert pre["tool_use_id"].startswith("toolu_01")
+    assert f"/{pre['session_id']}.jsonl" in pre["transcript_path"]  # wherever the id occurs
+    synthetic = FIXTURES.parent / "synthetic" / "auq-multiselect-other-commas" / "hooks"
+    docs = [json.loads(p) for p in fresh_ids([f.read_bytes() for f in sorted(synthetic.glob("*.json"))])]
+    assert len({d["session_id"] for d in docs}) == 1 and docs[0]["session_id"] != "s-0006"
+    assert docs[1]["tool_use_id"] == docs[3]["tool_use_id"] != "toolu_M1"
 
 
 # --- the daemon ------------------------------------------------------------------------------
@@ -131,7 +136,9 @@ def test_page_and_api_refuse_without_the_session_cookie(daemon: DaemonProcess, h
         for path in ("/", "/static/app.js", "/v1/status", "/v1/questions", "/v1/events/sse", "/v1/web/session"):
             r = c.get(path)
             assert r.status_code == 401, (path, r.status_code)
-            assert r.json()["error"]["code"] == "unauthorized" and "hookd open" in r.json()["error"]["message"]
+            err = r.json()["error"]
+            assert err["code"] == "unauthorized"
+            assert ("token" if path.startswith("/v1/") else "hookd open") in err["message"]
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10, cookies={"hookd_000000000000": "1.2.3"}) as c:
         assert c.get("/").status_code == 401  # a made-up cookie
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as c:

@@ -180,7 +180,8 @@ function pendingCard(i) {
         if (other.value) for (const r of fs.querySelectorAll("input[type=radio]")) r.checked = false;
       });
     }
-    fs.append(h("label", {class: "option other-row"}, options.length ? h("span", {class: "olabel"}, "Other") : null, other));
+    fs.append(options.length ? h("label", {class: "option other-row"}, h("span", {class: "olabel"}, "Other"), other)
+                             : h("label", {class: "free-row"}, other));
     form.append(fs);
   });
   const send = h("button", {type: "submit", class: "submit"}, "Answer");

@@ -1,0 +1,360 @@
+"""The operator page in a real browser (issue 9): Playwright driving Debian's Chromium
+(/usr/bin/chromium, installed by .ci/run) against a real daemon; the builder's hooks are the
+generated commands run as Claude Code runs them (``sh -c "<command>"``, a recorded payload on
+stdin), its PermissionRequest hook held for an answer (``hookd spawn --hold``).
+
+Screenshots of each view go to tests/artifacts/web/ (gitignored).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from hookd.daemonproc import DaemonProcess
+
+from .conftest import REPO, TUI, events, hookd_cli, questions, run_hook, settings_command, wait_until
+
+CHROMIUM = os.environ.get("HOOKD_CHROMIUM", "/usr/bin/chromium")
+SHOTS = REPO / "tests" / "artifacts" / "web"
+ASK_ID = "toolu_01ASK0000000000000000001"
+Q = "Which color do you prefer?"
+
+expect.set_options(timeout=15_000)
+
+
+def payload(name: str) -> dict[str, Any]:
+    return json.loads((TUI / name).read_bytes())
+
+
+def bash_permission(command: str) -> dict[str, Any]:
+    """A Bash PermissionRequest as Claude Code 2.1.332 sends it (no tool_use_id), from the
+    recorded Bash PreToolUse."""
+    p = {k: v for k, v in payload("004-PreToolUse.json").items() if k != "tool_use_id"}
+    p.update(hook_event_name="PermissionRequest", permission_mode="default",
+             tool_input={"command": command, "description": "clean the build"})
+    return p
+
+
+class Builder:
+    """Builder b1 spawned into a worktree, its PermissionRequest held up to 60 s."""
+
+    def __init__(self, home: Path, worktree: Path):
+        self.home, self.worktree = home, worktree
+        r = hookd_cli(home, "spawn", "b1", "--worktree", str(worktree), "--hold", "60", "--no-mcp")
+        assert r.returncode == 0, r.stderr
+        self.settings = worktree / ".claude" / "settings.local.json"
+
+    def hook(self, p: dict[str, Any]) -> str:
+        r = run_hook(settings_command(self.settings, p["hook_event_name"]), json.dumps(p).encode(), self.worktree)
+        assert r.returncode == 0 and r.stderr == b"", r
+        return r.stdout.decode()
+
+    def start_hook(self, p: dict[str, Any]) -> subprocess.Popen[bytes]:
+        """A hook in the background (a held PermissionRequest), its own process group."""
+        proc = subprocess.Popen(["sh", "-c", settings_command(self.settings, p["hook_event_name"])],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                cwd=self.worktree, start_new_session=True)
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(p).encode())
+        proc.stdin.close()
+        proc.stdin = None
+        return proc
+
+    def held(self, daemon: DaemonProcess, iid: str) -> None:
+        c = daemon.client()
+        try:
+            wait_until(lambda: iid in c.get("/v1/status")["held"], 15, what=f"a held hook for {iid}")
+        finally:
+            c.close()
+
+
+def finish(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
+    """The held hook's exit: 0, nothing on stderr; its stdout as JSON."""
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and err == b"", (proc.returncode, err)
+    return json.loads(out)
+
+
+def shot(page: Page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def about(evs: list[dict[str, Any]], kind: str, iid: str) -> list[dict[str, Any]]:
+    return [e for e in evs if e["kind"] == kind and e["data"].get("id") == iid]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not os.path.exists(CHROMIUM):
+        msg = f"{CHROMIUM} is missing (.ci/run installs it: apt-get install -y chromium)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])  # tests run as root in CI
+        yield b
+        b.close()
+
+
+def sign_in_link(home: Path) -> str:
+    r = hookd_cli(home, "open", "--no-browser", "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["url"]
+
+
+@pytest.fixture
+def page(browser: Browser, daemon: DaemonProcess, home: Path) -> Iterator[Page]:
+    """A signed-in page: `hookd open`'s link followed, the page live on the event stream."""
+    ctx = browser.new_context(viewport={"width": 1200, "height": 820})
+    pg = ctx.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(sign_in_link(home))
+    expect(pg).to_have_url(f"http://127.0.0.1:{daemon_port(home)}/")
+    expect(pg.locator("#conn")).to_have_attribute("data-state", "live")
+    yield pg
+    ctx.close()
+    assert errors == []
+
+
+def daemon_port(home: Path) -> int:
+    return int((home / "run" / "endpoint").read_text().split()[0])
+
+
+@pytest.fixture
+def builder(home: Path, worktree: Path, daemon: DaemonProcess) -> Builder:
+    return Builder(home, worktree)
+
+
+def test_without_the_session_cookie_the_page_is_refused_and_a_link_works_once(
+        browser: Browser, daemon: DaemonProcess, home: Path) -> None:
+    ctx = browser.new_context()
+    try:
+        pg = ctx.new_page()
+        r = pg.goto(f"http://127.0.0.1:{daemon_port(home)}/")
+        assert r is not None and r.status == 401
+        assert pg.request.get(f"http://127.0.0.1:{daemon_port(home)}/v1/questions").status == 401
+        link = sign_in_link(home)
+        pg.goto(link)
+        expect(pg.locator("#conn")).to_have_attribute("data-state", "live")
+        [cookie] = ctx.cookies()
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["name"].startswith("hookd_")
+        assert pg.evaluate("document.cookie") == ""  # HttpOnly: no script sees it
+        # the same link again, in another browser: already used
+        other = browser.new_context()
+        try:
+            p2 = other.new_page()
+            p2.goto(link)
+            expect(p2.locator("#signin-status")).to_contain_text("already used or has expired")
+            shot(p2, "signin-link-used")
+            assert p2.goto(f"http://127.0.0.1:{daemon_port(home)}/").status == 401  # type: ignore[union-attr]
+        finally:
+            other.close()
+    finally:
+        ctx.close()
+
+
+def test_replayed_question_arrives_live_and_is_answered_in_the_browser(
+        page: Page, builder: Builder, daemon: DaemonProcess, home: Path) -> None:
+    for name in ("001-SessionStart.json", "002-UserPromptSubmit.json", "004-PreToolUse.json", "005-PostToolUse.json"):
+        assert builder.hook(payload(name)) == ""
+    expect(page.locator("#pending-empty")).to_be_visible()
+    assert builder.hook(payload("007-PreToolUse.json")) == ""  # the agent asks
+    card = page.locator(f'#pending-list article[data-id="{ASK_ID}"]')
+    expect(card).to_be_visible()  # live: no reload
+    expect(card.locator(".qheader")).to_have_text("Color")
+    expect(card.locator(".qtext")).to_have_text(Q)
+    expect(card.locator("label.option", has_text="Red")).to_contain_text("The red option")
+    expect(card.locator("label.option", has_text="Blue")).to_contain_text("The blue option")
+    assert card.locator("input[type=radio]").count() == 2 and card.locator("input[type=checkbox]").count() == 0
+    expect(card.locator("input.other")).to_be_visible()
+    expect(page.locator("#count-pending")).to_have_text("1")
+    held = builder.start_hook(payload("008-PermissionRequest.json"))
+    builder.held(daemon, ASK_ID)
+    card.locator("label.option", has_text="Red").click()
+    shot(page, "pending-question")
+    card.locator("button.submit").dblclick()  # a double click answers once
+    doc = finish(held)
+    decision = doc["hookSpecificOutput"]["decision"]
+    assert doc["hookSpecificOutput"]["hookEventName"] == "PermissionRequest" and decision["behavior"] == "allow"
+    assert decision["updatedInput"] == {**payload("007-PreToolUse.json")["tool_input"], "answers": {Q: "Red"}}
+    expect(page.locator(f'#pending-list article[data-id="{ASK_ID}"]')).to_have_count(0)
+    done = page.locator(f'#history-list article[data-id="{ASK_ID}"]')
+    expect(done).to_have_attribute("data-surface", "web")
+    expect(done.locator("dd.answer")).to_have_text("Red")
+    # Claude Code runs the tool with that answer: adopted
+    post = copy.deepcopy(payload("010-PostToolUse.json"))
+    post["tool_input"]["answers"] = post["tool_response"]["answers"] = {Q: "Red"}
+    assert builder.hook(post) == ""
+    expect(done.locator(".trail")).to_contain_text("adopted by the agent")
+    evs = events(home)
+    assert len(about(evs, "interaction_answered", ASK_ID)) == 1
+    assert about(evs, "answer_refused", ASK_ID) == [] and about(evs, "answer_superseded", ASK_ID) == []
+    [i] = [q for q in questions(home) if q["id"] == ASK_ID]
+    assert (i["state"], i["surface"], i["answers"]) == ("answered", "web", {Q: "Red"})
+    assert i["actor"] and i["response_id"].startswith("web-")
+    assert page.locator("body").get_attribute("data-connects") == "1"  # never reloaded
+    page.locator('#tabs button[data-view="history"]').click()
+    shot(page, "history")
+
+
+def test_permission_denied_with_a_message_in_the_browser(page: Page, builder: Builder, daemon: DaemonProcess,
+                                                          home: Path) -> None:
+    assert builder.hook(payload("001-SessionStart.json")) == ""
+    held = builder.start_hook(bash_permission("rm -rf build"))
+    pid = wait_until(lambda: [q["id"] for q in questions(home, "pending") if q["kind"] == "permission"], 15,
+                     what="a pending permission prompt")[0]
+    builder.held(daemon, pid)
+    card = page.locator(f'#pending-list article.permission[data-id="{pid}"]')
+    expect(card.locator(".tool")).to_have_text("Bash")
+    shown = json.loads(card.locator("pre.input").inner_text())
+    assert shown == {"command": "rm -rf build", "description": "clean the build"}  # the exact input
+    card.locator("textarea.deny-message").fill("not now, use ls")
+    shot(page, "pending-permission")
+    card.locator("button.deny").click()
+    doc = finish(held)
+    assert doc["hookSpecificOutput"]["decision"] == {"behavior": "deny", "message": "not now, use ls"}
+    done = page.locator(f'#history-list article[data-id="{pid}"]')
+    expect(done.locator("dd.answer")).to_have_text("deny: not now, use ls")
+    expect(done).to_have_attribute("data-surface", "web")
+
+
+def test_a_card_answered_from_the_cli_turns_into_history(page: Page, builder: Builder, daemon: DaemonProcess,
+                                                         home: Path) -> None:
+    builder.hook(payload("001-SessionStart.json"))
+    builder.hook(payload("007-PreToolUse.json"))
+    held = builder.start_hook(payload("008-PermissionRequest.json"))
+    builder.held(daemon, ASK_ID)
+    card = page.locator(f'#pending-list article[data-id="{ASK_ID}"]')
+    card.locator("label.option", has_text="Red").click()  # the human here is still choosing
+    r = hookd_cli(home, "answer", ASK_ID, "--option", "Blue", "--actor", "ana")
+    assert r.returncode == 0, r.stderr
+    assert finish(held)["hookSpecificOutput"]["decision"]["updatedInput"]["answers"] == {Q: "Blue"}
+    expect(card).to_have_count(0)  # at once, without a reload
+    done = page.locator(f'#history-list article[data-id="{ASK_ID}"]')
+    expect(done).to_have_attribute("data-surface", "cli")
+    expect(done.locator(".by")).to_have_text("at cli by ana")
+    expect(done.locator("dd.answer")).to_have_text("Blue")
+    assert done.locator("button, input, textarea").count() == 0  # cannot be submitted
+    expect(page.locator("#count-pending")).to_have_text("0")
+    evs = events(home)
+    assert len(about(evs, "interaction_answered", ASK_ID)) == 1 and about(evs, "answer_refused", ASK_ID) == []
+
+
+def test_a_message_sent_from_a_lane_is_delivered(page: Page, builder: Builder, home: Path, worktree: Path) -> None:
+    builder.hook(payload("001-SessionStart.json"))
+    page.locator('#tabs button[data-view="lanes"]').click()
+    lane = page.locator('#lanes tr.lane[data-builder="b1"]')
+    expect(lane).to_be_visible()
+    expect(lane.locator("td").nth(1)).to_have_text("claude-code")
+    expect(lane.locator("td.worktree")).to_have_text(str(worktree))
+    expect(lane).to_have_attribute("data-state", "idle")
+    lane.locator("button.message-btn").click()
+    compose = page.locator('#lanes tr.compose[data-builder="b1"]')
+    compose.locator("textarea").fill("also update the changelog")
+    compose.locator("button.send").click()
+    expect(compose.locator("li[data-state=queued]")).to_contain_text("also update the changelog")
+    expect(lane.locator("td.queued-count")).to_have_text("1")
+    shot(page, "lanes")
+    out = builder.hook(payload("002-UserPromptSubmit.json"))  # the agent's next turn boundary
+    assert "also update the changelog" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    page.locator('#tabs button[data-view="inbox"]').click()
+    row = page.locator('#inbox tbody tr[data-builder="b1"]')
+    expect(row).to_have_attribute("data-state", "delivered")
+    expect(row.locator("td.text")).to_have_text("also update the changelog")
+    expect(row).to_contain_text("UserPromptSubmit")
+    [m] = json.loads(hookd_cli(home, "inbox", "--json").stdout)
+    assert (m["state"], m["author"], m["text"]) == ("delivered", page.evaluate("hookdPage.user"), "also update the changelog")
+    shot(page, "inbox")
+
+
+def test_reconnects_after_a_daemon_restart_without_missed_or_doubled_cards(
+        page: Page, builder: Builder, daemon: DaemonProcess, home: Path) -> None:
+    port = daemon_port(home)
+    first = page.evaluate("hookdPage.lastSeq")
+    builder.hook(payload("001-SessionStart.json"))
+    ask_a = json.loads(hookd_cli(home, "ask", "b1", "Ship it today?", "--json").stdout)["interaction"]["id"]
+    expect(page.locator(f'#pending-list article[data-id="{ask_a}"]')).to_be_visible()
+    daemon.stop()
+    expect(page.locator("#conn")).not_to_have_attribute("data-state", "live")
+    # while it is down the agent asks: the hook client spools it, the daemon ingests it at start
+    assert builder.hook(payload("007-PreToolUse.json")) == ""
+    daemon.start()
+    assert daemon_port(home) == port
+    ask_c = json.loads(hookd_cli(home, "ask", "b1", "Which branch?", "--option", "main", "--option", "next",
+                                 "--json").stdout)["interaction"]["id"]
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    for iid in (ask_a, ASK_ID, ask_c):
+        expect(page.locator(f'article[data-id="{iid}"]')).to_have_count(1)
+    expect(page.locator("#pending-list article")).to_have_count(3)
+    assert int(page.locator("body").get_attribute("data-connects") or 0) >= 2
+    # every event after the page's first one, each once, in order: none missed across the restart
+    c = daemon.client()
+    try:
+        def caught_up() -> bool:
+            want = [e["seq"] for e in c.lines("/v1/events", after=first, limit=100000)]
+            return page.evaluate("hookdPage.seen.slice()") == want
+        wait_until(caught_up, 15, interval=0.1, what="the page to have seen every event once")
+    finally:
+        c.close()
+    # the page still answers after the restart: the async question, free text
+    card = page.locator(f'#pending-list article[data-id="{ask_a}"]')
+    card.locator("input.other").fill("yes, after the review")
+    shot(page, "pending-after-restart")
+    card.locator("button.submit").click()
+    done = page.locator(f'#history-list article[data-id="{ask_a}"]')
+    expect(done.locator("dd.answer")).to_have_text("yes, after the review")
+    [m] = json.loads(hookd_cli(home, "inbox", "--json").stdout)
+    assert "yes, after the review" in m["text"] and m["state"] == "queued"  # the agent gets it at its next turn
+
+
+def test_multi_select_and_other_from_a_replayed_scenario(page: Page, builder: Builder, daemon: DaemonProcess,
+                                                         home: Path) -> None:
+    """`hookd replay DIR --into b1` (the README's walk-through) with two questions, one of them
+    multi-select: checkboxes, descriptions, "Other" text on both; the held PermissionRequest
+    returns exactly what was chosen, joined as Claude Code joins it."""
+    from hookd.harness.claude_code import encode_answer
+
+    scenario = REPO / "fixtures" / "claude-code" / "synthetic" / "auq-multiselect-other-commas"
+    proc = subprocess.Popen([*daemon.cli_args("replay", str(scenario), "--into", "b1")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        card = page.locator("#pending-list article.question")
+        expect(card).to_have_count(1)
+        colors, font = card.locator("fieldset.q").nth(0), card.locator("fieldset.q").nth(1)
+        expect(colors.locator(".qheader")).to_have_text("Colors")
+        assert colors.locator("input[type=checkbox]").count() == 3 and colors.locator("input[type=radio]").count() == 0
+        assert font.locator("input[type=radio]").count() == 2
+        expect(colors.locator("label.option", has_text="Red, dark")).to_contain_text("A dark red")
+        colors.locator('input[value="Red, dark"]').check()
+        colors.locator('input[value="Blue"]').check()
+        colors.locator("input.other").fill("teal")
+        font.locator('input[value="Serif"]').check()
+        font.locator("input.other").fill("Mono, 14px, with ligatures")  # free text replaces the option
+        expect(font.locator("input[type=radio]:checked")).to_have_count(0)
+        iid = card.get_attribute("data-id")
+        builder.held(daemon, iid or "?")
+        shot(page, "pending-multi-select")
+        card.locator("button.submit").click()
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    want = {"Which colors should the theme use?": encode_answer(["Red, dark", "Blue"], "teal"),
+            "Which font?": encode_answer([], "Mono, 14px, with ligatures")}
+    line = next(x for x in out.splitlines() if x.startswith("003-PermissionRequest.json"))
+    assert json.loads(line.split(", stdout ", 1)[1])["hookSpecificOutput"]["decision"]["updatedInput"]["answers"] == want
+    [i] = [q for q in questions(home) if q["id"] == iid]
+    assert (i["state"], i["surface"], i["answers"]) == ("answered", "web", want) and i["adopted_at"]
+    sel = {s["question"]: (s["labels"], s["other"]) for s in i["selections"]}
+    assert sel == {"Which colors should the theme use?": (["Red, dark", "Blue"], "teal"),
+                   "Which font?": ([], "Mono, 14px, with ligatures")}
