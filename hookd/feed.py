@@ -21,7 +21,7 @@ import secrets
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,12 +88,12 @@ def _with_answer(payload: bytes, updated_input: dict[str, Any]) -> bytes:
 
 
 def feed(home: Home, scenario: Path, builder: str, *, renew_ids: bool = True,
-         before: Callable[[str, str], None] | None = None, timeout_s: float = 86_400) -> list[Step]:
+         before: Callable[[str, str], None] | None = None, timeout_s: float = 86_400) -> Iterator[Step]:
     """Play ``scenario`` into ``home``'s running daemon as ``builder`` (see module doc).
 
     before: called with (file name, event) before each hook runs (e.g. to say that a
-    PermissionRequest now waits for an answer). Returns the steps run. Raises NotFound (builder
-    not spawned), ConfigError (no payloads, or the settings file is gone)."""
+    PermissionRequest now waits for an answer). Yields each step as it completes. Raises
+    NotFound (builder not spawned), ConfigError (no payloads, or the settings file is gone)."""
     manifest = read_manifest(home, builder)
     if manifest is None:
         raise NotFound(f"builder {builder!r} is not spawned in {home.root}: run `hookd spawn {builder} ...` first")
@@ -107,7 +107,6 @@ def feed(home: Home, scenario: Path, builder: str, *, renew_ids: bool = True,
     payloads = [f.read_bytes() for f in files]
     if renew_ids:
         payloads = fresh_ids(payloads)
-    steps: list[Step] = []
     answer_for_post: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix="hookd-feed-") as tmp:
         cwd = manifest.get("worktree") or tmp
@@ -122,7 +121,7 @@ def feed(home: Home, scenario: Path, builder: str, *, renew_ids: bool = True,
             if before is not None:
                 before(f.name, event)
             r = subprocess.run(["sh", "-c", command], input=payload, cwd=cwd, capture_output=True, timeout=timeout_s)
-            steps.append(Step(f.name, event, r.returncode, r.stdout))
+            yield Step(f.name, event, r.returncode, r.stdout)
             if event == "PermissionRequest" and r.stdout.strip():
                 try:
                     decision = msgspec.json.decode(r.stdout)["hookSpecificOutput"]["decision"]
@@ -131,4 +130,3 @@ def feed(home: Home, scenario: Path, builder: str, *, renew_ids: bool = True,
                 updated = decision.get("updatedInput") if isinstance(decision, dict) else None
                 if isinstance(updated, dict) and "answers" in updated:
                     answer_for_post = updated
-    return steps
