@@ -1164,17 +1164,19 @@ class Store:
         ):
             out[b] = {"harness": harness, "hooks_seen": seen, "first_hook_at": first,
                       "last_hook_at": last, "sessions": [], "pending": 0}
-        for sid, b, parent, via, source, tp, cwd, started, ended, reason, last in await self._all(
-            "SELECT s.id, s.builder, s.parent_id, s.parent_via, s.source, s.transcript_path, s.cwd, s.started_at,"
+        for sid, b, harness, parent, via, source, tp, cwd, started, ended, reason, last in await self._all(
+            "SELECT s.id, s.builder, s.harness, s.parent_id, s.parent_via, s.source, s.transcript_path, s.cwd, s.started_at,"
             " s.ended_at, s.end_reason, (SELECT MAX(received_at) FROM hook_events h WHERE h.session_id=s.id)"
             " FROM sessions s ORDER BY s.started_at"
         ):
-            if b in out:
-                out[b]["sessions"].append({
-                    "session_id": sid, "parent_session_id": parent, "parent_via": via, "source": source,
-                    "transcript_path": tp, "cwd": cwd, "started_at": started,
-                    "last_hook_at": last, "ended_at": ended, "end_reason": reason,
-                })
+            if b not in out:  # known only from its transcripts: no hook ever came
+                out[b] = {"harness": harness, "hooks_seen": 0, "first_hook_at": None,
+                          "last_hook_at": None, "sessions": [], "pending": 0}
+            out[b]["sessions"].append({
+                "session_id": sid, "harness": harness, "parent_session_id": parent, "parent_via": via, "source": source,
+                "transcript_path": tp, "cwd": cwd, "started_at": started,
+                "last_hook_at": last, "ended_at": ended, "end_reason": reason,
+            })
         for b, n in await self._all("SELECT builder, COUNT(*) FROM interactions WHERE state='pending' GROUP BY builder"):
             if b in out:
                 out[b]["pending"] = n

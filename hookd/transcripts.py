@@ -31,6 +31,11 @@ UNARMED_ADVICE = (
     "were installed (or its settings were not loaded). Run /hooks in it, or restart it, to arm them; "
     "until then hookd follows it from its transcript."
 )
+CLAW_UNARMED_ADVICE = (
+    "no hook came from this claw session: claw reads .claw/settings*.json when it starts, so "
+    "run `hookd spawn BUILDER --harness claw --worktree DIR` and restart claw there; until then "
+    "hookd follows it from its session file."
+)
 #: permissionDecision.source -> hookd surface
 _SURFACES = {"hook": "hook"}
 
@@ -108,10 +113,10 @@ class Transcripts:
                     tx.append_event("turn_interrupted", builder, sid, at, {"marker": ob.marker, "via": "transcript"})
                     if sid:
                         if tx.session_info(sid) is None:
-                            self._transcript_session(tx, builder, sid, path, cc.text(row.get("cwd")), None, at)
+                            self._transcript_session(tx, builder, sid, path, cc.text(row.get("cwd")), None, at, rows)
                         tx.set_interrupted(sid, _row_time(row) or at)
         for sid, (newest, cwd) in sessions.items():
-            self._transcript_session(tx, builder, sid, path, cwd, newest, at)
+            self._transcript_session(tx, builder, sid, path, cwd, newest, at, rows)
         for sid, root in roots.items():
             for child, parent in tx.set_root_uuid(sid, root, firsts.get(sid)):
                 if tx.link_parent(child, parent, "transcript"):
@@ -132,18 +137,20 @@ class Transcripts:
                             {"path": path, **damaged, "unknown_rows": unknown})
 
     def _transcript_session(self: "Hookd", tx: Tx, builder: str, sid: str, path: str,  # type: ignore[misc]
-                            cwd: str | None, newest: float | None, at: float) -> None:
-        """A session seen in a transcript: recorded if new (source ``transcript``); flagged
-        ``hooks_unarmed`` when it is moving and no hook ever came from it."""
+                            cwd: str | None, newest: float | None, at: float, rows: Any = cc) -> None:
+        """A session seen in a transcript written by harness adapter ``rows``: recorded if new
+        (source ``transcript``); flagged ``hooks_unarmed`` when it is moving and no hook ever
+        came from it."""
         if tx.session_info(sid) is None:
-            tx.insert_session(session_id=sid, builder=builder, harness=cc.HARNESS, parent_id=None,
+            tx.insert_session(session_id=sid, builder=builder, harness=rows.HARNESS, parent_id=None,
                               source="transcript", transcript_path=path, cwd=cwd, at=at)
             tx.append_event("session_started", builder, sid, at, {
                 "source": "transcript", "parent_session_id": None, "transcript_path": path, "cwd": cwd,
             })
         if newest is not None and at - newest >= UNARMED_GRACE_S and not tx.session_has_hooks(sid):
             if tx.mark_hooks_unarmed(sid, at):
-                tx.append_event("hooks_unarmed", builder, sid, at, {"transcript_path": path, "advice": UNARMED_ADVICE})
+                advice = CLAW_UNARMED_ADVICE if rows is claw else UNARMED_ADVICE
+                tx.append_event("hooks_unarmed", builder, sid, at, {"transcript_path": path, "advice": advice})
                 tx.after_commit.append(lambda: self._sessions.pop(sid, None))  # next hook re-reads it
 
     def _tool_result_seen(self: "Hookd", tx: Tx, builder: str, p: cc.Base, ob: cc.ToolResultSeen,  # type: ignore[misc]

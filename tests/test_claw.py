@@ -313,3 +313,28 @@ def test_fake_claw_hook_never_blocks_past_its_deadline_on_held_stdin(daemon: Dae
         p.stdin.close()
         p.kill()
         p.wait()
+
+
+def test_claw_session_file_without_hooks_is_a_claw_session(daemon: DaemonProcess, home: Path, worktree: Path,
+                                                           tmp_path: Path):
+    """No hooks (the builder is known, claw has no hookd settings): a question in claw's
+    session file, followed with `hookd tail FOLDER`, opens a question of a session recorded
+    as claw's (not Claude Code's)."""
+    assert hookd_cli(home, "spawn", "b1", "--settings-file", str(tmp_path / "unused.json"), "--no-mcp").returncode == 0
+    fc = FakeClaw(worktree, claw_env(tmp_path))
+    assert fc.settings_files() == [] or not fc.hooks("PreToolUse", "AskUserQuestion")
+    r = hookd_cli(home, "tail", str(fc.session_file.parent), "--builder", "b1")
+    assert r.returncode == 0, r.stderr
+    seen: list[dict[str, Any]] = []
+
+    def at_the_desk() -> str:
+        seen.extend(wait_until(lambda: questions(home, "pending"), 10))
+        return "SQLite"
+
+    fc.ask("Which DB?", ["Postgres", "SQLite"], at_the_desk)
+    [q] = seen
+    assert q["questions"][0]["question"] == "Which DB?" and q["session_id"] == sid_of(worktree)
+    wait_until(lambda: questions(home, "all")[0]["state"] == "answered", 10)
+    r = hookd_cli(home, "status", "--json")
+    [b1] = [b for b in json.loads(r.stdout)["builders"] if b["builder"] == "b1"]
+    assert [(s["session_id"], s["harness"], s["source"]) for s in b1["sessions"]] == [(sid_of(worktree), "claw", "transcript")]
