@@ -162,7 +162,7 @@ def parse(raw: bytes, *, builder: str, cwd: str | None) -> cc.Base:
     """
     try:
         obj = msgspec.json.decode(raw)
-    except msgspec.DecodeError as e:
+    except (msgspec.DecodeError, RecursionError) as e:  # (RecursionError: nested too deeply)
         raise PayloadInvalid(f"payload is not valid JSON: {e}") from None
     if not isinstance(obj, dict):
         raise PayloadInvalid(f"payload must be a JSON object, got {type(obj).__name__}")

@@ -80,7 +80,7 @@ def parse(raw: bytes) -> cc.Base:
     """Decode one boundary payload (built by :mod:`hookd.clawhttp`). Raises PayloadInvalid."""
     try:
         obj = msgspec.json.decode(raw)
-    except msgspec.DecodeError as e:
+    except (msgspec.DecodeError, RecursionError) as e:  # (RecursionError: nested too deeply)
         raise PayloadInvalid(f"payload is not valid JSON: {e}") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("hook_event_name"), str):
         raise PayloadInvalid("payload must be a JSON object with a string 'hook_event_name'")

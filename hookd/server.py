@@ -56,6 +56,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from hookd import __version__
 from hookd.config import Home, check_builder_id, write_private
@@ -87,6 +88,11 @@ BODY_TIMEOUT_S = 30.0
 HOLD_MIN_MS = 3000
 #: ... and it is answered this long (s) before that deadline, so the client reads the reply.
 HOLD_MARGIN_S = 1.5
+#: ``HOOKD_HOOK_TIMINGS=1`` (benchmarks only, off by default): the daemon records how long it
+#: handles each hook request (seconds, from its arrival in the app to its reply handed to the
+#: transport) and hands them over, clearing them, at ``GET /v1/debug/hook-timings`` (a JSON
+#: list; bench/load.py).
+HOOK_TIMINGS_ENV = "HOOKD_HOOK_TIMINGS"
 #: The hook routes (POST) :class:`HookdASGI` serves itself, before routing; ``{harness}`` is
 #: any of :data:`hookd.service.HARNESSES`.
 HOOK_ROUTES = ("/v1/hooks/{harness}/{builder}", "/v1/hooks/{harness}/{builder}/hold",
@@ -131,7 +137,7 @@ def decode_body(raw: bytes, type_: Any, what: str) -> Any:
     """Decode a JSON request body; raises BadRequest naming what is wrong."""
     try:
         return msgspec.json.decode(raw, type=type_)
-    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as e:
         raise BadRequest(f"{what} body: {e}") from None
 
 
@@ -169,6 +175,7 @@ class HookdASGI:
         self.core = core
         self._expected = f"Bearer {token}".encode()
         self.web = web  # the operator page's session cookie also admits (hookd/web.py)
+        self.timings: list[float] | None = [] if os.environ.get(HOOK_TIMINGS_ENV) == "1" else None
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -189,7 +196,16 @@ class HookdASGI:
                     return
         path: str = scope["path"]
         if path.startswith("/v1/hooks/") and scope["method"] == "POST":
-            await self._hook(scope, receive, send)
+            if self.timings is None:
+                await self._hook(scope, receive, send)
+            else:
+                t0 = time.perf_counter()
+                await self._hook(scope, receive, send)
+                self.timings.append(time.perf_counter() - t0)
+            return
+        if self.timings is not None and path == "/v1/debug/hook-timings":
+            out, self.timings = self.timings, []
+            await _send(send, 200, _enc.encode(out))
             return
         await self.app(scope, receive, send)
 
@@ -203,7 +219,7 @@ class HookdASGI:
             builder = check_builder_id(parts[4])
             raw = await read_hook_body(receive)
             if wake:
-                await _send(send, 200, await self.core.wake(parts[3], builder, raw))
+                await _send(send, 200, await _unless_disconnected(self.core.wake(parts[3], builder, raw), receive))
                 return
             delivery, deadline_ms, agent_pid, cwd = None, 0, None, None
             for k, v in scope["headers"]:
@@ -238,6 +254,24 @@ async def _disconnected(receive: Any) -> None:
         pass
 
 
+async def _unless_disconnected(work: Any, receive: Any) -> bytes:
+    """``work``'s reply, or b"" (``work`` cancelled) as soon as the client goes away: an idle
+    wake whose hook ended (its deadline, the agent's exit) stops waiting at once instead of
+    up to WAKE_MAX_S; a message it claimed meanwhile is offered again (at-least-once)."""
+    task = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(_disconnected(receive))
+    try:
+        await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    return b""
+
+
 def _error_body(code: str, message: str) -> bytes:
     return _enc.encode(ErrorResponse(ErrorBody(code, message)))
 
@@ -262,6 +296,8 @@ def _complete_json(buf: bytearray) -> bool:
         msgspec.json.decode(buf)
     except msgspec.DecodeError:
         return False
+    except RecursionError:
+        return True  # nested too deeply to tell: the parser refuses it anyway
     return True
 
 
@@ -417,6 +453,8 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
         if isinstance(exc, HTTPException):
             code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
             return error_response(code, str(exc.detail), exc.status_code)
+        if isinstance(exc, RecursionError):  # a JSON body nested deeper than the decoder goes
+            return error_response(BadRequest.code, "request body is nested too deeply", 400)
         log.exception("internal error on %s %s", request.method, request.url.path)
         return error_response("internal", f"internal error: {type(exc).__name__}", 500)
 
@@ -549,6 +587,17 @@ def _bind_tcp(port: int) -> socket.socket:
     return sock
 
 
+class _HttpProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, except that a request it cannot parse (bad framing,
+    headers or URL) is answered with hookd's one error shape, not uvicorn's plain text."""
+
+    def send_400_response(self, msg: str) -> None:
+        body = _error_body("bad_request", f"invalid HTTP request: {msg}")
+        self.transport.write(b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n"
+                             b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body))
+        self.transport.close()
+
+
 async def _watch_spool(core: Hookd, stop: asyncio.Event) -> None:
     """Ingest payloads spooled while the daemon runs (a client that timed out, or one that
     read no endpoint during start-up)."""
@@ -676,6 +725,7 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
     app = build_app(core, token=token, lifespan=lifespan, should_exit=lambda: server is not None and server.should_exit)
     config = uvicorn.Config(
         app,
+        http=_HttpProtocol,
         log_level="warning",
         access_log=False,
         lifespan="on",

@@ -418,6 +418,8 @@ class Hookd(Answers, Transcripts, ClawCore):
         adapter = HARNESSES.get(harness)
         if adapter is None:
             raise NotFound(f"unknown harness {harness!r}")
+        if harness != cc.HARNESS:
+            raise BadRequest(f"idle wake is a Claude Code Stop hook; harness {harness!r} has none")
         p = adapter.parse(raw)
         if p.hook_event_name != "Stop" or not p.session_id:
             raise BadRequest("wake takes the main agent's Stop payload")

@@ -100,6 +100,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     )
     if os.environ.get("CI") == "true" and _e2e["skipped"]:
         terminalreporter.write_line("e2e tests were skipped under CI=true: that is a failure", red=True)
+    from . import hardening_stats
+
+    if hardening_stats.counts():
+        terminalreporter.write_line(f"bad-input examples tried: {sum(hardening_stats.counts().values())} "
+                                    f"(per route: {hardening_stats.RESULTS})")
 
 
 def pytest_sessionfinish(session, exitstatus):
