@@ -36,6 +36,12 @@ IDLE_INBOX_AFTER_S = 120.0
 LIVENESS_S = float(os.environ.get("HOOKD_LIVENESS_S", "2"))
 #: Hooks after which the agent's turn is over (the main agent).
 _TURN_OVER = frozenset({"Stop", "SessionStart", "SessionEnd"})
+#: Harnesses with no end-of-turn hook (claw: only tool hooks exist). Their turn is taken as
+#: over once this many seconds pass after a tool's Post hook with no further hook
+#: (``HOOKD_QUIET_IDLE_S``): the model answers the human without calling a tool.
+QUIET_IDLE_HARNESSES = frozenset({"claw", "claw-code-go"})
+QUIET_IDLE_S = float(os.environ.get("HOOKD_QUIET_IDLE_S", "30"))
+_TOOL_DONE = frozenset({"PostToolUse", "PostToolUseFailure"})
 
 
 class Lane(msgspec.Struct):
@@ -77,9 +83,10 @@ def process_started_at(pid: int) -> float | None:
 
 
 def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | None], bool | None] = agent_alive,
-           question_after_s: float = QUESTION_AFTER_S, idle_inbox_after_s: float = IDLE_INBOX_AFTER_S) -> Lane:
+           question_after_s: float = QUESTION_AFTER_S, idle_inbox_after_s: float = IDLE_INBOX_AFTER_S,
+           quiet_idle_s: float = QUIET_IDLE_S) -> Lane:
     """The lane of one builder from :meth:`hookd.store.Store.lane_inputs` data. Pure but for
-    ``alive`` (injectable)."""
+    ``alive`` (injectable). Times in UNIX seconds; thresholds in seconds."""
     b, s, hook = d["builder"], d["session"], d["last_hook"]
     sid = s["session_id"] if s else None
     # any session of the builder: a second session's activity never hides a first one's
@@ -108,11 +115,17 @@ def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | N
                     due=first["created_at"] + question_after_s, **base)
     interrupted = s["interrupted_at"] is not None and s["interrupted_at"] >= last_at
     turn_over = interrupted or (hook is not None and hook["hook_event_name"] in _TURN_OVER)
+    quiet = (not turn_over and s.get("harness") in QUIET_IDLE_HARNESSES and hook is not None
+             and hook["hook_event_name"] in _TOOL_DONE)
+    if quiet and now - last_at >= quiet_idle_s:
+        turn_over = True  # no end-of-turn hook exists: inferred from the silence after a tool
     if not turn_over:
         return Lane(state="working", since=last_at, detail=f"last hook {hook['hook_event_name']}" if hook else "started",
-                    **base)
-    idle_since = s["interrupted_at"] if interrupted else last_at
-    why = "interrupted by the human" if interrupted else "its turn ended"
+                    due=last_at + quiet_idle_s if quiet else None, **base)
+    idle_since = s["interrupted_at"] if interrupted else last_at + (quiet_idle_s if quiet else 0)
+    why = ("interrupted by the human" if interrupted else
+           f"no hook for {quiet_idle_s:.0f} s after its last tool (inferred: {s['harness']} has no end-of-turn hook)"
+           if quiet else "its turn ended")
     if d["queued"] and d["oldest_queued_at"] is not None:
         waited = now - max(d["oldest_queued_at"], idle_since)
         if waited >= idle_inbox_after_s:

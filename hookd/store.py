@@ -1099,13 +1099,14 @@ class Store:
             rows = await self._all(
                 "SELECT session_id FROM hook_events WHERE builder=? AND session_id IS NOT NULL ORDER BY id DESC LIMIT 1", (b,))
             sid = rows[0][0] if rows else None
-            cols = "id, started_at, ended_at, end_reason, agent_pid, agent_started_at, interrupted_at, hooks_unarmed_at, cwd"
+            cols = ("id, started_at, ended_at, end_reason, agent_pid, agent_started_at, interrupted_at, hooks_unarmed_at,"
+                    " cwd, harness")
             srows = await self._all(f"SELECT {cols} FROM sessions WHERE id=?", (sid,)) if sid else []
             if not srows:
                 srows = await self._all(f"SELECT {cols} FROM sessions WHERE builder=? ORDER BY started_at DESC LIMIT 1", (b,))
             if srows:
                 keys = ("session_id", "started_at", "ended_at", "end_reason", "agent_pid", "agent_started_at",
-                        "interrupted_at", "hooks_unarmed_at", "cwd")
+                        "interrupted_at", "hooks_unarmed_at", "cwd", "harness")
                 d["session"] = dict(zip(keys, srows[0]))
                 h = await self._all(
                     "SELECT hook_event_name, received_at FROM hook_events WHERE session_id=? AND agent_id IS NULL"

@@ -137,7 +137,7 @@ def _inputs(**over: Any) -> dict[str, Any]:
     d: dict[str, Any] = {"builder": "b1", "queued": 0, "oldest_queued_at": None, "pending": [],
                          "session": {"session_id": "s1", "started_at": 100.0, "ended_at": None, "end_reason": None,
                                      "agent_pid": None, "agent_started_at": None, "interrupted_at": None,
-                                     "hooks_unarmed_at": None, "cwd": None},
+                                     "hooks_unarmed_at": None, "cwd": None, "harness": "claude-code"},
                          "last_hook": {"hook_event_name": "PostToolUse", "at": 110.0}}
     d.update(over)
     return d
@@ -217,3 +217,20 @@ def test_idle_with_queued_messages_notifies_once(alerting: tuple[Agent, Path]) -
     agent.wait_lane("working")
     sent = [e for e in events(agent.home) if e["kind"] == "notification_sent"]
     assert len(sent) == 1
+
+
+def test_derive_claw_turn_ends_by_silence_after_a_tool() -> None:
+    """claw has no Stop hook: QUIET_IDLE_S after a tool's Post hook with nothing further, the
+    lane is idle (and queued messages then stall it); a Claude Code lane is not inferred."""
+    claw = _inputs(queued=1, oldest_queued_at=105.0)
+    claw["session"]["harness"] = "claw"
+    lane = derive(claw, now=120.0, alive=lambda p, a: None, quiet_idle_s=30)
+    assert (lane.state, lane.due) == ("working", 140.0)
+    lane = derive(claw, now=141.0, alive=lambda p, a: None, quiet_idle_s=30, idle_inbox_after_s=120)
+    assert (lane.state, lane.since, lane.due) == ("idle", 140.0, 260.0)
+    assert "claw has no end-of-turn hook" in lane.detail
+    assert derive(claw, now=261.0, alive=lambda p, a: None, quiet_idle_s=30, idle_inbox_after_s=120).state == "stalled"
+    claw["last_hook"] = {"hook_event_name": "PreToolUse", "at": 110.0}  # a tool still running
+    assert derive(claw, now=500.0, alive=lambda p, a: None, quiet_idle_s=30).state == "working"
+    cc_lane = _inputs()
+    assert derive(cc_lane, now=500.0, alive=lambda p, a: None, quiet_idle_s=30).state == "working"
