@@ -110,28 +110,60 @@ def salvage(line: bytes, stats: TailStats) -> list[dict[str, Any]]:
 
 
 def _split_objects(text: str) -> tuple[list[dict[str, Any]], bool]:
-    """Every JSON object in ``text`` (spliced ``}{`` rows); junk between them is skipped.
-    Returns (objects, whether junk was skipped)."""
+    """Every row object in ``text`` (spliced ``}{`` rows); junk is skipped. Returns
+    (objects, whether junk was skipped).
+
+    A row starts at the line's first ``{`` or right after another row. After junk (a torn
+    row) the next row is the first ``{`` from which the rest of the line reads as whole rows:
+    the objects nested inside a torn row (a message inside a ``progress`` row, a tool_use
+    block) are never taken for rows of their own."""
     objs: list[dict[str, Any]] = []
-    junk = False
-    i, n = 0, len(text)
+    n = len(text)
+    i = text.find("{")
+    junk = bool(text[: i if i >= 0 else n].strip())
+    if i < 0:
+        return objs, junk
     while i < n:
-        j = text.find("{", i)
-        if j < 0:
-            junk = junk or bool(text[i:].strip())
-            break
-        if text[i:j].strip():
-            junk = True
         try:
-            obj, end = _decoder.raw_decode(text, j)
+            obj, end = _decoder.raw_decode(text, i)
         except ValueError:
             junk = True
-            i = j + 1
+            i = _restart(text, i + 1)
             continue
         if isinstance(obj, dict):
             objs.append(obj)
-        i = end
+        i = _skip_ws(text, end)
+        if i < n and text[i] != "{":
+            junk = True
+            i = _restart(text, i)
     return objs, junk
+
+
+def _skip_ws(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _restart(text: str, start: int) -> int:
+    """The first ``{`` at or after ``start`` from which the rest of ``text`` decodes as a
+    sequence of objects; ``len(text)`` when there is none."""
+    n = len(text)
+    k = text.find("{", start)
+    while k >= 0:
+        i = k
+        while i < n:
+            try:
+                _, end = _decoder.raw_decode(text, i)
+            except ValueError:
+                break
+            i = _skip_ws(text, end)
+            if i < n and text[i] != "{":
+                break
+        else:
+            return k
+        k = text.find("{", k + 1)
+    return n
 
 
 def read_new(cursor: Cursor, max_bytes: int = READ_CHUNK) -> ReadResult:

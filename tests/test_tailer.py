@@ -89,3 +89,20 @@ def test_salvage_counts_non_object_json_as_torn() -> None:
     s = TailStats()
     assert salvage(b"[1, 2]", s) == [] and s.torn == 1
     assert salvage(b'junk {"a": 1} more', s) == [{"a": 1}] and s.torn == 2
+
+
+def test_objects_nested_in_a_torn_row_are_not_rows(tmp_path: Path) -> None:
+    """A torn row followed by a whole one on the same line: only the whole one is a row, never
+    the objects nested inside the torn one (a progress row carrying an assistant message with
+    an AskUserQuestion tool_use must not open a phantom question)."""
+    nested = {"type": "assistant", "message": {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_PHANTOM", "name": "AskUserQuestion", "input": {"questions": []}}]}}
+    progress = json.dumps({"type": "progress", "uuid": "p1", "data": {"message": nested, "more": 1}}).encode()
+    p = tmp_path / "t.jsonl"
+    append(p, progress[: len(progress) - 12] + row(2) + b"\n")     # torn inside "data", then a row
+    append(p, row(3) + b"garbage" + row(4) + b"\n")                 # a whole row, junk, a whole row
+    append(p, b'{"type":"user","uuid":"u5","x":{"a":1},"y":' + row(6) + b"\n")  # torn after a nested object
+    r = read_new(Cursor(os.fspath(p)))
+    assert [x.get("uuid") for x in r.rows] == ["u2", "u3", "u4", "u6"]
+    assert not any(x.get("type") == "assistant" or "toolu_PHANTOM" in json.dumps(x) for x in r.rows)
+    assert r.stats.torn == 3
