@@ -388,13 +388,18 @@ class Answers:
         route: str | None
         if i.kind == "async":
             route = "inbox"
-        elif i.id in self._waiters or (i.kind == "question" and not tx.permission_seen(i.id)):
+        elif i.id in self._waiters or (i.kind == "question" and not tx.permission_seen(i.id)
+                                       and i.session_id is not None and tx.session_has_hooks(i.session_id)):
             route = "hook"  # a held hook waits, or the PermissionRequest hook is still to come
         else:
             route = None
         if route is None:
-            reason = (f"no hook is holding {i.id} (holding is off, or the daemon restarted since it was"
-                      " asked), so it can only be answered at the desk")
+            if i.session_id is not None and not tx.session_has_hooks(i.session_id):
+                reason = (f"{i.id} was seen only in a transcript (no hook came from its session), so no hook"
+                          " can carry an answer; it can only be answered at the desk")
+            else:
+                reason = (f"no hook is holding {i.id} (holding is off, or the daemon restarted since it was"
+                          " asked), so it can only be answered at the desk")
             if i.kind == "permission":
                 return self._keep_late(tx, i, req, content, answers, decision, message, author, at, reason,
                                        late="no hook was holding the permission prompt")

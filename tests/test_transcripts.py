@@ -271,3 +271,34 @@ def test_frozen_transcript_path_follows_the_file_carrying_the_session_id(home: P
             str(folder / "moved.jsonl"), str(folder / "moved-again.jsonl")}
     finally:
         d.stop()
+
+
+def test_answer_to_a_question_seen_only_in_a_transcript_is_queued_not_claimed(home: Path, worktree: Path,
+                                                                             tmp_path: Path) -> None:
+    """No hook came from the session: no hook can carry a remote answer. `hookd answer` says
+    so (delivery inbox, a message), the question stays pending, and the desk's answer in the
+    transcript resolves it as the desk's."""
+    folder = tmp_path / "projects" / "-home-dev-proj"
+    folder.mkdir(parents=True)
+    use, res = ask_rows()
+    d = DaemonProcess(home).start()
+    try:
+        assert hookd_cli(home, "spawn", "b1", "--worktree", str(worktree)).returncode == 0
+        assert hookd_cli(home, "tail", str(folder), "--builder", "b1").returncode == 0
+        (folder / f"{SID}.jsonl").write_bytes(line(use))
+        wait_until(lambda: any(q["id"] == ASK for q in questions(home, "pending")), 5, what="the question")
+        r = hookd_cli(home, "answer", ASK, "--option", "Red", "--json")
+        assert r.returncode == 0, r.stderr
+        receipt = json.loads(r.stdout)
+        assert receipt["delivery"] == "inbox" and receipt["message_id"], receipt
+        assert "only in a transcript" in receipt["warning"]
+        [q] = questions(home, "pending")
+        assert q["id"] == ASK and q["surface"] is None
+        append(folder / f"{SID}.jsonl", line(res))
+        wait_until(lambda: any(q["id"] == ASK and q["state"] == "answered" for q in questions(home, "all")), 5,
+                   what="the desk's answer")
+        [q] = questions(home, "all")
+        assert (q["surface"], q["answers"]) == ("terminal", {"Which color do you prefer?": "Blue"})
+        assert not [e for e in events(home) if e["kind"] in ("answer_superseded", "interaction_answered")]
+    finally:
+        d.stop()
