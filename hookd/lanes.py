@@ -125,7 +125,8 @@ def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | N
     idle_since = s["interrupted_at"] if interrupted else last_at + (quiet_idle_s if quiet else 0)
     why = ("interrupted by the human" if interrupted else
            f"no hook for {quiet_idle_s:.0f} s after its last tool (inferred: {s['harness']} has no end-of-turn hook)"
-           if quiet else "its turn ended")
+           if quiet else "session started, no prompt yet" if hook and hook["hook_event_name"] == "SessionStart"
+           else "its turn ended")
     if d["queued"] and d["oldest_queued_at"] is not None:
         waited = now - max(d["oldest_queued_at"], idle_since)
         if waited >= idle_inbox_after_s:
@@ -155,6 +156,7 @@ class LaneWatch:
         self.question_after_s = question_after_s
         self.idle_inbox_after_s = idle_inbox_after_s
         self._known: dict[str, _Known] = {}
+        self._recorded: dict[str, tuple[str, float]] | None = None  # builder -> (state, since) recorded
 
     async def builders(self) -> list[str]:
         from hookd.spawn import list_manifests
@@ -164,10 +166,25 @@ class LaneWatch:
         return sorted(names)
 
     async def compute(self, builders: list[str] | None = None, now: float | None = None) -> list[Lane]:
+        """The current lanes of ``builders`` (None: all), their ``since`` settled against the
+        recorded lanes: a lane still in its recorded state keeps the time that state began
+        (``dead`` is only known from the check that saw it), and a new state never began
+        before the one it replaced (then: now)."""
         now = time.time() if now is None else now
         inputs = await self.core.store.lane_inputs(builders if builders is not None else await self.builders())
-        return [derive(d, now, question_after_s=self.question_after_s, idle_inbox_after_s=self.idle_inbox_after_s)
-                for d in inputs]
+        if self._recorded is None:
+            self._recorded = {b: (st, since) for b, (st, since, _, _) in (await self.core.store.lanes()).items()}
+        lanes = [derive(d, now, question_after_s=self.question_after_s, idle_inbox_after_s=self.idle_inbox_after_s)
+                 for d in inputs]
+        for lane in lanes:
+            rec = self._recorded.get(lane.builder)
+            if rec is None:
+                continue
+            if rec[0] == lane.state:
+                lane.since = rec[1]
+            elif lane.since < rec[1]:
+                lane.since = now
+        return lanes
 
     async def refresh(self, builders: list[str] | None = None) -> list[Lane]:
         """Recompute the lanes of ``builders`` (None: all); record and announce the ones that
@@ -196,6 +213,8 @@ class LaneWatch:
             result, events = await self.core.store.write(tx_fn)
             for lane in changed:
                 self._known[lane.builder] = _Known(lane.state, lane.session_id)
+                assert self._recorded is not None
+                self._recorded[lane.builder] = (lane.state, lane.since)
             if events:
                 await self.core.bus.publish()
             if self.on_change is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import sys
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,40 @@ def test_agent_killed_with_a_pending_question_is_dead(agent: Agent) -> None:
     agent.close()  # SIGKILL: no SessionEnd
     lane = agent.wait_lane("dead")
     assert "left unanswered" in lane["detail"] and lane["pending"] == [ASK]
+    wait_until(lambda: agent.changes()[-1] == ("waiting_question", "dead"), 5, what="lane_changed to dead")
+    first = agent.lane()
+    wait_until(lambda: time.time() > first["since"] + 1.0, 5, what="a second to pass")
+    assert agent.lane()["since"] == first["since"]  # the time it was found dead, not "now" on each read
+
+
+def test_a_new_state_never_begins_before_the_one_it_replaced(agent: Agent, tmp_path: Path) -> None:
+    """A session known only from its transcript: when the desk's answer ends waiting_question,
+    the lane is working since then, not since the session started (no hook time to derive it
+    from); a session that just started is idle with no prompt yet."""
+    agent.hook(payload("001-SessionStart.json"))
+    assert agent.wait_lane("idle")["detail"] == "session started, no prompt yet"
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    assert hookd_cli(agent.home, "spawn", "b2", "--settings-file", str(tmp_path / "unused.json")).returncode == 0
+    assert hookd_cli(agent.home, "tail", str(folder), "--builder", "b2").returncode == 0
+    rows = [json.loads(x) for x in (TUI.parent / "transcript.jsonl").read_text().splitlines()]
+    use = next(r for r in rows if r.get("type") == "assistant" and "AskUserQuestion" in json.dumps(r))
+    res = next(r for r in rows if r.get("type") == "user" and ASK in json.dumps(r) and "toolUseResult" in r)
+    prompt = next(r for r in rows if r.get("type") == "user")
+    t = folder / "s-0099.jsonl"
+    t.write_text(json.dumps(dict(prompt, sessionId="s-0099")) + "\n")
+    b2 = Agent.__new__(Agent)
+    b2.home, b2.name = agent.home, "b2"
+    started = b2.wait_lane("working")
+    wait_until(lambda: time.time() > started["since"] + 1.0, 5, what="a second to pass")
+    with open(t, "a") as f:
+        f.write(json.dumps(dict(use, sessionId="s-0099")) + "\n")
+    waiting = b2.wait_lane("waiting_question")
+    wait_until(lambda: b2.changes()[-1][1] == "waiting_question", 5, what="lane_changed")
+    with open(t, "a") as f:
+        f.write(json.dumps(dict(res, sessionId="s-0099")) + "\n")
+    working = b2.wait_lane("working")
+    assert working["since"] >= waiting["since"], (waiting, working)
 
 
 def test_session_end_is_ended(agent: Agent) -> None:
