@@ -169,6 +169,25 @@ TRANSCRIPT_ROW_TYPES = frozenset({
 })
 
 
+#: Content block types of user/assistant rows (the Messages API's, as 2.1.332 writes them);
+#: others are counted as unknown and ignored.
+CONTENT_BLOCK_TYPES = frozenset({
+    "text", "thinking", "redacted_thinking", "tool_use", "tool_result", "image", "document",
+    "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
+    "mcp_tool_use", "mcp_tool_result", "container_upload", "search_result", "tool_reference",
+})
+
+
+def unknown_blocks(row: dict[str, Any]) -> int:
+    """How many content blocks of a user/assistant transcript row have a type hookd does not
+    know (CONTENT_BLOCK_TYPES)."""
+    msg = row.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if row.get("type") not in ("user", "assistant") or not isinstance(content, list):
+        return 0
+    return sum(1 for b in content if not (isinstance(b, dict) and b.get("type") in CONTENT_BLOCK_TYPES))
+
+
 def known_fields(event_name: str) -> frozenset[str] | None:
     """Top-level payload fields hookd's model of ``event_name`` knows, None if the event
     itself is unknown."""

@@ -78,7 +78,8 @@ class Transcripts:
         rows = claw if claw.is_transcript(path) else cc  # the harness that writes this file
         if rows is claw:
             session_hint = session_hint or claw.transcript_session(builder, path)
-        unknown = 0
+        unknown = blocks = 0
+        count_blocks = getattr(rows, "unknown_blocks", None)
         sessions: dict[str, tuple[float | None, str | None]] = {}  # sid -> (newest row time, cwd)
         roots: dict[str, str] = {}  # sid -> uuid of its first conversation root row in this read
         firsts: dict[str, float | None] = {}  # sid -> time of its first timestamped row in this read
@@ -86,6 +87,8 @@ class Transcripts:
             kind = row.get("type")
             if kind not in rows.TRANSCRIPT_ROW_TYPES:
                 unknown += 1
+            elif count_blocks is not None:
+                blocks += count_blocks(row)
             sid = cc.row_session(row) or session_hint
             if sid and firsts.get(sid) is None:
                 firsts[sid] = _row_time(row)  # a fork's first rows are written when it forks
@@ -98,6 +101,8 @@ class Transcripts:
             obs = rows.transcript_observations(row)
             if not obs:
                 continue
+            if sid and tx.session_info(sid) is None:  # the session first, then what it asked
+                self._transcript_session(tx, builder, sid, path, cc.text(row.get("cwd")), None, at, rows)
             if sid and sid not in sessions:
                 sessions[sid] = (_row_time(row), cc.text(row.get("cwd")))
             agent = cc.text(row.get("agentId")) if row.get("isSidechain") else None
@@ -132,9 +137,10 @@ class Transcripts:
             damaged=st.nul_padded + st.spliced + st.invalid_utf8 + st.torn, unknown_rows=unknown, at=at,
         )
         damaged = {k: v for k, v in st.as_dict().items() if k not in ("rows", "bytes") and v}
-        if damaged or unknown:
-            tx.append_event("transcript_damaged" if damaged else "transcript_unknown_rows", builder, session_hint, at,
-                            {"path": path, **damaged, "unknown_rows": unknown})
+        if damaged or unknown or blocks:
+            file_session = session_hint or (next(iter(sessions)) if len(sessions) == 1 else None)
+            tx.append_event("transcript_damaged" if damaged else "transcript_unknown_rows", builder, file_session, at,
+                            {"path": path, **damaged, "unknown_rows": unknown, "unknown_blocks": blocks})
 
     def _transcript_session(self: "Hookd", tx: Tx, builder: str, sid: str, path: str,  # type: ignore[misc]
                             cwd: str | None, newest: float | None, at: float, rows: Any = cc) -> None:
@@ -147,11 +153,39 @@ class Transcripts:
             tx.append_event("session_started", builder, sid, at, {
                 "source": "transcript", "parent_session_id": None, "transcript_path": path, "cwd": cwd,
             })
-        if newest is not None and at - newest >= UNARMED_GRACE_S and not tx.session_has_hooks(sid):
+        if newest is not None and at - newest < UNARMED_GRACE_S and not tx.session_has_hooks(sid):
+            # the first hook may be on its way: look again when the grace has passed, even
+            # if the transcript does not move again (an agent blocked on its question)
+            tx.after_commit.append(lambda: self._unarmed_later(builder, sid, path, newest + UNARMED_GRACE_S, rows))
+        elif newest is not None and not tx.session_has_hooks(sid):
             if tx.mark_hooks_unarmed(sid, at):
                 advice = CLAW_UNARMED_ADVICE if rows is claw else UNARMED_ADVICE
                 tx.append_event("hooks_unarmed", builder, sid, at, {"transcript_path": path, "advice": advice})
                 tx.after_commit.append(lambda: self._sessions.pop(sid, None))  # next hook re-reads it
+
+    def _unarmed_later(self: "Hookd", builder: str, sid: str, path: str, due: float, rows: Any) -> None:  # type: ignore[misc]
+        """At ``due`` (UNIX seconds), flag ``sid`` hooks_unarmed if still no hook came from it
+        (one pending check per session)."""
+        import asyncio
+
+        checks: dict[str, Any] = self.__dict__.setdefault("_unarmed_checks", {})
+        if sid in checks:
+            return
+
+        async def check() -> None:
+            checks.pop(sid, None)
+            try:
+                def tx_(tx: Tx) -> None:
+                    if tx.session_info(sid) is not None:
+                        self._transcript_session(tx, builder, sid, path, None, due - UNARMED_GRACE_S, time.time(), rows)
+                _, events = await self.store.write(tx_)
+                if events:
+                    await self.bus.publish()
+            except Exception:  # the store is closing: the next read of the file checks again
+                pass
+
+        loop = asyncio.get_running_loop()
+        checks[sid] = loop.call_later(max(0.0, due - time.time()) + 0.05, lambda: asyncio.ensure_future(check()))
 
     def _tool_result_seen(self: "Hookd", tx: Tx, builder: str, p: cc.Base, ob: cc.ToolResultSeen,  # type: ignore[misc]
                           at: float) -> None:

@@ -103,6 +103,8 @@ def test_chunked_and_damaged_rows_give_each_event_once(home: Path, worktree: Pat
     append(t, line({"type": "mode", "sessionId": SID}).rstrip(b"\n") + line({"type": "mode", "sessionId": SID}))  # spliced
     append(t, b"\x00" * 64 + line({"type": "brand-new-type", "sessionId": SID}))  # NUL padding, unknown type
     append(t, b'{"type":"user","sessionId":"' + SID.encode() + b'","message":{"role":"user","content":"caf\xff"}}\n')  # 0xFF
+    append(t, line({"type": "assistant", "sessionId": SID, "message": {"role": "assistant", "content": [
+        {"type": "hologram", "data": 1}, {"type": "text", "text": "ok"}]}}))  # an unknown content block
     append(t, line(res))
     wait_until(lambda: any(q["id"] == ASK and q["state"] == "answered" for q in questions(home)), 5,
                what="the answer from the damaged transcript")
@@ -113,6 +115,8 @@ def test_chunked_and_damaged_rows_give_each_event_once(home: Path, worktree: Pat
     assert total["spliced"] >= 1 and total["nul_padded"] == 1 and total["invalid_utf8"] == 1
     unknown = sum(e["data"].get("unknown_rows", 0) for e in evs if e["kind"].startswith("transcript_"))
     assert unknown == 2  # future-row, brand-new-type
+    assert sum(e["data"].get("unknown_blocks", 0) for e in evs if e["kind"].startswith("transcript_")) == 1
+    assert {e["session_id"] for e in evs if e["kind"].startswith("transcript_")} == {SID}
 
 
 def test_catch_up_after_the_daemon_was_down(home: Path, worktree: Path, tmp_path: Path) -> None:
@@ -302,3 +306,23 @@ def test_answer_to_a_question_seen_only_in_a_transcript_is_queued_not_claimed(ho
         assert not [e for e in events(home) if e["kind"] in ("answer_superseded", "interaction_answered")]
     finally:
         d.stop()
+
+
+def test_session_that_stops_writing_is_still_flagged_unarmed(home: Path, worktree: Path, tmp_path: Path,
+                                                             daemon: DaemonProcess) -> None:
+    """B19 as it happens: the rows are fresh (no hook may have had time to come) and then the
+    transcript stops moving (the agent is blocked on its question): after the grace the session
+    is flagged anyway, without another row."""
+    assert hookd_cli(home, "spawn", "b1", "--worktree", str(worktree)).returncode == 0
+    t = tmp_path / "s-0008.jsonl"
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    use, _ = ask_rows()
+    t.write_bytes(line(dict(use, sessionId="s-0008", timestamp=now)))
+    assert hookd_cli(home, "tail", str(t), "--builder", "b1").returncode == 0
+    assert [q["id"] for q in questions(home, "pending")] == [ASK]
+    evs = events(home)
+    assert not [e for e in evs if e["kind"] == "hooks_unarmed"]  # within the grace
+    assert [e["kind"] for e in evs if e["kind"] in ("session_started", "question_pending")] == [
+        "session_started", "question_pending"]  # the session first, then what it asked
+    flag = wait_until(lambda: [e for e in events(home) if e["kind"] == "hooks_unarmed"], 15, what="hooks_unarmed")
+    assert [e["session_id"] for e in flag] == ["s-0008"]
