@@ -472,6 +472,16 @@ class Interrupted(Observation, kw_only=True):
     marker: str
 
 
+class TurnStarted(Observation, kw_only=True):
+    """A human (or SDK) prompt row of the main agent: a turn begins (transcript-only sessions
+    have no UserPromptSubmit hook to say so)."""
+
+
+class TurnEnded(Observation, kw_only=True):
+    """The main agent's turn ended: an assistant row with ``stop_reason: "end_turn"`` or a
+    ``system``/``turn_duration`` row (2.1.332)."""
+
+
 def _result_text(content: Any) -> str:
     """A tool_result's content as text (a string, or its text blocks joined)."""
     if isinstance(content, str):
@@ -501,18 +511,32 @@ def row_root(row: dict[str, Any]) -> str | None:
 def transcript_observations(row: dict[str, Any]) -> list[Observation]:
     """Classify one transcript row (Claude Code 2.1.332). Pure. An AskUserQuestion
     ``tool_use`` gives QuestionAsked (``via: "transcript"``); a ``tool_result`` gives
-    ToolResultSeen; an interrupt marker gives Interrupted. Compaction summaries
-    (``isCompactSummary``) never give anything: their text only tells about questions."""
+    ToolResultSeen; an interrupt marker gives Interrupted; a main-agent prompt row gives
+    TurnStarted, an ``end_turn`` assistant row or a ``turn_duration`` row TurnEnded.
+    Compaction summaries (``isCompactSummary``) never give anything: their text only tells
+    about questions."""
     kind = row.get("type")
+    main = not row.get("isSidechain")
+    if kind == "system" and row.get("subtype") == "turn_duration" and main:
+        return [TurnEnded()]
     if kind not in ("assistant", "user") or row.get("isCompactSummary"):
         return []
     msg = row.get("message")
     content = msg.get("content") if isinstance(msg, dict) else None
     if isinstance(content, str):
-        return [Interrupted(marker=content)] if kind == "user" and content.strip() in INTERRUPT_MARKERS else []
+        if kind == "user" and content.strip() in INTERRUPT_MARKERS:
+            return [Interrupted(marker=content)]
+        return [TurnStarted()] if kind == "user" and main and not row.get("isMeta") else []
     if not isinstance(content, list):
         return []
     obs: list[Observation] = []
+    if main and kind == "assistant" and isinstance(msg, dict) and msg.get("stop_reason") == "end_turn":
+        obs.append(TurnEnded())
+    if (main and kind == "user" and not row.get("isMeta")
+            and any(isinstance(b, dict) and b.get("type") == "text" for b in content)
+            and not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+            and not any(isinstance(b, dict) and str(b.get("text", "")).strip() in INTERRUPT_MARKERS for b in content)):
+        obs.append(TurnStarted())
     for block in content:
         if not isinstance(block, dict):
             continue

@@ -113,8 +113,15 @@ def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | N
                         detail=f"{first['kind']} {first['id']} waiting on a human for {waited:.0f} s", **base)
         return Lane(state=kind, since=first["created_at"], detail=f"{first['kind']} {first['id']} is pending",
                     due=first["created_at"] + question_after_s, **base)
+    if hook is None and s.get("turn_started_at") is not None:
+        last_at = s["turn_started_at"]  # no hook: the transcript's prompt row tells
     interrupted = s["interrupted_at"] is not None and s["interrupted_at"] >= last_at
     turn_over = interrupted or (hook is not None and hook["hook_event_name"] in _TURN_OVER)
+    ended = s.get("turn_ended_at")
+    seen_end = (hook is None and not turn_over and ended is not None
+                and (s.get("turn_started_at") is None or ended >= s["turn_started_at"]))
+    if seen_end:
+        turn_over, last_at = True, ended  # no hook: the transcript's end_turn row tells
     quiet = (not turn_over and s.get("harness") in QUIET_IDLE_HARNESSES and hook is not None
              and hook["hook_event_name"] in _TOOL_DONE)
     if quiet and now - last_at >= quiet_idle_s:
@@ -126,7 +133,7 @@ def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | N
     why = ("interrupted by the human" if interrupted else
            f"no hook for {quiet_idle_s:.0f} s after its last tool (inferred: {s['harness']} has no end-of-turn hook)"
            if quiet else "session started, no prompt yet" if hook and hook["hook_event_name"] == "SessionStart"
-           else "its turn ended")
+           else "its turn ended (as its transcript shows)" if seen_end else "its turn ended")
     if d["queued"] and d["oldest_queued_at"] is not None:
         waited = now - max(d["oldest_queued_at"], idle_since)
         if waited >= idle_inbox_after_s:

@@ -259,6 +259,15 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "CREATE INDEX sessions_root ON sessions(root_uuid) WHERE root_uuid IS NOT NULL",
         ],
     ),
+    (
+        # Turns seen in transcripts (row times): what a session's lane follows when no hook
+        # comes from it (no UserPromptSubmit or Stop hook to say so).
+        "0009_transcript_turns",
+        [
+            "ALTER TABLE sessions ADD COLUMN turn_started_at REAL",
+            "ALTER TABLE sessions ADD COLUMN turn_ended_at REAL",
+        ],
+    ),
 ]
 
 
@@ -666,6 +675,16 @@ class Tx:
     def agent_pid(self, session_id: str) -> int | None:
         row = self._one("SELECT agent_pid FROM sessions WHERE id=?", (session_id,))
         return row[0] if row else None
+
+    def set_transcript_turn(self, session_id: str, *, started_at: float | None = None,
+                            ended_at: float | None = None) -> None:
+        """Record a turn's start or end seen in a transcript (row time, UNIX seconds; the
+        newest wins)."""
+        self._db.execute(
+            "UPDATE sessions SET turn_started_at=MAX(COALESCE(turn_started_at, ?), COALESCE(?, turn_started_at)),"
+            " turn_ended_at=MAX(COALESCE(turn_ended_at, ?), COALESCE(?, turn_ended_at)) WHERE id=?",
+            (started_at, started_at, ended_at, ended_at, session_id),
+        )
 
     def set_interrupted(self, session_id: str, at: float) -> None:
         self._db.execute("UPDATE sessions SET interrupted_at=? WHERE id=?", (at, session_id))
@@ -1100,13 +1119,13 @@ class Store:
                 "SELECT session_id FROM hook_events WHERE builder=? AND session_id IS NOT NULL ORDER BY id DESC LIMIT 1", (b,))
             sid = rows[0][0] if rows else None
             cols = ("id, started_at, ended_at, end_reason, agent_pid, agent_started_at, interrupted_at, hooks_unarmed_at,"
-                    " cwd, harness")
+                    " cwd, harness, turn_started_at, turn_ended_at")
             srows = await self._all(f"SELECT {cols} FROM sessions WHERE id=?", (sid,)) if sid else []
             if not srows:
                 srows = await self._all(f"SELECT {cols} FROM sessions WHERE builder=? ORDER BY started_at DESC LIMIT 1", (b,))
             if srows:
                 keys = ("session_id", "started_at", "ended_at", "end_reason", "agent_pid", "agent_started_at",
-                        "interrupted_at", "hooks_unarmed_at", "cwd", "harness")
+                        "interrupted_at", "hooks_unarmed_at", "cwd", "harness", "turn_started_at", "turn_ended_at")
                 d["session"] = dict(zip(keys, srows[0]))
                 h = await self._all(
                     "SELECT hook_event_name, received_at FROM hook_events WHERE session_id=? AND agent_id IS NULL"

@@ -114,6 +114,12 @@ class Transcripts:
                     self._question_asked(tx, builder, p, ob, at, desk_only=rows is claw)
                 elif isinstance(ob, cc.ToolResultSeen):
                     self._tool_result_seen(tx, builder, p, ob, at)
+                elif isinstance(ob, (cc.TurnStarted, cc.TurnEnded)) and sid:
+                    t = _row_time(row) or at
+                    if isinstance(ob, cc.TurnStarted):
+                        tx.set_transcript_turn(sid, started_at=t)
+                    else:
+                        tx.set_transcript_turn(sid, ended_at=t)
                 elif isinstance(ob, cc.Interrupted):
                     tx.append_event("turn_interrupted", builder, sid, at, {"marker": ob.marker, "via": "transcript"})
                     if sid:

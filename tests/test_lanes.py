@@ -269,3 +269,33 @@ def test_derive_claw_turn_ends_by_silence_after_a_tool() -> None:
     assert derive(claw, now=500.0, alive=lambda p, a: None, quiet_idle_s=30).state == "working"
     cc_lane = _inputs()
     assert derive(cc_lane, now=500.0, alive=lambda p, a: None, quiet_idle_s=30).state == "working"
+
+
+def test_derive_transcript_only_turns() -> None:
+    """No hook from the session: the transcript's prompt and end_turn rows move the lane."""
+    d = _inputs(last_hook=None)
+    d["session"].update(turn_started_at=150.0, turn_ended_at=None)
+    lane = derive(d, now=200.0, alive=lambda p, a: None)
+    assert (lane.state, lane.since) == ("working", 150.0)
+    d["session"]["turn_ended_at"] = 160.0
+    lane = derive(d, now=200.0, alive=lambda p, a: None)
+    assert (lane.state, lane.since) == ("idle", 160.0) and "transcript" in lane.detail
+    d["session"]["turn_started_at"] = 170.0  # the next prompt
+    assert derive(d, now=200.0, alive=lambda p, a: None).state == "working"
+    hooked = _inputs(last_hook={"hook_event_name": "UserPromptSubmit", "at": 180.0})
+    hooked["session"].update(turn_started_at=150.0, turn_ended_at=190.0)
+    assert derive(hooked, now=200.0, alive=lambda p, a: None).state == "working"  # hooks decide when they come
+
+
+def test_transcript_only_session_goes_idle_when_its_turn_ends(agent: Agent, tmp_path: Path) -> None:
+    """The recorded TUI transcript replayed with no hook: prompt -> question -> answer -> the
+    final end_turn row: the lane ends idle, as the transcript shows."""
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    assert hookd_cli(agent.home, "spawn", "b3", "--settings-file", str(tmp_path / "unused.json")).returncode == 0
+    assert hookd_cli(agent.home, "tail", str(folder), "--builder", "b3").returncode == 0
+    b3 = Agent.__new__(Agent)
+    b3.home, b3.name = agent.home, "b3"
+    (folder / f"{SID}.jsonl").write_bytes((TUI.parent / "transcript.jsonl").read_bytes())
+    lane = b3.wait_lane("idle")
+    assert lane["session_id"] == SID and "transcript" in lane["detail"], lane
