@@ -439,7 +439,8 @@ def tail(ctx: click.Context, paths: tuple[Path, ...], builder: str, session_id: 
                          {"paths": [os.fspath(p.absolute()) for p in paths], "session_id": session_id})
     for f in r["files"]:
         what = f"folder {f['path']} ({f['files']} transcripts now, and new ones)" if f.get("folder") else f["path"]
-        click.echo(f"following {what} for {builder} ({f['rows']} rows read)")
+        later = "" if os.path.exists(f["path"]) else "; it does not exist yet: followed once it appears"
+        click.echo(f"following {what} for {builder} ({f['rows']} rows read{later})")
     if follow:
         after = client.get("/v1/status")["counts"]["events"]  # append-only: the count is the last seq
         for e in client.lines("/v1/events", after=after, follow=1):

@@ -50,7 +50,7 @@ import httpx
 import msgspec
 from tenacity import AsyncRetrying, retry_if_not_exception_type, stop_after_attempt, wait_exponential
 
-from hookd.models import ConfigError, Interaction
+from hookd.models import ConfigError, Interaction, NotFound
 
 if TYPE_CHECKING:
     from hookd.service import Hookd
@@ -653,7 +653,7 @@ async def test_channels(config: NotifyConfig, only: str | None = None) -> list[t
     if only is not None:
         chans = [c for n, c in enumerate(chans, 1) if only in (str(n), c.name)]
         if not chans:
-            raise ConfigError(f"no channel {only!r} in {config.path} (channels: "
+            raise NotFound(f"no channel {only!r} in {config.path} (channels: "
                               f"{', '.join(f'{n}={c.name}' for n, c in enumerate(config.channels, 1)) or 'none'})")
     alert = test_alert()
 

@@ -268,6 +268,16 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "ALTER TABLE sessions ADD COLUMN turn_ended_at REAL",
         ],
     ),
+    (
+        # The hook path's queries by session (bench/load.py --explain): adoption at Stop scanned
+        # every inbox message ever sent, and a session's pending questions or delivered denies
+        # were searched through every interaction in that state, of every session.
+        "0010_hot_path_indexes",
+        [
+            "CREATE INDEX inbox_delivered ON inbox_messages(delivered_session_id, seq) WHERE state='delivered'",
+            "CREATE INDEX interactions_session ON interactions(session_id, state, created_at)",
+        ],
+    ),
 ]
 
 
@@ -799,8 +809,8 @@ class Tx:
         for a session goes only to that session; a message for an agent only to that agent;
         an unscoped one to the main agent (``agent_id`` None) of any session."""
         rows = self._db.execute(
-            f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE builder=?"
-            " AND (state='queued' OR (state='delivered' AND delivered_at<?))"
+            f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE builder=? AND state IN ('queued', 'delivered')"
+            " AND (state='queued' OR delivered_at<?)"  # (IN: the index skips adopted ones)
             " AND (session_id IS NULL OR session_id=?) AND agent_id IS ? ORDER BY seq",
             (builder, redeliver_before, session_id, agent_id),
         ).fetchall()

@@ -452,7 +452,7 @@ command = ["{sys.executable}", "-c", "import sys; sys.exit('no pager here')"]
     r = hookd_cli(home, "notify", "test", "--channel", "1")
     assert (r.returncode, r.stdout) == (0, "good (webhook): ok\n")
     r = hookd_cli(home, "notify", "test", "--channel", "9")
-    assert r.returncode == 2 and "no channel '9'" in r.stderr
+    assert r.returncode == 1 and "no channel '9'" in r.stderr
 
 
 def test_notify_test_without_channels(home: Path) -> None:

@@ -101,7 +101,7 @@ def test_tui_hooks_disabled_question_from_the_transcript(claude_bin, tmux_bin, e
     assert not path.parent.exists()
     try:
         out = hookd.cli("tail", os.fspath(path), "--builder", "b1", "--session", sid)
-        assert f"following {path} for b1 (0 rows read)" in out, out
+        assert f"following {path} for b1 (0 rows read; it does not exist yet: followed once it appears)" in out, out
         with FakeAnthropicAPI({"turns": [ask_turn(OFF_ASK), text_turn("AFTER-TRANSCRIPT-BLUE-1")]}) as api:
             from .drivers import hermetic_env
 
