@@ -443,12 +443,14 @@ class Tx:
     def set_root_uuid(self, session_id: str, uuid: str, first_row_at: float | None) -> list[tuple[str, str]]:
         """Record the uuid of a session's first conversation row and the time of its first
         timestamped row (first record wins). Returns the (session, parent) links this implies:
-        of the sessions sharing that root, the one whose first row is oldest (then: seen
-        first) is the origin, and the others were forked from it."""
+        of the builder's sessions sharing that root, the one whose first row is oldest (then:
+        seen first) is the origin, and the others were forked from it (a fork of a fork is
+        linked to the origin too). Sessions of other builders are never linked."""
         self._db.execute("UPDATE sessions SET root_uuid=?, root_at=? WHERE id=? AND root_uuid IS NULL",
                          (uuid, first_row_at, session_id))
         rows = self._db.execute(
-            "SELECT id, parent_id FROM sessions WHERE root_uuid=? ORDER BY root_at IS NULL, root_at, rowid", (uuid,),
+            "SELECT id, parent_id FROM sessions WHERE root_uuid=? AND builder=(SELECT builder FROM sessions WHERE id=?)"
+            " ORDER BY root_at IS NULL, root_at, rowid", (uuid, session_id),
         ).fetchall()
         origin = rows[0][0] if rows else None
         return [(sid, origin) for sid, parent in rows[1:] if parent != origin and origin is not None]

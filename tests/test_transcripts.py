@@ -326,3 +326,21 @@ def test_session_that_stops_writing_is_still_flagged_unarmed(home: Path, worktre
         "session_started", "question_pending"]  # the session first, then what it asked
     flag = wait_until(lambda: [e for e in events(home) if e["kind"] == "hooks_unarmed"], 15, what="hooks_unarmed")
     assert [e["session_id"] for e in flag] == ["s-0008"]
+
+
+def test_fork_lineage_is_per_builder(home: Path, worktree: Path, tmp_path: Path, daemon: DaemonProcess) -> None:
+    """Two sessions whose transcripts start with the same root row are linked (a fork) only
+    when they belong to the same builder."""
+    root = next(r for r in ROWS if r.get("type") == "user" and r.get("parentUuid") is None)
+    for b in ("b1", "b2"):
+        assert hookd_cli(home, "spawn", b, "--settings-file", str(tmp_path / f"{b}.json")).returncode == 0
+    files = {"s-a": ("b1", "2026-11-30T20:00:00.000Z"), "s-b": ("b2", "2026-11-30T20:05:00.000Z"),
+             "s-c": ("b1", "2026-11-30T20:10:00.000Z")}
+    for sid, (b, ts) in files.items():
+        d = tmp_path / b / "proj"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"{sid}.jsonl").write_bytes(line({"type": "queue-operation", "sessionId": sid, "timestamp": ts})
+                                         + line(dict(root, sessionId=sid)))
+        assert hookd_cli(home, "tail", str(d / f"{sid}.jsonl"), "--builder", b).returncode == 0
+    linked = wait_until(lambda: [e for e in events(home) if e["kind"] == "session_linked"], 5, what="a link")
+    assert [(e["session_id"], e["data"]["parent_session_id"]) for e in linked] == [("s-c", "s-a")]
