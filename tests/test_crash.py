@@ -293,6 +293,7 @@ def test_held_permission_request_fails_open_in_time_and_is_reconciled(tmp_path: 
         elapsed = time.monotonic() - t0
         assert (p.returncode, out, err) == (0, b"", b"")
         assert elapsed < 5, f"the held hook took {elapsed:.1f} s to fail open (deadline 30 s)"
+        print(f"held PermissionRequest hook: exit 0, empty stdout, {elapsed * 1000:.0f} ms after kill -9 (deadline 30 s)")
         # its payload was spooled (no reply): the same delivery the daemon stored, so once
         assert len(list(Home.resolve(home).spool_dir("b1").glob("*.json"))) == 1
         d.start()
