@@ -250,7 +250,7 @@ class Tailer:
         """Follow ``path`` for ``builder`` (idempotent). A folder (claw reports its sessions
         folder, ``.claw/sessions/<fp>``) is followed like ``hookd tail DIR``."""
         path = os.path.abspath(path)
-        if os.path.isdir(path):
+        if os.path.isdir(path) or not path.endswith(".jsonl"):  # a folder, or one still to be made
             self.add_dir(path, builder)
             return
         if path in self._targets and (session_id is None or self._targets[path][1] == session_id):
@@ -419,7 +419,7 @@ class Tailer:
             # and start over when something appears there
             subagents = {_subagents_dir(p) for p in self._targets} - {None}
             exact |= {d for d in subagents if os.path.isdir(d)}
-            missing = ({os.path.dirname(p) for p in self._targets} | subagents) - exact
+            missing = ({os.path.dirname(p) for p in self._targets} | subagents | set(self._dirs)) - exact
             standins = {_existing_ancestor(d) for d in missing} - {None}
             dirs = sorted(exact | standins)
             restart = asyncio.Event()

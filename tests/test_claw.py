@@ -338,3 +338,29 @@ def test_claw_session_file_without_hooks_is_a_claw_session(daemon: DaemonProcess
     r = hookd_cli(home, "status", "--json")
     [b1] = [b for b in json.loads(r.stdout)["builders"] if b["builder"] == "b1"]
     assert [(s["session_id"], s["harness"], s["source"]) for s in b1["sessions"]] == [(sid_of(worktree), "claw", "transcript")]
+
+
+def test_claw_sessions_folder_made_after_the_first_hook_is_followed(daemon: DaemonProcess, home: Path, spawned: Path,
+                                                                     tmp_path: Path):
+    """The first hook names the sessions folder before it exists (a fresh worktree): the
+    tailer follows it once it appears, without a restart."""
+    import shutil
+
+    import httpx
+
+    from hookd.config import Home
+
+    fc = FakeClaw(spawned, claw_env(tmp_path))
+    shutil.rmtree(spawned / ".claw" / "sessions")
+    run = fc.run_hooks("PreToolUse", "bash", json.dumps({"command": "true"}), None, False)
+    assert all(code == 0 for _, code, _, _ in run.runs)
+    wait_until(lambda: kinds(home, "session_started"), 10)
+    fc.session_file.parent.mkdir(parents=True)
+    fc.ask("Which DB?", ["Postgres", "SQLite"], lambda: "SQLite")
+
+    def tailed() -> list[str]:
+        with httpx.Client(transport=httpx.HTTPTransport(uds=str(Home.resolve(home).socket_path)), timeout=10) as c:
+            return [t["path"] for t in c.get("http://hookd/v1/transcripts").json()]
+
+    wait_until(lambda: str(fc.session_file) in tailed(), 10)
+    wait_until(lambda: questions(home, "all") and questions(home, "all")[0]["tool_use_id"] == "toolu_0001", 10)
