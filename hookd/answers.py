@@ -394,7 +394,11 @@ class Answers:
         else:
             route = None
         if route is None:
-            if i.session_id is not None and not tx.session_has_hooks(i.session_id):
+            harness = tx.session_harness(i.session_id) if i.session_id is not None else None
+            if harness in ("claw", "claw-code-go"):
+                reason = (f"{harness} reads the answer to {i.id} at its own prompt (no hook can carry one),"
+                          " so it can only be answered at the desk")
+            elif i.session_id is not None and not tx.session_has_hooks(i.session_id):
                 reason = (f"{i.id} was seen only in a transcript (no hook came from its session), so no hook"
                           " can carry an answer; it can only be answered at the desk")
             else:

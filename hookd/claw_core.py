@@ -26,7 +26,7 @@ import msgspec
 
 from hookd.harness import claude_code as cc
 from hookd.harness import claw, claw_http
-from hookd.models import TERMINAL_STATES, BadRequest, Interaction
+from hookd.models import TERMINAL_STATES, BadRequest, Interaction, NotFound
 from hookd.store import Tx
 
 if TYPE_CHECKING:
@@ -140,6 +140,11 @@ class ClawCore:
         messages this call delivered (a drain), framed as the model should read them.
         Raises BadRequest (invalid payload), PayloadInvalid."""
         check_session_id(sid)
+        if payload.get("hook_event_name") != "SessionStart":
+            known = await self.store.session_builders([sid])
+            if known.get(sid) != builder:
+                raise NotFound(f"no claw-http session {sid!r} of {builder!r}: register it first"
+                               f" (POST /v1/claw/{builder}/sessions)")
         acked = await self.claw_ack(builder, sid, ack or [])
         raw = msgspec.json.encode({**payload, "session_id": sid})
         res = await self.ingest_hook(claw_http.HARNESS, builder, raw)

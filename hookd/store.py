@@ -399,6 +399,10 @@ class Tx:
         )
 
     # sessions ------------------------------------------------------------------------
+    def session_harness(self, session_id: str) -> str | None:
+        row = self._one("SELECT harness FROM sessions WHERE id=?", (session_id,))
+        return row[0] if row else None
+
     def session_info(self, session_id: str) -> tuple[str | None, str | None] | None:
         """(transcript_path, cwd) of a known session, None if unknown."""
         row = self._one("SELECT transcript_path, cwd FROM sessions WHERE id=?", (session_id,))

@@ -287,6 +287,7 @@ def test_remote_answer_to_a_claw_question_goes_to_the_inbox(daemon: DaemonProces
 
     res = fc.ask("Which DB?", ["Postgres", "SQLite"], desk)
     assert receipt["delivery"] == "inbox" and "only be answered at the desk" in receipt["warning"]
+    assert "claw reads the answer" in receipt["warning"] and "holding is off" not in receipt["warning"]
     [q] = questions(home, "all")
     assert q["state"] == "answered" and q["answers"] == {"Which DB?": "SQLite"} and q["surface"] == "terminal"
     # the remote answer reaches the model in this very tool result, after the desk's answer

@@ -171,6 +171,13 @@ def test_auth_and_errors(daemon: DaemonProcess, home: Path):
     bad = httpx.post(url + "/has space/drain", json={"boundary": "before_final"},
                      headers={"Authorization": f"Bearer {token}"})
     assert bad.status_code == 400
+    # a session never registered is refused, never created on the fly
+    unknown = httpx.post(url + "/nosuch/drain", json={"boundary": "between_tools"},
+                         headers={"Authorization": f"Bearer {token}"})
+    assert unknown.status_code == 404 and "register it first" in unknown.json()["error"]["message"]
+    other = httpx.post(f"http://127.0.0.1:{port}{PREFIX.format(builder='b2')}/s/drain", json={"boundary": "between_tools"},
+                       headers={"Authorization": f"Bearer {token}"})
+    assert other.status_code == 404  # b1's session is not b2's
     # a fail-open client with the daemon unreachable returns empty results
     down = ClawClient("http://127.0.0.1:1", None, "b1", "s")
     assert down.drain("before_final").ids == [] and down.ask("q?") is None
