@@ -210,7 +210,9 @@ class HookdASGI:
             if not hmac.compare_digest(got, self._expected):
                 refused = self.web.admit(scope) if self.web else Unauthorized("missing or wrong bearer token")
                 if refused is not None:
-                    await _send(send, refused.status, _error_body(refused.code, refused.message))
+                    html = getattr(refused, "html", None)  # a browser's page request (hookd.web.SignInNeeded)
+                    await _send(send, refused.status, html or _error_body(refused.code, refused.message),
+                                getattr(refused, "headers", None) if html else None)
                     return
         path: str = scope["path"]
         if path.startswith("/v1/hooks/") and scope["method"] == "POST":
@@ -293,11 +295,13 @@ def _error_body(code: str, message: str) -> bytes:
     return _enc.encode(ErrorResponse(ErrorBody(code, message)))
 
 
-async def _send(send: Any, status: int, body: bytes) -> None:
+async def _send(send: Any, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+    """Send one response: ``body`` as JSON, or with ``headers`` (which name its content-type)."""
+    hs = [(k.encode(), v.encode()) for k, v in headers.items()] if headers else [(b"content-type", b"application/json")]
     await send({
         "type": "http.response.start",
         "status": status,
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        "headers": [*hs, (b"content-length", str(len(body)).encode())],
     })
     await send({"type": "http.response.body", "body": body})
 

@@ -23,7 +23,9 @@ send it; a cross-site fetch with it needs a CORS preflight, which hookd never gr
 ``Origin`` (when sent) equal to the page's own, and ``Sec-Fetch-Site`` (when sent)
 ``same-origin``. Refusals: 401 ``unauthorized`` (not signed in), 403 ``forbidden`` (host,
 origin or header), in the API's one error shape (``/v1/`` paths keep the token's wording,
-"missing or wrong bearer token"; the page's paths say to run ``hookd open``).
+"missing or wrong bearer token"; the page's paths say to run ``hookd open``), except a
+browser's page request (GET with ``Accept: text/html``, not ``/v1/``): 401 with a small HTML
+page saying to run ``hookd open`` (:class:`SignInNeeded`).
 
 Routes added to the app (:meth:`WebPage.routes`):
 
@@ -97,6 +99,25 @@ class Forbidden(HookdError):
     code = "forbidden"
     status = 403
     exit_code = 2
+
+
+#: The body of a browser's page request without a session (401, text/html): what to do.
+SIGNIN_NEEDED_HTML = b"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>hookd: sign in</title><link rel="icon" href="data:,"><link rel="stylesheet" href="/static/hookd.css"></head>
+<body class="signin"><main><h1>hookd</h1>
+<p id="signin-needed">Not signed in. Run <code>hookd open</code> in a terminal to get a sign-in link.</p>
+</main></body></html>
+"""
+
+
+class SignInNeeded(Unauthorized):
+    """401 for a browser's page request (GET, ``Accept: text/html``, not ``/v1/``) without a
+    session: answered with :data:`SIGNIN_NEEDED_HTML` instead of the JSON error shape
+    (``html``, ``headers``: what :class:`hookd.server.HookdASGI` sends)."""
+
+    html = SIGNIN_NEEDED_HTML
+    headers = {**PAGE_HEADERS, "content-type": "text/html; charset=utf-8"}
 
 
 def _b64(b: bytes) -> str:
@@ -188,6 +209,8 @@ class WebAuth:
         if not public and not signed_in:
             if path.startswith("/v1/"):  # API clients: the same refusal as ever
                 return Unauthorized("missing or wrong bearer token")
+            if scope["method"] == "GET" and b"text/html" in headers.get(b"accept", b""):
+                return SignInNeeded("not signed in: run `hookd open` for a sign-in link")  # a browser
             return Unauthorized("not signed in: run `hookd open` for a sign-in link (or send the bearer token)")
         if scope["method"] not in _SAFE:
             if headers.get(CSRF_HEADER.encode()) != b"1":

@@ -17,7 +17,7 @@ import pytest
 from hookd.config import Home
 from hookd.daemonproc import DaemonProcess
 from hookd.feed import fresh_ids
-from hookd.web import CODE_TTL_S, SESSION_TTL_S, WebAuth, should_open_browser
+from hookd.web import CODE_TTL_S, SESSION_TTL_S, SignInNeeded, WebAuth, should_open_browser
 
 from .conftest import FIXTURES, hookd_cli, wait_until
 
@@ -68,7 +68,7 @@ def test_session_cookies_are_signed_and_expire() -> None:
     assert auth.session_expiry(value) == exp == 1000 + SESSION_TTL_S
     e, nonce, mac = value.split(".")
     assert auth.session_expiry(f"{int(e) + 1000}.{nonce}.{mac}") is None  # a longer life is not signed
-    assert auth.session_expiry(f"{e}.{nonce}.{mac[:-1]}A") is None
+    assert auth.session_expiry(f"{e}.{nonce}.{mac[:-1]}{'E' if mac.endswith('A') else 'A'}") is None  # 1 in 16 ends in A
     assert auth.session_expiry(value + ".x") is None and auth.session_expiry("") is None
     assert WebAuth("another-token", now=lambda: now[0]).session_expiry(value) is None
     assert WebAuth("tok").cookie_name == auth.cookie_name != WebAuth("another-token").cookie_name
@@ -86,6 +86,9 @@ def test_admit() -> None:
     auth = WebAuth("tok")
     cookie = f"other=1; {auth.cookie_name}={auth.new_session()[0]}"
     assert auth.admit(_scope("/")).status == 401
+    assert type(auth.admit(_scope("/"))) is not SignInNeeded  # JSON unless a browser asks for a page
+    assert isinstance(auth.admit(_scope("/", accept="text/html")), SignInNeeded)
+    assert not isinstance(auth.admit(_scope("/v1/status", accept="text/html")), SignInNeeded)
     assert auth.admit(_scope("/v1/status")).status == 401
     assert auth.admit(_scope("/signin")) is None and auth.admit(_scope("/static/signin.js")) is None
     assert auth.admit(_scope("/static/app.js")).status == 401  # only the sign-in assets are public
@@ -147,6 +150,18 @@ def test_page_and_api_refuse_without_the_session_cookie(daemon: DaemonProcess, h
         r = c.post("/web/session", json={"code": "made-up"}, headers={"x-hookd-web": "1"})
         assert r.status_code == 401 and "hookd open" in r.json()["error"]["message"]
         assert c.post("/v1/interactions/x/answer", json={}, headers={"x-hookd-web": "1"}).status_code == 401
+        # a browser's page request gets a small page saying what to do (still 401); API paths and
+        # other requests keep the JSON error shape
+        html = {"accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+        r = c.get("/", headers=html)
+        assert r.status_code == 401 and r.headers["content-type"].startswith("text/html")
+        assert "Run <code>hookd open</code> in a terminal to get a sign-in link" in r.text
+        assert "default-src 'self'" in r.headers["content-security-policy"]
+        assert r.headers["content-length"] == str(len(r.content))
+        r = c.get("/v1/status", headers=html)
+        assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
+        r = c.post("/web/signout", headers={**html, "x-hookd-web": "1"})
+        assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
 
 
 def test_sign_in_once_then_the_cookie_opens_page_and_api(daemon: DaemonProcess, home: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any, Iterator
@@ -141,7 +142,11 @@ def test_without_the_session_cookie_the_page_is_refused_and_a_link_works_once(
     try:
         pg = ctx.new_page()
         r = pg.goto(f"http://127.0.0.1:{daemon_port(home)}/")
-        assert r is not None and r.status == 401
+        assert r is not None and r.status == 401 and r.headers["content-type"].startswith("text/html")
+        # a browser gets a page saying what to do, not the API's JSON error
+        expect(pg.locator("#signin-needed")).to_have_text(
+            "Not signed in. Run hookd open in a terminal to get a sign-in link.")
+        shot(pg, "signin-needed")
         assert pg.request.get(f"http://127.0.0.1:{daemon_port(home)}/v1/questions").status == 401
         link = sign_in_link(home)
         pg.goto(link)
@@ -183,6 +188,9 @@ def test_replayed_question_arrives_live_and_is_answered_in_the_browser(
     card.locator("label.option", has_text="Red").click()
     shot(page, "pending-question")
     card.locator("button.submit").dblclick()  # a double click answers once
+    # a confirmation stays on screen (the card itself moves to History)
+    expect(page.locator("#toast")).to_have_text("Answered Red — see History")
+    expect(page.locator("#toast")).not_to_have_class(re.compile(r"\bwarn\b"))
     doc = finish(held)
     decision = doc["hookSpecificOutput"]["decision"]
     assert doc["hookSpecificOutput"]["hookEventName"] == "PermissionRequest" and decision["behavior"] == "allow"
@@ -191,6 +199,8 @@ def test_replayed_question_arrives_live_and_is_answered_in_the_browser(
     done = page.locator(f'#history-list article[data-id="{ASK_ID}"]')
     expect(done).to_have_attribute("data-surface", "web")
     expect(done.locator("dd.answer")).to_have_text("Red")
+    expect(done.locator(".badge")).to_have_text("answered")
+    expect(done.locator(".by")).to_have_text(f"on the page by {page.evaluate('hookdPage.user')}")
     # Claude Code runs the tool with that answer: adopted
     post = copy.deepcopy(payload("010-PostToolUse.json"))
     post["tool_input"]["answers"] = post["tool_response"]["answers"] = {Q: "Red"}
@@ -221,11 +231,20 @@ def test_permission_denied_with_a_message_in_the_browser(page: Page, builder: Bu
     card.locator("textarea.deny-message").fill("not now, use ls")
     shot(page, "pending-permission")
     card.locator("button.deny").click()
+    expect(page.locator("#toast")).to_have_text("Denied Bash — see History")
     doc = finish(held)
     assert doc["hookSpecificOutput"]["decision"] == {"behavior": "deny", "message": "not now, use ls"}
     done = page.locator(f'#history-list article[data-id="{pid}"]')
-    expect(done.locator("dd.answer")).to_have_text("deny: not now, use ls")
+    expect(done.locator("dd.answer")).to_have_text("not now, use ls")
     expect(done).to_have_attribute("data-surface", "web")
+    # a denied permission reads "denied", in the "bad" colour, not "answered" in green
+    badge = done.locator(".badge")
+    expect(badge).to_have_text("denied")
+    expect(badge).to_have_class(re.compile(r"\boutcome-denied\b"))
+    expect(badge).to_have_css("color", "rgb(180, 35, 24)")
+    page.locator("#toast a").click()  # "see History"
+    expect(page.locator("#view-history")).to_be_visible()
+    shot(page, "history-denied")
 
 
 def test_a_card_answered_from_the_cli_turns_into_history(page: Page, builder: Builder, daemon: DaemonProcess,
@@ -242,12 +261,26 @@ def test_a_card_answered_from_the_cli_turns_into_history(page: Page, builder: Bu
     expect(card).to_have_count(0)  # at once, without a reload
     done = page.locator(f'#history-list article[data-id="{ASK_ID}"]')
     expect(done).to_have_attribute("data-surface", "cli")
-    expect(done.locator(".by")).to_have_text("at cli by ana")
+    expect(done.locator(".by")).to_have_text("from the CLI by ana")
+    expect(done.locator(".badge")).to_have_text("answered")
     expect(done.locator("dd.answer")).to_have_text("Blue")
     assert done.locator("button, input, textarea").count() == 0  # cannot be submitted
     expect(page.locator("#count-pending")).to_have_text("0")
     evs = events(home)
     assert len(about(evs, "interaction_answered", ASK_ID)) == 1 and about(evs, "answer_refused", ASK_ID) == []
+    # sign out: nothing stale stays on screen, only what to do next
+    hookd_cli(home, "ask", "b1", "Still there?")
+    expect(page.locator("#pending-list article")).to_have_count(1)
+    page.locator("#signout").click()
+    expect(page.locator("#banner")).to_have_text("Signed out. Run `hookd open` in a terminal for a new sign-in link.")
+    expect(page.locator("#footer")).to_be_hidden()
+    expect(page.locator("#tabs")).to_be_hidden()
+    expect(page.locator("main")).to_be_hidden()
+    expect(page.locator("article")).to_have_count(0)
+    assert page.evaluate("hookdPage.interactions.size + hookdPage.messages.length + hookdPage.lanes.length") == 0
+    shot(page, "signed-out")
+    assert page.reload().status == 401  # type: ignore[union-attr]  # the cookie is gone
+    expect(page.locator("#signin-needed")).to_be_visible()
 
 
 def test_a_message_sent_from_a_lane_is_delivered(page: Page, builder: Builder, home: Path, worktree: Path) -> None:
@@ -286,6 +319,7 @@ def test_reconnects_after_a_daemon_restart_without_missed_or_doubled_cards(
     expect(page.locator(f'#pending-list article[data-id="{ask_a}"]')).to_be_visible()
     daemon.stop()
     expect(page.locator("#conn")).not_to_have_attribute("data-state", "live")
+    expect(page.locator("#offline")).to_contain_text("hookd is not reachable — showing what was known at")
     # while it is down the agent asks: the hook client spools it, the daemon ingests it at start
     assert builder.hook(payload("007-PreToolUse.json")) == ""
     daemon.start()
@@ -293,6 +327,7 @@ def test_reconnects_after_a_daemon_restart_without_missed_or_doubled_cards(
     ask_c = json.loads(hookd_cli(home, "ask", "b1", "Which branch?", "--option", "main", "--option", "next",
                                  "--json").stdout)["interaction"]["id"]
     expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    expect(page.locator("#offline")).to_be_hidden()
     for iid in (ask_a, ASK_ID, ask_c):
         expect(page.locator(f'article[data-id="{iid}"]')).to_have_count(1)
     expect(page.locator("#pending-list article")).to_have_count(3)
@@ -345,6 +380,17 @@ def test_multi_select_and_other_from_a_replayed_scenario(page: Page, builder: Bu
         builder.held(daemon, iid or "?")
         shot(page, "pending-multi-select")
         card.locator("button.submit").click()
+        # History shows each chosen option as a label of its own and the "Other" text apart
+        done = page.locator(f'#history-list article[data-id="{iid}"]')
+        colors_dd, font_dd = done.locator("dd.answer").nth(0), done.locator("dd.answer").nth(1)
+        expect(colors_dd.locator(".sel-label")).to_have_text(["Red, dark", "Blue"])
+        expect(colors_dd.locator(".sel-other")).to_have_text("Other teal")
+        expect(font_dd.locator(".sel-label")).to_have_count(0)
+        expect(font_dd.locator(".sel-other")).to_have_text("Other Mono, 14px, with ligatures")
+        expect(page.locator("#toast")).to_have_text(
+            "Answered Red, dark · Blue · teal; Mono, 14px, with ligatures — see History")
+        page.locator("#toast a").click()
+        shot(page, "history-multi-select")
         out, err = proc.communicate(timeout=30)
     finally:
         proc.kill()
@@ -358,3 +404,75 @@ def test_multi_select_and_other_from_a_replayed_scenario(page: Page, builder: Bu
     sel = {s["question"]: (s["labels"], s["other"]) for s in i["selections"]}
     assert sel == {"Which colors should the theme use?": (["Red, dark", "Blue"], "teal"),
                    "Which font?": ([], "Mono, 14px, with ligatures")}
+
+
+def test_while_the_daemon_is_down_the_page_says_so(page: Page, daemon: DaemonProcess, home: Path) -> None:
+    """Stale views are marked as such: a banner with the time they were last known current, and
+    no "Nothing is waiting on you" claimed while the page cannot know."""
+    empty = page.locator("#pending-empty")
+    expect(empty).to_have_text("Nothing is waiting on you.")
+    expect(page.locator("#offline")).to_be_hidden()
+    daemon.stop()
+    banner = page.locator("#offline")
+    expect(banner).to_be_visible()
+    expect(banner).to_have_text(re.compile(
+        r"^hookd is not reachable — showing what was known at \d\d:\d\d:\d\d; reconnecting…$"))
+    expect(empty).to_have_text(re.compile(r"^Nothing was waiting on you at \d\d:\d\d:\d\d \(hookd is not reachable now\)\.$"))
+    shot(page, "offline")
+    page.set_viewport_size({"width": 390, "height": 844})
+    shot(page, "offline-narrow")
+    daemon.start()
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    expect(banner).to_be_hidden()
+    expect(empty).to_have_text("Nothing is waiting on you.")
+
+
+def no_horizontal_overflow(page: Page) -> None:
+    width = page.evaluate("document.documentElement.clientWidth")
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    tops = {round(b["y"]) for b in (t.bounding_box() for t in page.locator("#tabs button").all()) if b}
+    assert len(tops) == 1, tops  # the tabs fit on one row
+    right = page.evaluate("Math.max(...Array.from(document.querySelectorAll('#tabs button'), (b) => b.getBoundingClientRect().right))")
+    assert right <= width
+
+
+def test_narrow_screen_settings_file_lane_and_an_answer_queued_as_a_message(
+        page: Page, daemon: DaemonProcess, home: Path, tmp_path: Path) -> None:
+    """A builder spawned with --settings-file (no worktree) and --hold 0: its lane names the
+    settings file, muted; its question, answered in the browser, cannot reach a hook, and the
+    page says that it was queued as an inbox message instead. All at 390 px wide: nothing
+    overflows the screen, the tabs fit on one row, the lanes table scrolls in its box."""
+    settings = tmp_path / "b2.json"
+    assert hookd_cli(home, "spawn", "b2", "--settings-file", str(settings), "--hold", "0",
+                     "--no-mcp").returncode == 0
+    for name in ("001-SessionStart.json", "007-PreToolUse.json", "008-PermissionRequest.json"):
+        p = payload(name)
+        r = run_hook(settings_command(settings, p["hook_event_name"]), json.dumps(p).encode(), tmp_path)
+        assert r.returncode == 0, r
+    page.set_viewport_size({"width": 390, "height": 844})
+    card = page.locator(f'#pending-list article[data-id="{ASK_ID}"]')
+    expect(card).to_be_visible()
+    no_horizontal_overflow(page)
+    card.locator("label.option", has_text="Red").click()
+    shot(page, "narrow-pending")
+    card.locator("button.submit").click()
+    toast = page.locator("#toast")
+    expect(toast).to_have_class(re.compile(r"\bwarn\b"))
+    expect(toast).to_contain_text("no hook is holding")
+    expect(toast).to_contain_text("your answer was queued as inbox message m-1 instead")
+    shot(page, "narrow-answer-queued")
+    [m] = json.loads(hookd_cli(home, "inbox", "--json").stdout)
+    assert (m["id"], m["builder"], m["state"]) == ("m-1", "b2", "queued") and "Red" in m["text"]
+    page.locator('#tabs button[data-view="lanes"]').click()
+    cell = page.locator('#lanes tr.lane[data-builder="b2"] td.worktree')
+    expect(cell.locator(".settings-file")).to_have_text(f"settings file: {settings}")
+    assert cell.locator(".settings-file").evaluate("e => getComputedStyle(e).color") != cell.evaluate(
+        "e => getComputedStyle(e).color")  # muted
+    no_horizontal_overflow(page)
+    wrap = page.locator("#view-lanes .table-wrap")
+    assert wrap.evaluate("e => e.scrollWidth > e.clientWidth")  # the table scrolls inside its box
+    shot(page, "narrow-lanes")
+    for view in ("inbox", "history"):
+        page.locator(f'#tabs button[data-view="{view}"]').click()
+        no_horizontal_overflow(page)
+        shot(page, f"narrow-{view}")

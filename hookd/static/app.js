@@ -39,6 +39,9 @@ const S = {
   backoff: 500,
   signedOut: false,
   connects: 0,
+  loaded: false,    // the API was read at least once (before: no empty state is claimed)
+  live: false,      // the event stream is up and the views are current
+  knownAt: null,    // ms: until when the views are known to be current (while not live)
 };
 window.hookdPage = S;
 
@@ -221,9 +224,11 @@ async function submit(card, body) {
     const r = await api("POST", `/v1/interactions/${encodeURIComponent(i.id)}/answer`, req);
     if (r.interaction) upsert(r.interaction);
     if (card.isConnected) {
-      note.textContent = r.warning || (r.duplicate ? "Already sent." : "Sent.");
+      note.textContent = r.warning && r.message_id ? `Not delivered to this prompt: queued as inbox message ${r.message_id}.`
+        : r.warning || (r.duplicate ? "Already sent." : "Sent.");
       note.className = r.warning ? "note warn" : "note";
     }
+    confirmAnswer(r.interaction || i, r);
   } catch (e) {
     note.textContent = e.message;
     note.className = "note error";
@@ -234,14 +239,77 @@ async function submit(card, body) {
   }
 }
 
-function outcomeText(i) {
-  if (i.kind === "permission") {
-    if (!i.decision) return i.state;
-    return i.decision + (i.message ? `: ${i.message}` : "");
+// How an interaction ended, as History shows it: allowed / denied (a permission), answered,
+// dismissed, expired, superseded, orphaned, empty.
+function outcomeOf(i) {
+  if (i.kind === "permission" && i.decision === "deny") return "denied";
+  if (i.kind === "permission" && i.decision === "allow") return "allowed";
+  return i.state;
+}
+
+// Who answered, where: "on the page by ana", "from the CLI", "at the desk"; "" when unknown.
+const SURFACE_TEXT = {web: "on the page", cli: "from the CLI", api: "through the API", terminal: "at the desk",
+                      hook: "by a hook"};
+
+function byText(i) {
+  const where = i.surface ? SURFACE_TEXT[i.surface] || `via ${i.surface}` : null;
+  return [where, i.actor ? `by ${i.actor}` : null].filter(Boolean).join(" ");
+}
+
+function hasOptions(i, question) {
+  const q = questionsOf(i).find((x) => x.question === question);
+  return !!(q && Array.isArray(q.options) && q.options.length);
+}
+
+// One question's answer as nodes: each chosen option a label of its own, then the "Other"
+// text (the selections keep them apart; the raw answer string joins them with ", ").
+function answerNodes(i, sel) {
+  const labels = (sel.labels || []).map((l) => h("span", {class: "sel-label"}, l));
+  if (sel.other === null || sel.other === undefined || sel.other === "") return labels;
+  if (!hasOptions(i, sel.question)) return [h("span", {class: "sel-text"}, sel.other)];
+  return [...labels, h("span", {class: "sel-other"}, h("span", {class: "sel-other-tag"}, "Other"), " ", sel.other)];
+}
+
+function answerRows(i) {
+  if (Array.isArray(i.selections) && i.selections.length) {
+    return i.selections.map((sel) => [sel.question, answerNodes(i, sel)]);
   }
-  const a = i.answers || {};
-  const parts = Object.entries(a).map(([q, v]) => [q, typeof v === "string" ? v : JSON.stringify(v)]);
-  return parts.length ? parts : i.state;
+  return Object.entries(i.answers || {}).map(([q, v]) => [q, [typeof v === "string" ? v : JSON.stringify(v)]]);
+}
+
+function answerSummary(i) {
+  if (Array.isArray(i.selections) && i.selections.length) {
+    return i.selections.map((sel) => [...(sel.labels || []), sel.other].filter((x) => x).join(" · ")).join("; ");
+  }
+  return Object.values(i.answers || {}).map((v) => typeof v === "string" ? v : JSON.stringify(v)).join("; ");
+}
+
+const TOAST_MS = 6000;
+const TOAST_WARN_MS = 15000;
+let toastTimer = null;
+
+function toast(nodes, warn) {
+  const t = $("toast");
+  t.replaceChildren(...nodes);
+  t.className = warn ? "toast warn" : "toast";
+  t.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { t.hidden = true; }, warn ? TOAST_WARN_MS : TOAST_MS);
+}
+
+// After Answer / Allow / Deny: what was sent, for a few seconds (the card itself moves to
+// History), or the receipt's warning when the answer went another way (an inbox message).
+function confirmAnswer(i, r) {
+  if (r.warning) {
+    toast([r.warning], true);
+    return;
+  }
+  const link = h("a", {href: "#history"}, "see History");
+  let what;
+  if (i.kind === "permission") what = `${i.decision === "deny" ? "Denied" : "Allowed"} ${i.tool_name || "the tool"}`;
+  else what = `Answered ${answerSummary(i)}`.trim();
+  const queued = r.delivery === "inbox" && r.message_id ? ` (queued for ${i.builder}'s next turn as ${r.message_id})` : "";
+  toast([`${what}${queued} — `, link], false);
 }
 
 function historyCard(i) {
@@ -252,19 +320,19 @@ function historyCard(i) {
     card.append(h("p", {class: "ask"}, h("strong", {}, i.tool_name || "tool"), " ",
       h("code", {class: "input-inline"}, JSON.stringify(i.input))));
   }
-  const by = [i.surface ? `at ${i.surface === "terminal" ? "the desk" : i.surface}` : null, i.actor ? `by ${i.actor}` : null]
-    .filter(Boolean).join(" ");
-  const out = outcomeText(i);
+  const outcome = outcomeOf(i);
+  card.dataset.outcome = outcome;
   const what = h("dl", {class: "answers"});
-  if (Array.isArray(out)) {
-    for (const [q, v] of out) what.append(h("dt", {}, q), h("dd", {class: "answer"}, v));
+  if (i.kind === "permission") {
+    if (i.message) what.append(h("dt", {}, "message"), h("dd", {class: "answer"}, i.message));
   } else {
-    what.append(h("dt", {}, i.kind === "permission" ? "decision" : "outcome"), h("dd", {class: "answer"}, out));
+    for (const [q, nodes] of answerRows(i)) what.append(h("dt", {}, q), h("dd", {class: "answer"}, nodes));
   }
+  const by = byText(i);
   card.append(h("p", {class: "outcome"},
-    h("span", {class: `state state-${i.state}`}, i.state), " ",
-    h("span", {class: "by"}, by), " ", i.resolved_at ? since(i.resolved_at, " ago") : null));
-  card.append(what);
+    h("span", {class: `badge outcome-${outcome}`}, outcome), " ",
+    by ? h("span", {class: "by"}, by) : null, " ", i.resolved_at ? since(i.resolved_at, " ago") : null));
+  if (what.children.length) card.append(what);
   const trail = [];
   if (i.delivered_at) trail.push(`delivered via ${i.delivered_via || "?"}`);
   if (i.adopted_at) trail.push("adopted by the agent");
@@ -377,7 +445,9 @@ function renderLanes() {
     body.append(h("tr", {class: `lane ${waiting ? "waiting" : ""}`, "data-builder": l.builder, "data-state": l.state},
       h("td", {class: "builder"}, l.builder),
       h("td", {}, b.harness || "-"),
-      h("td", {class: "worktree", title: b.worktree || b.settings_file || ""}, b.worktree || b.settings_file || "-"),
+      b.worktree ? h("td", {class: "worktree", title: b.worktree}, b.worktree)
+        : h("td", {class: "worktree", title: b.settings_file || ""},
+            b.settings_file ? h("span", {class: "settings-file"}, `settings file: ${b.settings_file}`) : "-"),
       h("td", {}, h("span", {class: `lane-state state-${l.state}`, title: l.detail || ""}, l.state),
         l.detail ? h("div", {class: "detail"}, l.detail) : null),
       h("td", {}, l.since ? since(l.since) : "-"),
@@ -480,11 +550,21 @@ function later(name, fn, ms) {
 
 // --- counts, tabs, connection ------------------------------------------------------------------
 
+function hms(ms) {  // local HH:MM:SS
+  const d = new Date(ms);
+  return [d.getHours(), d.getMinutes(), d.getSeconds()].map((x) => String(x).padStart(2, "0")).join(":");
+}
+
 function counts() {
   const pending = $("pending-list").children.length;
   $("count-pending").textContent = pending;
-  $("pending-empty").hidden = pending > 0;
-  $("history-empty").hidden = $("history-list").children.length > 0;
+  const empty = $("pending-empty");
+  empty.hidden = !S.loaded || pending > 0;
+  // only a live page may say that nothing is waiting now
+  empty.textContent = S.live ? "Nothing is waiting on you."
+    : S.knownAt ? `Nothing was waiting on you at ${hms(S.knownAt)} (hookd is not reachable now).`
+      : "hookd is not reachable: what is waiting on you is unknown.";
+  $("history-empty").hidden = !S.loaded || $("history-list").children.length > 0;
   $("count-lanes").textContent = laneRows().length;
   $("count-inbox").textContent = S.messages.filter((m) => m.state === "queued").length;
   document.title = pending ? `(${pending}) hookd` : "hookd";
@@ -496,18 +576,46 @@ function showView(view) {
 }
 
 function setConn(state, text) {
+  if (S.signedOut && state !== "signed-out") return;
   const el = $("conn");
   el.dataset.state = state;
   el.textContent = text;
+  const live = state === "live";
+  if (S.live && !live) S.knownAt = Date.now();  // the views were current until now
+  S.live = live;
+  const off = $("offline");
+  off.hidden = live || state === "connecting" || state === "signed-out";
+  if (!off.hidden) {
+    off.textContent = S.knownAt && S.loaded
+      ? `hookd is not reachable — showing what was known at ${hms(S.knownAt)}; reconnecting…`
+      : "hookd is not reachable; reconnecting…";
+  }
+  document.body.classList.toggle("stale", !off.hidden);
+  counts();
 }
 
-function signedOut() {
+// Signed out (the button) or refused (401: the session ended): nothing stale stays on screen,
+// only what to do next.
+function signedOut(byUser) {
   if (S.signedOut) return;
   S.signedOut = true;
   if (S.es) S.es.close();
+  for (const t of Object.values(timers)) clearTimeout(t);
+  S.interactions.clear();
+  S.cards.clear();
+  S.lanes = [];
+  S.builders.clear();
+  S.messages = [];
+  for (const id of ["pending-list", "history-list"]) $(id).replaceChildren();
+  for (const id of ["lanes", "inbox"]) $(id).querySelector("tbody").replaceChildren();
+  $("who").textContent = "";
+  $("toast").hidden = true;
   setConn("signed-out", "signed out");
+  document.body.classList.add("signed-out");
+  document.title = "hookd";
   const b = $("banner");
-  b.textContent = "Not signed in (or the session ended): run `hookd open` and use the link it prints.";
+  b.textContent = byUser ? "Signed out. Run `hookd open` in a terminal for a new sign-in link."
+    : "Not signed in (or the session ended): run `hookd open` in a terminal and use the link it prints.";
   b.hidden = false;
 }
 
@@ -546,6 +654,7 @@ function connect() {
     S.backoff = 500;
     try {
       await refreshAll();
+      S.loaded = true;
       setConn("live", "live");
       document.body.dataset.connects = String(S.connects);
     } catch (e) {
@@ -578,7 +687,7 @@ async function start() {
   showView(location.hash.slice(1) || "pending");
   $("signout").addEventListener("click", async () => {
     await api("POST", "/web/signout").catch(() => {});
-    signedOut();
+    signedOut(true);
   });
   try {
     const me = await api("GET", "/v1/web/session");
