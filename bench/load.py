@@ -53,7 +53,7 @@ sys.path.insert(0, os.fspath(REPO))
 import psutil  # noqa: E402
 
 from hookd.config import Home  # noqa: E402
-from hookd.daemonproc import DaemonProcess, wait_until  # noqa: E402
+from hookd.daemonproc import DaemonProcess  # noqa: E402
 from hookd.spawn import spawn  # noqa: E402
 
 HOOKS = REPO / "fixtures" / "claude-code" / "2.1.332" / "print-bash-then-ask" / "hooks"
