@@ -78,8 +78,8 @@ class DaemonProcess:
 
         c = Client(self.home, timeout=2)
         try:
-            c.get("/v1/status")
-            return True
+            # ours, not another daemon still serving this home (this one would then refuse)
+            return c.get("/v1/status").get("pid") == (self.proc.pid if self.proc is not None else None)
         except HookdError:
             return False
         finally:

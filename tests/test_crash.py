@@ -223,8 +223,11 @@ def test_kill_9_under_load_loses_and_duplicates_nothing_acknowledged(tmp_path: P
     spooled_total: list[int] = []
     kill_points = []
     try:
+        d.start()  # each round restarts it after the kill
         for rnd in range(ROUNDS):
-            d.start()
+            # the daemon about to be killed is the one serving (a second `serve` would refuse
+            # and leave the old one running: no kill at all)
+            assert _uds(home).get("/v1/status").json()["pid"] == d.proc.pid
             stop = threading.Event()
             workers = [threading.Thread(target=_hook_worker, args=(w, rnd, commands, cwd, ledger, stop)) for w in range(3)]
             workers.append(threading.Thread(target=_raw_worker, args=(rnd, home, ledger, stop)))
