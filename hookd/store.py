@@ -15,6 +15,8 @@ the same transaction that applies them.
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -24,6 +26,10 @@ import aiosqlite
 import msgspec
 
 from hookd.models import Event, InboxMessage, Interaction, Selection
+
+log = logging.getLogger("hookd")
+#: commit the writes of one event-loop turn together (Store.write); "0" turns it off
+GROUP_COMMIT = os.environ.get("HOOKD_GROUP_COMMIT", "1") != "0"
 
 _enc = msgspec.json.Encoder()
 _dec = msgspec.json.Decoder()
@@ -990,6 +996,8 @@ class Store:
         self._w: sqlite3.Connection | None = None
         self._r: aiosqlite.Connection | None = None
         self._checkpointer: asyncio.Task[None] | None = None
+        self._batch: list[tuple[Callable[..., Any], tuple, asyncio.Future[Any]]] = []
+        self._busy = False  # a write committed in this turn of the event loop
 
     async def open(self) -> "Store":
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -1059,8 +1067,73 @@ class Store:
         Commits when ``fn`` returns, rolls back (and re-raises) when it raises. Returns
         ``fn``'s result and the events it appended, to be published after the commit.
         ``fn`` is synchronous and must be quick: it runs on the event loop's thread.
+
+        Group commit: the first write of a turn of the event loop commits at once; the
+        writes requested after it in that turn (hooks of many builders arriving together)
+        run in submission order in one transaction, each in its own savepoint (a raising
+        ``fn`` undoes only its own changes), and one COMMIT makes them all durable before any
+        of them returns. ``HOOKD_GROUP_COMMIT=0``: one transaction per write.
         """
-        return self._transaction(fn, args)
+        if not GROUP_COMMIT:
+            return self._transaction(fn, args)
+        loop = asyncio.get_running_loop()
+        if not self._busy and not self._batch:
+            # the first write of this turn commits at once: no added latency when quiet
+            self._busy = True
+            loop.call_soon(self._turn_over)
+            return self._transaction(fn, args)
+        fut: asyncio.Future[tuple[T, list[Event]]] = loop.create_future()
+        self._batch.append((fn, args, fut))
+        if len(self._batch) == 1:
+            loop.call_soon(self._flush)
+        return await fut
+
+    def _turn_over(self) -> None:
+        self._busy = False
+
+    def _flush(self) -> None:
+        batch, self._batch = self._batch, []
+        db = self._w
+        done: list[tuple[asyncio.Future[Any], BaseException | None, Any]] = []
+        try:
+            assert db is not None, "the store is closed"
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for fn, args, fut in batch:
+                    db.execute("SAVEPOINT w")
+                    tx = Tx(db)
+                    try:
+                        result = fn(tx, *args)
+                    except BaseException as e:  # noqa: BLE001 - handed to its caller
+                        db.execute("ROLLBACK TO w")
+                        db.execute("RELEASE w")
+                        done.append((fut, e, None))
+                        continue
+                    db.execute("RELEASE w")
+                    done.append((fut, None, (result, tx)))
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+        except BaseException as e:  # noqa: BLE001 - nothing of the batch was committed
+            for _, _, fut in batch:
+                if not fut.done():
+                    fut.set_exception(e)
+            return
+        for fut, err, ok in done:
+            if err is not None:
+                if not fut.done():
+                    fut.set_exception(err)
+                continue
+            result, tx = ok
+            for fn_after in tx.after_commit:
+                try:
+                    fn_after()
+                except Exception:
+                    log.exception("after-commit callback failed")
+            if not fut.done():
+                fut.set_result((result, tx.events))
 
     def _transaction(self, fn: Callable[..., T], args: tuple) -> tuple[T, list[Event]]:
         db = self._w
