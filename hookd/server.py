@@ -358,7 +358,13 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
         state = request.query_params.get("state", "pending")
         if state not in ("pending", "resolved", "all"):
             raise BadRequest("state must be one of: pending, resolved, all")
-        return json_response(await core.store.interactions(state))
+        try:
+            limit = int(request.query_params.get("limit", "1000"))
+        except ValueError:
+            raise BadRequest("limit must be an integer") from None
+        if not 1 <= limit <= 100_000:
+            raise BadRequest("limit must be between 1 and 100000")
+        return json_response(await core.store.interactions(state, limit))
 
     async def interaction(request: Request) -> Response:
         i = await core.store.interaction(request.path_params["id"])

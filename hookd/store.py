@@ -1244,12 +1244,14 @@ class Store:
         return t
 
     async def interactions(self, state: str = "all", limit: int = 1000) -> list[Interaction]:
-        """Interactions, oldest first. state: ``pending`` | ``resolved`` | ``all``."""
+        """The newest ``limit`` interactions in ``state`` (``pending`` | ``resolved`` | ``all``),
+        listed oldest first."""
         where = {"pending": "WHERE state='pending'", "resolved": "WHERE state<>'pending'", "all": ""}[state]
         rows = await self._all(
-            f"SELECT {_INTERACTION_COLS} FROM interactions {where} ORDER BY created_at, rowid LIMIT ?", (limit,)
+            f"SELECT {_INTERACTION_COLS} FROM interactions {where} ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            (limit,),
         )
-        return [_interaction(r) for r in rows]
+        return [_interaction(r) for r in reversed(rows)]
 
     async def interaction(self, interaction_id: str) -> Interaction | None:
         rows = await self._all(

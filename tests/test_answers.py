@@ -19,6 +19,7 @@ import pytest
 
 from hookd.config import Home
 from hookd.daemonproc import DaemonProcess
+from hookd.models import HookdError
 
 from .conftest import TUI, events, hookd_cli, questions, run_hook, settings_command, wait_until
 
@@ -539,3 +540,20 @@ def test_daemon_stop_lets_held_hooks_go(home: Path, worktree: Path) -> None:
         assert finish(held) == (0, b"") and time.monotonic() - t0 < 3.0
     finally:
         d.kill()
+
+
+def test_listing_keeps_the_newest_interactions(rig: Rig, daemon: DaemonProcess) -> None:
+    """`GET /v1/questions?limit=N` lists the newest N (oldest first): a long history never
+    hides what was asked last."""
+    ids = []
+    for n in range(3):
+        r = hookd_cli(rig.home, "ask", "b1", f"Question {n}?", "--json")
+        assert r.returncode == 0, r.stderr
+        ids.append(json.loads(r.stdout)["interaction"]["id"])
+    c = daemon.client()
+    assert [i["id"] for i in c.get("/v1/questions", state="all", limit=2)] == ids[1:]
+    assert [i["id"] for i in c.get("/v1/questions", state="all")] == ids
+    for bad in ("0", "x", "100001"):
+        with pytest.raises(HookdError) as e:
+            c.get("/v1/questions", state="all", limit=bad)
+        assert e.value.status == 400

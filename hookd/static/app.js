@@ -385,7 +385,7 @@ function upsert(i) {
 
 async function loadInteractions() {
   const [pending, resolved] = await Promise.all([
-    api("GET", "/v1/questions?state=pending"), api("GET", "/v1/questions?state=resolved")]);
+    api("GET", "/v1/questions?state=pending"), api("GET", "/v1/questions?state=resolved&limit=100")]);
   resolved.sort((a, b) => (b.resolved_at || 0) - (a.resolved_at || 0));
   for (const i of resolved.slice(0, HISTORY_MAX)) upsert(i);
   for (const i of pending) upsert(i);
