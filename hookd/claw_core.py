@@ -121,13 +121,8 @@ class ClawCore:
             raise BadRequest("ack takes at most 1000 message ids")
         at = time.time()
 
-        def tx_fn(tx: Tx) -> list[str]:
-            adopted = tx.adopt(sid, up_to_hook_event_id=2**62, via="ack", at=at, only=sorted(set(ids)))
-            if adopted:
-                tx.append_event("inbox_adopted", builder, sid, at, {"ids": adopted, "via": "ack"})
-            return adopted
-
-        adopted, _ = await self.store.write(tx_fn)
+        adopted, _ = await self.store.write(lambda tx: self._adopt(
+            tx, builder, sid, via="ack", at=at, up_to_hook_event_id=2**62, only=sorted(set(ids))))
         if adopted:
             await self.bus.publish()
         return adopted

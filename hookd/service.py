@@ -303,10 +303,18 @@ class Hookd(Answers, Transcripts, ClawCore):
         """Adopt what earlier hooks of ``p``'s session (and agent) delivered: this hook proves
         the agent went on after reading it."""
         assert p.session_id is not None
-        adopted = tx.adopt(p.session_id, up_to_hook_event_id=(tx.hook_event_id or 0) - 1, via=via, at=at,
-                           agent_id=p.agent_id)
+        self._adopt(tx, builder, p.session_id, via=via, at=at, up_to_hook_event_id=(tx.hook_event_id or 0) - 1,
+                    agent_id=p.agent_id)
+
+    @staticmethod
+    def _adopt(tx: Tx, builder: str, sid: str, *, via: str, at: float, up_to_hook_event_id: int,
+               agent_id: str | None = None, only: list[str] | None = None) -> list[str]:
+        """Mark delivered messages adopted (:meth:`hookd.store.Tx.adopt`) and record
+        ``inbox_adopted``. Returns the ids changed."""
+        adopted = tx.adopt(sid, up_to_hook_event_id=up_to_hook_event_id, via=via, at=at, agent_id=agent_id, only=only)
         if adopted:
-            tx.append_event("inbox_adopted", builder, p.session_id, at, {"ids": adopted, "via": via})
+            tx.append_event("inbox_adopted", builder, sid, at, {"ids": adopted, "via": via})
+        return adopted
 
     def _deliver(self, tx: Tx, builder: str, p: cc.Base, at: float, adapter: Any = cc) -> bytes:
         """Claim the builder's deliverable messages for this hook and render them as its
@@ -396,13 +404,8 @@ class Hookd(Answers, Transcripts, ClawCore):
             return
         at = time.time()
 
-        def tx_fn(tx: Tx) -> list[str]:
-            adopted = tx.adopt(sid, up_to_hook_event_id=before_hook_id, via="transcript", at=at, only=sorted(ids))
-            if adopted:
-                tx.append_event("inbox_adopted", builder, sid, at, {"ids": adopted, "via": "transcript"})
-            return adopted
-
-        adopted, _ = await self.store.write(tx_fn)
+        adopted, _ = await self.store.write(lambda tx: self._adopt(
+            tx, builder, sid, via="transcript", at=at, up_to_hook_event_id=before_hook_id, only=sorted(ids)))
         if adopted:
             await self.bus.publish()
 

@@ -22,6 +22,7 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 from hookd.daemonproc import DaemonProcess
 
 from .conftest import REPO, TUI, events, hookd_cli, questions, run_hook, settings_command, wait_until
+from .test_answers import Rig as Builder
 
 CHROMIUM = os.environ.get("HOOKD_CHROMIUM", "/usr/bin/chromium")
 SHOTS = REPO / "tests" / "artifacts" / "web"
@@ -42,39 +43,6 @@ def bash_permission(command: str) -> dict[str, Any]:
     p.update(hook_event_name="PermissionRequest", permission_mode="default",
              tool_input={"command": command, "description": "clean the build"})
     return p
-
-
-class Builder:
-    """Builder b1 spawned into a worktree, its PermissionRequest held up to 60 s."""
-
-    def __init__(self, home: Path, worktree: Path):
-        self.home, self.worktree = home, worktree
-        r = hookd_cli(home, "spawn", "b1", "--worktree", str(worktree), "--hold", "60", "--no-mcp")
-        assert r.returncode == 0, r.stderr
-        self.settings = worktree / ".claude" / "settings.local.json"
-
-    def hook(self, p: dict[str, Any]) -> str:
-        r = run_hook(settings_command(self.settings, p["hook_event_name"]), json.dumps(p).encode(), self.worktree)
-        assert r.returncode == 0 and r.stderr == b"", r
-        return r.stdout.decode()
-
-    def start_hook(self, p: dict[str, Any]) -> subprocess.Popen[bytes]:
-        """A hook in the background (a held PermissionRequest), its own process group."""
-        proc = subprocess.Popen(["sh", "-c", settings_command(self.settings, p["hook_event_name"])],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                cwd=self.worktree, start_new_session=True)
-        assert proc.stdin is not None
-        proc.stdin.write(json.dumps(p).encode())
-        proc.stdin.close()
-        proc.stdin = None
-        return proc
-
-    def held(self, daemon: DaemonProcess, iid: str) -> None:
-        c = daemon.client()
-        try:
-            wait_until(lambda: iid in c.get("/v1/status")["held"], 15, what=f"a held hook for {iid}")
-        finally:
-            c.close()
 
 
 def finish(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
@@ -133,7 +101,8 @@ def daemon_port(home: Path) -> int:
 
 @pytest.fixture
 def builder(home: Path, worktree: Path, daemon: DaemonProcess) -> Builder:
-    return Builder(home, worktree)
+    """Builder b1 spawned into a worktree, its PermissionRequest held up to 60 s."""
+    return Builder(home, worktree, hold=60)
 
 
 def test_without_the_session_cookie_the_page_is_refused_and_a_link_works_once(
@@ -184,7 +153,7 @@ def test_replayed_question_arrives_live_and_is_answered_in_the_browser(
     expect(card.locator("input.other")).to_be_visible()
     expect(page.locator("#count-pending")).to_have_text("1")
     held = builder.start_hook(payload("008-PermissionRequest.json"))
-    builder.held(daemon, ASK_ID)
+    builder.held(ASK_ID)
     card.locator("label.option", has_text="Red").click()
     shot(page, "pending-question")
     card.locator("button.submit").dblclick()  # a double click answers once
@@ -223,7 +192,7 @@ def test_permission_denied_with_a_message_in_the_browser(page: Page, builder: Bu
     held = builder.start_hook(bash_permission("rm -rf build"))
     pid = wait_until(lambda: [q["id"] for q in questions(home, "pending") if q["kind"] == "permission"], 15,
                      what="a pending permission prompt")[0]
-    builder.held(daemon, pid)
+    builder.held(pid)
     card = page.locator(f'#pending-list article.permission[data-id="{pid}"]')
     expect(card.locator(".tool")).to_have_text("Bash")
     shown = json.loads(card.locator("pre.input").inner_text())
@@ -252,7 +221,7 @@ def test_a_card_answered_from_the_cli_turns_into_history(page: Page, builder: Bu
     builder.hook(payload("001-SessionStart.json"))
     builder.hook(payload("007-PreToolUse.json"))
     held = builder.start_hook(payload("008-PermissionRequest.json"))
-    builder.held(daemon, ASK_ID)
+    builder.held(ASK_ID)
     card = page.locator(f'#pending-list article[data-id="{ASK_ID}"]')
     card.locator("label.option", has_text="Red").click()  # the human here is still choosing
     r = hookd_cli(home, "answer", ASK_ID, "--option", "Blue", "--actor", "ana")
@@ -377,7 +346,7 @@ def test_multi_select_and_other_from_a_replayed_scenario(page: Page, builder: Bu
         font.locator("input.other").fill("Mono, 14px, with ligatures")  # free text replaces the option
         expect(font.locator("input[type=radio]:checked")).to_have_count(0)
         iid = card.get_attribute("data-id")
-        builder.held(daemon, iid or "?")
+        builder.held(iid or "?")
         shot(page, "pending-multi-select")
         card.locator("button.submit").click()
         # History shows each chosen option as a label of its own and the "Other" text apart
