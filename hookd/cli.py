@@ -111,7 +111,10 @@ def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file
     if as_json:
         _echo_json(m)
         return
-    click.echo(f"spawned {builder}: hooks for {len(m['events'])} events in {m['settings_file']}")
+    client = "compiled" if m.get("client") == "c" else "bash"
+    click.echo(f"spawned {builder}: hooks for {len(m['events'])} events in {m['settings_file']} ({client} hook client)")
+    if m.get("client_note"):
+        click.echo(f"hookd: note: {m['client_note']}", err=True)
     if m.get("warning"):
         click.echo(f"hookd: warning: {m['warning']}", err=True)
     rec = m.get("mcp")

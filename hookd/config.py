@@ -5,7 +5,10 @@
     HOOKD_HOME/
       hookd.db            SQLite database (WAL)
       token               bearer token for the loopback TCP listener (0600)
-      bin/hook-client     the generated hook client (bash), shared by the home's builders
+      bin/hook-client     the bash hook client, shared by the home's builders
+      bin/hook-client-c   the compiled hook client (when a C compiler built it; see spawn.py)
+      bin/socket-path     the daemon's socket path, for the compiled client when the home's
+                          own run/hookd.sock would be too long to bind
       builders/<id>.json  spawn manifests: what `hookd spawn` added, so `unspawn` can undo it
       mcp/<id>.json       standalone MCP config (`claude --mcp-config`) of a --settings-file spawn
       spool/<id>/         payloads hook clients could not deliver (ingested by `serve`)
@@ -13,7 +16,8 @@
                           hookd.sock when its path is short enough
 
 Environment: ``HOOKD_HOME`` (home directory), ``HOOKD_DEADLINE_MS`` (default hook client
-deadline at spawn, milliseconds).
+deadline at spawn, milliseconds), ``HOOKD_HOOK_CLIENT`` (which client spawn writes: ``auto``,
+``c`` or ``bash``; see hookd.spawn), ``CC`` (the C compiler spawn builds the client with).
 """
 
 from __future__ import annotations
@@ -91,7 +95,19 @@ class Home:
 
     @property
     def client_script(self) -> Path:
+        """The bash hook client."""
         return self.root / "bin" / "hook-client"
+
+    @property
+    def c_client(self) -> Path:
+        """The compiled hook client (it finds its home from its own path: keep it in bin/)."""
+        return self.root / "bin" / "hook-client-c"
+
+    @property
+    def socket_path_file(self) -> Path:
+        """``bin/socket-path``: socket_path, for the compiled client (which cannot compute
+        the short path a long home's daemon binds)."""
+        return self.root / "bin" / "socket-path"
 
     @property
     def builders_dir(self) -> Path:

@@ -258,7 +258,10 @@ def test_fake_claw_daemon_down_tools_still_run(home: Path, spawned: Path, tmp_pa
         assert q["session_id"] == sid_of(spawned) and q["state"] == "answered" and q["answers"] == {"Go on?": "yes"}
 
 
-def test_fake_claw_cwd_with_odd_characters(daemon: DaemonProcess, home: Path, tmp_path: Path):
+@pytest.mark.parametrize("client", ["c", "bash"])
+def test_fake_claw_cwd_with_odd_characters(client: str, daemon: DaemonProcess, home: Path, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("HOOKD_HOOK_CLIENT", client)  # each client percent-encodes X-Hookd-Cwd
     w = tmp_path / "my wörk%tree 'x'"
     w.mkdir()
     assert hookd_cli(home, "spawn", "b2", "--worktree", str(w), "--harness", "claw").returncode == 0

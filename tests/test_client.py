@@ -1,5 +1,6 @@
-"""The generated bash hook client, run exactly as Claude Code runs it (``sh -c "<command>"``,
-cwd = worktree, payload on stdin), against a real `hookd serve` on real sockets.
+"""The generated hook clients (compiled and bash: every test runs with each), run exactly as
+Claude Code runs them (``sh -c "<command>"``, cwd = worktree, payload on stdin), against a
+real `hookd serve` on real sockets.
 
 Covers the acceptance path (question pending, then answered), fail-open and spooling while
 the daemon is down (never started, stopped, killed -9 with a stale endpoint file), spool
@@ -41,6 +42,13 @@ FAIL_OPEN_S = 0.1
 
 
 # --- helpers ------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True, params=["c", "bash"])
+def client_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs with each hook client `hookd spawn` can write."""
+    monkeypatch.setenv("HOOKD_HOOK_CLIENT", request.param)
+    return request.param
 
 
 def spawn(home: Path, worktree: Path, *extra: str, builder: str = BUILDER) -> dict[str, str]:
@@ -161,7 +169,8 @@ class HeldClient:
 
 
 def sigterm_trapped(pid: int) -> bool:
-    """The client installed its TERM trap (bit 15 in SigCgt): it is bash running our script."""
+    """The client installed its TERM handler (bit 15 in SigCgt): it is our client running,
+    not the ``sh`` that execs it."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
     except FileNotFoundError:

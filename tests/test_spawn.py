@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -75,6 +76,19 @@ def hookd_handlers(settings: dict[str, Any], builder: str | None = None, wake: b
 def argv_of(command: str) -> list[str]:
     """The argv the command execs (after its fail-open check)."""
     return client_argv(command)
+
+
+def client_of(command: str) -> Path:
+    """The hook client a command runs: the compiled one it execs, or bash's script."""
+    argv = argv_of(command)
+    return Path(argv[0] if argv[1] != "-p" else argv[2])
+
+
+@pytest.fixture(params=["c", "bash"])
+def client_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Spawn (in this test's hookd subprocesses) writes this hook client."""
+    monkeypatch.setenv("HOOKD_HOOK_CLIENT", request.param)
+    return request.param
 
 
 # --- merge, idempotency, reversal ---------------------------------------------------------
@@ -253,7 +267,7 @@ def test_command_uses_real_bash_and_absolute_client_path(home: Path, worktree: P
     shim = shims / "bash"
     shim.write_text(f"#!/bin/sh\ntouch {shlex.quote(os.fspath(marker))}\nexec /bin/bash \"$@\"\n")
     shim.chmod(0o755)
-    env = {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}", "HOOKD_HOOK_CLIENT": "bash"}
     r = subprocess.run([sys.executable, "-m", "hookd", "--home", os.fspath(home), "spawn", "b-1",
                         "--worktree", os.fspath(worktree)], capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -277,10 +291,85 @@ def test_command_uses_real_bash_and_absolute_client_path(home: Path, worktree: P
     assert not marker.exists()
 
 
+def test_compiled_client_is_built_once_and_shared_by_homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    assert real, "a C compiler (the CI installs gcc)"
+    log = tmp_path / "cc.log"
+    wrapper = tmp_path / "cc-wrapper"
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {shlex.quote(os.fspath(log))}\nexec {shlex.quote(real)} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("CC", os.fspath(wrapper))
+    monkeypatch.setenv("XDG_CACHE_HOME", os.fspath(tmp_path / "cache"))
+    monkeypatch.setenv("HOOKD_HOOK_CLIENT", "auto")
+    clients = []
+    for name in ("h1", "h2"):
+        wt = tmp_path / f"wt-{name}"
+        wt.mkdir()
+        spawn_ok(tmp_path / name, "b-1", "--worktree", os.fspath(wt))
+        clients.append(client_of(settings_command(settings_path(wt), "PreToolUse")))
+    assert clients == [Home.resolve(tmp_path / n).c_client for n in ("h1", "h2")]
+    assert clients[0].read_bytes() == clients[1].read_bytes()
+    assert len(log.read_text().splitlines()) == 1  # the second home reused the cached build
+    assert "-static" in log.read_text()
+
+
+def test_without_a_compiler_spawn_uses_the_bash_client_and_says_so(home: Path, worktree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CC", os.fspath(tmp_path / "no-such-cc"))
+    monkeypatch.setenv("XDG_CACHE_HOME", os.fspath(tmp_path / "cache"))
+    monkeypatch.setenv("HOOKD_HOOK_CLIENT", "auto")
+    r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
+    assert r.returncode == 0, r.stderr
+    assert "(bash hook client)" in r.stdout
+    assert r.stderr.startswith("hookd: note: C compiler") and "using the bash client" in r.stderr
+    assert client_of(settings_command(settings_path(worktree), "PreToolUse")) == Home.resolve(home).client_script
+    assert json.loads(Home.resolve(home).manifest("b-1").read_text())["client"] == "bash"
+    # asked for the compiled client: a clear error, nothing written
+    monkeypatch.setenv("HOOKD_HOOK_CLIENT", "c")
+    other = tmp_path / "wt2"
+    other.mkdir()
+    r = hookd_cli(home, "spawn", "b-2", "--worktree", os.fspath(other))
+    assert r.returncode != 0 and "C compiler" in r.stderr and not settings_path(other).exists()
+    monkeypatch.setenv("HOOKD_HOOK_CLIENT", "fast")
+    r = hookd_cli(home, "spawn", "b-2", "--worktree", os.fspath(other))
+    assert r.returncode != 0 and "HOOKD_HOOK_CLIENT must be auto, c or bash" in r.stderr
+
+
+def test_compiled_client_reaches_the_short_socket_of_a_long_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOOKD_HOOK_CLIENT", "c")
+    home, worktree = tmp_path / ("x" * 120), tmp_path / "wt"
+    worktree.mkdir()
+    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
+    h = Home.resolve(home)
+    assert h.socket_path.parent != h.run_dir  # run/hookd.sock would be too long to bind
+    command = settings_command(settings_path(worktree), "PreToolUse")
+    with DaemonProcess(home):
+        r = run_hook(command, (TUI / "007-PreToolUse.json").read_bytes(), worktree)
+        assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")
+        c = Client(h)
+        try:
+            assert [e["data"]["source"] for e in c.lines("/v1/events") if e["kind"] == "hook_received"] == ["live"]
+        finally:
+            c.close()
+    assert not list((home / "spool" / "b-1").glob("*.json"))
+
+
 ODD = "wt 'q' \"dq\" $(touch PWNED) `touch PWNED2` ü"
 
 
-def test_odd_worktree_and_home_paths_are_quoted(tmp_path: Path) -> None:
+def test_compiled_command_execs_the_home_client(home: Path, worktree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOOKD_HOOK_CLIENT", "c")
+    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
+    command = settings_command(settings_path(worktree), "PreToolUse")
+    h = Home.resolve(home)
+    assert command == f"[ -x {h.c_client} ] || exit 0; exec {h.c_client} claude-code b-1 5000 # hookd builder=b-1"
+    assert oct(h.c_client.stat().st_mode & 0o777) == "0o700"
+    assert h.socket_path_file.read_bytes() == os.fsencode(h.socket_path)
+    assert json.loads(h.manifest("b-1").read_text())["client"] == "c"
+    res = subprocess.run(["sh", "-c", command], input=b"", cwd=worktree, capture_output=True, timeout=30)
+    assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
+
+
+def test_odd_worktree_and_home_paths_are_quoted(tmp_path: Path, client_kind: str) -> None:
     root = tmp_path / ODD
     home, worktree = root / f"home {ODD}", root / f"worktree {ODD}"
     worktree.mkdir(parents=True)
@@ -288,7 +377,8 @@ def test_odd_worktree_and_home_paths_are_quoted(tmp_path: Path) -> None:
     settings = settings_path(worktree)
     assert settings.is_file()
     command = settings_command(settings, "PreToolUse")
-    assert Path(argv_of(command)[2]) == Home.resolve(home).client_script
+    h = Home.resolve(home)
+    assert client_of(command) == (h.c_client if client_kind == "c" else h.client_script)
 
     payloads = [(TUI / "004-PreToolUse.json").read_bytes(), (TUI / "005-PostToolUse.json").read_bytes()]
     # daemon down: the client spools into the odd home
@@ -379,10 +469,10 @@ def test_unspawn_removes_the_claude_dir_it_created(home: Path, worktree: Path) -
     assert not (worktree / ".claude").exists()
 
 
-def test_command_fails_open_when_the_client_is_gone(home: Path, worktree: Path) -> None:
+def test_command_fails_open_when_the_client_is_gone(home: Path, worktree: Path, client_kind: str) -> None:
     assert hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree)).returncode == 0
     command = settings_command(settings_path(worktree), "PreToolUse")
-    Home.resolve(home).client_script.unlink()  # the home was moved or deleted
+    client_of(command).unlink()  # the home was moved or deleted
     r = run_hook(command, (TUI / "004-PreToolUse.json").read_bytes(), worktree)
     assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")
 
