@@ -766,6 +766,8 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
         timeout_graceful_shutdown=3,
         server_header=False,
         date_header=False,
+        # no proxy in front of hookd: X-Forwarded-* headers are never trusted
+        proxy_headers=False,
     )
     server = _Server(config)
     server.core = core
