@@ -156,6 +156,29 @@ def build_c_client() -> Path:
     out = cache / f"hook-client-c-{key}"
     if os.access(out, os.X_OK):
         return out
+    try:
+        built = _build_into(cache, compiler, source, out)
+    except OSError as e:  # the cache cannot be written (read-only home directory, full disk)
+        raise ConfigError(f"cannot build the compiled hook client in {cache}: {e.strerror or e}") from None
+    if isinstance(built, Path):
+        return built
+    raise ConfigError(f"cannot build the compiled hook client with {' '.join(compiler)}: {built or 'unknown error'}")
+
+
+def _runs(exe: Path) -> str | None:
+    """None when ``exe`` runs (no arguments: "nothing to do", exit 0 and silence), else why not."""
+    try:
+        smoke = subprocess.run([os.fspath(exe)], capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"the built client does not run: {e}"
+    if smoke.returncode != 0 or smoke.stdout or smoke.stderr:
+        return f"the built client exited {smoke.returncode} with no arguments"
+    return None
+
+
+def _build_into(cache: Path, compiler: list[str], source: str, out: Path) -> Path | str:
+    """Compile ``source`` with the first of C_FLAGS that gives a binary that runs, into
+    ``out`` (atomically). Returns ``out``, or the last failure's message."""
     cache.mkdir(parents=True, exist_ok=True)
     last = ""
     with tempfile.TemporaryDirectory(dir=cache, prefix=".build-") as tmp:
@@ -172,18 +195,15 @@ def build_c_client() -> Path:
                 lines = r.stderr.decode(errors="replace").strip().splitlines()
                 last = lines[-1] if lines else f"exit status {r.returncode}"
                 continue
-            try:  # it must run: no arguments is "nothing to do", exit 0 and silence
-                smoke = subprocess.run([os.fspath(exe)], capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
-            except (OSError, subprocess.TimeoutExpired) as e:
-                last = f"the built client does not run: {e}"
-                continue
-            if smoke.returncode != 0 or smoke.stdout or smoke.stderr:
-                last = f"the built client exited {smoke.returncode} with no arguments"
+            why = _runs(exe)
+            if why:
+                last = why
                 continue
             os.chmod(exe, 0o700)  # homes hard-link it: 0700 like the rest of a home
             os.replace(exe, out)
             return out
-    raise ConfigError(f"cannot build the compiled hook client with {' '.join(compiler)}: {last or 'unknown error'}")
+    return last
+
 
 
 def install_client(home: Home) -> tuple[str, str | None]:
@@ -217,6 +237,12 @@ def install_client(home: Home) -> tuple[str, str | None]:
         except OSError:
             tmp.unlink(missing_ok=True)
             atomic_write(target, built.read_bytes(), mode=0o700)
+    why = _runs(target)  # where it is run from: a home on a noexec mount cannot run it
+    if why:
+        target.unlink(missing_ok=True)
+        if kind == "c":
+            raise ConfigError(f"{target}: {why}")
+        return "bash", f"{target}: {why}; using the bash client (about 2x slower per hook)"
     sock = os.fsencode(home.socket_path)
     try:
         same = home.socket_path_file.read_bytes() == sock

@@ -334,6 +334,18 @@ def test_without_a_compiler_spawn_uses_the_bash_client_and_says_so(home: Path, w
     assert r.returncode != 0 and "HOOKD_HOOK_CLIENT must be auto, c or bash" in r.stderr
 
 
+def test_unwritable_build_cache_falls_back_to_the_bash_client(home: Path, worktree: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache directory should be")
+    monkeypatch.setenv("XDG_CACHE_HOME", os.fspath(blocker))
+    monkeypatch.setenv("HOOKD_HOOK_CLIENT", "auto")
+    r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
+    assert r.returncode == 0, r.stderr
+    assert "hookd: note: cannot build the compiled hook client in" in r.stderr and "Traceback" not in r.stderr
+    assert client_of(settings_command(settings_path(worktree), "PreToolUse")) == Home.resolve(home).client_script
+
+
 def test_compiled_client_reaches_the_short_socket_of_a_long_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOOKD_HOOK_CLIENT", "c")
     home, worktree = tmp_path / ("x" * 120), tmp_path / "wt"
