@@ -294,9 +294,14 @@ def test_daemon_down_spools_the_whole_payload_even_when_stdin_is_slow(
     assert kinds(home, "hook_invalid") == []
 
 
-def test_stale_endpoint_whose_port_another_daemon_took_spools(stopped: DaemonProcess, home: Path, worktree: Path, tmp_path: Path) -> None:
+def test_stale_endpoint_whose_port_another_daemon_took_spools(stopped: DaemonProcess, home: Path, worktree: Path, tmp_path: Path,
+                                                            client_kind: str) -> None:
     """killed -9, and the port now belongs to another hookd (another home, another token):
-    its 401 means "not stored here", so the payload is spooled, not dropped."""
+    its 401 means "not stored here", so the payload is spooled, not dropped. (The compiled
+    client never reads the endpoint file: it connects to its own home's Unix socket, which
+    no other daemon can own; its stale-socket case is in the fail-open test above.)"""
+    if client_kind == "c":
+        pytest.skip("the TCP endpoint file is the bash client's transport")
     cmd = spawn(home, worktree)
     other = DaemonProcess(tmp_path / "other-home")
     try:
@@ -651,32 +656,42 @@ def test_spool_and_database_are_private(daemon, home, worktree):
 
 
 @pytest.mark.parametrize("body", [b"connected to daemon\n{}", b'{"a":1', b"[1,2]"], ids=["noise", "truncated", "array"])
-def test_client_prints_nothing_but_one_json_object(home, worktree, body):
-    """A misbehaving endpoint's 200 reply that is not one JSON object never reaches stdout (B13)."""
+def test_client_prints_nothing_but_one_json_object(home, worktree, body, client_kind):
+    """A misbehaving endpoint's 200 reply that is not one JSON object never reaches stdout (B13).
+    The fake endpoint listens where the client connects: the compiled client on the Unix
+    socket, the bash client on the TCP port of the endpoint file."""
     import socket
     import threading
 
     r = hookd_cli(home, "spawn", "b-x", "--worktree", str(worktree))
     assert r.returncode == 0
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen()
     h = Home.resolve(home)
     h.run_dir.mkdir(parents=True, exist_ok=True)
-    h.endpoint_file.write_text(f"{srv.getsockname()[1]} tok\n")
+    if client_kind == "c":
+        srv = socket.socket(socket.AF_UNIX)
+        srv.bind(os.fspath(h.socket_path))
+    else:
+        srv = socket.socket()
+        srv.bind(("127.0.0.1", 0))
+        h.endpoint_file.write_text(f"{srv.getsockname()[1]} tok\n")
+    srv.listen()
+    srv.settimeout(20)
+    got: list[bytes] = []
 
     def answer() -> None:
         c, _ = srv.accept()
         data = b""
         while b"0\r\n\r\n" not in data:
             data += c.recv(65536)
+        got.append(data)
         c.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
         c.close()
 
-    t = threading.Thread(target=answer)
+    t = threading.Thread(target=answer, daemon=True)
     t.start()
     cmd = settings_command(worktree / ".claude" / "settings.local.json", "PostToolUse")
     res = run_hook(cmd, (TUI / "005-PostToolUse.json").read_bytes(), worktree)
     t.join(10)
     srv.close()
+    assert got and got[0].startswith(b"POST /v1/hooks/claude-code/b-x HTTP/1.1\r\n")  # it talked to the fake
     assert (res.returncode, res.stdout) == (0, b"")
