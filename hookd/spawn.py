@@ -220,7 +220,7 @@ def install_client(home: Home) -> tuple[str, str | None]:
         built = build_c_client()
     except ConfigError as e:
         if kind == "c":
-            raise
+            raise ConfigError(f"HOOKD_HOOK_CLIENT=c: {e.message}") from None
         return "bash", f"{e.message}; using the bash client (about 2x slower per hook)"
     target = home.c_client
     try:
@@ -241,7 +241,7 @@ def install_client(home: Home) -> tuple[str, str | None]:
     if why:
         target.unlink(missing_ok=True)
         if kind == "c":
-            raise ConfigError(f"{target}: {why}")
+            raise ConfigError(f"HOOKD_HOOK_CLIENT=c: {target}: {why}")
         return "bash", f"{target}: {why}; using the bash client (about 2x slower per hook)"
     sock = os.fsencode(home.socket_path)
     try:

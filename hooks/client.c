@@ -75,7 +75,27 @@ static int slice_ms(void) {
     return l < 0 ? -1 : (l < SLICE_MS ? l : SLICE_MS);
 }
 
-static void on_signal(int sig) { (void)sig; _exit(0); }
+/* SIGTERM, SIGINT, SIGHUP (the harness's timeout, Esc): noted here, acted on by wait() */
+static volatile sig_atomic_t stopped;
+static void on_signal(int sig) { (void)sig; stopped = 1; }
+static void spool(void);
+static int whole(void);
+
+/* poll(2), except that a stop signal (before or during the wait: the handler is installed
+ * without SA_RESTART, so poll returns EINTR) ends the client: what has arrived is spooled
+ * when it is one whole object (the daemon may not have stored it; if it did, the spool's
+ * delivery id makes the copy a no-op), then exit 0 */
+static int wait_fds(struct pollfd *p, nfds_t n, int timeout_ms) {
+    int r = stopped ? -1 : poll(p, n, timeout_ms);
+    if (stopped) {
+        if (strcmp(mode, "wake") != 0 && blen && whole()) {
+            in_eof = 1;  /* spool now: read no more */
+            spool();
+        }
+        _exit(0);
+    }
+    return r;
+}
 
 static int grow(size_t need) {
     if (need <= bcap) return 0;
@@ -94,7 +114,7 @@ static int read_more(void) {
         int t = slice_ms();
         if (t < 0) return 2;
         struct pollfd p = {0, POLLIN, 0};
-        int n = poll(&p, 1, t);
+        int n = wait_fds(&p, 1, t);
         if (n < 0) {
             if (errno == EINTR) continue;
             return 0;
@@ -171,7 +191,7 @@ static int send_all(int s, struct iovec *v, int n) {
             int t = left_ms();
             if (t < 0) return -2;
             struct pollfd p = {s, POLLOUT, 0};
-            poll(&p, 1, t);
+            wait_fds(&p, 1, t);
             continue;
         }
         while (n && (size_t)w >= v->iov_len) {
@@ -298,11 +318,11 @@ int main(int argc, char **argv) {
             struct pollfd p = {s, POLLOUT, 0};
             int t = left_ms(), err = 0;
             socklen_t len = sizeof err;
-            if (t < 0 || poll(&p, 1, t) <= 0 || getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) spool();
+            if (t < 0 || wait_fds(&p, 1, t) <= 0 || getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) spool();
             break;
         }
         if (errno == EAGAIN && left_ms() > 0) {  /* the daemon's backlog is full: retry shortly */
-            poll(NULL, 0, 1);
+            wait_fds(NULL, 0, 1);
             continue;
         }
         spool();  /* no daemon (refused, no socket file) */
@@ -346,7 +366,7 @@ int main(int argc, char **argv) {
         int t = left_ms();
         if (t < 0) spool();
         struct pollfd p[2] = {{s, POLLIN, 0}, {0, POLLIN, 0}};
-        int n = poll(p, 2, t);
+        int n = wait_fds(p, 2, t);
         if (n < 0 && errno != EINTR) spool();
         if (n <= 0) continue;
         if (p[0].revents) break;  /* the reply (or the daemon's close) is here */
@@ -369,7 +389,7 @@ int main(int argc, char **argv) {
         int t = left_ms();
         if (t < 0) spool();
         struct pollfd p = {s, POLLIN, 0};
-        int n = poll(&p, 1, t);
+        int n = wait_fds(&p, 1, t);
         if (n < 0 && errno != EINTR) spool();
         if (n <= 0) continue;
         ssize_t got = read(s, resp + rl, REPLY_MAX - rl);

@@ -23,7 +23,7 @@ export LC_ALL=C
 umask 077  # spooled payloads hold prompts and tool output
 exec 4>&2 2>/dev/null  # fd 4: the harness's stderr, used only by wake mode
 trap '' PIPE
-trap 'exit 0' TERM INT HUP
+trap 'stopped || exit 0' TERM INT HUP  # (stopped, below: spools a whole payload, then exit 0)
 
 harness=$1 builder=$2 deadline_ms=${3:-5000} mode=${4:-hook}
 # (glob patterns, not =~: each regex is compiled on every run)
@@ -78,6 +78,14 @@ spool() {
   exit 0
 }
 
+# a stop signal (the harness's timeout, Esc): what has arrived is spooled when it is one whole
+# object (the daemon may not have stored it; if it did, the spool's delivery id makes the
+# copy a no-op), then exit 0
+stopped() {
+  [[ $mode != wake && -n $buf ]] && whole && { eof=1; spool; }
+  exit 0
+}
+
 # read stdin until EOF, or until the deadline; a slow or held-open stdin is streamed.
 # A timed `read` that stops while bytes are flowing can leave stdin's bytes in the buffer
 # bash shares between all fds, and the next read of ANY fd (the endpoint file, the socket)
@@ -109,7 +117,7 @@ exec 3<>"/dev/tcp/127.0.0.1/$port" || spool
 if (( ${#buf} > 65536 )); then
   # a large write can block; the watchdog keeps the deadline whatever the daemon does
   if left; then
-    { sleep "$t"; kill -TERM $$; } </dev/null >/dev/null 3>&- &
+    { sleep "$t"; kill -TERM $$; } </dev/null >/dev/null 3>&- 4>&- &
     wd=$!
     trap 'kill $wd' EXIT
   fi

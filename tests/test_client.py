@@ -605,6 +605,14 @@ def test_sigterm_exits_0_silently(where: str, stopped: DaemonProcess, home: Path
             os.kill(stopped.proc.pid, signal.SIGCONT)  # type: ignore[union-attr]
         c.kill()
     assert (rc, out, err) == (0, b"", b"")
+    if where == "waiting-on-hung-daemon":
+        # the whole payload had arrived: it was spooled before the exit (the hung daemon may
+        # not have stored it), and stored once in all (the spool copy has the same delivery id)
+        assert [f.read_bytes() for f in spool_files(home)] == [payload]
+        wait_until(lambda: not spool_files(home) and hooks_received(home), 15, what="the spool ingested")
+        assert len(hooks_received(home)) == 1
+    else:
+        assert spool_files(home) == []  # half an object is never spooled
     if where != "waiting-on-stdin-daemon-down":
         assert daemon_up(home)
 

@@ -328,7 +328,7 @@ def test_without_a_compiler_spawn_uses_the_bash_client_and_says_so(home: Path, w
     other = tmp_path / "wt2"
     other.mkdir()
     r = hookd_cli(home, "spawn", "b-2", "--worktree", os.fspath(other))
-    assert r.returncode != 0 and "C compiler" in r.stderr and not settings_path(other).exists()
+    assert r.returncode != 0 and "HOOKD_HOOK_CLIENT=c: C compiler" in r.stderr and not settings_path(other).exists()
     monkeypatch.setenv("HOOKD_HOOK_CLIENT", "fast")
     r = hookd_cli(home, "spawn", "b-2", "--worktree", os.fspath(other))
     assert r.returncode != 0 and "HOOKD_HOOK_CLIENT must be auto, c or bash" in r.stderr
