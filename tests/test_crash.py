@@ -186,7 +186,7 @@ def _check(home: Path, ledger: Ledger, spooled_total: list[int]) -> None:
         keys = Counter(m["idem_key"] for m in msgs)
         assert [k for k in ledger.messages if keys[k] != 1] == []
         assert all(n == 1 for k, n in keys.items() if k is not None)  # (answers to asks have no key)
-        qs = c.get("/v1/questions", params={"state": "all"}).json()
+        qs = c.get("/v1/questions", params={"state": "all", "limit": 100_000}).json()  # (default: the newest 1,000)
         ids = Counter(q["id"] for q in qs)
         assert all(n == 1 for n in ids.values())
         tuids = Counter(q["tool_use_id"] for q in qs if q["tool_use_id"])
