@@ -146,9 +146,10 @@ def build_c_client() -> Path:
     if not compiler:
         raise ConfigError("no C compiler found ($CC, cc, gcc or clang)")
     source = c_client_source()
+    exe = shutil.which(compiler[0]) or compiler[0]
     try:
-        st = os.stat(shutil.which(compiler[0]) or compiler[0])
-        ident = f"{os.path.realpath(shutil.which(compiler[0]) or compiler[0])}:{st.st_size}:{st.st_mtime_ns}"
+        st = os.stat(exe)
+        ident = f"{os.path.realpath(exe)}:{st.st_size}:{st.st_mtime_ns}"
     except OSError as e:
         raise ConfigError(f"C compiler {compiler[0]!r}: {e.strerror}") from None
     key = hashlib.sha256("\0".join([source, *compiler, ident, str(MAX_SOCKET_PATH), repr(C_FLAGS)]).encode()).hexdigest()[:20]
@@ -203,7 +204,6 @@ def _build_into(cache: Path, compiler: list[str], source: str, out: Path) -> Pat
             os.replace(exe, out)
             return out
     return last
-
 
 
 def install_client(home: Home) -> tuple[str, str | None]:
