@@ -52,7 +52,7 @@ sys.path.insert(0, os.fspath(REPO))
 
 from hookd.config import Home  # noqa: E402
 from hookd.daemonproc import DaemonProcess  # noqa: E402
-from hookd.spawn import C_FLAGS, bash_path, c_compiler, client_argv, spawn  # noqa: E402
+from hookd.spawn import build_program, bash_path, c_compiler, client_argv, spawn  # noqa: E402
 
 HOOKS = REPO / "fixtures" / "claude-code" / "2.1.332" / "tui-ask-answered-at-terminal" / "hooks"
 BASH_PRE = HOOKS / "004-PreToolUse.json"   # 521 B, Bash
@@ -243,17 +243,14 @@ PAYLOADS = ("521 B", "1.4 KB")
 
 
 def build_noop(tmp: Path) -> list[str] | None:
-    """A no-op C program built with the compiled client's compiler and first working flags
-    (the bare start of a compiled client); None without a compiler."""
+    """A no-op C program built exactly as spawn builds the compiled client (same compiler,
+    same flags tried in the same order: the bare start of a compiled client); None without
+    a compiler."""
     compiler = c_compiler()
     if not compiler:
         return None
-    src, exe = tmp / "noop.c", tmp / "noop"
-    src.write_text("int main(void) { return 0; }\n")
-    for flags in C_FLAGS:
-        if subprocess.run([*compiler, *flags, "-o", os.fspath(exe), os.fspath(src)], capture_output=True).returncode == 0:
-            return [os.fspath(exe)]
-    return None
+    built = build_program(tmp / "noop-build", compiler, "int main(void) { return 0; }\n", tmp / "noop")
+    return [os.fspath(built)] if isinstance(built, Path) else None
 
 
 def spawn_with(home: Path, builder: str, settings: Path, kind: str) -> dict[str, Any]:

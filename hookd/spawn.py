@@ -158,7 +158,7 @@ def build_c_client() -> Path:
     if os.access(out, os.X_OK):
         return out
     try:
-        built = _build_into(cache, compiler, source, out)
+        built = build_program(cache, compiler, source, out)
     except OSError as e:  # the cache cannot be written (read-only home directory, full disk)
         raise ConfigError(f"cannot build the compiled hook client in {cache}: {e.strerror or e}") from None
     if isinstance(built, Path):
@@ -177,9 +177,11 @@ def _runs(exe: Path) -> str | None:
     return None
 
 
-def _build_into(cache: Path, compiler: list[str], source: str, out: Path) -> Path | str:
-    """Compile ``source`` with the first of C_FLAGS that gives a binary that runs, into
-    ``out`` (atomically). Returns ``out``, or the last failure's message."""
+def build_program(cache: Path, compiler: list[str], source: str, out: Path) -> Path | str:
+    """Compile the C ``source`` with ``compiler`` and the first of C_FLAGS that gives a binary
+    that runs (no arguments: exit 0, silent), into ``out`` (atomically), building in a temp
+    dir under ``cache``. Returns ``out``, or the last failure's message. Raises OSError when
+    ``cache`` cannot be written. (bench/run.py builds its no-op floor with it.)"""
     cache.mkdir(parents=True, exist_ok=True)
     last = ""
     with tempfile.TemporaryDirectory(dir=cache, prefix=".build-") as tmp:

@@ -459,6 +459,21 @@ def test_large_payload_on_a_pipe_is_delivered_live_byte_for_byte(
     assert source == "live"
 
 
+def test_payload_over_64k_leaves_nothing_holding_the_harness_stderr(daemon: DaemonProcess, home: Path, worktree: Path) -> None:
+    """The harness reads the hook's stderr until EOF: once the client has exited, nothing it
+    started (the bash client's >64 KiB watchdog, a `sleep` until the deadline) may keep that
+    pipe open, or every such hook would last the whole deadline."""
+    cmd = spawn(home, worktree, "--deadline", "30")
+    obj = json.loads((TUI / "005-PostToolUse.json").read_bytes())
+    obj["tool_use_id"] = "toolu_STDERR100K"
+    obj["tool_response"] = {"stdout": "y" * (100 * 1024), "stderr": "", "interrupted": False}
+    t = time.perf_counter()
+    r = run_hook(cmd["PostToolUse"], json.dumps(obj).encode(), worktree)  # reads stderr to EOF
+    elapsed = time.perf_counter() - t
+    assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")
+    assert elapsed < 15, f"stderr stayed open {elapsed:.1f} s (the deadline is 30 s)"
+
+
 def test_stdin_held_open_after_complete_object(daemon: DaemonProcess, home: Path, worktree: Path) -> None:
     cmd = spawn(home, worktree)  # default deadline: 5 s
     c = HeldClient(cmd["PreToolUse"], worktree)

@@ -346,6 +346,30 @@ def test_unwritable_build_cache_falls_back_to_the_bash_client(home: Path, worktr
     assert client_of(settings_command(settings_path(worktree), "PreToolUse")) == Home.resolve(home).client_script
 
 
+def test_a_home_that_cannot_run_the_built_client_falls_back_to_bash(home: Path, worktree: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build runs in the cache; the home may not run it (a noexec mount). The seam: a
+    "compiler" whose output runs everywhere except as HOOKD_HOME/bin/hook-client-c."""
+    cc = tmp_path / "cc-noexec-home"
+    cc.write_text('#!/bin/sh\n'
+                  'while [ "$1" != -o ]; do shift; done\n'
+                  'printf \'#!/bin/sh\\ncase $0 in */bin/hook-client-c) exit 126;; esac\\nexit 0\\n\' > "$2"\n'
+                  'chmod +x "$2"\n')
+    cc.chmod(0o755)
+    monkeypatch.setenv("CC", os.fspath(cc))
+    monkeypatch.setenv("XDG_CACHE_HOME", os.fspath(tmp_path / "cache"))
+    monkeypatch.setenv("HOOKD_HOOK_CLIENT", "auto")
+    r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
+    assert r.returncode == 0, r.stderr
+    assert "the built client exited 126 with no arguments; using the bash client" in r.stderr
+    h = Home.resolve(home)
+    assert client_of(settings_command(settings_path(worktree), "PreToolUse")) == h.client_script
+    assert not h.c_client.exists()
+    monkeypatch.setenv("HOOKD_HOOK_CLIENT", "c")
+    r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
+    assert r.returncode != 0 and "HOOKD_HOOK_CLIENT=c:" in r.stderr and "exited 126" in r.stderr
+
+
 def test_compiled_client_reaches_the_short_socket_of_a_long_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOOKD_HOOK_CLIENT", "c")
     home, worktree = tmp_path / ("x" * 120), tmp_path / "wt"
