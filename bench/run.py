@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """hookd hook round-trip benchmark: one command, one run, ratios within that run.
 
-    python bench/run.py [--runs 300] [--warmup 30] [--json] [--profile]
+    python bench/run.py [--runs 300] [--warmup 30] [--gap-ms 0] [--json] [--profile]
 
 Starts a real daemon in a temp home (hookd.daemonproc.DaemonProcess), spawns one builder with
 the compiled hook client (when a C compiler builds it) and one with the bash client, and times,
@@ -25,7 +25,9 @@ bash one when no compiler builds it), for both payloads: round trip median <= 2x
 its own floor, raw (client vs its bare start) and via sh -c (``sh -c "<command>"`` vs
 ``sh -c "exec <floor>"``); and fail-open median <= 50 ms for both clients. Reported beside
 it, not judged: the other client's ratios, and the compiled client against ``bash -c true``.
-With --profile (or when the budget is missed): strace -c and a -ttt milestone timeline of
+With --gap-ms N, every measured run starts after N ms of idle (floors and clients alike): the
+daemon and the CPUs are cold, as between an agent's tool calls. The default (0) runs back to
+back, the daemon as warm as it gets. With --profile (or when the budget is missed): strace -c and a -ttt milestone timeline of
 one run of the judged client, and, for the bash client, the median time of each segment of
 its script (an EPOCHREALTIME-instrumented copy).
 """
@@ -271,6 +273,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=300, help="measured runs per command (default 300)")
     ap.add_argument("--warmup", type=int, default=30, help="unmeasured runs per command first (default 30)")
     ap.add_argument("--daemon-requests", type=int, default=3000, help="requests for the daemon-side figure")
+    ap.add_argument("--gap-ms", type=float, default=0.0,
+                    help="idle milliseconds before each measured run (default 0: back to back)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
     ap.add_argument("--profile", action="store_true", help="always print strace profiles of the client")
     args = ap.parse_args()
@@ -312,7 +316,7 @@ def main() -> int:
     result: dict[str, Any] = {
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "bash": bash, "sh": os.path.realpath(sh),
                     "uname": " ".join(os.uname()[i] for i in (0, 2, 4)), "cc": " ".join(c_compiler() or ["none"])},
-        "runs": args.runs, "warmup": args.warmup, "payload_bytes": {"pre": len(pre), "post": len(post)},
+        "runs": args.runs, "warmup": args.warmup, "gap_ms": args.gap_ms, "payload_bytes": {"pre": len(pre), "post": len(post)},
         "judged": judged, "commands_spawned": commands,
     }
     try:
@@ -322,6 +326,8 @@ def main() -> int:
             k = rnd % len(names)
             for name in names[k:] + names[:k]:  # round-robin, rotated each round
                 argv, payload = cases[name]
+                if args.gap_ms and rnd >= args.warmup:
+                    time.sleep(args.gap_ms / 1000)
                 dt, rc, out = run_once(argv, payload, cwd)
                 if rc != 0 or out:
                     raise SystemExit(f"{name}: exit {rc}, stdout {out[:200]!r}")
@@ -395,7 +401,8 @@ def evaluate(result: dict[str, Any], floors: dict[str, list[str]]) -> tuple[list
 def print_table(r: dict[str, Any]) -> None:
     m = r["machine"]
     print(f"hookd bench: {m['cpus']} CPUs, {m['uname']}, bash {m['bash']}, sh {m['sh']}, cc {m['cc']}, python {m['python']}")
-    print(f"{r['runs']} runs per command after {r['warmup']} warm-up, interleaved round-robin; spawn to exit")
+    gap = f", {r['gap_ms']:g} ms idle before each" if r.get("gap_ms") else ""
+    print(f"{r['runs']} runs per command after {r['warmup']} warm-up, interleaved round-robin{gap}; spawn to exit")
     for kind, command in r["commands_spawned"].items():
         print(f"{kind} client command: {command}")
     print()
