@@ -158,9 +158,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
     if s.get("held"):
         click.echo(f"holding a PermissionRequest hook for: {', '.join(s['held'])} (answer with `hookd answer ID`)")
     if s["builders"]:
-        rows = [[b["builder"], b["harness"], b["hooks_seen"], b["pending"], _when(b["last_hook_at"]),
-                 b.get("warning", "")] for b in s["builders"]]
-        click.echo(tabulate(rows, headers=["builder", "harness", "hooks", "pending", "last hook", "note"]))
+        rows = [[b["builder"], b["harness"], b.get("client") or "", b["hooks_seen"], b["pending"],
+                 _when(b["last_hook_at"]), b.get("warning") or b.get("client_note") or ""] for b in s["builders"]]
+        click.echo(tabulate(rows, headers=["builder", "harness", "client", "hooks", "pending", "last hook", "note"]))
 
 
 @main.command("open")

@@ -547,6 +547,10 @@ def _builder_status(builder: str, manifest: dict | None, stats: dict | None) -> 
         "worktree": (manifest or {}).get("worktree"),
         "settings_file": (manifest or {}).get("settings_file"),
         "spawned": manifest is not None,
+        # the hook client spawn wrote: "c" (compiled) or "bash"; None when not spawned (or
+        # a harness with no hook client); client_note: why it fell back to bash
+        "client": (manifest or {}).get("client"),
+        "client_note": (manifest or {}).get("client_note"),
         "hooks_seen": hooks_seen,
         "last_hook_at": (stats or {}).get("last_hook_at"),
         "pending": (stats or {}).get("pending", 0),

@@ -157,6 +157,30 @@ def test_status_lists_spawned_builder_with_no_hooks_as_not_yet_armed(daemon, hom
     assert "no hook received yet" in b["warning"]
 
 
+def test_status_names_each_builders_hook_client(daemon, home, worktree, tmp_path, monkeypatch):
+    """Which client each builder's hooks run (the manifest's), and why one fell back to bash."""
+    monkeypatch.setenv("HOOKD_HOOK_CLIENT", "bash")
+    assert hookd_cli(home, "spawn", "b-bash", "--settings-file", str(tmp_path / "bash.json")).returncode == 0
+    monkeypatch.setenv("HOOKD_HOOK_CLIENT", "auto")
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
+    monkeypatch.setenv("PATH", str(tmp_path))  # no cc, gcc or clang either: bash, with a note
+    assert hookd_cli(home, "spawn", "b-fallback", "--settings-file", str(tmp_path / "fallback.json")).returncode == 0
+    monkeypatch.undo()
+    default = hookd_cli(home, "spawn", "b-default", "--worktree", str(worktree))
+    assert default.returncode == 0
+    want_default = json.loads(Home.resolve(home).manifest("b-default").read_text())["client"]
+    s = json.loads(hookd_cli(home, "status", "--json").stdout)
+    by = {b["builder"]: b for b in s["builders"]}
+    assert by["b-bash"]["client"] == "bash" and by["b-bash"]["client_note"] is None
+    assert by["b-fallback"]["client"] == "bash" and "compiler" in by["b-fallback"]["client_note"]
+    assert by["b-default"]["client"] == want_default and want_default in ("c", "bash")
+    table = hookd_cli(home, "status").stdout
+    header = next(line for line in table.splitlines() if line.startswith("builder"))
+    assert header.split()[:3] == ["builder", "harness", "client"]
+    row = next(line for line in table.splitlines() if line.startswith("b-bash "))
+    assert row.split()[2] == "bash"
+
+
 def test_migrations_are_recorded(daemon, home):
     s = json.loads(hookd_cli(home, "status", "--json").stdout)
     from hookd.store import MIGRATIONS
