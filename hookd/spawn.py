@@ -550,7 +550,9 @@ def spawn(
     if settings_file is None:
         if worktree is None:
             raise ConfigError("give --worktree DIR or --settings-file PATH")
-        worktree = worktree.expanduser().absolute()
+        # the physical path: what Claude Code reports as a session's cwd and what claw
+        # fingerprints (".." and symlinks resolved; the same directory either way)
+        worktree = Path(os.path.realpath(worktree.expanduser()))
         if not worktree.is_dir():
             raise ConfigError(f"worktree {worktree} is not a directory")
         target = worktree / (".claw" if harness == claw.HARNESS else ".claude") / "settings.local.json"

@@ -124,6 +124,22 @@ def test_merge_keeps_other_hooks_and_keys_and_unspawn_restores_them(home: Path, 
     assert not (home / "builders" / "b-1.json").exists()
 
 
+def test_relative_worktree_through_a_symlink_and_dotdot_is_stored_as_its_physical_path(home: Path, tmp_path: Path) -> None:
+    """`--worktree ../x/../wt` given from a symlinked directory: the manifest and status name
+    the directory Claude Code reports as its cwd (realpath), and the settings land there."""
+    real = tmp_path / "real"
+    (real / "sub").mkdir(parents=True)
+    (real / "wt").mkdir()
+    (tmp_path / "link").symlink_to(real, target_is_directory=True)
+    r = subprocess.run([sys.executable, "-m", "hookd", "--home", os.fspath(home), "spawn", "b-rel", "--worktree", "../sub/../wt"],
+                       cwd=tmp_path / "link" / "sub", capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    manifest = json.loads((home / "builders" / "b-rel.json").read_text())
+    assert manifest["worktree"] == os.path.realpath(real / "wt")
+    assert manifest["settings_file"] == os.fspath(Path(os.path.realpath(real / "wt")) / ".claude" / "settings.local.json")
+    assert (real / "wt" / ".claude" / "settings.local.json").is_file()
+
+
 def test_unspawn_removes_only_its_own_builder(home: Path, worktree: Path) -> None:
     target = settings_path(worktree)
     target.parent.mkdir()
