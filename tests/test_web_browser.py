@@ -410,7 +410,8 @@ def test_narrow_screen_settings_file_lane_and_an_answer_queued_as_a_message(
     """A builder spawned with --settings-file (no worktree) and --hold 0: its lane names the
     settings file, muted; its question, answered in the browser, cannot reach a hook, and the
     page says that it was queued as an inbox message instead. All at 390 px wide: nothing
-    overflows the screen, the tabs fit on one row, the lanes table scrolls in its box."""
+    overflows the screen, the tabs fit on one row, and each lane and message is a card of
+    labelled values (no table to scroll sideways), the settings file shown whole."""
     settings = tmp_path / "b2.json"
     assert hookd_cli(home, "spawn", "b2", "--settings-file", str(settings), "--hold", "0",
                      "--no-mcp").returncode == 0
@@ -438,10 +439,44 @@ def test_narrow_screen_settings_file_lane_and_an_answer_queued_as_a_message(
     assert cell.locator(".settings-file").evaluate("e => getComputedStyle(e).color") != cell.evaluate(
         "e => getComputedStyle(e).color")  # muted
     no_horizontal_overflow(page)
-    wrap = page.locator("#view-lanes .table-wrap")
-    assert wrap.evaluate("e => e.scrollWidth > e.clientWidth")  # the table scrolls inside its box
+    stacked(page, "lanes")
+    row = page.locator('#lanes tr.lane[data-builder="b2"]')
+    assert label_of(row.locator("td.builder")) == "none"  # the card's title
+    assert label_of(row.locator("td:has(.lane-state)")) == '"lane: "'
+    assert label_of(row.locator("td.pending-count")) == '"pending: "'
+    assert cell.evaluate("e => e.scrollWidth <= e.clientWidth")  # the settings file is not cut
     shot(page, "narrow-lanes")
-    for view in ("inbox", "history"):
-        page.locator(f'#tabs button[data-view="{view}"]').click()
-        no_horizontal_overflow(page)
-        shot(page, f"narrow-{view}")
+    row.locator("button.message-btn").click()  # the compose form opens under its card
+    expect(page.locator('#lanes tr.compose[data-builder="b2"] textarea')).to_be_focused()
+    no_horizontal_overflow(page)
+    shot(page, "narrow-lanes-compose")
+    page.locator('#tabs button[data-view="inbox"]').click()
+    no_horizontal_overflow(page)
+    stacked(page, "inbox")
+    msg = page.locator('#inbox tr[data-id="m-1"]')
+    assert label_of(msg.locator("td").nth(2)) == '"state: "'
+    expect(msg.locator("td.text")).to_contain_text("Red")
+    shot(page, "narrow-inbox")
+    page.locator('#tabs button[data-view="history"]').click()
+    no_horizontal_overflow(page)
+    shot(page, "narrow-history")
+    page.set_viewport_size({"width": 1200, "height": 820})  # wide again: a table with its head
+    page.locator('#tabs button[data-view="lanes"]').click()
+    expect(page.locator("#lanes thead")).to_be_visible()
+    assert label_of(row.locator("td.pending-count")) == "none"
+
+
+def stacked(page: Page, table: str) -> None:
+    """``#table`` shows as cards: no head, each row one block as wide as its box, which does
+    not scroll sideways."""
+    expect(page.locator(f"#{table} thead")).to_be_hidden()
+    wrap = page.locator(f"#view-{table} .table-wrap")
+    assert wrap.evaluate("e => e.scrollWidth <= e.clientWidth")
+    widths = page.evaluate(f"Array.from(document.querySelectorAll('#{table} tbody tr'), (r) => r.getBoundingClientRect().width)")
+    box = wrap.evaluate("e => e.clientWidth")
+    assert widths and all(abs(w - box) <= 2 for w in widths), (widths, box)
+
+
+def label_of(cell: Any) -> str:
+    """The column name a cell shows before its value (CSS ::before content; "none" when none)."""
+    return cell.evaluate("e => getComputedStyle(e, '::before').content")

@@ -425,6 +425,15 @@ function laneRows() {
   return rows;
 }
 
+// each cell names its column (data-label, from the table's head): on a narrow screen a row
+// stacks into a card and the names show beside the values (hookd.css)
+function labelCells(table) {
+  const names = Array.from(table.querySelectorAll("thead th"), (th) => th.textContent.trim());
+  for (const tr of table.querySelectorAll("tbody tr:not(.compose)")) {
+    Array.from(tr.children).forEach((td, k) => { if (names[k]) td.dataset.label = names[k]; });
+  }
+}
+
 function renderLanes() {
   const body = $("lanes").querySelector("tbody");
   const focused = document.activeElement && document.activeElement.closest("tr.compose");
@@ -457,6 +466,7 @@ function renderLanes() {
       h("td", {}, btn)));
     if (openCompose.has(l.builder)) body.append(composeRow(l.builder, drafts.get(l.builder) || ""));
   }
+  labelCells($("lanes"));
   $("lanes-empty").hidden = rows.length > 0;
   if (focused) {
     const ta = body.querySelector(`tr.compose[data-builder="${CSS.escape(focused.dataset.builder)}"] textarea`);
@@ -527,6 +537,7 @@ function renderInbox() {
       h("td", {}, since(m.created_at, " ago")),
       h("td", {class: "text"}, m.text)));
   }
+  labelCells($("inbox"));
   $("inbox-empty").hidden = S.messages.length > 0;
   // the lanes' compose rows list their builder's recent messages too
   for (const tr of document.querySelectorAll("tr.compose")) {
