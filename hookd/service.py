@@ -608,7 +608,9 @@ class Hookd(Answers, Transcripts, ClawCore):
         prompt phase (a remote answer becomes an inbox message) and never pre-answered."""
         existing = None
         if ob.tool_use_id:
-            existing = tx.interaction_by_tool_use_id(ob.tool_use_id)
+            key, existing = self._call_interaction(tx, builder, p, ob.tool_use_id, at)
+            if key != ob.tool_use_id:
+                ob = msgspec.structs.replace(ob, tool_use_id=key)
             if existing is None:
                 # A PermissionRequest (no tool_use_id) may have arrived first.
                 existing = tx.interaction_by_hash(
@@ -651,6 +653,39 @@ class Hookd(Answers, Transcripts, ClawCore):
             return self._preanswered(tx, i, at), None
         return b"", i.id if ob.via == "PermissionRequest" else None
 
+    def _call_interaction(
+        self, tx: Tx, builder: str, p: cc.Base, tool_use_id: str, at: float,
+    ) -> tuple[str, Interaction | None]:
+        """The key under which this hook's tool call is stored (the ``tool_use_id`` of its
+        interaction, also its id when the call opened it) and that interaction, None when none
+        has it yet.
+
+        Interactions are keyed by the harness's tool_use_id (unique). Claude Code's ids are
+        random per call, so one already held by an interaction of another session or builder
+        was copied (payloads copied or replayed, a recorded fixture played twice, a bug
+        upstream): this call then gets its own key, :func:`_reused_key`, the same for every
+        hook of the call, and ``interaction_id_reused`` is recorded when it is first given
+        (the caller stores an interaction under it in the same transaction). The other
+        session's interaction is never touched. Exception: a transcript row of the same
+        builder is that builder's call (a fork, ``--fork-session``, copies its parent's rows,
+        ids unchanged, under its own session id: Claude Code 2.1.332)."""
+        i = tx.interaction_by_tool_use_id(tool_use_id)
+        if i is None or (i.builder, i.session_id) == (builder, p.session_id):
+            return tool_use_id, i
+        key = _reused_key(tool_use_id, builder, p.session_id)
+        mine = tx.interaction_by_tool_use_id(key)
+        if mine is not None:
+            return key, mine
+        if p.hook_event_name == "transcript" and i.builder == builder:
+            return tool_use_id, i
+        tx.append_event("interaction_id_reused", builder, p.session_id, at, {
+            "id": key, "tool_use_id": tool_use_id, "via": p.hook_event_name,
+            "first": {"id": i.id, "builder": i.builder, "session_id": i.session_id},
+            "reason": ("this tool_use_id already belongs to another session's interaction (copied or replayed "
+                       "payloads?): this call is recorded on its own under the id given here"),
+        })
+        return key, None
+
     def _open_question(
         self, tx: Tx, builder: str, p: cc.Base, tool_use_id: str | None, tool_name: str,
         input_hash: str, questions: Any, via: str, at: float, tool_input: Any = None,
@@ -673,7 +708,9 @@ class Hookd(Answers, Transcripts, ClawCore):
     def _question_resolved(self, tx: Tx, builder: str, p: cc.Base, ob: cc.QuestionResolved, at: float) -> None:
         existing = None
         if ob.tool_use_id:
-            existing = tx.interaction_by_tool_use_id(ob.tool_use_id)
+            key, existing = self._call_interaction(tx, builder, p, ob.tool_use_id, at)
+            if key != ob.tool_use_id:
+                ob = msgspec.structs.replace(ob, tool_use_id=key)
         if existing is None:
             existing = tx.interaction_by_hash(
                 builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
@@ -752,8 +789,10 @@ class Hookd(Answers, Transcripts, ClawCore):
         i = tx.permission_by_hash(sid, ob.tool_name, cc.input_hash(ob.tool_input), since=0.0)
         if i is None:
             return
-        if ob.tool_use_id:
-            tx.set_tool_use_id(i.id, ob.tool_use_id)
+        if ob.tool_use_id and i.tool_use_id is None:
+            key, holder = self._call_interaction(tx, builder, p, ob.tool_use_id, at)
+            if holder is None:  # (one of this session's holding it already: leave both alone)
+                tx.set_tool_use_id(i.id, key)
         self._release_after(tx, i.id)
         if i.state == "answered":
             # the tool ran: a remote allow was adopted, a remote deny lost to the desk's Yes
@@ -848,6 +887,13 @@ def _fingerprint(raw: bytes) -> bytes:
 
 def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _reused_key(tool_use_id: str, builder: str, session_id: str | None) -> str:
+    """The key of a call whose tool_use_id another session's interaction already holds:
+    ``<tool_use_id>~`` + 8 hex digits derived from the builder and the session (URL-safe)."""
+    h = hashlib.sha256(f"{builder}|{session_id}".encode()).hexdigest()[:8]
+    return f"{tool_use_id}~{h}"
 
 
 def _synthetic_id(session_id: str | None, input_hash: str, hook_event_id: int | None) -> str:

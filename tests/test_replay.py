@@ -112,3 +112,198 @@ def test_permission_request_first_interaction_gets_tool_use_id(tmp_path: Path) -
     assert i["state"] == "answered"
     assert i["tool_use_id"] == "toolu_A3"
     assert i["answers"] == {"Which DB?": "Postgres"}
+
+
+# --- a tool_use_id reused by another session or builder -------------------------------------
+# Claude Code's tool_use ids are random per call: the same id in another session means copied
+# payloads or a replayed fixture (the recorded scenarios share toolu_01ASK0000000000000000001).
+# It must never alter the first session's interaction.
+
+ASK_ID = "toolu_01ASK0000000000000000001"
+TUI_SCENARIO = CC_FIXTURES / "2.1.332" / "tui-ask-answered-at-terminal"
+STREAM_SCENARIO = CC_FIXTURES / "2.1.332" / "stream-ask-answered-by-host"
+
+
+def _session_of(scenario: Path) -> str:
+    return msgspec.json.decode((scenario / "hooks" / "001-SessionStart.json").read_bytes())["session_id"]
+
+
+def _answered(raw: bytes, label: str) -> bytes:
+    """An AskUserQuestion PostToolUse payload answered with ``label`` instead."""
+    doc = msgspec.json.decode(raw)
+    if doc.get("hook_event_name") == "PostToolUse" and doc.get("tool_name") == "AskUserQuestion":
+        for part in (doc["tool_input"], doc["tool_response"]):
+            part["answers"] = {q: label for q in part["answers"]}
+    return msgspec.json.encode(doc)
+
+
+def _play(command: str, worktree: Path, files: list[Path], edit=lambda raw: raw) -> None:
+    """Run each payload through the generated hook command, as Claude Code would (the
+    events `hookd replay` feeds; PermissionRequest with the plain command: nothing holds)."""
+    for f in files:
+        if f.stem.split("-", 1)[-1] in ("MessageDisplay", "PostToolBatch"):
+            continue
+        r = subprocess.run(["sh", "-c", command], input=edit(f.read_bytes()), cwd=worktree,
+                           capture_output=True, timeout=30)
+        assert r.returncode == 0, f.name
+
+
+def _hooks(scenario: Path, *, upto: str | None = None, after: str | None = None) -> list[Path]:
+    files = sorted((scenario / "hooks").glob("*.json"))
+    return [f for f in files if (upto is None or f.name <= upto) and (after is None or f.name > after)]
+
+
+def _state(daemon: DaemonProcess) -> tuple[list[dict], list[dict]]:
+    client = daemon.client()
+    try:
+        return client.get("/v1/questions", state="all"), list(client.lines("/v1/events", after=0, limit=100000))
+    finally:
+        client.close()
+
+
+def _per_session(events: list[dict], kind: str) -> dict[tuple[str, str], list[dict]]:
+    out: dict[tuple[str, str], list[dict]] = {}
+    for e in events:
+        if e["kind"] == kind:
+            out.setdefault((e["builder"], e["session_id"]), []).append(e)
+    return out
+
+
+def test_two_recorded_scenarios_replayed_into_one_daemon_keep_their_own_questions(tmp_path: Path) -> None:
+    """The TUI and the stream-json scenarios both ask toolu_01ASK0000000000000000001: played
+    one after the other into one daemon, the second session's question is its own interaction
+    (answered, not dismissed), the first one is untouched, and the reuse is recorded once."""
+    worktree = tmp_path / "worktree"
+    worktree.mkdir()
+    daemon = DaemonProcess(tmp_path / "home")
+    command = spawn(daemon.home, "b1", settings_file=tmp_path / "settings.json")["command"]
+    tui_sid, stream_sid = _session_of(TUI_SCENARIO), _session_of(STREAM_SCENARIO)
+    with daemon:
+        _play(command, worktree, _hooks(TUI_SCENARIO))
+        [first_before], _ = _state(daemon)
+        _play(command, worktree, _hooks(STREAM_SCENARIO), edit=lambda raw: _answered(raw, "Red"))
+        interactions, events = _state(daemon)
+        client = daemon.client()
+        try:
+            by_public_id = client.get(f"/v1/interactions/{ASK_ID}")
+        finally:
+            client.close()
+    dump = msgspec.json.encode(interactions).decode()
+    assert len(interactions) == 2, dump
+    first, second = interactions
+    assert first == first_before, "the first session's interaction changed"
+    assert by_public_id == first
+    assert (first["id"], first["session_id"], first["answers"]) == (ASK_ID, tui_sid, {"Which color do you prefer?": "Blue"})
+    assert second["session_id"] == stream_sid and second["id"] != ASK_ID and second["id"].startswith(ASK_ID)
+    assert second["state"] == "answered" and second["answers"] == {"Which color do you prefer?": "Red"}, dump
+    pending, resolved = _per_session(events, "question_pending"), _per_session(events, "question_resolved")
+    for sid, iid in ((tui_sid, first["id"]), (stream_sid, second["id"])):
+        assert [e["data"]["id"] for e in pending[("b1", sid)]] == [iid]
+        assert [(e["data"]["id"], e["data"]["outcome"]) for e in resolved[("b1", sid)]] == [(iid, "answered")]
+    [reused] = [e for e in events if e["kind"] == "interaction_id_reused"]
+    assert (reused["builder"], reused["session_id"]) == ("b1", stream_sid)
+    assert reused["data"]["tool_use_id"] == ASK_ID and reused["data"]["id"] == second["id"]
+    assert reused["data"]["first"] == {"id": ASK_ID, "builder": "b1", "session_id": tui_sid}
+
+
+def test_a_reused_tool_use_id_from_another_builder_never_answers_the_first_question(tmp_path: Path) -> None:
+    """Builder b1's question is still open when builder b2 (a copy of the payloads) asks and
+    answers under the same tool_use_id: b1's question stays pending until b1's own answer."""
+    worktree = tmp_path / "worktree"
+    worktree.mkdir()
+    daemon = DaemonProcess(tmp_path / "home")
+    b1 = spawn(daemon.home, "b1", settings_file=tmp_path / "b1.json")["command"]
+    b2 = spawn(daemon.home, "b2", settings_file=tmp_path / "b2.json")["command"]
+    tui_sid, stream_sid = _session_of(TUI_SCENARIO), _session_of(STREAM_SCENARIO)
+    with daemon:
+        _play(b1, worktree, _hooks(TUI_SCENARIO, upto="008-PermissionRequest.json"))
+        _play(b2, worktree, _hooks(STREAM_SCENARIO), edit=lambda raw: _answered(raw, "Red"))
+        mid, _ = _state(daemon)
+        _play(b1, worktree, _hooks(TUI_SCENARIO, after="008-PermissionRequest.json"))
+        interactions, events = _state(daemon)
+    first = next(i for i in mid if i["id"] == ASK_ID)
+    assert (first["builder"], first["state"], first["answers"]) == ("b1", "pending", None), msgspec.json.encode(mid)
+    by_builder = {i["builder"]: i for i in interactions}
+    assert len(interactions) == 2, msgspec.json.encode(interactions)
+    assert by_builder["b1"]["id"] == ASK_ID and by_builder["b1"]["answers"] == {"Which color do you prefer?": "Blue"}
+    assert by_builder["b2"]["id"] != ASK_ID and by_builder["b2"]["answers"] == {"Which color do you prefer?": "Red"}
+    pending, resolved = _per_session(events, "question_pending"), _per_session(events, "question_resolved")
+    assert {k: len(v) for k, v in pending.items()} == {("b1", tui_sid): 1, ("b2", stream_sid): 1}
+    assert {k: [e["data"]["outcome"] for e in v] for k, v in resolved.items()} == {
+        ("b1", tui_sid): ["answered"], ("b2", stream_sid): ["answered"]}
+    [reused] = [e for e in events if e["kind"] == "interaction_id_reused"]
+    assert (reused["builder"], reused["session_id"]) == ("b2", stream_sid)
+    assert reused["data"]["first"] == {"id": ASK_ID, "builder": "b1", "session_id": tui_sid}
+
+
+def test_a_reused_tool_use_id_on_a_permission_prompt_gets_its_own_key(tmp_path: Path) -> None:
+    """b11's Bash permission prompt played in its session and again in a copy of it (another
+    session id): the copy's PostToolUse (toolu_B11a again) resolves the copy's own prompt
+    (it broke the hook's transaction: the tool_use_id column is unique); the first keeps its id."""
+    scenario = CC_FIXTURES / "synthetic" / "b11-every-event-no-output"
+    files = [scenario / "hooks" / n for n in ("001-SessionStart.json", "003-PreToolUse.json",
+                                              "004-PermissionRequest.json", "005-PostToolUse.json")]
+    worktree = tmp_path / "worktree"
+    worktree.mkdir()
+    daemon = DaemonProcess(tmp_path / "home")
+    command = spawn(daemon.home, "b1", settings_file=tmp_path / "settings.json")["command"]
+    with daemon:
+        _play(command, worktree, files)
+        _play(command, worktree, files, edit=lambda raw: raw.replace(b'"s-0011"', b'"s-0011-copy"'))
+        interactions, events = _state(daemon)
+        client = daemon.client()
+        try:
+            hooks_stored = client.get("/v1/status")["counts"]["hook_events"]
+        finally:
+            client.close()
+    assert hooks_stored == 8
+    dump = msgspec.json.encode(interactions).decode()
+    by_session = {i["session_id"]: i for i in interactions}
+    assert set(by_session) == {"s-0011", "s-0011-copy"}, dump
+    assert by_session["s-0011"]["tool_use_id"] == "toolu_B11a"
+    copy = by_session["s-0011-copy"]
+    assert copy["tool_use_id"].startswith("toolu_B11a~") and (copy["state"], copy["decision"]) == ("answered", "allow"), dump
+    resolved = [(e["session_id"], e["data"]["decision"]) for e in events if e["kind"] == "permission_resolved"]
+    assert resolved == [("s-0011", "allow"), ("s-0011-copy", "allow")]
+    [reused] = [e for e in events if e["kind"] == "interaction_id_reused"]
+    assert reused["session_id"] == "s-0011-copy" and reused["data"]["tool_use_id"] == "toolu_B11a"
+    assert reused["data"]["id"] == copy["tool_use_id"]
+    assert reused["data"]["first"] == {"id": by_session["s-0011"]["id"], "builder": "b1", "session_id": "s-0011"}
+
+
+@pytest.mark.parametrize("builder", ["b1", "b2"])
+def test_transcript_rows_copied_by_a_fork_are_the_parents_calls_for_its_builder_only(tmp_path: Path, builder: str) -> None:
+    """A fork (--fork-session) starts by copying its parent's transcript rows, tool_use ids
+    unchanged, under its own session id: for the same builder those rows are the parent's
+    calls (no second question, no reuse event); for another builder, its own question."""
+    rows = [msgspec.json.decode(line) for line in (TUI_SCENARIO / "transcript.jsonl").read_bytes().splitlines()]
+    use = next(r for r in rows if r.get("type") == "assistant" and any(
+        isinstance(b, dict) and b.get("id") == ASK_ID for b in r["message"]["content"]))
+    res = next(r for r in rows if r.get("type") == "user" and isinstance(r["message"]["content"], list) and any(
+        isinstance(b, dict) and b.get("tool_use_id") == ASK_ID for b in r["message"]["content"]))
+    fork = tmp_path / "fork-session.jsonl"
+    fork.write_bytes(b"".join(msgspec.json.encode(dict(r, sessionId="fork-session")) + b"\n" for r in (use, res)))
+    worktree = tmp_path / "worktree"
+    worktree.mkdir()
+    daemon = DaemonProcess(tmp_path / "home")
+    command = spawn(daemon.home, "b1", settings_file=tmp_path / "b1.json")["command"]
+    spawn(daemon.home, "b2", settings_file=tmp_path / "b2.json")
+    with daemon:
+        _play(command, worktree, _hooks(TUI_SCENARIO))
+        [parent] = _state(daemon)[0]
+        r = subprocess.run([sys.executable, "-m", "hookd", "--home", str(daemon.home.root), "tail", str(fork),
+                            "--builder", builder], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and "(2 rows read)" in r.stdout, r.stdout + r.stderr
+        interactions, events = _state(daemon)
+    reused = [e for e in events if e["kind"] == "interaction_id_reused"]
+    if builder == "b1":
+        assert interactions == [parent] and reused == []
+        assert [e["session_id"] for e in events if e["kind"] == "question_pending"] == [parent["session_id"]]
+        return
+    dump = msgspec.json.encode(interactions).decode()
+    assert len(interactions) == 2 and interactions[0] == parent, dump
+    mine = interactions[1]
+    assert (mine["builder"], mine["session_id"], mine["state"]) == ("b2", "fork-session", "answered"), dump
+    assert mine["id"].startswith(ASK_ID + "~")
+    [reused] = reused
+    assert (reused["builder"], reused["data"]["via"], reused["data"]["first"]["builder"]) == ("b2", "transcript", "b1")
