@@ -20,7 +20,7 @@ from tabulate import tabulate
 
 from hookd import __version__
 from hookd.config import Home
-from hookd.models import ConfigError, HookdError
+from hookd.models import ConfigError, DaemonNotRunning, HookdError
 
 _enc = msgspec.json.Encoder()
 
@@ -159,8 +159,11 @@ def status(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"holding a PermissionRequest hook for: {', '.join(s['held'])} (answer with `hookd answer ID`)")
     if s["builders"]:
         rows = [[b["builder"], b["harness"], b.get("client") or "", b["hooks_seen"], b["pending"],
-                 _when(b["last_hook_at"]), b.get("warning") or b.get("client_note") or ""] for b in s["builders"]]
+                 _when(b["last_hook_at"]), b.get("warning") or ""] for b in s["builders"]]
         click.echo(tabulate(rows, headers=["builder", "harness", "client", "hooks", "pending", "last hook", "note"]))
+        for b in s["builders"]:  # why a hook client fell back to bash: a line of its own, beside any warning
+            if b.get("client_note"):
+                click.echo(f"{b['builder']}: hook client {b.get('client') or '-'}: {b['client_note']}")
 
 
 @main.command("open")
@@ -224,6 +227,16 @@ def lanes(ctx: click.Context, as_json: bool) -> None:
                if rows else "no builders")
 
 
+def _stream_ended(ctx: click.Context, last_seq: int) -> None:
+    """A followed event stream ended: only the daemon ends one (it stopped, or went away).
+    Raises DaemonNotRunning (exit 3) saying so and where to pick up."""
+    home = shlex.quote(str(ctx.find_root().obj.root))
+    raise DaemonNotRunning(
+        f"the daemon stopped (its event stream ended after seq {last_seq}); start it again with "
+        f"`hookd --home {home} serve` and resume with `--after {last_seq}`"
+    )
+
+
 @main.command()
 @click.option("--after", type=int, default=0, show_default=True, help="Only events with seq > AFTER.")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new events as they are committed.")
@@ -242,9 +255,11 @@ def events(ctx: click.Context, after: int, follow: bool, as_json: bool) -> None:
             click.echo(f"{e['seq']:>6} {_when(e['at'])} {e['kind']:<18} {e['builder'] or '-'} {detail}")
 
     if follow:
+        last = after
         for e in client.lines("/v1/events", after=after, follow=1):
             show(e)
-        return
+            last = e["seq"]
+        _stream_ended(ctx, last)
     while True:
         batch = list(client.lines("/v1/events", after=after, limit=1000))
         for e in batch:
@@ -447,8 +462,10 @@ def tail(ctx: click.Context, paths: tuple[Path, ...], builder: str, session_id: 
     if follow:
         after = client.get("/v1/status")["counts"]["events"]  # append-only: the count is the last seq
         for e in client.lines("/v1/events", after=after, follow=1):
+            after = e["seq"]
             if e["builder"] == builder:
                 click.echo(f"{e['seq']:>6} {_when(e['at'])} {e['kind']:<18} {e.get('session_id') or '-'}")
+        _stream_ended(ctx, after)
 
 
 @main.command()
@@ -461,7 +478,7 @@ def tail(ctx: click.Context, paths: tuple[Path, ...], builder: str, session_id: 
 def replay(ctx: click.Context, scenario_dir: Path, update: bool, into: str | None) -> None:
     """Replay SCENARIO_DIR/hooks/*.json through a private daemon, as the hook client would,
     and compare the events with SCENARIO_DIR/expected-events.jsonl."""
-    from hookd.replay import replay as do_replay
+    from hookd.replay import check_scenario, replay as do_replay
 
     if into is not None:
         from hookd.feed import feed
@@ -475,6 +492,7 @@ def replay(ctx: click.Context, scenario_dir: Path, update: bool, into: str | Non
             click.echo(f"{step.name}: exit {step.returncode}" + (f", stdout {out}" if out else ""))
         return
 
+    check_scenario(scenario_dir, golden=not update)  # before a daemon starts for nothing
     result = do_replay(scenario_dir, update=update)
     if result.diff:
         click.echo(result.diff, nl=False)

@@ -37,12 +37,15 @@ from typing import Any
 import msgspec
 
 from hookd.daemonproc import DaemonProcess, wait_until
+from hookd.models import ConfigError, NotFound
 from hookd.spawn import spawn
 
 BUILDER = "b1"
 GOLDEN = "expected-events.jsonl"
 #: Events a background task derives on its own schedule (debounced, timers): not compared.
 TIMED_EVENTS = frozenset({"lane_changed", "notification_sent", "notification_failed"})
+#: How a step's payload reaches the hook's stdin (scenario.json ``"stdin"``).
+STDIN_MODES = ("normal", "held-open", "chunks")
 
 
 @dataclass
@@ -124,16 +127,49 @@ def _check_stdout(step: str, event_name: str, rc: int, out: bytes) -> tuple[list
     return problems, parsed
 
 
-def replay(scenario: Path, update: bool = False, keep: bool = False) -> ReplayResult:
-    """Replay ``scenario`` (see module doc). Returns the normalised events, the unified diff
-    against the golden file ('' when equal, or after ``update`` rewrote it) and problems."""
-    scenario = scenario.absolute()
+def check_scenario(scenario: Path, *, golden: bool = True) -> None:
+    """Check, before any daemon starts, that ``scenario`` can be replayed: ConfigError as
+    :func:`replay` raises it; with ``golden`` (a plain replay, not ``--update``), NotFound when
+    it has no golden file to compare with."""
+    _load_scenario(scenario.absolute())
+    golden_file = scenario.absolute() / GOLDEN
+    if golden and not golden_file.is_file():
+        raise NotFound(f"{golden_file} does not exist: run `hookd replay {scenario} --update` to record it, then review it")
+
+
+def _load_scenario(scenario: Path) -> tuple[list[Path], dict[str, Any]]:
+    """(the hook payload files in order, the scenario.json settings). Raises ConfigError when
+    there are no payloads or scenario.json is not a JSON object of the documented shape."""
+    if not scenario.is_dir():
+        raise ConfigError(f"{scenario} is not a directory")
     hook_files = sorted((scenario / "hooks").glob("*.json"))
     if not hook_files:
-        raise FileNotFoundError(f"{scenario}/hooks has no *.json payloads")
-    cfg: dict[str, Any] = {}
-    if (scenario / "scenario.json").exists():
-        cfg = msgspec.json.decode((scenario / "scenario.json").read_bytes())
+        raise ConfigError(f"{scenario}/hooks has no *.json payloads: not a recorded scenario")
+    cfg_file = scenario / "scenario.json"
+    cfg: Any = {}
+    if cfg_file.exists():
+        try:
+            cfg = msgspec.json.decode(cfg_file.read_bytes())
+        except (msgspec.DecodeError, OSError) as e:
+            raise ConfigError(f"{cfg_file} cannot be read as JSON: {e}") from None
+    steps = cfg.get("steps", {}) if isinstance(cfg, dict) else None
+    if not isinstance(steps, dict) or not all(isinstance(v, dict) for v in steps.values()):
+        raise ConfigError(f"{cfg_file} must be a JSON object whose \"steps\" maps file names to objects")
+    for name, opts in steps.items():
+        repeat, mode = opts.get("repeat", 1), opts.get("stdin", "normal")
+        if type(repeat) is not int or repeat < 1 or mode not in STDIN_MODES:
+            raise ConfigError(f"{cfg_file}: step {name}: \"repeat\" must be a whole number >= 1 and \"stdin\" one of "
+                              f"{', '.join(STDIN_MODES)}")
+    return hook_files, cfg
+
+
+def replay(scenario: Path, update: bool = False, keep: bool = False) -> ReplayResult:
+    """Replay ``scenario`` (see module doc). Returns the normalised events, the unified diff
+    against the golden file ('' when equal, or after ``update`` rewrote it; a missing golden
+    file is a diff that says so) and problems. Raises ConfigError when the directory holds no
+    ``hooks/*.json`` or its scenario.json is malformed."""
+    scenario = scenario.absolute()
+    hook_files, cfg = _load_scenario(scenario)
     steps_cfg: dict[str, dict[str, Any]] = cfg.get("steps", {})
     tmp = Path(tempfile.mkdtemp(prefix="hookd-replay-"))
     daemon = DaemonProcess(tmp / "home")

@@ -1,0 +1,182 @@
+"""CLI edges: a followed event stream whose daemon stops, `hookd replay` on directories that
+are not scenarios, and `hookd status` showing why a builder's hook client fell back to bash."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hookd.daemonproc import DaemonProcess
+
+from .conftest import FIXTURES, hookd_cli
+
+REFERENCE = FIXTURES / "tui-ask-answered-at-terminal"
+
+
+def _no_traceback(r: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in r.stderr, r.stderr
+
+
+# --- hookd events --follow when the daemon goes away -----------------------------------------
+
+
+class _Follower:
+    """`hookd events --follow --json` in a child process; reads its stdout lines as they come."""
+
+    def __init__(self, home: Path):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "hookd", "--home", os.fspath(home), "events", "--follow", "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        self.lines: list[dict] = []
+        self._buf = b""
+        self._sel = selectors.DefaultSelector()
+        assert self.proc.stdout is not None
+        os.set_blocking(self.proc.stdout.fileno(), False)
+        self._sel.register(self.proc.stdout, selectors.EVENT_READ)
+
+    def read_until(self, n: int, timeout: float) -> list[dict]:
+        """Wait (deadline ``timeout`` s) until ``n`` events were printed."""
+        deadline = time.monotonic() + timeout
+        assert self.proc.stdout is not None
+        while len(self.lines) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"the follower printed {len(self.lines)} events, not {n}")
+            if not self._sel.select(left):
+                continue
+            chunk = self.proc.stdout.read()
+            if not chunk:
+                if self.proc.poll() is not None:
+                    raise AssertionError(f"the follower exited early ({self.proc.returncode})")
+                continue
+            self._buf += chunk
+            *done, self._buf = self._buf.split(b"\n")
+            self.lines += [json.loads(line) for line in done if line.strip()]
+        return self.lines
+
+    def finish(self, timeout: float) -> tuple[int, list[dict], str]:
+        """Wait for its exit: (exit code, every event it printed, its stderr)."""
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        rc = self.proc.wait(timeout)
+        os.set_blocking(self.proc.stdout.fileno(), True)
+        rest = self._buf + self.proc.stdout.read()
+        self.lines += [json.loads(line) for line in rest.split(b"\n") if line.strip()]
+        err = self.proc.stderr.read().decode()
+        self._sel.close()
+        return rc, self.lines, err
+
+
+@pytest.mark.parametrize("how", ["stop", "kill"])
+def test_events_follow_says_so_when_the_daemon_stops(tmp_path: Path, how: str) -> None:
+    home = tmp_path / "home"
+    daemon = DaemonProcess(home).start()
+    try:
+        assert hookd_cli(home, "spawn", "b1", "--settings-file", str(tmp_path / "s.json")).returncode == 0
+        assert hookd_cli(home, "send", "b1", "before the follower").returncode == 0
+        follower = _Follower(home)
+        follower.read_until(1, 30)
+        for i in range(3):
+            assert hookd_cli(home, "send", "b1", f"while following {i}").returncode == 0
+        follower.read_until(4, 30)
+        assert hookd_cli(home, "send", "b1", "just before the stop").returncode == 0
+        committed = [json.loads(line) for line in hookd_cli(home, "events", "--json").stdout.splitlines()]
+        if how == "stop":
+            assert daemon.stop() == 0
+        else:
+            follower.read_until(len(committed), 30)  # a killed daemon cannot flush what it had not sent
+            daemon.kill()
+        rc, printed, err = follower.finish(30)
+    finally:
+        daemon.stop()
+        daemon.kill()
+    assert [e["seq"] for e in printed] == [e["seq"] for e in committed], "every committed event is printed first"
+    assert rc == 3, (rc, err)
+    [line] = err.strip().splitlines()
+    assert line.startswith("hookd: the daemon stopped") and f"--after {committed[-1]['seq']}" in line, err
+
+
+def test_events_follow_of_a_daemon_that_is_not_running_says_how_to_start_it(tmp_path: Path) -> None:
+    r = hookd_cli(tmp_path / "home", "events", "--follow")
+    assert r.returncode == 3 and r.stdout == ""
+    assert r.stderr.startswith("hookd: hookd is not running") and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+# --- hookd replay on what is not a scenario -------------------------------------------------
+
+
+def test_replay_of_a_directory_without_payloads_is_one_sentence(tmp_path: Path) -> None:
+    (tmp_path / "empty" / "hooks").mkdir(parents=True)
+    (tmp_path / "empty" / "expected-events.jsonl").write_text("")
+    for scenario in (tmp_path / "empty", tmp_path / "empty" / "hooks"):
+        r = hookd_cli(tmp_path / "home", "replay", str(scenario))
+        assert r.returncode == 2, r.stderr
+        _no_traceback(r)
+        [line] = r.stderr.strip().splitlines()
+        assert line.startswith("hookd: ") and "has no *.json payloads" in line, r.stderr
+
+
+def test_replay_of_a_missing_directory_is_refused_cleanly(tmp_path: Path) -> None:
+    r = hookd_cli(tmp_path / "home", "replay", str(tmp_path / "nowhere"))
+    assert r.returncode == 2 and r.stdout == ""
+    assert "Traceback" not in r.stderr
+    assert f"Directory '{tmp_path / 'nowhere'}' does not exist." in r.stderr, r.stderr
+
+
+def test_replay_without_a_golden_file_says_to_record_one(tmp_path: Path) -> None:
+    scenario = tmp_path / "new-scenario"
+    shutil.copytree(REFERENCE / "hooks", scenario / "hooks")
+    r = hookd_cli(tmp_path / "home", "replay", str(scenario))
+    assert r.returncode == 1 and r.stdout == "", r.stdout
+    _no_traceback(r)
+    [line] = r.stderr.strip().splitlines()
+    assert line.startswith(f"hookd: {scenario / 'expected-events.jsonl'} does not exist") and "--update" in line, line
+    assert not (scenario / "expected-events.jsonl").exists()
+
+
+@pytest.mark.parametrize("content, says", [
+    ("{", "cannot be read as JSON"),
+    ('["steps"]', "must be a JSON object"),
+    ('{"steps": {"007-PreToolUse.json": {"repeat": "twice"}}}', "step 007-PreToolUse.json"),
+])
+def test_replay_with_a_malformed_scenario_json_is_one_sentence(tmp_path: Path, content: str, says: str) -> None:
+    scenario = tmp_path / "scenario"
+    shutil.copytree(REFERENCE, scenario)
+    (scenario / "scenario.json").write_text(content)
+    r = hookd_cli(tmp_path / "home", "replay", str(scenario))
+    assert r.returncode == 2, r.stderr
+    _no_traceback(r)
+    [line] = r.stderr.strip().splitlines()
+    assert line.startswith(f"hookd: {scenario / 'scenario.json'}") and says in line, line
+
+
+# --- hookd status: the hook client's note beside a warning ----------------------------------
+
+
+def test_status_table_shows_the_client_note_beside_the_no_hook_warning(tmp_path: Path, monkeypatch) -> None:
+    """A builder spawned without a C compiler (note: why bash) from which no hook came yet
+    (warning): the plain table shows both."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOOKD_HOOK_CLIENT", "auto")
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
+    monkeypatch.setenv("PATH", str(tmp_path))  # no cc, gcc or clang either
+    assert hookd_cli(home, "spawn", "b-fallback", "--settings-file", str(tmp_path / "f.json")).returncode == 0
+    monkeypatch.undo()
+    with DaemonProcess(home):
+        as_json = json.loads(hookd_cli(home, "status", "--json").stdout)
+        table = hookd_cli(home, "status")
+    [b] = as_json["builders"]
+    assert b["warning"] and b["client_note"] and "compiler" in b["client_note"]
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    row = next(line for line in lines if line.startswith("b-fallback "))
+    assert "no hook received yet" in row
+    assert any(b["client_note"] in line and line.startswith("b-fallback:") for line in lines), table.stdout
