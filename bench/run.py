@@ -107,7 +107,8 @@ def daemon_side(home: Path, payload: bytes, n: int) -> dict[str, Any]:
     """Per-request latency of the hook route seen by an in-process HTTP client over one
     keep-alive loopback connection (no process spawn, no bash): the daemon's handling time
     plus loopback and HTTP parsing."""
-    port, token = home.joinpath("run", "endpoint").read_text().split()
+    ep = Home.resolve(home).read_endpoint()
+    port, token = ep.port, ep.hook_token
     conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=10)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     samples = []
@@ -130,7 +131,8 @@ def daemon_side_fresh(home: Path, payload: bytes, n: int, unix: bool) -> dict[st
     """Like a hook client: a new connection per hook (the Unix socket, as the compiled client;
     loopback TCP, as the bash client), the same chunked request bytes in one write, read
     until the daemon closes. No process spawn."""
-    port, token = home.joinpath("run", "endpoint").read_text().split()
+    ep = Home.resolve(home).read_endpoint()
+    port, token = ep.port, ep.hook_token
     sock_path = os.fspath(Home.resolve(home).socket_path)
     samples = []
     for i in range(n):

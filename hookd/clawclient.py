@@ -88,13 +88,15 @@ class ClawClient:
     @classmethod
     def for_endpoint(cls, home: str | os.PathLike[str], builder: str, session_id: str | None = None,
                      **kw: Any) -> "ClawClient":
-        """A client over loopback TCP, port and token read from ``home``'s ``run/endpoint``
-        (what hook clients use; written while the daemon serves)."""
+        """A client over loopback TCP, port and hook token read from ``home``'s
+        ``run/endpoint`` (what hook clients use; written while the daemon serves; the hook
+        token admits the claw routes only). Raises FileNotFoundError when no daemon has
+        written one; ValueError for a file that is not an endpoint."""
         from hookd.config import Home
 
         h = Home.resolve(Path(home).expanduser())
-        port, token = h.endpoint_file.read_text().split()
-        return cls(f"http://127.0.0.1:{port}", token, builder, session_id, **kw)
+        ep = h.read_endpoint()
+        return cls(f"http://127.0.0.1:{ep.port}", ep.hook_token, builder, session_id, **kw)
 
     def close(self) -> None:
         self._http.close()

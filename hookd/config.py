@@ -12,7 +12,7 @@
       builders/<id>.json  spawn manifests: what `hookd spawn` added, so `unspawn` can undo it
       mcp/<id>.json       standalone MCP config (`claude --mcp-config`) of a --settings-file spawn
       spool/<id>/         payloads hook clients could not deliver (ingested by `serve`)
-      run/                0700: serve.lock, endpoint (port + token for hook clients),
+      run/                0700: serve.lock, endpoint (port, hook token, pid for hook clients),
                           hookd.sock when its path is short enough
 
 Environment: ``HOOKD_HOME`` (home directory), ``HOOKD_DEADLINE_MS`` (default hook client
@@ -90,8 +90,16 @@ class Home:
 
     @property
     def endpoint_file(self) -> Path:
-        """``<port> <token>`` for hook clients, written by ``serve`` (0600), removed at stop."""
+        """One line, ``<port> <hook_token> <pid> <start> <proof>`` (see :class:`Endpoint`),
+        for the bash hook client and claw-http loops; written by ``serve`` (0600), removed at
+        stop, left behind by a crash."""
         return self.run_dir / "endpoint"
+
+    def read_endpoint(self) -> "Endpoint":
+        """The running (or crashed) daemon's TCP endpoint. Raises FileNotFoundError when no
+        daemon wrote one; ValueError when the file is not one (an older hookd's ``<port>
+        <token>`` line included)."""
+        return Endpoint.parse(self.endpoint_file.read_text())
 
     @property
     def client_script(self) -> Path:
@@ -159,6 +167,52 @@ class Home:
         token = secrets.token_urlsafe(32)
         write_private(self.token_file, token + "\n")
         return token
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """What ``serve`` tells the loopback TCP clients (the bash hook client, claw-http loops).
+
+    port: the loopback TCP port. hook_token: a bearer token made at each start that admits
+    only the harness routes (``/v1/hooks/...``, ``/v1/claw/...``), never the API or the page
+    (those take ``HOOKD_HOME/token``), so a client that hands it to the wrong process leaks
+    nothing that outlives the daemon. pid: the daemon's process id. start: its start time in
+    clock ticks since boot (field 22 of ``/proc/<pid>/stat``), ``-`` where there is no
+    ``/proc``. proof: a second secret made at each start that the daemon sends back on every
+    hook reply over TCP (header ``X-Hookd-Proof``).
+
+    A client checks that ``pid`` (with ``start``) is alive before it connects, and that a
+    reply carries ``proof`` before it trusts it: after a crash the endpoint file stays, and
+    its port may then belong to any local process.
+    """
+
+    port: int
+    hook_token: str
+    pid: int
+    start: str
+    proof: str
+
+    def line(self) -> str:
+        return f"{self.port} {self.hook_token} {self.pid} {self.start} {self.proof}\n"
+
+    @classmethod
+    def parse(cls, text: str) -> "Endpoint":
+        """Raises ValueError unless ``text`` is one endpoint line."""
+        parts = text.split()
+        if len(parts) != 5 or not parts[0].isdigit() or not parts[2].isdigit():
+            raise ValueError("not a hookd endpoint line (<port> <hook_token> <pid> <start> <proof>)")
+        return cls(int(parts[0]), parts[1], int(parts[2]), parts[3], parts[4])
+
+
+def process_start(pid: int | str = "self") -> str:
+    """``pid``'s start time in clock ticks since boot, as the bash hook client reads it (field
+    22 of ``/proc/<pid>/stat``, after the parenthesised command name); ``-`` without ``/proc``."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "-"
+    fields = stat_line.rpartition(") ")[2].split()
+    return fields[19] if len(fields) > 19 else "-"
 
 
 def ensure_private_dir(d: Path) -> None:

@@ -1,8 +1,11 @@
 """`hookd serve`: the Starlette app and its uvicorn lifecycle.
 
 Listeners: a Unix socket (0600 in a 0700 directory; trusted by file permissions) and a
-loopback TCP port for hook clients, where every request needs ``Authorization: Bearer
-<token>`` (token in ``HOOKD_HOME/token``, 0600). One serve per home (``run/serve.lock``).
+loopback TCP port, where every request needs ``Authorization: Bearer <token>`` (token in
+``HOOKD_HOME/token``, 0600), or, on the harness routes only (:data:`HARNESS_PREFIXES`), the
+hook token made at each start and written to ``run/endpoint`` (:class:`hookd.config.Endpoint`);
+hook replies over TCP carry that endpoint's proof (header ``X-Hookd-Proof``). One serve per
+home (``run/serve.lock``).
 
 Routes (all errors: ``{"error": {"code", "message"}}`` with a 4xx/5xx status):
 
@@ -42,6 +45,7 @@ import fcntl
 import hmac
 import logging
 import os
+import secrets
 import signal
 import socket
 import time
@@ -59,7 +63,7 @@ from starlette.routing import Route
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from hookd import __version__
-from hookd.config import Home, check_builder_id, write_private
+from hookd.config import Endpoint, Home, check_builder_id, process_start, write_private
 from hookd.models import (
     AlreadyServing,
     AnswerRequest,
@@ -73,7 +77,7 @@ from hookd.models import (
 )
 from hookd.service import MAX_PAYLOAD, Hookd
 from hookd.clawhttp import routes as claw_routes
-from hookd.spawn import list_manifests, read_manifest
+from hookd.spawn import list_manifests, read_manifest, write_client
 from hookd.store import Store
 from hookd.lanes import LaneAlerts, LaneWatch
 from hookd.tailer import Tailer
@@ -97,6 +101,8 @@ HOOK_TIMINGS_ENV = "HOOKD_HOOK_TIMINGS"
 #: any of :data:`hookd.service.HARNESSES`.
 HOOK_ROUTES = ("/v1/hooks/{harness}/{builder}", "/v1/hooks/{harness}/{builder}/hold",
                "/v1/hooks/{harness}/{builder}/wake")
+#: Paths the endpoint's hook token admits over TCP (the bash hook client, claw-http loops).
+HARNESS_PREFIXES = ("/v1/hooks/", "/v1/claw/")
 
 
 class AskRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -188,10 +194,15 @@ class HookdASGI:
     Starlette app.
     """
 
-    def __init__(self, app: Any, core: Hookd, token: str, web: WebAuth | None = None):
+    def __init__(self, app: Any, core: Hookd, token: str, web: WebAuth | None = None,
+                 endpoint: Endpoint | None = None):
         self.app = app
         self.core = core
         self._expected = f"Bearer {token}".encode()
+        # the endpoint's hook token admits the harness routes only; its proof goes back on
+        # every hook reply over TCP (hookd.config.Endpoint)
+        self._hook_expected = f"Bearer {endpoint.hook_token}".encode() if endpoint else None
+        self._proof = (b"x-hookd-proof", endpoint.proof.encode()) if endpoint else None
         self.web = web  # the operator page's session cookie also admits (hookd/web.py)
         self.timings: list[float] | None = [] if os.environ.get(HOOK_TIMINGS_ENV) == "1" else None
 
@@ -207,7 +218,11 @@ class HookdASGI:
                 if k == b"authorization":
                     got = v
                     break
-            if not hmac.compare_digest(got, self._expected):
+            if not hmac.compare_digest(got, self._expected) and not (
+                self._hook_expected is not None
+                and scope["path"].startswith(HARNESS_PREFIXES)
+                and hmac.compare_digest(got, self._hook_expected)
+            ):
                 refused = self.web.admit(scope) if self.web else Unauthorized("missing or wrong bearer token")
                 if refused is not None:
                     html = getattr(refused, "html", None)  # a browser's page request (hookd.web.SignInNeeded)
@@ -216,6 +231,8 @@ class HookdASGI:
                     return
         path: str = scope["path"]
         if path.startswith("/v1/hooks/") and scope["method"] == "POST":
+            if over_tcp and self._proof is not None:
+                send = _with_header(send, self._proof)
             await self._hook(scope, receive, send)
             if self.timings is not None and "hookd.body_at" in scope:
                 self.timings.append(time.perf_counter() - scope["hookd.body_at"])
@@ -265,6 +282,15 @@ class HookdASGI:
             await _send(send, 500, _error_body("internal", f"internal error: {type(e).__name__}"))
             return
         await _send(send, 200, body)
+
+
+def _with_header(send: Any, header: tuple[bytes, bytes]) -> Any:
+    """``send`` that adds ``header`` to the response's head."""
+    async def send_with(message: dict) -> None:
+        if message["type"] == "http.response.start":
+            message["headers"] = [*message["headers"], header]
+        await send(message)
+    return send_with
 
 
 async def _disconnected(receive: Any) -> None:
@@ -347,7 +373,8 @@ async def read_hook_body(receive: Any) -> bytes:
     return bytes(buf)
 
 
-def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any = None) -> Any:
+def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any = None,
+              endpoint: Endpoint | None = None) -> Any:
     """The ASGI app (HookdASGI around Starlette). should_exit: callable telling followers
     that the server is shutting down."""
 
@@ -502,7 +529,7 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
         exception_handlers={Exception: on_error, HTTPException: on_error, HookdError: on_error},
         lifespan=lifespan,
     )
-    return HookdASGI(app, core, token, web=web.auth)
+    return HookdASGI(app, core, token, web=web.auth, endpoint=endpoint)
 
 
 _LANE_RANK = {"stalled": 0, "dead": 1, "waiting_question": 2, "waiting_permission": 3, "idle": 4, "working": 5, "ended": 6}
@@ -712,6 +739,8 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
     unix_sock = _bind_unix(home.socket_path)
     tcp_sock = bind_loopback(home, port, _bind_tcp)  # port 0: the last one first (an open page reconnects)
     tcp_port = tcp_sock.getsockname()[1]
+    endpoint = Endpoint(tcp_port, secrets.token_urlsafe(32), os.getpid(), process_start(),
+                        secrets.token_urlsafe(24))
     store = await Store(home.db).open()
     core = Hookd(home, store)
     core.tcp_port = tcp_port  # type: ignore[attr-defined]
@@ -725,7 +754,13 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
             log.info("spool: %s", counts)
         # Hook clients find us only from here on; what they spooled meanwhile is picked up
         # by the watcher and a second pass.
-        write_private(home.endpoint_file, f"{tcp_port} {token}\n")
+        if home.client_script.exists():
+            # a bash client written by an older hookd may read an older endpoint line
+            try:
+                write_client(home)
+            except OSError as e:
+                log.warning("could not refresh %s: %s", home.client_script, e)
+        write_private(home.endpoint_file, endpoint.line())
         watcher = asyncio.create_task(_watch_spool(core, stop_watch))
         expiry = asyncio.create_task(core.run_expiry())
         notifier, notifying = notify.start(core, notify_config or notify.load_config(home))
@@ -760,7 +795,8 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(watcher, 2)
 
-    app = build_app(core, token=token, lifespan=lifespan, should_exit=lambda: server is not None and server.should_exit)
+    app = build_app(core, token=token, lifespan=lifespan, should_exit=lambda: server is not None and server.should_exit,
+                    endpoint=endpoint)
     config = uvicorn.Config(
         app,
         http=_HttpProtocol,

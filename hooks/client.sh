@@ -12,7 +12,9 @@
 # new turn with it); exit 0 when the agent becomes active again or the wait ends. A wake
 # never spools.
 #
-# The payload streams to the daemon over loopback TCP as a chunked HTTP request; the
+# The payload streams to the daemon over loopback TCP as a chunked HTTP request (with the
+# hook token of run/endpoint, which admits only the hook routes), to the daemon that wrote
+# run/endpoint only (its pid alive), and a reply counts only with that daemon's proof; the
 # daemon answers as soon as one complete JSON object has arrived. When the daemon cannot be
 # reached, the payload goes to HOOKD_HOME/spool/BUILDER/ (temp file + rename) and the
 # daemon ingests it on start. Only bash builtins run on the live path (plus `mv` and, for
@@ -110,8 +112,19 @@ read_more; rc=$?
 (( rc == 0 )) && eof=1
 [[ $eof == 1 && -z $buf ]] && exit 0
 
-read -r port token < "$H/run/endpoint" || spool
+# run/endpoint: <port> <hook token> <daemon pid> <its start time> <proof> (hookd.config.Endpoint)
+read -r port token pid start proof < "$H/run/endpoint" || spool
 case $port in ''|*[!0-9]*) spool ;; esac
+case $pid in ''|0*|*[!0-9]*) spool ;; esac
+[[ -n $proof ]] || spool
+# after a crash the endpoint file stays, and its port may then be any local process's: talk
+# only to the daemon that wrote it, still running (its pid and, where /proc is, its start time)
+kill -0 "$pid" || spool
+if [[ $start != - ]]; then
+  read -r st < "/proc/$pid/stat" || spool
+  set -f; st=(${st##*) }); set +f
+  [[ ${st[19]} == "$start" ]] || spool
+fi
 exec 3<>"/dev/tcp/127.0.0.1/$port" || spool
 
 if (( ${#buf} > 65536 )); then
@@ -175,9 +188,10 @@ resp+=$rest
 head=${resp%%$'\r\n\r\n'*}
 body=${resp#*$'\r\n\r\n'}
 [[ $head == "$resp" ]] && spool                    # no complete reply: keep the payload
+# only the daemon that wrote the endpoint knows its proof: any other reply is not trusted
+[[ "$head"$'\r' == *$'\n'[Xx]-[Hh]ookd-[Pp]roof:\ "$proof"$'\r'* ]] || spool
 case $head in
   'HTTP/1.1 200 '*) ;;
-  'HTTP/1.1 401 '*) spool ;;                        # not our daemon (a stale endpoint's port reused)
   'HTTP/1.1 '[45]*) exit 0 ;;                       # the daemon stored it and said no
   *) spool ;;
 esac

@@ -12,6 +12,7 @@ import http.client
 import inspect
 import json
 import os
+import re
 import shutil
 import socket
 import stat
@@ -37,8 +38,9 @@ PUBLIC = public_paths()
 
 
 def _endpoint(home: Path) -> tuple[int, str]:
-    port, token = Home.resolve(home).endpoint_file.read_text().split()
-    return int(port), token
+    """The running daemon's TCP port and the home's API token (HOOKD_HOME/token)."""
+    h = Home.resolve(home)
+    return h.read_endpoint().port, h.read_token()
 
 
 class DebugDaemon(DaemonProcess):
@@ -188,15 +190,19 @@ def test_the_token_is_compared_in_constant_time() -> None:
     tree = ast.parse(src)
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
              and n.func.attr == "compare_digest" and isinstance(n.func.value, ast.Name) and n.func.value.id == "hmac"]
-    assert len(calls) == 1
-    assert any(isinstance(a, ast.Attribute) and a.attr == "_expected" for a in calls[0].args)
-    # the expected value is never compared any other way
+    # one for the API token, one for the endpoint's hook token
+    compared = sorted(a.attr for c in calls for a in c.args if isinstance(a, ast.Attribute))
+    assert compared == ["_expected", "_hook_expected"]
+    # the expected values are never compared any other way (only `is not None` for the hook token)
     for n in ast.walk(tree):
         if isinstance(n, ast.Compare):
             names = {x.attr for x in ast.walk(n) if isinstance(x, ast.Attribute)}
             assert "_expected" not in names, ast.unparse(n)
+            if "_hook_expected" in names:
+                assert ast.unparse(n) == "self._hook_expected is not None", ast.unparse(n)
     src_all = inspect.getsource(server)
-    assert src_all.count("_expected") == 2  # set once in __init__, read once by compare_digest
+    assert len(re.findall(r"\._expected\b", src_all)) == 2  # set once in __init__, read once by compare_digest
+    assert len(re.findall(r"\._hook_expected\b", src_all)) == 3  # set, tested for None, compare_digest
 
 
 # --- tokens never logged, stored or echoed --------------------------------------------
@@ -223,6 +229,8 @@ def test_tokens_are_never_logged_stored_or_echoed(home: Path, worktree: Path, tm
     wrong = "Wr0ngT0ken-" + "z" * 30
     try:
         port, token = _endpoint(home)
+        ep = Home.resolve(home).read_endpoint()
+        hook_token, proof = ep.hook_token, ep.proof
         assert hookd_cli(home, "spawn", "b1", "--worktree", os.fspath(worktree)).returncode == 0
         command = settings_command(worktree / ".claude" / "settings.local.json", "PreToolUse")
         for name in ("001-SessionStart.json", "004-PreToolUse.json", "007-PreToolUse.json", "012-Stop.json"):
@@ -231,7 +239,7 @@ def test_tokens_are_never_logged_stored_or_echoed(home: Path, worktree: Path, tm
             bodies.append(r.stdout)
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as c:
             for method, path in _route_cases():
-                for auth in (f"Bearer {wrong}", f"Bearer {token}", wrong, token):
+                for auth in (f"Bearer {wrong}", f"Bearer {token}", f"Bearer {hook_token}", wrong, token, hook_token):
                     with c.stream(method, path, headers={"Authorization": auth}, content=b'{"bad": ') as r:
                         bodies.append(_first_bytes(r))
                         bodies.append(json.dumps(dict(r.headers)).encode())
@@ -248,14 +256,18 @@ def test_tokens_are_never_logged_stored_or_echoed(home: Path, worktree: Path, tm
     assert r.returncode == 0 and list(Home.resolve(home).spool_dir("b1").glob("*.json"))
     log = d.log.read_bytes()
     assert b"serving" in log and b"hookd stopped" in log  # the log was written
-    for secret in (token, wrong):
+    for secret in (token, hook_token, wrong):
         s = secret.encode()
         assert s not in log, f"{secret[:6]}... in the daemon's log"
         for b in bodies:
             assert s not in b
+    # the proof goes back in hook replies' headers over TCP (that is its job), never in a log
+    # line or on a hook's stdout
+    assert proof.encode() not in log and not any(proof.encode() in b for b in bodies[:4])
     # stored: nowhere but the token file and the endpoint file (removed at stop)
     holders = sorted(str(p.relative_to(tmp_path)) for p in _files_under(tmp_path) if token.encode() in p.read_bytes())
     assert holders == ["home/token"], holders
+    assert not [p for p in _files_under(tmp_path) for x in (hook_token, proof) if x.encode() in p.read_bytes()]
     # the wrong token reached the store only as the delivery id (an X-Hookd-Delivery header
     # is not a secret) and nowhere else
     assert not any(wrong.encode() in p.read_bytes() for p in _files_under(tmp_path)
@@ -269,18 +281,55 @@ def test_generated_files_that_embed_the_token_are_private(daemon: DaemonProcess,
                  ["b3", "--worktree", os.fspath(worktree), "--wake-wait", "60"]):
         assert hookd_cli(home, "spawn", *args).returncode == 0
     _, token = _endpoint(home)
+    h = Home.resolve(home)
+    ep = h.read_endpoint()
     files = _files_under(tmp_path)
     assert len(files) >= 8
-    holders = [p for p in files if token.encode() in p.read_bytes()]
-    h = Home.resolve(home)
-    assert sorted(holders) == sorted([h.token_file, h.endpoint_file])
-    for p in holders:
-        assert _mode(p) & 0o077 == 0, (p, oct(_mode(p)))
-        assert _mode(p.parent) & 0o077 == 0, (p.parent, oct(_mode(p.parent)))
+    # the API token only in its file; the hook token and the proof only in the endpoint file
+    for secret, where in ((token, [h.token_file]), (ep.hook_token, [h.endpoint_file]), (ep.proof, [h.endpoint_file])):
+        holders = [p for p in files if secret.encode() in p.read_bytes()]
+        assert sorted(holders) == sorted(where)
+        for p in holders:
+            assert _mode(p) & 0o077 == 0, (p, oct(_mode(p)))
+            assert _mode(p.parent) & 0o077 == 0, (p.parent, oct(_mode(p.parent)))
     # what the agent's side reads carries no secret: settings, the client, .mcp.json, manifests
     for p in (worktree / ".claude" / "settings.local.json", settings, worktree / ".mcp.json", h.client_script,
               *h.builders_dir.glob("*.json")):
         assert p.exists() and token.encode() not in p.read_bytes(), p
+        assert ep.hook_token.encode() not in p.read_bytes() and ep.proof.encode() not in p.read_bytes(), p
+
+
+def test_the_endpoint_hook_token_admits_only_the_harness_routes(daemon: DaemonProcess, home: Path) -> None:
+    """run/endpoint (read by the bash hook client and claw-http loops, and left behind by a
+    crash) holds a token made at each start that opens the hook and claw routes only: every
+    other route refuses it, and the next start makes a new one."""
+    h = Home.resolve(home)
+    ep = h.read_endpoint()
+    assert h.read_token() not in h.endpoint_file.read_text()
+    harness_cases = other_cases = 0
+    with httpx.Client(base_url=f"http://127.0.0.1:{ep.port}", timeout=10,
+                      headers={"Authorization": f"Bearer {ep.hook_token}"}) as c:
+        for method, path in _route_cases()[:-6]:
+            with c.stream(method, path, content=b"{}") as r:
+                if path.startswith(("/v1/hooks/", "/v1/claw/")):
+                    harness_cases += 1
+                    assert r.status_code != 401 and r.status_code < 500, (method, path, r.status_code)
+                    if path.startswith("/v1/hooks/"):
+                        assert r.headers["x-hookd-proof"] == ep.proof
+                else:
+                    other_cases += 1
+                    assert r.status_code == 401, (method, path, r.status_code)
+                    assert "x-hookd-proof" not in r.headers
+    assert harness_cases >= 4 and other_cases >= 12
+    # over the Unix socket (the compiled client) no proof is sent: the socket's mode is the proof
+    assert daemon.stop() == 0
+    assert not h.endpoint_file.exists()
+    daemon.start()
+    again = h.read_endpoint()
+    assert again.hook_token != ep.hook_token and again.proof != ep.proof and again.pid != ep.pid
+    r = httpx.post(f"http://127.0.0.1:{again.port}/v1/hooks/claude-code/b1", content=b'{"hook_event_name": "Stop"}',
+                   headers={"Authorization": f"Bearer {ep.hook_token}"})
+    assert r.status_code == 401
 
 
 # --- hostile names in generated commands ------------------------------------------------

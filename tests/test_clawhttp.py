@@ -11,6 +11,7 @@ import httpx
 
 from hookd.clawclient import ClawClient
 from hookd.clawhttp import OPERATIONS, PREFIX, openapi
+from hookd.config import Home
 from hookd.daemonproc import DaemonProcess
 
 from .conftest import REPO, events, hookd_cli, questions
@@ -160,7 +161,8 @@ def test_unacked_message_is_redelivered_after_daemon_restart(home: Path):
 
 
 def test_auth_and_errors(daemon: DaemonProcess, home: Path):
-    port, token = (home / "run" / "endpoint").read_text().split()
+    ep = Home.resolve(home).read_endpoint()  # the hook token: it admits the claw routes
+    port, token = ep.port, ep.hook_token
     url = f"http://127.0.0.1:{port}{PREFIX.format(builder='b1')}"
     r = httpx.post(url, json={"session_id": "s"})
     assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"

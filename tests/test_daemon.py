@@ -19,8 +19,9 @@ from .conftest import TUI, events, hookd_cli, questions, wait_until
 
 
 def _tcp(home):
-    port, token = Home.resolve(home).endpoint_file.read_text().split()
-    return int(port), token
+    """The running daemon's TCP port and the home's API token."""
+    h = Home.resolve(home)
+    return h.read_endpoint().port, h.read_token()
 
 
 def _post_hook(home, payload: bytes, token=None, builder="b1"):
