@@ -7,6 +7,13 @@ hook entry per event into ``W/.claude/settings.local.json`` (or a standalone fil
 hooks and keys are never touched; files are written atomically; a file that is not strict
 JSON is refused and left as it was. A manifest (``builders/B.json``) records what was added.
 
+Concurrent spawns and unspawns (of different builders into one worktree, say) do not lose
+each other's entries: each holds an exclusive ``flock`` per file it merges into (keyed by the
+file's real path) around its read-merge-write, and one per builder around the whole run; the
+lock files live in ``HOOKD_HOME/run/locks/``, never next to the user's files. A settings file
+or ``.mcp.json`` that is a symlink (a dotfiles repo) is written through: the link stays a
+link and the file it points to gets the atomic write; a dangling link is refused.
+
 MCP (default on): the entry ``mcpServers.hookd`` (``python -P -m hookd --home H mcp --builder
 B``) is merged into ``W/.mcp.json``, and ``enabledMcpjsonServers: ["hookd"]`` (no "new MCP
 server" dialog) plus ``permissions.allow: ["mcp__hookd"]`` (no permission prompt; in ``-p``
@@ -17,6 +24,8 @@ its ``mcp --builder B`` arguments, recorded in the manifest, undone exactly by `
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import math
 import os
@@ -26,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -298,13 +308,111 @@ def write_client(home: Home) -> Path:
     return path
 
 
+# --- shared files: locks, symlinks, shapes --------------------------------------------------
+def _file_key(path: Path) -> str:
+    """The lock key of a file spawn merges into: its real path (a symlink and its target,
+    or two spellings of one path, share one lock)."""
+    return "file:" + os.path.realpath(path)
+
+
+def _builder_key(builder: str) -> str:
+    return "builder:" + builder
+
+
+@contextlib.contextmanager
+def _locked(home: Home, keys: Iterable[str]) -> Iterator[None]:
+    """Hold an exclusive ``flock`` for each key (blocking until it is ours) for the block.
+
+    Lock files: ``HOOKD_HOME/run/locks/<sha256 of the key>.lock`` (0600, empty, kept: removing
+    a lock file while another process waits on it would let a third take a fresh one). Not
+    the settings file itself, which atomic writes replace. Taken in one global order (sorted
+    file names), so two holders never wait on each other. A process holding a builder lock
+    may take file locks, never the other way round. Raises OSError when the lock directory
+    cannot be written."""
+    d = home.run_dir / "locks"
+    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    names = sorted({hashlib.sha256(k.encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".lock" for k in keys})
+    fds: list[int] = []
+    try:
+        for name in names:
+            fd = os.open(d / name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fds.append(fd)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        for fd in reversed(fds):
+            os.close(fd)  # releases its lock
+
+
+def _through(path: Path) -> Path:
+    """Where reading and writing ``path`` lands: ``path`` itself, or, when it is a symlink (a
+    settings file kept in a dotfiles repo), the file the link points to, so that the atomic
+    write (temp file + rename) happens in the target's directory and the link stays a link.
+    Raises ConfigError, touching nothing, when it is a link to nothing (dangling, or a loop):
+    creating a file wherever a stale link points is not what anyone asked for."""
+    if not os.path.islink(path):
+        return path
+    real = Path(os.path.realpath(path))
+    if not real.exists():
+        raise ConfigError(f"{path} is a symlink to {os.readlink(path)}, which does not exist; left it untouched — "
+                          "create that file (it may hold just {{}}) or remove the link, and try again")
+    return real
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "true/false"
+    if value is None:
+        return "null"
+    return "a number"
+
+
+def _check_hooks_shape(path: Path, settings: dict[str, Any]) -> None:
+    """Refuse (ConfigError naming the key; nothing written) a ``hooks`` spawn cannot merge
+    into without dropping or misreading something: each event's value must be a list of
+    matcher groups; a group an object (or a string: claw-code-go's flat form); a group's
+    ``hooks``, when there, a list of objects. (``hooks`` itself: :func:`_load_settings`.)"""
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict):
+        return
+
+    def refuse(key: str, want: str, value: Any) -> None:
+        raise ConfigError(f"{path}: '{key}' must be {want}, not {_json_type(value)}; left it untouched")
+
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            refuse(f"hooks.{event}", "a list of matcher groups", groups)
+        for i, group in enumerate(groups):
+            if isinstance(group, str):
+                continue
+            if not isinstance(group, dict):
+                refuse(f"hooks.{event}[{i}]", "an object (a matcher group)", group)
+            if "hooks" not in group:
+                continue
+            handlers = group["hooks"]
+            if not isinstance(handlers, list):
+                refuse(f"hooks.{event}[{i}].hooks", "a list of hook entries", handlers)
+            for j, handler in enumerate(handlers):
+                if not isinstance(handler, dict):
+                    refuse(f"hooks.{event}[{i}].hooks[{j}]", "an object (a hook entry)", handler)
+
+
 def _load_settings(path: Path, object_key: str = "hooks") -> tuple[dict[str, Any], bool]:
     """(settings object, existed). Raises ConfigError when the file is not a strict JSON
-    object, or its ``object_key`` is there and not an object; the file is left untouched."""
+    object, or its ``object_key`` is there and not an object (null included); the file is
+    left untouched. ``path``: the file to read (a symlink is followed)."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         return {}, False
+    except IsADirectoryError:
+        raise ConfigError(f"{path} is a directory, not a settings file; left it untouched") from None
     if not data.strip():
         return {}, True
     try:
@@ -313,9 +421,8 @@ def _load_settings(path: Path, object_key: str = "hooks") -> tuple[dict[str, Any
         raise ConfigError(f"{path} is not strict JSON ({e}); left it untouched — fix or remove it and spawn again") from None
     if not isinstance(obj, dict):
         raise ConfigError(f"{path} must hold a JSON object; left it untouched")
-    inner = obj.get(object_key)
-    if inner is not None and not isinstance(inner, dict):
-        raise ConfigError(f"{path}: '{object_key}' must be an object; left it untouched")
+    if object_key in obj and not isinstance(obj[object_key], dict):
+        raise ConfigError(f"{path}: '{object_key}' must be an object, not {_json_type(obj[object_key])}; left it untouched")
     return obj, True
 
 
@@ -395,7 +502,8 @@ def _plan_mcp_json(path: Path, builder: str, entry: dict[str, Any],
     the previous spawn's record for this same file (its ``original`` is kept). Raises
     ConfigError, touching nothing, when the file is not strict JSON or holds a ``hookd``
     server hookd did not write."""
-    obj, existed = _load_settings(path, "mcpServers")
+    io = _through(path)
+    obj, existed = _load_settings(io, "mcpServers")
     servers = obj.get("mcpServers")
     current = servers.get(MCP_SERVER) if isinstance(servers, dict) else None
     if current is not None:
@@ -410,7 +518,7 @@ def _plan_mcp_json(path: Path, builder: str, entry: dict[str, Any],
     if old is not None:
         created_file, original, added_key = old["created_file"], old["original"], old["added_servers_key"]
     else:
-        created_file, original, added_key = not existed, _original_text(path, existed), "mcpServers" not in obj
+        created_file, original, added_key = not existed, _original_text(io, existed), "mcpServers" not in obj
     obj.setdefault("mcpServers", {})[MCP_SERVER] = entry
     return obj, {"file": os.fspath(path), "standalone": False, "entry": entry, "created_file": created_file,
                  "added_servers_key": added_key, "original": original}
@@ -419,8 +527,9 @@ def _plan_mcp_json(path: Path, builder: str, entry: dict[str, Any],
 def _undo_mcp_file(rec: dict[str, Any] | None, builder: str) -> bool:
     """Remove the MCP entry a spawn recorded in ``rec``: delete a standalone config; take
     hookd's entry out of a ``.mcp.json`` and restore the file byte for byte when nothing else
-    changed (delete it when spawn created it and it is left empty). Raises ConfigError,
-    touching nothing, when that file is no longer JSON. Returns whether anything was removed."""
+    changed (delete it when spawn created it and it is left empty; a symlink is written
+    through, never deleted). Raises ConfigError, touching nothing, when that file is no longer
+    JSON or a dangling link. Returns whether anything was removed."""
     if not rec or rec.get("skipped") or not rec.get("file"):
         return False
     path = Path(rec["file"])
@@ -434,7 +543,8 @@ def _undo_mcp_file(rec: dict[str, Any] | None, builder: str) -> bool:
         except OSError:
             pass
         return True
-    obj, existed = _load_settings(path, "mcpServers")
+    io = _through(path)  # a symlinked .mcp.json: written through, never replaced by a file
+    obj, existed = _load_settings(io, "mcpServers")
     if not existed:
         return False
     servers = obj.get("mcpServers")
@@ -445,12 +555,12 @@ def _undo_mcp_file(rec: dict[str, Any] | None, builder: str) -> bool:
         if rec.get("added_servers_key") and not servers:
             del obj["mcpServers"]
     original = rec.get("original")
-    if rec.get("created_file") and not obj:
+    if rec.get("created_file") and not obj and io == path:
         path.unlink()
     elif original is not None and _parses_to(original, obj):
-        atomic_write(path, original.encode("utf-8", errors="surrogateescape"), mode=path.stat().st_mode & 0o777)
+        atomic_write(io, original.encode("utf-8", errors="surrogateescape"), mode=io.stat().st_mode & 0o777)
     elif removed:
-        _write_settings(path, obj)
+        _write_settings(io, obj)
     return removed
 
 
@@ -514,7 +624,9 @@ def spawn(
     """Install hookd's hooks for ``builder``; idempotent. Returns the manifest.
 
     worktree: the builder's worktree (hooks go to ``.claude/settings.local.json``) unless
-    settings_file is given (a standalone file for ``claude --settings``).
+    settings_file is given (a standalone file for ``claude --settings``); given with
+    settings_file, the worktree is only recorded in the manifest (the lane's directory) and
+    nothing is written into it.
     deadline_ms: the hook client's hard deadline (default HOOKD_DEADLINE_MS or 5000).
     wake_wait_s: how long the idle-wake Stop hook waits for a message (seconds; 0: no idle
     wake hook). hold_s: how long a PermissionRequest hook waits for a remote answer (seconds;
@@ -522,8 +634,10 @@ def spawn(
     mcp: also register ``hookd mcp --builder B`` (``W/.mcp.json``, or the standalone
     ``HOOKD_HOME/mcp/B.json`` with settings_file) and allow its tools in the settings file;
     the manifest's ``mcp`` says where (``claude_args`` to pass in the standalone form).
-    Raises ConfigError on a bad builder id, a missing worktree, or a non-JSON settings or
-    ``.mcp.json`` file (nothing is written then).
+    Raises ConfigError on a bad builder id, a missing worktree, a settings or ``.mcp.json``
+    file that is not strict JSON, a dangling symlink, or hooks of the wrong shape (an event's
+    value not a list, a group or entry not an object: the message names the key); nothing is
+    written then. Concurrent spawns and unspawns into the same files are serialised (module doc).
 
     harness ``claw`` (Rust claw): object-form hooks, matcher ``*``, for PreToolUse,
     PostToolUse and PostToolUseFailure only, in ``W/.claw/settings.local.json``; no MCP, hold
@@ -547,27 +661,52 @@ def spawn(
         raise ConfigError("wake wait must be between 0 (off) and 86400 seconds")
     if not (hold_s == 0 or 5 <= hold_s <= 86_400):
         raise ConfigError("hold must be 0 (off) or between 5 and 86400 seconds")
-    if settings_file is None:
-        if worktree is None:
-            raise ConfigError("give --worktree DIR or --settings-file PATH")
+    if worktree is not None:
         # the physical path: what Claude Code reports as a session's cwd and what claw
         # fingerprints (".." and symlinks resolved; the same directory either way)
         worktree = Path(os.path.realpath(worktree.expanduser()))
         if not worktree.is_dir():
             raise ConfigError(f"worktree {worktree} is not a directory")
+    if settings_file is None:
+        if worktree is None:
+            raise ConfigError("give --worktree DIR or --settings-file PATH")
         target = worktree / (".claw" if harness == claw.HARNESS else ".claude") / "settings.local.json"
+        mcp_path = worktree / ".mcp.json"
     else:
+        # the standalone form: the worktree, if given, is only recorded (the lane's directory);
+        # nothing is written into it, the MCP server included
         target = settings_file.expanduser().absolute()
+        mcp_path = home.mcp_config(builder)
     home.ensure()
-    old = read_manifest(home, builder)
-    if old and old["settings_file"] != os.fspath(target):
-        unspawn(home, builder)
-        old = None
+    with _locked(home, [_builder_key(builder)]):
+        old = read_manifest(home, builder)
+        if old and old["settings_file"] != os.fspath(target):
+            _unspawn_locked(home, builder, old)
+            old = None
+        old_mcp = old.get("mcp") if old else None
+        files = [target, *([mcp_path] if mcp else []), *([Path(old_mcp["file"])] if old_mcp and old_mcp.get("file") else [])]
+        with _locked(home, [_file_key(f) for f in files]):
+            manifest = _spawn_locked(home, builder, harness=harness, worktree=worktree, target=target,
+                                     mcp_path=mcp_path if mcp else None, mcp_standalone=settings_file is not None,
+                                     old=old, deadline_ms=deadline_ms,
+                                     wake_wait_s=wake_wait_s, hold_s=hold_s)
+        atomic_write(home.manifest(builder), _dump(manifest), mode=0o600)
+    return manifest
 
-    settings, existed = _load_settings(target)
+
+def _spawn_locked(home: Home, builder: str, *, harness: str, worktree: Path | None, target: Path,
+                  mcp_path: Path | None, mcp_standalone: bool, old: dict[str, Any] | None, deadline_ms: int,
+                  wake_wait_s: int, hold_s: int) -> dict[str, Any]:
+    """spawn's read-merge-write of the settings file ``target`` and the MCP config
+    ``mcp_path`` (None: no MCP; a worktree's ``.mcp.json``, or with ``mcp_standalone`` hookd's
+    own ``HOOKD_HOME/mcp/B.json``), their locks held. Returns the manifest (not yet written).
+    Every refusal comes before the first write."""
+    io = _through(target)  # a symlinked settings file: written through, the link kept
+    settings, existed = _load_settings(io)
+    _check_hooks_shape(target, settings)
     if harness == claw.FLAT_HARNESS:
         _check_flat(target, settings, builder)
-    original = _original_text(target, existed)
+    original = _original_text(io, existed)
     had_hooks_key = "hooks" in settings
     created_dir = not target.parent.exists()
     _strip_tagged(settings, builder)
@@ -575,17 +714,15 @@ def spawn(
     _strip_mcp_keys(settings, (old_mcp or {}).get("settings"))
     mcp_rec: dict[str, Any] | None = None
     mcp_obj: dict[str, Any] | None = None
-    if mcp:
+    if mcp_path is not None:
         entry = mcp_entry(home, builder)
-        if worktree is not None:
-            path = worktree / ".mcp.json"
-            same = old_mcp if old_mcp and old_mcp.get("file") == os.fspath(path) and not old_mcp.get("skipped") else None
-            mcp_obj, mcp_rec = _plan_mcp_json(path, builder, entry, same)
+        if not mcp_standalone:
+            same = old_mcp if old_mcp and old_mcp.get("file") == os.fspath(mcp_path) and not old_mcp.get("skipped") else None
+            mcp_obj, mcp_rec = _plan_mcp_json(mcp_path, builder, entry, same)
         else:
-            path = home.mcp_config(builder)
             mcp_obj = {"mcpServers": {MCP_SERVER: entry}}
-            mcp_rec = {"file": os.fspath(path), "standalone": True, "entry": entry,
-                       "claude_args": ["--mcp-config", os.fspath(path)]}
+            mcp_rec = {"file": os.fspath(mcp_path), "standalone": True, "entry": entry,
+                       "claude_args": ["--mcp-config", os.fspath(mcp_path)]}
     client, client_note = install_client(home)
     command = hook_command(home, harness, builder, deadline_ms, client=client)
     timeout_s = max(10, math.ceil(deadline_ms / 1000) * 2)
@@ -597,18 +734,17 @@ def spawn(
     else:
         generated = cc.hook_settings(command, timeout_s, wake_command, wake_wait_s + 60, permission_command, hold_s + 60)
     for event, groups in generated.items():
-        existing = hooks.get(event)
-        hooks[event] = (existing if isinstance(existing, list) else []) + groups
+        hooks[event] = hooks.get(event, []) + groups  # each a list: _check_hooks_shape
     if mcp_rec is not None and not mcp_rec.get("skipped"):
         mcp_rec["settings"] = _add_mcp_keys(settings, target)  # may refuse: nothing written yet
 
     home.spool_dir(builder).mkdir(parents=True, exist_ok=True)
     if old_mcp and (mcp_rec is None or old_mcp.get("file") != mcp_rec["file"]):
         _undo_mcp_file(old_mcp, builder)  # --no-mcp now, or another place
-    if mcp_obj is not None and mcp_rec is not None:
-        _write_settings(Path(mcp_rec["file"]), mcp_obj)
+    if mcp_obj is not None and mcp_path is not None:
+        _write_settings(_through(mcp_path), mcp_obj)
     target.parent.mkdir(parents=True, exist_ok=True)
-    _write_settings(target, settings)
+    _write_settings(io, settings)
     manifest = {
         "builder": builder,
         "harness": harness,
@@ -633,7 +769,6 @@ def spawn(
         manifest["warning"] = claw.FLAT_WARNING
     if client_note:
         manifest["client_note"] = client_note
-    atomic_write(home.manifest(builder), _dump(manifest), mode=0o600)
     return manifest
 
 
@@ -677,34 +812,47 @@ def _parses_to(text: str, settings: dict[str, Any]) -> bool:
 
 def unspawn(home: Home, builder: str) -> dict[str, Any]:
     """Remove exactly what `spawn` added for ``builder``. Raises NotFound when the builder
-    was never spawned in this home, ConfigError when its settings file is no longer JSON.
-    Returns ``{"builder", "settings_file", "removed", "mcp_removed"}`` (hook handlers
-    removed; whether hookd's MCP server entry was)."""
-    m = read_manifest(home, builder)
-    if m is None:
+    was never spawned in this home, ConfigError when its settings file is no longer JSON or
+    is a dangling symlink (nothing changed then). Returns ``{"builder", "settings_file",
+    "removed", "mcp_removed"}`` (hook handlers removed; whether hookd's MCP server entry was).
+    Safe to run beside other spawns and unspawns of the same files (see the module doc)."""
+    if read_manifest(home, builder) is None:  # before the lock: it would create run/locks
         raise NotFound(f"builder {builder!r} was not spawned in {home.root}")
+    with _locked(home, [_builder_key(builder)]):
+        m = read_manifest(home, builder)
+        if m is None:  # a concurrent unspawn got there first
+            raise NotFound(f"builder {builder!r} was not spawned in {home.root}")
+        return _unspawn_locked(home, builder, m)
+
+
+def _unspawn_locked(home: Home, builder: str, m: dict[str, Any]) -> dict[str, Any]:
+    """unspawn with ``builder``'s lock held and its manifest ``m`` read: takes the locks of
+    the files ``m`` names, undoes them, removes the manifest."""
     target = Path(m["settings_file"])
+    mcp_rec = m.get("mcp")
+    files = [target, *([Path(mcp_rec["file"])] if mcp_rec and mcp_rec.get("file") else [])]
     removed = 0
-    settings, existed = _load_settings(target)
-    mcp_removed = _undo_mcp_file(m.get("mcp"), builder)  # before any write: it may refuse
-    if existed:
-        removed = _strip_tagged(settings, builder)
-        keys_removed = _strip_mcp_keys(settings, (m.get("mcp") or {}).get("settings"))
-        if m.get("added_hooks_key") and settings.get("hooks") == {}:
-            del settings["hooks"]
-        original = m.get("original")
-        if m.get("created_file") and not settings:
-            target.unlink()
-            if m.get("created_dir"):
-                try:
-                    target.parent.rmdir()  # only if empty
-                except OSError:
-                    pass
-        elif original is not None and _parses_to(original, settings):
-            atomic_write(target, original.encode("utf-8", errors="surrogateescape"),
-                         mode=target.stat().st_mode & 0o777)
-        elif removed or keys_removed:
-            _write_settings(target, settings)
+    with _locked(home, [_file_key(f) for f in files]):
+        io = _through(target)  # before any write: it may refuse
+        settings, existed = _load_settings(io)
+        mcp_removed = _undo_mcp_file(mcp_rec, builder)  # before any write: it may refuse
+        if existed:
+            removed = _strip_tagged(settings, builder)
+            keys_removed = _strip_mcp_keys(settings, (mcp_rec or {}).get("settings"))
+            if m.get("added_hooks_key") and settings.get("hooks") == {}:
+                del settings["hooks"]
+            original = m.get("original")
+            if m.get("created_file") and not settings and io == target:
+                target.unlink()
+                if m.get("created_dir"):
+                    try:
+                        target.parent.rmdir()  # only if empty
+                    except OSError:
+                        pass
+            elif original is not None and _parses_to(original, settings):
+                atomic_write(io, original.encode("utf-8", errors="surrogateescape"), mode=io.stat().st_mode & 0o777)
+            elif removed or keys_removed:
+                _write_settings(io, settings)
     home.manifest(builder).unlink()
     spool = home.spool_dir(builder)
     if spool.is_dir() and not any(spool.iterdir()):

@@ -700,3 +700,232 @@ def test_mcp_command_is_this_interpreter_not_a_shim(home: Path, worktree: Path) 
     r = subprocess.run([entry["command"], *entry["args"][:-3], "mcp", "--help"], cwd=worktree,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "--builder" in r.stdout, r.stderr
+
+
+# --- the same files from several processes at once, symlinks, shapes --------------------
+
+
+def hookd_together(home: Path, *argvs: list[str], timeout: float = 120) -> list[subprocess.CompletedProcess[str]]:
+    """Start one `hookd` CLI process per argv at once (none waits for another) and collect them."""
+    procs = [subprocess.Popen([sys.executable, "-m", "hookd", "--home", os.fspath(home), *argv],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for argv in argvs]
+    out = []
+    for argv, p in zip(argvs, procs):
+        stdout, stderr = p.communicate(timeout=timeout)
+        out.append(subprocess.CompletedProcess(argv, p.returncode, stdout, stderr))
+    return out
+
+
+def handler_counts(settings: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """builder -> event -> how many of hookd's handlers tagged for it."""
+    out: dict[str, dict[str, int]] = {}
+    for event, groups in settings.get("hooks", {}).items():
+        for g in groups:
+            for h in g.get("hooks", []):
+                cmd = h.get("command", "")
+                if TAG in cmd:
+                    b = cmd.rsplit(TAG, 1)[1]
+                    out.setdefault(b, {}).setdefault(event, 0)
+                    out[b][event] += 1
+    return out
+
+
+def user_part(settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` without hookd's handlers (and the hooks/events they alone filled) and
+    without hookd's MCP keys: what the user had."""
+    s = json.loads(json.dumps(settings))
+    for event in list(s.get("hooks", {})):
+        groups = [{**g, "hooks": [h for h in g["hooks"] if TAG not in h.get("command", "")]} for g in s["hooks"][event]]
+        s["hooks"][event] = [g for g in groups if g["hooks"]]
+        if not s["hooks"][event]:
+            del s["hooks"][event]
+    if s.get("enabledMcpjsonServers") == ["hookd"]:
+        del s["enabledMcpjsonServers"]
+    allow = s.get("permissions", {}).get("allow")
+    if allow and allow[-1] == "mcp__hookd":
+        allow.pop()
+    return s
+
+
+@pytest.mark.parametrize("trial", range(3))
+def test_concurrent_spawns_and_unspawns_into_one_worktree_lose_nobody(trial: int, home: Path, worktree: Path) -> None:
+    """Six `hookd spawn`s of different builders into one worktree at once: every builder's
+    handlers end up in settings.local.json (without the lock, a read-merge-write lost some in
+    most runs while every spawn said it succeeded), one of them owns the MCP server and the
+    others know they do not; then three unspawns at once, then the other three, remove
+    exactly their own. No lock file or temp file is left in the worktree."""
+    target = settings_path(worktree)
+    target.parent.mkdir()
+    target.write_text(json.dumps(EXISTING, indent=2))
+    builders = [f"b{i}" for i in range(6)]
+    results = hookd_together(home, *(["spawn", b, "--worktree", os.fspath(worktree)] for b in builders))
+    assert [r.returncode for r in results] == [0] * 6, [r.stderr for r in results]
+
+    settings = json.loads(target.read_bytes())
+    assert handler_counts(settings) == {b: {e: 1 for e in cc.REGISTERED_EVENTS} for b in builders}
+    assert user_part(settings) == EXISTING
+    assert settings["enabledMcpjsonServers"] == ["hookd"]
+    assert settings["permissions"]["allow"] == ["Bash(npm test:*)", "mcp__hookd"]
+    servers = json.loads(mcp_json(worktree).read_bytes())["mcpServers"]
+    assert list(servers) == ["hookd"]
+    owner = servers["hookd"]["args"][-1]
+    manifests = {b: json.loads((home / "builders" / f"{b}.json").read_bytes()) for b in builders}
+    assert [b for b in builders if not manifests[b]["mcp"].get("skipped")] == [owner]
+    assert sorted(p.name for p in worktree.iterdir()) == [".claude", ".mcp.json"]
+    assert sorted(p.name for p in target.parent.iterdir()) == ["settings.local.json"]
+
+    first = builders[trial % 2::2]  # the MCP owner is in either half, by chance
+    rest = [b for b in builders if b not in first]
+    results = hookd_together(home, *(["unspawn", b] for b in first))
+    assert [r.returncode for r in results] == [0] * 3, [r.stderr for r in results]
+    settings = json.loads(target.read_bytes())
+    assert handler_counts(settings) == {b: {e: 1 for e in cc.REGISTERED_EVENTS} for b in rest}
+    assert user_part(settings) == EXISTING
+    # the owner's unspawn removed the .mcp.json it created; else it still serves the worktree
+    assert mcp_json(worktree).exists() == (owner in rest)
+    if owner in rest:
+        assert json.loads(mcp_json(worktree).read_bytes())["mcpServers"]["hookd"]["args"][-1] == owner
+
+    results = hookd_together(home, *(["unspawn", b] for b in rest))
+    assert [r.returncode for r in results] == [0] * 3, [r.stderr for r in results]
+    assert json.loads(target.read_bytes()) == EXISTING
+    assert sorted(p.name for p in worktree.iterdir()) == [".claude"]  # .mcp.json: spawn created it
+    assert sorted(p.name for p in target.parent.iterdir()) == ["settings.local.json"]
+    assert not any((home / "builders").iterdir())
+
+
+@pytest.mark.parametrize("linked", ["settings", "mcp"])
+def test_a_symlinked_file_is_written_through_and_stays_a_link(linked: str, home: Path, worktree: Path, tmp_path: Path) -> None:
+    """Settings kept in a dotfiles repo: spawn and unspawn write the file the link points to
+    (atomically, in its own directory) and leave the link a link, pointing where it did."""
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    settings_path(worktree).parent.mkdir()
+    if linked == "settings":
+        real, link, original = dotfiles / "claude-settings.json", settings_path(worktree), json.dumps(EXISTING, indent=4)
+        relative = "../../dotfiles/claude-settings.json"
+    else:
+        real, link, original = dotfiles / "mcp.json", mcp_json(worktree), MCP_EXISTING
+        relative = "../dotfiles/mcp.json"
+    real.write_text(original)
+    link.symlink_to(relative)
+
+    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
+    assert link.is_symlink() and os.readlink(link) == relative
+    data = json.loads(real.read_bytes())
+    if linked == "settings":
+        assert set(hookd_handlers(data, "b-1")) == set(cc.REGISTERED_EVENTS) and user_part(data) == EXISTING
+    else:
+        assert data["mcpServers"]["hookd"]["args"][-1] == "b-1" and data["mcpServers"]["docs"]["args"] == ["docs-mcp"]
+    assert sorted(p.name for p in dotfiles.iterdir()) == sorted([real.name])  # no temp file left
+    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))  # re-spawn: the same
+    assert link.is_symlink() and os.readlink(link) == relative
+
+    r = hookd_cli(home, "unspawn", "b-1")
+    assert r.returncode == 0, r.stderr
+    assert link.is_symlink() and os.readlink(link) == relative
+    assert real.read_text() == original  # byte for byte
+    expect = [".claude", ".mcp.json"] if linked == "mcp" else [".claude"]
+    assert sorted(p.name for p in worktree.iterdir()) == expect
+
+
+@pytest.mark.parametrize("linked", ["settings", "mcp"])
+def test_a_dangling_symlink_is_refused_by_spawn_and_unspawn(linked: str, home: Path, worktree: Path, tmp_path: Path) -> None:
+    """A link to nothing (the dotfiles repo not checked out): refused in one sentence, exit 2,
+    nothing created anywhere, the link as it was. Made dangling after a spawn, unspawn
+    refuses the same way and keeps the manifest; once the file is back, unspawn works."""
+    settings_path(worktree).parent.mkdir()
+    link = settings_path(worktree) if linked == "settings" else mcp_json(worktree)
+    missing = tmp_path / "dotfiles" / "gone.json"
+    link.symlink_to(missing)
+    r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert r.stdout == "" and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert os.fspath(link) in r.stderr and "symlink" in r.stderr and "untouched" in r.stderr
+    assert link.is_symlink() and os.readlink(link) == os.fspath(missing)
+    assert not missing.parent.exists() and not (home / "builders" / "b-1.json").exists()
+    assert sorted(p.name for p in worktree.iterdir()) == [".claude"] + ([".mcp.json"] if linked == "mcp" else [])
+    assert [p.name for p in settings_path(worktree).parent.iterdir()] == (["settings.local.json"] if linked == "settings" else [])
+
+    # a link that works at spawn and dangles at unspawn
+    missing.parent.mkdir()
+    missing.write_text("{}")
+    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
+    spawned = missing.read_bytes()
+    other = mcp_json(worktree) if linked == "settings" else settings_path(worktree)
+    other_before = other.read_bytes()
+    missing.rename(missing.with_name("away.json"))
+    r = hookd_cli(home, "unspawn", "b-1")
+    assert r.returncode == 2 and "symlink" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert other.read_bytes() == other_before and (home / "builders" / "b-1.json").exists()
+    missing.with_name("away.json").rename(missing)
+    assert missing.read_bytes() == spawned
+    r = hookd_cli(home, "unspawn", "b-1")
+    assert r.returncode == 0, r.stderr
+    assert link.is_symlink() and json.loads(missing.read_bytes()) == {}
+
+
+BAD_SHAPES = {
+    "hooks-a-list": ({"hooks": ["PreToolUse"]}, "'hooks'", "a list"),
+    "hooks-null": ({"hooks": None}, "'hooks'", "null"),
+    "event-an-object": ({"hooks": {"PreToolUse": {}}}, "'hooks.PreToolUse'", "an object"),
+    "event-a-string": ({"hooks": {"Stop": "notify-send done"}}, "'hooks.Stop'", "a string"),
+    "event-null-unregistered": ({"hooks": {"PostToolBatch": None}}, "'hooks.PostToolBatch'", "null"),
+    "group-a-number": ({"hooks": {"PreToolUse": [3]}}, "'hooks.PreToolUse[0]'", "a number"),
+    "group-a-list": ({"hooks": {"Stop": [{"hooks": []}, []]}}, "'hooks.Stop[1]'", "a list"),
+    "group-hooks-an-object": ({"hooks": {"Stop": [{"hooks": {"type": "command", "command": "x"}}]}},
+                              "'hooks.Stop[0].hooks'", "an object"),
+    "group-hooks-null": ({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": None}]}},
+                         "'hooks.PreToolUse[0].hooks'", "null"),
+    "entry-a-string": ({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "a"}, "notify-send"]}]}},
+                       "'hooks.Stop[0].hooks[1]'", "a string"),
+    "entry-true": ({"hooks": {"Notification": [{"hooks": [True]}]}}, "'hooks.Notification[0].hooks[0]'", "true/false"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_SHAPES))
+def test_hooks_of_the_wrong_shape_are_refused_naming_the_key(name: str, home: Path, worktree: Path) -> None:
+    """Every shape spawn walks, wrong: refused in one sentence naming the key, exit 2, the
+    file byte for byte as it was, nothing else written (no .mcp.json, no manifest)."""
+    settings, key, got = BAD_SHAPES[name]
+    target = settings_path(worktree)
+    target.parent.mkdir()
+    text = json.dumps({"model": "sonnet", **settings}, indent=2).encode()
+    target.write_bytes(text)
+    r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert r.stdout == "" and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert os.fspath(target) in r.stderr and key in r.stderr and f"not {got}" in r.stderr and "untouched" in r.stderr
+    assert target.read_bytes() == text
+    assert sorted(p.name for p in worktree.iterdir()) == [".claude"]
+    assert sorted(p.name for p in target.parent.iterdir()) == ["settings.local.json"]
+    assert not (home / "builders" / "b-1.json").exists()
+
+
+def test_flat_string_groups_are_not_a_wrong_shape(home: Path, worktree: Path) -> None:
+    """claw-code-go's flat form (a string where a matcher group would be) is a shape spawn
+    knows: a claw-code-go builder spawns next to another one's flat hooks."""
+    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree), "--harness", "claw-code-go")
+    spawn_ok(home, "b-2", "--worktree", os.fspath(worktree), "--harness", "claw-code-go")
+    data = json.loads(settings_path(worktree).read_bytes())
+    assert all(sorted(c.rsplit("=", 1)[1] for c in cmds) == ["b-1", "b-2"] for cmds in data["hooks"].values())
+
+
+def test_settings_file_with_a_worktree_writes_nothing_into_the_worktree(home: Path, tmp_path: Path, worktree: Path) -> None:
+    """`--settings-file F --worktree W`: as the README says for --settings-file, the MCP server
+    goes to the standalone HOOKD_HOME/mcp/B.json (for `claude --mcp-config`), not W/.mcp.json;
+    W is only recorded (the lane's directory, by its physical path)."""
+    target = tmp_path / "b-7.settings.json"
+    (tmp_path / "wt-link").symlink_to(worktree, target_is_directory=True)
+    r = hookd_cli(home, "spawn", "b-7", "--settings-file", os.fspath(target), "--worktree", os.fspath(tmp_path / "wt-link"), "--json")
+    assert r.returncode == 0, r.stderr
+    m = json.loads(r.stdout)
+    config = home.absolute() / "mcp" / "b-7.json"
+    assert m["mcp"]["file"] == os.fspath(config) and m["mcp"]["standalone"] is True
+    assert m["mcp"]["claude_args"] == ["--mcp-config", os.fspath(config)]
+    assert json.loads(config.read_bytes())["mcpServers"]["hookd"]["args"][-1] == "b-7"
+    assert m["worktree"] == os.path.realpath(worktree) and m["settings_file"] == os.fspath(target)
+    assert set(hookd_handlers(json.loads(target.read_bytes()), "b-7")) == set(cc.REGISTERED_EVENTS)
+    assert list(worktree.iterdir()) == []
+    assert hookd_cli(home, "unspawn", "b-7").returncode == 0
+    assert not target.exists() and not config.exists() and list(worktree.iterdir()) == []
