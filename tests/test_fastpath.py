@@ -1,0 +1,231 @@
+"""The Unix socket's fast path for plain hooks (hookd.server._HttpProtocol) against the ASGI
+path it short-cuts: the same requests get the same replies and leave the same records.
+
+Two real daemons, one with the fast path (the default) and one with ``HOOKD_FASTPATH=0``,
+are sent the same raw HTTP requests over their Unix sockets, as the compiled hook client
+sends them (chunked, one write) and in the other shapes a client may use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hookd.client import Client
+from hookd.config import Home
+from hookd.daemonproc import DaemonProcess
+from hookd.replay import normalize
+
+from .conftest import TUI, wait_until
+
+ASK_PRE = (TUI / "007-PreToolUse.json").read_bytes()
+
+
+def head(builder: str = "b1", harness: str = "claude-code", extra: bytes = b"") -> bytes:
+    return (b"POST /v1/hooks/%s/%s HTTP/1.1\r\nHost: hookd\r\nContent-Type: application/json\r\n"
+            % (harness.encode(), builder.encode()) + extra)
+
+
+def chunked(payload: bytes, delivery: str, *, last: bool = True, builder: str = "b1", harness: str = "claude-code") -> bytes:
+    """What the compiled client writes: head, one chunk, the last-chunk marker (when stdin ended)."""
+    return (head(builder, harness, b"X-Hookd-Delivery: %s\r\nX-Hookd-Deadline-Ms: 5000\r\n" % delivery.encode())
+            + b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+            + b"%x\r\n%s\r\n" % (len(payload), payload) + (b"0\r\n\r\n" if last else b""))
+
+
+def sized(payload: bytes, delivery: str, extra: bytes = b"") -> bytes:
+    return (head(extra=b"X-Hookd-Delivery: %s\r\n" % delivery.encode() + extra)
+            + b"Content-Length: %d\r\n\r\n" % len(payload) + payload)
+
+
+def exchange(home: Home, data: bytes, *, close_write: bool = True, timeout: float = 15) -> bytes:
+    """Send ``data`` on a new connection to the daemon's Unix socket and read until it closes.
+    close_write=False keeps our side open (stdin held open): the reply must come anyway."""
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(timeout)
+    s.connect(os.fspath(home.socket_path))
+    try:
+        s.sendall(data)
+        if close_write:
+            s.shutdown(socket.SHUT_WR)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+        return out
+    finally:
+        s.close()
+
+
+def reply(raw: bytes) -> tuple[int, bytes]:
+    """(status, body) of the final response (after any 100 Continue); checks its framing."""
+    while raw.startswith(b"HTTP/1.1 100 "):
+        raw = raw.split(b"\r\n\r\n", 1)[1]
+    head_, _, body = raw.partition(b"\r\n\r\n")
+    lines = head_.split(b"\r\n")
+    status = int(lines[0].split()[1])
+    headers = dict(line.lower().split(b": ", 1) for line in lines[1:])
+    assert int(headers[b"content-length"]) == len(body), raw
+    assert headers[b"content-type"] == b"application/json", raw
+    if status != 200:
+        err = json.loads(body)["error"]
+        assert set(err) == {"code", "message"} and err["message"], body
+    return status, body
+
+
+@pytest.fixture
+def pair(tmp_path: Path):
+    """(fast, asgi): two running daemons, the second with HOOKD_FASTPATH=0."""
+    fast = DaemonProcess(tmp_path / "fast").start()
+    asgi = DaemonProcess(tmp_path / "asgi", env={**os.environ, "HOOKD_FASTPATH": "0"}).start()
+    yield fast, asgi
+    for d in (fast, asgi):
+        d.stop()
+        d.kill()
+
+
+@contextlib.contextmanager
+def api(home: Home) -> Iterator[Client]:
+    c = Client(home)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def all_events(c: Client) -> list[dict]:
+    return list(c.lines("/v1/events", after=0, limit=100000))
+
+
+def recorded(d: DaemonProcess) -> tuple[list[dict], dict]:
+    """The daemon's events (normalised as replay does; lane changes, which depend on timing,
+    left out) and its status."""
+    with api(d.home) as c:
+        events = [normalize(e) for e in all_events(c) if e["kind"] != "lane_changed"]
+        st = c.get("/v1/status")
+    return events, st
+
+
+def test_fast_path_answers_and_records_like_the_asgi_path(pair) -> None:
+    """The recorded TUI session's hooks (an AskUserQuestion asked and answered at the
+    terminal, a message delivered at a boundary), plus every other shape a hook request may
+    take: Content-Length instead of chunks, Expect: 100-continue, stdin held open after a
+    complete object, a duplicate delivery, malformed JSON, non-UTF-8 bytes, an empty body, an
+    unknown harness and a bad builder id. Same status and body from both daemons for each,
+    same events and counts after; and the fast daemon served them on its fast path."""
+    fast, asgi = pair
+    hooks = sorted(TUI.glob("*.json"))
+    replies: dict[str, list[tuple[int, bytes]]] = {"fast": [], "asgi": []}
+    for name, d in (("fast", fast), ("asgi", asgi)):
+        h = d.home
+        out = replies[name]
+        for i, f in enumerate(hooks):
+            out.append(reply(exchange(h, chunked(f.read_bytes(), f"tui-{i}"))))
+            if i == 0:  # the builder is known now: a message for the next boundary
+                with api(h) as c:
+                    c.post_json("/v1/builders/b1/messages", {"text": "also update the changelog", "author": "ana"})
+        out.append(reply(exchange(h, sized(ASK_PRE.replace(b"toolu_", b"toolu_cl"), "sized"))))
+        out.append(reply(exchange(h, sized(ASK_PRE.replace(b"toolu_", b"toolu_ex"), "expect",
+                                           b"Expect: 100-continue\r\n"))))
+        out.append(reply(exchange(h, chunked(ASK_PRE.replace(b"toolu_", b"toolu_ho"), "held", last=False),
+                                  close_write=False)))
+        out.append(reply(exchange(h, chunked(hooks[3].read_bytes(), "tui-3"))))  # a duplicate delivery
+        out.append(reply(exchange(h, chunked(b'{"hook_event_name": "Stop", "session_id": ', "bad-json"))))
+        out.append(reply(exchange(h, chunked(b'{"hook_event_name": "Stop", "x": "\xff\xfe"}', "not-utf8"))))
+        out.append(reply(exchange(h, sized(b"", "empty"))))
+        out.append(reply(exchange(h, chunked(ASK_PRE, "no-harness", harness="no-such-harness"))))
+        out.append(reply(exchange(h, chunked(ASK_PRE, "bad-builder", builder="b!1"))))
+
+    # (a delivered message names the time it was sent, to the second)
+    untimed = lambda rs: [(st, re.sub(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", b"<time>", b)) for st, b in rs]  # noqa: E731
+    assert untimed(replies["fast"]) == untimed(replies["asgi"])
+    statuses = [s for s, _ in replies["fast"]]
+    assert statuses[:len(hooks) + 4] == [200] * (len(hooks) + 4)
+    assert statuses[len(hooks) + 4:] == [422, 422, 422, 404, 400], replies["fast"][len(hooks):]
+    delivered = [b for _, b in replies["fast"][:len(hooks)] if b"also update the changelog" in b]
+    assert len(delivered) == 1  # the message went out once, in a hook's reply
+
+    fast_events, fast_st = recorded(fast)
+    asgi_events, asgi_st = recorded(asgi)
+    assert fast_events == asgi_events
+    assert {e["kind"] for e in fast_events} >= {"question_pending", "question_resolved", "inbox_delivered", "hook_invalid"}
+    counts = lambda st: {k: v for k, v in st["counts"].items() if k != "events"}  # noqa: E731 (lane changes)
+    assert counts(fast_st) == counts(asgi_st) and fast_st["counts"]["hook_events"] == len(replies["fast"]) - 3
+    # not stored: the duplicate delivery, the unknown harness and the bad builder id; and
+    # the fast daemon answered every one of them on its fast path
+    assert fast_st["fast_path"] == {"enabled": True, "hooks": len(replies["fast"])}
+    assert asgi_st["fast_path"] == {"enabled": False, "hooks": 0}
+
+
+@pytest.mark.parametrize("path", ["fast", "asgi-unix", "asgi-tcp"])
+def test_a_body_cut_off_does_not_shadow_its_spooled_copy(path: str, tmp_path: Path) -> None:
+    """A hook client stopped mid-body (the harness's timeout, Esc) spools the whole payload
+    under its delivery id. The cut body the daemon got is stored raw, under ``<id>~cut``, so
+    the spooled copy is not taken for a duplicate: both are kept, the question is recorded."""
+    env = {**os.environ, "HOOKD_FASTPATH": "0" if path.startswith("asgi") else "1"}
+    d = DaemonProcess(tmp_path / "home", env=env).start()
+    try:
+        h = d.home
+        half = len(ASK_PRE) // 2
+        data = chunked(ASK_PRE, "1796000000000000-7-1", last=False)[: -len(ASK_PRE) - 2 + half]  # half the object
+        if path == "asgi-tcp":
+            ep = h.read_endpoint()
+            s = socket.create_connection(("127.0.0.1", ep.port))
+            data = data.replace(b"Host: hookd\r\n", b"Host: hookd\r\nAuthorization: Bearer %s\r\n" % ep.hook_token.encode())
+        else:
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(os.fspath(h.socket_path))
+        s.sendall(data)
+        with api(h) as c:
+            before = c.get("/v1/status")["counts"]["hook_events"]
+            s.close()
+            wait_until(lambda: c.get("/v1/status")["counts"]["hook_events"] == before + 1, 10,
+                       what="the cut body to be stored")
+            spool = h.spool_dir("b1")
+            spool.mkdir(parents=True, exist_ok=True)
+            tmp = spool / ".1796000000000000-7-1.tmp"
+            tmp.write_bytes(ASK_PRE)
+            tmp.rename(spool / "1796000000000000-7-1.claude-code.json")
+            wait_until(lambda: not list(spool.glob("*.json")), 15, what="the spool to be ingested")
+            st = c.get("/v1/status")
+            events = all_events(c)
+            pending = c.get("/v1/questions", state="pending")
+        assert st["counts"]["hook_events"] == before + 2
+        invalid = [e for e in events if e["kind"] == "hook_invalid"]
+        assert len(invalid) == 1 and invalid[0]["data"]["source"] == "live"
+        assert invalid[0]["data"]["bytes"] == half
+        received = [e for e in events if e["kind"] == "hook_received"]
+        assert [e["data"]["source"] for e in received] == ["spool"]
+        assert [q["id"] for q in pending] == [json.loads(ASK_PRE)["tool_use_id"]]
+    finally:
+        d.stop()
+        d.kill()
+
+
+@pytest.mark.parametrize("fastpath", ["1", "0"])
+def test_a_body_that_never_ends_is_refused_after_the_body_timeout(fastpath: str, tmp_path: Path) -> None:
+    """HOOKD_BODY_TIMEOUT_S=1: a hook whose body stalls halfway is answered 400 in the one
+    error shape after about a second, on either path, and nothing of it is stored (its client
+    gave up long before and spooled it)."""
+    env = {**os.environ, "HOOKD_FASTPATH": fastpath, "HOOKD_BODY_TIMEOUT_S": "1"}
+    d = DaemonProcess(tmp_path / "home", env=env).start()
+    try:
+        data = chunked(ASK_PRE, "stalled", last=False)
+        t0 = time.monotonic()
+        raw = exchange(d.home, data[: len(data) - 100], close_write=False, timeout=20)
+        took = time.monotonic() - t0
+        status, body = reply(raw)
+        assert status == 400 and b"did not arrive within 1 s" in body, raw
+        assert 0.9 <= took < 10, took
+        with api(d.home) as c:
+            assert c.get("/v1/status")["counts"]["hook_events"] == 0
+    finally:
+        d.stop()
+        d.kill()
