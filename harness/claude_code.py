@@ -365,7 +365,7 @@ def observe(p: Base) -> list[Observation]:
                 )
             )
         elif isinstance(p, PostToolUse):
-            obs.append(_resolved_from_post(p, questions))
+            obs.append(_resolved_from_post(p, questions, h))
         elif isinstance(p, PostToolUseFailure):
             obs.append(
                 QuestionResolved(
@@ -395,21 +395,22 @@ def observe(p: Base) -> list[Observation]:
     return obs
 
 
-def _resolved_from_post(p: PostToolUse, questions: Any) -> QuestionResolved:
+def _resolved_from_post(p: PostToolUse, questions: Any, h: str) -> QuestionResolved:
     answers = None
     for src in (p.tool_response, p.tool_input):
         if isinstance(src, dict) and isinstance(src.get("answers"), dict):
             answers = src["answers"]
             break
-    return question_result(p.tool_use_id, p.tool_name, questions, answers, surface="terminal")
+    return question_result(p.tool_use_id, p.tool_name, questions, answers, surface="terminal", questions_hash_=h)
 
 
 def question_result(tool_use_id: str | None, tool_name: str, questions: Any, answers: dict[str, Any] | None, *,
-                    surface: str) -> QuestionResolved:
+                    surface: str, questions_hash_: str | None = None) -> QuestionResolved:
     """How an AskUserQuestion call ended, from the answers its tool result carried:
     ``answered`` (by ``surface``), or ``empty`` with a warning when they are missing, blank or
-    only "." (anthropics/claude-code#30563)."""
-    h = questions_hash(questions)
+    only "." (anthropics/claude-code#30563). questions_hash_: :func:`questions_hash` of
+    ``questions`` when the caller has it already."""
+    h = questions_hash_ or questions_hash(questions)
     trivial = bool(answers) and all(isinstance(v, str) and v.strip() in ("", ".") for v in answers.values())
     if answers and not trivial:
         return QuestionResolved(

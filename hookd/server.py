@@ -61,7 +61,15 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
+from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+try:  # the transport uvloop gives a Unix socket's connections (none to tell by with asyncio's own loop)
+    from uvloop.loop import UnixTransport as _UvUnixTransport
+
+    _UNIX_TRANSPORTS: tuple[type, ...] = (_UvUnixTransport,)
+except ImportError:  # pragma: no cover - uvloop is a dependency where it installs
+    _UNIX_TRANSPORTS = ()
 
 from hookd import __version__
 from hookd.config import Endpoint, Home, check_builder_id, process_start, write_private
@@ -708,6 +716,17 @@ class _HttpProtocol(HttpToolsProtocol):
 
     _hook: "_HookRequest | None" = None
 
+    def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        if isinstance(transport, _UNIX_TRANSPORTS):
+            # uvicorn's connection_made (0.54) less its three socket calls (getsockname twice,
+            # getpeername) per connection: a Unix socket's peer has no address, ours is its path
+            self.connections.add(self)
+            self.transport = transport
+            self.flow = FlowControl(transport)
+            self.server, self.client, self.scheme = (getattr(self.config, "hookd_socket", ""), None), None, "http"
+            return
+        super().connection_made(transport)
+
     def send_400_response(self, msg: str) -> None:
         body = _error_body("bad_request", f"invalid HTTP request: {msg}")
         self.transport.write(b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n"
@@ -975,6 +994,7 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
         proxy_headers=False,
     )
     config.hookd_app = app  # type: ignore[attr-defined]
+    config.hookd_socket = os.fspath(home.socket_path)  # type: ignore[attr-defined]
     server = _Server(config)
     server.core = core
     try:

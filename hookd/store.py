@@ -294,6 +294,29 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "CREATE TABLE checkpoints (id INTEGER PRIMARY KEY CHECK (id = 1), at REAL NOT NULL, frames INTEGER NOT NULL)",
         ],
     ),
+    (
+        # events.seq without AUTOINCREMENT: every event also rewrote sqlite_sequence, one of
+        # the 8 pages a hook's commit wrote (docs/decisions.md "The round-trip budget").
+        # The same numbers either way: events are never deleted, so the next rowid, the
+        # largest plus one, is what AUTOINCREMENT gave (monotonic, never reused, no gaps).
+        "0012_events_seq_plain_rowid",
+        [
+            """CREATE TABLE events_new (
+                seq INTEGER PRIMARY KEY,
+                kind TEXT NOT NULL,
+                builder TEXT,
+                session_id TEXT,
+                at REAL NOT NULL,
+                data BLOB NOT NULL
+            )""",
+            "INSERT INTO events_new (seq, kind, builder, session_id, at, data)"
+            " SELECT seq, kind, builder, session_id, at, data FROM events ORDER BY seq",
+            "DROP TABLE events",
+            "ALTER TABLE events_new RENAME TO events",
+            "CREATE INDEX events_builder ON events(builder, seq)",
+            "DELETE FROM sqlite_sequence WHERE name = 'events'",
+        ],
+    ),
 ]
 
 
