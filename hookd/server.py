@@ -42,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import hmac
 import logging
 import os
@@ -620,8 +621,9 @@ async def core_status(core: Hookd) -> dict[str, Any]:
         "counts": {**await core.store.counts(), "spooled": spooled},
         "builders": builders,
         "held": core.held(),
-        # hooks answered on the Unix socket's fast path since start (hookd.server._HttpProtocol)
-        "fast_path": {"enabled": FASTPATH, "hooks": core.fast_hooks},
+        # hooks answered on the Unix socket's fast path since start (hookd.server._HttpProtocol),
+        # and how many of them had to wait (their write joined a group commit)
+        "fast_path": {"enabled": FASTPATH, "hooks": core.fast_hooks, "waited": core.fast_hooks_resumed},
     }
 
 
@@ -707,8 +709,9 @@ class _HttpProtocol(HttpToolsProtocol):
     shape, not uvicorn's plain text.
 
     The fast path: ``POST /v1/hooks/{harness}/{builder}`` (no ``/hold``, no ``/wake``, no
-    query) over the Unix socket, what the compiled hook client sends on every hook, is
-    answered from here (:class:`_HookRequest`), without uvicorn's ASGI request cycle and task.
+    query) over the Unix socket with ``Connection: close``, what the compiled hook client
+    sends on every hook, is answered from here (:class:`_HookRequest`), without uvicorn's
+    ASGI request cycle and task; keep-alive clients (load generators) keep the ASGI path.
     uvicorn still owns the connection, the parser (httptools), flow control and shutdown.
     Measured in one interleaved run (docs/decisions.md "The round-trip budget"): ~0.06 ms
     less per hook. ``HOOKD_FASTPATH=0`` turns it off (every request through ASGI).
@@ -739,7 +742,8 @@ class _HttpProtocol(HttpToolsProtocol):
         url = self.url
         if (FASTPATH and url.startswith(b"/v1/hooks/") and url.count(b"/") == 4
                 and b"?" not in url and b"%" not in url and self.parser.get_method() == b"POST"
-                and self.server is not None and self.server[1] is None):  # a Unix socket: (path, None)
+                and self.server is not None and self.server[1] is None  # a Unix socket: (path, None)
+                and not self.parser.should_keep_alive()):  # one request, as hook clients send it
             if self.expect_100_continue:
                 self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             self._hook = _HookRequest(self, url.decode("ascii"), self.headers)
@@ -761,8 +765,11 @@ class _HttpProtocol(HttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
         hook = self._hook
-        if hook is not None and not hook.started and _complete_json(hook.body):
-            hook.start(whole=True)  # stdin held open after a complete object: answer now
+        if hook is not None and not hook.started:
+            if _complete_json(hook.body):
+                hook.start(whole=True)  # stdin held open after a complete object: answer now
+            elif hook.timer is None:
+                hook.arm()  # the rest is still to come (the usual hook arrives whole: no timer)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._hook is not None:
@@ -787,7 +794,11 @@ class _HookRequest:
         self.proto, self.path, self.headers = proto, path, headers
         self.body = bytearray()
         self.started = False
-        self.timer: asyncio.TimerHandle | None = proto.loop.call_later(BODY_TIMEOUT_S, self._timed_out)
+        self.timer: asyncio.TimerHandle | None = None
+
+    def arm(self) -> None:
+        """Start the body's clock (BODY_TIMEOUT_S from the first bytes that did not complete it)."""
+        self.timer = self.proto.loop.call_later(BODY_TIMEOUT_S, self._timed_out)
 
     def add(self, chunk: bytes) -> None:
         if self.started:
@@ -812,7 +823,21 @@ class _HookRequest:
             self.timer = None
         proto = self.proto
         proto.flow.pause_reading()  # the rest of a held-open stdin is not read
-        task = proto.loop.create_task(self._run(whole, error))
+        # Run the hook now, in this callback, as far as it goes without waiting: the usual
+        # hook (the first write of its event-loop turn) commits and replies without ever
+        # suspending, so it needs no task and no further turn of the loop. One that does wait
+        # (its write joined a group commit) is finished by a task of the server's.
+        coro = self._run(whole, error)
+        try:
+            waiting_on = coro.send(None)
+        except StopIteration:
+            return
+        except BaseException:  # _run answers every error itself; this is a bug: never the agent's problem
+            log.exception("hook fast path failed")
+            proto.transport.close()
+            return
+        proto.config.hookd_app.core.fast_hooks_resumed += 1  # type: ignore[attr-defined]
+        task = proto.loop.create_task(_resume(coro, waiting_on))
         task.add_done_callback(proto.tasks.discard)
         proto.tasks.add(task)
 
@@ -834,6 +859,27 @@ class _HookRequest:
 
 
 _REASONS = {s.value: s.phrase.encode() for s in HTTPStatus}
+
+
+async def _resume(coro: Any, waiting_on: Any) -> Any:
+    """Drive ``coro``, already started and suspended on ``waiting_on`` (what it yielded: an
+    asyncio future, or None for a bare yield), to its end, as a Task would have: each time
+    the future is done, resume it (an awaited future hands over its own result or error); a
+    cancellation of this task is thrown into it. Returns its return value."""
+    while True:
+        try:
+            if waiting_on is None:
+                await asyncio.sleep(0)
+            else:
+                await asyncio.wait((waiting_on,))  # done; its result is the coroutine's to take
+        except asyncio.CancelledError as e:
+            step = functools.partial(coro.throw, e)
+        else:
+            step = functools.partial(coro.send, None)
+        try:
+            waiting_on = step()
+        except StopIteration as done:
+            return done.value
 
 
 async def _watch_spool(core: Hookd, stop: asyncio.Event) -> None:

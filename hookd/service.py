@@ -117,8 +117,10 @@ class Hookd(Answers, Transcripts, ClawCore):
         self.store = store
         self.bus = EventBus()
         self.started_at = time.time()
-        #: hooks the server answered on its fast path (hookd.server._HttpProtocol)
+        #: hooks the server answered on its fast path (hookd.server._HttpProtocol), and those
+        #: of them that waited for a group commit (finished by a task)
         self.fast_hooks = 0
+        self.fast_hooks_resumed = 0
         # Caches of what the store already holds, to skip redundant reads and writes on
         # the hook path. Touched only on the writer thread, after the commit that made them
         # true; the store stays the source of truth.

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import re
+import signal
 import socket
 import time
 from collections.abc import Iterator
@@ -43,7 +44,7 @@ def chunked(payload: bytes, delivery: str, *, last: bool = True, builder: str = 
 
 def sized(payload: bytes, delivery: str, extra: bytes = b"") -> bytes:
     return (head(extra=b"X-Hookd-Delivery: %s\r\n" % delivery.encode() + extra)
-            + b"Content-Length: %d\r\n\r\n" % len(payload) + payload)
+            + b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(payload) + payload)
 
 
 def exchange(home: Home, data: bytes, *, close_write: bool = True, timeout: float = 15) -> bytes:
@@ -160,8 +161,8 @@ def test_fast_path_answers_and_records_like_the_asgi_path(pair) -> None:
     assert counts(fast_st) == counts(asgi_st) and fast_st["counts"]["hook_events"] == len(replies["fast"]) - 3
     # not stored: the duplicate delivery, the unknown harness and the bad builder id; and
     # the fast daemon answered every one of them on its fast path
-    assert fast_st["fast_path"] == {"enabled": True, "hooks": len(replies["fast"])}
-    assert asgi_st["fast_path"] == {"enabled": False, "hooks": 0}
+    assert fast_st["fast_path"]["enabled"] is True and fast_st["fast_path"]["hooks"] == len(replies["fast"])
+    assert asgi_st["fast_path"] == {"enabled": False, "hooks": 0, "waited": 0}
 
 
 @pytest.mark.parametrize("path", ["fast", "asgi-unix", "asgi-tcp"])
@@ -226,6 +227,53 @@ def test_a_body_that_never_ends_is_refused_after_the_body_timeout(fastpath: str,
         assert 0.9 <= took < 10, took
         with api(d.home) as c:
             assert c.get("/v1/status")["counts"]["hook_events"] == 0
+    finally:
+        d.stop()
+        d.kill()
+
+
+def test_hooks_arriving_together_share_a_commit_and_are_all_answered(tmp_path: Path) -> None:
+    """60 hooks whose last bytes arrive at once (each connection accepted with half its body,
+    then the rest written while the daemon is stopped): the writes of one event-loop turn
+    share a group commit, so fast-path hooks wait for it and a task finishes them
+    (``fast_path.waited``). Every one is answered 200 and stored once, with its own events."""
+    d = DaemonProcess(tmp_path / "home").start()
+    try:
+        h = d.home
+        payload = (TUI / "004-PreToolUse.json").read_bytes()
+        requests, socks = [], []
+        for i in range(60):
+            data = chunked(payload.replace(b"toolu_", b"toolu_%03d" % i), f"together-{i}")
+            requests.append(data)
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(30)
+            s.connect(os.fspath(h.socket_path))
+            s.sendall(data[: len(data) // 2])
+            socks.append(s)
+        with api(h) as c:  # accepted after the 60 (the backlog is served in order), answered after them
+            c.get("/v1/status")
+        assert d.proc is not None
+        os.kill(d.proc.pid, signal.SIGSTOP)
+        try:
+            for s, data in zip(socks, requests):
+                s.sendall(data[len(data) // 2:])
+        finally:
+            os.kill(d.proc.pid, signal.SIGCONT)
+        replies = []
+        for s in socks:
+            out = b""
+            while chunk := s.recv(65536):
+                out += chunk
+            s.close()
+            replies.append(reply(out))
+        assert replies == [(200, b"")] * 60
+        with api(h) as c:
+            st = c.get("/v1/status")
+            received = [e for e in all_events(c) if e["kind"] == "hook_received"]
+        assert st["counts"]["hook_events"] == 60
+        assert sorted(e["data"]["tool_use_id"] for e in received) == sorted(
+            json.loads(payload)["tool_use_id"].replace("toolu_", "toolu_%03d" % i) for i in range(60))
+        assert st["fast_path"]["hooks"] == 60 and 0 < st["fast_path"]["waited"] < 60, st["fast_path"]
     finally:
         d.stop()
         d.kill()
