@@ -295,10 +295,11 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         ],
     ),
     (
-        # events.seq without AUTOINCREMENT: every event also rewrote sqlite_sequence, one of
-        # the 8 pages a hook's commit wrote (docs/decisions.md "The round-trip budget").
-        # The same numbers either way: events are never deleted, so the next rowid, the
-        # largest plus one, is what AUTOINCREMENT gave (monotonic, never reused, no gaps).
+        # Two of the 8 pages a hook's commit wrote (docs/decisions.md "The round-trip budget"):
+        # events.seq without AUTOINCREMENT (every event also rewrote sqlite_sequence; the same
+        # numbers either way: events are never deleted, so the next rowid, the largest plus
+        # one, is what AUTOINCREMENT gave: monotonic, never reused, no gaps), and no
+        # events_builder index (no query reads events by builder: they are read by seq).
         "0012_events_seq_plain_rowid",
         [
             """CREATE TABLE events_new (
@@ -313,7 +314,6 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             " SELECT seq, kind, builder, session_id, at, data FROM events ORDER BY seq",
             "DROP TABLE events",
             "ALTER TABLE events_new RENAME TO events",
-            "CREATE INDEX events_builder ON events(builder, seq)",
             "DELETE FROM sqlite_sequence WHERE name = 'events'",
         ],
     ),
