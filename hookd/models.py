@@ -51,6 +51,20 @@ class Selection(msgspec.Struct, frozen=True):
     other: str | None
 
 
+class InteractionHead(msgspec.Struct, frozen=True):
+    """The columns of an :class:`Interaction` the hook path decides on (whose call it is and
+    where it stands) without reading its questions, input and answers: see
+    :meth:`hookd.store.Tx.interaction_head_by_tool_use_id`."""
+
+    id: str
+    kind: str
+    builder: str
+    session_id: str | None
+    tool_use_id: str | None
+    state: str
+    received_at: float | None
+
+
 class Interaction(msgspec.Struct):
     """Something a human must answer (DESIGN.md "Interactions").
 

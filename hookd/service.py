@@ -33,6 +33,7 @@ from hookd.models import (
     HookdError,
     InboxMessage,
     Interaction,
+    InteractionHead,
     NotFound,
     PayloadInvalid,
     resolved_event,
@@ -658,11 +659,11 @@ class Hookd(Answers, Transcripts, ClawCore):
         return b"", i.id if ob.via == "PermissionRequest" else None
 
     def _call_interaction(
-        self, tx: Tx, builder: str, p: cc.Base, tool_use_id: str, at: float,
-    ) -> tuple[str, Interaction | None]:
+        self, tx: Tx, builder: str, p: cc.Base, tool_use_id: str, at: float, *, head: bool = False,
+    ) -> tuple[str, Any]:
         """The key under which this hook's tool call is stored (the ``tool_use_id`` of its
-        interaction, also its id when the call opened it) and that interaction, None when none
-        has it yet.
+        interaction, also its id when the call opened it) and that interaction (with head: only
+        its :class:`~hookd.models.InteractionHead`), None when none has it yet.
 
         Interactions are keyed by the harness's tool_use_id (unique). Claude Code's ids are
         random per call, so one already held by an interaction of another session or builder
@@ -673,11 +674,12 @@ class Hookd(Answers, Transcripts, ClawCore):
         session's interaction is never touched. Exception: a transcript row of the same
         builder is that builder's call (a fork, ``--fork-session``, copies its parent's rows,
         ids unchanged, under its own session id: Claude Code 2.1.332)."""
-        i = tx.interaction_by_tool_use_id(tool_use_id)
+        lookup = tx.interaction_head_by_tool_use_id if head else tx.interaction_by_tool_use_id
+        i = lookup(tool_use_id)
         if i is None or (i.builder, i.session_id) == (builder, p.session_id):
             return tool_use_id, i
         key = _reused_key(tool_use_id, builder, p.session_id)
-        mine = tx.interaction_by_tool_use_id(key)
+        mine = lookup(key)
         if mine is not None:
             return key, mine
         if p.hook_event_name == "transcript" and i.builder == builder:
@@ -710,9 +712,10 @@ class Hookd(Answers, Transcripts, ClawCore):
         return i
 
     def _question_resolved(self, tx: Tx, builder: str, p: cc.Base, ob: cc.QuestionResolved, at: float) -> None:
-        existing = None
+        existing: Interaction | InteractionHead | None = None
         if ob.tool_use_id:
-            key, existing = self._call_interaction(tx, builder, p, ob.tool_use_id, at)
+            # the head: a resolved call's PostToolUse (or a second copy of it) needs no more
+            key, existing = self._call_interaction(tx, builder, p, ob.tool_use_id, at, head=True)
             if key != ob.tool_use_id:
                 ob = msgspec.structs.replace(ob, tool_use_id=key)
         if existing is None:
@@ -733,6 +736,10 @@ class Hookd(Answers, Transcripts, ClawCore):
         self._release_after(tx, existing.id)  # the desk answered: a held hook has nothing to do
         if existing.state == "answered" and existing.received_at is not None:
             # answered remotely: did that answer reach the tool, or did the desk win the race?
+            if isinstance(existing, InteractionHead):
+                full = tx.interaction(existing.id)
+                assert full is not None  # read in this same transaction
+                existing = full
             self._settle_remote(tx, existing, p, at, outcome=ob.outcome, answers=ob.answers,
                                 selections=ob.selections, decision=None, error=ob.error)
             return
@@ -794,7 +801,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         if i is None:
             return
         if ob.tool_use_id and i.tool_use_id is None:
-            key, holder = self._call_interaction(tx, builder, p, ob.tool_use_id, at)
+            key, holder = self._call_interaction(tx, builder, p, ob.tool_use_id, at, head=True)
             if holder is None:  # (one of this session's holding it already: leave both alone)
                 tx.set_tool_use_id(i.id, key)
         self._release_after(tx, i.id)

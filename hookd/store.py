@@ -7,9 +7,9 @@ together or not at all. The writer runs on the event loop's thread: a hook's tra
 takes ~0.09 ms, less than the ~0.14 ms a hop to a writer thread (or aiosqlite's) costs, and
 its commit never fsyncs (WAL, ``synchronous=NORMAL``: durable across a process crash, not a
 power cut) because checkpoints are moved off the write path (``wal_autocheckpoint=0``; a
-background thread runs passive checkpoints, and restarts the WAL after one that copied
-everything by recording it in ``checkpoints``: the one write not made by the writer, so that
-the WAL restart's fsync is never a hook's). Reads go through aiosqlite on a second
+background thread runs passive checkpoints, and after one that copied everything the writer
+connection, lent to a thread meanwhile, records it in ``checkpoints``: that restarts the WAL,
+so the restart's fsync is never a hook's). Reads go through aiosqlite on a second
 connection (WAL readers never block the writer). Migrations are numbered and recorded in
 the same transaction that applies them.
 """
@@ -27,7 +27,7 @@ from typing import Any, Callable, TypeVar
 import aiosqlite
 import msgspec
 
-from hookd.models import Event, InboxMessage, Interaction, Selection
+from hookd.models import Event, InboxMessage, Interaction, InteractionHead, Selection
 
 log = logging.getLogger("hookd")
 #: commit the writes of one event-loop turn together (Store.write); "0" turns it off
@@ -571,6 +571,16 @@ class Tx:
         )
         return _interaction(row) if row else None
 
+    def interaction_head_by_tool_use_id(self, tool_use_id: str) -> InteractionHead | None:
+        """:meth:`interaction_by_tool_use_id` without the JSON columns (questions, input,
+        answers, selections): a third of its cost on the hook path."""
+        row = self._one(
+            "SELECT id, kind, builder, session_id, tool_use_id, state, received_at FROM interactions"
+            " WHERE tool_use_id=? OR id=?",
+            (tool_use_id, tool_use_id),
+        )
+        return InteractionHead(*row) if row else None
+
     def interaction_by_hash(
         self, *, builder: str, session_id: str | None, tool_name: str, input_hash: str,
         states: tuple[str, ...], since: float, without_tool_use_id: bool = False,
@@ -1033,6 +1043,8 @@ class Store:
         self._busy = False  # a write committed in this turn of the event loop
         #: write transactions committed by this store (the checkpoint loop's clock)
         self.commits = 0
+        #: the writer connection's WAL restart, running in a thread (:meth:`_restart_wal`)
+        self._restarting: asyncio.Future[None] | None = None
 
     async def open(self) -> "Store":
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -1054,6 +1066,8 @@ class Store:
             except asyncio.CancelledError:
                 pass
             self._checkpointer = None
+        if self._restarting is not None:
+            await asyncio.wait((self._restarting,))  # the writer is back from its thread
         if self._r is not None:
             await self._r.close()
             self._r = None
@@ -1063,44 +1077,57 @@ class Store:
             self._w = None
 
     async def _checkpoint_loop(self) -> None:
-        """Every CHECKPOINT_INTERVAL_S with commits since the last time: :meth:`_checkpoint`
-        on a connection of its own, off the event loop's thread, so that no hook's commit
-        pays for it."""
+        """Every CHECKPOINT_INTERVAL_S with commits since the last time: copy the WAL into the
+        database (PASSIVE, on a connection of its own, in a thread: it never blocks the
+        writer), then, when everything was copied, restart the WAL (:meth:`_restart_wal`)."""
         conn = await asyncio.to_thread(sqlite3.connect, self.path, check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA busy_timeout=5000")
         seen = -1
         try:
             while True:
                 await asyncio.sleep(self.CHECKPOINT_INTERVAL_S)
                 if self.commits == seen:
-                    continue  # nothing new: the WAL holds only what the last round wrote
+                    continue  # nothing new: the WAL has restarted and holds only the last record
                 seen = self.commits
                 try:
-                    await asyncio.to_thread(self._checkpoint, conn)
-                except sqlite3.Error as e:  # busy past the timeout, disk full: the next round tries again
+                    busy, frames, copied = await asyncio.to_thread(
+                        lambda: conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone())
+                    if busy or frames <= 0 or copied != frames:
+                        continue  # not all copied (a reader's snapshot): no restart; the next round
+                    if self._batch:
+                        continue  # writes are queued for the writer right now: the next round
+                    restart = asyncio.ensure_future(asyncio.to_thread(self._restart_wal, frames))
+                    self._restarting = restart
+                    try:
+                        await asyncio.shield(restart)
+                    finally:
+                        if restart.done():
+                            self._restarting = None
+                except sqlite3.Error as e:  # disk full, say: the next round tries again
                     log.warning("WAL checkpoint: %s", e)
         finally:
             conn.close()
 
-    @staticmethod
-    def _checkpoint(conn: sqlite3.Connection) -> None:
-        """Copy the WAL into the database (PASSIVE: never blocks the writer), then, when it
-        copied everything, restart the WAL with a write of its own (the ``checkpoints`` row).
+    def _restart_wal(self, frames: int) -> None:
+        """Record the checkpoint that just copied ``frames`` WAL frames (the ``checkpoints``
+        row) on the writer connection, in a thread, while :meth:`write` holds new writes back.
 
-        The first commit after a complete checkpoint starts the WAL over: it writes a new
-        header and fsyncs it, even at ``synchronous=NORMAL`` (0.3 ms here; milliseconds on many
-        disks). A hook arriving after a quiet second (as agents' hooks do) was that commit.
-        Now this thread is: the hooks after it append to a WAL that has already restarted."""
-        busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-        if busy or frames <= 0 or copied != frames:
-            return  # not all copied (a reader's snapshot): no restart now; the next round
-        conn.execute("BEGIN IMMEDIATE")
+        Why: the first commit after a complete checkpoint starts the WAL over, and SQLite
+        writes and fsyncs a new WAL header for that even at ``synchronous=NORMAL`` (0.3 ms
+        here; milliseconds on many disks). Agents' hooks come seconds apart, after the
+        checkpoint has copied everything, so each one's commit was that one. Now this record
+        is; the hooks after it append to a WAL that has already restarted. It is the writer's
+        own connection (never the loop's and this thread's at once) because a commit by any
+        other connection would make the writer drop its whole page cache and read it back
+        from the file at the next hook."""
+        db = self._w
+        assert db is not None
+        db.execute("BEGIN IMMEDIATE")
         try:
-            conn.execute("INSERT INTO checkpoints (id, at, frames) VALUES (1, ?, ?) ON CONFLICT(id)"
-                         " DO UPDATE SET at=excluded.at, frames=excluded.frames", (time.time(), frames))
-            conn.execute("COMMIT")
+            db.execute("INSERT INTO checkpoints (id, at, frames) VALUES (1, ?, ?) ON CONFLICT(id)"
+                       " DO UPDATE SET at=excluded.at, frames=excluded.frames", (time.time(), frames))
+            db.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            db.execute("ROLLBACK")
             raise
 
     def _migrate(self) -> None:
@@ -1139,6 +1166,8 @@ class Store:
         ``fn`` undoes only its own changes), and one COMMIT makes them all durable before any
         of them returns. ``HOOKD_GROUP_COMMIT=0``: one transaction per write.
         """
+        if self._restarting is not None and not self._restarting.done():
+            await asyncio.wait((self._restarting,))  # the writer is restarting the WAL in its thread
         if not GROUP_COMMIT:
             return self._transaction(fn, args)
         loop = asyncio.get_running_loop()
