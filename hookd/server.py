@@ -787,8 +787,9 @@ class _HookRequest:
     :meth:`HookdASGI._hook` answers it: the body is read until the request ends, one complete
     JSON object has arrived, or the client goes away (what arrived is stored); over
     MAX_PAYLOAD bytes: 413 (nothing stored); not all there within BODY_TIMEOUT_S: 400. Then
-    :meth:`HookdASGI.plain_hook` runs as a task of the server (a graceful shutdown waits for
-    it) and the reply is written with ``connection: close``."""
+    :meth:`HookdASGI.plain_hook` runs at once, in the protocol's callback (:meth:`start`); one
+    that has to wait for a group commit is finished by a task of the server's (a graceful
+    shutdown waits for it). The reply is written with ``connection: close``."""
 
     def __init__(self, proto: _HttpProtocol, path: str, headers: list[tuple[bytes, bytes]]):
         self.proto, self.path, self.headers = proto, path, headers
@@ -832,7 +833,7 @@ class _HookRequest:
             waiting_on = coro.send(None)
         except StopIteration:
             return
-        except BaseException:  # _run answers every error itself; this is a bug: never the agent's problem
+        except Exception:  # _run answers every error itself; this is a bug: never the agent's problem
             log.exception("hook fast path failed")
             proto.transport.close()
             return
