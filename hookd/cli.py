@@ -89,7 +89,7 @@ def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: 
               help="claude-code; claw (Rust claw: .claw/settings.local.json); claw-code-go (flat strings in "
                    ".claude/settings.local.json: that file then no longer serves Claude Code).")
 @click.option("--deadline", type=float, default=None,
-              help="Hook client's hard deadline in seconds [env HOOKD_DEADLINE_MS; default 5].")
+              help="Hook client's hard deadline in seconds [default 5; env HOOKD_DEADLINE_MS, in milliseconds].")
 @click.option("--wake-wait", type=int, default=0, show_default=True,
               help="Opt in to idle wake: seconds an async Stop hook waits for a message to the idle "
                    "agent (0: off). See README before enabling it for headless (-p) runs.")

@@ -69,8 +69,14 @@ class Home:
 
     @classmethod
     def resolve(cls, home: str | os.PathLike[str] | None = None) -> "Home":
-        """Absolute home from ``home`` or :func:`default_home`."""
-        return cls(Path(home if home is not None else default_home()).expanduser().absolute())
+        """Absolute home from ``home`` or :func:`default_home`. A home that is a symlink (kept
+        on another disk, say) is its target from here on: the target is what gets checked
+        (ours, 0700) and named in generated commands, so swapping the link later changes
+        nothing for this process or its hooks."""
+        p = Path(home if home is not None else default_home()).expanduser().absolute()
+        if p.is_symlink():
+            p = Path(os.path.realpath(p))
+        return cls(p)
 
     @property
     def db(self) -> Path:

@@ -82,10 +82,11 @@ from hookd.models import (
     ErrorResponse,
     HookdError,
     NotFound,
+    PayloadInvalid,
     PayloadTooLarge,
     Unauthorized,
 )
-from hookd.service import MAX_PAYLOAD, Hookd
+from hookd.service import CUT_SUFFIX, MAX_PAYLOAD, HookResult, Hookd
 from hookd.clawhttp import routes as claw_routes
 from hookd.spawn import list_manifests, read_manifest, write_client
 from hookd.store import Store
@@ -266,18 +267,17 @@ class HookdASGI:
             if len(parts) != 5 and not (wake or holdable):
                 raise NotFound("hook routes are POST /v1/hooks/{harness}/{builder}[/hold|/wake]")
             builder = check_builder_id(parts[4])
-            raw, cut = await read_hook_body(receive)
+            raw, ended = await read_hook_body(receive)
             if self.timings is not None:
                 scope["hookd.body_at"] = time.perf_counter()
             if wake:
+                if ended == "late":
+                    raise BadRequest(_LATE)
                 await _send(send, 200, await _unless_disconnected(self.core.wake(parts[3], builder, raw), receive))
                 return
-            delivery, deadline_ms, agent_pid, cwd = _hook_headers(scope["headers"])
-            if cut:
-                delivery = _cut_delivery(delivery, raw)
-            hold = holdable and deadline_ms >= HOLD_MIN_MS
-            result = await self.core.ingest_hook(parts[3], builder, raw, delivery_id=delivery, hold=hold,
-                                                 agent_pid=agent_pid, cwd=cwd)
+            deadline_ms = _hook_headers(scope["headers"])[1]
+            result = await self._ingest(parts[3], builder, raw, ended, scope["headers"],
+                                        hold=holdable and deadline_ms >= HOLD_MIN_MS)
             body = result.body
             if result.hold is not None:
                 iid, fut = result.hold
@@ -291,20 +291,34 @@ class HookdASGI:
             return
         await _send(send, 200, body)
 
+    async def _ingest(self, harness: str, builder: str, raw: bytes, ended: str,
+                      headers: list[tuple[bytes, bytes]], *, hold: bool = False) -> HookResult:
+        """Store one hook body (``ended`` as :func:`read_hook_body` says). A body that did not
+        end is stored raw under its cut delivery id (:func:`_cut_delivery`); one that came too
+        late (``late``: its client is still waiting, a held PermissionRequest's with its long
+        deadline, say) is then refused with a 400 saying so: the client takes a 4xx for
+        "stored, nothing to print" and does not spool. Raises what
+        :meth:`hookd.service.Hookd.ingest_hook` raises."""
+        delivery, _, agent_pid, cwd = _hook_headers(headers)
+        if ended != "whole":
+            delivery = _cut_delivery(delivery, raw)
+        if ended == "late":
+            with contextlib.suppress(PayloadInvalid):  # (stored raw as hook_invalid)
+                await self.core.ingest_hook(harness, builder, raw, delivery_id=delivery, agent_pid=agent_pid, cwd=cwd)
+            raise BadRequest(_LATE)
+        return await self.core.ingest_hook(harness, builder, raw, delivery_id=delivery, hold=hold,
+                                           agent_pid=agent_pid, cwd=cwd)
+
     async def plain_hook(self, path: str, headers: list[tuple[bytes, bytes]], raw: bytes, *,
-                         cut: bool = False) -> tuple[int, bytes]:
+                         ended: str = "whole") -> tuple[int, bytes]:
         """``POST /v1/hooks/{harness}/{builder}`` (no hold, no wake) with its body ``raw``,
         as :class:`_HttpProtocol`'s fast path serves it: returns (HTTP status, JSON body),
-        errors in the one error shape, exactly as :meth:`_hook` answers them. cut: the client
-        went away before the body ended (see :func:`_cut_delivery`)."""
+        errors in the one error shape, exactly as :meth:`_hook` answers them. ended: how the
+        body ended (:func:`read_hook_body`)."""
         parts = path.split("/")
         try:
             builder = check_builder_id(parts[4])
-            delivery, _, agent_pid, cwd = _hook_headers(headers)
-            if cut:
-                delivery = _cut_delivery(delivery, raw)
-            result = await self.core.ingest_hook(parts[3], builder, raw, delivery_id=delivery,
-                                                 agent_pid=agent_pid, cwd=cwd)
+            result = await self._ingest(parts[3], builder, raw, ended, headers)
             return 200, result.body
         except HookdError as e:
             return e.status, _error_body(e.code, e.message)
@@ -394,12 +408,12 @@ def _complete_json(buf: bytearray) -> bool:
     return True
 
 
-async def read_hook_body(receive: Any) -> tuple[bytes, bool]:
+async def read_hook_body(receive: Any) -> tuple[bytes, str]:
     """Read a hook body until the client ends it or one complete JSON object has arrived.
-    Returns (the body, cut): cut when the client went away before either.
+    Returns (the body, how it ended): ``whole``; ``cut``: the client went away before either;
+    ``late``: BODY_TIMEOUT_S passed before either (see :meth:`HookdASGI._ingest`).
 
-    Raises PayloadTooLarge past MAX_PAYLOAD bytes; BadRequest when the body does not arrive
-    within BODY_TIMEOUT_S.
+    Raises PayloadTooLarge past MAX_PAYLOAD bytes.
     """
     buf = bytearray()
     try:
@@ -407,7 +421,7 @@ async def read_hook_body(receive: Any) -> tuple[bytes, bool]:
             while True:
                 message = await receive()
                 if message["type"] == "http.disconnect":
-                    return bytes(buf), not _complete_json(buf)
+                    return bytes(buf), "whole" if _complete_json(buf) else "cut"
                 buf += message.get("body", b"")
                 if len(buf) > MAX_PAYLOAD:
                     raise PayloadTooLarge(f"hook payload over {MAX_PAYLOAD} bytes")
@@ -416,19 +430,20 @@ async def read_hook_body(receive: Any) -> tuple[bytes, bool]:
                 if _complete_json(buf):
                     break  # stdin held open after a complete object: answer now
     except TimeoutError:
-        raise BadRequest(f"hook payload did not arrive within {BODY_TIMEOUT_S:.0f} s") from None
-    return bytes(buf), False
+        return bytes(buf), "late"
+    return bytes(buf), "whole"
 
 
 def _cut_delivery(delivery: str | None, raw: bytes) -> str | None:
-    """The delivery id to store a body under whose client went away before it ended (a hook
-    stopped by the harness, or killed): the client's id with ``~cut`` unless one complete
-    JSON object had arrived. A stopped client spools the whole payload under its own id, so a
-    cut copy stored under that id would make the spooled one look like a duplicate (and only
-    the cut one would be kept)."""
+    """The delivery id to store a body under that did not end (its client went away, or it
+    came too late): the client's id with :data:`~hookd.service.CUT_SUFFIX` unless one
+    complete JSON object had arrived. A stopped client spools the whole payload under its own
+    id, so a cut copy stored under that id would make the spooled one look like a duplicate
+    (and only the cut one would be kept); a spooled copy with the very bytes of the cut one
+    is that same invocation, and is skipped (:meth:`hookd.service.Hookd.ingest_hook`)."""
     if delivery is None or _complete_json(bytearray(raw)):
         return delivery
-    return delivery + "~cut"
+    return delivery + CUT_SUFFIX
 
 
 def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any = None,
@@ -526,6 +541,9 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
             check_builder_id(builder)
         limit = _int_param(request, "limit", 1000, 0, MAX_LIMIT)
         items, total = await core.store.messages(builder, limit)
+        if builder is not None and not items and read_manifest(core.home, builder) is None \
+                and not await core.store.builder_known(builder):
+            raise NotFound(f"builder {builder!r} is not known: spawn it first (or check the name)")
         return Response(_enc.encode(items), media_type="application/json", headers={"x-total-count": str(total)})
 
     async def events(request: Request) -> Response:
@@ -758,7 +776,7 @@ class _HttpProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         if self._hook is not None:
-            self._hook.start(whole=True)
+            self._hook.start("whole")
             return
         super().on_message_complete()
 
@@ -767,13 +785,13 @@ class _HttpProtocol(HttpToolsProtocol):
         hook = self._hook
         if hook is not None and not hook.started:
             if _complete_json(hook.body):
-                hook.start(whole=True)  # stdin held open after a complete object: answer now
+                hook.start("whole")  # stdin held open after a complete object: answer now
             elif hook.timer is None:
                 hook.arm()  # the rest is still to come (the usual hook arrives whole: no timer)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._hook is not None:
-            self._hook.start(whole=False)  # what arrived is stored, as on the ASGI path
+            self._hook.start("cut")  # what arrived is stored, as on the ASGI path
         super().connection_lost(exc)
 
     def shutdown(self) -> None:
@@ -786,7 +804,8 @@ class _HookRequest:
     """One plain hook request on :class:`_HttpProtocol`'s fast path, answered exactly as
     :meth:`HookdASGI._hook` answers it: the body is read until the request ends, one complete
     JSON object has arrived, or the client goes away (what arrived is stored); over
-    MAX_PAYLOAD bytes: 413 (nothing stored); not all there within BODY_TIMEOUT_S: 400. Then
+    MAX_PAYLOAD bytes: 413 (nothing stored); not all there within BODY_TIMEOUT_S: stored raw
+    as it is, and 400 (:meth:`HookdASGI._ingest`). Then
     :meth:`HookdASGI.plain_hook` runs at once, in the protocol's callback (:meth:`start`); one
     that has to wait for a group commit is finished by a task of the server's (a graceful
     shutdown waits for it). The reply is written with ``connection: close``."""
@@ -810,12 +829,14 @@ class _HookRequest:
 
     def _timed_out(self) -> None:
         self.timer = None
-        self._refuse(BadRequest(f"hook payload did not arrive within {BODY_TIMEOUT_S:.0f} s"))
+        self.start("late")
 
     def _refuse(self, e: HookdError) -> None:
-        self.start(whole=False, error=e)
+        self.start("cut", error=e)
 
-    def start(self, *, whole: bool, error: HookdError | None = None) -> None:
+    def start(self, ended: str, error: HookdError | None = None) -> None:
+        """Answer now: the body ended as ``ended`` (:func:`read_hook_body`), or refuse it
+        with ``error`` (nothing stored)."""
         if self.started:
             return
         self.started = True
@@ -828,7 +849,7 @@ class _HookRequest:
         # hook (the first write of its event-loop turn) commits and replies without ever
         # suspending, so it needs no task and no further turn of the loop. One that does wait
         # (its write joined a group commit) is finished by a task of the server's.
-        coro = self._run(whole, error)
+        coro = self._run(ended, error)
         try:
             waiting_on = coro.send(None)
         except StopIteration:
@@ -842,13 +863,13 @@ class _HookRequest:
         task.add_done_callback(proto.tasks.discard)
         proto.tasks.add(task)
 
-    async def _run(self, whole: bool, error: HookdError | None) -> None:
+    async def _run(self, ended: str, error: HookdError | None) -> None:
         app: HookdASGI = self.proto.config.hookd_app  # type: ignore[attr-defined]
         if error is not None:
             status, body = error.status, _error_body(error.code, error.message)
         else:
             t0 = time.perf_counter()
-            status, body = await app.plain_hook(self.path, self.headers, bytes(self.body), cut=not whole)
+            status, body = await app.plain_hook(self.path, self.headers, bytes(self.body), ended=ended)
             app.core.fast_hooks += 1
             if app.timings is not None:
                 app.timings.append(time.perf_counter() - t0)
@@ -860,6 +881,7 @@ class _HookRequest:
 
 
 _REASONS = {s.value: s.phrase.encode() for s in HTTPStatus}
+_LATE = f"hook payload did not arrive within {BODY_TIMEOUT_S:.0f} s; what arrived is stored raw"
 
 
 async def _resume(coro: Any, waiting_on: Any) -> Any:

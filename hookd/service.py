@@ -62,6 +62,10 @@ WAKE_STOP_GRACE_S = 10.0
 MAX_MESSAGE_CHARS = 8000
 #: Largest hook payload accepted (bytes).
 MAX_PAYLOAD = 64 * 1024 * 1024
+#: A hook body that did not end (its client went away, or it came too late) is stored under
+#: its delivery id plus this (hookd.server._cut_delivery), so that the client's spooled copy
+#: is not taken for a duplicate; a spooled copy with the very same bytes is.
+CUT_SUFFIX = "~cut"
 
 
 @dataclass
@@ -205,6 +209,11 @@ class Hookd(Answers, Transcripts, ClawCore):
         """The transaction of one hook. Returns (hook event id or None when this delivery was
         already stored, the hook's stdout, the interaction a PermissionRequest hook may hold
         for)."""
+        if delivery_id and (source == "spool" or delivery_id.endswith(CUT_SUFFIX)) and tx.stored_as(
+                delivery_id[: -len(CUT_SUFFIX)] if delivery_id.endswith(CUT_SUFFIX) else delivery_id + CUT_SUFFIX, raw):
+            # a cut body and its client's spooled copy are one invocation when they are the same
+            # bytes (whichever of the two arrives first is kept; a whole live hook is not checked)
+            return None, b"", None
         hook_id = tx.insert_hook_event(
             delivery_id=delivery_id,
             builder=builder,

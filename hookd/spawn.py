@@ -355,7 +355,7 @@ def _through(path: Path) -> Path:
     real = Path(os.path.realpath(path))
     if not real.exists():
         raise ConfigError(f"{path} is a symlink to {os.readlink(path)}, which does not exist; left it untouched — "
-                          "create that file (it may hold just {{}}) or remove the link, and try again")
+                          "create that file (it may hold just {}) or remove the link, and try again")
     return real
 
 
@@ -513,7 +513,7 @@ def _plan_mcp_json(path: Path, builder: str, entry: dict[str, Any],
                               "left it untouched — rename or remove it, or spawn with --no-mcp")
         if owner != builder:
             return None, {"file": os.fspath(path), "skipped": (
-                f"{path} already serves builder {owner!r}'s asks: this spawn added no MCP server; "
+                f"{path} already serves the asks of builder {owner!r}: this spawn added no MCP server; "
                 f"unspawn {owner} first to give {builder} its own")}
     if old is not None:
         created_file, original, added_key = old["created_file"], old["original"], old["added_servers_key"]

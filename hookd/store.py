@@ -430,6 +430,10 @@ class Tx:
         self.hook_event_id = cur.lastrowid
         return cur.lastrowid
 
+    def stored_as(self, delivery_id: str, raw: bytes) -> bool:
+        """Whether ``raw``, byte for byte, is stored under ``delivery_id``."""
+        return self._one("SELECT 1 FROM hook_events WHERE delivery_id=? AND raw=?", (delivery_id, raw)) is not None
+
     def add_builder(self, builder: str, harness: str, at: float) -> None:
         """Record the builder on its first hook (no-op afterwards)."""
         self._db.execute(

@@ -180,3 +180,55 @@ def test_status_table_shows_the_client_note_beside_the_no_hook_warning(tmp_path:
     row = next(line for line in lines if line.startswith("b-fallback "))
     assert "no hook received yet" in row
     assert any(b["client_note"] in line and line.startswith("b-fallback:") for line in lines), table.stdout
+
+
+# --- a symlinked home; the inbox of a builder nobody knows ---------------------------------
+
+
+def test_a_home_that_is_a_symlink_is_served_from_its_target(tmp_path: Path) -> None:
+    """HOOKD_HOME kept on another disk behind a symlink: serve, spawn and the hooks work; the
+    target is the home from then on (what status names and the generated commands use), so
+    the link can be swapped later without moving this daemon or its hooks."""
+    real = tmp_path / "disk" / "hookd-data"
+    real.mkdir(parents=True)
+    link = tmp_path / "home-link"
+    link.symlink_to(real, target_is_directory=True)
+    wt = tmp_path / "wt"
+    wt.mkdir()
+    d = DaemonProcess(link).start()
+    try:
+        r = hookd_cli(link, "status", "--json")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["home"] == os.fspath(real)
+        r = hookd_cli(link, "spawn", "b1", "--worktree", os.fspath(wt))
+        assert r.returncode == 0, r.stderr
+        from .conftest import run_hook, settings_command
+
+        command = settings_command(wt / ".claude" / "settings.local.json", "PreToolUse")
+        assert os.fspath(real) in command and os.fspath(link) not in command
+        assert run_hook(command, (REFERENCE / "hooks" / "007-PreToolUse.json").read_bytes(), wt).returncode == 0
+        r = hookd_cli(link, "questions", "--json")
+        assert [q["id"] for q in json.loads(r.stdout)] == ["toolu_01ASK0000000000000000001"]
+    finally:
+        d.stop()
+        d.kill()
+
+
+def test_the_inbox_of_an_unknown_builder_is_not_found(tmp_path: Path) -> None:
+    """`hookd inbox nosuch` says the builder is not known (exit 1), as `hookd send nosuch`
+    does, instead of "no messages"; a known builder with no messages is "no messages"."""
+    home = tmp_path / "home"
+    wt = tmp_path / "wt"
+    wt.mkdir()
+    d = DaemonProcess(home).start()
+    try:
+        for argv in (["inbox", "nosuch"], ["send", "nosuch", "hello"]):
+            r = hookd_cli(home, *argv)
+            _no_traceback(r)
+            assert r.returncode == 1 and "not known" in r.stderr and len(r.stderr.strip().splitlines()) == 1, (argv, r.stderr)
+        assert hookd_cli(home, "spawn", "b1", "--worktree", os.fspath(wt)).returncode == 0
+        r = hookd_cli(home, "inbox", "b1")
+        assert (r.returncode, r.stdout.strip()) == (0, "no messages"), r.stderr
+    finally:
+        d.stop()
+        d.kill()

@@ -655,6 +655,55 @@ def test_nothing_written_and_stdin_held_open_exits_at_deadline(daemon: DaemonPro
     assert daemon_up(home)
 
 
+def test_half_a_payload_held_open_past_the_deadline_is_stored_once(daemon: DaemonProcess, home: Path,
+                                                                   worktree: Path) -> None:
+    """Half an object, then stdin held open: at its deadline the client spools what it has
+    and goes; the daemon stores the body it was cut off with (if it had one) under
+    ``<id>~cut``. The two are the same bytes of one invocation: stored once, raw, as one
+    ``hook_invalid``."""
+    cmd = spawn(home, worktree, "--deadline", "1")
+    half = ASK_PRE.read_bytes()[:300]
+    c = HeldClient(cmd["PreToolUse"], worktree)
+    try:
+        c.write(half)
+        rc, out, err = c.wait(timeout=10)
+    finally:
+        c.kill()
+    assert (rc, out, err) == (0, b"", b"")
+    wait_until(lambda: stored_hooks(home) and not spool_files(home), 15, what="the cut body stored, the spool ingested")
+    # (the compiled client streams as it reads: its cut body is stored live; the bash client
+    # connects once stdin has ended or the deadline passed: only its spooled copy exists)
+    assert [raw for _, raw in stored_hooks(home)] == [half]
+    invalid = kinds(home, "hook_invalid")
+    assert len(invalid) == 1 and invalid[0]["data"]["bytes"] == len(half)
+    assert kinds(home, "hook_received") == []
+
+
+def test_a_held_hook_whose_body_never_ends_is_stored_and_let_go(home: Path, worktree: Path,
+                                                                  client_kind: str) -> None:
+    """The PermissionRequest command (``/hold``: a deadline of its hold plus a minute) with
+    half a payload and stdin held open: the daemon's body timeout (here 1 s) comes first; it
+    stores what arrived, raw, and answers 400, so the client exits 0 with nothing printed and
+    nothing spooled (it was 30 s and nothing stored)."""
+    cmd = spawn(home, worktree)
+    d = DaemonProcess(home, env={**os.environ, "HOOKD_BODY_TIMEOUT_S": "1"}).start()
+    try:
+        half = ASK_PRE.read_bytes()[:300]
+        c = HeldClient(cmd["PermissionRequest"], worktree)
+        try:
+            c.write(half)
+            rc, out, err = c.wait(timeout=20)
+        finally:
+            c.kill()
+        assert (rc, out, err) == (0, b"", b"")
+        assert c.elapsed is not None and 0.9 <= c.elapsed < 10, c.elapsed
+        assert stored_hooks(home) == [("live", half)] and spool_files(home) == []
+        assert [e["data"]["bytes"] for e in kinds(home, "hook_invalid")] == [len(half)]
+    finally:
+        d.stop()
+        d.kill()
+
+
 # --- B12/B13 matrix: every path x every daemon state --------------------------------------
 
 HELD_INPUTS = ["held-open-after-object", "chunked-3-bytes", "nothing-held-open"]

@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -213,8 +214,8 @@ def test_a_body_cut_off_does_not_shadow_its_spooled_copy(path: str, tmp_path: Pa
 @pytest.mark.parametrize("fastpath", ["1", "0"])
 def test_a_body_that_never_ends_is_refused_after_the_body_timeout(fastpath: str, tmp_path: Path) -> None:
     """HOOKD_BODY_TIMEOUT_S=1: a hook whose body stalls halfway is answered 400 in the one
-    error shape after about a second, on either path, and nothing of it is stored (its client
-    gave up long before and spooled it)."""
+    error shape after about a second, on either path, and what arrived is stored raw (as
+    ``hook_invalid``, under the cut delivery id)."""
     env = {**os.environ, "HOOKD_FASTPATH": fastpath, "HOOKD_BODY_TIMEOUT_S": "1"}
     d = DaemonProcess(tmp_path / "home", env=env).start()
     try:
@@ -223,10 +224,16 @@ def test_a_body_that_never_ends_is_refused_after_the_body_timeout(fastpath: str,
         raw = exchange(d.home, data[: len(data) - 100], close_write=False, timeout=20)
         took = time.monotonic() - t0
         status, body = reply(raw)
-        assert status == 400 and b"did not arrive within 1 s" in body, raw
+        assert status == 400 and b"did not arrive within 1 s; what arrived is stored raw" in body, raw
         assert 0.9 <= took < 10, took
         with api(d.home) as c:
-            assert c.get("/v1/status")["counts"]["hook_events"] == 0
+            assert c.get("/v1/status")["counts"]["hook_events"] == 1
+            assert [e["data"]["bytes"] for e in all_events(c) if e["kind"] == "hook_invalid"] == [len(ASK_PRE) - 100 + 2]
+        db = sqlite3.connect(f"file:{d.home.db}?mode=ro", uri=True)
+        try:
+            assert db.execute("SELECT delivery_id FROM hook_events").fetchall() == [("stalled~cut",)]
+        finally:
+            db.close()
     finally:
         d.stop()
         d.kill()

@@ -842,6 +842,7 @@ def test_a_dangling_symlink_is_refused_by_spawn_and_unspawn(linked: str, home: P
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     assert r.stdout == "" and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert os.fspath(link) in r.stderr and "symlink" in r.stderr and "untouched" in r.stderr
+    assert "it may hold just {})" in r.stderr  # (not an f-string's doubled braces)
     assert link.is_symlink() and os.readlink(link) == os.fspath(missing)
     assert not missing.parent.exists() and not (home / "builders" / "b-1.json").exists()
     assert sorted(p.name for p in worktree.iterdir()) == [".claude"] + ([".mcp.json"] if linked == "mcp" else [])
