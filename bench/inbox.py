@@ -84,12 +84,13 @@ def main() -> int:
 
 
 def _waiting(pid: int) -> bool:
-    """True once the wake hook's bash has a TCP connection open (its request is in flight)."""
+    """True once the wake hook's client has its connection to the daemon open (its request is
+    in flight): the Unix socket for the compiled client, loopback TCP for the bash one."""
     import psutil
 
     try:
         for proc in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]:
-            if proc.net_connections("tcp"):
+            if proc.net_connections("all"):
                 return True
     except psutil.NoSuchProcess:
         return False
