@@ -23,6 +23,8 @@ from typing import Any
 import msgspec
 import psutil
 
+from hookd.config import env_number
+
 log = logging.getLogger("hookd")
 
 LANE_STATES = ("working", "waiting_question", "waiting_permission", "idle", "stalled", "ended", "dead")
@@ -33,14 +35,14 @@ QUESTION_AFTER_S = 60.0
 #: (``[notify] idle_inbox_after_s``).
 IDLE_INBOX_AFTER_S = 120.0
 #: Seconds between liveness checks of live agents' processes (psutil; a few pids).
-LIVENESS_S = float(os.environ.get("HOOKD_LIVENESS_S", "2"))
+LIVENESS_S = env_number("HOOKD_LIVENESS_S", 2.0)
 #: Hooks after which the agent's turn is over (the main agent).
 _TURN_OVER = frozenset({"Stop", "SessionStart", "SessionEnd"})
 #: Harnesses with no end-of-turn hook (claw: only tool hooks exist). Their turn is taken as
 #: over once this many seconds pass after a tool's Post hook with no further hook
 #: (``HOOKD_QUIET_IDLE_S``): the model answers the human without calling a tool.
 QUIET_IDLE_HARNESSES = frozenset({"claw", "claw-code-go"})
-QUIET_IDLE_S = float(os.environ.get("HOOKD_QUIET_IDLE_S", "30"))
+QUIET_IDLE_S = env_number("HOOKD_QUIET_IDLE_S", 30.0)
 _TOOL_DONE = frozenset({"PostToolUse", "PostToolUseFailure"})
 
 

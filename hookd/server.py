@@ -73,7 +73,7 @@ except ImportError:  # pragma: no cover - uvloop is a dependency where it instal
     _UNIX_TRANSPORTS = ()
 
 from hookd import __version__
-from hookd.config import Endpoint, Home, check_builder_id, process_start, write_private
+from hookd.config import Endpoint, Home, check_builder_id, env_number, process_start, write_private
 from hookd.models import (
     AlreadyServing,
     AnswerRequest,
@@ -98,7 +98,7 @@ log = logging.getLogger("hookd")
 _enc = msgspec.json.Encoder()
 #: How long one hook request may take to arrive, seconds (clients give up after ~5 s);
 #: ``HOOKD_BODY_TIMEOUT_S``.
-BODY_TIMEOUT_S = float(os.environ.get("HOOKD_BODY_TIMEOUT_S", "30"))
+BODY_TIMEOUT_S = env_number("HOOKD_BODY_TIMEOUT_S", 30.0)
 #: A PermissionRequest hook (posted to ``/hold``) is held for a remote answer only when its
 #: client's deadline is at least this long (ms) ...
 HOLD_MIN_MS = 3000
@@ -275,8 +275,9 @@ class HookdASGI:
                     raise BadRequest(_LATE)
                 await _send(send, 200, await _unless_disconnected(self.core.wake(parts[3], builder, raw), receive))
                 return
-            deadline_ms = _hook_headers(scope["headers"])[1]
-            result = await self._ingest(parts[3], builder, raw, ended, scope["headers"],
+            headers = _hook_headers(scope["headers"])
+            deadline_ms = headers[1]
+            result = await self._ingest(parts[3], builder, raw, ended, headers,
                                         hold=holdable and deadline_ms >= HOLD_MIN_MS)
             body = result.body
             if result.hold is not None:
@@ -292,16 +293,18 @@ class HookdASGI:
         await _send(send, 200, body)
 
     async def _ingest(self, harness: str, builder: str, raw: bytes, ended: str,
-                      headers: list[tuple[bytes, bytes]], *, hold: bool = False) -> HookResult:
-        """Store one hook body (``ended`` as :func:`read_hook_body` says). A body that did not
-        end is stored raw under its cut delivery id (:func:`_cut_delivery`); one that came too
+                      headers: tuple[str | None, int, int | None, str | None], *, hold: bool = False) -> HookResult:
+        """Store one hook body (``ended`` as :func:`read_hook_body` says; ``headers`` as
+        :func:`_hook_headers` reads them). A body that did not end (the caller knows it is not
+        one complete object) is stored raw under ``<delivery id>~cut``, so that the client's
+        spooled copy is not taken for a duplicate of it; one that came too
         late (``late``: its client is still waiting, a held PermissionRequest's with its long
         deadline, say) is then refused with a 400 saying so: the client takes a 4xx for
         "stored, nothing to print" and does not spool. Raises what
         :meth:`hookd.service.Hookd.ingest_hook` raises."""
-        delivery, _, agent_pid, cwd = _hook_headers(headers)
-        if ended != "whole":
-            delivery = _cut_delivery(delivery, raw)
+        delivery, _, agent_pid, cwd = headers
+        if ended != "whole" and delivery is not None:
+            delivery += CUT_SUFFIX  # (see hookd.service.CUT_SUFFIX)
         if ended == "late":
             with contextlib.suppress(PayloadInvalid):  # (stored raw as hook_invalid)
                 await self.core.ingest_hook(harness, builder, raw, delivery_id=delivery, agent_pid=agent_pid, cwd=cwd)
@@ -318,7 +321,7 @@ class HookdASGI:
         parts = path.split("/")
         try:
             builder = check_builder_id(parts[4])
-            result = await self._ingest(parts[3], builder, raw, ended, headers)
+            result = await self._ingest(parts[3], builder, raw, ended, _hook_headers(headers))
             return 200, result.body
         except HookdError as e:
             return e.status, _error_body(e.code, e.message)
@@ -432,18 +435,6 @@ async def read_hook_body(receive: Any) -> tuple[bytes, str]:
     except TimeoutError:
         return bytes(buf), "late"
     return bytes(buf), "whole"
-
-
-def _cut_delivery(delivery: str | None, raw: bytes) -> str | None:
-    """The delivery id to store a body under that did not end (its client went away, or it
-    came too late): the client's id with :data:`~hookd.service.CUT_SUFFIX` unless one
-    complete JSON object had arrived. A stopped client spools the whole payload under its own
-    id, so a cut copy stored under that id would make the spooled one look like a duplicate
-    (and only the cut one would be kept); a spooled copy with the very bytes of the cut one
-    is that same invocation, and is skipped (:meth:`hookd.service.Hookd.ingest_hook`)."""
-    if delivery is None or _complete_json(bytearray(raw)):
-        return delivery
-    return delivery + CUT_SUFFIX
 
 
 def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any = None,

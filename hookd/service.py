@@ -21,7 +21,7 @@ import msgspec
 from hookd.answers import Answers
 from hookd.claw_core import ClawCore
 from hookd.transcripts import Transcripts
-from hookd.config import Home
+from hookd.config import Home, env_number
 from hookd.lanes import process_started_at
 from hookd.harness import claude_code as cc
 from hookd.harness import claw, claw_http
@@ -52,7 +52,7 @@ RESOLVED_MATCH_S = 60.0
 COMPACT_LINK_S = 600.0
 #: A message delivered but not adopted (no Stop of that agent came after it) is offered again
 #: at a boundary this many seconds after its delivery (at-least-once; its id is in the text).
-REDELIVER_AFTER_S = float(os.environ.get("HOOKD_REDELIVER_AFTER_S", "300"))
+REDELIVER_AFTER_S = env_number("HOOKD_REDELIVER_AFTER_S", 300.0)
 #: Longest an idle wake waits (seconds); the hook's own deadline may be shorter.
 WAKE_MAX_S = 3600.0
 #: How long a wake waits for the regular Stop hook of the same Stop to be stored (seconds).
@@ -63,9 +63,20 @@ MAX_MESSAGE_CHARS = 8000
 #: Largest hook payload accepted (bytes).
 MAX_PAYLOAD = 64 * 1024 * 1024
 #: A hook body that did not end (its client went away, or it came too late) is stored under
-#: its delivery id plus this (hookd.server._cut_delivery), so that the client's spooled copy
+#: its delivery id plus this (hookd.server.HookdASGI._ingest), so that the client's spooled copy
 #: is not taken for a duplicate; a spooled copy with the very same bytes is.
 CUT_SUFFIX = "~cut"
+
+
+def _cut_twin(delivery_id: str | None, source: str) -> str | None:
+    """The delivery id under which another copy of this invocation may be stored: a cut
+    body's (``<id>~cut``) for a spooled one, the spooled one's for a cut body; None for a
+    whole live hook (not checked: the hot path)."""
+    if not delivery_id:
+        return None
+    if delivery_id.endswith(CUT_SUFFIX):
+        return delivery_id[: -len(CUT_SUFFIX)]
+    return delivery_id + CUT_SUFFIX if source == "spool" else None
 
 
 @dataclass
@@ -209,10 +220,10 @@ class Hookd(Answers, Transcripts, ClawCore):
         """The transaction of one hook. Returns (hook event id or None when this delivery was
         already stored, the hook's stdout, the interaction a PermissionRequest hook may hold
         for)."""
-        if delivery_id and (source == "spool" or delivery_id.endswith(CUT_SUFFIX)) and tx.stored_as(
-                delivery_id[: -len(CUT_SUFFIX)] if delivery_id.endswith(CUT_SUFFIX) else delivery_id + CUT_SUFFIX, raw):
+        twin = _cut_twin(delivery_id, source)
+        if twin is not None and tx.stored_as(twin, raw):
             # a cut body and its client's spooled copy are one invocation when they are the same
-            # bytes (whichever of the two arrives first is kept; a whole live hook is not checked)
+            # bytes (whichever of the two arrives first is kept)
             return None, b"", None
         hook_id = tx.insert_hook_event(
             delivery_id=delivery_id,

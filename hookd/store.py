@@ -287,7 +287,7 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         ],
     ),
     (
-        # The last WAL checkpoint (Store._checkpoint): recording it is the write that restarts
+        # The last WAL checkpoint (Store._restart_wal): recording it is the write that restarts
         # the WAL, so no hook's commit pays for that (a header write and an fsync).
         "0011_checkpoints",
         [
@@ -429,6 +429,11 @@ class Tx:
             return None
         self.hook_event_id = cur.lastrowid
         return cur.lastrowid
+
+    def record_checkpoint(self, at: float, frames: int) -> None:
+        """The last WAL checkpoint: when, and how many frames it copied (Store._restart_wal)."""
+        self._db.execute("INSERT INTO checkpoints (id, at, frames) VALUES (1, ?, ?) ON CONFLICT(id)"
+                         " DO UPDATE SET at=excluded.at, frames=excluded.frames", (at, frames))
 
     def stored_as(self, delivery_id: str, raw: bytes) -> bool:
         """Whether ``raw``, byte for byte, is stored under ``delivery_id``."""
@@ -1123,16 +1128,8 @@ class Store:
         own connection (never the loop's and this thread's at once) because a commit by any
         other connection would make the writer drop its whole page cache and read it back
         from the file at the next hook."""
-        db = self._w
-        assert db is not None
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            db.execute("INSERT INTO checkpoints (id, at, frames) VALUES (1, ?, ?) ON CONFLICT(id)"
-                       " DO UPDATE SET at=excluded.at, frames=excluded.frames", (time.time(), frames))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        # not counted in ``commits``: the next round, with nothing else committed, has nothing to do
+        self._transaction(Tx.record_checkpoint, (time.time(), frames), counted=False)
 
     def _migrate(self) -> None:
         db = self._w
@@ -1234,7 +1231,7 @@ class Store:
             if not fut.done():
                 fut.set_result((result, tx.events))
 
-    def _transaction(self, fn: Callable[..., T], args: tuple) -> tuple[T, list[Event]]:
+    def _transaction(self, fn: Callable[..., T], args: tuple, counted: bool = True) -> tuple[T, list[Event]]:
         db = self._w
         assert db is not None
         db.execute("BEGIN IMMEDIATE")
@@ -1245,7 +1242,8 @@ class Store:
             db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")
-        self.commits += 1
+        if counted:
+            self.commits += 1
         for fn_after in tx.after_commit:
             fn_after()
         return result, tx.events

@@ -29,6 +29,8 @@ from typing import Any
 
 import msgspec
 
+from hookd.config import env_number
+
 log = logging.getLogger("hookd")
 
 #: Most bytes read per call (a catch-up reads a big file in several calls).
@@ -216,8 +218,8 @@ def read_new(cursor: Cursor, max_bytes: int = READ_CHUNK) -> ReadResult:
 #: watchfiles settings: milliseconds to wait for more changes before yielding a batch, and
 #: between checks (transcript append -> event budget: p95 100 ms). Only where the tailer falls
 #: back to watchfiles: on Linux it reads inotify events on the event loop (:mod:`hookd.watch`).
-WATCH_DEBOUNCE_MS = int(os.environ.get("HOOKD_TAIL_DEBOUNCE_MS", "20"))
-WATCH_STEP_MS = int(os.environ.get("HOOKD_TAIL_STEP_MS", "10"))
+WATCH_DEBOUNCE_MS = env_number("HOOKD_TAIL_DEBOUNCE_MS", 20, kind=int)
+WATCH_STEP_MS = env_number("HOOKD_TAIL_STEP_MS", 10, kind=int)
 
 
 class Tailer:

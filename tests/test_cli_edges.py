@@ -232,3 +232,19 @@ def test_the_inbox_of_an_unknown_builder_is_not_found(tmp_path: Path) -> None:
     finally:
         d.stop()
         d.kill()
+
+
+@pytest.mark.parametrize("var, value, says", [
+    ("HOOKD_BODY_TIMEOUT_S", "abc", "positive number"),
+    ("HOOKD_REDELIVER_AFTER_S", "-5", "positive number"),
+    ("HOOKD_LIVENESS_S", "nan", "positive number"),
+    ("HOOKD_TAIL_STEP_MS", "1.5", "positive whole number"),
+])
+def test_a_bad_tuning_variable_is_one_sentence_naming_it(var: str, value: str, says: str, tmp_path: Path) -> None:
+    """The daemon's tuning variables are read when it starts: a value that is not a positive
+    number is refused in one sentence naming the variable (it was a ValueError traceback)."""
+    r = subprocess.run([sys.executable, "-m", "hookd", "--home", os.fspath(tmp_path / "home"), "serve"],
+                       env={**os.environ, var: value}, capture_output=True, text=True, timeout=30)
+    _no_traceback(r)
+    assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stderr)
+    assert r.stderr.strip() == f"hookd: {var} must be a {says}, not {value!r}"

@@ -655,6 +655,19 @@ def test_nothing_written_and_stdin_held_open_exits_at_deadline(daemon: DaemonPro
     assert daemon_up(home)
 
 
+def run_held(command: str, cwd: Path, data: bytes, timeout: float) -> tuple[int, bytes, bytes, float]:
+    """Run ``command`` with ``data`` written and stdin then held open until it exits:
+    (rc, stdout, stderr, seconds to exit)."""
+    c = HeldClient(command, cwd)
+    try:
+        c.write(data)
+        rc, out, err = c.wait(timeout=timeout)
+    finally:
+        c.kill()
+    assert c.elapsed is not None
+    return rc, out, err, c.elapsed
+
+
 def test_half_a_payload_held_open_past_the_deadline_is_stored_once(daemon: DaemonProcess, home: Path,
                                                                    worktree: Path) -> None:
     """Half an object, then stdin held open: at its deadline the client spools what it has
@@ -663,13 +676,7 @@ def test_half_a_payload_held_open_past_the_deadline_is_stored_once(daemon: Daemo
     ``hook_invalid``."""
     cmd = spawn(home, worktree, "--deadline", "1")
     half = ASK_PRE.read_bytes()[:300]
-    c = HeldClient(cmd["PreToolUse"], worktree)
-    try:
-        c.write(half)
-        rc, out, err = c.wait(timeout=10)
-    finally:
-        c.kill()
-    assert (rc, out, err) == (0, b"", b"")
+    assert run_held(cmd["PreToolUse"], worktree, half, timeout=10)[:3] == (0, b"", b"")
     wait_until(lambda: stored_hooks(home) and not spool_files(home), 15, what="the cut body stored, the spool ingested")
     # (the compiled client streams as it reads: its cut body is stored live; the bash client
     # connects once stdin has ended or the deadline passed: only its spooled copy exists)
@@ -689,14 +696,9 @@ def test_a_held_hook_whose_body_never_ends_is_stored_and_let_go(home: Path, work
     d = DaemonProcess(home, env={**os.environ, "HOOKD_BODY_TIMEOUT_S": "1"}).start()
     try:
         half = ASK_PRE.read_bytes()[:300]
-        c = HeldClient(cmd["PermissionRequest"], worktree)
-        try:
-            c.write(half)
-            rc, out, err = c.wait(timeout=20)
-        finally:
-            c.kill()
+        rc, out, err, elapsed = run_held(cmd["PermissionRequest"], worktree, half, timeout=20)
         assert (rc, out, err) == (0, b"", b"")
-        assert c.elapsed is not None and 0.9 <= c.elapsed < 10, c.elapsed
+        assert 0.9 <= elapsed < 10, elapsed
         assert stored_hooks(home) == [("live", half)] and spool_files(home) == []
         assert [e["data"]["bytes"] for e in kinds(home, "hook_invalid")] == [len(half)]
     finally:

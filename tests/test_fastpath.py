@@ -284,3 +284,55 @@ def test_hooks_arriving_together_share_a_commit_and_are_all_answered(tmp_path: P
     finally:
         d.stop()
         d.kill()
+
+
+def test_resume_drives_a_started_coroutine_as_a_task_would() -> None:
+    """hookd.server._resume, which finishes a fast-path hook that had to wait (its first step
+    ran in the protocol's callback): a future's result reaches the coroutine, so does its
+    error, a bare yield is a turn of the loop, and cancelling the task throws into it."""
+    import asyncio
+
+    from hookd.server import _resume
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        log: list[str] = []
+
+        async def work(fut: asyncio.Future, fail: asyncio.Future) -> str:
+            got = await fut
+            await asyncio.sleep(0)  # a bare yield
+            try:
+                await fail
+            except ValueError as e:
+                log.append(f"error {e}")
+            return f"done {got}"
+
+        fut, fail = loop.create_future(), loop.create_future()
+        coro = work(fut, fail)
+        first = coro.send(None)  # as _HookRequest.start does
+        assert first is fut
+        task = loop.create_task(_resume(coro, first))
+        loop.call_soon(fut.set_result, 42)
+        loop.call_later(0.01, fail.set_exception, ValueError("no"))
+        assert await asyncio.wait_for(task, 5) == "done 42" and log == ["error no"]
+
+        cleaned: list[bool] = []
+
+        async def held(f: asyncio.Future) -> None:
+            try:
+                await f
+            finally:
+                cleaned.append(True)
+
+        never = loop.create_future()
+        coro = held(never)
+        task = loop.create_task(_resume(coro, coro.send(None)))
+        await asyncio.sleep(0)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        assert task.cancelled() and cleaned == [True]
+
+    asyncio.run(run())
