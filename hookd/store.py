@@ -1037,6 +1037,20 @@ class Tx:
 T = TypeVar("T")
 
 
+async def _finish_in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` in a thread (``asyncio.to_thread``); cancelled, this still
+    waits for the thread to return before raising ``CancelledError``, so that nothing the
+    thread uses (a connection) is closed under it. Raises what ``fn`` raises."""
+    job = asyncio.ensure_future(asyncio.to_thread(fn, *args, **kwargs))
+    try:
+        return await asyncio.shield(job)
+    except asyncio.CancelledError:
+        await asyncio.wait((job,))
+        if not job.cancelled():
+            job.exception()  # retrieved: the cancellation is what the caller gets
+        raise
+
+
 class Store:
     """The database of one hookd home. ``open`` applies pending migrations."""
 
@@ -1088,8 +1102,13 @@ class Store:
     async def _checkpoint_loop(self) -> None:
         """Every CHECKPOINT_INTERVAL_S with commits since the last time: copy the WAL into the
         database (PASSIVE, on a connection of its own, in a thread: it never blocks the
-        writer), then, when everything was copied, restart the WAL (:meth:`_restart_wal`)."""
-        conn = await asyncio.to_thread(sqlite3.connect, self.path, check_same_thread=False, isolation_level=None)
+        writer), then, when everything was copied, restart the WAL (:meth:`_restart_wal`).
+
+        Cancelled (:meth:`close`), it waits for the thread it has started to return before
+        closing that thread's connection: cancelling ``to_thread`` does not stop the thread,
+        and closing a connection a thread is using is a segfault in ``sqlite3`` (CI, stop 16)."""
+        conn = await _finish_in_thread(sqlite3.connect, self.path, check_same_thread=False,
+                                       isolation_level=None)
         seen = -1
         try:
             while True:
@@ -1098,8 +1117,7 @@ class Store:
                     continue  # nothing new: the WAL has restarted and holds only the last record
                 seen = self.commits
                 try:
-                    busy, frames, copied = await asyncio.to_thread(
-                        lambda: conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone())
+                    busy, frames, copied = await _finish_in_thread(self._passive_checkpoint, conn)
                     if busy or frames <= 0 or copied != frames:
                         continue  # not all copied (a reader's snapshot): no restart; the next round
                     if self._batch:
@@ -1115,6 +1133,11 @@ class Store:
                     log.warning("WAL checkpoint: %s", e)
         finally:
             conn.close()
+
+    @staticmethod
+    def _passive_checkpoint(conn: sqlite3.Connection) -> tuple[int, int, int]:
+        """``PRAGMA wal_checkpoint(PASSIVE)`` on ``conn``: (busy, WAL frames, frames copied)."""
+        return conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
 
     def _restart_wal(self, frames: int) -> None:
         """Record the checkpoint that just copied ``frames`` WAL frames (the ``checkpoints``

@@ -112,3 +112,48 @@ def test_the_writer_keeps_its_page_cache_across_the_wal_restart(tmp_path: Path, 
         return deltas
 
     assert asyncio.run(run()) == [0, 0, 0]
+
+
+def test_close_waits_for_a_checkpoint_in_its_thread(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """Store.close cancels the checkpoint loop; a passive checkpoint already running in a
+    thread is not stopped by that, and closing its connection under it was a segfault in
+    CI (stop 16: ``Fatal Python error: Segmentation fault`` in the checkpoint's thread).
+    Here the checkpoint is held in its thread while close runs; when let go it must still
+    find its connection open, and close must have waited for it."""
+    import asyncio
+    import threading
+
+    from hookd.store import Store
+
+    monkeypatch.setattr(Store, "CHECKPOINT_INTERVAL_S", 0.01)
+    entered, release = threading.Event(), threading.Event()
+    outcome: list[object] = []
+    real = Store._passive_checkpoint  # noqa: SLF001
+
+    def held(conn: sqlite3.Connection) -> tuple[int, int, int]:
+        entered.set()
+        release.wait(30)
+        try:
+            r = real(conn)
+        except sqlite3.ProgrammingError as e:  # "Cannot operate on a closed database."
+            outcome.append(e)
+            raise
+        outcome.append(r)
+        return r
+
+    monkeypatch.setattr(Store, "_passive_checkpoint", staticmethod(held))
+
+    async def run() -> bool:
+        st = await Store(tmp_path / "hookd.db").open()
+        await st.write(lambda tx: tx.append_event("probe", "b1", "s1", 1.0, {}))
+        assert await asyncio.to_thread(entered.wait, 10), "no checkpoint started"
+        closing = asyncio.ensure_future(st.close())
+        # close either waits for the thread (right) or closes its connection now (the fault)
+        done, _ = await asyncio.wait((closing,), timeout=1.0)
+        release.set()
+        await closing
+        return bool(done)
+
+    closed_early = asyncio.run(run())
+    assert len(outcome) == 1 and isinstance(outcome[0], tuple), outcome
+    assert not closed_early, "close returned while the checkpoint's thread still had its connection"
