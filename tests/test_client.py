@@ -651,6 +651,9 @@ def test_nothing_written_and_stdin_held_open_exits_at_deadline(daemon: DaemonPro
         c.kill()
     assert (rc, out, err) == (0, b"", b"")
     assert c.elapsed is not None and 0.9 <= c.elapsed < 1.75, f"exited after {c.elapsed:.2f} s (deadline 1 s)"
+    # the harness wedged stdin: the one trace of that hook is a 0-byte hook_invalid (README)
+    invalid = wait_until(lambda: kinds(home, "hook_invalid"), 10, what="the 0-byte hook_invalid")
+    assert [e["data"]["bytes"] for e in invalid] == [0]
     assert kinds(home, "hook_received") == [] and spool_files(home) == []
     assert daemon_up(home)
 
