@@ -386,11 +386,44 @@ def _event(row: tuple) -> Event:
     return Event(seq=row[0], kind=row[1], builder=row[2], session_id=row[3], at=row[4], data=_dec.decode(row[5]))
 
 
+class InboxLive:
+    """The builders that may have live inbox messages (``queued`` or ``delivered``): every
+    turn-boundary hook (each PostToolUse, Stop, UserPromptSubmit) asks for its builder's
+    deliverable messages, and almost always there are none; for a builder not in this set
+    that question is answered without a query (0.03 ms of a 0.3 ms hook, measured cold).
+
+    A superset, never a subset: a builder is added as a message is inserted (before its
+    commit: a rolled-back insert leaves a harmless extra), and removed only after the commit
+    of a transaction whose query found none of its messages live, unless a message was
+    inserted for it meanwhile (``_added``). Messages become live only by insertion (one
+    writer: the daemon), and leave that state only by adoption."""
+
+    def __init__(self, builders: set[str]):
+        self.builders = builders
+        self._added: dict[str, int] = {}  # builder -> insertions so far
+
+    def add(self, builder: str) -> None:
+        self.builders.add(builder)
+        self._added[builder] = self._added.get(builder, 0) + 1
+
+    def drained(self, tx: "Tx", builder: str) -> None:
+        """``tx`` found no live message of ``builder``: forget it once ``tx`` commits."""
+        mark = self._added.get(builder, 0)
+
+        def forget() -> None:
+            if self._added.get(builder, 0) == mark:
+                self.builders.discard(builder)
+
+        tx.after_commit.append(forget)
+
+
 class Tx:
     """Operations inside one write transaction, on the writer thread (see :meth:`Store.write`)."""
 
-    def __init__(self, db: sqlite3.Connection):
+    def __init__(self, db: sqlite3.Connection, inbox: InboxLive | None = None):
         self._db = db
+        #: the store's :class:`InboxLive` (None: always query)
+        self._inbox = inbox
         self.events: list[Event] = []
         #: id of the hook event stored in this transaction, if any
         self.hook_event_id: int | None = None
@@ -861,6 +894,8 @@ class Tx:
             " VALUES ('m-' || (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox_messages), ?,?,?,?,?,?,'queued',?)",
             (builder, session_id, agent_id, author, text, key, at),
         )
+        if self._inbox is not None:
+            self._inbox.add(builder)
         row = self._one(f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE seq=?", (cur.lastrowid,))
         assert row is not None
         return _message(row)
@@ -871,14 +906,26 @@ class Tx:
         """Messages this hook may carry, FIFO: queued ones, and delivered ones never adopted
         whose delivery is older than ``redeliver_before`` (at-least-once). Scope: a message
         for a session goes only to that session; a message for an agent only to that agent;
-        an unscoped one to the main agent (``agent_id`` None) of any session."""
+        an unscoped one to the main agent (``agent_id`` None) of any session. A builder with
+        no live message at all (:class:`InboxLive`) is answered without a query."""
+        inbox = self._inbox
+        if inbox is not None and builder not in inbox.builders:
+            return []
+        # every live message of the builder (IN: the index skips adopted ones); the scope is
+        # checked here, so that an empty result also says the builder has none left
         rows = self._db.execute(
-            f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE builder=? AND state IN ('queued', 'delivered')"
-            " AND (state='queued' OR delivered_at<?)"  # (IN: the index skips adopted ones)
-            " AND (session_id IS NULL OR session_id=?) AND agent_id IS ? ORDER BY seq",
-            (builder, redeliver_before, session_id, agent_id),
+            f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE builder=? AND state IN ('queued', 'delivered') ORDER BY seq",
+            (builder,),
         ).fetchall()
-        return [_message(r) for r in rows]
+        if not rows and inbox is not None:
+            inbox.drained(self, builder)
+        out = []
+        for r in rows:
+            m = _message(r)
+            if ((m.state == "queued" or (m.delivered_at is not None and m.delivered_at < redeliver_before))
+                    and (m.session_id is None or m.session_id == session_id) and m.agent_id == agent_id):
+                out.append(m)
+        return out
 
     def mark_delivered(self, ids: list[str], *, hook_event_id: int | None, session_id: str, via: str, at: float) -> None:
         self._db.executemany(
@@ -1068,6 +1115,8 @@ class Store:
         self.commits = 0
         #: the writer connection's WAL restart, running in a thread (:meth:`_restart_wal`)
         self._restarting: asyncio.Future[None] | None = None
+        #: builders that may have live inbox messages (set up by :meth:`open`)
+        self._inbox: InboxLive | None = None
 
     async def open(self) -> "Store":
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -1076,6 +1125,8 @@ class Store:
             db.execute(f"PRAGMA {pragma}")
         self._w = db
         self._migrate()
+        self._inbox = InboxLive({r[0] for r in db.execute(
+            "SELECT DISTINCT builder FROM inbox_messages WHERE state IN ('queued', 'delivered')")})
         self._r = await aiosqlite.connect(self.path, isolation_level=None)
         await self._r.execute("PRAGMA busy_timeout=5000")
         self._checkpointer = asyncio.create_task(self._checkpoint_loop())
@@ -1219,7 +1270,7 @@ class Store:
             try:
                 for fn, args, fut in batch:
                     db.execute("SAVEPOINT w")
-                    tx = Tx(db)
+                    tx = Tx(db, self._inbox)
                     try:
                         result = fn(tx, *args)
                     except BaseException as e:  # noqa: BLE001 - handed to its caller
@@ -1258,7 +1309,7 @@ class Store:
         db = self._w
         assert db is not None
         db.execute("BEGIN IMMEDIATE")
-        tx = Tx(db)
+        tx = Tx(db, self._inbox)
         try:
             result = fn(tx, *args)
         except BaseException:
