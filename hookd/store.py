@@ -911,21 +911,17 @@ class Tx:
         inbox = self._inbox
         if inbox is not None and builder not in inbox.builders:
             return []
-        # every live message of the builder (IN: the index skips adopted ones); the scope is
-        # checked here, so that an empty result also says the builder has none left
         rows = self._db.execute(
-            f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE builder=? AND state IN ('queued', 'delivered') ORDER BY seq",
-            (builder,),
+            f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE builder=? AND state IN ('queued', 'delivered')"
+            " AND (state='queued' OR delivered_at<?)"  # (IN: the index skips adopted ones)
+            " AND (session_id IS NULL OR session_id=?) AND agent_id IS ? ORDER BY seq",
+            (builder, redeliver_before, session_id, agent_id),
         ).fetchall()
-        if not rows and inbox is not None:
-            inbox.drained(self, builder)
-        out = []
-        for r in rows:
-            m = _message(r)
-            if ((m.state == "queued" or (m.delivered_at is not None and m.delivered_at < redeliver_before))
-                    and (m.session_id is None or m.session_id == session_id) and m.agent_id == agent_id):
-                out.append(m)
-        return out
+        if not rows and inbox is not None and self._one(
+                "SELECT 1 FROM inbox_messages WHERE builder=? AND state IN ('queued', 'delivered') LIMIT 1",
+                (builder,)) is None:
+            inbox.drained(self, builder)  # none live at all, in any scope
+        return [_message(r) for r in rows]
 
     def mark_delivered(self, ids: list[str], *, hook_event_id: int | None, session_id: str, via: str, at: float) -> None:
         self._db.executemany(
