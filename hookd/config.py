@@ -233,7 +233,7 @@ def env_number(name: str, default: float, *, kind: type = float) -> Any:
         value = kind(text)
     except ValueError:
         value = None
-    if value is None or not value > 0 or value != value or value == float("inf"):
+    if value is None or not 0 < value < float("inf"):  # (NaN is not > 0)
         raise ConfigError(f"{name} must be a positive {'whole ' if kind is int else ''}number, not {text!r}")
     return value
 

@@ -420,9 +420,9 @@ class InboxLive:
 class Tx:
     """Operations inside one write transaction, on the writer thread (see :meth:`Store.write`)."""
 
-    def __init__(self, db: sqlite3.Connection, inbox: InboxLive | None = None):
+    def __init__(self, db: sqlite3.Connection, inbox: InboxLive):
         self._db = db
-        #: the store's :class:`InboxLive` (None: always query)
+        #: the store's :class:`InboxLive`
         self._inbox = inbox
         self.events: list[Event] = []
         #: id of the hook event stored in this transaction, if any
@@ -894,8 +894,7 @@ class Tx:
             " VALUES ('m-' || (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox_messages), ?,?,?,?,?,?,'queued',?)",
             (builder, session_id, agent_id, author, text, key, at),
         )
-        if self._inbox is not None:
-            self._inbox.add(builder)
+        self._inbox.add(builder)
         row = self._one(f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE seq=?", (cur.lastrowid,))
         assert row is not None
         return _message(row)
@@ -908,8 +907,7 @@ class Tx:
         for a session goes only to that session; a message for an agent only to that agent;
         an unscoped one to the main agent (``agent_id`` None) of any session. A builder with
         no live message at all (:class:`InboxLive`) is answered without a query."""
-        inbox = self._inbox
-        if inbox is not None and builder not in inbox.builders:
+        if builder not in self._inbox.builders:
             return []
         rows = self._db.execute(
             f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE builder=? AND state IN ('queued', 'delivered')"
@@ -917,10 +915,10 @@ class Tx:
             " AND (session_id IS NULL OR session_id=?) AND agent_id IS ? ORDER BY seq",
             (builder, redeliver_before, session_id, agent_id),
         ).fetchall()
-        if not rows and inbox is not None and self._one(
+        if not rows and self._one(
                 "SELECT 1 FROM inbox_messages WHERE builder=? AND state IN ('queued', 'delivered') LIMIT 1",
                 (builder,)) is None:
-            inbox.drained(self, builder)  # none live at all, in any scope
+            self._inbox.drained(self, builder)  # none live at all, in any scope
         return [_message(r) for r in rows]
 
     def mark_delivered(self, ids: list[str], *, hook_event_id: int | None, session_id: str, via: str, at: float) -> None:
@@ -1080,11 +1078,11 @@ class Tx:
 T = TypeVar("T")
 
 
-async def _finish_in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``fn(*args, **kwargs)`` in a thread (``asyncio.to_thread``); cancelled, this still
-    waits for the thread to return before raising ``CancelledError``, so that nothing the
-    thread uses (a connection) is closed under it. Raises what ``fn`` raises."""
-    job = asyncio.ensure_future(asyncio.to_thread(fn, *args, **kwargs))
+async def _finish(job: "asyncio.Future[T]") -> T:
+    """``job``'s result (a thread's: ``asyncio.ensure_future(asyncio.to_thread(...))``);
+    cancelled, this still waits for ``job`` to end before raising ``CancelledError``:
+    cancelling ``to_thread`` does not stop the thread, and nothing it uses (a connection) may
+    be closed under it. Raises what ``job`` raises."""
     try:
         return await asyncio.shield(job)
     except asyncio.CancelledError:
@@ -1111,8 +1109,8 @@ class Store:
         self.commits = 0
         #: the writer connection's WAL restart, running in a thread (:meth:`_restart_wal`)
         self._restarting: asyncio.Future[None] | None = None
-        #: builders that may have live inbox messages (set up by :meth:`open`)
-        self._inbox: InboxLive | None = None
+        #: builders that may have live inbox messages (filled by :meth:`open`)
+        self._inbox = InboxLive(set())
 
     async def open(self) -> "Store":
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -1121,8 +1119,8 @@ class Store:
             db.execute(f"PRAGMA {pragma}")
         self._w = db
         self._migrate()
-        self._inbox = InboxLive({r[0] for r in db.execute(
-            "SELECT DISTINCT builder FROM inbox_messages WHERE state IN ('queued', 'delivered')")})
+        self._inbox.builders.update(r[0] for r in db.execute(
+            "SELECT DISTINCT builder FROM inbox_messages WHERE state IN ('queued', 'delivered')"))
         self._r = await aiosqlite.connect(self.path, isolation_level=None)
         await self._r.execute("PRAGMA busy_timeout=5000")
         self._checkpointer = asyncio.create_task(self._checkpoint_loop())
@@ -1136,8 +1134,6 @@ class Store:
             except asyncio.CancelledError:
                 pass
             self._checkpointer = None
-        if self._restarting is not None:
-            await asyncio.wait((self._restarting,))  # the writer is back from its thread
         if self._r is not None:
             await self._r.close()
             self._r = None
@@ -1151,11 +1147,11 @@ class Store:
         database (PASSIVE, on a connection of its own, in a thread: it never blocks the
         writer), then, when everything was copied, restart the WAL (:meth:`_restart_wal`).
 
-        Cancelled (:meth:`close`), it waits for the thread it has started to return before
-        closing that thread's connection: cancelling ``to_thread`` does not stop the thread,
-        and closing a connection a thread is using is a segfault in ``sqlite3`` (CI, stop 16)."""
-        conn = await _finish_in_thread(sqlite3.connect, self.path, check_same_thread=False,
-                                       isolation_level=None)
+        Cancelled (:meth:`close`), it still waits for the thread it has started (:func:`_finish`)
+        before closing that thread's connection, or before the writer's connection is closed:
+        closing a connection a thread is using is a segfault in ``sqlite3`` (CI, stop 16)."""
+        conn = await _finish(asyncio.ensure_future(asyncio.to_thread(
+            sqlite3.connect, self.path, check_same_thread=False, isolation_level=None)))
         seen = -1
         try:
             while True:
@@ -1164,18 +1160,17 @@ class Store:
                     continue  # nothing new: the WAL has restarted and holds only the last record
                 seen = self.commits
                 try:
-                    busy, frames, copied = await _finish_in_thread(self._passive_checkpoint, conn)
+                    busy, frames, copied = await _finish(asyncio.ensure_future(
+                        asyncio.to_thread(self._passive_checkpoint, conn)))
                     if busy or frames <= 0 or copied != frames:
                         continue  # not all copied (a reader's snapshot): no restart; the next round
                     if self._batch:
                         continue  # writes are queued for the writer right now: the next round
-                    restart = asyncio.ensure_future(asyncio.to_thread(self._restart_wal, frames))
-                    self._restarting = restart
+                    self._restarting = asyncio.ensure_future(asyncio.to_thread(self._restart_wal, frames))
                     try:
-                        await asyncio.shield(restart)
+                        await _finish(self._restarting)
                     finally:
-                        if restart.done():
-                            self._restarting = None
+                        self._restarting = None  # the writer is back from its thread
                 except sqlite3.Error as e:  # disk full, say: the next round tries again
                     log.warning("WAL checkpoint: %s", e)
         finally:

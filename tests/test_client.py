@@ -644,13 +644,9 @@ def test_object_fed_in_3_byte_chunks_every_200ms_is_recorded(daemon: DaemonProce
 
 def test_nothing_written_and_stdin_held_open_exits_at_deadline(daemon: DaemonProcess, home: Path, worktree: Path) -> None:
     cmd = spawn(home, worktree, "--deadline", "1")
-    c = HeldClient(cmd["Stop"], worktree)
-    try:
-        rc, out, err = c.wait(timeout=10)  # we hold stdin open well past the deadline
-    finally:
-        c.kill()
+    rc, out, err, elapsed = run_held(cmd["Stop"], worktree, b"", timeout=10)  # held well past the deadline
     assert (rc, out, err) == (0, b"", b"")
-    assert c.elapsed is not None and 0.9 <= c.elapsed < 1.75, f"exited after {c.elapsed:.2f} s (deadline 1 s)"
+    assert 0.9 <= elapsed < 1.75, f"exited after {elapsed:.2f} s (deadline 1 s)"
     # the harness wedged stdin: the one trace of that hook is a 0-byte hook_invalid (README)
     invalid = wait_until(lambda: kinds(home, "hook_invalid"), 10, what="the 0-byte hook_invalid")
     assert [e["data"]["bytes"] for e in invalid] == [0]

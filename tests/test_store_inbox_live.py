@@ -43,10 +43,16 @@ def test_no_query_for_a_builder_without_live_messages_and_nothing_hidden(tmp_pat
             got, _ = await st.write(deliverable)
             assert [x.id for x in got] == [m.id]
 
-            # delivered, then adopted: none live, the builder is forgotten after that commit
-            await st.write(lambda tx: tx.mark_delivered([m.id, other.id], hook_event_id=None, session_id="s1",
+            # m delivered and adopted: none left for s1, but s2's is live: the builder is kept
+            await st.write(lambda tx: tx.mark_delivered([m.id], hook_event_id=None, session_id="s1",
                                                         via="Stop", at=3.0))
-            await st.write(lambda tx: tx.adopt_queued([m.id, other.id], via="test", at=4.0))
+            await st.write(lambda tx: tx.adopt_queued([m.id], via="test", at=4.0))
+            assert (await st.write(deliverable))[0] == []
+            got, _ = await st.write(deliverable, "b1", "s2")
+            assert [x.id for x in got] == [other.id]
+
+            # s2's adopted too: none live, the builder is forgotten after that commit
+            await st.write(lambda tx: tx.adopt_queued([other.id], via="test", at=5.0))
             seen.clear()
             assert (await st.write(deliverable))[0] == []
             assert len(inbox_selects(seen)) == 2  # this one found none for it, then none live at all ...
