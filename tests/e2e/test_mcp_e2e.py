@@ -9,7 +9,9 @@ Facts of 2.1.332 these tests pin (see docs/decisions.md "Asking without blocking
 
 * ``.mcp.json`` in the session's cwd plus ``enabledMcpjsonServers: ["hookd"]`` loads the
   server (``init.mcp_servers``: ``{"name": "hookd", "status": "connected", "source":
-  "project"}``); ``--mcp-config`` loads it as ``source: "dynamic"``.
+  "project"}``, or ``"pending"`` when the init message is written before the server's
+  handshake ends, as on a loaded machine; the tool calls after it work either way);
+  ``--mcp-config`` loads it as ``source: "dynamic"``.
 * MCP tools are deferred behind ToolSearch: the first request names
   ``mcp__hookd__ask_user_async`` only in its text, not in ``tools``; a ``tool_use`` by that
   name is still executed (a real model would call ToolSearch first; nothing else is needed).
@@ -49,6 +51,14 @@ def init_message(messages: list[dict]) -> dict:
     return next(m for m in messages if m.get("type") == "system" and m.get("subtype") == "init")
 
 
+def assert_hookd_loaded(messages: list[dict], source: str) -> None:
+    """Claude Code's init message lists hookd's MCP server from ``source``, connected or
+    still connecting (``pending``: the init message does not wait for the handshake; whether
+    it then connected is what the test's MCP tool calls show), never ``failed``."""
+    entries = [e for e in init_message(messages)["mcp_servers"] if e.get("name") == "hookd"]
+    assert [(e["source"], e["status"] in ("connected", "pending")) for e in entries] == [(source, True)], entries
+
+
 def async_asks(r: Any) -> list[dict[str, Any]]:
     return [q for q in r.questions() if q["kind"] == "async"]
 
@@ -82,8 +92,7 @@ def test_agent_asks_over_mcp_keeps_working_and_the_cli_answer_reaches_the_model(
     assert res.result["result"] == "FINAL-MCP-1"
     sid = res.result["session_id"]
 
-    init = init_message(res.messages)
-    assert {"name": "hookd", "status": "connected", "source": "project"} in init["mcp_servers"]
+    assert_hookd_loaded(res.messages, "project")
     assert res.result["permission_denials"] == []
 
     main = r.api.main_requests()
@@ -167,7 +176,7 @@ def test_settings_file_form_loads_the_standalone_mcp_config(inbox_rig, tmp_path)
                     extra_args=("--permission-mode", "default", *claude_args), timeout=90,
                     claude_bin=r.claude_bin)
     assert res.returncode == 0 and res.result["result"] == "FINAL-MCP-3", res.stderr[-2000:]
-    assert {"name": "hookd", "status": "connected", "source": "dynamic"} in init_message(res.messages)["mcp_servers"]
+    assert_hookd_loaded(res.messages, "dynamic")
     assert res.result["permission_denials"] == []
     [q] = async_asks(r)
     assert q["builder"] == "b-standalone" and q["state"] == "pending"
