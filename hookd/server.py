@@ -284,7 +284,7 @@ class HookdASGI:
                 iid, fut = result.hold
                 body = await self.core.hold(iid, fut, deadline_ms / 1000 - HOLD_MARGIN_S, _disconnected(receive))
         except HookdError as e:
-            await _send(send, e.status, _error_body(e.code, e.message))
+            await _send(send, e.status, _error_body(e.code, e.message, _stored(e)), _stored_header(e))
             return
         except Exception as e:
             log.exception("internal error on hook %s", scope["path"])
@@ -306,28 +306,35 @@ class HookdASGI:
         if ended != "whole" and delivery is not None:
             delivery += CUT_SUFFIX  # (see hookd.service.CUT_SUFFIX)
         if ended == "late":
-            with contextlib.suppress(PayloadInvalid):  # (stored raw as hook_invalid)
-                await self.core.ingest_hook(harness, builder, raw, delivery_id=delivery, agent_pid=agent_pid, cwd=cwd)
-            raise BadRequest(_LATE)
+            try:
+                late = await self.core.ingest_hook(harness, builder, raw, delivery_id=delivery, agent_pid=agent_pid,
+                                                   cwd=cwd)
+                stored = late.hook_id
+            except PayloadInvalid as e:  # (stored raw as hook_invalid)
+                stored = _stored(e)
+            refused = BadRequest(_LATE)
+            refused.stored = stored  # type: ignore[attr-defined]
+            raise refused
         return await self.core.ingest_hook(harness, builder, raw, delivery_id=delivery, hold=hold,
                                            agent_pid=agent_pid, cwd=cwd)
 
     async def plain_hook(self, path: str, headers: list[tuple[bytes, bytes]], raw: bytes, *,
-                         ended: str = "whole") -> tuple[int, bytes]:
+                         ended: str = "whole") -> tuple[int, bytes, int | None]:
         """``POST /v1/hooks/{harness}/{builder}`` (no hold, no wake) with its body ``raw``,
-        as :class:`_HttpProtocol`'s fast path serves it: returns (HTTP status, JSON body),
-        errors in the one error shape, exactly as :meth:`_hook` answers them. ended: how the
-        body ended (:func:`read_hook_body`)."""
+        as :class:`_HttpProtocol`'s fast path serves it: returns (HTTP status, JSON body, the
+        stored hook event id an error names, for ``X-Hookd-Stored``), errors in the one error
+        shape, exactly as :meth:`_hook` answers them. ended: how the body ended
+        (:func:`read_hook_body`)."""
         parts = path.split("/")
         try:
             builder = check_builder_id(parts[4])
             result = await self._ingest(parts[3], builder, raw, ended, _hook_headers(headers))
-            return 200, result.body
+            return 200, result.body, None
         except HookdError as e:
-            return e.status, _error_body(e.code, e.message)
+            return e.status, _error_body(e.code, e.message, _stored(e)), _stored(e)
         except Exception as e:
             log.exception("internal error on hook %s", path)
-            return 500, _error_body("internal", f"internal error: {type(e).__name__}")
+            return 500, _error_body("internal", f"internal error: {type(e).__name__}"), None
 
 
 def _hook_headers(headers: list[tuple[bytes, bytes]]) -> tuple[str | None, int, int | None, str | None]:
@@ -380,8 +387,24 @@ async def _unless_disconnected(work: Any, receive: Any) -> bytes:
     return b""
 
 
-def _error_body(code: str, message: str) -> bytes:
-    return _enc.encode(ErrorResponse(ErrorBody(code, message)))
+def _error_body(code: str, message: str, stored: int | None = None) -> bytes:
+    """The one error shape; ``stored``: the hook event id under which a refused hook's bytes
+    were kept (the reply contract's optional field, sent with ``X-Hookd-Stored``)."""
+    if stored is None:
+        return _enc.encode(ErrorResponse(ErrorBody(code, message)))
+    return _enc.encode({"error": {"code": code, "message": message, "stored": stored}})
+
+
+def _stored(e: HookdError) -> int | None:
+    """The hook event id a refused hook's bytes were stored under (PayloadInvalid, a late body)."""
+    return getattr(e, "stored", None)
+
+
+def _stored_header(e: HookdError) -> dict[str, str] | None:
+    """Headers of an error reply: ``X-Hookd-Stored`` when the bytes were stored (a hook client
+    then does not spool them)."""
+    stored = _stored(e)
+    return None if stored is None else {"content-type": "application/json", "x-hookd-stored": str(stored)}
 
 
 async def _send(send: Any, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
@@ -856,18 +879,20 @@ class _HookRequest:
 
     async def _run(self, ended: str, error: HookdError | None) -> None:
         app: HookdASGI = self.proto.config.hookd_app  # type: ignore[attr-defined]
+        stored = None
         if error is not None:
             status, body = error.status, _error_body(error.code, error.message)
         else:
             t0 = time.perf_counter()
-            status, body = await app.plain_hook(self.path, self.headers, bytes(self.body), ended=ended)
+            status, body, stored = await app.plain_hook(self.path, self.headers, bytes(self.body), ended=ended)
             app.core.fast_hooks += 1
             if app.timings is not None:
                 app.timings.append(time.perf_counter() - t0)
         t = self.proto.transport
         if not t.is_closing():
-            t.write(b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
-                    b"connection: close\r\n\r\n%s" % (status, _REASONS[status], len(body), body))
+            extra = b"" if stored is None else b"x-hookd-stored: %d\r\n" % stored
+            t.write(b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n%s"
+                    b"connection: close\r\n\r\n%s" % (status, _REASONS[status], len(body), extra, body))
             t.close()
 
 

@@ -88,6 +88,8 @@ class HookResult:
     duplicate: bool = False
     #: (interaction id, waiter): a PermissionRequest hook to hold for a remote answer
     hold: tuple[str, asyncio.Future[bytes]] | None = None
+    #: the stored hook event's id (None for a duplicate delivery)
+    hook_id: int | None = None
 
 
 class EventBus:
@@ -209,8 +211,9 @@ class Hookd(Answers, Transcripts, ClawCore):
             return HookResult(b"", [], duplicate=True)
         await self.bus.publish()
         if error is not None:
+            error.stored = hook_id  # type: ignore[attr-defined]  # (the reply names it: X-Hookd-Stored)
             raise error
-        return HookResult(body, events, hold=(iid, box[0]) if iid and box else None)
+        return HookResult(body, events, hold=(iid, box[0]) if iid and box else None, hook_id=hook_id)
 
     def _ingest_tx(
         self, tx: Tx, adapter: Any, harness: str, builder: str, raw: bytes, payload: cc.Base | None,

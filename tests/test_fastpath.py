@@ -78,7 +78,8 @@ def reply(raw: bytes) -> tuple[int, bytes]:
     assert headers[b"content-type"] == b"application/json", raw
     if status != 200:
         err = json.loads(body)["error"]
-        assert set(err) == {"code", "message"} and err["message"], body
+        assert set(err) - {"stored"} == {"code", "message"} and err["message"], body
+        assert ("stored" in err) == (b"x-hookd-stored" in headers), raw  # (stored bytes are named)
     return status, body
 
 
@@ -166,6 +167,26 @@ def test_fast_path_answers_and_records_like_the_asgi_path(pair) -> None:
     assert asgi_st["fast_path"] == {"enabled": False, "hooks": 0, "waited": 0}
 
 
+def test_a_refused_hook_whose_bytes_were_stored_names_them(pair) -> None:
+    """The reply contract: a hook refused after its raw bytes were committed (malformed JSON,
+    kept as ``hook_invalid``) gets a 4xx with ``X-Hookd-Stored: <hook event id>`` and that id
+    as the error's ``stored``, on either path, so that its client does not spool it; one
+    refused with nothing stored (an unknown harness) carries neither, and is spooled."""
+    for d in pair:
+        raw = exchange(d.home, chunked(b'{"hook_event_name": "Stop", "session_id": ', "bad-json"))
+        status, body = reply(raw)
+        db = sqlite3.connect(f"file:{d.home.db}?mode=ro", uri=True)
+        try:
+            [(stored,)] = db.execute("SELECT id FROM hook_events WHERE delivery_id = 'bad-json'").fetchall()
+        finally:
+            db.close()
+        assert status == 422 and json.loads(body)["error"]["stored"] == stored
+        assert b"\r\nx-hookd-stored: %d\r\n" % stored in raw.split(b"\r\n\r\n")[0].lower() + b"\r\n", raw
+        raw = exchange(d.home, chunked(ASK_PRE, "no-harness", harness="no-such-harness"))
+        status, body = reply(raw)
+        assert status == 404 and b"x-hookd-stored" not in raw.lower() and "stored" not in json.loads(body)["error"]
+
+
 @pytest.mark.parametrize("path", ["fast", "asgi-unix", "asgi-tcp"])
 def test_a_body_cut_off_does_not_shadow_its_spooled_copy(path: str, tmp_path: Path) -> None:
     """A hook client stopped mid-body (the harness's timeout, Esc) spools the whole payload
@@ -225,6 +246,7 @@ def test_a_body_that_never_ends_is_refused_after_the_body_timeout(fastpath: str,
         took = time.monotonic() - t0
         status, body = reply(raw)
         assert status == 400 and b"did not arrive within 1 s; what arrived is stored raw" in body, raw
+        assert b"\r\nx-hookd-stored: 1\r\n" in raw.lower() and json.loads(body)["error"]["stored"] == 1, raw
         assert 0.9 <= took < 10, took
         with api(d.home) as c:
             assert c.get("/v1/status")["counts"]["hook_events"] == 1
