@@ -187,11 +187,19 @@ def _same_selections(a: list[Selection] | None, b: list[Selection] | None) -> bo
     return key(a) == key(b)
 
 
+class DaemonStopping(Exception):
+    """A held hook let go because the daemon is stopping (SIGTERM: a restart, an upgrade): its
+    payload is stored, and its client may come back to the next daemon and wait on the same
+    interaction (:meth:`Answers.reattach`)."""
+
+
 class Answers:
     """Answer, hold, ask-async and expiry logic of :class:`hookd.service.Hookd`."""
 
     _waiters: dict[str, set[asyncio.Future[bytes]]]
     _expiry_changed: asyncio.Event
+    #: the daemon is stopping: no hook is held from here on (release_all)
+    _stopping = False
 
     # --- waiting hooks ------------------------------------------------------------------
     def _release(self, iid: str, body: bytes = b"") -> None:
@@ -208,9 +216,28 @@ class Answers:
         return sorted(iid for iid, ws in self._waiters.items() if any(not f.done() for f in ws))
 
     def release_all(self) -> None:
-        """Let every held hook go with no decision (shutdown): the desk still can answer."""
+        """Shutdown: let every held hook go, and hold none from here on. Each one's :meth:`hold`
+        raises DaemonStopping (its client reconnects to the next daemon and waits on); the
+        desk can answer meanwhile."""
+        self._stopping = True
         for iid in list(self._waiters):
-            self._release(iid, b"")
+            for fut in self._waiters[iid]:
+                if not fut.done():
+                    fut.set_exception(DaemonStopping(iid))
+
+    async def reattach(self: "Hookd", iid: str, builder: str) -> tuple[str, asyncio.Future[bytes]] | None:  # type: ignore[misc]
+        """A PermissionRequest hook already stored (its delivery id is known) comes back,
+        after the daemon that held it stopped, asking to wait on interaction ``iid`` again
+        (header ``X-Hookd-Hold``). Returns (iid, its waiter) for :meth:`hold` when ``iid`` is
+        ``builder``'s question or permission prompt and still waits for an answer, or has a
+        remote answer no hook returned yet; else None (the hook gets an empty reply)."""
+        i = await self.store.interaction(iid)
+        if i is None or i.builder != builder or i.kind == "async":
+            return None
+        if not (i.state == "pending" or (i.state == "answered" and i.received_at is not None and i.delivered_at is None)):
+            return None
+        log.info("held PermissionRequest hook for %s is back after a restart", iid)
+        return iid, self.register_waiter(iid)
 
     def register_waiter(self, iid: str) -> asyncio.Future[bytes]:
         """Called inside the hook's own transaction, so an answer committed right after it
@@ -224,9 +251,12 @@ class Answers:
         """Hold a PermissionRequest hook for interaction ``iid`` until a remote answer (returns
         the decision JSON), the desk resolves it (b""), the hook goes away (Esc / No at the
         desk: Claude Code SIGTERMs it; the interaction ends ``dismissed``), or ``timeout_s``
-        seconds pass (b"": the prompt stays open at the desk). Event-driven."""
+        seconds pass (b"": the prompt stays open at the desk). Raises DaemonStopping when the
+        daemon stops meanwhile, or has begun to. Event-driven."""
         disc = asyncio.ensure_future(disconnected)
         try:
+            if self._stopping:
+                raise DaemonStopping(iid)
             i = await self.store.interaction(iid)
             if i is None:
                 return b""
@@ -254,6 +284,8 @@ class Answers:
                 ws.discard(fut)
                 if not ws:
                     del self._waiters[iid]
+            if fut.done() and not fut.cancelled():
+                fut.exception()  # (a DaemonStopping never looked at is not an error)
             disc.cancel()
 
     async def _write_publish(self: "Hookd", fn: Any, *args: Any) -> Any:  # type: ignore[misc]

@@ -1,8 +1,9 @@
 """The CLI's HTTP client: httpx over the daemon's Unix socket (``Client``; ``AsyncClient``
 for asyncio callers such as ``hookd mcp``).
 
-Raises DaemonNotRunning (with the command that starts it) when nothing listens, and turns
-the API's error shape back into the matching HookdError.
+Raises DaemonNotRunning (with the command that starts it) when nothing listens, HookdError
+when the socket's directory is not this user's alone (nothing is sent), and turns the API's
+error shape back into the matching HookdError.
 """
 
 from __future__ import annotations
@@ -18,6 +19,38 @@ from hookd.models import DaemonNotRunning, HookdError
 
 _ERRORS = {cls.code: cls for cls in HookdError.__subclasses__()}
 _UNREACHABLE = (httpx.ConnectError, FileNotFoundError, httpx.RemoteProtocolError)
+
+
+class _Transport(httpx.HTTPTransport):
+    """httpx over the home's Unix socket, only while its directory is this user's alone."""
+
+    def __init__(self, home: Home):
+        super().__init__(uds=str(home.socket_path))
+        self.home = home
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        _check_socket(self.home)
+        return super().handle_request(request)
+
+
+class _AsyncTransport(httpx.AsyncHTTPTransport):
+    """:class:`_Transport` for asyncio callers."""
+
+    def __init__(self, home: Home):
+        super().__init__(uds=str(home.socket_path))
+        self.home = home
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        _check_socket(self.home)
+        return await super().handle_async_request(request)
+
+
+def _check_socket(home: Home) -> None:
+    """Raise HookdError when the socket's directory is not a private directory of this user's
+    (another user could be listening there, to read what the CLI sends and answer for hookd)."""
+    why = home.untrusted_socket()
+    if why is not None:
+        raise HookdError(f"not connecting to {home.socket_path}: {why}")
 
 
 def _not_running(home: Home) -> DaemonNotRunning:
@@ -43,8 +76,7 @@ class Client:
 
     def __init__(self, home: Home, timeout: float | None = 10.0):
         self.home = home
-        transport = httpx.HTTPTransport(uds=str(home.socket_path))
-        self._http = httpx.Client(transport=transport, base_url="http://hookd", timeout=timeout)
+        self._http = httpx.Client(transport=_Transport(home), base_url="http://hookd", timeout=timeout)
 
     def _not_running(self) -> DaemonNotRunning:
         return _not_running(self.home)
@@ -100,8 +132,7 @@ class AsyncClient:
 
     def __init__(self, home: Home, timeout: float | None = 10.0):
         self.home = home
-        transport = httpx.AsyncHTTPTransport(uds=str(home.socket_path))
-        self._http = httpx.AsyncClient(transport=transport, base_url="http://hookd", timeout=timeout)
+        self._http = httpx.AsyncClient(transport=_AsyncTransport(home), base_url="http://hookd", timeout=timeout)
 
     async def get(self, path: str, **params: Any) -> Any:
         try:

@@ -7,23 +7,29 @@
       token               bearer token for the loopback TCP listener (0600)
       bin/hook-client     the bash hook client, shared by the home's builders
       bin/hook-client-c   the compiled hook client (when a C compiler built it; see spawn.py)
-      bin/socket-path     the daemon's socket path, for the compiled client when the home's
-                          own run/hookd.sock would be too long to bind
+      bin/socket-path     the daemon's socket path, for the compiled client and the CLI when
+                          the home's own run/hookd.sock would be too long to bind (written by
+                          `serve` where it bound it, and by `spawn` when none is recorded)
       builders/<id>.json  spawn manifests: what `hookd spawn` added, so `unspawn` can undo it
       mcp/<id>.json       standalone MCP config (`claude --mcp-config`) of a --settings-file spawn
-      spool/<id>/         payloads hook clients could not deliver (ingested by `serve`)
+      spool/<id>/         payloads hook clients could not deliver (ingested by `serve`; when
+                          it cannot be written, clients spool outside the home:
+                          Home.outside_spool_roots)
       run/                0700: serve.lock, endpoint (port, hook token, pid for hook clients),
                           hookd.sock when its path is short enough
 
 Environment: ``HOOKD_HOME`` (home directory), ``HOOKD_DEADLINE_MS`` (default hook client
 deadline at spawn, milliseconds), ``HOOKD_HOOK_CLIENT`` (which client spawn writes: ``auto``,
-``c`` or ``bash``; see hookd.spawn), ``CC`` (the C compiler spawn builds the client with).
+``c`` or ``bash``; see hookd.spawn), ``CC`` (the C compiler spawn builds the client with),
+``XDG_RUNTIME_DIR`` and ``TMPDIR`` (where a long home's socket goes: Home.socket_candidates),
+each read when used.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import pwd
 import re
 import stat
 from dataclasses import dataclass
@@ -146,19 +152,78 @@ class Home:
 
     @property
     def socket_path(self) -> Path:
-        """The daemon's Unix socket: ``run/hookd.sock``, or a short path under the temp dir
-        (``/tmp/hookd-<uid>/<hash>.sock``) when the home's path is too long to bind."""
+        """The daemon's Unix socket: ``run/hookd.sock``; for a home whose path makes that too
+        long to bind (over MAX_SOCKET_PATH bytes), the path recorded in ``bin/socket-path``
+        (by the daemon that bound it, or by ``spawn``), else the first of
+        :meth:`socket_candidates`."""
         p = self.run_dir / "hookd.sock"
         if len(os.fsencode(p)) <= MAX_SOCKET_PATH:
             return p
-        digest = hashlib.sha256(os.fsencode(self.root)).hexdigest()[:16]
-        return Path("/tmp") / f"hookd-{os.getuid()}" / f"{digest}.sock"
+        try:
+            recorded = os.fsdecode(self.socket_path_file.read_bytes().split(b"\n")[0])
+        except OSError:
+            recorded = ""
+        if recorded.startswith("/") and "\0" not in recorded and len(os.fsencode(recorded)) <= MAX_SOCKET_PATH:
+            return Path(recorded)
+        return self.socket_candidates()[0]
+
+    def untrusted_socket(self) -> str | None:
+        """Why the CLI must not talk to :attr:`socket_path`: its directory exists but is not a
+        private directory of this user's (another user may listen there); None otherwise (a
+        missing one just means no daemon)."""
+        d = self.socket_path.parent
+        if not os.path.lexists(d):
+            return None
+        return private_dir_problem(d)
+
+    def socket_candidates(self) -> list[Path]:
+        """Where ``serve`` may bind the socket of a home whose ``run/hookd.sock`` is too long,
+        preferred first: ``$XDG_RUNTIME_DIR/hookd/<hash>.sock`` when XDG_RUNTIME_DIR is this
+        user's private directory (no other user can create anything in it), then
+        ``$TMPDIR/hookd-<uid>/<hash>.sock`` (``/tmp`` when TMPDIR is unset, relative or too
+        long). The hash: 16 hex digits of the home path's SHA-256. ``serve`` uses the first whose
+        directory is, or can be made, a private directory of this user's, and a fresh
+        unpredictable one when another user planted the predictable one
+        (hookd.server._socket_location)."""
+        name = f"{hashlib.sha256(os.fsencode(self.root)).hexdigest()[:16]}.sock"
+        out = []
+        runtime = runtime_dir()
+        if runtime is not None and len(os.fsencode(runtime / "hookd" / name)) <= MAX_SOCKET_PATH:
+            out.append(runtime / "hookd" / name)
+        out.append(temp_base() / f"hookd-{os.geteuid()}" / name)
+        return out
+
+    def outside_spool_roots(self) -> list[Path]:
+        """Where hook clients spool when the home's ``spool/`` cannot be written (its disk is
+        full), in the order they try them: ``$XDG_RUNTIME_DIR/hookd``, ``/dev/shm/hookd-<uid>``,
+        ``/tmp/hookd-<uid>``, each followed by ``/spool-<key>`` (key: FNV-1a 64 of the home's
+        path, 16 hex digits; hooks/client.c ``spool_outside``) and then ``/<builder>/``. Every
+        level must be a private directory of this user's (a client writes nothing, and the daemon
+        reads nothing, under one another user planted). The daemon also looks under
+        ``/run/user/<uid>/hookd``, the usual XDG_RUNTIME_DIR, for hooks whose environment has
+        it when the daemon's has not."""
+        key = f"spool-{fnv1a64(os.fsencode(self.root)):016x}"
+        bases: list[Path] = []
+        runtime = runtime_dir()
+        if runtime is not None:
+            bases.append(runtime / "hookd")
+        bases += [Path(f"/run/user/{os.geteuid()}/hookd"), Path(f"/dev/shm/hookd-{os.geteuid()}"),
+                  Path(f"/tmp/hookd-{os.geteuid()}")]
+        return list(dict.fromkeys(b / key for b in bases))
+
+    def spool_roots(self) -> list[Path]:
+        """The spool folders the daemon ingests: ``spool/``, then each of
+        :meth:`outside_spool_roots` that exists as a private directory of this user's, in a
+        base directory that is one too."""
+        return [self.spool_root] + [r for r in self.outside_spool_roots()
+                                    if private_dir_problem(r.parent) is None and private_dir_problem(r) is None]
 
     def ensure(self) -> None:
-        """Create the home's directories with private modes: the home itself, run/ and the
-        socket dir 0700 (the database and spool hold prompts and tool output)."""
+        """Create the home's directories with private modes: the home itself, run/ and bin/
+        0700 (the database and spool hold prompts and tool output; the hook clients trust
+        only a private bin/socket-path). The socket's own directory is ``serve``'s."""
         ensure_private_dir(self.root)
-        for d in (self.run_dir, self.socket_path.parent):
+        for d in (self.run_dir, self.root / "bin"):
             ensure_private_dir(d)
         self.spool_root.mkdir(exist_ok=True)
         self.builders_dir.mkdir(exist_ok=True)
@@ -250,6 +315,56 @@ def ensure_private_dir(d: Path) -> None:
         raise ConfigError(f"{d} is not a directory owned by this user; refusing to use it")
     if stat.S_IMODE(st.st_mode) != 0o700:
         os.chmod(d, 0o700)
+
+
+def private_dir_problem(d: Path) -> str | None:
+    """None when ``d`` is a directory (not a symlink) owned by this user with mode 0700, the
+    only kind hookd puts a socket or a spooled payload in or trusts one from; else a sentence
+    saying what it is instead (missing, a symlink, whose, which mode)."""
+    try:
+        st = os.lstat(d)
+    except FileNotFoundError:
+        return f"{d} does not exist"
+    except OSError as e:
+        return f"{d}: {e.strerror}"
+    if stat.S_ISLNK(st.st_mode):
+        return f"{d} is a symlink"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{d} is not a directory"
+    if st.st_uid != os.geteuid():
+        try:
+            who = f"{pwd.getpwuid(st.st_uid).pw_name} (uid {st.st_uid})"
+        except KeyError:
+            who = f"uid {st.st_uid}"
+        return f"{d} is owned by {who}, not by you"
+    if stat.S_IMODE(st.st_mode) != 0o700:
+        return f"{d} has mode {stat.S_IMODE(st.st_mode):04o}, not 0700"
+    return None
+
+
+def runtime_dir() -> Path | None:
+    """``$XDG_RUNTIME_DIR`` when it names a private directory of this user's (what the XDG
+    base directory spec promises: the login session's, owned by the user, 0700), else None."""
+    env = os.environ.get("XDG_RUNTIME_DIR", "")
+    if not env.startswith("/") or private_dir_problem(Path(env)) is not None:
+        return None
+    return Path(env)
+
+
+def temp_base() -> Path:
+    """``$TMPDIR`` when it is an absolute directory short enough for a socket under it, else ``/tmp``."""
+    env = os.environ.get("TMPDIR", "")
+    if env.startswith("/") and len(os.fsencode(env)) <= MAX_SOCKET_PATH - 40 and os.path.isdir(env):
+        return Path(env)
+    return Path("/tmp")
+
+
+def fnv1a64(data: bytes) -> int:
+    """FNV-1a, 64 bits: the hook clients' key of a home's spool outside it."""
+    h = 0xCBF29CE484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
 
 
 def write_private(path: Path, text: str) -> None:

@@ -17,8 +17,11 @@ Routes (all errors: ``{"error": {"code", "message"}}`` with a 4xx/5xx status):
   process id (``CLAUDE_PID``), for lane liveness. A PermissionRequest hook posted to
   ``/hold`` (the generated PermissionRequest command) whose deadline is at least HOLD_MIN_MS
   is held (up to its deadline less HOLD_MARGIN_S) for a
-  remote answer: the response is then the decision, or empty when the desk answered first,
-  the window ended, or the daemon is stopping.
+  remote answer: the response is then the decision, or empty when the desk answered first or
+  the window ended; when the daemon stops, empty with ``X-Hookd-Hold: <interaction id>``: the
+  client posts the same delivery again, with that header, to the next daemon, which holds it
+  again (:meth:`hookd.answers.Answers.reattach`). A hook refused after its raw bytes were
+  stored (4xx) names them: ``X-Hookd-Stored: <hook event id>``, and ``stored`` in the error.
 - ``POST /v1/interactions/{id}/answer`` (:class:`hookd.models.AnswerRequest`; 200 with the
   receipt, 409 when refused: already resolved or expired (the answer is kept as an inbox
   message, named in the error), stale revision, other input, response_id reused);
@@ -49,6 +52,7 @@ import os
 import secrets
 import signal
 import socket
+import tempfile
 import time
 from http import HTTPStatus
 from pathlib import Path
@@ -73,11 +77,13 @@ except ImportError:  # pragma: no cover - uvloop is a dependency where it instal
     _UNIX_TRANSPORTS = ()
 
 from hookd import __version__
-from hookd.config import Endpoint, Home, check_builder_id, env_number, process_start, write_private
+from hookd.config import (Endpoint, Home, atomic_write, check_builder_id, ensure_private_dir, env_number,
+                          private_dir_problem, process_start, write_private)
 from hookd.models import (
     AlreadyServing,
     AnswerRequest,
     BadRequest,
+    ConfigError,
     ErrorBody,
     ErrorResponse,
     HookdError,
@@ -86,6 +92,7 @@ from hookd.models import (
     PayloadTooLarge,
     Unauthorized,
 )
+from hookd.answers import DaemonStopping
 from hookd.service import CUT_SUFFIX, MAX_PAYLOAD, HookResult, Hookd
 from hookd.clawhttp import routes as claw_routes
 from hookd.spawn import list_manifests, read_manifest, write_client
@@ -277,12 +284,24 @@ class HookdASGI:
                 return
             headers = _hook_headers(scope["headers"])
             deadline_ms = headers[1]
-            result = await self._ingest(parts[3], builder, raw, ended, headers,
-                                        hold=holdable and deadline_ms >= HOLD_MIN_MS)
+            hold = holdable and deadline_ms >= HOLD_MIN_MS
+            result = await self._ingest(parts[3], builder, raw, ended, headers, hold=hold)
             body = result.body
+            if hold and result.duplicate and result.hold is None:
+                # the same PermissionRequest hook, back after its daemon restarted: wait on the
+                # interaction it was held for, if it still waits for an answer
+                again = dict(scope["headers"]).get(b"x-hookd-hold")
+                if again:
+                    result.hold = await self.core.reattach(again.decode("latin-1"), builder)
             if result.hold is not None:
                 iid, fut = result.hold
-                body = await self.core.hold(iid, fut, deadline_ms / 1000 - HOLD_MARGIN_S, _disconnected(receive))
+                try:
+                    body = await self.core.hold(iid, fut, deadline_ms / 1000 - HOLD_MARGIN_S, _disconnected(receive))
+                except DaemonStopping:
+                    # the payload is stored: the client reconnects to the next daemon and posts
+                    # it again with this header (hooks/client.c)
+                    await _send(send, 200, b"", {"content-type": "application/json", "x-hookd-hold": iid})
+                    return
         except HookdError as e:
             await _send(send, e.status, _error_body(e.code, e.message, _stored(e)), _stored_header(e))
             return
@@ -640,7 +659,7 @@ async def core_status(core: Hookd) -> dict[str, Any]:
         builders.append(_builder_status(m["builder"], m, s))
     for b, s in sorted(stats.items()):
         builders.append(_builder_status(b, None, s))
-    spooled = sum(1 for d in core.home.spool_root.glob("*/*.json"))
+    spooled = sum(1 for root in core.home.spool_roots() for d in root.glob("*/*.json"))
     return {
         "version": __version__,
         "pid": os.getpid(),
@@ -711,7 +730,41 @@ class _Lock:
             os.close(self.fd)
 
 
-def _bind_unix(path: Path) -> socket.socket:
+def _socket_location(home: Home) -> tuple[Path, Path | None]:
+    """Where to bind: ``run/hookd.sock``, or, for a home whose path makes that too long, the
+    first of :meth:`Home.socket_candidates` whose directory is (or is made) a private
+    directory of this user's. When every candidate's directory is someone else's (another
+    user created ``/tmp/hookd-<uid>`` first, to receive hookd's payloads and answer its hooks),
+    a fresh directory with an unpredictable name (``mkdtemp``, 0700) instead, and a warning
+    naming what to remove. Returns (path, the directory made for this run, or None)."""
+    short = home.run_dir / "hookd.sock"
+    if home.socket_path == short:
+        return short, None
+    refused = []
+    for candidate in home.socket_candidates():
+        try:
+            ensure_private_dir(candidate.parent)
+            return candidate, None
+        except (ConfigError, OSError):
+            refused.append(private_dir_problem(candidate.parent) or f"{candidate.parent} cannot be created")
+    fresh = Path(tempfile.mkdtemp(prefix=f"hookd-{os.geteuid()}-", dir=home.socket_candidates()[-1].parent.parent))
+    log.warning("not binding the socket in %s: %s; another user may have created it to take over hookd's socket. "
+                "Using %s instead (hook clients and the CLI find it through %s). Remove %s (as its owner or "
+                "root), or set XDG_RUNTIME_DIR to a private directory of yours, to get the usual place back.",
+                " or ".join(str(c.parent) for c in home.socket_candidates()), "; ".join(refused), fresh,
+                home.socket_path_file, " and ".join(str(c.parent) for c in home.socket_candidates()))
+    return fresh / home.socket_candidates()[0].name, fresh
+
+
+def _bind_unix(home: Home) -> tuple[socket.socket, Path, Path | None]:
+    """Bind and listen on the home's socket (:func:`_socket_location`), 0600; a long home's
+    path is recorded in ``bin/socket-path`` (0600), where its clients read it. Returns (the
+    socket, its path, the directory made for this run or None)."""
+    try:
+        recorded: Path | None = Path(os.fsdecode(home.socket_path_file.read_bytes()))
+    except OSError:
+        recorded = None
+    path, made = _socket_location(home)
     with contextlib.suppress(FileNotFoundError):
         path.unlink()  # stale: we hold the serve lock
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -723,7 +776,14 @@ def _bind_unix(path: Path) -> socket.socket:
     os.chmod(path, 0o600)
     sock.listen(512)
     sock.set_inheritable(True)
-    return sock
+    if path != home.run_dir / "hookd.sock" and recorded != path:
+        atomic_write(home.socket_path_file, os.fsencode(path), mode=0o600)
+        if recorded is not None and recorded.parent.name.startswith(f"hookd-{os.geteuid()}-") \
+                and private_dir_problem(recorded.parent) is None:
+            with contextlib.suppress(OSError):  # an earlier run's fresh directory (a kill -9 left it)
+                recorded.unlink(missing_ok=True)
+                recorded.parent.rmdir()
+    return sock, path, made
 
 
 def _bind_tcp(port: int) -> socket.socket:
@@ -921,18 +981,44 @@ async def _resume(coro: Any, waiting_on: Any) -> Any:
             return done.value
 
 
+def _outside_spools(home: Home) -> list[Path]:
+    """:meth:`Home.outside_spool_roots` made ready to be watched: each created 0700 under a base
+    that exists (``$XDG_RUNTIME_DIR`` or ``/run/user/<uid>`` only when it is this user's
+    private directory; ``/dev/shm``, ``/tmp``); one whose directory another user created is
+    skipped, with a warning (neither the clients nor the daemon use it)."""
+    out = []
+    for root in home.outside_spool_roots():
+        top = root.parent.parent
+        if not top.is_dir() or (root.parent.name == "hookd" and private_dir_problem(top) is not None):
+            continue
+        try:
+            ensure_private_dir(root.parent)
+            ensure_private_dir(root)
+        except (ConfigError, OSError):
+            log.warning("not using %s for payloads spooled outside the home: %s", root,
+                        private_dir_problem(root.parent) or private_dir_problem(root))
+            continue
+        out.append(root)
+    return out
+
+
 async def _watch_spool(core: Hookd, stop: asyncio.Event) -> None:
     """Ingest payloads spooled while the daemon runs (a client that timed out, or one that
-    read no endpoint during start-up)."""
+    read no endpoint during start-up), in the home's spool and in those outside it."""
     from hookd.watch import awatch_dirs
 
     logging.getLogger("watchfiles").setLevel(logging.WARNING)
+    outside = _outside_spools(core.home)
     try:
-        async for _ in awatch_dirs(os.fspath(core.home.spool_root), stop_event=stop, debounce=50, step=20, recursive=True,
-                                   rust_timeout=200):
+        async for _ in awatch_dirs(os.fspath(core.home.spool_root), *map(os.fspath, outside), stop_event=stop,
+                                   debounce=50, step=20, recursive=True, rust_timeout=200):
             await core.ingest_spool()
     except Exception:  # never let the watcher take the daemon down
         log.exception("spool watcher stopped")
+    for root in outside:  # (kept while it holds anything)
+        for d in [*root.iterdir(), root] if root.is_dir() else []:
+            with contextlib.suppress(OSError):
+                d.rmdir()
 
 
 class _Server(uvicorn.Server):
@@ -1005,7 +1091,7 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
     from hookd import notify
 
     token = home.read_token()
-    unix_sock = _bind_unix(home.socket_path)
+    unix_sock, sock_path, sock_dir = _bind_unix(home)
     tcp_sock = bind_loopback(home, port, _bind_tcp)  # port 0: the last one first (an open page reconnects)
     tcp_port = tcp_sock.getsockname()[1]
     endpoint = Endpoint(tcp_port, secrets.token_urlsafe(32), os.getpid(), process_start(),
@@ -1044,7 +1130,7 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
         await core.ingest_spool()
         log.info(
             "hookd %s serving %s on unix:%s and http://127.0.0.1:%d (pid %d)",
-            __version__, home.root, home.socket_path, tcp_port, os.getpid(),
+            __version__, home.root, sock_path, tcp_port, os.getpid(),
         )
         try:
             yield
@@ -1079,7 +1165,7 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
         proxy_headers=False,
     )
     config.hookd_app = app  # type: ignore[attr-defined]
-    config.hookd_socket = os.fspath(home.socket_path)  # type: ignore[attr-defined]
+    config.hookd_socket = os.fspath(sock_path)  # type: ignore[attr-defined]
     server = _Server(config)
     server.core = core
     try:
@@ -1087,5 +1173,8 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
     finally:
         await store.close()
         with contextlib.suppress(FileNotFoundError):
-            home.socket_path.unlink()
+            sock_path.unlink()
+        if sock_dir is not None:
+            with contextlib.suppress(OSError):
+                sock_dir.rmdir()
         log.info("hookd stopped")

@@ -21,7 +21,7 @@ import msgspec
 from hookd.answers import Answers
 from hookd.claw_core import ClawCore
 from hookd.transcripts import Transcripts
-from hookd.config import Home, env_number
+from hookd.config import Home, env_number, private_dir_problem
 from hookd.lanes import process_started_at
 from hookd.harness import claude_code as cc
 from hookd.harness import claw, claw_http
@@ -849,23 +849,24 @@ class Hookd(Answers, Transcripts, ClawCore):
         """Ingest every spooled payload, oldest first, each exactly once.
 
         Spool files are ``spool/<builder>/<usec>-<pid>-<rand>.<harness>.json`` written by
-        hook clients (temp file + rename). A file is deleted only after its transaction
+        hook clients (temp file + rename), or the same under a spool outside the home
+        (:meth:`hookd.config.Home.spool_roots`) when the home's could not be written. A file is deleted only after its transaction
         committed; its name is its delivery id, so a crash between commit and delete, or a
         payload that also reached the daemon live, is not stored twice.
         Returns counts: ingested, duplicates, invalid.
         """
         counts = {"ingested": 0, "duplicates": 0, "invalid": 0}
         files: list[tuple[str, str, Path]] = []
-        root = self.home.spool_root
-        if not root.is_dir():
-            return counts
-        for bdir in root.iterdir():
-            if not bdir.is_dir():
+        for root in self.home.spool_roots():  # spool/, then those outside the home (a full disk)
+            if not root.is_dir():
                 continue
-            for f in bdir.iterdir():
-                if f.name.startswith(".") or not f.name.endswith(".json"):
+            for bdir in root.iterdir():
+                if not bdir.is_dir() or (root != self.home.spool_root and private_dir_problem(bdir) is not None):
                     continue
-                files.append((f.name, bdir.name, f))
+                for f in bdir.iterdir():
+                    if f.name.startswith(".") or not f.name.endswith(".json"):
+                        continue
+                    files.append((f.name, bdir.name, f))
         files.sort(key=lambda t: (t[0].split("-", 1)[0].rjust(20, "0"), t[0]))
         for name, builder, f in files:
             stem = name[: -len(".json")]

@@ -14,11 +14,16 @@
 #
 # The payload streams to the daemon over loopback TCP as a chunked HTTP request (with the
 # hook token of run/endpoint, which admits only the hook routes), to the daemon that wrote
-# run/endpoint only (its pid alive), and a reply counts only with that daemon's proof; the
-# daemon answers as soon as one complete JSON object has arrived. When the daemon cannot be
-# reached, the payload goes to HOOKD_HOME/spool/BUILDER/ (temp file + rename) and the
-# daemon ingests it on start. Only bash builtins run on the live path (plus `mv` and, for
-# payloads over 64 KiB, a `sleep` watchdog).
+# run/endpoint only (run/ and the file this user's, not symlinks; its pid alive and, where
+# /proc is, this user's), and a reply counts only with that daemon's proof; the daemon
+# answers as soon as one complete JSON object has arrived. Only a reply that proves the
+# payload durable ends the client without a spool: a 2xx (its body, one JSON object, is
+# printed) or a 4xx carrying X-Hookd-Stored. Otherwise the payload goes to
+# HOOKD_HOME/spool/BUILDER/ (temp file + rename), or, when that cannot be written (a full
+# disk), to a private spool outside the home (spool_outside); the daemon ingests both. A held
+# PermissionRequest hook whose daemon restarts (a 2xx with X-Hookd-Hold: <id>) reconnects and
+# posts the payload again (same delivery id, that header) within its deadline. Only bash
+# builtins run on the live path (plus `mv` and, for payloads over 64 KiB, a `sleep` watchdog).
 
 H=@HOOKD_HOME@
 export LC_ALL=C
@@ -31,6 +36,7 @@ harness=$1 builder=$2 deadline_ms=${3:-5000} mode=${4:-hook}
 # (glob patterns, not =~: each regex is compiled on every run)
 case $harness in ''|*[!a-z-]*) exit 0 ;; esac
 case $builder in ''|[!A-Za-z0-9]*|*[!A-Za-z0-9._-]*) exit 0 ;; esac
+(( ${#builder} <= 64 )) || exit 0  # (hookd.config.BUILDER_ID_RE)
 case $deadline_ms in ''|*[!0-9]*) exit 0 ;; esac
 case $mode in hook) path= ;; hold) path=/hold ;; wake) path=/wake ;; *) exit 0 ;; esac
 t0=${EPOCHREALTIME/./}
@@ -63,9 +69,43 @@ whole() {
   (( o == ${#a[@]} ))
 }
 
+# BASE/spool-<key>/<builder>, key the FNV-1a 64 hash of the home's path
+# (hookd.config.Home.outside_spool_roots): each level made 0700 and this user's (bash can test
+# the owner, -O, not the mode: another user cannot create a directory owned by this one)
+spool_outside() {
+  local d=$1 k=-3750763034362895579 c i
+  for (( i = 0; i < ${#H}; i++ )); do
+    printf -v c '%d' "'${H:i:1}"
+    (( c < 0 )) && (( c += 256 ))
+    k=$(( (k ^ c) * 1099511628211 ))
+  done
+  printf -v k '%016x' "$k"
+  for d in "$d" "$d/spool-$k" "$d/spool-$k/$builder"; do
+    [[ -d $d ]] || mkdir -m 700 "$d" || return 1
+    [[ -d $d && ! -L $d && -O $d ]] || return 1
+  done
+  printf '%s' "$buf" > "$d/.$id.tmp" && mv -f "$d/.$id.tmp" "$d/$id.$harness.json" && return 0
+  rm -f "$d/.$id.tmp"
+  return 1
+}
+
+# the home's spool, else, in order, $XDG_RUNTIME_DIR/hookd, /dev/shm/hookd-<uid>, /tmp/hookd-<uid>
+write_spool() {
+  local d="$H/spool/$builder"
+  if [[ -d $d ]] || mkdir -p "$d"; then
+    printf '%s' "$buf" > "$d/.$id.tmp" && mv -f "$d/.$id.tmp" "$d/$id.$harness.json" && return 0
+    rm -f "$d/.$id.tmp"
+  fi
+  [[ $XDG_RUNTIME_DIR == /* && -d $XDG_RUNTIME_DIR && ! -L $XDG_RUNTIME_DIR && -O $XDG_RUNTIME_DIR ]] &&
+    spool_outside "$XDG_RUNTIME_DIR/hookd" && return 0
+  spool_outside "/dev/shm/hookd-$EUID" && return 0
+  spool_outside "/tmp/hookd-$EUID"
+}
+
+# the daemon may not have the payload: keep it for it, then exit 0
 spool() {
   local rc
-  [[ $mode == wake ]] && exit 0
+  [[ $mode == wake || -n $stored ]] && exit 0
   # never spool half a payload: stdin may still be arriving (slowly, or held open after
   # the object); read on until EOF, one whole object, or the deadline
   while (( eof == 0 )) && ! whole; do
@@ -74,16 +114,29 @@ spool() {
     (( rc == 0 )) && eof=1
   done
   [[ -n $buf ]] || exit 0
-  local d="$H/spool/$builder"
-  [[ -d $d ]] || mkdir -p "$d" || exit 0
-  printf '%s' "$buf" > "$d/.$id.tmp" && mv -f "$d/.$id.tmp" "$d/$id.$harness.json"
+  writing=1
+  if (( ${#buf} <= 1048576 )); then
+    write_spool
+    exit 0
+  fi
+  # a large payload can take longer to write than the deadline leaves: a detached writer
+  # (its own process group, deaf to the harness's signals, off the harness's pipes: closed
+  # here first, as bash hands a subshell copies of the fds a redirection saved) writes it;
+  # this process waits for it (the end of its pipe) until the deadline, then goes
+  exec 1>/dev/null 3>&- 4>&-
+  set -m
+  coproc W { trap '' TERM INT HUP; write_spool; }
+  set +m
+  left && IFS= read -r -t "$t" -u "${W[0]}" _
   exit 0
 }
 
-# a stop signal (the harness's timeout, Esc): what has arrived is spooled when it is one whole
-# object (the daemon may not have stored it; if it did, the spool's delivery id makes the
-# copy a no-op), then exit 0
+# a stop signal (the harness's timeout, Esc; the >64 KiB watchdog at the deadline): what has
+# arrived is spooled when it is one whole object (the daemon may not have stored it; if it did,
+# the spool's delivery id makes the copy a no-op), then exit 0. One that comes while the spool
+# is being written lets the write finish (spool exits).
 stopped() {
+  [[ -n $writing ]] && return 0
   [[ $mode != wake && -n $buf ]] && whole && { eof=1; spool; }
   exit 0
 }
@@ -112,20 +165,29 @@ read_more; rc=$?
 (( rc == 0 )) && eof=1
 [[ $eof == 1 && -z $buf ]] && exit 0
 
-# run/endpoint: <port> <hook token> <daemon pid> <its start time> <proof> (hookd.config.Endpoint)
-read -r port token pid start proof < "$H/run/endpoint" || spool
-case $port in ''|*[!0-9]*) spool ;; esac
-case $pid in ''|0*|*[!0-9]*) spool ;; esac
-[[ -n $proof ]] || spool
-# after a crash the endpoint file stays, and its port may then be any local process's: talk
-# only to the daemon that wrote it, still running (its pid and, where /proc is, its start time)
-kill -0 "$pid" || spool
-if [[ $start != - ]]; then
-  read -r st < "/proc/$pid/stat" || spool
-  set -f; st=(${st##*) }); set +f
-  [[ ${st[19]} == "$start" ]] || spool
-fi
-exec 3<>"/dev/tcp/127.0.0.1/$port" || spool
+# run/endpoint: <port> <hook token> <daemon pid> <its start time> <proof> (hookd.config.Endpoint),
+# trusted only when run/ and the file are this user's (-O) and not symlinks: another user
+# cannot create a file owned by this one. Then connect (fd 3), or fail.
+connect() {
+  [[ -d $H/run && ! -L $H/run && -O $H/run && -f $H/run/endpoint && ! -L $H/run/endpoint && -O $H/run/endpoint ]] ||
+    return 1
+  read -r port token pid start proof < "$H/run/endpoint" || return 1
+  case $port in ''|*[!0-9]*) return 1 ;; esac
+  case $pid in ''|0*|*[!0-9]*) return 1 ;; esac
+  [[ -n $proof ]] || return 1
+  # after a crash the endpoint file stays, and its port may then be any local process's: talk
+  # only to the daemon that wrote it, still running (its pid and, where /proc is, its start
+  # time and its owner: this user)
+  kill -0 "$pid" || return 1
+  if [[ $start != - ]]; then
+    [[ -O /proc/$pid ]] || return 1
+    read -r st < "/proc/$pid/stat" || return 1
+    set -f; st=(${st##*) }); set +f
+    [[ ${st[19]} == "$start" ]] || return 1
+  fi
+  exec 3<>"/dev/tcp/127.0.0.1/$port"
+}
+connect || spool
 
 if (( ${#buf} > 65536 )); then
   # a large write can block; the watchdog keeps the deadline whatever the daemon does
@@ -182,21 +244,60 @@ while (( eof == 0 )); do
 done
 (( eof == 1 && ! sent )) && [[ -z $resp ]] && printf '0\r\n\r\n' >&3  # the reply below decides
 
-left || spool
-IFS= read -r -N 1048576 -t "$t" -u 3 rest
-resp+=$rest
-head=${resp%%$'\r\n\r\n'*}
-body=${resp#*$'\r\n\r\n'}
-[[ $head == "$resp" ]] && spool                    # no complete reply: keep the payload
-# only the daemon that wrote the endpoint knows its proof: any other reply is not trusted
-[[ "$head"$'\r' == *$'\n'[Xx]-[Hh]ookd-[Pp]roof:\ "$proof"$'\r'* ]] || spool
-case $head in
-  'HTTP/1.1 200 '*) ;;
-  'HTTP/1.1 '[45]*) exit 0 ;;                       # the daemon stored it and said no
-  *) spool ;;
-esac
-# the body must be complete (its length equals the Content-Length header) and one JSON object
-[[ "$head"$'\r' == *$'\n'[Cc]ontent-[Ll]ength:\ "${#body}"$'\r'* ]] || exit 0
+# the reply (fd 3, until the daemon closes) into head and body: 0 a 2xx to act on, 3 a
+# restarting daemon letting a held hook go (held: the interaction), 2 a 4xx naming the stored
+# bytes; 1 anything else: not proven stored
+reply() {
+  left || return 1
+  IFS= read -r -N 1048576 -t "$t" -u 3 rest
+  resp+=$rest
+  head=${resp%%$'\r\n\r\n'*}
+  body=${resp#*$'\r\n\r\n'}
+  [[ $head == "$resp" ]] && return 1               # no complete reply
+  # only the daemon that wrote the endpoint knows its proof: any other reply is not trusted
+  [[ "$head"$'\r' == *$'\n'[Xx]-[Hh]ookd-[Pp]roof:\ "$proof"$'\r'* ]] || return 1
+  case $head in
+    'HTTP/1.1 2'[0-9][0-9]' '*) ;;
+    'HTTP/1.1 4'[0-9][0-9]' '*)                       # stored raw, and said no
+      [[ "$head"$'\r' == *$'\n'[Xx]-[Hh]ookd-[Ss]tored:\ [0-9]*$'\r'* ]] && return 2
+      return 1 ;;
+    *) return 1 ;;
+  esac
+  # the body must be complete (its length equals the Content-Length header)
+  [[ "$head"$'\r' == *$'\n'[Cc]ontent-[Ll]ength:\ "${#body}"$'\r'* ]] || return 1
+  if [[ $mode == hold && -z $body && "$head"$'\r' == *$'\n'[Xx]-[Hh]ookd-[Hh]old:\ * ]]; then
+    held=${head#*$'\n'[Xx]-[Hh]ookd-[Hh]old: }
+    held=${held%%$'\r'*}
+    case $held in ''|[!A-Za-z0-9_]*|*[!A-Za-z0-9_.~-]*) held= ; return 2 ;; esac
+    return 3
+  fi
+  return 0
+}
+
+reply; rc=$?
+(( rc == 2 )) && exit 0
+(( rc == 1 )) && spool
+exec 3>&-
+while (( rc == 3 )); do
+  # the daemon is restarting and has the payload: reconnect (to the new daemon, read from its
+  # new endpoint) and post it again, with the same delivery id, to wait on the same
+  # interaction until the deadline
+  stored=1
+  left || exit 0
+  [[ -n $pause ]] || exec {pause}<> <(:)
+  IFS= read -r -t 0.05 -u "$pause" _
+  connect || { rc=3; continue; }
+  left || exit 0
+  ms=${t/./}; ms=$(( 10#$ms / 1000 ))
+  printf -v req 'POST /v1/hooks/%s/%s/hold HTTP/1.1\r\nHost: hookd\r\nAuthorization: Bearer %s\r\nX-Hookd-Delivery: %s\r\nX-Hookd-Deadline-Ms: %s\r\nX-Hookd-Hold: %s\r\nX-Hookd-Agent-Pid: %s\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n%x\r\n%s\r\n0\r\n\r\n' \
+    "$harness" "$builder" "$token" "$id" "$ms" "$held" "${CLAUDE_PID//[!0-9]/}" "${#buf}" "$buf"
+  printf '%s' "$req" >&3
+  resp=
+  reply; rc=$?
+  exec 3>&-
+  (( rc == 2 )) && exit 0
+  (( rc == 1 )) && rc=3
+done
 if [[ $mode == wake ]]; then
   [[ -n $body ]] && { printf '%s\n' "$body" >&4; exit 2; }  # wake the idle agent with it
   exit 0

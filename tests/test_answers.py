@@ -529,16 +529,30 @@ def test_ask_for_unknown_builder_and_bad_await(rig: Rig) -> None:
 
 
 def test_daemon_stop_lets_held_hooks_go(home: Path, worktree: Path) -> None:
+    """SIGTERM lets a held hook go at once, with ``X-Hookd-Hold: <interaction id>`` (and an
+    empty body): its client reconnects to the next daemon (tests/test_faults_client.py)."""
+    import socket
+
     d = DaemonProcess(home).start()
+    s = socket.socket(socket.AF_UNIX)
     try:
         rig = Rig(home, worktree)
         rig.hook(AUQ_PRE)
-        held = rig.start_hook(AUQ_PERM)
+        body = json.dumps(AUQ_PERM).encode()
+        s.connect(str(Home.resolve(home).socket_path))
+        s.sendall(b"POST /v1/hooks/claude-code/b1/hold HTTP/1.1\r\nHost: hookd\r\nX-Hookd-Delivery: held-1\r\n"
+                  b"X-Hookd-Deadline-Ms: 30000\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
         rig.held(ASK_ID)
-        t0 = time.monotonic()
-        d.stop()
-        assert finish(held) == (0, b"") and time.monotonic() - t0 < 3.0
+        assert d.stop() == 0
+        s.settimeout(10)
+        raw = b""
+        while chunk := s.recv(65536):
+            raw += chunk
+        head, _, rest = raw.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 ") and rest == b"", raw
+        assert b"\r\nx-hookd-hold: %s\r\n" % ASK_ID.lower().encode() in head.lower() + b"\r\n", raw
     finally:
+        s.close()
         d.kill()
 
 
