@@ -982,15 +982,19 @@ async def _resume(coro: Any, waiting_on: Any) -> Any:
 
 
 def _outside_spools(home: Home) -> list[Path]:
-    """:meth:`Home.outside_spool_roots` made ready to be watched: each created 0700 under a base
-    that exists (``$XDG_RUNTIME_DIR`` or ``/run/user/<uid>`` only when it is this user's
-    private directory; ``/dev/shm``, ``/tmp``); one whose directory another user created is
-    skipped, with a warning (neither the clients nor the daemon use it)."""
-    out = []
+    """The spools outside the home to watch (:meth:`Home.outside_spool_roots`): those that
+    exist as private directories of this user's, and the first a client would use (under a
+    base that exists: ``$XDG_RUNTIME_DIR`` or ``/run/user/<uid>`` only when it is this user's
+    private directory; ``/dev/shm``, ``/tmp``), created 0700 if missing. One whose directory
+    another user created is skipped, with a warning (neither the clients nor the daemon use
+    it). Every one is scanned whenever the spool is ingested, watched or not."""
+    out: list[Path] = []
     for root in home.outside_spool_roots():
         top = root.parent.parent
         if not top.is_dir() or (root.parent.name == "hookd" and private_dir_problem(top) is not None):
             continue
+        if out and not root.is_dir():
+            continue  # (only the first is made ahead of need)
         try:
             ensure_private_dir(root.parent)
             ensure_private_dir(root)
@@ -1012,7 +1016,10 @@ async def _watch_spool(core: Hookd, stop: asyncio.Event) -> None:
     try:
         async for _ in awatch_dirs(os.fspath(core.home.spool_root), *map(os.fspath, outside), stop_event=stop,
                                    debounce=50, step=20, recursive=True, rust_timeout=200):
-            await core.ingest_spool()
+            try:
+                await core.ingest_spool()
+            except Exception:  # (a database that cannot commit: the files stay for a later pass)
+                log.exception("spool ingestion failed; the spooled files stay")
     except Exception:  # never let the watcher take the daemon down
         log.exception("spool watcher stopped")
     for root in outside:  # (kept while it holds anything)

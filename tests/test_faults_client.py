@@ -545,6 +545,36 @@ def test_client_full_disk_spools_outside_the_home_and_nothing_is_lost(daemon_sta
           f"{n} stored once after space returned, 0 lost")
 
 
+@root_only
+def test_client_full_disk_without_a_runtime_dir_spools_to_shared_memory(tmp_path: Path, client_kind: str) -> None:
+    """No XDG_RUNTIME_DIR (a cron job, a container): the next place outside the home is
+    ``/dev/shm/hookd-<uid>/spool-<key>/<builder>/``, private; the daemon finds it at start."""
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm here")
+    with small_disk(tmp_path / "disk") as disk:
+        home, worktree = disk / "home", tmp_path / "wt"
+        worktree.mkdir()
+        cmd = spawn(home, worktree)["PostToolUse"]
+        shm = outside_spool(Path(f"/dev/shm/hookd-{os.geteuid()}"), home)
+        d = DaemonProcess(home)
+        try:
+            filler = fill(disk)
+            payload = post_tool_use(1)
+            r = run_hook(cmd, payload, worktree)
+            assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")
+            assert [f.read_bytes() for f in (shm / "b-1").glob("*.json")] == [payload]
+            for level in (shm.parent, shm, shm / "b-1"):
+                assert stat.S_IMODE(os.lstat(level).st_mode) == 0o700 and os.lstat(level).st_uid == os.geteuid()
+            filler.unlink()
+            d.start()
+            wait_until(lambda: received_signatures(home) == [signature(payload)] and not all_spooled(home, shm), 30,
+                       what="the payload spooled to /dev/shm to be ingested")
+        finally:
+            d.stop()
+            d.kill()
+            shutil.rmtree(shm, ignore_errors=True)
+
+
 # --- 9. the deadline with a large payload ----------------------------------------------------
 
 
