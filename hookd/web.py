@@ -66,6 +66,7 @@ from starlette.staticfiles import StaticFiles
 
 from hookd.config import Home, write_private
 from hookd.models import BadRequest, HookdError, Unauthorized
+from hookd.untrusted import decode_json
 
 #: Seconds a one-time sign-in code stays valid.
 CODE_TTL_S = 600.0
@@ -325,8 +326,8 @@ class WebPage:
 
     async def session(self, request: Request) -> Response:
         try:
-            body = msgspec.json.decode(await request.body(), type=CodeRequest)
-        except (msgspec.DecodeError, msgspec.ValidationError) as e:
+            body = decode_json(await request.body(), type=CodeRequest)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as e:
             raise BadRequest(f"sign-in body: {e}") from None
         if not self.auth.redeem(body.code):
             raise Unauthorized("this sign-in link was already used or has expired: run `hookd open` for a new one")

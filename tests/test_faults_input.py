@@ -1,0 +1,227 @@
+"""Issue 18, hostile files and payloads against a real daemon: a FIFO, a character device or
+a directory where a transcript or a spool file should be (never opened blocking, never read,
+the daemon keeps serving and tailing, SIGTERM stops it); a transcript path that is no
+``.jsonl`` file (never a watched folder); payloads with lone UTF-16 surrogates (Node's
+``JSON.stringify`` of a string cut mid-emoji) parsed instead of refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hookd.config import Home
+from hookd.daemonproc import DaemonProcess
+
+from .conftest import FIXTURES, TUI, events, hookd_cli, questions, run_hook, settings_command, wait_until
+
+STREAM = FIXTURES / "stream-ask-answered-by-host" / "hooks"
+ROWS = [json.loads(line) for line in (FIXTURES / "tui-ask-answered-at-terminal" / "transcript.jsonl").read_text().splitlines()]
+ASK = "toolu_01ASK0000000000000000001"
+
+
+def _ask_use_row(session_id: str, tool_use_id: str) -> bytes:
+    """The recorded AskUserQuestion tool_use row, moved to ``session_id`` and ``tool_use_id``."""
+    use = next(r for r in ROWS if r.get("type") == "assistant"
+               and any(b.get("id") == ASK for b in r["message"]["content"] if isinstance(b, dict)))
+    text = json.dumps(use).replace(ASK, tool_use_id).replace(use["sessionId"], session_id)
+    return text.encode() + b"\n"
+
+
+def _session_start(settings: Path, worktree: Path, session_id: str, transcript: str) -> None:
+    p = json.loads((TUI / "001-SessionStart.json").read_bytes())
+    p["session_id"], p["transcript_path"] = session_id, transcript
+    r = run_hook(settings_command(settings, "SessionStart"), json.dumps(p).encode(), worktree)
+    assert r.returncode == 0 and r.stdout == b"", r
+
+
+def _stop_cleanly(d: DaemonProcess) -> int | None:
+    """SIGTERM, then wait for the exit (a deadline, not a budget: a daemon that ignores the
+    signal is killed after it, and its exit code then says so)."""
+    return d.stop(timeout=60)
+
+
+# --- item 4: non-regular files ---------------------------------------------------------------
+
+def test_fifo_device_and_directory_transcripts_are_refused_and_tailing_goes_on(
+        home: Path, worktree: Path, tmp_path: Path) -> None:
+    d = DaemonProcess(home).start()
+    try:
+        assert hookd_cli(home, "spawn", "b1", "--worktree", str(worktree)).returncode == 0
+        settings = worktree / ".claude" / "settings.local.json"
+        hostile = tmp_path / "hostile"
+        hostile.mkdir()
+        fifo = hostile / "fifo.jsonl"
+        os.mkfifo(fifo)
+        (hostile / "zero.jsonl").symlink_to("/dev/zero")  # a character device behind a link
+        (hostile / "dir.jsonl").mkdir()                      # a directory named like a transcript
+        for n, name in enumerate(("fifo.jsonl", "zero.jsonl", "dir.jsonl")):
+            _session_start(settings, worktree, f"hostile-{n}", str(hostile / name))
+        refused = wait_until(lambda: {e["data"]["path"]: e["data"]["reason"] for e in events(home)
+                                      if e["kind"] == "transcript_refused"} if len(
+            [e for e in events(home) if e["kind"] == "transcript_refused"]) >= 3 else None, 30,
+            what="a transcript_refused event for each hostile path")
+        assert "a FIFO" in refused[str(fifo)]
+        assert "a character device" in refused[str(hostile / "zero.jsonl")]
+        assert "a directory" in refused[str(hostile / "dir.jsonl")]
+
+        # another session's transcript is still tailed, and hooks are still served
+        good = tmp_path / "good.jsonl"
+        good.write_bytes(b"")
+        _session_start(settings, worktree, "good-session", str(good))
+        with open(good, "ab") as f:
+            f.write(_ask_use_row("good-session", "toolu_01GOOD00000000000000001"))
+        q = wait_until(lambda: next((q for q in questions(home, "pending") if q["id"] == "toolu_01GOOD00000000000000001"),
+                                    None), 30, what="the question read from the good transcript")
+        assert q["session_id"] == "good-session"
+        # a writer opening the FIFO now finds no reader: nothing in the daemon holds it open
+        with pytest.raises(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        assert "Traceback" not in d.log.read_text()
+    finally:
+        code = _stop_cleanly(d)
+    assert code == 0
+
+
+def test_a_transcript_path_that_is_no_jsonl_file_is_never_watched(home: Path, worktree: Path, tmp_path: Path,
+                                                                  daemon: DaemonProcess) -> None:
+    assert hookd_cli(home, "spawn", "b1", "--worktree", str(worktree)).returncode == 0
+    settings = worktree / ".claude" / "settings.local.json"
+    folder = tmp_path / "like-tmp"
+    (folder / "sub").mkdir(parents=True)
+    _session_start(settings, worktree, "s-folder", str(folder))
+    _session_start(settings, worktree, "s-text", str(tmp_path / "notes.txt"))
+    wait_until(lambda: len([e for e in events(home) if e["kind"] == "transcript_refused"]) >= 2, 30,
+               what="both paths refused")
+    tail_dirs = Home.resolve(home).root / "tail-dirs.json"
+    assert not tail_dirs.exists() or json.loads(tail_dirs.read_text()) == {}
+    refused = {e["data"]["path"]: e["data"]["reason"] for e in events(home) if e["kind"] == "transcript_refused"}
+    assert set(refused) == {str(folder), str(tmp_path / "notes.txt")}
+    assert all("not a .jsonl transcript" in r for r in refused.values())
+
+
+def test_a_fifo_in_the_spool_neither_stops_startup_nor_the_spool(home: Path, worktree: Path) -> None:
+    assert hookd_cli(home, "spawn", "b1", "--worktree", str(worktree)).returncode == 0
+    h = Home.resolve(home)
+    spool = h.spool_dir("b1")
+    spool.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(spool / "1-1-fifo.claude-code.json")
+    (spool / "2-2-zero.claude-code.json").symlink_to("/dev/zero")
+    start = json.loads((TUI / "001-SessionStart.json").read_bytes())
+    start["session_id"] = "spooled-session"
+    (spool / "3-3-good.claude-code.json").write_bytes(json.dumps(start).encode())
+    d = DaemonProcess(home).start(timeout=60)  # startup completes (it ingests the spool first)
+    try:
+        wait_until(lambda: any(e["kind"] == "session_started" and e["session_id"] == "spooled-session"
+                               for e in events(home)), 30, what="the regular spool file ingested")
+        assert not (spool / "3-3-good.claude-code.json").exists()
+        assert (spool / "1-1-fifo.claude-code.json").exists()  # left for the human, never read
+        log = d.log.read_text()
+        assert "1-1-fifo.claude-code.json is a FIFO" in log and "2-2-zero.claude-code.json is a symlink" in log
+        # a hook spooled while it runs (a client that timed out) is still picked up
+        start["session_id"] = "spooled-later"
+        tmp = spool / ".4-4-late.claude-code.json.tmp"
+        tmp.write_bytes(json.dumps(start).encode())
+        tmp.rename(spool / "4-4-late.claude-code.json")
+        wait_until(lambda: any(e["session_id"] == "spooled-later" for e in events(home)), 30,
+                   what="a payload spooled at run time ingested")
+        # and live hooks are served
+        settings = worktree / ".claude" / "settings.local.json"
+        _session_start(settings, worktree, "live-session", str(worktree / "t.jsonl"))
+        assert any(e["session_id"] == "live-session" for e in events(home))
+    finally:
+        code = _stop_cleanly(d)
+    assert code == 0
+
+
+# --- item 5: lone surrogates ---------------------------------------------------------------
+
+QUESTION = "Which color do you prefer?"
+
+
+def _node_json(obj: Any) -> str:
+    """JSON as Claude Code's Node writes it (compact, non-ASCII as is)."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def _with_lone_surrogates(name: str) -> bytes:
+    """A recorded 2.1.332 payload whose question text ends in a string cut mid-emoji (a lone
+    high surrogate, as ``JSON.stringify`` writes it): in ``questions``, the ``answers`` keys
+    and ``tool_response``; the response also gets a lone low surrogate of its own."""
+    p = json.loads((STREAM / name).read_bytes())
+    if "tool_response" in p:
+        p["tool_response"]["note"] = "LOW-CUT"
+    text = _node_json(p).replace(QUESTION, QUESTION + " HIGH-CUT")
+    return text.replace("HIGH-CUT", "\\ud83d").replace("LOW-CUT", "\\ude00 tail").encode()
+
+
+def _raw_hooks(home: Path) -> list[bytes]:
+    import sqlite3
+
+    con = sqlite3.connect(Home.resolve(home).db)
+    try:
+        return [bytes(r[0]) for r in con.execute("SELECT raw FROM hook_events ORDER BY id")]
+    finally:
+        con.close()
+
+
+def test_payloads_with_lone_surrogates_parse_and_the_answer_and_message_get_through(
+        home: Path, worktree: Path, daemon: DaemonProcess) -> None:
+    assert hookd_cli(home, "spawn", "b1", "--worktree", str(worktree)).returncode == 0
+    settings = worktree / ".claude" / "settings.local.json"
+    pre, post = _with_lone_surrogates("007-PreToolUse.json"), _with_lone_surrogates("008-PostToolUse.json")
+    assert b'"Which color do you prefer? \\ud83d"' in pre and b"\\ude00 tail" in post
+    with pytest.raises(ValueError):
+        __import__("msgspec").json.decode(post)  # what msgspec alone makes of it
+    r = run_hook(settings_command(settings, "PreToolUse"), pre, worktree)
+    assert r.returncode == 0
+    q = wait_until(lambda: next((q for q in questions(home, "pending") if q["id"] == ASK), None), 10,
+                   what="question_pending from the payload with a lone surrogate")
+    assert q["questions"][0]["question"] == QUESTION + " \ufffd"
+    assert hookd_cli(home, "send", "b1", "use the blue one").returncode == 0
+    # the harness keeps stdin open: the daemon must see one complete object and answer
+    proc = subprocess.Popen(["sh", "-c", settings_command(settings, "PostToolUse")], cwd=worktree,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(post)
+    proc.stdin.flush()
+    out = proc.stdout.read()  # until the client exits, its stdin still open
+    proc.stdin.close()
+    assert proc.wait(60) == 0
+    reply = json.loads(out)
+    assert "use the blue one" in reply["hookSpecificOutput"]["additionalContext"]  # the queued message delivered
+    done = next(q for q in questions(home) if q["id"] == ASK)
+    assert done["state"] == "answered" and done["answers"] == {QUESTION + " \ufffd": "Blue"}
+    assert not [e for e in events(home) if e["kind"] == "hook_invalid"]
+    assert _raw_hooks(home)[-2:] == [pre, post]  # the raw bytes kept as received
+
+
+def test_transcript_rows_claw_payloads_and_api_bodies_with_lone_surrogates(
+        home: Path, tmp_path: Path, daemon: DaemonProcess) -> None:
+    from hookd.harness import claw
+    from hookd.tailer import Cursor, read_new
+
+    t = tmp_path / "t.jsonl"
+    t.write_bytes(b'{"type":"user","uuid":"u1","text":"cut \\ud83d"}\n'
+                  b'{"type":"user","uuid":"u2","text":"pair \\ud83d\\ude00, escaped \\\\ud83d"}\n'
+                  b'{"type":"user","uuid":"u3","text":"spliced \\udc00"}{"type":"user","uuid":"u4"}\n')
+    r = read_new(Cursor(os.fspath(t)))
+    assert [x["text"] for x in r.rows[:3]] == ["cut \ufffd", "pair \U0001F600, escaped \\ud83d", "spliced \ufffd"]
+    assert r.rows[3]["uuid"] == "u4" and r.stats.torn == 0
+    p = claw.parse(b'{"hook_event_name":"PreToolUse","tool_name":"bash","tool_input":{"command":"echo \\ud83d"}}',
+                   builder="b1", cwd=os.fspath(tmp_path))
+    assert p.tool_input == {"command": "echo \ufffd"}  # type: ignore[attr-defined]
+    # an API body (the page or a script sends a cut string): accepted, stored replaced
+    assert hookd_cli(home, "spawn", "b1", "--settings-file", str(tmp_path / "s.json")).returncode == 0
+    c = daemon.client()
+    try:
+        m = c.post("/v1/builders/b1/messages", b'{"text":"hi \\ud83d","author":"me"}',
+                   {"content-type": "application/json"})
+    finally:
+        c.close()
+    assert json.loads(m)["message"]["text"] == "hi \ufffd"
