@@ -51,6 +51,7 @@ import msgspec
 from tenacity import AsyncRetrying, retry_if_not_exception_type, stop_after_attempt, wait_exponential
 
 from hookd.models import ConfigError, Interaction, NotFound
+from hookd.untrusted import NotRegularFile, read_regular
 
 if TYPE_CHECKING:
     from hookd.service import Hookd
@@ -188,9 +189,11 @@ def load_config(home: Any, overrides: dict[str, Any] | None = None,
     env = os.environ if env is None else env
     data: dict[str, Any] = {}
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)  # never waits on a FIFO (or a device) named config.toml
     except FileNotFoundError:
         raw = None
+    except NotRegularFile as e:
+        raise ConfigError(f"cannot read {e}") from None
     except OSError as e:
         raise ConfigError(f"cannot read {path}: {e.strerror}") from None
     if raw is not None:

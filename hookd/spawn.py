@@ -48,6 +48,7 @@ from hookd.harness import claude_code as cc
 from hookd.harness import claw
 from hookd.hooks import c_client_source, client_template
 from hookd.models import ConfigError, NotFound
+from hookd.untrusted import NotRegularFile, read_regular
 
 HARNESSES = (cc.HARNESS, *claw.HARNESSES)
 #: Default wait of the idle-wake hook (seconds): an agent idle longer is not woken; its
@@ -408,11 +409,11 @@ def _load_settings(path: Path, object_key: str = "hooks") -> tuple[dict[str, Any
     object, or its ``object_key`` is there and not an object (null included); the file is
     left untouched. ``path``: the file to read (a symlink is followed)."""
     try:
-        data = path.read_bytes()
+        data = read_regular(path)  # a FIFO or a device is refused, never waited on
     except FileNotFoundError:
         return {}, False
-    except IsADirectoryError:
-        raise ConfigError(f"{path} is a directory, not a settings file; left it untouched") from None
+    except NotRegularFile as e:
+        raise ConfigError(f"{path} is {e.kind}, not a settings file; left it untouched") from None
     if not data.strip():
         return {}, True
     try:
@@ -427,7 +428,7 @@ def _load_settings(path: Path, object_key: str = "hooks") -> tuple[dict[str, Any
 
 
 def _original_text(path: Path, existed: bool) -> str | None:
-    return path.read_text(encoding="utf-8", errors="surrogateescape") if existed else None
+    return read_regular(path).decode("utf-8", errors="surrogateescape") if existed else None
 
 
 # --- MCP: the settings keys ---------------------------------------------------------------
@@ -786,7 +787,7 @@ def _check_flat(path: Path, settings: dict[str, Any], builder: str) -> None:
 
 def read_manifest(home: Home, builder: str) -> dict[str, Any] | None:
     try:
-        return msgspec.json.decode(home.manifest(builder).read_bytes())
+        return msgspec.json.decode(read_regular(home.manifest(builder), follow=False))
     except FileNotFoundError:
         return None
 
@@ -797,7 +798,7 @@ def list_manifests(home: Home) -> list[dict[str, Any]]:
     if home.builders_dir.is_dir():
         for f in sorted(home.builders_dir.glob("*.json")):
             try:
-                out.append(msgspec.json.decode(f.read_bytes()))
+                out.append(msgspec.json.decode(read_regular(f, follow=False)))
             except (OSError, msgspec.DecodeError):
                 continue
     return out

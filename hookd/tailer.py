@@ -32,7 +32,7 @@ from typing import Any
 import msgspec
 
 from hookd.config import env_number
-from hookd.untrusted import NotRegularFile, decode_json, open_regular, without_lone_surrogates
+from hookd.untrusted import NotRegularFile, decode_json, open_regular, read_regular, without_lone_surrogates
 
 log = logging.getLogger("hookd")
 
@@ -312,8 +312,7 @@ class Tailer:
 
     def _load_dirs(self) -> dict[str, str]:
         try:
-            with open(self._dirs_file(), "rb") as f:
-                data = msgspec.json.decode(f.read())
+            data = msgspec.json.decode(read_regular(self._dirs_file(), follow=False))
             return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
         except (OSError, msgspec.DecodeError):
             return {}

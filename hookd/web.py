@@ -47,6 +47,7 @@ again at the same origin.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import getpass
 import hashlib
@@ -60,13 +61,13 @@ from typing import Any, AsyncIterator
 
 import msgspec
 from starlette.requests import Request
-from starlette.responses import FileResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from hookd.config import Home, write_private
 from hookd.models import BadRequest, HookdError, Unauthorized
-from hookd.untrusted import decode_json
+from hookd.untrusted import decode_json, read_regular
 
 #: Seconds a one-time sign-in code stays valid.
 CODE_TTL_S = 600.0
@@ -259,7 +260,7 @@ def bind_loopback(home: Home, port: int, bind: Callable[[int], Any]) -> Any:
     sock = None
     if port == 0:
         try:
-            last = int(_port_file(home).read_text().strip())
+            last = int(read_regular(_port_file(home), follow=False, limit=64).strip())
         except (OSError, ValueError):
             last = 0
         if 1024 <= last <= 65535:
@@ -285,8 +286,10 @@ def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None) ->
     return Response(_enc.encode(obj), status_code=status, media_type="application/json", headers=headers)
 
 
-def _page(name: str) -> Response:
-    return FileResponse(os.path.join(STATIC_DIR, name), media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
+async def _page(name: str) -> Response:
+    """One of the package's pages, read off the event loop (a regular file, no symlink)."""
+    data = await asyncio.to_thread(read_regular, os.path.join(STATIC_DIR, name), follow=False)
+    return Response(data, media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
 
 
 def _sse(e: Any) -> bytes:
@@ -319,10 +322,10 @@ class WebPage:
         ]
 
     async def index(self, request: Request) -> Response:
-        return _page("index.html")
+        return await _page("index.html")
 
     async def signin(self, request: Request) -> Response:
-        return _page("signin.html")
+        return await _page("signin.html")
 
     async def session(self, request: Request) -> Response:
         try:

@@ -139,6 +139,37 @@ def test_a_fifo_in_the_spool_neither_stops_startup_nor_the_spool(home: Path, wor
     assert code == 0
 
 
+
+def test_fifos_for_config_toml_a_manifest_and_a_settings_file_are_refused_not_waited_on(
+        home: Path, worktree: Path, tmp_path: Path) -> None:
+    h = Home.resolve(home)
+    h.ensure()
+    os.mkfifo(h.root / "config.toml")
+    r = hookd_cli(home, "serve", timeout=60)  # a deadline: the old daemon waited for a writer forever
+    assert r.returncode == 2 and "config.toml is a FIFO, not a regular file" in r.stderr
+    os.unlink(h.root / "config.toml")
+
+    (worktree / ".claude").mkdir()
+    os.mkfifo(worktree / ".claude" / "settings.local.json")
+    r = hookd_cli(home, "spawn", "b1", "--worktree", str(worktree), timeout=60)
+    assert r.returncode == 2 and "settings.local.json is a FIFO, not a settings file" in r.stderr
+    assert not h.manifest("b1").exists()
+
+    d = DaemonProcess(home).start()
+    try:
+        other = tmp_path / "other"
+        other.mkdir()
+        assert hookd_cli(home, "spawn", "b2", "--worktree", str(other)).returncode == 0
+        os.mkfifo(h.builders_dir / "planted.json")  # a manifest that is no file
+        st = hookd_cli(home, "status", "--json", timeout=60)
+        assert st.returncode == 0, st.stderr
+        assert [b["builder"] for b in json.loads(st.stdout)["builders"]] == ["b2"]
+        assert hookd_cli(home, "lanes", timeout=60).returncode == 0
+    finally:
+        code = _stop_cleanly(d)
+    assert code == 0
+
+
 # --- item 5: lone surrogates ---------------------------------------------------------------
 
 QUESTION = "Which color do you prefer?"
