@@ -93,6 +93,16 @@ _VISIBLE: dict[int, str] = {
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
+_JSON_RAW = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0), *BIDI)}
+
+
+def json_escape_visible(json_text: str) -> str:
+    """Encoded JSON with the characters JSON leaves raw but a terminal may act on (DEL, C1,
+    bidi controls: C0 is escaped by every encoder) as ``\\uXXXX`` escapes: it decodes to
+    exactly the same values. (Those characters occur only inside JSON strings.)"""
+    return json_text.translate(_JSON_RAW)
+
+
 def visible(text: Any) -> str:
     """``str(text)`` safe to print to a terminal: control characters (C0, DEL, C1: ESC
     sequences, BEL, backspace, newlines and tabs too), bidi controls and lone surrogates are

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -256,3 +257,155 @@ def test_transcript_rows_claw_payloads_and_api_bodies_with_lone_surrogates(
     finally:
         c.close()
     assert json.loads(m)["message"]["text"] == "hi \ufffd"
+
+
+# --- item 6: agent text on the operator's terminal ---------------------------------------------
+
+#: Every kind of hostile text: clear screen, hidden text, a window title (OSC ... BEL), a bidi
+#: override and isolate, a C1 CSI, DEL, a carriage return and a forged line.
+HOSTILE = ("Deploy?\x1b[8m (hidden: this deletes prod)\x1b[0m\x1b[2J\x1b]0;pwned\x07"
+           "\u202eevil\u2066x\u2069\x9b2J\x7f\rFAKE\nhookd: all clear")
+_BAD = {*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)} - {0x0A}
+
+
+def _clean(what: str, text: str) -> None:
+    bad = sorted({f"U+{ord(c):04X}" for c in text if ord(c) in _BAD})
+    assert not bad, f"{what} printed raw control/bidi characters {bad}:\n{text!r}"
+
+
+def _run(home: Path, *args: str, ok: bool = True, shows: bool = True, timeout: float = 120) -> str:
+    """Run ``hookd ARGS``: no traceback, exit 0 unless not ``ok``, nothing raw printed, and
+    (``shows``) the hostile text shown escaped."""
+    r = subprocess.run([__import__("sys").executable, "-m", "hookd", "--home", os.fspath(home), *args],
+                       capture_output=True, timeout=timeout)
+    out = r.stdout.decode("utf-8", "replace") + r.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in out, out
+    if ok:
+        assert r.returncode == 0, (args, out)
+    _clean("hookd " + " ".join(a[:20] for a in args), out)
+    if shows:
+        assert "\\x9b2J" in out or "\\x1b[2J" in out, (args, out)
+    return out
+
+
+def test_every_human_facing_output_escapes_agent_text_and_json_stays_exact(home: Path, tmp_path: Path) -> None:
+    wt = tmp_path / ("wt" + "\x1b[2J")  # even a worktree path that is hostile
+    wt.mkdir()
+    h = Home.resolve(home)
+    h.ensure()
+    (h.root / "config.toml").write_text(
+        '[[notify.channel]]\ntype = "command"\nname = "pager\\u001b]0;x\\u0007"\n'
+        'command = ["sh", "-c", "printf \'\\\\033[2Jboom\\\\033]0;t\\\\007\' >&2; exit 3"]\n')
+    d = DaemonProcess(home).start()
+    try:
+        _run(home, "spawn", "b1", "--worktree", str(wt))
+        settings = wt / ".claude" / "settings.local.json"
+        sid = "s-" + HOSTILE
+        start = json.loads((TUI / "001-SessionStart.json").read_bytes())
+        start.update(session_id=sid, transcript_path="/tmp/" + HOSTILE)  # refused: not .jsonl (a log line)
+        assert run_hook(settings_command(settings, "SessionStart"), json.dumps(start).encode(), wt).returncode == 0
+        pre = json.loads((STREAM / "007-PreToolUse.json").read_bytes())
+        qs = pre["tool_input"]["questions"]
+        qs[0]["question"], qs[0]["header"], qs[0]["options"][1]["label"] = HOSTILE, HOSTILE, "Blue" + HOSTILE
+        pre.update(session_id=sid, tool_use_id="toolu_01HOSTILE" + "\x1b[2J")
+        assert run_hook(settings_command(settings, "PreToolUse"), json.dumps(pre).encode(), wt).returncode == 0
+        bash = {**pre, "tool_name": "Bash" + HOSTILE, "tool_input": {"command": "rm -rf / " + HOSTILE},
+                "tool_use_id": "toolu_01BASH" + HOSTILE}
+        assert run_hook(settings_command(settings, "PreToolUse"), json.dumps(bash).encode(), wt).returncode == 0
+        perm = {k: v for k, v in bash.items() if k != "tool_use_id"}
+        perm["hook_event_name"] = "PermissionRequest"
+        held = subprocess.Popen(["sh", "-c", settings_command(settings, "PermissionRequest")], cwd=wt,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert held.stdin is not None
+        held.stdin.write(json.dumps(perm).encode())
+        held.stdin.close()
+        wait_until(lambda: len(questions(home, "pending")) == 2, 30, what="the question and the permission prompt")
+
+        # --json is exact
+        exact = json.loads(_run(home, "questions", "--json", shows=False))
+        q = next(x for x in exact if x["kind"] == "question")
+        assert q["questions"][0]["question"] == HOSTILE and q["session_id"] == sid
+        # every human rendering escapes
+        out = _run(home, "questions")
+        assert "Deploy?\\x1b[8m (hidden: this deletes prod)" in out and "\\u202eevil" in out
+        _run(home, "questions", "--state", "all")
+        _run(home, "send", "b1", HOSTILE, "--author", "me" + HOSTILE, "--session", sid, shows=False)
+        _run(home, "inbox")
+        _run(home, "inbox", "b1")
+        _run(home, "ask", "b1", HOSTILE, "--option", HOSTILE, shows=False)
+        _run(home, "preanswer", "b1", "--question", HOSTILE, "--option", HOSTILE)
+        _run(home, "lanes")
+        _run(home, "status", shows=False)
+        _run(home, "events")
+        _run(home, "answer", "nope" + HOSTILE, "--option", "x", ok=False)  # the error quotes the id
+        pr = next(x for x in questions(home, "pending") if x["kind"] == "permission")
+        _run(home, "answer", pr["id"], "--option", "deny", "--text", HOSTILE, shows=False)
+        assert held.wait(60) == 0
+        _run(home, "answer", q["id"], "--option", "Blue" + HOSTILE)
+        _run(home, "answer", q["id"], "--option", "Blue" + HOSTILE, ok=False)  # refused: answered already
+        _run(home, "events")
+        _run(home, "notify", "test", ok=False)  # the channel fails with hostile stderr
+
+        # tail, and tail --follow
+        t = tmp_path / ("t" + HOSTILE.replace("\n", "").replace("/", "") + ".jsonl")
+        t.write_bytes(b"")
+        _run(home, "tail", str(t), "--builder", "b1")
+        follow = subprocess.Popen([__import__("sys").executable, "-m", "hookd", "--home", os.fspath(home),
+                                   "tail", str(t), "--builder", "b1", "--session", sid, "--follow"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            assert follow.stdout is not None
+            first = follow.stdout.readline()  # "following ..."
+            _run(home, "send", "b1", "again", "--session", sid, shows=False)
+            second = follow.stdout.readline()  # an event line of b1, its session id hostile
+            assert b"inbox_queued" in second
+        finally:
+            follow.terminate()
+            follow.wait(60)
+        _clean("tail --follow", (first + second).decode())
+        assert "Traceback" not in d.log.read_text()
+    finally:
+        code = _stop_cleanly(d)
+    assert code == 0
+    _clean("serve's log", d.log.read_text())  # the refused hostile transcript path was logged
+
+    # replay (a golden mismatch prints a diff of agent text) and drift (unknown field names)
+    scen = tmp_path / "scen"
+    (scen / "hooks").mkdir(parents=True)
+    pre.update(session_id="s1", tool_use_id="toolu_01R")
+    pre[HOSTILE] = HOSTILE  # a field no model declares
+    (scen / "hooks" / "001-PreToolUse.json").write_text(json.dumps(pre))
+    (scen / "expected-events.jsonl").write_text(json.dumps({"kind": "x" + HOSTILE}) + "\n")
+    _run(home, "replay", str(scen), ok=False)
+    ver = tmp_path / "versions" / "9.9.9"
+    shutil.copytree(scen, ver / "scen")
+    out = _run(home, "drift", str(ver), "--no-replay", ok=False)
+    assert "FAKE\\nhookd: all clear (1x" in out  # one line per field: no forged line
+    _run(home, "unspawn", "b1")
+
+
+def test_notifications_carry_no_control_characters() -> None:
+    from hookd.models import Interaction
+    from hookd.notify import desktop_argv, interaction_alert, webhook_body
+
+    i = msgspec_convert({"id": "toolu_01X", "kind": "question", "builder": "b1", "session_id": "s" + HOSTILE,
+                         "agent_id": None, "tool_name": "AskUserQuestion", "tool_use_id": "toolu_01X",
+                         "state": "pending", "answers": None, "selections": None, "surface": None, "warning": None,
+                         "error": None, "created_at": 0.0, "resolved_at": None, "revision": 1,
+                         "questions": [{"question": HOSTILE, "options": [{"label": HOSTILE}]}]}, Interaction)
+    alert = interaction_alert(i, 0, 3, 100.0)
+    for text in desktop_argv(alert, "linux") + desktop_argv(alert, "darwin"):
+        _clean("desktop notification", text)
+    assert "Deploy?\\x1b[8m" in alert.message and alert.data["questions"] == [HOSTILE]  # data stays exact
+    from hookd.notify import Channel
+
+    for fmt in ("slack", "ntfy"):
+        body = json.loads(webhook_body(msgspec_convert({"type": "webhook", "name": "w", "url": "http://x", "format": fmt,
+                                                        "topic": "t"}, Channel), alert))
+        _clean(f"{fmt} webhook", json.dumps(body, ensure_ascii=False).replace("\\n", " "))
+
+
+def msgspec_convert(obj: dict[str, Any], typ: Any) -> Any:
+    import msgspec
+
+    return msgspec.convert(obj, typ)
