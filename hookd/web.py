@@ -333,8 +333,8 @@ def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None) ->
 
 
 async def _page(name: str) -> Response:
-    """One of the package's pages, read off the event loop (a regular file, no symlink)."""
-    data = await asyncio.to_thread(read_regular, os.path.join(STATIC_DIR, name), follow=False)
+    """One of the package's pages, read off the event loop (a regular file: never a FIFO)."""
+    data = await asyncio.to_thread(read_regular, os.path.join(STATIC_DIR, name))
     return Response(data, media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
 
 
