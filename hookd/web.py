@@ -348,7 +348,8 @@ class WebPage:
 
     def __init__(self, core: Any, token: str, should_exit: Callable[[], bool] | None = None):
         self.core = core
-        self.auth = WebAuth(token, revoked_file=core.home.root / "web-revoked.json")
+        home = getattr(core, "home", None)  # None: an app built only to list its routes
+        self.auth = WebAuth(token, revoked_file=home.root / "web-revoked.json" if home is not None else None)
         self.should_exit = should_exit or (lambda: False)
         try:
             self.user = getpass.getuser()
