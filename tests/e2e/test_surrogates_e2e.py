@@ -11,6 +11,7 @@ the transcript has it) with U+FFFD for the cut character.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from pathlib import Path
@@ -20,7 +21,7 @@ import pytest
 from .drivers import hermetic_env, run_print
 from .fake_api import FakeAnthropicAPI
 from .test_claude_code_hookd import _Hookd
-from .test_claude_code_scenarios import BYPASS, option, text_turn, tool_turn
+from .test_claude_code_scenarios import BYPASS, option, rig, text_turn, tool_turn  # noqa: F401  (rig: fixture)
 from .test_transcript_e2e import read_to_end, transcript_path
 
 pytestmark = pytest.mark.e2e
@@ -71,3 +72,34 @@ def test_hooks_and_transcript_rows_with_lone_surrogates_are_parsed(claude_bin, e
         assert row["damaged"] == 0
     finally:
         hookd.stop()
+
+
+REMOTE_ASK = "toolu_01SURRREMOTE0000000001"
+
+
+def test_tui_remote_answer_to_a_question_cut_mid_emoji_reaches_the_model(rig, tmux_bin):  # noqa: F811
+    """The held PermissionRequest of a question whose text holds a lone surrogate: hookd's
+    allow carries the question and the answer key with U+FFFD (consistent with each other);
+    Claude Code takes it, closes the menu and sends the answer to the model."""
+    from .test_answers_e2e import MENU, wait_held
+    from .test_claude_code_scenarios import about, text_turn as text
+
+    r = rig({"turns": [tool_turn(REMOTE_ASK, "AskUserQuestion", {"questions": [{
+        "question": QUESTION, "header": "Cut", "multiSelect": False,
+        "options": [option("Red"), option("Blue")]}]}), text("AFTER-SURR-RED-1")]},
+        builder="b-surr", form="worktree")
+    with r.tui(tmux_bin) as tui:
+        tui.wait_ready(timeout=20)
+        tui.submit("Ask me a color")
+        tui.wait_for_screen(lambda s: MENU in s and "2. Blue" in s, timeout=30)
+        wait_held(r, REMOTE_ASK)
+        receipt = json.loads(r.hookd.cli("answer", REMOTE_ASK, "--option", "Red", "--json"))
+        assert receipt["delivery"] == "hook"
+        tui.wait_for_screen(lambda s: MENU not in s, timeout=10)
+        tui.wait_for_screen("AFTER-SURR-RED-1", timeout=30)
+        ev = r.wait_events(lambda ev: about(ev, "answer_adopted", REMOTE_ASK), "answer_adopted")
+    assert [e for e in ev if e["kind"] == "hook_invalid"] == []
+    main = r.api.main_requests()
+    assert len(main) == 2 and "Red" in main[1].tool_results()[REMOTE_ASK]
+    [i] = [q for q in r.questions() if q["id"] == REMOTE_ASK]
+    assert (i["state"], i["answers"]) == ("answered", {"Pick one \ufffd": "Red"})
