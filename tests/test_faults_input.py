@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from hookd.config import Home
@@ -41,6 +42,11 @@ def _session_start(settings: Path, worktree: Path, session_id: str, transcript: 
     assert r.returncode == 0 and r.stdout == b"", r
 
 
+def _refused(home: Path) -> dict[str, str]:
+    """The ``transcript_refused`` events so far: path -> reason."""
+    return {e["data"]["path"]: e["data"]["reason"] for e in events(home) if e["kind"] == "transcript_refused"}
+
+
 def _stop_cleanly(d: DaemonProcess) -> int | None:
     """SIGTERM, then wait for the exit (a deadline, not a budget: a daemon that ignores the
     signal is killed after it, and its exit code then says so)."""
@@ -63,10 +69,8 @@ def test_fifo_device_and_directory_transcripts_are_refused_and_tailing_goes_on(
         (hostile / "dir.jsonl").mkdir()                      # a directory named like a transcript
         for n, name in enumerate(("fifo.jsonl", "zero.jsonl", "dir.jsonl")):
             _session_start(settings, worktree, f"hostile-{n}", str(hostile / name))
-        refused = wait_until(lambda: {e["data"]["path"]: e["data"]["reason"] for e in events(home)
-                                      if e["kind"] == "transcript_refused"} if len(
-            [e for e in events(home) if e["kind"] == "transcript_refused"]) >= 3 else None, 30,
-            what="a transcript_refused event for each hostile path")
+        refused = wait_until(lambda: r if len(r := _refused(home)) >= 3 else None, 30,
+                             what="a transcript_refused event for each hostile path")
         assert "a FIFO" in refused[str(fifo)]
         assert "a character device" in refused[str(hostile / "zero.jsonl")]
         assert "a directory" in refused[str(hostile / "dir.jsonl")]
@@ -97,11 +101,9 @@ def test_a_transcript_path_that_is_no_jsonl_file_is_never_watched(home: Path, wo
     (folder / "sub").mkdir(parents=True)
     _session_start(settings, worktree, "s-folder", str(folder))
     _session_start(settings, worktree, "s-text", str(tmp_path / "notes.txt"))
-    wait_until(lambda: len([e for e in events(home) if e["kind"] == "transcript_refused"]) >= 2, 30,
-               what="both paths refused")
+    refused = wait_until(lambda: r if len(r := _refused(home)) >= 2 else None, 30, what="both paths refused")
     tail_dirs = Home.resolve(home).root / "tail-dirs.json"
     assert not tail_dirs.exists() or json.loads(tail_dirs.read_text()) == {}
-    refused = {e["data"]["path"]: e["data"]["reason"] for e in events(home) if e["kind"] == "transcript_refused"}
     assert set(refused) == {str(folder), str(tmp_path / "notes.txt")}
     assert all("not a .jsonl transcript" in r for r in refused.values())
 
@@ -209,7 +211,7 @@ def test_payloads_with_lone_surrogates_parse_and_the_answer_and_message_get_thro
     pre, post = _with_lone_surrogates("007-PreToolUse.json"), _with_lone_surrogates("008-PostToolUse.json")
     assert b'"Which color do you prefer? \\ud83d"' in pre and b"\\ude00 tail" in post
     with pytest.raises(ValueError):
-        __import__("msgspec").json.decode(post)  # what msgspec alone makes of it
+        msgspec.json.decode(post)  # what msgspec alone makes of it
     r = run_hook(settings_command(settings, "PreToolUse"), pre, worktree)
     assert r.returncode == 0
     q = wait_until(lambda: next((q for q in questions(home, "pending") if q["id"] == ASK), None), 10,
@@ -276,7 +278,7 @@ def _clean(what: str, text: str) -> None:
 def _run(home: Path, *args: str, ok: bool = True, shows: bool = True, timeout: float = 120) -> str:
     """Run ``hookd ARGS``: no traceback, exit 0 unless not ``ok``, nothing raw printed, and
     (``shows``) the hostile text shown escaped."""
-    r = subprocess.run([__import__("sys").executable, "-m", "hookd", "--home", os.fspath(home), *args],
+    r = subprocess.run([sys.executable, "-m", "hookd", "--home", os.fspath(home), *args],
                        capture_output=True, timeout=timeout)
     out = r.stdout.decode("utf-8", "replace") + r.stderr.decode("utf-8", "replace")
     assert "Traceback" not in out, out
@@ -350,7 +352,7 @@ def test_every_human_facing_output_escapes_agent_text_and_json_stays_exact(home:
         t = tmp_path / ("t" + HOSTILE.replace("\n", "").replace("/", "") + ".jsonl")
         t.write_bytes(b"")
         _run(home, "tail", str(t), "--builder", "b1")
-        follow = subprocess.Popen([__import__("sys").executable, "-m", "hookd", "--home", os.fspath(home),
+        follow = subprocess.Popen([sys.executable, "-m", "hookd", "--home", os.fspath(home),
                                    "tail", str(t), "--builder", "b1", "--session", sid, "--follow"],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
@@ -386,9 +388,9 @@ def test_every_human_facing_output_escapes_agent_text_and_json_stays_exact(home:
 
 def test_notifications_carry_no_control_characters() -> None:
     from hookd.models import Interaction
-    from hookd.notify import desktop_argv, interaction_alert, webhook_body
+    from hookd.notify import Channel, desktop_argv, interaction_alert, webhook_body
 
-    i = msgspec_convert({"id": "toolu_01X", "kind": "question", "builder": "b1", "session_id": "s" + HOSTILE,
+    i = msgspec.convert({"id": "toolu_01X", "kind": "question", "builder": "b1", "session_id": "s" + HOSTILE,
                          "agent_id": None, "tool_name": "AskUserQuestion", "tool_use_id": "toolu_01X",
                          "state": "pending", "answers": None, "selections": None, "surface": None, "warning": None,
                          "error": None, "created_at": 0.0, "resolved_at": None, "revision": 1,
@@ -397,15 +399,8 @@ def test_notifications_carry_no_control_characters() -> None:
     for text in desktop_argv(alert, "linux") + desktop_argv(alert, "darwin"):
         _clean("desktop notification", text)
     assert "Deploy?\\x1b[8m" in alert.message and alert.data["questions"] == [HOSTILE]  # data stays exact
-    from hookd.notify import Channel
-
     for fmt in ("slack", "ntfy"):
-        body = json.loads(webhook_body(msgspec_convert({"type": "webhook", "name": "w", "url": "http://x", "format": fmt,
+        body = json.loads(webhook_body(msgspec.convert({"type": "webhook", "name": "w", "url": "http://x", "format": fmt,
                                                         "topic": "t"}, Channel), alert))
-        _clean(f"{fmt} webhook", json.dumps(body, ensure_ascii=False).replace("\\n", " "))
+        _clean(f"{fmt} webhook", json.dumps(body, ensure_ascii=False))
 
-
-def msgspec_convert(obj: dict[str, Any], typ: Any) -> Any:
-    import msgspec
-
-    return msgspec.convert(obj, typ)
