@@ -18,6 +18,7 @@ from typing import Any, Iterable
 import msgspec
 
 from hookd.models import PayloadInvalid, Selection
+from hookd.untrusted import decode_json
 
 HARNESS = "claude-code"
 VERSION = "2.1.332"
@@ -224,7 +225,7 @@ def parse(raw: bytes) -> Base:
     ``hook_event_name``, or a known field has the wrong type.
     """
     try:
-        obj = msgspec.json.decode(raw)
+        obj = decode_json(raw)  # a lone surrogate (a string cut mid-emoji) decodes as U+FFFD
     except (msgspec.DecodeError, RecursionError) as e:  # (RecursionError: nested too deeply)
         raise PayloadInvalid(f"payload is not valid JSON: {e}") from None
     if not isinstance(obj, dict):
@@ -636,8 +637,8 @@ def sent_message_ids(lines: "Iterable[bytes]") -> set[str]:
         if b"api-request" not in line:
             continue
         try:
-            row = msgspec.json.decode(line)
-        except msgspec.DecodeError:
+            row = decode_json(line)
+        except (msgspec.DecodeError, RecursionError):
             continue
         if not isinstance(row, dict):
             continue

@@ -90,6 +90,7 @@ from hookd.service import CUT_SUFFIX, MAX_PAYLOAD, HookResult, Hookd
 from hookd.clawhttp import routes as claw_routes
 from hookd.spawn import list_manifests, read_manifest, write_client
 from hookd.store import Store
+from hookd.untrusted import decode_json
 from hookd.lanes import LaneAlerts, LaneWatch
 from hookd.tailer import Tailer
 from hookd.web import WebAuth, WebPage, bind_loopback
@@ -175,7 +176,7 @@ def _int_param(request: Request, name: str, default: int, lo: int, hi: int) -> i
 def decode_body(raw: bytes, type_: Any, what: str) -> Any:
     """Decode a JSON request body; raises BadRequest naming what is wrong."""
     try:
-        return msgspec.json.decode(raw, type=type_)
+        return decode_json(raw, type=type_)  # a lone surrogate decodes as U+FFFD
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as e:
         raise BadRequest(f"{what} body: {e}") from None
 
@@ -403,7 +404,7 @@ def _complete_json(buf: bytearray) -> bool:
     if end < 0 or buf[end] != ord("}"):
         return False
     try:
-        msgspec.json.decode(buf)
+        decode_json(buf)  # complete also with a lone surrogate escape, as the parser reads it
     except msgspec.DecodeError:
         return False
     except RecursionError:
@@ -508,7 +509,7 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
         for path in body.paths:
             if not os.path.isabs(path):
                 raise BadRequest(f"transcript path must be absolute: {path!r}")
-            if os.path.isdir(path):
+            if os.path.isdir(path) or not path.endswith(".jsonl"):  # a folder, or one still to be made
                 n = tailer.add_dir(path, builder)
                 out.append({"path": os.path.abspath(path), "folder": True, "files": n,
                             "rows": sum([await tailer.poll(f) for f in tailer.targets() if f.startswith(os.path.abspath(path) + os.sep)])})

@@ -39,6 +39,7 @@ from hookd.models import (
     resolved_event,
 )
 from hookd.store import Store, Tx
+from hookd.untrusted import NotRegularFile, open_regular, read_regular
 
 log = logging.getLogger("hookd")
 
@@ -155,6 +156,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         self.on_transcript: Any = None
         self._pids: dict[str, int] = {}  # session -> agent pid already recorded
         self._registered: dict[str, float] = {}  # claw-http session -> when it last registered
+        self._spool_refused: set[str] = set()  # spool entries not regular files, already logged
 
     async def close(self) -> None:
         """Cancel background work (transcript reads) before the store closes."""
@@ -852,25 +854,20 @@ class Hookd(Answers, Transcripts, ClawCore):
         Returns counts: ingested, duplicates, invalid.
         """
         counts = {"ingested": 0, "duplicates": 0, "invalid": 0}
-        files: list[tuple[str, str, Path]] = []
-        root = self.home.spool_root
-        if not root.is_dir():
-            return counts
-        for bdir in root.iterdir():
-            if not bdir.is_dir():
-                continue
-            for f in bdir.iterdir():
-                if f.name.startswith(".") or not f.name.endswith(".json"):
-                    continue
-                files.append((f.name, bdir.name, f))
-        files.sort(key=lambda t: (t[0].split("-", 1)[0].rjust(20, "0"), t[0]))
+        files = await asyncio.to_thread(_spool_files, self.home.spool_root)
         for name, builder, f in files:
             stem = name[: -len(".json")]
             delivery_id, _, harness = stem.rpartition(".")
             if not delivery_id:
                 delivery_id, harness = stem, cc.HARNESS
             try:
-                raw = f.read_bytes()
+                # off the event loop, and never a FIFO, device or symlink someone put there
+                raw = await asyncio.to_thread(read_regular, f, follow=False)
+            except NotRegularFile as e:
+                if e.filename not in self._spool_refused:
+                    self._spool_refused.add(e.filename)
+                    log.warning("spool entry %s; left in place (remove it)", e)
+                continue
             except OSError as e:
                 log.warning("cannot read spool file %s: %s", f, e)
                 continue
@@ -895,13 +892,31 @@ class Hookd(Answers, Transcripts, ClawCore):
 TRANSCRIPT_TAIL_BYTES = 16 * 1024 * 1024
 
 
+def _spool_files(root: Path) -> list[tuple[str, str, Path]]:
+    """The spool's ``(name, builder, path)`` entries named like payloads, oldest first."""
+    files: list[tuple[str, str, Path]] = []
+    if not root.is_dir():
+        return files
+    for bdir in root.iterdir():
+        if not bdir.is_dir() or bdir.is_symlink():
+            continue
+        for f in bdir.iterdir():
+            if f.name.startswith(".") or not f.name.endswith(".json"):
+                continue
+            files.append((f.name, bdir.name, f))
+    files.sort(key=lambda t: (t[0].split("-", 1)[0].rjust(20, "0"), t[0]))
+    return files
+
+
 def _sent_ids_in(path: str) -> set[str]:
-    """Message ids the transcript at ``path`` proves were sent (its last 16 MiB)."""
-    with open(path, "rb") as f:
-        f.seek(0, os.SEEK_END)
-        size = f.tell()
-        f.seek(max(0, size - TRANSCRIPT_TAIL_BYTES))
-        data = f.read()
+    """Message ids the transcript at ``path`` proves were sent (its last 16 MiB). Raises
+    OSError (NotRegularFile for a FIFO or device: never waited on)."""
+    fd, st = open_regular(path)
+    try:
+        start = max(0, st.st_size - TRANSCRIPT_TAIL_BYTES)
+        data = os.pread(fd, st.st_size - start, start)
+    finally:
+        os.close(fd)
     return cc.sent_message_ids(data.splitlines())
 
 
