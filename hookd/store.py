@@ -27,7 +27,7 @@ from typing import Any, Callable, TypeVar
 import aiosqlite
 import msgspec
 
-from hookd.models import Event, InboxMessage, Interaction, InteractionHead, Selection
+from hookd.models import NOT_ACTIVITY_HOOKS, Event, InboxMessage, Interaction, InteractionHead, Selection
 
 log = logging.getLogger("hookd")
 #: commit the writes of one event-loop turn together (Store.write); "0" turns it off
@@ -1361,7 +1361,8 @@ class Store:
     async def lane_inputs(self, builders: list[str]) -> list[dict[str, Any]]:
         """What a lane is derived from, per builder (see :mod:`hookd.lanes`): its current
         session (the one of its newest hook, else its newest transcript-only session) with
-        the agent pid, end and interrupt times; the session's newest main-agent hook; its
+        the agent pid, end and interrupt times; the session's newest main-agent hook that is
+        agent activity (not one of :data:`hookd.models.NOT_ACTIVITY_HOOKS`); its
         pending interactions; its queued inbox messages."""
         out = []
         for b in builders:
@@ -1381,7 +1382,8 @@ class Store:
                 d["session"] = dict(zip(keys, srows[0]))
                 h = await self._all(
                     "SELECT hook_event_name, received_at FROM hook_events WHERE session_id=? AND agent_id IS NULL"
-                    " ORDER BY id DESC LIMIT 1", (srows[0][0],))
+                    f" AND hook_event_name NOT IN ({','.join('?' * len(NOT_ACTIVITY_HOOKS))})"
+                    " ORDER BY id DESC LIMIT 1", (srows[0][0], *sorted(NOT_ACTIVITY_HOOKS)))
                 if h:
                     d["last_hook"] = {"hook_event_name": h[0][0], "at": h[0][1]}
             d["pending"] = [
