@@ -749,6 +749,11 @@ class Tx:
         row = self._one("SELECT path, offset, builder, session_id FROM transcripts WHERE dev=? AND ino=?", (dev, ino))
         return (row[0], row[1], row[2], row[3]) if row else None
 
+    def transcript_session(self, dev: int, ino: int) -> str | None:
+        """The session recorded for a tailed file identity, if any."""
+        row = self._one("SELECT session_id FROM transcripts WHERE dev=? AND ino=?", (dev, ino))
+        return row[0] if row else None
+
     def save_transcript(self, *, dev: int, ino: int, path: str, builder: str, session_id: str | None,
                         offset: int, rows: int, damaged: int, unknown_rows: int, at: float) -> None:
         self._db.execute(

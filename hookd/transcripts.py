@@ -11,6 +11,8 @@ A session whose transcript moves while no hook ever arrived from it is ``hooks_u
 
 from __future__ import annotations
 
+import os
+import re
 import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -50,6 +52,20 @@ def _row_time(row: dict[str, Any]) -> float | None:
         return None
 
 
+_SESSION_NAME = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def session_of_path(path: str) -> str | None:
+    """The session a Claude Code transcript's path names: ``<session id>.jsonl``, or
+    ``<session id>/subagents/<agent>.jsonl`` for a subagent's (2.1.332); None when the name is
+    no session id (a file registered by hand)."""
+    folder, name = os.path.split(path)
+    if os.path.basename(folder) == "subagents":
+        name = os.path.basename(os.path.dirname(folder)) + ".jsonl"
+    stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else ""
+    return stem if _SESSION_NAME.fullmatch(stem) else None
+
+
 class Transcripts:
     """Transcript application of :class:`hookd.service.Hookd`."""
 
@@ -78,6 +94,10 @@ class Transcripts:
         rows = claw if claw.is_transcript(path) else cc  # the harness that writes this file
         if rows is claw:
             session_hint = session_hint or claw.transcript_session(builder, path)
+        # rows without a session id belong to the file's session: the one it is followed for,
+        # else any of its rows that names one, else the one its cursor recorded, else its name
+        session_hint = (session_hint or next((s for s in map(cc.row_session, result.rows) if s), None)
+                        or tx.transcript_session(result.cursor.dev, result.cursor.ino) or session_of_path(path))
         unknown = blocks = 0
         count_blocks = getattr(rows, "unknown_blocks", None)
         sessions: dict[str, tuple[float | None, str | None]] = {}  # sid -> (newest row time, cwd)

@@ -60,3 +60,40 @@ def test_idle_prompt_notification_leaves_an_idle_lane_idle_and_it_still_stalls(a
     lane = agent.wait_lane("stalled")
     assert "queued message" in lane["detail"]
     assert ("idle", "working") not in agent.changes()[1:]
+
+
+# --- item 14: a transcript whose conversation rows carry no sessionId ------------------------
+
+ROWS = [json.loads(x) for x in (TUI.parent / "transcript.jsonl").read_text().splitlines()]
+
+
+def _strip(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k not in ("sessionId", "session_id")}
+
+
+@pytest.mark.parametrize("named", ["by its file name", "by another row"])
+def test_transcript_rows_without_session_id_take_the_files_session(home: Path, tmp_path: Path,
+                                                                  daemon: DaemonProcess, named: str) -> None:
+    """Conversation rows with no sessionId: the question they show belongs to the session the
+    file's name gives (``<session id>.jsonl``) or that another of its rows names; never null."""
+    sid = "0b7c1f9e-3a52-4d8e-9f6a-2c4d8e1a7b30"
+    if named == "by its file name":
+        t, rows = tmp_path / f"{sid}.jsonl", [_strip(r) for r in ROWS]
+    else:  # only a bookkeeping row at the end names the session
+        t = tmp_path / "exported.jsonl"
+        rows = [_strip(r) for r in ROWS if r.get("type") in ("user", "assistant")] + [{"type": "last-prompt", "sessionId": sid}]
+    t.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert hookd_cli(home, "spawn", "b1", "--settings-file", str(tmp_path / "b1.json")).returncode == 0
+    r = hookd_cli(home, "tail", str(t), "--builder", "b1")
+    assert r.returncode == 0, r.stderr
+    q = wait_until(lambda: next((q for q in questions(home) if q["id"] == ASK and q["state"] == "answered"), None), 10,
+                   what="the question read from the transcript")
+    assert q["session_id"] == sid, q
+    evs = [e for e in events(home) if e["kind"] in ("question_pending", "question_resolved", "session_started")]
+    assert evs and all(e["session_id"] == sid for e in evs), evs
+    client = daemon.client()
+    try:
+        [tailed] = client.get("/v1/transcripts")
+    finally:
+        client.close()
+    assert tailed["session_id"] == sid
