@@ -983,6 +983,11 @@ class Tx:
         self._answers_follow(ids, "adopted", at)
         return ids
 
+    def has_unadopted(self, session_id: str) -> bool:
+        """Has ``session_id`` been delivered messages not yet adopted?"""
+        return self._one("SELECT 1 FROM inbox_messages WHERE state='delivered' AND delivered_session_id=? LIMIT 1",
+                         (session_id,)) is not None
+
     def adopt_typed(self, ids: list[str], session_id: str, at: float) -> None:
         """Queued messages the human typed verbatim: they reached the model as the prompt."""
         self._db.executemany(

@@ -38,6 +38,9 @@ CLAW_UNARMED_ADVICE = (
     "run `hookd spawn BUILDER --harness claw --worktree DIR` and restart claw there; until then "
     "hookd follows it from its session file."
 )
+#: no bound on the hook that delivered a message proven sent by a transcript read (the tailer's
+#: proof may come after any number of later hooks)
+ANY_HOOK = 2**63 - 1
 #: permissionDecision.source -> hookd surface
 _SURFACES = {"hook": "hook"}
 
@@ -103,8 +106,11 @@ class Transcripts:
         sessions: dict[str, tuple[float | None, str | None]] = {}  # sid -> (newest row time, cwd)
         roots: dict[str, str] = {}  # sid -> uuid of its first conversation root row in this read
         firsts: dict[str, float | None] = {}  # sid -> time of its first timestamped row in this read
+        requests: set[str] = set()  # sessions whose sent model requests this read shows
         for row in result.rows:
             kind = row.get("type")
+            if kind == "api-request" and (cc.row_session(row) or session_hint):
+                requests.add(cc.row_session(row) or session_hint)  # type: ignore[arg-type]
             if kind not in rows.TRANSCRIPT_ROW_TYPES:
                 unknown += 1
             elif count_blocks is not None:
@@ -155,6 +161,12 @@ class Transcripts:
                         "parent_session_id": parent, "via": "transcript",
                         "reason": "its transcript starts with the parent's rows (a fork)",
                     })
+        for sid in requests:
+            if tx.has_unadopted(sid):
+                # adoption proof written after the Stop that looked for it (the request that
+                # carried a message is logged later): read it now, off the hook path
+                tx.after_commit.append(lambda sid=sid: self._schedule_transcript_adoption(
+                    builder, sid, path, ANY_HOOK))
         st = result.stats
         tx.save_transcript(
             dev=result.cursor.dev, ino=result.cursor.ino, path=path, builder=builder,

@@ -97,3 +97,37 @@ def test_transcript_rows_without_session_id_take_the_files_session(home: Path, t
     finally:
         client.close()
     assert tailed["session_id"] == sid
+
+
+# --- item 14: adoption proof that reaches the transcript after the Stop ----------------------
+
+def test_adoption_proof_written_after_the_stop_adopts_and_the_message_is_never_offered_again(
+        home: Path, worktree: Path, tmp_path: Path) -> None:
+    """The Stop looks for proof in the transcript and finds none yet (Claude Code logs the
+    request that carried the message later): when the tailer reads the proof, the message is
+    adopted (via transcript) and no later boundary offers it again (redelivery after 1 ms)."""
+    from .test_inbox import Builder
+
+    d = DaemonProcess(home, env={**os.environ, "HOOKD_REDELIVER_AFTER_S": "0.001"}).start()
+    try:
+        t = tmp_path / f"{SID}.jsonl"
+        t.write_text("")
+        b = Builder(home, worktree)
+        assert b.hook(payload("001-SessionStart.json", transcript_path=str(t))) == ""
+        b.send("prove it later")
+        ctx = b.context(payload("005-PostToolUse.json", transcript_path=str(t)))
+        assert ctx and "[human msg m-1 " in ctx
+        # the Stop's read finds no proof yet (the Stop may offer m-1 again: redelivery after 1 ms)
+        b.hook(payload("012-Stop.json", transcript_path=str(t)))
+        assert b.inbox()["m-1"]["state"] == "delivered"
+        blob = {"type": "api-request-blob", "hash": "h1", "sessionId": SID, "message": {"role": "user", "content": [
+            {"type": "text", "text": f"PostToolUse:Bash hook additional context: {ctx}"}]}}
+        with t.open("a") as f:
+            f.write(json.dumps(blob) + "\n" + json.dumps({"type": "api-request", "sessionId": SID, "tail": ["h1"]}) + "\n")
+        m = wait_until(lambda: (m := b.inbox()["m-1"])["state"] == "adopted" and m, 10, what="adoption from the tailer")
+        assert m["adopted_via"] == "transcript"
+        assert b.hook(payload("005-PostToolUse.json", transcript_path=str(t))) == ""  # never again
+        assert b.hook(payload("012-Stop.json", transcript_path=str(t))) == ""
+        assert b.inbox()["m-1"]["deliveries"] == m["deliveries"]
+    finally:
+        d.stop()
