@@ -154,6 +154,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         #: path (the tailer follows it)
         self.on_transcript: Any = None
         self._pids: dict[str, int] = {}  # session -> agent pid already recorded
+        self._latest: dict[str, str] = {}  # builder -> session of its newest hook (no stale check)
         self._registered: dict[str, float] = {}  # claw-http session -> when it last registered
 
     async def close(self) -> None:
@@ -225,6 +226,9 @@ class Hookd(Answers, Transcripts, ClawCore):
             # a cut body and its client's spooled copy are one invocation when they are the same
             # bytes (whichever of the two arrives first is kept)
             return None, b"", None
+        stale = None
+        if payload is not None and payload.session_id and self._latest.get(builder) != payload.session_id:
+            payload, stale = self._canonical_session(tx, builder, payload, agent_pid if source == "live" else None)
         hook_id = tx.insert_hook_event(
             delivery_id=delivery_id,
             builder=builder,
@@ -253,10 +257,11 @@ class Hookd(Answers, Transcripts, ClawCore):
             return hook_id, b"", None
         sid = payload.session_id
         if sid:
+            tx.after_commit.append(lambda: self._latest.__setitem__(builder, sid))
             # only a Stop's fingerprint is ever compared (by an idle wake of that Stop)
             mark = (hook_id, _fingerprint(raw) if payload.hook_event_name == "Stop" else b"")
             tx.after_commit.append(lambda: self._activity.__setitem__(sid, mark))
-        body, hold = self._apply(tx, adapter, harness, builder, payload, at, source)
+        body, hold = self._apply(tx, adapter, harness, builder, payload, at, source, stale=stale)
         if sid and agent_pid and source == "live" and self._pids.get(sid) != agent_pid:
             # after _apply, so the session row exists; psutil once per session and pid
             if tx.agent_pid(sid) != agent_pid:
@@ -269,20 +274,32 @@ class Hookd(Answers, Transcripts, ClawCore):
 
     def _apply(
         self, tx: Tx, adapter: Any, harness: str, builder: str, p: cc.Base, at: float, source: str,
+        stale: str | None = None,
     ) -> tuple[bytes, str | None]:
         """Apply one parsed payload. Returns (hook stdout, id of the interaction a held
-        PermissionRequest hook waits on)."""
+        PermissionRequest hook waits on). stale: the session id the payload reported when
+        :meth:`_canonical_session` put it under its conversation's current one."""
         sid = p.session_id
         hook_data: dict[str, Any] = {"hook_event_name": p.hook_event_name, "source": source}
         for key in ("tool_name", "tool_use_id", "agent_id", "agent_type"):
             val = getattr(p, key, None)
             if val is not None:
                 hook_data[key] = val
+        if stale:
+            hook_data["stale_session_id"] = stale
         tx.append_event("hook_received", builder, sid, at, hook_data)
         if sid:
             self._track_session(tx, harness, builder, p, at)
             if isinstance(p, cc.PreCompact):
                 tx.mark_compacting(sid, at)
+                # what was delivered and not yet adopted would reach only the compaction's
+                # summariser: queued again, the SessionStart(compact) that follows delivers it
+                requeued = tx.requeue_delivered(sid)
+                if requeued:
+                    tx.append_event("inbox_requeued", builder, sid, at, {
+                        "ids": requeued, "via": "PreCompact",
+                        "reason": "delivered but not adopted before compaction: offered again after it",
+                    })
         reply, hold = b"", None
         desk_only = getattr(adapter, "DESK_ONLY", False)
         for ob in adapter.observe(p):
@@ -323,6 +340,33 @@ class Hookd(Answers, Transcripts, ClawCore):
         if source == "live":  # a spooled hook ran long ago: its output can reach no one
             return self._deliver(tx, builder, p, at, adapter), hold
         return b"", None
+
+    def _canonical_session(self, tx: Tx, builder: str, p: cc.Base, agent_pid: int | None) -> tuple[cc.Base, str | None]:
+        """The payload under its conversation's current session, and the stale id it reported
+        (None when it is not stale). Claude Code can report an earlier session id of the same
+        conversation on some hooks (ids alternating seconds apart: anthropics/claude-code#58682).
+        A hook's id is stale when (a) its ``tool_use_id`` is a call still open in another session
+        of the same builder (a call belongs to one conversation), or (b) it is an earlier session
+        of the same agent process (``CLAUDE_PID``) that has since started another one: the
+        process's current session is its live session with the newest hook. SessionStart and
+        SessionEnd are never moved (they start and end the sessions they name), nor is an id
+        hookd never saw from that process (a new session whose SessionStart came late)."""
+        sid = p.session_id
+        if p.hook_event_name in ("SessionStart", "SessionEnd"):
+            return p, None
+        current = None
+        tool_use_id = getattr(p, "tool_use_id", None)
+        if isinstance(tool_use_id, str) and tool_use_id:
+            head = tx.interaction_head_by_tool_use_id(tool_use_id)
+            if (head is not None and head.builder == builder and head.session_id and head.session_id != sid
+                    and (head.state == "pending" or (head.state == "answered" and head.received_at is not None))):
+                current = head.session_id
+        if current is None and agent_pid and sid and tx.agent_pid(sid) == agent_pid:
+            current = tx.process_session(builder, agent_pid)
+        if current is None or current == sid:
+            return p, None
+        # its transcript_path is the stale session's file too: the current one's stays followed
+        return msgspec.structs.replace(p, session_id=current, transcript_path=None), sid
 
     def _adopt_earlier(self, tx: Tx, builder: str, p: cc.Base, via: str, at: float) -> None:
         """Adopt what earlier hooks of ``p``'s session (and agent) delivered: this hook proves

@@ -534,20 +534,21 @@ class Tx:
         self._db.execute("UPDATE sessions SET root_uuid=?, root_at=? WHERE id=? AND root_uuid IS NULL",
                          (uuid, first_row_at, session_id))
         rows = self._db.execute(
-            "SELECT id, parent_id FROM sessions WHERE root_uuid=? AND builder=(SELECT builder FROM sessions WHERE id=?)"
+            "SELECT id, parent_id, parent_via FROM sessions WHERE root_uuid=? AND builder=(SELECT builder FROM sessions WHERE id=?)"
             " ORDER BY root_at IS NULL, root_at, rowid", (uuid, session_id),
         ).fetchall()
         origin = rows[0][0] if rows else None
-        return [(sid, origin) for sid, parent in rows[1:] if parent != origin and origin is not None]
+        return [(sid, origin) for sid, parent, via in rows[1:]
+                if (parent, via) != (origin, "transcript") and origin is not None]
 
     def link_parent(self, session_id: str, parent_id: str, via: str) -> bool:
         """Set a session's parent from transcript evidence; replaces a parent guessed by the
-        ``latest`` heuristic or an earlier transcript link, never one a PreCompact marker gave.
-        Returns True when it changed."""
+        ``latest`` heuristic (also when the guess was right: it is then proven) or an earlier
+        transcript link, never one a PreCompact marker gave. Returns True when it changed."""
         cur = self._db.execute(
-            "UPDATE sessions SET parent_id=?, parent_via=? WHERE id=? AND parent_id IS NOT ?"
+            "UPDATE sessions SET parent_id=?, parent_via=? WHERE id=? AND (parent_id IS NOT ? OR parent_via IS NOT ?)"
             " AND (parent_id IS NULL OR parent_via IS NULL OR parent_via IN ('latest', 'transcript'))",
-            (parent_id, via, session_id, parent_id),
+            (parent_id, via, session_id, parent_id, via),
         )
         return cur.rowcount == 1
 
@@ -784,6 +785,16 @@ class Tx:
     def set_agent_pid(self, session_id: str, pid: int, started_at: float | None) -> None:
         self._db.execute("UPDATE sessions SET agent_pid=?, agent_started_at=? WHERE id=?", (pid, started_at, session_id))
 
+    def process_session(self, builder: str, pid: int) -> str | None:
+        """The current session of ``builder``'s agent process ``pid``: of its sessions that
+        process reported and that have not ended, the one with the newest hook."""
+        row = self._one(
+            "SELECT s.id FROM sessions s WHERE s.builder=? AND s.agent_pid=? AND s.ended_at IS NULL"
+            " ORDER BY (SELECT MAX(h.id) FROM hook_events h WHERE h.session_id=s.id) DESC LIMIT 1",
+            (builder, pid),
+        )
+        return row[0] if row else None
+
     def agent_pid(self, session_id: str) -> int | None:
         row = self._one("SELECT agent_pid FROM sessions WHERE id=?", (session_id,))
         return row[0] if row else None
@@ -910,21 +921,52 @@ class Tx:
         """Messages this hook may carry, FIFO: queued ones, and delivered ones never adopted
         whose delivery is older than ``redeliver_before`` (at-least-once). Scope: a message
         for a session goes only to that session; a message for an agent only to that agent;
-        an unscoped one to the main agent (``agent_id`` None) of any session. A builder with
+        an unscoped one to the main agent (``agent_id`` None) of any session; a session inherits
+        its ancestors' messages as :meth:`inherited_sessions` says. A builder with
         no live message at all (:class:`InboxLive`) is answered without a query."""
         if builder not in self._inbox.builders:
             return []
+        sessions = self.inherited_sessions(session_id)
         rows = self._db.execute(
             f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE builder=? AND state IN ('queued', 'delivered')"
             " AND (state='queued' OR delivered_at<?)"  # (IN: the index skips adopted ones)
-            " AND (session_id IS NULL OR session_id=?) AND agent_id IS ? ORDER BY seq",
-            (builder, redeliver_before, session_id, agent_id),
+            f" AND (session_id IS NULL OR session_id IN ({','.join('?' * len(sessions))})) AND agent_id IS ? ORDER BY seq",
+            (builder, redeliver_before, *sessions, agent_id),
         ).fetchall()
         if not rows and self._one(
                 "SELECT 1 FROM inbox_messages WHERE builder=? AND state IN ('queued', 'delivered') LIMIT 1",
                 (builder,)) is None:
             self._inbox.drained(self, builder)  # none live at all, in any scope
         return [_message(r) for r in rows]
+
+    def inherited_sessions(self, session_id: str) -> list[str]:
+        """``session_id`` and the ancestors whose session-scoped messages it receives, nearest
+        first: a parent the session continues in place (it started by ``compact`` or ``clear``),
+        and a parent it was forked from (linked by the fork's transcript) that has ended. Not a
+        parent that is only guessed (``latest``) for a fork, nor one still running: that one
+        gets its messages itself."""
+        out = [session_id]
+        while len(out) < 64:
+            row = self._one(
+                "SELECT c.parent_id, c.source, c.parent_via, p.ended_at FROM sessions c"
+                " LEFT JOIN sessions p ON p.id=c.parent_id WHERE c.id=?", (out[-1],))
+            if row is None or row[0] is None or row[0] in out:
+                break
+            parent, source, via, parent_ended = row
+            if not (source in ("compact", "clear") or (via == "transcript" and parent_ended is not None)):
+                break
+            out.append(parent)
+        return out
+
+    def requeue_delivered(self, session_id: str) -> list[str]:
+        """Put the messages delivered to ``session_id`` and not adopted back in the queue (the
+        context that carried them is about to be compacted away). Returns their ids, FIFO."""
+        ids = [r[0] for r in self._db.execute(
+            "SELECT id FROM inbox_messages WHERE state='delivered' AND delivered_session_id=? ORDER BY seq",
+            (session_id,)).fetchall()]
+        self._db.executemany("UPDATE inbox_messages SET state='queued' WHERE id=? AND state='delivered'",
+                             [(i,) for i in ids])
+        return ids
 
     def mark_delivered(self, ids: list[str], *, hook_event_id: int | None, session_id: str, via: str, at: float) -> None:
         self._db.executemany(

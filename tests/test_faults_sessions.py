@@ -131,3 +131,92 @@ def test_adoption_proof_written_after_the_stop_adopts_and_the_message_is_never_o
         assert b.inbox()["m-1"]["deliveries"] == m["deliveries"]
     finally:
         d.stop()
+
+
+# --- item 14: a stale session_id on some hooks of one conversation --------------------------
+
+def test_stale_session_ids_of_one_conversation_make_one_interaction_and_no_ghost_lane(agent: Agent) -> None:
+    """Claude Code reports an earlier session id of the same conversation on some hooks
+    (anthropics/claude-code#58682). After compaction moved the agent to a new session, the
+    AskUserQuestion call's PermissionRequest carries the old (known) id, its PostToolUse an id
+    hookd never saw, the Stop the old one again: one interaction, in the current session,
+    answered; no reused key, no second prompt; the lane stays on the current session."""
+    old, new, ghost = SID, "5d1e2f30-0a1b-4c2d-8e3f-405162738495", "9f8e7d6c-5b4a-4392-8180-7f6e5d4c3b2a"
+    agent.hook(payload("001-SessionStart.json"))
+    agent.hook(payload("002-UserPromptSubmit.json"))
+    agent.hook(payload("002-UserPromptSubmit.json", hook_event_name="PreCompact", trigger="auto", custom_instructions=None))
+    agent.hook(payload("001-SessionStart.json", session_id=new, source="compact"))
+    agent.hook(payload("002-UserPromptSubmit.json", session_id=new))
+    agent.hook(payload("007-PreToolUse.json", session_id=new))
+    agent.hook(payload("008-PermissionRequest.json", session_id=old))
+    agent.hook(payload("010-PostToolUse.json", session_id=ghost))
+    agent.hook(payload("012-Stop.json", session_id=old))
+    qs = questions(agent.home)
+    assert [(q["id"], q["session_id"], q["state"]) for q in qs] == [(ASK, new, "answered")], qs
+    assert qs[0]["answers"] == {"Which color do you prefer?": "Blue"}
+    evs = events(agent.home)
+    assert not [e for e in evs if e["kind"] == "interaction_id_reused"]
+    assert not [e for e in evs if e["session_id"] == ghost]
+    stale = [(e["data"]["hook_event_name"], e["data"]["stale_session_id"]) for e in evs
+             if e["kind"] == "hook_received" and "stale_session_id" in e["data"]]
+    assert stale == [("PermissionRequest", old), ("PostToolUse", ghost), ("Stop", old)]
+    lane = agent.wait_lane("idle")
+    assert lane["session_id"] == new and lane["detail"] == "its turn ended", lane
+    r = hookd_cli(agent.home, "status", "--json")
+    [b1] = [b for b in json.loads(r.stdout)["builders"] if b["builder"] == "b1"]
+    assert sorted(s["session_id"] for s in b1["sessions"]) == sorted([old, new])
+
+
+# --- item 13: messages across compaction and forks -----------------------------------------
+
+@pytest.fixture
+def b1(daemon, home: Path, worktree: Path):
+    from .test_inbox import Builder
+
+    return Builder(home, worktree)
+
+
+@pytest.mark.parametrize("scoped", [False, True], ids=["unscoped", "scoped-to-the-session"])
+@pytest.mark.parametrize("new_id", [False, True], ids=["same-id", "new-id"])
+def test_a_message_delivered_just_before_compaction_is_delivered_again_after_it(b1, home: Path, new_id: bool,
+                                                                                  scoped: bool) -> None:
+    """Delivered at SessionStart(resume), then /compact at once: the context that carried it
+    reaches only the compaction's summariser. PreCompact puts it back in the queue and the
+    SessionStart(compact) that follows (same id, or a new one linked by the PreCompact)
+    delivers it again, with no wait for redelivery."""
+    after = "5d1e2f30-0a1b-4c2d-8e3f-405162738495" if new_id else SID
+    b1.send("read this after compaction", *(("--session", SID) if scoped else ()))
+    first = b1.context(payload("001-SessionStart.json", source="resume"))
+    assert first and "[human msg m-1 " in first
+    b1.hook(payload("002-UserPromptSubmit.json", hook_event_name="PreCompact", trigger="manual", custom_instructions=""))
+    assert b1.inbox()["m-1"]["state"] == "queued"
+    [ev] = [e for e in events(home) if e["kind"] == "inbox_requeued"]
+    assert ev["data"]["ids"] == ["m-1"] and ev["session_id"] == SID
+    again = b1.context(payload("001-SessionStart.json", session_id=after, source="compact"))
+    assert again and "[human msg m-1 " in again and "read this after compaction" in again
+    m = b1.inbox()["m-1"]
+    assert (m["state"], m["deliveries"], m["delivered_session_id"]) == ("delivered", 2, after)
+
+
+def test_a_message_for_an_ended_session_follows_its_fork(b1, home: Path, tmp_path: Path) -> None:
+    """A message scoped to a session that ended is delivered to the session forked from it
+    (``--resume ID --fork-session``) once the fork's transcript, which starts with a copy of
+    the parent's rows, links the two; never on the SessionStart's guess alone."""
+    parent_t, fork_t = tmp_path / f"{SID}.jsonl", tmp_path / "fork.jsonl"
+    fork = "7a6b5c4d-3e2f-4a1b-9c8d-7e6f5a4b3c2d"
+    rows = [r for r in ROWS if r.get("type") in ("user", "assistant")]
+    parent_t.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    b1.hook(payload("001-SessionStart.json", transcript_path=str(parent_t)))
+    b1.hook(payload("012-Stop.json", transcript_path=str(parent_t)))
+    b1.hook(payload("014-SessionEnd.json", transcript_path=str(parent_t)))
+    b1.send("for the session that ended", "--session", SID)
+    fork_t.write_text("")
+    assert b1.context(payload("001-SessionStart.json", session_id=fork, source="fork", transcript_path=str(fork_t))) is None
+    assert b1.context(payload("002-UserPromptSubmit.json", session_id=fork, transcript_path=str(fork_t))) is None
+    with fork_t.open("a") as f:  # the fork's copy of its parent's rows, under its own id
+        f.write("".join(json.dumps(dict(r, sessionId=fork)) + "\n" for r in rows))
+    wait_until(lambda: [e for e in events(home) if e["kind"] == "session_linked" and e["session_id"] == fork], 10,
+               what="the fork linked to its parent by its transcript")
+    ctx = b1.context(payload("005-PostToolUse.json", session_id=fork, transcript_path=str(fork_t)))
+    assert ctx and "[human msg m-1 " in ctx and "for the session that ended" in ctx
+    assert b1.inbox()["m-1"]["delivered_session_id"] == fork
