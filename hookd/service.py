@@ -133,6 +133,8 @@ class Hookd(Answers, Transcripts, ClawCore):
         self.store = store
         self.bus = EventBus()
         self.started_at = time.time()
+        #: when this daemon started, on hookd's timeline (:mod:`hookd.clock`)
+        self.started_mono = store.clock.mono()
         #: hooks the server answered on its fast path (hookd.server._HttpProtocol), and those
         #: of them that waited for a group commit (finished by a task)
         self.fast_hooks = 0
@@ -195,7 +197,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         adapter = HARNESSES.get(harness)
         if adapter is None:
             raise NotFound(f"unknown harness {harness!r}; known: {', '.join(HARNESSES)}")
-        at = received_at if received_at is not None else time.time()
+        at = received_at if received_at is not None else self.store.clock.wall()
         try:
             payload = self._parse_hook(adapter, builder, raw, cwd)
             error = None
@@ -204,7 +206,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         box: list[asyncio.Future[bytes]] = []
         (hook_id, body, iid), events = await self.store.write(
             self._ingest_tx, adapter, harness, builder, raw, payload, error, at, source, delivery_id,
-            box if hold else None, agent_pid,
+            box if hold else None, agent_pid, received_at is not None,
         )
         if hook_id is None:
             return HookResult(b"", [], duplicate=True)
@@ -217,10 +219,14 @@ class Hookd(Answers, Transcripts, ClawCore):
         self, tx: Tx, adapter: Any, harness: str, builder: str, raw: bytes, payload: cc.Base | None,
         error: PayloadInvalid | None, at: float, source: str, delivery_id: str | None,
         hold_box: list[asyncio.Future[bytes]] | None = None, agent_pid: int | None = None,
+        backdate: bool = False,
     ) -> tuple[int | None, bytes, str | None]:
         """The transaction of one hook. Returns (hook event id or None when this delivery was
         already stored, the hook's stdout, the interaction a PermissionRequest hook may hold
-        for)."""
+        for). backdate: ``at`` is when the hook was received, earlier (a spooled hook): its
+        windows are measured from then, on the timeline (:meth:`hookd.clock.Clock.stamp`)."""
+        if backdate:
+            tx.mono = self.store.clock.stamp(at)
         twin = _cut_twin(delivery_id, source)
         if twin is not None and tx.stored_as(twin, raw):
             # a cut body and its client's spooled copy are one invocation when they are the same
@@ -395,7 +401,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         kind = adapter.boundary(p)
         if kind is None:
             return b""
-        messages = tx.deliverable(builder, sid, agent, redeliver_before=self._redeliver_before(adapter, sid, at))
+        messages = tx.deliverable(builder, sid, agent, redeliver_before=self._redeliver_before(adapter, sid, tx.mono))
         if name == "UserPromptSubmit":
             tx.set_stop_deliveries(sid, 0)  # a new human turn
             if messages:
@@ -536,7 +542,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         n = tx.stop_deliveries(sid)
         if n >= cc.STOP_CAP:
             return "", False  # the human's next prompt resets the count
-        messages = tx.deliverable(builder, sid, None, redeliver_before=at - REDELIVER_AFTER_S)
+        messages = tx.deliverable(builder, sid, None, redeliver_before=tx.mono - REDELIVER_AFTER_S)
         if not messages:
             return "", False
         tx.set_stop_deliveries(sid, n + 1)
@@ -646,7 +652,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         if source == "compact":
             # SessionStart(compact) carries no parent id (field case B23): the session whose
             # PreCompact hook came last links it
-            parent, via = tx.compacting_session(builder, since=at - COMPACT_LINK_S, exclude=sid), "precompact"
+            parent, via = tx.compacting_session(builder, since=tx.mono - COMPACT_LINK_S, exclude=sid), "precompact"
         if parent is None and source in ("resume", "compact", "clear", "fork"):
             # otherwise the builder's most recent other session; a fork's transcript, which
             # copies its parent's rows, corrects this guess (hookd.transcripts)
@@ -684,7 +690,7 @@ class Hookd(Answers, Transcripts, ClawCore):
                 # A PermissionRequest (no tool_use_id) may have arrived first.
                 existing = tx.interaction_by_hash(
                     builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
-                    input_hash=ob.input_hash, states=("pending",), since=at - MATCH_WINDOW_S,
+                    input_hash=ob.input_hash, states=("pending",), since=tx.mono - MATCH_WINDOW_S,
                     without_tool_use_id=True,
                 )
                 if existing is not None:
@@ -696,12 +702,12 @@ class Hookd(Answers, Transcripts, ClawCore):
             # second question.
             existing = tx.interaction_by_hash(
                 builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
-                input_hash=ob.input_hash, states=("pending",), since=at - MATCH_WINDOW_S,
+                input_hash=ob.input_hash, states=("pending",), since=tx.mono - MATCH_WINDOW_S,
             )
             if existing is None:
                 existing = tx.interaction_by_hash(
                     builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
-                    input_hash=ob.input_hash, states=TERMINAL_STATES, since=at - RESOLVED_MATCH_S,
+                    input_hash=ob.input_hash, states=TERMINAL_STATES, since=tx.mono - RESOLVED_MATCH_S,
                 )
         if existing is not None:
             if ob.tool_input is not None and existing.input is None:
@@ -785,7 +791,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         if existing is None:
             existing = tx.interaction_by_hash(
                 builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
-                input_hash=ob.input_hash, states=("pending", "answered"), since=at - MATCH_WINDOW_S,
+                input_hash=ob.input_hash, states=("pending", "answered"), since=tx.mono - MATCH_WINDOW_S,
                 without_tool_use_id=True,
             )
             if existing is not None and ob.tool_use_id:
@@ -833,7 +839,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         """A tool permission prompt: one ``permission`` interaction per prompt (a second copy
         of the same hook matches it). Returns its id when a hook may hold for it."""
         sid = p.session_id
-        existing = tx.permission_by_hash(sid, ob.tool_name, ob.input_hash, since=at - MATCH_WINDOW_S) if sid else None
+        existing = tx.permission_by_hash(sid, ob.tool_name, ob.input_hash, since=tx.mono - MATCH_WINDOW_S) if sid else None
         if existing is not None:
             tx.mark_permission_seen(existing.id, at)
             return existing.id if _holdable(existing) else None

@@ -220,3 +220,114 @@ def test_a_message_for_an_ended_session_follows_its_fork(b1, home: Path, tmp_pat
     ctx = b1.context(payload("005-PostToolUse.json", session_id=fork, transcript_path=str(fork_t)))
     assert ctx and "[human msg m-1 " in ctx and "for the session that ended" in ctx
     assert b1.inbox()["m-1"]["delivered_session_id"] == fork
+
+
+# --- item 7: windows on hookd's timeline, not the wall clock --------------------------------
+
+class Machine:
+    """A machine's clocks for the core (:class:`hookd.clock.Clock` readings): ``step`` moves
+    only the wall clock (NTP, ``date -s``); ``advance`` lets time pass."""
+
+    def __init__(self) -> None:
+        self.wall, self.boottime, self.boot = 1_800_000_000.0, 5_000.0, "boot-1"
+
+    def clock(self):
+        from hookd.clock import Clock
+
+        return Clock(wall=lambda: self.wall, boottime=lambda: self.boottime, boot=lambda: self.boot)
+
+    def step(self, s: float) -> None:
+        self.wall += s
+
+    def advance(self, s: float) -> None:
+        self.wall += s
+        self.boottime += s
+
+
+async def _core_on(tmp_path: Path, machine: Machine):
+    from hookd.config import Home
+    from hookd.service import Hookd
+    from hookd.store import Store
+
+    home = Home(tmp_path / "h")
+    home.ensure()
+    return Hookd(home, await Store(home.db, clock=machine.clock()).open())
+
+
+def _raw(name: str, **changes: Any) -> bytes:
+    return json.dumps(payload(name, **changes)).encode()
+
+
+@pytest.mark.parametrize("step", [300.0, -3600.0])
+def test_a_clock_step_between_pretooluse_and_permissionrequest_keeps_one_call(tmp_path: Path, step: float) -> None:
+    """The wall clock steps between an AskUserQuestion's PreToolUse and its PermissionRequest:
+    still one interaction, the PermissionRequest holds for it, and a remote answer releases
+    that hook with the answer; the records keep the wall times as they were read."""
+    import asyncio
+
+    from hookd.models import AnswerRequest
+
+    async def run() -> None:
+        m = Machine()
+        core = await _core_on(tmp_path, m)
+        try:
+            await core.ingest_hook("claude-code", "b1", _raw("001-SessionStart.json"))
+            await core.ingest_hook("claude-code", "b1", _raw("007-PreToolUse.json"))
+            m.advance(0.05)
+            m.step(step)
+            res = await core.ingest_hook("claude-code", "b1", _raw("008-PermissionRequest.json"), hold=True)
+            pending = await core.store.interactions("pending")
+            assert [i.id for i in pending] == [ASK], [i.id for i in pending]
+            assert res.hold is not None and res.hold[0] == ASK
+            receipt = await core.answer(ASK, AnswerRequest(answers={"": "Red"}), surface="cli")
+            assert receipt["delivery"] == "hook"
+            body = await asyncio.wait_for(res.hold[1], 5)
+            assert b'"Red"' in body and b'"allow"' in body
+            [i] = await core.store.interactions("all")
+            assert i.created_at == 1_800_000_000.0  # the wall time it was read at
+        finally:
+            await core.close()
+            await core.store.close()
+
+    asyncio.run(run())
+
+
+def test_redelivery_and_compaction_links_measure_elapsed_time_across_steps_and_restarts(tmp_path: Path) -> None:
+    """A delivered message is offered again REDELIVER_AFTER_S (300 s) after its delivery as
+    time elapses, not when the wall clock jumps 301 s ahead; a SessionStart(compact) links to
+    the PreCompact's session across a daemon restart (same boot) and a 700 s step, because
+    less than COMPACT_LINK_S (600 s) really passed."""
+    import asyncio
+
+    new = "5d1e2f30-0a1b-4c2d-8e3f-405162738495"
+
+    async def run() -> None:
+        m = Machine()
+        core = await _core_on(tmp_path, m)
+        try:
+            await core.send_message("b1", "hello")
+            out = (await core.ingest_hook("claude-code", "b1", _raw("001-SessionStart.json"))).body
+            assert b"[human msg m-1 " in out
+            m.advance(10)
+            m.step(301)
+            assert (await core.ingest_hook("claude-code", "b1", _raw("005-PostToolUse.json"))).body == b""
+            m.advance(291)
+            assert b"[human msg m-1 " in (await core.ingest_hook("claude-code", "b1", _raw("005-PostToolUse.json"))).body
+            await core.ingest_hook("claude-code", "b1", _raw("002-UserPromptSubmit.json", hook_event_name="PreCompact",
+                                                              trigger="auto", custom_instructions=None))
+        finally:
+            await core.close()
+            await core.store.close()
+        m.advance(30)  # the daemon restarts (same boot): a new process, a new clock reading
+        m.step(700)
+        core = await _core_on(tmp_path, m)
+        try:
+            await core.ingest_hook("claude-code", "b1", _raw("001-SessionStart.json", session_id=new, source="compact"))
+            [started] = [e for e in await core.store.events_after(0, 10000)
+                         if e.kind == "session_started" and e.session_id == new]
+            assert started.data["parent_session_id"] == SID
+        finally:
+            await core.close()
+            await core.store.close()
+
+    asyncio.run(run())
