@@ -198,10 +198,13 @@ def test_a_message_delivered_just_before_compaction_is_delivered_again_after_it(
     assert (m["state"], m["deliveries"], m["delivered_session_id"]) == ("delivered", 2, after)
 
 
-def test_a_message_for_an_ended_session_follows_its_fork(b1, home: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("between", [False, True], ids=["guessed-right", "guessed-wrong"])
+def test_a_message_for_an_ended_session_follows_its_fork(b1, home: Path, tmp_path: Path, between: bool) -> None:
     """A message scoped to a session that ended is delivered to the session forked from it
     (``--resume ID --fork-session``) once the fork's transcript, which starts with a copy of
-    the parent's rows, links the two; never on the SessionStart's guess alone."""
+    the parent's rows, links the two (whether SessionStart's guess of the parent, the
+    builder's latest other session, was right or another session ran in between); never on
+    that guess alone."""
     parent_t, fork_t = tmp_path / f"{SID}.jsonl", tmp_path / "fork.jsonl"
     fork = "7a6b5c4d-3e2f-4a1b-9c8d-7e6f5a4b3c2d"
     rows = [r for r in ROWS if r.get("type") in ("user", "assistant")]
@@ -209,6 +212,8 @@ def test_a_message_for_an_ended_session_follows_its_fork(b1, home: Path, tmp_pat
     b1.hook(payload("001-SessionStart.json", transcript_path=str(parent_t)))
     b1.hook(payload("012-Stop.json", transcript_path=str(parent_t)))
     b1.hook(payload("014-SessionEnd.json", transcript_path=str(parent_t)))
+    if between:  # an unrelated session of the builder ran last
+        b1.hook(payload("001-SessionStart.json", session_id="u-0001", transcript_path=str(tmp_path / "u.jsonl")))
     b1.send("for the session that ended", "--session", SID)
     fork_t.write_text("")
     assert b1.context(payload("001-SessionStart.json", session_id=fork, source="fork", transcript_path=str(fork_t))) is None
