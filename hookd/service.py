@@ -262,8 +262,9 @@ class Hookd(Answers, Transcripts, ClawCore):
             )
             return hook_id, b"", None
         sid = payload.session_id
-        if sid:
+        if sid and self._latest.get(builder) != sid:
             tx.after_commit.append(lambda: self._latest.__setitem__(builder, sid))
+        if sid:
             # only a Stop's fingerprint is ever compared (by an idle wake of that Stop)
             mark = (hook_id, _fingerprint(raw) if payload.hook_event_name == "Stop" else b"")
             tx.after_commit.append(lambda: self._activity.__setitem__(sid, mark))
