@@ -86,9 +86,14 @@ def process_started_at(pid: int) -> float | None:
 
 def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | None], bool | None] = agent_alive,
            question_after_s: float = QUESTION_AFTER_S, idle_inbox_after_s: float = IDLE_INBOX_AFTER_S,
-           quiet_idle_s: float = QUIET_IDLE_S) -> Lane:
+           quiet_idle_s: float = QUIET_IDLE_S, mono: float | None = None) -> Lane:
     """The lane of one builder from :meth:`hookd.store.Store.lane_inputs` data. Pure but for
-    ``alive`` (injectable). Times in UNIX seconds; thresholds in seconds."""
+    ``alive`` (injectable). Times in UNIX seconds; thresholds in seconds. mono: now on hookd's
+    timeline (:meth:`hookd.clock.Clock.mono`): the hooks', questions' and messages' own
+    timeline stamps then measure every threshold, so a wall-clock step moves only the times
+    shown (``since``, ``due``: the wall clock's now less the time elapsed)."""
+    if mono is not None:
+        d = _on_timeline(d, now - mono)
     b, s, hook = d["builder"], d["session"], d["last_hook"]
     sid = s["session_id"] if s else None
     # any session of the builder: a second session's activity never hides a first one's
@@ -146,6 +151,20 @@ def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | N
     return Lane(state="idle", since=idle_since, detail="interrupted" if interrupted else why, **base)
 
 
+def _on_timeline(d: dict[str, Any], shift: float) -> dict[str, Any]:
+    """``d`` with the times that have a timeline stamp replaced by that stamp plus ``shift``
+    (the wall clock's lead over the timeline now)."""
+    d = dict(d)
+    d["pending"] = [dict(p, created_at=p["created_mono"] + shift) if p.get("created_mono") is not None else p
+                    for p in d["pending"]]
+    hook = d.get("last_hook")
+    if hook is not None and hook.get("mono") is not None:
+        d["last_hook"] = dict(hook, at=hook["mono"] + shift)
+    if d.get("oldest_queued_mono") is not None:
+        d["oldest_queued_at"] = d["oldest_queued_mono"] + shift
+    return d
+
+
 @dataclass
 class _Known:
     state: str
@@ -179,12 +198,14 @@ class LaneWatch:
         recorded lanes: a lane still in its recorded state keeps the time that state began
         (``dead`` is only known from the check that saw it), and a new state never began
         before the one it replaced (then: now)."""
-        now = time.time() if now is None else now
+        clock = self.core.store.clock
+        mono = clock.mono() if now is None else None
+        now = clock.wall() if now is None else now
         inputs = await self.core.store.lane_inputs(builders if builders is not None else await self.builders())
         if self._recorded is None:
             self._recorded = {b: (st, since) for b, (st, since, _, _) in (await self.core.store.lanes()).items()}
-        lanes = [derive(d, now, question_after_s=self.question_after_s, idle_inbox_after_s=self.idle_inbox_after_s)
-                 for d in inputs]
+        lanes = [derive(d, now, question_after_s=self.question_after_s, idle_inbox_after_s=self.idle_inbox_after_s,
+                        mono=mono) for d in inputs]
         for lane in lanes:
             rec = self._recorded.get(lane.builder)
             if rec is None:
@@ -245,9 +266,10 @@ class LaneWatch:
         lanes: dict[str, Lane] = {lane.builder: lane for lane in await self.refresh()}
         counts = await self.core.store.counts()
         seq = counts["events"]  # append-only: the count is the last seq
-        next_live = time.time() + LIVENESS_S
+        clock = self.core.store.clock
+        next_live = clock.wall() + LIVENESS_S
         while not stop.is_set() and not bus.closed:
-            now = time.time()
+            now = clock.wall()
             dues = [lane.due for lane in lanes.values() if lane.due is not None]
             live = [b for b, lane in lanes.items() if lane.agent_pid and lane.state not in ("ended", "dead")]
             wake = min([*dues, next_live if live else now + 3600.0])
@@ -262,7 +284,7 @@ class LaneWatch:
                         break
                     seq = evs[-1].seq
                     dirty.update(e.builder for e in evs if e.builder and e.kind != "lane_changed")
-                now = time.time()
+                now = clock.wall()
                 dirty.update(b for b, lane in lanes.items() if lane.due is not None and lane.due <= now)
                 if live and now >= next_live:
                     dirty.update(live)

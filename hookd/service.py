@@ -134,6 +134,8 @@ class Hookd(Answers, Transcripts, ClawCore):
         self.store = store
         self.bus = EventBus()
         self.started_at = time.time()
+        #: when this daemon started, on hookd's timeline (:mod:`hookd.clock`)
+        self.started_mono = store.clock.mono()
         #: hooks the server answered on its fast path (hookd.server._HttpProtocol), and those
         #: of them that waited for a group commit (finished by a task)
         self.fast_hooks = 0
@@ -155,6 +157,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         #: path (the tailer follows it)
         self.on_transcript: Any = None
         self._pids: dict[str, int] = {}  # session -> agent pid already recorded
+        self._latest: dict[str, str] = {}  # builder -> session of its newest hook (no stale check)
         self._registered: dict[str, float] = {}  # claw-http session -> when it last registered
         self._spool_refused: set[str] = set()  # spool entries not regular files, already logged
 
@@ -196,7 +199,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         adapter = HARNESSES.get(harness)
         if adapter is None:
             raise NotFound(f"unknown harness {harness!r}; known: {', '.join(HARNESSES)}")
-        at = received_at if received_at is not None else time.time()
+        at = received_at if received_at is not None else self.store.clock.wall()
         try:
             payload = self._parse_hook(adapter, builder, raw, cwd)
             error = None
@@ -205,7 +208,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         box: list[asyncio.Future[bytes]] = []
         (hook_id, body, iid), events = await self.store.write(
             self._ingest_tx, adapter, harness, builder, raw, payload, error, at, source, delivery_id,
-            box if hold else None, agent_pid,
+            box if hold else None, agent_pid, received_at is not None,
         )
         if hook_id is None:
             return HookResult(b"", [], duplicate=True)
@@ -218,15 +221,22 @@ class Hookd(Answers, Transcripts, ClawCore):
         self, tx: Tx, adapter: Any, harness: str, builder: str, raw: bytes, payload: cc.Base | None,
         error: PayloadInvalid | None, at: float, source: str, delivery_id: str | None,
         hold_box: list[asyncio.Future[bytes]] | None = None, agent_pid: int | None = None,
+        backdate: bool = False,
     ) -> tuple[int | None, bytes, str | None]:
         """The transaction of one hook. Returns (hook event id or None when this delivery was
         already stored, the hook's stdout, the interaction a PermissionRequest hook may hold
-        for)."""
+        for). backdate: ``at`` is when the hook was received, earlier (a spooled hook): its
+        windows are measured from then, on the timeline (:meth:`hookd.clock.Clock.stamp`)."""
+        if backdate:
+            tx.mono = self.store.clock.stamp(at)
         twin = _cut_twin(delivery_id, source)
         if twin is not None and tx.stored_as(twin, raw):
             # a cut body and its client's spooled copy are one invocation when they are the same
             # bytes (whichever of the two arrives first is kept)
             return None, b"", None
+        stale = None
+        if payload is not None and payload.session_id and self._latest.get(builder) != payload.session_id:
+            payload, stale = self._canonical_session(tx, builder, payload, agent_pid if source == "live" else None)
         hook_id = tx.insert_hook_event(
             delivery_id=delivery_id,
             builder=builder,
@@ -254,11 +264,13 @@ class Hookd(Answers, Transcripts, ClawCore):
             )
             return hook_id, b"", None
         sid = payload.session_id
+        if sid and self._latest.get(builder) != sid:
+            tx.after_commit.append(lambda: self._latest.__setitem__(builder, sid))
         if sid:
             # only a Stop's fingerprint is ever compared (by an idle wake of that Stop)
             mark = (hook_id, _fingerprint(raw) if payload.hook_event_name == "Stop" else b"")
             tx.after_commit.append(lambda: self._activity.__setitem__(sid, mark))
-        body, hold = self._apply(tx, adapter, harness, builder, payload, at, source)
+        body, hold = self._apply(tx, adapter, harness, builder, payload, at, source, stale=stale)
         if sid and agent_pid and source == "live" and self._pids.get(sid) != agent_pid:
             # after _apply, so the session row exists; psutil once per session and pid
             if tx.agent_pid(sid) != agent_pid:
@@ -271,20 +283,32 @@ class Hookd(Answers, Transcripts, ClawCore):
 
     def _apply(
         self, tx: Tx, adapter: Any, harness: str, builder: str, p: cc.Base, at: float, source: str,
+        stale: str | None = None,
     ) -> tuple[bytes, str | None]:
         """Apply one parsed payload. Returns (hook stdout, id of the interaction a held
-        PermissionRequest hook waits on)."""
+        PermissionRequest hook waits on). stale: the session id the payload reported when
+        :meth:`_canonical_session` put it under its conversation's current one."""
         sid = p.session_id
         hook_data: dict[str, Any] = {"hook_event_name": p.hook_event_name, "source": source}
         for key in ("tool_name", "tool_use_id", "agent_id", "agent_type"):
             val = getattr(p, key, None)
             if val is not None:
                 hook_data[key] = val
+        if stale:
+            hook_data["stale_session_id"] = stale
         tx.append_event("hook_received", builder, sid, at, hook_data)
         if sid:
             self._track_session(tx, harness, builder, p, at)
             if isinstance(p, cc.PreCompact):
                 tx.mark_compacting(sid, at)
+                # what was delivered and not yet adopted would reach only the compaction's
+                # summariser: queued again, the SessionStart(compact) that follows delivers it
+                requeued = tx.requeue_delivered(sid)
+                if requeued:
+                    tx.append_event("inbox_requeued", builder, sid, at, {
+                        "ids": requeued, "via": "PreCompact",
+                        "reason": "delivered but not adopted before compaction: offered again after it",
+                    })
         reply, hold = b"", None
         desk_only = getattr(adapter, "DESK_ONLY", False)
         for ob in adapter.observe(p):
@@ -326,6 +350,33 @@ class Hookd(Answers, Transcripts, ClawCore):
             return self._deliver(tx, builder, p, at, adapter), hold
         return b"", None
 
+    def _canonical_session(self, tx: Tx, builder: str, p: cc.Base, agent_pid: int | None) -> tuple[cc.Base, str | None]:
+        """The payload under its conversation's current session, and the stale id it reported
+        (None when it is not stale). Claude Code can report an earlier session id of the same
+        conversation on some hooks (ids alternating seconds apart: anthropics/claude-code#58682).
+        A hook's id is stale when (a) its ``tool_use_id`` is a call still open in another session
+        of the same builder (a call belongs to one conversation), or (b) it is an earlier session
+        of the same agent process (``CLAUDE_PID``) that has since started another one: the
+        process's current session is its live session with the newest hook. SessionStart and
+        SessionEnd are never moved (they start and end the sessions they name), nor is an id
+        hookd never saw from that process (a new session whose SessionStart came late)."""
+        sid = p.session_id
+        if p.hook_event_name in ("SessionStart", "SessionEnd"):
+            return p, None
+        current = None
+        tool_use_id = getattr(p, "tool_use_id", None)
+        if isinstance(tool_use_id, str) and tool_use_id:
+            head = tx.interaction_head_by_tool_use_id(tool_use_id)
+            if (head is not None and head.builder == builder and head.session_id and head.session_id != sid
+                    and (head.state == "pending" or (head.state == "answered" and head.received_at is not None))):
+                current = head.session_id
+        if current is None and agent_pid and sid and tx.agent_pid(sid) == agent_pid:
+            current = tx.process_session(builder, agent_pid)
+        if current is None or current == sid:
+            return p, None
+        # its transcript_path is the stale session's file too: the current one's stays followed
+        return msgspec.structs.replace(p, session_id=current, transcript_path=None), sid
+
     def _adopt_earlier(self, tx: Tx, builder: str, p: cc.Base, via: str, at: float) -> None:
         """Adopt what earlier hooks of ``p``'s session (and agent) delivered: this hook proves
         the agent went on after reading it."""
@@ -353,7 +404,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         kind = adapter.boundary(p)
         if kind is None:
             return b""
-        messages = tx.deliverable(builder, sid, agent, redeliver_before=self._redeliver_before(adapter, sid, at))
+        messages = tx.deliverable(builder, sid, agent, redeliver_before=self._redeliver_before(adapter, sid, tx.mono))
         if name == "UserPromptSubmit":
             tx.set_stop_deliveries(sid, 0)  # a new human turn
             if messages:
@@ -494,7 +545,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         n = tx.stop_deliveries(sid)
         if n >= cc.STOP_CAP:
             return "", False  # the human's next prompt resets the count
-        messages = tx.deliverable(builder, sid, None, redeliver_before=at - REDELIVER_AFTER_S)
+        messages = tx.deliverable(builder, sid, None, redeliver_before=tx.mono - REDELIVER_AFTER_S)
         if not messages:
             return "", False
         tx.set_stop_deliveries(sid, n + 1)
@@ -604,7 +655,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         if source == "compact":
             # SessionStart(compact) carries no parent id (field case B23): the session whose
             # PreCompact hook came last links it
-            parent, via = tx.compacting_session(builder, since=at - COMPACT_LINK_S, exclude=sid), "precompact"
+            parent, via = tx.compacting_session(builder, since=tx.mono - COMPACT_LINK_S, exclude=sid), "precompact"
         if parent is None and source in ("resume", "compact", "clear", "fork"):
             # otherwise the builder's most recent other session; a fork's transcript, which
             # copies its parent's rows, corrects this guess (hookd.transcripts)
@@ -642,7 +693,7 @@ class Hookd(Answers, Transcripts, ClawCore):
                 # A PermissionRequest (no tool_use_id) may have arrived first.
                 existing = tx.interaction_by_hash(
                     builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
-                    input_hash=ob.input_hash, states=("pending",), since=at - MATCH_WINDOW_S,
+                    input_hash=ob.input_hash, states=("pending",), since=tx.mono - MATCH_WINDOW_S,
                     without_tool_use_id=True,
                 )
                 if existing is not None:
@@ -654,12 +705,12 @@ class Hookd(Answers, Transcripts, ClawCore):
             # second question.
             existing = tx.interaction_by_hash(
                 builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
-                input_hash=ob.input_hash, states=("pending",), since=at - MATCH_WINDOW_S,
+                input_hash=ob.input_hash, states=("pending",), since=tx.mono - MATCH_WINDOW_S,
             )
             if existing is None:
                 existing = tx.interaction_by_hash(
                     builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
-                    input_hash=ob.input_hash, states=TERMINAL_STATES, since=at - RESOLVED_MATCH_S,
+                    input_hash=ob.input_hash, states=TERMINAL_STATES, since=tx.mono - RESOLVED_MATCH_S,
                 )
         if existing is not None:
             if ob.tool_input is not None and existing.input is None:
@@ -743,7 +794,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         if existing is None:
             existing = tx.interaction_by_hash(
                 builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
-                input_hash=ob.input_hash, states=("pending", "answered"), since=at - MATCH_WINDOW_S,
+                input_hash=ob.input_hash, states=("pending", "answered"), since=tx.mono - MATCH_WINDOW_S,
                 without_tool_use_id=True,
             )
             if existing is not None and ob.tool_use_id:
@@ -791,7 +842,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         """A tool permission prompt: one ``permission`` interaction per prompt (a second copy
         of the same hook matches it). Returns its id when a hook may hold for it."""
         sid = p.session_id
-        existing = tx.permission_by_hash(sid, ob.tool_name, ob.input_hash, since=at - MATCH_WINDOW_S) if sid else None
+        existing = tx.permission_by_hash(sid, ob.tool_name, ob.input_hash, since=tx.mono - MATCH_WINDOW_S) if sid else None
         if existing is not None:
             tx.mark_permission_seen(existing.id, at)
             return existing.id if _holdable(existing) else None

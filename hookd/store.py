@@ -27,7 +27,8 @@ from typing import Any, Callable, TypeVar
 import aiosqlite
 import msgspec
 
-from hookd.models import Event, InboxMessage, Interaction, InteractionHead, Selection
+from hookd.clock import Clock
+from hookd.models import NOT_ACTIVITY_HOOKS, Event, InboxMessage, Interaction, InteractionHead, Selection
 
 log = logging.getLogger("hookd")
 #: commit the writes of one event-loop turn together (Store.write); "0" turns it off
@@ -317,6 +318,20 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "DELETE FROM sqlite_sequence WHERE name = 'events'",
         ],
     ),
+    (
+        # Windows on hookd's timeline (hookd.clock), not the wall clock: a clock step must not
+        # split a call in two or redeliver early. A stamp per column a window reads (NULL on
+        # older rows: their wall time stands in) and each boot's timeline offset.
+        "0013_timeline",
+        [
+            "ALTER TABLE hook_events ADD COLUMN received_mono REAL",
+            "ALTER TABLE interactions ADD COLUMN created_mono REAL",
+            "ALTER TABLE inbox_messages ADD COLUMN created_mono REAL",
+            "ALTER TABLE inbox_messages ADD COLUMN delivered_mono REAL",
+            "ALTER TABLE sessions ADD COLUMN compacting_mono REAL",
+            "CREATE TABLE clock_boots (boot_id TEXT PRIMARY KEY, offset REAL NOT NULL, last REAL NOT NULL)",
+        ],
+    ),
 ]
 
 
@@ -420,10 +435,14 @@ class InboxLive:
 class Tx:
     """Operations inside one write transaction, on the writer thread (see :meth:`Store.write`)."""
 
-    def __init__(self, db: sqlite3.Connection, inbox: InboxLive):
+    def __init__(self, db: sqlite3.Connection, inbox: InboxLive, mono: float = 0.0):
         self._db = db
         #: the store's :class:`InboxLive`
         self._inbox = inbox
+        #: this transaction's moment on hookd's timeline (:meth:`hookd.clock.Clock.mono`): the
+        #: stamp of what it records, and what its windows are measured from (the core moves it
+        #: back for a spooled hook)
+        self.mono = mono
         self.events: list[Event] = []
         #: id of the hook event stored in this transaction, if any
         self.hook_event_id: int | None = None
@@ -453,10 +472,10 @@ class Tx:
         """Store one raw hook payload; None when ``delivery_id`` was already stored."""
         cur = self._db.execute(
             "INSERT INTO hook_events (delivery_id, builder, harness, source, received_at, raw,"
-            " hook_event_name, session_id, tool_name, tool_use_id, agent_id, error)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(delivery_id) DO NOTHING",
+            " hook_event_name, session_id, tool_name, tool_use_id, agent_id, error, received_mono)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(delivery_id) DO NOTHING",
             (delivery_id, builder, harness, source, received_at, raw, hook_event_name,
-             session_id, tool_name, tool_use_id, agent_id, error),
+             session_id, tool_name, tool_use_id, agent_id, error, self.mono),
         )
         if cur.rowcount == 0:
             return None
@@ -513,14 +532,14 @@ class Tx:
     def mark_compacting(self, session_id: str, at: float) -> None:
         """PreCompact seen for ``session_id`` (the marker a SessionStart(compact) with a new
         session id is linked by: that payload carries no parent id)."""
-        self._db.execute("UPDATE sessions SET compacting_at=? WHERE id=?", (at, session_id))
+        self._db.execute("UPDATE sessions SET compacting_at=?, compacting_mono=? WHERE id=?", (at, self.mono, session_id))
 
     def compacting_session(self, builder: str, since: float, exclude: str) -> str | None:
         """The builder's session with the newest PreCompact marker at or after ``since``
-        (seconds since the epoch), other than ``exclude``."""
+        (hookd's timeline: :attr:`mono`), other than ``exclude``."""
         row = self._one(
-            "SELECT id FROM sessions WHERE builder=? AND id<>? AND compacting_at>=?"
-            " ORDER BY compacting_at DESC LIMIT 1",
+            "SELECT id FROM sessions WHERE builder=? AND id<>? AND COALESCE(compacting_mono, compacting_at)>=?"
+            " ORDER BY COALESCE(compacting_mono, compacting_at) DESC LIMIT 1",
             (builder, exclude, since),
         )
         return row[0] if row else None
@@ -534,20 +553,21 @@ class Tx:
         self._db.execute("UPDATE sessions SET root_uuid=?, root_at=? WHERE id=? AND root_uuid IS NULL",
                          (uuid, first_row_at, session_id))
         rows = self._db.execute(
-            "SELECT id, parent_id FROM sessions WHERE root_uuid=? AND builder=(SELECT builder FROM sessions WHERE id=?)"
+            "SELECT id, parent_id, parent_via FROM sessions WHERE root_uuid=? AND builder=(SELECT builder FROM sessions WHERE id=?)"
             " ORDER BY root_at IS NULL, root_at, rowid", (uuid, session_id),
         ).fetchall()
         origin = rows[0][0] if rows else None
-        return [(sid, origin) for sid, parent in rows[1:] if parent != origin and origin is not None]
+        return [(sid, origin) for sid, parent, via in rows[1:]
+                if (parent, via) != (origin, "transcript") and origin is not None]
 
     def link_parent(self, session_id: str, parent_id: str, via: str) -> bool:
         """Set a session's parent from transcript evidence; replaces a parent guessed by the
-        ``latest`` heuristic or an earlier transcript link, never one a PreCompact marker gave.
-        Returns True when it changed."""
+        ``latest`` heuristic (also when the guess was right: it is then proven) or an earlier
+        transcript link, never one a PreCompact marker gave. Returns True when it changed."""
         cur = self._db.execute(
-            "UPDATE sessions SET parent_id=?, parent_via=? WHERE id=? AND parent_id IS NOT ?"
+            "UPDATE sessions SET parent_id=?, parent_via=? WHERE id=? AND (parent_id IS NOT ? OR parent_via IS NOT ?)"
             " AND (parent_id IS NULL OR parent_via IS NULL OR parent_via IN ('latest', 'transcript'))",
-            (parent_id, via, session_id, parent_id),
+            (parent_id, via, session_id, parent_id, via),
         )
         return cur.rowcount == 1
 
@@ -628,15 +648,15 @@ class Tx:
         states: tuple[str, ...], since: float, without_tool_use_id: bool = False,
     ) -> Interaction | None:
         """Newest interaction of that (builder, session, tool, input hash) in ``states``,
-        created at or after ``since``."""
+        created at or after ``since`` (hookd's timeline: :attr:`mono`)."""
         marks = ",".join("?" * len(states))
         sql = (
             f"SELECT {_INTERACTION_COLS} FROM interactions WHERE builder=? AND session_id IS ?"
-            f" AND tool_name=? AND input_hash=? AND state IN ({marks}) AND created_at>=?"
+            f" AND tool_name=? AND input_hash=? AND state IN ({marks}) AND COALESCE(created_mono, created_at)>=?"
         )
         if without_tool_use_id:
             sql += " AND tool_use_id IS NULL"
-        sql += " ORDER BY created_at DESC LIMIT 1"
+        sql += " ORDER BY COALESCE(created_mono, created_at) DESC LIMIT 1"
         row = self._one(sql, (builder, session_id, tool_name, input_hash, *states, since))
         return _interaction(row) if row else None
 
@@ -644,12 +664,12 @@ class Tx:
         self._db.execute(
             "INSERT INTO interactions (id, kind, builder, session_id, agent_id, tool_name, tool_use_id,"
             " state, questions, answers, selections, surface, warning, error, created_at, resolved_at,"
-            " revision, input, input_hash, expires_at, permission_seen_at)"
-            f" VALUES ({','.join('?' * 21)})",
+            " revision, input, input_hash, expires_at, permission_seen_at, created_mono)"
+            f" VALUES ({','.join('?' * 22)})",
             (i.id, i.kind, i.builder, i.session_id, i.agent_id, i.tool_name, i.tool_use_id,
              i.state, _j(i.questions), _j(i.answers), _j(i.selections), i.surface, i.warning,
              i.error, i.created_at, i.resolved_at, i.revision, _j(i.input), i.input_hash,
-             i.expires_at, permission_seen_at),
+             i.expires_at, permission_seen_at, self.mono),
         )
 
     def interaction(self, interaction_id: str) -> Interaction | None:
@@ -725,12 +745,13 @@ class Tx:
         ) is not None
 
     def permission_by_hash(self, session_id: str, tool_name: str, input_hash: str, since: float) -> Interaction | None:
-        """The newest permission prompt of this input still awaiting its tool result."""
+        """The newest permission prompt of this input still awaiting its tool result, created
+        at or after ``since`` (hookd's timeline: :attr:`mono`)."""
         row = self._one(
             f"SELECT {_INTERACTION_COLS} FROM interactions WHERE session_id=? AND kind='permission'"
-            " AND tool_name=? AND input_hash=? AND created_at>=? AND (state='pending'"
+            " AND tool_name=? AND input_hash=? AND COALESCE(created_mono, created_at)>=? AND (state='pending'"
             " OR (state='answered' AND received_at IS NOT NULL AND adopted_at IS NULL))"
-            " ORDER BY created_at DESC LIMIT 1",
+            " ORDER BY COALESCE(created_mono, created_at) DESC LIMIT 1",
             (session_id, tool_name, input_hash, since),
         )
         return _interaction(row) if row else None
@@ -748,6 +769,11 @@ class Tx:
         """(path, offset, builder, session_id) of a tailed file identity."""
         row = self._one("SELECT path, offset, builder, session_id FROM transcripts WHERE dev=? AND ino=?", (dev, ino))
         return (row[0], row[1], row[2], row[3]) if row else None
+
+    def transcript_session(self, dev: int, ino: int) -> str | None:
+        """The session recorded for a tailed file identity, if any."""
+        row = self._one("SELECT session_id FROM transcripts WHERE dev=? AND ino=?", (dev, ino))
+        return row[0] if row else None
 
     def save_transcript(self, *, dev: int, ino: int, path: str, builder: str, session_id: str | None,
                         offset: int, rows: int, damaged: int, unknown_rows: int, at: float) -> None:
@@ -778,6 +804,16 @@ class Tx:
     # lanes -------------------------------------------------------------------------------
     def set_agent_pid(self, session_id: str, pid: int, started_at: float | None) -> None:
         self._db.execute("UPDATE sessions SET agent_pid=?, agent_started_at=? WHERE id=?", (pid, started_at, session_id))
+
+    def process_session(self, builder: str, pid: int) -> str | None:
+        """The current session of ``builder``'s agent process ``pid``: of its sessions that
+        process reported and that have not ended, the one with the newest hook."""
+        row = self._one(
+            "SELECT s.id FROM sessions s WHERE s.builder=? AND s.agent_pid=? AND s.ended_at IS NULL"
+            " ORDER BY (SELECT MAX(h.id) FROM hook_events h WHERE h.session_id=s.id) DESC LIMIT 1",
+            (builder, pid),
+        )
+        return row[0] if row else None
 
     def agent_pid(self, session_id: str) -> int | None:
         row = self._one("SELECT agent_pid FROM sessions WHERE id=?", (session_id,))
@@ -890,9 +926,9 @@ class Tx:
     ) -> InboxMessage:
         """Queue a message; its id is ``m-<n>``, n counting every message of this store."""
         cur = self._db.execute(
-            "INSERT INTO inbox_messages (id, builder, session_id, agent_id, author, text, idem_key, state, created_at)"
-            " VALUES ('m-' || (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox_messages), ?,?,?,?,?,?,'queued',?)",
-            (builder, session_id, agent_id, author, text, key, at),
+            "INSERT INTO inbox_messages (id, builder, session_id, agent_id, author, text, idem_key, state, created_at,"
+            " created_mono) VALUES ('m-' || (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox_messages), ?,?,?,?,?,?,'queued',?,?)",
+            (builder, session_id, agent_id, author, text, key, at, self.mono),
         )
         self._inbox.add(builder)
         row = self._one(f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE seq=?", (cur.lastrowid,))
@@ -903,17 +939,20 @@ class Tx:
         self, builder: str, session_id: str, agent_id: str | None, redeliver_before: float,
     ) -> list[InboxMessage]:
         """Messages this hook may carry, FIFO: queued ones, and delivered ones never adopted
-        whose delivery is older than ``redeliver_before`` (at-least-once). Scope: a message
+        whose delivery is older than ``redeliver_before`` (hookd's timeline: :attr:`mono`;
+        at-least-once). Scope: a message
         for a session goes only to that session; a message for an agent only to that agent;
-        an unscoped one to the main agent (``agent_id`` None) of any session. A builder with
+        an unscoped one to the main agent (``agent_id`` None) of any session; a session inherits
+        its ancestors' messages as :meth:`inherited_sessions` says. A builder with
         no live message at all (:class:`InboxLive`) is answered without a query."""
         if builder not in self._inbox.builders:
             return []
+        sessions = self.inherited_sessions(session_id)
         rows = self._db.execute(
             f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE builder=? AND state IN ('queued', 'delivered')"
-            " AND (state='queued' OR delivered_at<?)"  # (IN: the index skips adopted ones)
-            " AND (session_id IS NULL OR session_id=?) AND agent_id IS ? ORDER BY seq",
-            (builder, redeliver_before, session_id, agent_id),
+            " AND (state='queued' OR COALESCE(delivered_mono, delivered_at)<?)"  # (IN: the index skips adopted ones)
+            f" AND (session_id IS NULL OR session_id IN ({','.join('?' * len(sessions))})) AND agent_id IS ? ORDER BY seq",
+            (builder, redeliver_before, *sessions, agent_id),
         ).fetchall()
         if not rows and self._one(
                 "SELECT 1 FROM inbox_messages WHERE builder=? AND state IN ('queued', 'delivered') LIMIT 1",
@@ -921,11 +960,40 @@ class Tx:
             self._inbox.drained(self, builder)  # none live at all, in any scope
         return [_message(r) for r in rows]
 
+    def inherited_sessions(self, session_id: str) -> list[str]:
+        """``session_id`` and the ancestors whose session-scoped messages it receives, nearest
+        first: a parent the session continues in place (it started by ``compact`` or ``clear``),
+        and a parent it was forked from (linked by the fork's transcript) that has ended. Not a
+        parent that is only guessed (``latest``) for a fork, nor one still running: that one
+        gets its messages itself."""
+        out = [session_id]
+        while len(out) < 64:
+            row = self._one(
+                "SELECT c.parent_id, c.source, c.parent_via, p.ended_at FROM sessions c"
+                " LEFT JOIN sessions p ON p.id=c.parent_id WHERE c.id=?", (out[-1],))
+            if row is None or row[0] is None or row[0] in out:
+                break
+            parent, source, via, parent_ended = row
+            if not (source in ("compact", "clear") or (via == "transcript" and parent_ended is not None)):
+                break
+            out.append(parent)
+        return out
+
+    def requeue_delivered(self, session_id: str) -> list[str]:
+        """Put the messages delivered to ``session_id`` and not adopted back in the queue (the
+        context that carried them is about to be compacted away). Returns their ids, FIFO."""
+        ids = [r[0] for r in self._db.execute(
+            "SELECT id FROM inbox_messages WHERE state='delivered' AND delivered_session_id=? ORDER BY seq",
+            (session_id,)).fetchall()]
+        self._db.executemany("UPDATE inbox_messages SET state='queued' WHERE id=? AND state='delivered'",
+                             [(i,) for i in ids])
+        return ids
+
     def mark_delivered(self, ids: list[str], *, hook_event_id: int | None, session_id: str, via: str, at: float) -> None:
         self._db.executemany(
-            "UPDATE inbox_messages SET state='delivered', delivered_at=?, delivered_hook_event_id=?,"
+            "UPDATE inbox_messages SET state='delivered', delivered_at=?, delivered_mono=?, delivered_hook_event_id=?,"
             " delivered_session_id=?, delivered_via=?, deliveries=deliveries+1 WHERE id=?",
-            [(at, hook_event_id, session_id, via, i) for i in ids],
+            [(at, self.mono, hook_event_id, session_id, via, i) for i in ids],
         )
         self._answers_follow(ids, "delivered", at)
 
@@ -977,6 +1045,11 @@ class Tx:
         )
         self._answers_follow(ids, "adopted", at)
         return ids
+
+    def has_unadopted(self, session_id: str) -> bool:
+        """Has ``session_id`` been delivered messages not yet adopted?"""
+        return self._one("SELECT 1 FROM inbox_messages WHERE state='delivered' AND delivered_session_id=? LIMIT 1",
+                         (session_id,)) is not None
 
     def adopt_typed(self, ids: list[str], session_id: str, at: float) -> None:
         """Queued messages the human typed verbatim: they reached the model as the prompt."""
@@ -1098,8 +1171,11 @@ class Store:
     #: seconds between passive WAL checkpoints
     CHECKPOINT_INTERVAL_S = 1.0
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, clock: Clock | None = None):
         self.path = path
+        #: wall time and hookd's timeline (:mod:`hookd.clock`); each transaction's
+        #: :attr:`Tx.mono` is read from it
+        self.clock = clock if clock is not None else Clock()
         self._w: sqlite3.Connection | None = None
         self._r: aiosqlite.Connection | None = None
         self._checkpointer: asyncio.Task[None] | None = None
@@ -1119,6 +1195,8 @@ class Store:
             db.execute(f"PRAGMA {pragma}")
         self._w = db
         self._migrate()
+        self.clock.attach(db)
+        self.clock.record(db)
         self._inbox.builders.update(r[0] for r in db.execute(
             "SELECT DISTINCT builder FROM inbox_messages WHERE state IN ('queued', 'delivered')"))
         self._r = await aiosqlite.connect(self.path, isolation_level=None)
@@ -1138,6 +1216,10 @@ class Store:
             await self._r.close()
             self._r = None
         if self._w is not None:
+            try:
+                self.clock.record(self._w)
+            except sqlite3.Error as e:  # the next boot's floor is then an earlier record
+                log.warning("recording the timeline: %s", e)
             self._w.execute("PRAGMA wal_checkpoint(PASSIVE)")
             self._w.close()
             self._w = None
@@ -1261,7 +1343,7 @@ class Store:
             try:
                 for fn, args, fut in batch:
                     db.execute("SAVEPOINT w")
-                    tx = Tx(db, self._inbox)
+                    tx = Tx(db, self._inbox, self.clock.mono())
                     try:
                         result = fn(tx, *args)
                     except BaseException as e:  # noqa: BLE001 - handed to its caller
@@ -1300,7 +1382,7 @@ class Store:
         db = self._w
         assert db is not None
         db.execute("BEGIN IMMEDIATE")
-        tx = Tx(db, self._inbox)
+        tx = Tx(db, self._inbox, self.clock.mono())
         try:
             result = fn(tx, *args)
         except BaseException:
@@ -1361,7 +1443,8 @@ class Store:
     async def lane_inputs(self, builders: list[str]) -> list[dict[str, Any]]:
         """What a lane is derived from, per builder (see :mod:`hookd.lanes`): its current
         session (the one of its newest hook, else its newest transcript-only session) with
-        the agent pid, end and interrupt times; the session's newest main-agent hook; its
+        the agent pid, end and interrupt times; the session's newest main-agent hook that is
+        agent activity (not one of :data:`hookd.models.NOT_ACTIVITY_HOOKS`); its
         pending interactions; its queued inbox messages."""
         out = []
         for b in builders:
@@ -1380,19 +1463,22 @@ class Store:
                         "interrupted_at", "hooks_unarmed_at", "cwd", "harness", "turn_started_at", "turn_ended_at")
                 d["session"] = dict(zip(keys, srows[0]))
                 h = await self._all(
-                    "SELECT hook_event_name, received_at FROM hook_events WHERE session_id=? AND agent_id IS NULL"
-                    " ORDER BY id DESC LIMIT 1", (srows[0][0],))
+                    "SELECT hook_event_name, received_at, COALESCE(received_mono, received_at) FROM hook_events"
+                    " WHERE session_id=? AND agent_id IS NULL"
+                    f" AND hook_event_name NOT IN ({','.join('?' * len(NOT_ACTIVITY_HOOKS))})"
+                    " ORDER BY id DESC LIMIT 1", (srows[0][0], *sorted(NOT_ACTIVITY_HOOKS)))
                 if h:
-                    d["last_hook"] = {"hook_event_name": h[0][0], "at": h[0][1]}
+                    d["last_hook"] = {"hook_event_name": h[0][0], "at": h[0][1], "mono": h[0][2]}
             d["pending"] = [
-                {"id": i, "kind": k, "created_at": c, "session_id": s_}
-                for i, k, c, s_ in await self._all(
-                    "SELECT id, kind, created_at, session_id FROM interactions WHERE state='pending' AND builder=?"
-                    " ORDER BY created_at", (b,))
+                {"id": i, "kind": k, "created_at": c, "session_id": s_, "created_mono": m}
+                for i, k, c, s_, m in await self._all(
+                    "SELECT id, kind, created_at, session_id, COALESCE(created_mono, created_at) FROM interactions"
+                    " WHERE state='pending' AND builder=? ORDER BY created_at", (b,))
             ]
-            (n, oldest), = await self._all(
-                "SELECT COUNT(*), MIN(created_at) FROM inbox_messages WHERE builder=? AND state='queued'", (b,))
-            d["queued"], d["oldest_queued_at"] = n, oldest
+            (n, oldest, oldest_mono), = await self._all(
+                "SELECT COUNT(*), MIN(created_at), MIN(COALESCE(created_mono, created_at)) FROM inbox_messages"
+                " WHERE builder=? AND state='queued'", (b,))
+            d["queued"], d["oldest_queued_at"], d["oldest_queued_mono"] = n, oldest, oldest_mono
             out.append(d)
         return out
 
