@@ -24,6 +24,7 @@ import msgspec
 import psutil
 
 from hookd.config import env_number
+from hookd.models import StorageUnavailable
 
 log = logging.getLogger("hookd")
 
@@ -242,11 +243,18 @@ class LaneWatch:
         every 50 ms); at a lane's due time, and every LIVENESS_S for lanes with a live agent,
         refresh those; otherwise sleep."""
         bus = self.core.bus
-        lanes: dict[str, Lane] = {lane.builder: lane for lane in await self.refresh()}
-        counts = await self.core.store.counts()
-        seq = counts["events"]  # append-only: the count is the last seq
+        lanes: dict[str, Lane] = {}
+        seq: int | None = None  # the last event seen; None until the first refresh of all lanes
         next_live = time.time() + LIVENESS_S
+        retry: set[str] = set()  # builders whose refresh the store refused
         while not stop.is_set() and not bus.closed:
+            if seq is None:
+                try:
+                    lanes = {lane.builder: lane for lane in await self.refresh()}
+                    seq = (await self.core.store.counts())["events"]  # append-only: the count is the last seq
+                except StorageUnavailable:  # (the store says so) again after the next commit
+                    await bus.wait(3600.0, since=bus.version)
+                    continue
             now = time.time()
             dues = [lane.due for lane in lanes.values() if lane.due is not None]
             live = [b for b, lane in lanes.items() if lane.agent_pid and lane.state not in ("ended", "dead")]
@@ -254,7 +262,7 @@ class LaneWatch:
             version = bus.version
             await bus.wait(max(0.0, wake - now), since=version)
             await asyncio.sleep(0.05)  # debounce: one refresh for a burst of hooks
-            dirty: set[str] = set()
+            dirty, retry = retry, set()
             try:
                 while True:
                     evs = await self.core.store.events_after(seq, 5000)
@@ -270,6 +278,9 @@ class LaneWatch:
                 if dirty:
                     for lane in await self.refresh(sorted(dirty)):
                         lanes[lane.builder] = lane
+                    dirty = set()
+            except StorageUnavailable:
+                retry = dirty  # (the store logs the outage once) refreshed after the next commit
             except Exception:
                 log.exception("lane refresh failed")
 
