@@ -6,7 +6,8 @@
 For each fleet size N: a home pre-populated in-process (the core and the store, no HTTP:
 ``Hookd.ingest_hook``) with N builders, each with ``--sessions`` sessions (SessionStart,
 UserPromptSubmit, a Bash PreToolUse/PostToolUse pair; the last session of every 10th builder
-left on an open AskUserQuestion, of every 4th idle after a Stop, the rest working), every
+left on an open AskUserQuestion, of every 4th idle after a Stop, the rest working; no
+``transcript_path``: following 30,000 transcripts is the tailer's cost, not the lanes'), every
 7th builder with a queued message, every agent with a live process (``CLAUDE_PID``: one
 ``sleep`` child of this script, so every lane's liveness is checked), and a spawn manifest per
 builder (copied from one real ``spawn``, the builder renamed: what ``spawn`` writes, without
@@ -15,9 +16,9 @@ waited for until its lane watcher has recorded every lane, and measured:
 
 1. ``/v1/lanes``: ``--requests`` requests one after the other, client-observed seconds (the
    whole reply read), median and max;
-2. hooks while ``/v1/lanes`` runs: one thread posts hooks back to back the way the compiled
+2. hooks while ``/v1/lanes`` runs: this process posts hooks back to back the way the compiled
    client does (a new Unix-socket connection, ``Connection: close``; a Bash PreToolUse of a
-   builder of the fleet) while another runs the lanes requests; the hooks' round trips (p50,
+   builder of the fleet) while a child process runs the lanes requests; the hooks' round trips (p50,
    p99, max) during the lanes requests, and the same hooks' round trips with no lanes request
    (the baseline, measured first).
 
@@ -64,7 +65,8 @@ def session_hooks(builder: str, s: int, last: bool, i: int) -> list[bytes]:
         names.append("Stop")
     out = []
     for k, name in enumerate(names):
-        d = dict(T[name], session_id=sid, transcript_path=f"/nonexistent/{sid}.jsonl")
+        d = dict(T[name], session_id=sid)
+        d.pop("transcript_path", None)  # (30,000 transcripts to follow are the tailer's cost, not the lanes')
         if "tool_use_id" in d:
             d["tool_use_id"] = f"toolu_{builder}_{s}_{k - k % 2}"
         out.append(json.dumps(d).encode())
@@ -165,24 +167,17 @@ def run(n: int, sessions: int, requests: int) -> dict[str, Any]:
             home = d.home
             wait_until(lambda: _recorded(home) >= n, 900, interval=0.5, what="the lane watcher to record every lane")
             baseline = hooks_while(home, None, 200, "base")
+            # the lanes requests from another process: decoding their replies must not hold
+            # this process's GIL while it times hooks
+            child = subprocess.Popen([sys.executable, __file__, "--lanes-of", os.fspath(home.root),
+                                      "--requests", str(requests)], stdout=subprocess.PIPE)
             busy = threading.Event()
             busy.set()
-            lanes_s: list[float] = []
-            counts: list[int] = []
-
-            def do_lanes() -> None:
-                try:
-                    for _ in range(requests):
-                        dt, count = lanes_request(home)
-                        lanes_s.append(dt)
-                        counts.append(count)
-                finally:
-                    busy.clear()
-
-            th = threading.Thread(target=do_lanes)
-            th.start()
+            threading.Thread(target=lambda: (child.wait(), busy.clear()), daemon=True).start()
             during = hooks_while(home, busy, 0, "during")
-            th.join()
+            out, _ = child.communicate()
+            assert child.returncode == 0
+            lanes_s, counts = json.loads(out)
             assert all(c == n for c in counts), counts
             return {
                 "builders": n, "sessions": n * sessions, "prepopulate_s": round(fill_s, 1),
@@ -218,7 +213,12 @@ def main() -> int:
     ap.add_argument("--sessions", type=int, default=3, help="sessions per builder")
     ap.add_argument("--requests", type=int, default=5, help="/v1/lanes requests per fleet size")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--lanes-of", help=argparse.SUPPRESS)  # (the child: lanes requests to this home)
     args = ap.parse_args()
+    if args.lanes_of:
+        got = [lanes_request(Home.resolve(args.lanes_of)) for _ in range(args.requests)]
+        print(json.dumps([[t for t, _ in got], [c for _, c in got]]))
+        return 0
     results = []
     for n in (int(x) for x in args.builders.split(",")):
         r = run(n, args.sessions, args.requests)

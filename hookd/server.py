@@ -92,9 +92,9 @@ from hookd.service import CUT_SUFFIX, MAX_PAYLOAD, HookResult, Hookd
 from hookd.clawhttp import routes as claw_routes
 from hookd.spawn import list_manifests, read_manifest, write_client
 from hookd.store import Store
-from hookd.storage_health import retry_until_back
 from hookd.lanes import LaneAlerts, LaneWatch
 from hookd.tailer import Tailer
+from hookd.storage_health import retry_until_back
 from hookd.web import WebAuth, WebPage, bind_loopback
 
 log = logging.getLogger("hookd")

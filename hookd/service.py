@@ -154,12 +154,12 @@ class Hookd(Answers, Transcripts, ClawCore):
         # held PermissionRequest hooks, by interaction id (ephemeral, like wake waits)
         self._waiters: dict[str, set[asyncio.Future[bytes]]] = {}
         self._expiry_changed = asyncio.Event()
+        self._spool_lock = asyncio.Lock()  # one spool pass at a time (ingest_spool)
         #: called with (path, builder, session_id) when a session reports a new transcript
         #: path (the tailer follows it)
         self.on_transcript: Any = None
         self._pids: dict[str, int] = {}  # session -> agent pid already recorded
         self._registered: dict[str, float] = {}  # claw-http session -> when it last registered
-        self._spool_lock = asyncio.Lock()  # one spool pass at a time (ingest_spool)
 
     async def close(self) -> None:
         """Cancel background work (transcript reads) before the store closes."""
@@ -859,13 +859,13 @@ class Hookd(Answers, Transcripts, ClawCore):
         cannot commit (StorageUnavailable) the pass stops at the first file: it and the rest
         stay, for the next pass once storage is back (hookd.storage_health.retry_until_back).
         A file that fails for another reason stays too (logged). One pass at a time.
-        Returns counts: ingested, duplicates, invalid, left (files left in the spool).
+        Returns counts: ingested, duplicates, invalid.
         """
         async with self._spool_lock:
             return await self._ingest_spool()
 
     async def _ingest_spool(self) -> dict[str, int]:
-        counts = {"ingested": 0, "duplicates": 0, "invalid": 0, "left": 0}
+        counts = {"ingested": 0, "duplicates": 0, "invalid": 0}
         files: list[tuple[str, str, Path]] = []
         root = self.home.spool_root
         if not root.is_dir():
@@ -878,7 +878,7 @@ class Hookd(Answers, Transcripts, ClawCore):
                     continue
                 files.append((f.name, bdir.name, f))
         files.sort(key=lambda t: (t[0].split("-", 1)[0].rjust(20, "0"), t[0]))
-        for n, (name, builder, f) in enumerate(files):
+        for name, builder, f in files:
             stem = name[: -len(".json")]
             delivery_id, _, harness = stem.rpartition(".")
             if not delivery_id:
@@ -899,15 +899,12 @@ class Hookd(Answers, Transcripts, ClawCore):
                 counts["invalid"] += 1  # stored with its raw bytes; safe to delete
                 log.warning("spooled payload %s stored as invalid: %s", f, e.message)
             except StorageUnavailable:
-                counts["left"] += len(files) - n  # (the store logs the outage once)
-                break
+                break  # it and the rest stay (the store logs the outage once)
             except HookdError as e:
                 log.warning("spooled payload %s left in the spool: %s", f, e.message)
-                counts["left"] += 1
                 continue
             except Exception:  # a bug: never the spool watcher's end, never the file's
                 log.exception("spooled payload %s left in the spool", f)
-                counts["left"] += 1
                 continue
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(f)
