@@ -194,7 +194,17 @@ def status(ctx: click.Context, as_json: bool) -> None:
     _out(f"hookd {s['version']} pid {s['pid']}, up {s['uptime_s']:.0f} s, home {s['home']}")
     _out(f"socket {s['socket']}, hook port 127.0.0.1:{s['tcp_port']}")
     c = s["counts"]
-    _out(f"{c['hook_events']} hook events, {c['events']} events, {c['pending_interactions']} pending, {c['spooled']} spooled")
+    _out(f"{c.get('hook_events', '?')} hook events, {c.get('events', '?')} events, "
+          f"{c.get('pending_interactions', '?')} pending, {c['spooled']} spooled")
+    st = s.get("storage") or {"state": "ok"}
+    if st["state"] == "ok":
+        _out("storage ok")
+    else:  # the daemon answers hooks 503 and their clients spool them
+        _out(f"storage UNAVAILABLE since {_when(st['since'])}: {st['message']} ({st['error']}); "
+             f"{st['refused']} write(s) refused, hooks are spooled"
+             + ("" if st.get("final") else "; retried until it commits"))
+    if st.get("read_error"):
+        _out(st["read_error"])
     if s.get("held"):
         _out(f"holding a PermissionRequest hook for: {visible(', '.join(s['held']))} (answer with `hookd answer ID`)")
     if s["builders"]:

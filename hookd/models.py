@@ -179,9 +179,12 @@ class AnswerRequest(msgspec.Struct, forbid_unknown_fields=True):
     surface: str = "api"
 
 
-class ErrorBody(msgspec.Struct, frozen=True):
+class ErrorBody(msgspec.Struct, frozen=True, omit_defaults=True):
     code: str
     message: str
+    #: the hook event id under which a refused hook's raw bytes were committed (a 4xx with
+    #: header ``X-Hookd-Stored``: its client must not spool it); absent otherwise
+    stored: int | None = None
 
 
 class ErrorResponse(msgspec.Struct, frozen=True):
@@ -197,6 +200,9 @@ class HookdError(Exception):
     code = "error"
     status = 500
     exit_code = 1
+    #: the hook event id its raw bytes were stored under, when a hook was refused after
+    #: they were committed (``ErrorBody.stored``)
+    stored: int | None = None
 
     def __init__(self, message: str):
         super().__init__(message)
@@ -245,6 +251,14 @@ class ConfigError(HookdError):
     code = "config_error"
     status = 400
     exit_code = 2
+
+
+class StorageUnavailable(HookdError):
+    """The database cannot commit (disk full, locked past the wait, corrupt, I/O error,
+    read-only, or its file deleted or replaced while the daemon runs): nothing was stored."""
+
+    code = "storage_unavailable"
+    status = 503
 
 
 class DaemonNotRunning(HookdError):

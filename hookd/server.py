@@ -43,6 +43,7 @@ import asyncio
 import contextlib
 import fcntl
 import functools
+import gc
 import hmac
 import logging
 import os
@@ -84,6 +85,7 @@ from hookd.models import (
     NotFound,
     PayloadInvalid,
     PayloadTooLarge,
+    StorageUnavailable,
     Unauthorized,
 )
 from hookd.service import CUT_SUFFIX, MAX_PAYLOAD, HookResult, Hookd
@@ -93,6 +95,7 @@ from hookd.store import Store
 from hookd.untrusted import decode_json
 from hookd.lanes import LaneAlerts, LaneWatch
 from hookd.tailer import Tailer
+from hookd.storage_health import retry_until_back
 from hookd.web import WebAuth, WebPage, bind_loopback
 
 log = logging.getLogger("hookd")
@@ -285,7 +288,8 @@ class HookdASGI:
                 iid, fut = result.hold
                 body = await self.core.hold(iid, fut, deadline_ms / 1000 - HOLD_MARGIN_S, _disconnected(receive))
         except HookdError as e:
-            await _send(send, e.status, _error_body(e.code, e.message))
+            await _send(send, e.status, _error_body(e.code, e.message, e.stored),
+                        None if e.stored is None else {"content-type": "application/json", "x-hookd-stored": str(e.stored)})
             return
         except Exception as e:
             log.exception("internal error on hook %s", scope["path"])
@@ -300,35 +304,44 @@ class HookdASGI:
         one complete object) is stored raw under ``<delivery id>~cut``, so that the client's
         spooled copy is not taken for a duplicate of it; one that came too
         late (``late``: its client is still waiting, a held PermissionRequest's with its long
-        deadline, say) is then refused with a 400 saying so: the client takes a 4xx for
-        "stored, nothing to print" and does not spool. Raises what
-        :meth:`hookd.service.Hookd.ingest_hook` raises."""
+        deadline, say) is then refused with a 400 saying so, naming the hook event it is
+        stored as (``stored``: the reply's ``X-Hookd-Stored``), so that the client does not
+        spool it. Raises what :meth:`hookd.service.Hookd.ingest_hook` raises (a
+        PayloadInvalid names its stored hook event too)."""
         delivery, _, agent_pid, cwd = headers
         if ended != "whole" and delivery is not None:
             delivery += CUT_SUFFIX  # (see hookd.service.CUT_SUFFIX)
         if ended == "late":
-            with contextlib.suppress(PayloadInvalid):  # (stored raw as hook_invalid)
-                await self.core.ingest_hook(harness, builder, raw, delivery_id=delivery, agent_pid=agent_pid, cwd=cwd)
-            raise BadRequest(_LATE)
+            try:
+                res = await self.core.ingest_hook(harness, builder, raw, delivery_id=delivery, agent_pid=agent_pid, cwd=cwd)
+                stored = res.hook_event_id
+                if stored is None and delivery is not None:  # a copy of it was stored before
+                    stored = await self.core.store.hook_event_id(delivery)
+            except PayloadInvalid as e:  # (stored raw as hook_invalid)
+                stored = e.stored
+            late = BadRequest(_LATE)
+            late.stored = stored
+            raise late
         return await self.core.ingest_hook(harness, builder, raw, delivery_id=delivery, hold=hold,
                                            agent_pid=agent_pid, cwd=cwd)
 
     async def plain_hook(self, path: str, headers: list[tuple[bytes, bytes]], raw: bytes, *,
-                         ended: str = "whole") -> tuple[int, bytes]:
+                         ended: str = "whole") -> tuple[int, bytes, int | None]:
         """``POST /v1/hooks/{harness}/{builder}`` (no hold, no wake) with its body ``raw``,
-        as :class:`_HttpProtocol`'s fast path serves it: returns (HTTP status, JSON body),
+        as :class:`_HttpProtocol`'s fast path serves it: returns (HTTP status, JSON body, the
+        hook event id of a refused hook's stored bytes: its ``X-Hookd-Stored`` header),
         errors in the one error shape, exactly as :meth:`_hook` answers them. ended: how the
         body ended (:func:`read_hook_body`)."""
         parts = path.split("/")
         try:
             builder = check_builder_id(parts[4])
             result = await self._ingest(parts[3], builder, raw, ended, _hook_headers(headers))
-            return 200, result.body
+            return 200, result.body, None
         except HookdError as e:
-            return e.status, _error_body(e.code, e.message)
+            return e.status, _error_body(e.code, e.message, e.stored), e.stored
         except Exception as e:
             log.exception("internal error on hook %s", path)
-            return 500, _error_body("internal", f"internal error: {type(e).__name__}")
+            return 500, _error_body("internal", f"internal error: {type(e).__name__}"), None
 
 
 def _hook_headers(headers: list[tuple[bytes, bytes]]) -> tuple[str | None, int, int | None, str | None]:
@@ -381,8 +394,8 @@ async def _unless_disconnected(work: Any, receive: Any) -> bytes:
     return b""
 
 
-def _error_body(code: str, message: str) -> bytes:
-    return _enc.encode(ErrorResponse(ErrorBody(code, message)))
+def _error_body(code: str, message: str, stored: int | None = None) -> bytes:
+    return _enc.encode(ErrorResponse(ErrorBody(code, message, stored)))
 
 
 async def _send(send: Any, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
@@ -522,7 +535,13 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
         watch = getattr(core, "lanes", None)
         if watch is None:
             raise BadRequest("lanes are not being watched")
-        return json_response(sorted(await watch.compute(), key=_lane_order))
+        lanes = sorted(await watch.compute(), key=_lane_order)
+        parts = []
+        for i in range(0, len(lanes), 500):  # encoded 500 lanes per turn of the event loop
+            if i:
+                await asyncio.sleep(0)
+            parts.append(_enc.encode(lanes[i:i + 500])[1:-1])
+        return Response(b"[" + b",".join(parts) + b"]", media_type="application/json")
 
     async def transcripts(request: Request) -> Response:
         return json_response(await core.store.transcripts())
@@ -609,16 +628,26 @@ def _lane_order(lane: Any) -> tuple[int, float]:
 
 
 async def core_status(core: Hookd) -> dict[str, Any]:
-    """The daemon's status: process, listeners, counts, builders (spawned and seen), and the
-    interactions a PermissionRequest hook is held for (``held``)."""
-    stats = await core.store.builder_stats()
+    """The daemon's status: process, listeners, counts, builders (spawned and seen), the
+    interactions a PermissionRequest hook is held for (``held``), and ``storage``: whether
+    the database commits (:meth:`hookd.store.Store.storage`; while it cannot
+    be read either, ``read_error`` says so and the counts and builders read from it are
+    empty). Files (manifests, the spool) are read off the event loop."""
+    storage = core.store.storage()
+    try:
+        stats = await core.store.builder_stats()
+        counts = await core.store.counts()
+        migrations = await core.store.applied_migrations()
+    except StorageUnavailable as e:
+        storage["read_error"] = e.message
+        stats, counts, migrations = {}, {}, []
+    manifests, spooled = await asyncio.to_thread(_status_files, core.home)
     builders = []
-    for m in list_manifests(core.home):
+    for m in manifests:
         s = stats.pop(m["builder"], None)
         builders.append(_builder_status(m["builder"], m, s))
     for b, s in sorted(stats.items()):
         builders.append(_builder_status(b, None, s))
-    spooled = sum(1 for d in core.home.spool_root.glob("*/*.json"))
     return {
         "version": __version__,
         "pid": os.getpid(),
@@ -627,14 +656,20 @@ async def core_status(core: Hookd) -> dict[str, Any]:
         "tcp_port": getattr(core, "tcp_port", None),
         "started_at": core.started_at,
         "uptime_s": round(time.time() - core.started_at, 3),
-        "migrations": await core.store.applied_migrations(),
-        "counts": {**await core.store.counts(), "spooled": spooled},
+        "migrations": migrations,
+        "counts": {**counts, "spooled": spooled},
         "builders": builders,
         "held": core.held(),
+        "storage": storage,
         # hooks answered on the Unix socket's fast path since start (hookd.server._HttpProtocol),
         # and how many of them had to wait (their write joined a group commit)
         "fast_path": {"enabled": FASTPATH, "hooks": core.fast_hooks, "waited": core.fast_hooks_resumed},
     }
+
+
+def _status_files(home: Home) -> tuple[list[dict[str, Any]], int]:
+    """(every spawn manifest, payloads in the spool): status's file reads, in a thread."""
+    return list_manifests(home), sum(1 for d in home.spool_root.glob("*/*.json"))
 
 
 def _builder_status(builder: str, manifest: dict | None, stats: dict | None) -> dict[str, Any]:
@@ -857,18 +892,20 @@ class _HookRequest:
 
     async def _run(self, ended: str, error: HookdError | None) -> None:
         app: HookdASGI = self.proto.config.hookd_app  # type: ignore[attr-defined]
+        stored = None
         if error is not None:
             status, body = error.status, _error_body(error.code, error.message)
         else:
             t0 = time.perf_counter()
-            status, body = await app.plain_hook(self.path, self.headers, bytes(self.body), ended=ended)
+            status, body, stored = await app.plain_hook(self.path, self.headers, bytes(self.body), ended=ended)
             app.core.fast_hooks += 1
             if app.timings is not None:
                 app.timings.append(time.perf_counter() - t0)
         t = self.proto.transport
         if not t.is_closing():
+            extra = b"" if stored is None else b"x-hookd-stored: %d\r\n" % stored
             t.write(b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
-                    b"connection: close\r\n\r\n%s" % (status, _REASONS[status], len(body), body))
+                    b"%sconnection: close\r\n\r\n%s" % (status, _REASONS[status], len(body), extra, body))
             t.close()
 
 
@@ -1017,7 +1054,11 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
                           idle_inbox_after_s=notifier.config.idle_inbox_after_s)
         core.lanes = lanes  # type: ignore[attr-defined]
         laning = asyncio.create_task(lanes.run(stop_watch))
+        retrying = asyncio.create_task(retry_until_back(core, stop_watch))
         await core.ingest_spool()
+        # what start-up made (modules, the app) lives as long as the daemon: the garbage
+        # collector's full passes, pauses of the hook path, need not walk it again and again
+        gc.freeze()
         log.info(
             "hookd %s serving %s on unix:%s and http://127.0.0.1:%d (pid %d)",
             __version__, home.root, home.socket_path, tcp_port, os.getpid(),
@@ -1034,6 +1075,7 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(tailing, 2)
             laning.cancel()
+            retrying.cancel()
             core.release_all()
             await core.bus.close()
             await core.close()

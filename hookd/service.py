@@ -7,6 +7,7 @@ published: events reach :class:`EventBus` followers only after their transaction
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import os
@@ -36,6 +37,7 @@ from hookd.models import (
     InteractionHead,
     NotFound,
     PayloadInvalid,
+    StorageUnavailable,
     resolved_event,
 )
 from hookd.store import Store, Tx
@@ -89,6 +91,8 @@ class HookResult:
     duplicate: bool = False
     #: (interaction id, waiter): a PermissionRequest hook to hold for a remote answer
     hold: tuple[str, asyncio.Future[bytes]] | None = None
+    #: the hook event id its raw bytes were stored under (None for a duplicate)
+    hook_event_id: int | None = None
 
 
 class EventBus:
@@ -153,6 +157,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         # held PermissionRequest hooks, by interaction id (ephemeral, like wake waits)
         self._waiters: dict[str, set[asyncio.Future[bytes]]] = {}
         self._expiry_changed = asyncio.Event()
+        self._spool_lock = asyncio.Lock()  # one spool pass at a time (ingest_spool)
         #: called with (path, builder, session_id) when a session reports a new transcript
         #: path (the tailer follows it)
         self.on_transcript: Any = None
@@ -193,8 +198,9 @@ class Hookd(Answers, Transcripts, ClawCore):
         (``CLAUDE_PID`` in the hook's environment), for lane liveness. cwd: the hook's working
         directory as its client reported it (claw identifies sessions by it; None: the
         builder's spawned worktree). Raises PayloadInvalid
-        after storing the raw bytes when the payload cannot be parsed (nothing is lost),
-        NotFound for an unknown harness.
+        after storing the raw bytes when the payload cannot be parsed (nothing is lost; its
+        ``stored`` is the hook event id), NotFound for an unknown harness, StorageUnavailable
+        when the database cannot commit (nothing stored: the client must keep the payload).
         """
         adapter = HARNESSES.get(harness)
         if adapter is None:
@@ -214,8 +220,9 @@ class Hookd(Answers, Transcripts, ClawCore):
             return HookResult(b"", [], duplicate=True)
         await self.bus.publish()
         if error is not None:
+            error.stored = hook_id
             raise error
-        return HookResult(body, events, hold=(iid, box[0]) if iid and box else None)
+        return HookResult(body, events, hold=(iid, box[0]) if iid and box else None, hook_event_id=hook_id)
 
     def _ingest_tx(
         self, tx: Tx, adapter: Any, harness: str, builder: str, raw: bytes, payload: cc.Base | None,
@@ -901,9 +908,16 @@ class Hookd(Answers, Transcripts, ClawCore):
         Spool files are ``spool/<builder>/<usec>-<pid>-<rand>.<harness>.json`` written by
         hook clients (temp file + rename). A file is deleted only after its transaction
         committed; its name is its delivery id, so a crash between commit and delete, or a
-        payload that also reached the daemon live, is not stored twice.
+        payload that also reached the daemon live, is not stored twice. While the database
+        cannot commit (StorageUnavailable) the pass stops at the first file: it and the rest
+        stay, for the next pass once storage is back (hookd.storage_health.retry_until_back).
+        A file that fails for another reason stays too (logged). One pass at a time.
         Returns counts: ingested, duplicates, invalid.
         """
+        async with self._spool_lock:
+            return await self._ingest_spool()
+
+    async def _ingest_spool(self) -> dict[str, int]:
         counts = {"ingested": 0, "duplicates": 0, "invalid": 0}
         files = await asyncio.to_thread(_spool_files, self.home.spool_root)
         for name, builder, f in files:
@@ -932,10 +946,16 @@ class Hookd(Answers, Transcripts, ClawCore):
             except PayloadInvalid as e:
                 counts["invalid"] += 1  # stored with its raw bytes; safe to delete
                 log.warning("spooled payload %s stored as invalid: %s", f, e.message)
+            except StorageUnavailable:
+                break  # it and the rest stay (the store logs the outage once)
             except HookdError as e:
                 log.warning("spooled payload %s left in the spool: %s", f, e.message)
                 continue
-            os.unlink(f)
+            except Exception:  # a bug: never the spool watcher's end, never the file's
+                log.exception("spooled payload %s left in the spool", f)
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f)
         return counts
 
 

@@ -17,6 +17,7 @@ the same transaction that applies them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sqlite3
@@ -28,7 +29,9 @@ import aiosqlite
 import msgspec
 
 from hookd.clock import Clock
-from hookd.models import NOT_ACTIVITY_HOOKS, Event, InboxMessage, Interaction, InteractionHead, Selection
+from hookd.config import env_number
+from hookd.models import NOT_ACTIVITY_HOOKS, Event, InboxMessage, Interaction, InteractionHead, Selection, StorageUnavailable
+from hookd.storage_health import StorageHealth, is_busy, storage_code
 
 log = logging.getLogger("hookd")
 #: commit the writes of one event-loop turn together (Store.write); "0" turns it off
@@ -1165,6 +1168,34 @@ async def _finish(job: "asyncio.Future[T]") -> T:
         raise
 
 
+#: First and longest pause (seconds) between two tries of a write on a database another
+#: connection has locked (doubling; :meth:`Store.write`).
+_LOCK_PAUSE_S = (0.002, 0.05)
+
+
+class _Locked(Exception):
+    """BEGIN IMMEDIATE found the database locked by another connection (``error``)."""
+
+    def __init__(self, error: sqlite3.Error):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _rollback(db: sqlite3.Connection) -> None:
+    """End a failed transaction, if SQLite has not already (a failed COMMIT may leave it
+    open: the writer would refuse every later BEGIN)."""
+    if db.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+
+
+def _fail(futures: list[asyncio.Future[Any]], e: BaseException) -> None:
+    """Hand ``e`` to every waiting write (a StorageUnavailable: a fresh one each)."""
+    for fut in futures:
+        if not fut.done():
+            fut.set_exception(StorageUnavailable(e.message) if isinstance(e, StorageUnavailable) else e)
+
+
 class Store:
     """The database of one hookd home. ``open`` applies pending migrations."""
 
@@ -1179,8 +1210,19 @@ class Store:
         self._w: sqlite3.Connection | None = None
         self._r: aiosqlite.Connection | None = None
         self._checkpointer: asyncio.Task[None] | None = None
-        self._batch: list[tuple[Callable[..., Any], tuple, asyncio.Future[Any]]] = []
+        # writes waiting for the next group commit: (fn, args, future, loop time past which a
+        # database locked by another connection refuses it)
+        self._batch: list[tuple[Callable[..., Any], tuple, asyncio.Future[Any], float]] = []
+        self._flushing: asyncio.Handle | None = None  # the scheduled _flush of the batch
+        self._lock_pause = _LOCK_PAUSE_S[0]  # the pause before the next try on a locked database
         self._busy = False  # a write committed in this turn of the event loop
+        #: whether the store can commit (hookd.storage_health); status shows it
+        self.health = StorageHealth(path)
+        #: how long a write waits for a database another connection has locked (seconds;
+        #: ``HOOKD_BUSY_WAIT_S``), in pauses that never block the event loop; then it is
+        #: refused (StorageUnavailable): a hook's client spools it well within its deadline
+        self.busy_wait_s = env_number("HOOKD_BUSY_WAIT_S", 2.0)
+        self._ident: tuple[int, int] | None = None  # (device, inode) of the database opened
         #: write transactions committed by this store (the checkpoint loop's clock)
         self.commits = 0
         #: the writer connection's WAL restart, running in a thread (:meth:`_restart_wal`)
@@ -1197,6 +1239,10 @@ class Store:
         self._migrate()
         self.clock.attach(db)
         self.clock.record(db)
+        # from here on a locked database is waited for off the event loop (write, _flush)
+        db.execute("PRAGMA busy_timeout=0")
+        st = os.stat(self.path)
+        self._ident = (st.st_dev, st.st_ino)
         self._inbox.builders.update(r[0] for r in db.execute(
             "SELECT DISTINCT builder FROM inbox_messages WHERE state IN ('queued', 'delivered')"))
         self._r = await aiosqlite.connect(self.path, isolation_level=None)
@@ -1212,6 +1258,13 @@ class Store:
             except asyncio.CancelledError:
                 pass
             self._checkpointer = None
+        if self._flushing is not None:  # writes waiting for a locked database: refused
+            self._flushing.cancel()
+            self._flushing = None
+            batch, self._batch = self._batch, []
+            for _, _, fut, _ in batch:
+                if not fut.done():
+                    fut.set_exception(StorageUnavailable("storage unavailable: the daemon is stopping; nothing was stored"))
         if self._r is not None:
             await self._r.close()
             self._r = None
@@ -1220,7 +1273,8 @@ class Store:
                 self.clock.record(self._w)
             except sqlite3.Error as e:  # the next boot's floor is then an earlier record
                 log.warning("recording the timeline: %s", e)
-            self._w.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            with contextlib.suppress(sqlite3.Error):  # disk full, deleted: nothing more to save
+                self._w.execute("PRAGMA wal_checkpoint(PASSIVE)")
             self._w.close()
             self._w = None
 
@@ -1235,6 +1289,7 @@ class Store:
         conn = await _finish(asyncio.ensure_future(asyncio.to_thread(
             sqlite3.connect, self.path, check_same_thread=False, isolation_level=None)))
         seen = -1
+        logged: str | None = None
         try:
             while True:
                 await asyncio.sleep(self.CHECKPOINT_INTERVAL_S)
@@ -1254,7 +1309,11 @@ class Store:
                     finally:
                         self._restarting = None  # the writer is back from its thread
                 except sqlite3.Error as e:  # disk full, say: the next round tries again
-                    log.warning("WAL checkpoint: %s", e)
+                    if str(e) != logged:  # once per change: the store's health says the rest
+                        log.warning("WAL checkpoint: %s", e)
+                        logged = str(e)
+                else:
+                    logged = None
         finally:
             conn.close()
 
@@ -1276,7 +1335,10 @@ class Store:
         other connection would make the writer drop its whole page cache and read it back
         from the file at the next hook."""
         # not counted in ``commits``: the next round, with nothing else committed, has nothing to do
-        self._transaction(Tx.record_checkpoint, (time.time(), frames), counted=False)
+        try:
+            self._transaction(Tx.record_checkpoint, (time.time(), frames), counted=False)
+        except _Locked as e:  # another connection holds the lock: the next round
+            raise e.error from None
 
     def _migrate(self) -> None:
         db = self._w
@@ -1313,40 +1375,87 @@ class Store:
         run in submission order in one transaction, each in its own savepoint (a raising
         ``fn`` undoes only its own changes), and one COMMIT makes them all durable before any
         of them returns. ``HOOKD_GROUP_COMMIT=0``: one transaction per write.
+
+        Raises StorageUnavailable when the database cannot commit (:mod:`hookd.storage_health`):
+        a storage error (disk full, I/O error, corrupt, read-only, ...) in any write of a
+        group fails the whole group (rolled back: none of it is acknowledged; the next write
+        tries again); a database another connection has locked is waited for, in pauses that
+        never block the event loop, up to ``busy_wait_s``; a database file deleted or replaced
+        since :meth:`open` refuses every write from then on. ``tx.after_commit`` callbacks
+        run only for a write that is acknowledged.
         """
         if self._restarting is not None and not self._restarting.done():
             await asyncio.wait((self._restarting,))  # the writer is restarting the WAL in its thread
-        if not GROUP_COMMIT:
-            return self._transaction(fn, args)
+        self.health.check()
         loop = asyncio.get_running_loop()
+        if not GROUP_COMMIT:
+            return await self._solo(fn, args, loop.time() + self.busy_wait_s)
         if not self._busy and not self._batch:
             # the first write of this turn commits at once: no added latency when quiet
             self._busy = True
             loop.call_soon(self._turn_over)
-            return self._transaction(fn, args)
+            try:
+                return self._transaction(fn, args)
+            except _Locked:
+                pass  # another connection holds the write lock: wait in line (_flush)
         fut: asyncio.Future[tuple[T, list[Event]]] = loop.create_future()
-        self._batch.append((fn, args, fut))
-        if len(self._batch) == 1:
-            loop.call_soon(self._flush)
+        self._batch.append((fn, args, fut, loop.time() + self.busy_wait_s))
+        if self._flushing is None:
+            self._flushing = loop.call_soon(self._flush)
         return await fut
+
+    async def _solo(self, fn: Callable[..., T], args: tuple, until: float) -> tuple[T, list[Event]]:
+        """One transaction for one write (no group commit); a locked database is retried
+        until the loop time ``until``."""
+        pause = _LOCK_PAUSE_S[0]
+        while True:
+            try:
+                return self._transaction(fn, args)
+            except _Locked as e:
+                if asyncio.get_running_loop().time() >= until:
+                    raise self.health.failed(e.error) from e.error
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, _LOCK_PAUSE_S[1])
 
     def _turn_over(self) -> None:
         self._busy = False
 
     def _flush(self) -> None:
-        batch, self._batch = self._batch, []
+        self._flushing = None
         db = self._w
-        done: list[tuple[asyncio.Future[Any], BaseException | None, Any]] = []
+        loop = asyncio.get_running_loop()
         try:
             assert db is not None, "the store is closed"
-            db.execute("BEGIN IMMEDIATE")
+            self._begin(db)
+        except _Locked as e:
+            # another connection holds the write lock: refuse the writes that waited long
+            # enough, try the others again after a pause (the event loop runs meanwhile)
+            now = loop.time()
+            late = [w for w in self._batch if w[3] <= now]
+            if late:
+                self._batch = [w for w in self._batch if w[3] > now]
+                _fail([w[2] for w in late], self.health.failed(e.error))
+            if self._batch:
+                self._flushing = loop.call_later(self._lock_pause, self._flush)
+                self._lock_pause = min(self._lock_pause * 2, _LOCK_PAUSE_S[1])
+            return
+        except BaseException as e:  # noqa: BLE001 - nothing of the batch was committed
+            batch, self._batch = self._batch, []
+            _fail([w[2] for w in batch], self._refusal(e))
+            return
+        self._lock_pause = _LOCK_PAUSE_S[0]
+        batch, self._batch = self._batch, []
+        done: list[tuple[asyncio.Future[Any], BaseException | None, Any]] = []
+        try:
             try:
-                for fn, args, fut in batch:
+                for fn, args, fut, _ in batch:
                     db.execute("SAVEPOINT w")
                     tx = Tx(db, self._inbox, self.clock.mono())
                     try:
                         result = fn(tx, *args)
                     except BaseException as e:  # noqa: BLE001 - handed to its caller
+                        if storage_code(e) is not None:
+                            raise  # the database failed, not this write: the whole group fails
                         db.execute("ROLLBACK TO w")
                         db.execute("RELEASE w")
                         done.append((fut, e, None))
@@ -1356,14 +1465,13 @@ class Store:
                 db.execute("COMMIT")
                 self.commits += 1
             except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
+                _rollback(db)
                 raise
-        except BaseException as e:  # noqa: BLE001 - nothing of the batch was committed
-            for _, _, fut in batch:
-                if not fut.done():
-                    fut.set_exception(e)
+            self._check_file()
+        except BaseException as e:  # noqa: BLE001 - nothing of the batch is acknowledged
+            _fail([w[2] for w in batch], self._refusal(e))
             return
+        self.health.succeeded()
         for fut, err, ok in done:
             if err is not None:
                 if not fut.done():
@@ -1378,22 +1486,88 @@ class Store:
             if not fut.done():
                 fut.set_result((result, tx.events))
 
+    def _begin(self, db: sqlite3.Connection) -> None:
+        """BEGIN IMMEDIATE; raises _Locked when another connection holds the write lock."""
+        try:
+            db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as e:
+            if is_busy(e):
+                raise _Locked(e) from e
+            raise
+
+    def _refusal(self, e: BaseException) -> BaseException:
+        """What a write that failed with ``e`` raises: StorageUnavailable for a storage
+        error (recorded in :attr:`health`), ``e`` itself otherwise."""
+        if isinstance(e, StorageUnavailable):
+            return e
+        if storage_code(e) is not None:
+            return self.health.failed(e)
+        return e
+
+    def _check_file(self) -> None:
+        """Raise StorageUnavailable when the file at the database's path is no longer the
+        one opened (deleted, moved away or replaced): what was just committed went into a
+        file no one will open again. One stat per commit (~2 us), not per hook."""
+        try:
+            st = os.stat(self.path)
+            ident: tuple[int, int] | None = (st.st_dev, st.st_ino)
+        except FileNotFoundError:
+            ident = None
+        except OSError:
+            return  # cannot tell (a permission change): the commits themselves will say
+        if ident != self._ident:
+            raise self.health.gone("deleted" if ident is None else "replaced")
+
     def _transaction(self, fn: Callable[..., T], args: tuple, counted: bool = True) -> tuple[T, list[Event]]:
+        """One write transaction on the writer connection. ``counted``: a write of the
+        event loop's (health recorded, file checked, :attr:`commits` counted), not the WAL
+        restart's in its thread. Raises _Locked (nothing done) when the database is locked."""
         db = self._w
         assert db is not None
-        db.execute("BEGIN IMMEDIATE")
+        try:
+            self._begin(db)
+        except sqlite3.Error as e:
+            raise self._refusal(e) if counted else e
         tx = Tx(db, self._inbox, self.clock.mono())
         try:
             result = fn(tx, *args)
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+            db.execute("COMMIT")
+        except BaseException as e:
+            _rollback(db)
+            refusal = self._refusal(e) if counted else e
+            if refusal is e:
+                raise
+            raise refusal from e
         if counted:
             self.commits += 1
+            self._check_file()
+            self.health.succeeded()
         for fn_after in tx.after_commit:
             fn_after()
         return result, tx.events
+
+    def storage(self) -> dict[str, Any]:
+        """:attr:`health`'s status, and ``waiting``: writes waiting for their commit (for more
+        than a turn of the event loop only while another connection has the database locked)."""
+        return {**self.health.status(), "waiting": len(self._batch)}
+
+    async def record_recovery(self) -> None:
+        """Write the ``storage_recovered`` event of the current or last outage (error,
+        message, since, refused, after_s), if there is one not yet recorded: the write that
+        tells whether storage commits again (hookd.storage_health.retry_until_back). Raises
+        StorageUnavailable while it does not."""
+        health = self.health
+
+        def tx_fn(tx: Tx) -> None:
+            outage = health.outage()
+            if outage is None:
+                return
+            at = time.time()
+            tx.append_event("storage_recovered", None, None, at,
+                            {**outage, "after_s": round(at - (outage["since"] or at), 3)})
+            tx.after_commit.append(health.recorded)
+
+        await self.write(tx_fn)
 
     # reads ---------------------------------------------------------------------------
     async def _all(self, sql: str, args: tuple = ()) -> list[tuple]:
@@ -1402,7 +1576,13 @@ class Store:
         # execute and fetch in one call on the reader's thread: a statement left half-read
         # between two calls would hold its read snapshot for the other readers' statements
         # queued in between (they would miss a commit made meanwhile: a lost wake-up)
-        return list(await db.execute_fetchall(sql, args))
+        try:
+            return list(await db.execute_fetchall(sql, args))
+        except sqlite3.Error as e:
+            code = storage_code(e)
+            if code is None:
+                raise
+            raise StorageUnavailable(f"storage unavailable: cannot read the database: {e} ({code})") from e
 
     async def interactions_by_ids(self, ids: list[str]) -> dict[str, Interaction]:
         """{requested id: interaction} for the ids (or tool_use_ids) that exist."""
@@ -1441,45 +1621,60 @@ class Store:
         return [dict(zip(keys, r)) for r in rows]
 
     async def lane_inputs(self, builders: list[str]) -> list[dict[str, Any]]:
-        """What a lane is derived from, per builder (see :mod:`hookd.lanes`): its current
-        session (the one of its newest hook, else its newest transcript-only session) with
-        the agent pid, end and interrupt times; the session's newest main-agent hook that is
-        agent activity (not one of :data:`hookd.models.NOT_ACTIVITY_HOOKS`); its
-        pending interactions; its queued inbox messages."""
+        """What a lane is derived from, per builder (see :mod:`hookd.lanes`), in the order of
+        ``builders``: its current session (the one of its newest hook, else its newest
+        transcript-only session) with the agent pid, end and interrupt times; the session's
+        newest main-agent hook that is agent activity (not one of
+        :data:`hookd.models.NOT_ACTIVITY_HOOKS`); its pending interactions (a list, or ``()`` when there are
+        none: one shared object, so that the dicts of most builders hold nothing the garbage
+        collector tracks); its queued inbox messages.
+
+        Three statements per thousand builders (each builder's rows found through the indexes
+        inside SQLite, on the reader's thread), not five per builder; the event loop runs
+        between two thousands (10,000 builders must not hold it: hooks are answered in
+        between), and no more than a thousand rows are alive at once."""
+        out: list[dict[str, Any]] = []
+        for i in range(0, len(builders), 1000):
+            out += await self._lane_inputs(builders[i:i + 1000])
+        return out
+
+    async def _lane_inputs(self, builders: list[str]) -> list[dict[str, Any]]:
+        names = _enc.encode(builders)
+        marks = "SELECT value FROM json_each(?)"
+        rows = await self._all(
+            "WITH b(k, id) AS (SELECT key, value FROM json_each(?)),"
+            " cur AS (SELECT b.k, b.id AS builder, COALESCE("
+            "  (SELECT s.id FROM sessions s WHERE s.id=(SELECT h.session_id FROM hook_events h"
+            "    WHERE h.builder=b.id AND h.session_id IS NOT NULL ORDER BY h.id DESC LIMIT 1)),"
+            "  (SELECT s.id FROM sessions s WHERE s.builder=b.id ORDER BY s.started_at DESC LIMIT 1)) AS sid FROM b)"
+            " SELECT cur.builder, s.id, s.started_at, s.ended_at, s.end_reason, s.agent_pid, s.agent_started_at,"
+            " s.interrupted_at, s.hooks_unarmed_at, s.cwd, s.harness, s.turn_started_at, s.turn_ended_at,"
+            " lh.hook_event_name, lh.received_at, COALESCE(lh.received_mono, lh.received_at)"
+            " FROM cur LEFT JOIN sessions s ON s.id=cur.sid"
+            " LEFT JOIN hook_events lh ON lh.id=(SELECT h.id FROM hook_events h WHERE h.session_id=s.id"
+            "   AND h.agent_id IS NULL"
+            f"   AND h.hook_event_name NOT IN ({','.join('?' * len(NOT_ACTIVITY_HOOKS))})"
+            "   ORDER BY h.id DESC LIMIT 1)"
+            " ORDER BY cur.k", (names, *sorted(NOT_ACTIVITY_HOOKS)))
+        pending: dict[str, list[dict[str, Any]]] = {}
+        for b, i, k, c, s_, m in await self._all(
+                "SELECT builder, id, kind, created_at, session_id, COALESCE(created_mono, created_at) FROM interactions"
+                f" WHERE state='pending' AND builder IN ({marks}) ORDER BY created_at", (names,)):
+            pending.setdefault(b, []).append({"id": i, "kind": k, "created_at": c, "session_id": s_, "created_mono": m})
+        queued = {b: (n, oldest, oldest_mono) for b, n, oldest, oldest_mono in await self._all(
+            "SELECT builder, COUNT(*), MIN(created_at), MIN(COALESCE(created_mono, created_at)) FROM inbox_messages"
+            f" WHERE state='queued' AND builder IN ({marks}) GROUP BY builder", (names,))}
+        keys = ("session_id", "started_at", "ended_at", "end_reason", "agent_pid", "agent_started_at",
+                "interrupted_at", "hooks_unarmed_at", "cwd", "harness", "turn_started_at", "turn_ended_at")
         out = []
-        for b in builders:
-            d: dict[str, Any] = {"builder": b, "session": None, "last_hook": None, "pending": [],
-                                 "queued": 0, "oldest_queued_at": None}
-            rows = await self._all(
-                "SELECT session_id FROM hook_events WHERE builder=? AND session_id IS NOT NULL ORDER BY id DESC LIMIT 1", (b,))
-            sid = rows[0][0] if rows else None
-            cols = ("id, started_at, ended_at, end_reason, agent_pid, agent_started_at, interrupted_at, hooks_unarmed_at,"
-                    " cwd, harness, turn_started_at, turn_ended_at")
-            srows = await self._all(f"SELECT {cols} FROM sessions WHERE id=?", (sid,)) if sid else []
-            if not srows:
-                srows = await self._all(f"SELECT {cols} FROM sessions WHERE builder=? ORDER BY started_at DESC LIMIT 1", (b,))
-            if srows:
-                keys = ("session_id", "started_at", "ended_at", "end_reason", "agent_pid", "agent_started_at",
-                        "interrupted_at", "hooks_unarmed_at", "cwd", "harness", "turn_started_at", "turn_ended_at")
-                d["session"] = dict(zip(keys, srows[0]))
-                h = await self._all(
-                    "SELECT hook_event_name, received_at, COALESCE(received_mono, received_at) FROM hook_events"
-                    " WHERE session_id=? AND agent_id IS NULL"
-                    f" AND hook_event_name NOT IN ({','.join('?' * len(NOT_ACTIVITY_HOOKS))})"
-                    " ORDER BY id DESC LIMIT 1", (srows[0][0], *sorted(NOT_ACTIVITY_HOOKS)))
-                if h:
-                    d["last_hook"] = {"hook_event_name": h[0][0], "at": h[0][1], "mono": h[0][2]}
-            d["pending"] = [
-                {"id": i, "kind": k, "created_at": c, "session_id": s_, "created_mono": m}
-                for i, k, c, s_, m in await self._all(
-                    "SELECT id, kind, created_at, session_id, COALESCE(created_mono, created_at) FROM interactions"
-                    " WHERE state='pending' AND builder=? ORDER BY created_at", (b,))
-            ]
-            (n, oldest, oldest_mono), = await self._all(
-                "SELECT COUNT(*), MIN(created_at), MIN(COALESCE(created_mono, created_at)) FROM inbox_messages"
-                " WHERE builder=? AND state='queued'", (b,))
-            d["queued"], d["oldest_queued_at"], d["oldest_queued_mono"] = n, oldest, oldest_mono
-            out.append(d)
+        for r in rows:
+            b = r[0]
+            q = queued.get(b, (0, None, None))
+            out.append({
+                "builder": b, "session": dict(zip(keys, r[1:13])) if r[1] is not None else None,
+                "last_hook": {"hook_event_name": r[13], "at": r[14], "mono": r[15]} if r[14] is not None else None,
+                "pending": pending.get(b, ()), "queued": q[0], "oldest_queued_at": q[1], "oldest_queued_mono": q[2],
+            })
         return out
 
     async def builders(self) -> list[str]:
@@ -1507,6 +1702,11 @@ class Store:
             f"SELECT {_INTERACTION_COLS} FROM interactions WHERE id=? OR tool_use_id=?", (interaction_id, interaction_id)
         )
         return _interaction(rows[0]) if rows else None
+
+    async def hook_event_id(self, delivery_id: str) -> int | None:
+        """The id of the hook event stored under ``delivery_id``, if any."""
+        rows = await self._all("SELECT id FROM hook_events WHERE delivery_id=?", (delivery_id,))
+        return rows[0][0] if rows else None
 
     async def events_after(self, after: int = 0, limit: int = 1000) -> list[Event]:
         rows = await self._all(
