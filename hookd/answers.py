@@ -238,24 +238,26 @@ def _late_reason(i: Interaction) -> str:
     return f"the question was already {i.state}"
 
 
-def _child_running(pid: int, since: float, tool_name: str | None, tool_input: Any) -> list[str] | None:
-    """The argv of a child process of ``pid`` started at or after ``since`` (UNIX seconds,
-    less a clock tick) that runs this tool call (:func:`cc.runs_tool`), or None. Reads /proc:
-    run it off the event loop."""
+def _child_running(pid: int, since: float, before: set[int] | None, tool_name: str | None,
+                   tool_input: Any) -> tuple[list[str] | None, set[int]]:
+    """(the argv of a new child process of ``pid`` that runs this tool call
+    (:func:`cc.runs_tool`), or None; the pids of its children now). New: not among ``before``
+    (the children at an earlier look), or, at the first look (``before`` None), started at or
+    after ``since`` (UNIX seconds, less a clock tick). Reads /proc: run it off the event loop."""
     try:
         children = _children(pid)
     except psutil.Error:
-        return None
+        return None, set()
     for child in children:
         try:
-            if child.create_time() < since - 0.05:
+            if (child.pid in before) if before is not None else (child.create_time() < since - 0.05):
                 continue
             argv = child.cmdline()
         except psutil.Error:
             continue
         if cc.runs_tool(tool_name, tool_input, argv):
-            return argv
-    return None
+            return argv, set()
+    return None, {c.pid for c in children}
 
 
 def _children(pid: int) -> list[psutil.Process]:
@@ -370,13 +372,18 @@ class Answers:
         pid = self._pids.get(i.session_id) if i.session_id else None
         if pid is None:
             return
-        since = i.created_at
-        while True:
-            argv = await asyncio.to_thread(_child_running, pid, since, i.tool_name, i.input)
-            if argv is not None:
-                await self._write_publish(self._desk_allowed_tx, i.id, time.time())
-                return
-            await asyncio.sleep(TOOL_WATCH_S)
+        before: set[int] | None = None  # the agent's children at the first look
+        try:
+            while True:
+                argv, kids = await asyncio.to_thread(_child_running, pid, i.created_at, before, i.tool_name, i.input)
+                if argv is not None:
+                    await self._write_publish(self._desk_allowed_tx, i.id, time.time())
+                    return
+                if before is None:
+                    before = kids
+                await asyncio.sleep(TOOL_WATCH_S)
+        except Exception:
+            log.exception("watching %s's tool process failed; its PostToolUse will resolve it", i.id)
 
     def _desk_allowed_tx(self: "Hookd", tx: Tx, iid: str, at: float) -> None:  # type: ignore[misc]
         """The held prompt's tool is running: the desk allowed it. Resolved ``answered`` /
