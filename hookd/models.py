@@ -221,6 +221,7 @@ class PayloadInvalid(HookdError):
 class PayloadTooLarge(HookdError):
     code = "payload_too_large"
     status = 413
+    exit_code = 2
 
 
 class NotFound(HookdError):

@@ -184,6 +184,26 @@ def decode_body(raw: bytes, type_: Any, what: str) -> Any:
         raise BadRequest(f"{what} body: {e}") from None
 
 
+#: Largest body (bytes) of the answer, message, ask and preanswer routes: the texts in them
+#: are limited far below (hookd.answers.MAX_ANSWER_CHARS, hookd.service.MAX_MESSAGE_CHARS), so
+#: a bigger body is refused (413) without being read into memory.
+MAX_API_BODY = 256 * 1024
+
+
+async def read_api_body(request: Request, limit: int = MAX_API_BODY) -> bytes:
+    """The request's body, at most ``limit`` bytes; raises PayloadTooLarge past it."""
+    declared = request.headers.get("content-length", "")
+    too_large = PayloadTooLarge(f"request body over {limit} bytes (answers and messages are limited far below)")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large
+    buf = bytearray()
+    async for chunk in request.stream():
+        buf += chunk
+        if len(buf) > limit:
+            raise too_large
+    return bytes(buf)
+
+
 class SendRequest(msgspec.Struct, forbid_unknown_fields=True):
     """Body of ``POST /v1/builders/{builder}/messages``. id: idempotency key; session_id /
     agent_id: scope the message to one session or one subagent."""
@@ -284,9 +304,11 @@ class HookdASGI:
             result = await self._ingest(parts[3], builder, raw, ended, headers,
                                         hold=holdable and deadline_ms >= HOLD_MIN_MS)
             body = result.body
+            read_iid = None
             if result.hold is not None:
                 iid, fut = result.hold
                 body = await self.core.hold(iid, fut, deadline_ms / 1000 - HOLD_MARGIN_S, _disconnected(receive))
+                read_iid = iid if body else None  # a remote answer: delivered once the hook has read it
         except HookdError as e:
             await _send(send, e.status, _error_body(e.code, e.message, e.stored),
                         None if e.stored is None else {"content-type": "application/json", "x-hookd-stored": str(e.stored)})
@@ -296,6 +318,12 @@ class HookdASGI:
             await _send(send, 500, _error_body("internal", f"internal error: {type(e).__name__}"))
             return
         await _send(send, 200, body)
+        if read_iid is not None:
+            read = await _reply_read(scope)
+            try:
+                await self.core.reply_read(read_iid, read)
+            except Exception:
+                log.exception("recording the delivery of the answer to %s failed", read_iid)
 
     async def _ingest(self, harness: str, builder: str, raw: bytes, ended: str,
                       headers: tuple[str | None, int, int | None, str | None], *, hold: bool = False) -> HookResult:
@@ -368,6 +396,25 @@ def _with_header(send: Any, header: tuple[bytes, bytes]) -> Any:
             message["headers"] = [*message["headers"], header]
         await send(message)
     return send_with
+
+
+#: Longest wait (s) for a held hook's client to close after its reply with a remote answer.
+REPLY_READ_WAIT_S = 10.0
+
+
+async def _reply_read(scope: dict) -> bool | None:
+    """After a held hook's reply was sent: did its client read all of it and close its end
+    (True), go away leaving part of it unread (False), or neither within REPLY_READ_WAIT_S
+    (None)? :class:`_HttpProtocol` half-closes such a reply and watches the client's close
+    (``hookd.reply_read`` in the scope's extensions); without it (another protocol), True:
+    the transport took the whole reply."""
+    read = scope.get("extensions", {}).get("hookd.reply_read")
+    if read is None:
+        return True
+    try:
+        return await asyncio.wait_for(asyncio.shield(read), REPLY_READ_WAIT_S)
+    except TimeoutError:
+        return None
 
 
 async def _disconnected(receive: Any) -> None:
@@ -479,7 +526,7 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
 
     async def send(request: Request) -> Response:
         builder = await known_builder(request)
-        body = decode_body(await request.body(), SendRequest, "message")
+        body = decode_body(await read_api_body(request), SendRequest, "message")
         message, created = await core.send_message(
             builder, body.text, key=body.id, session_id=body.session_id, agent_id=body.agent_id,
             author=body.author,
@@ -493,12 +540,12 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
         return builder
 
     async def answer(request: Request) -> Response:
-        body = decode_body(await request.body(), AnswerRequest, "answer")
+        body = decode_body(await read_api_body(request), AnswerRequest, "answer")
         return json_response(await core.answer(request.path_params["id"], body, surface=body.surface))
 
     async def ask(request: Request) -> Response:
         builder = await known_builder(request)
-        body = decode_body(await request.body(), AskRequest, "ask")
+        body = decode_body(await read_api_body(request), AskRequest, "ask")
         i = await core.ask_async(builder, body.question, body.options, session_id=body.session_id,
                                  expires_in_s=body.expires_in_s, author=body.author)
         return json_response({"interaction": i}, 201)
@@ -509,7 +556,7 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
 
     async def preanswer(request: Request) -> Response:
         builder = await known_builder(request)
-        body = decode_body(await request.body(), PreanswerRequest, "preanswer")
+        body = decode_body(await read_api_body(request), PreanswerRequest, "preanswer")
         return json_response(await core.preanswer(builder, body.question, body.answer, actor=body.actor), 201)
 
     async def tail(request: Request) -> Response:
@@ -794,6 +841,12 @@ class _HttpProtocol(HttpToolsProtocol):
             self._hook = _HookRequest(self, url.decode("ascii"), self.headers)
             return
         super().on_headers_complete()
+        if url.endswith(b"/hold") and url.startswith(b"/v1/hooks/") and self.parser.get_method() == b"POST":
+            # a held PermissionRequest hook: its reply may carry a remote answer, recorded as
+            # delivered only once the client has read all of it (HookdASGI._hook)
+            self._reply_read = self.loop.create_future()
+            self.cycle.transport = _HalfClose(self.transport, self)
+            self.cycle.scope.setdefault("extensions", {})["hookd.reply_read"] = self._reply_read
 
     def on_body(self, body: bytes) -> None:
         if self._hook is not None:
@@ -808,6 +861,8 @@ class _HttpProtocol(HttpToolsProtocol):
         super().on_message_complete()
 
     def data_received(self, data: bytes) -> None:
+        if self._replied:
+            return  # a held hook's reply is out: only its client's close matters now
         super().data_received(data)
         hook = self._hook
         if hook is not None and not hook.started:
@@ -819,12 +874,57 @@ class _HttpProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._hook is not None:
             self._hook.start("cut")  # what arrived is stored, as on the ASGI path
+        if self._reply_read is not None and not self._reply_read.done():
+            # reset (ECONNRESET: the client closed with part of the reply unread, or never read
+            # it), or closed by us first (shutdown, keep-alive timer): not known to be read
+            self._reply_read.set_result(False if exc is not None else None)
         super().connection_lost(exc)
+
+    # --- a held hook's reply: delivered once its client has read it -------------------
+    _reply_read: "asyncio.Future[bool | None] | None" = None
+    _replied = False
+
+    def reply_sent(self) -> None:
+        """The response cycle of a held hook ended (uvicorn closes the transport here): shut
+        down our writing side only, and keep reading, so that the client's close tells
+        whether it read the whole reply. A Unix or TCP socket closed with unread data in its
+        receive queue resets the connection (ECONNRESET here); closed after reading, it ends
+        with EOF. uvicorn's keep-alive timer closes the connection if the client never does."""
+        self._replied = True
+        t = self.transport
+        if t.is_closing():
+            return
+        try:
+            t.write_eof()
+        except (OSError, RuntimeError, NotImplementedError):
+            t.close()
+            return
+        self.flow.resume_reading()
+
+    def eof_received(self) -> bool | None:
+        if self._replied and self._reply_read is not None and not self._reply_read.done():
+            self._reply_read.set_result(True)
+        return super().eof_received()  # (None: the transport closes)
 
     def shutdown(self) -> None:
         if self._hook is not None:
             return  # the hook is answered (or times out), then the connection closes
         super().shutdown()
+
+
+class _HalfClose:
+    """The transport a held hook's response cycle writes to: the real one, except that
+    ``close()`` (uvicorn's end of a ``Connection: close`` response) is
+    :meth:`_HttpProtocol.reply_sent`."""
+
+    def __init__(self, transport: Any, proto: _HttpProtocol):
+        self._transport, self._proto = transport, proto
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+    def close(self) -> None:
+        self._proto.reply_sent()
 
 
 class _HookRequest:

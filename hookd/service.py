@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from hookd.answers import Answers
+from hookd.answers import Answers, check_name
 from hookd.claw_core import ClawCore
 from hookd.transcripts import Transcripts
 from hookd.config import Home, env_number
@@ -579,6 +579,7 @@ class Hookd(Answers, Transcripts, ClawCore):
             )
         if not author.strip():
             raise BadRequest("author is empty")
+        check_name("author", author)
 
         def tx_fn(tx: Tx) -> tuple[InboxMessage, bool]:
             if key is not None:
@@ -632,6 +633,7 @@ class Hookd(Answers, Transcripts, ClawCore):
                     data["agent_id"] = i.agent_id
                 tx.append_event(resolved_event(i.kind), builder, sid, at, data)
                 self._release_after(tx, i.id)
+                self._inbox_answers_after(tx, i, at, outcome=ob.outcome, answers=None, surface=None)
 
     def _track_session(self, tx: Tx, harness: str, builder: str, p: cc.Base, at: float) -> None:
         sid = p.session_id
@@ -844,6 +846,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         if p.hook_event_name == "transcript":
             data["via"] = "transcript"
         tx.append_event("question_resolved", builder, p.session_id, at, data)
+        self._inbox_answers_after(tx, existing, at, outcome=ob.outcome, answers=ob.answers, surface=ob.surface)
 
     def _permission_asked(self, tx: Tx, builder: str, p: cc.Base, ob: cc.PermissionAsked, at: float) -> str | None:
         """A tool permission prompt: one ``permission`` interaction per prompt (a second copy
@@ -885,6 +888,8 @@ class Hookd(Answers, Transcripts, ClawCore):
             if holder is None:  # (one of this session's holding it already: leave both alone)
                 tx.set_tool_use_id(i.id, key)
         self._release_after(tx, i.id)
+        if i.state == "answered" and i.received_at is None:
+            return  # allowed at the desk, seen while the tool ran (hookd.answers)
         if i.state == "answered":
             # the tool ran: a remote allow was adopted, a remote deny lost to the desk's Yes
             self._settle_remote(tx, i, p, at, outcome="answered", answers=None, selections=None,

@@ -396,6 +396,13 @@ _MESSAGE_COLS = (
 )
 
 
+#: A permission prompt whose tool result is still to come: pending, answered remotely and not
+#: yet adopted, or allowed at the desk while its tool ran (hookd.answers: the tool's process
+#: seen; no tool_use_id until its PostToolUse).
+_AWAITING_TOOL = ("(state='pending' OR (state='answered' AND received_at IS NOT NULL AND adopted_at IS NULL)"
+                  " OR (state='answered' AND received_at IS NULL AND decision='allow' AND tool_use_id IS NULL))")
+
+
 def _message(row: tuple) -> InboxMessage:
     return InboxMessage(*row)
 
@@ -739,11 +746,11 @@ class Tx:
         return cur.rowcount == 1
 
     def awaiting_tool_result(self, session_id: str) -> bool:
-        """Has the session a permission prompt whose tool result is still to come (pending, or
-        answered remotely and not yet adopted)? Cheap: spares hashing every tool input."""
+        """Has the session a permission prompt whose tool result is still to come (pending,
+        answered remotely and not yet adopted, or allowed at the desk while its tool runs)?
+        Cheap: spares hashing every tool input."""
         return self._one(
-            "SELECT 1 FROM interactions WHERE session_id=? AND kind='permission' AND (state='pending'"
-            " OR (state='answered' AND received_at IS NOT NULL AND adopted_at IS NULL)) LIMIT 1",
+            f"SELECT 1 FROM interactions WHERE session_id=? AND kind='permission' AND {_AWAITING_TOOL} LIMIT 1",
             (session_id,),
         ) is not None
 
@@ -752,8 +759,7 @@ class Tx:
         at or after ``since`` (hookd's timeline: :attr:`mono`)."""
         row = self._one(
             f"SELECT {_INTERACTION_COLS} FROM interactions WHERE session_id=? AND kind='permission'"
-            " AND tool_name=? AND input_hash=? AND COALESCE(created_mono, created_at)>=? AND (state='pending'"
-            " OR (state='answered' AND received_at IS NOT NULL AND adopted_at IS NULL))"
+            f" AND tool_name=? AND input_hash=? AND COALESCE(created_mono, created_at)>=? AND {_AWAITING_TOOL}"
             " ORDER BY COALESCE(created_mono, created_at) DESC LIMIT 1",
             (session_id, tool_name, input_hash, since),
         )
@@ -991,6 +997,22 @@ class Tx:
         self._db.executemany("UPDATE inbox_messages SET state='queued' WHERE id=? AND state='delivered'",
                              [(i,) for i in ids])
         return ids
+
+    def queued_with_prefix(self, builder: str, prefix: str) -> list[InboxMessage]:
+        """Queued messages of ``builder`` whose text starts with ``prefix``, FIFO."""
+        if builder not in self._inbox.builders:
+            return []
+        rows = self._db.execute(
+            f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE builder=? AND state='queued'"
+            " AND substr(text, 1, ?)=? ORDER BY seq",
+            (builder, len(prefix), prefix),
+        ).fetchall()
+        return [_message(r) for r in rows]
+
+    def set_message_text(self, message_id: str, text: str) -> bool:
+        """Replace a still queued message's text. False when it is no longer queued."""
+        cur = self._db.execute("UPDATE inbox_messages SET text=? WHERE id=? AND state='queued'", (text, message_id))
+        return cur.rowcount == 1
 
     def mark_delivered(self, ids: list[str], *, hook_event_id: int | None, session_id: str, via: str, at: float) -> None:
         self._db.executemany(
