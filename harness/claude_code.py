@@ -12,12 +12,15 @@ Facts per Claude Code 2.1.332 (``shared/claude-code/README.md``, recorded fixtur
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import shlex
 from typing import Any, Iterable
 
 import msgspec
 
 from hookd.models import PayloadInvalid, Selection
+from hookd.untrusted import decode_json
 
 HARNESS = "claude-code"
 VERSION = "2.1.332"
@@ -224,7 +227,7 @@ def parse(raw: bytes) -> Base:
     ``hook_event_name``, or a known field has the wrong type.
     """
     try:
-        obj = msgspec.json.decode(raw)
+        obj = decode_json(raw)  # a lone surrogate (a string cut mid-emoji) decodes as U+FFFD
     except (msgspec.DecodeError, RecursionError) as e:  # (RecursionError: nested too deeply)
         raise PayloadInvalid(f"payload is not valid JSON: {e}") from None
     if not isinstance(obj, dict):
@@ -636,8 +639,8 @@ def sent_message_ids(lines: "Iterable[bytes]") -> set[str]:
         if b"api-request" not in line:
             continue
         try:
-            row = msgspec.json.decode(line)
-        except msgspec.DecodeError:
+            row = decode_json(line)
+        except (msgspec.DecodeError, RecursionError):
             continue
         if not isinstance(row, dict):
             continue
@@ -670,12 +673,54 @@ def encode_answer(labels: list[str], other: str | None = None) -> str:
     return ", ".join(items)
 
 
+#: Tools whose PermissionRequest ``allow`` Claude Code 2.1.332 acts on only with
+#: ``updatedInput``: without it the dialog stays open and no model request follows (checked with
+#: the binary for ExitPlanMode; Bash, Edit, Write, NotebookEdit, WebFetch and MCP tools run on a
+#: bare allow: docs/harness-claude-code.md "PermissionRequest decisions"). AskUserQuestion has
+#: its own answer in ``updatedInput`` (the input plus ``answers``).
+ALLOW_NEEDS_INPUT = frozenset({"ExitPlanMode"})
+
+
+def allow_input(tool_name: str | None, tool_input: Any) -> Any:
+    """The ``updatedInput`` a remote ``allow`` of a permission prompt carries: the tool's input
+    exactly as the PermissionRequest hook received it where the tool needs one
+    (:data:`ALLOW_NEEDS_INPUT`; Claude Code refuses an input that differs), else None (a bare
+    allow: a large input, a file's content say, is not sent back)."""
+    if tool_name in ALLOW_NEEDS_INPUT and isinstance(tool_input, dict):
+        return tool_input
+    return None
+
+
+#: Tools Claude Code 2.1.332 runs as a child process of its own (:func:`runs_tool`).
+RUNS_AS_CHILD = frozenset({"Bash"})
+_SHELLS = frozenset({"bash", "zsh", "sh", "dash", "ksh"})
+
+
+def runs_tool(tool_name: str | None, tool_input: Any, argv: list[str]) -> bool:
+    """Is ``argv``, a child process of the agent, this tool call running? 2.1.332 runs a Bash
+    command as ``<shell> -c "source <snapshot> ... && eval '<command>' < /dev/null && pwd -P
+    >| /tmp/claude-<hex>-cwd"``, shell-quoted (checked with the binary for quotes, newlines,
+    heredocs, backslashes and non-ASCII text): the word after ``eval`` is the command. Other
+    tools run inside the agent's process: never."""
+    if tool_name != "Bash" or not isinstance(tool_input, dict) or len(argv) < 3:
+        return False
+    command = tool_input.get("command")
+    if not isinstance(command, str) or not command or argv[-2] != "-c" or os.path.basename(argv[0]) not in _SHELLS:
+        return False
+    try:
+        words = shlex.split(argv[-1])
+    except ValueError:
+        return False
+    return any(w == "eval" and nxt == command for w, nxt in zip(words, words[1:]))
+
+
 def permission_decision(behavior: str, *, updated_input: Any = None, message: str | None = None) -> bytes:
     """PermissionRequest hook stdout carrying a decision (Claude Code 2.1.332 schema).
 
     behavior: ``allow`` | ``deny``; updated_input: for AskUserQuestion, the original input
     plus ``answers`` (never send an allow without answers for it: the menu stays, and past
-    releases emptied the answers); message: shown to the model on deny.
+    releases emptied the answers); for a tool of :data:`ALLOW_NEEDS_INPUT`, its input
+    (:func:`allow_input`); message: shown to the model on deny.
     """
     decision: dict[str, Any] = {"behavior": behavior}
     if updated_input is not None:

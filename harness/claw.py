@@ -42,6 +42,7 @@ import msgspec
 
 from hookd.harness import claude_code as cc
 from hookd.models import PayloadInvalid
+from hookd.untrusted import decode_json, text_without_lone_surrogates
 
 HARNESS = "claw"
 #: The claw-code-go CLI: the same payloads and output rules, flat-string settings in
@@ -161,7 +162,7 @@ def parse(raw: bytes, *, builder: str, cwd: str | None) -> cc.Base:
     type.
     """
     try:
-        obj = msgspec.json.decode(raw)
+        obj = decode_json(raw)  # a lone surrogate (a string cut mid-emoji) decodes as U+FFFD
     except (msgspec.DecodeError, RecursionError) as e:  # (RecursionError: nested too deeply)
         raise PayloadInvalid(f"payload is not valid JSON: {e}") from None
     if not isinstance(obj, dict):
@@ -223,12 +224,12 @@ def _output_obj(output: Any) -> Any:
     ``Hook feedback:`` text. Anything else as it is."""
     if isinstance(output, str):
         try:
-            return msgspec.json.decode(output)
-        except msgspec.DecodeError:
+            return decode_json(output)
+        except (msgspec.DecodeError, RecursionError):
             pass
         if output.lstrip().startswith("{"):
             try:
-                return _decoder.raw_decode(output.lstrip())[0]
+                return _decoder.raw_decode(text_without_lone_surrogates(output.lstrip()))[0]
             except ValueError:
                 pass
     return output

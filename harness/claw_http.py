@@ -32,6 +32,7 @@ import msgspec
 from hookd.harness import claude_code as cc
 from hookd.harness import claw
 from hookd.models import PayloadInvalid
+from hookd.untrusted import decode_json
 
 HARNESS = "claw-http"
 BOUNDARIES = ("between_tools", "before_final")
@@ -79,7 +80,7 @@ MODELS: dict[str, type[cc.Base]] = {
 def parse(raw: bytes) -> cc.Base:
     """Decode one boundary payload (built by :mod:`hookd.clawhttp`). Raises PayloadInvalid."""
     try:
-        obj = msgspec.json.decode(raw)
+        obj = decode_json(raw)
     except (msgspec.DecodeError, RecursionError) as e:  # (RecursionError: nested too deeply)
         raise PayloadInvalid(f"payload is not valid JSON: {e}") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("hook_event_name"), str):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import secrets
 import time
 from collections.abc import Awaitable
@@ -25,6 +26,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+import psutil
 
 from hookd.harness import claude_code as cc
 from hookd.models import (
@@ -50,6 +52,25 @@ MAX_EXPIRY_S = 7 * 86400.0
 SURFACES = ("cli", "api", "web")
 MAX_QUESTION_CHARS = 4000
 MAX_OPTIONS = 12
+MAX_OPTION_CHARS = 200
+#: Longest human text in one answer: the free text of all its questions together, or a deny
+#: message (:func:`cc.injection_size`: JSON-escaped UTF-8 bytes, as messages are measured).
+#: It reaches the model in a tool result, or, kept as an inbox message (an answer that came
+#: late or had no hook to go through), in one injection: with the question lines and the
+#: late-answer framing it stays under cc.INJECTION_CAP (~9k characters; Claude Code 2.1.332
+#: collapses longer hook context to a preview). docs/decisions.md "Answer and message limits".
+MAX_ANSWER_CHARS = 6000
+#: Longest name of who answers or writes (``actor``, ``author``): framed into what the model
+#: reads (``[human msg m-3 from <author> ...]``).
+MAX_NAME_CHARS = 200
+#: Largest reply (bytes) a remote answer may make a hook print. The compiled client reads at
+#: most 1 MiB of reply, headers included (``REPLY_MAX``, hooks/client.c), the bash client
+#: 1,048,576 characters; a reply over this is never offered to a hook (the answer goes the
+#: way of one no hook holds for: an inbox message, or refused for a permission prompt).
+MAX_HOOK_REPLY = 64 * 1024
+#: How often (seconds) the agent's child processes are looked at while a hook is held for a
+#: prompt whose tool runs as one (:meth:`Answers._watch_tool_start`).
+TOOL_WATCH_S = 0.25
 _canon = msgspec.json.Encoder(order="sorted")
 
 
@@ -99,14 +120,31 @@ def _one_answer(q: cc.Question, labels: list[str], text: str | None) -> str:
     return cc.encode_answer(labels, text)
 
 
+def check_name(what: str, name: str | None) -> None:
+    """Refuse (BadRequest) an ``actor`` / ``author`` longer than MAX_NAME_CHARS characters."""
+    if name is not None and len(name) > MAX_NAME_CHARS:
+        raise BadRequest(f"{what} is {len(name)} characters; the limit is {MAX_NAME_CHARS}")
+
+
+def check_answer_size(texts: list[str | None], what: str = "the answer's text") -> None:
+    """Refuse (BadRequest, saying the size and the limit) human text over MAX_ANSWER_CHARS
+    (JSON-escaped UTF-8 bytes, all of ``texts`` together)."""
+    size = sum(cc.injection_size(t) - 2 for t in texts if t)
+    if size > MAX_ANSWER_CHARS:
+        raise BadRequest(f"{what} is {size} bytes as sent (JSON-escaped UTF-8); the limit is {MAX_ANSWER_CHARS}"
+                         " (it must reach the agent whole, in one injection): shorten it")
+
+
 def normalize_answer(i: Interaction, req: AnswerRequest) -> tuple[dict[str, str] | None, list[Selection] | None, str | None, str | None]:
     """(answers, selections, decision, message) of ``req`` for ``i``, validated.
 
     Questions (``question``, ``async``): every question answered, labels among its options,
     one label or free text for single-select; answers text-keyed as Claude Code reports them.
     Permissions: ``decision`` (or one option) ``allow`` | ``deny``; ``message`` / ``text``
-    goes with deny. Raises BadRequest with what is wrong.
+    goes with deny. The free text (or deny message) is at most MAX_ANSWER_CHARS bytes as sent.
+    Raises BadRequest with what is wrong.
     """
+    check_name("actor", req.actor)
     if i.kind == "permission":
         if req.answers is not None or len(req.options) > 1:
             raise BadRequest("a permission prompt takes --option allow or --option deny [--text MESSAGE]")
@@ -118,6 +156,7 @@ def normalize_answer(i: Interaction, req: AnswerRequest) -> tuple[dict[str, str]
             message = None
         if decision == "allow" and message is not None:
             raise BadRequest("a message goes with deny (it is shown to the model); allow takes none")
+        check_answer_size([message], "the deny message")
         return None, None, decision, message
     if req.decision is not None:
         raise BadRequest(f"{i.id} is a {i.kind}, not a permission prompt: answer with options or text")
@@ -125,6 +164,7 @@ def normalize_answer(i: Interaction, req: AnswerRequest) -> tuple[dict[str, str]
     if not qs:
         raise BadRequest(f"{i.id} has no readable questions")
     parts: dict[str, str] = {}
+    texts: list[str | None] = []
     if req.answers is not None:
         if req.options or req.text is not None or req.question is not None:
             raise BadRequest("give either answers, or question/options/text, not both")
@@ -137,10 +177,13 @@ def normalize_answer(i: Interaction, req: AnswerRequest) -> tuple[dict[str, str]
                 labels, text = list(v), None
             else:
                 labels, text = list(v.options), v.text
+            texts.append(text)
             parts[q.question] = _one_answer(q, labels, text)
     else:
         q = _find_question(qs, req.question or "")
+        texts.append(req.text)
         parts[q.question] = _one_answer(q, list(req.options), req.text)
+    check_answer_size(texts)
     missing = [q.question for q in qs if q.question not in parts]
     if missing:
         raise BadRequest(f"answer every question of {i.id}; missing: {'; '.join(repr(m) for m in missing)}")
@@ -152,21 +195,35 @@ def answer_text(i: Interaction, answers: dict[str, str] | None, decision: str | 
                 late: str | None = None) -> str:
     """The inbox text of an answer: ``[Answer to question <id>] Q: ... A: ...``; a late one
     (``late``: why it was not used) says so: ``[Late answer to question <id> (not used: ...)]``."""
+    lines = [answer_head(i, late)]
+    if i.kind == "permission":
+        return lines[0] + f" {decision}" + (f": {message}" if message else "")
+    for q, a in (answers or {}).items():
+        lines.append(f"Q: {_clip(q, 500)}\nA: {a}")  # (the question is the agent's own text)
+    return "\n".join(lines)
+
+
+def answer_head(i: Interaction, late: str | None = None) -> str:
+    """The first line of :func:`answer_text`: ``[Answer to question <id>]``, or
+    ``[Late answer to question <id> (not used: <late>)]``."""
     head = f"Late answer to {{}} (not used: {late})" if late else "Answer to {}"
     if i.kind == "permission":
-        line = "[" + head.format(f"permission prompt {i.id} for {i.tool_name}") + f"] {decision}"
-        return line + (f": {message}" if message else "")
-    lines = ["[" + head.format(f"question {i.id}") + "]"]
-    for q, a in (answers or {}).items():
-        lines.append(f"Q: {q}\nA: {a}")
-    return "\n".join(lines)
+        return "[" + head.format(f"permission prompt {i.id} for {i.tool_name}") + "]"
+    return "[" + head.format(f"question {i.id}") + "]"
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[:n - 1] + "…"
 
 
 def hook_body(i: Interaction) -> bytes:
     """The held PermissionRequest hook's stdout for a remote answer to ``i``. An
-    AskUserQuestion allow always carries the original input plus every answer."""
+    AskUserQuestion allow always carries the original input plus every answer; a permission
+    allow carries the tool's input where Claude Code needs it (:func:`cc.allow_input`)."""
     if i.kind == "permission":
         assert i.decision in ("allow", "deny")
+        if i.decision == "allow":
+            return cc.permission_decision("allow", updated_input=cc.allow_input(i.tool_name, i.input))
         return cc.permission_decision(i.decision, message=i.message)
     assert i.answers, "never a decision without answers"
     base = i.input if isinstance(i.input, dict) else {"questions": i.questions}
@@ -177,8 +234,49 @@ def _late_reason(i: Interaction) -> str:
     """Why a late answer to ``i`` was not used, for the agent: what happened instead."""
     if i.state == "answered":
         what = i.decision if i.kind == "permission" else "; ".join(str(a) for a in (i.answers or {}).values())
-        return f"already answered at the {i.surface or 'desk'}: {what}" if what else "already answered"
+        return f"already answered at the {i.surface or 'desk'}: {_clip(what, 300)}" if what else "already answered"
     return f"the question was already {i.state}"
+
+
+def _child_running(pid: int, since: float, before: set[int] | None, tool_name: str | None,
+                   tool_input: Any) -> tuple[list[str] | None, set[int]]:
+    """(the argv of a new child process of ``pid`` that runs this tool call
+    (:func:`cc.runs_tool`), or None; the pids of its children now). New: not among ``before``
+    (the children at an earlier look), or, at the first look (``before`` None), started at or
+    after ``since`` (UNIX seconds, less a clock tick). Reads /proc: run it off the event loop."""
+    try:
+        children = _children(pid)
+    except psutil.Error:
+        return None, set()
+    for child in children:
+        try:
+            if (child.pid in before) if before is not None else (child.create_time() < since - 0.05):
+                continue
+            argv = child.cmdline()
+        except psutil.Error:
+            continue
+        if cc.runs_tool(tool_name, tool_input, argv):
+            return argv, set()
+    return None, {c.pid for c in children}
+
+
+def _children(pid: int) -> list[psutil.Process]:
+    """The child processes of ``pid``: from Linux's /proc/PID/task/TID/children (about 20 us),
+    else psutil's scan of every process (milliseconds)."""
+    try:
+        kids: set[int] = set()
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids.update(int(x) for x in f.read().split())
+    except OSError:
+        return psutil.Process(pid).children()
+    out = []
+    for k in kids:
+        try:
+            out.append(psutil.Process(k))
+        except psutil.Error:
+            continue
+    return out
 
 
 def _same_selections(a: list[Selection] | None, b: list[Selection] | None) -> bool:
@@ -251,9 +349,13 @@ class Answers:
         """Hold a PermissionRequest hook for interaction ``iid`` until a remote answer (returns
         the decision JSON), the desk resolves it (b""), the hook goes away (Esc / No at the
         desk: Claude Code SIGTERMs it; the interaction ends ``dismissed``), or ``timeout_s``
-        seconds pass (b"": the prompt stays open at the desk). Raises DaemonStopping when the
-        daemon stops meanwhile, or has begun to. Event-driven."""
+        seconds pass (b"": the prompt stays open at the desk). Event-driven. A decision
+        returned is not delivered yet: the caller sends it, then says whether the hook read
+        it (:meth:`reply_read`). While it holds, a tool whose run shows before it ends (a Bash
+        command: :meth:`_watch_tool_start`) proves the desk allowed it. Raises DaemonStopping
+        when the daemon stops meanwhile, or has begun to."""
         disc = asyncio.ensure_future(disconnected)
+        watch: asyncio.Future[None] | None = None
         try:
             if self._stopping:
                 raise DaemonStopping(iid)
@@ -265,6 +367,8 @@ class Answers:
             elif i.state != "pending":
                 return b""
             else:
+                if i.kind == "permission" and i.tool_name in cc.RUNS_AS_CHILD:
+                    watch = asyncio.ensure_future(self._watch_tool_start(i))
                 done, _ = await asyncio.wait({fut, disc}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
                 if fut not in done:
                     if disc in done:
@@ -276,7 +380,6 @@ class Answers:
                 if disc.done():
                     await self._write_publish(self._hook_gone_tx, iid, time.time())
                     return b""
-            await self._write_publish(self._hook_delivered_tx, iid, time.time())
             return body
         finally:
             ws = self._waiters.get(iid)
@@ -287,12 +390,68 @@ class Answers:
             if fut.done() and not fut.cancelled():
                 fut.exception()  # (a DaemonStopping never looked at is not an error)
             disc.cancel()
+            if watch is not None:
+                watch.cancel()
+
+    async def _watch_tool_start(self: "Hookd", i: Interaction) -> None:  # type: ignore[misc]
+        """Claude Code 2.1.332 does nothing to a held PermissionRequest hook when the desk
+        allows the tool (no signal, no transcript row, no other hook until the tool's
+        PostToolUse: docs/harness-claude-code.md), and a Bash command may run for minutes.
+        What shows at once is the command's process, a child of the agent's
+        (:func:`cc.runs_tool`): seen while the hook is held, the desk allowed it. The agent's
+        children are looked at every TOOL_WATCH_S seconds (off the event loop) while the hook
+        is held; nothing is watched without the agent's pid (``CLAUDE_PID``)."""
+        pid = self._pids.get(i.session_id) if i.session_id else None
+        if pid is None:
+            return
+        before: set[int] | None = None  # the agent's children at the first look
+        try:
+            while True:
+                argv, kids = await asyncio.to_thread(_child_running, pid, i.created_at, before, i.tool_name, i.input)
+                if argv is not None:
+                    await self._write_publish(self._desk_allowed_tx, i.id, time.time())
+                    return
+                if before is None:
+                    before = kids
+                await asyncio.sleep(TOOL_WATCH_S)
+        except Exception:
+            log.exception("watching %s's tool process failed; its PostToolUse will resolve it", i.id)
+
+    def _desk_allowed_tx(self: "Hookd", tx: Tx, iid: str, at: float) -> None:  # type: ignore[misc]
+        """The held prompt's tool is running: the desk allowed it. Resolved ``answered`` /
+        ``allow`` by ``terminal`` now (its PostToolUse attaches the tool_use_id later), and the
+        held hook is let go with no decision (Claude Code no longer reads it)."""
+        i = tx.interaction(iid)
+        if i is None or i.state != "pending":
+            return
+        if not tx.resolve_interaction(iid, expected_state="pending", state="answered", answers=None,
+                                      selections=None, surface="terminal", warning=None, error=None, at=at,
+                                      decision="allow"):
+            return
+        data: dict[str, Any] = {"id": iid, "kind": "permission", "tool_name": i.tool_name, "tool_use_id": None,
+                                "outcome": "answered", "decision": "allow", "surface": "terminal",
+                                "inferred_from": "tool running"}
+        if i.agent_id:
+            data["agent_id"] = i.agent_id
+        tx.append_event("permission_resolved", i.builder, i.session_id, at, data)
+        self._release_after(tx, iid)
 
     async def _write_publish(self: "Hookd", fn: Any, *args: Any) -> Any:  # type: ignore[misc]
         result, events = await self.store.write(fn, *args)
         if events:
             await self.bus.publish()
         return result
+
+    async def reply_read(self: "Hookd", iid: str, read: bool | None) -> None:  # type: ignore[misc]
+        """A held hook was sent the remote answer to ``iid`` (:meth:`hold`): ``read`` True when
+        its client read the whole reply and closed (``answer_delivered``, via
+        PermissionRequest); False when it went away leaving it unread (Esc or No at the desk
+        SIGTERMs it; a reply it cannot take: :meth:`_hook_gone_tx`); None when that is not
+        known (the daemon closed first): nothing is recorded, the tool's own hooks settle it."""
+        if read:
+            await self._write_publish(self._hook_delivered_tx, iid, time.time())
+        elif read is False:
+            await self._write_publish(self._hook_gone_tx, iid, time.time())
 
     def _hook_delivered_tx(self, tx: Tx, iid: str, at: float) -> None:
         i = tx.interaction(iid)
@@ -317,7 +476,8 @@ class Answers:
                 })
         elif i.state == "answered" and i.received_at is not None and i.delivered_at is None:
             self._supersede(tx, i, at, state="dismissed", answers=None, selections=None, decision=None,
-                            error=None, reason="the desk pressed Esc or No as the remote answer arrived")
+                            error=None, reason="the held hook ended without reading the remote answer"
+                            " (Esc or No at the desk as it arrived)")
 
     def _supersede(self, tx: Tx, i: Interaction, at: float, *, state: str, answers: Any, selections: Any,
                    decision: str | None, error: str | None, reason: str) -> None:
@@ -342,6 +502,36 @@ class Answers:
                        "surface": i.surface, "actor": i.actor, "response_id": i.response_id},
             "message_id": m.id, "reason": reason,
         })
+
+    def _inbox_answers_after(self, tx: Tx, i: Any, at: float, *, outcome: str, answers: Any,
+                             surface: str | None) -> None:
+        """Question ``i`` (an Interaction or InteractionHead) was just resolved ``outcome``
+        without a remote answer: an answer a human sent meanwhile through the inbox (no hook
+        could carry it: the daemon had restarted, holding was off, the session had no hooks)
+        is still queued, since nothing is delivered into a turn sitting on an open question.
+        The same answer as the desk's: adopted (``via: "desk"``: the tool result carried it);
+        another: its text says it was not used and what was (``answer_superseded``), as a
+        late answer's does, so that the model never gets two answers unexplained."""
+        if i.kind != "question":
+            return
+        head = answer_head(i)
+        for m in tx.queued_with_prefix(i.builder, head + "\n"):
+            if outcome == "answered" and answers and m.text == answer_text(i, answers, None, None):
+                if tx.adopt_queued([m.id], via="desk", at=at):
+                    tx.append_event("inbox_adopted", i.builder, m.session_id, at, {"ids": [m.id], "via": "desk"})
+                continue
+            if outcome == "answered":
+                what = "; ".join(str(a) for a in (answers or {}).values())
+                late = f"already answered at the {surface or 'desk'}: {_clip(what, 300)}" if what else "already answered"
+            else:
+                late = f"the question was already {outcome}"
+            if not tx.set_message_text(m.id, answer_head(i, late) + m.text[len(head):]):
+                continue
+            tx.append_event("answer_superseded", i.builder, i.session_id, at, {
+                "id": i.id, "kind": i.kind, "outcome": outcome, "answers": answers, "selections": None,
+                "decision": None, "surface": surface, "remote": None, "message_id": m.id,
+                "reason": "the desk answered first" if outcome == "answered" else f"the question was {outcome}",
+            })
 
     def _settle_remote(self, tx: Tx, i: Interaction, p: cc.Base, at: float, *, outcome: str,
                        answers: Any, selections: Any, decision: str | None, error: str | None) -> None:
@@ -416,6 +606,8 @@ class Answers:
         if i.state != "pending":
             by = f" by {i.surface}" if i.surface else ""
             reason = f"{i.id} is already {i.state}{by} at {_iso(i.resolved_at or at)}"
+            if i.surface == "terminal":
+                reason = "the desk answered first: " + reason
             return self._keep_late(tx, i, req, content, answers, decision, message, author, at, reason)
         route: str | None
         if i.kind == "async":
@@ -425,9 +617,17 @@ class Answers:
             route = "hook"  # a held hook waits, or the PermissionRequest hook is still to come
         else:
             route = None
+        reply = 0
+        if route == "hook":
+            reply = len(hook_body(msgspec.structs.replace(i, answers=answers, decision=decision, message=message)))
+            if reply > MAX_HOOK_REPLY:
+                route = None  # never offered to a hook that cannot take it whole
         if route is None:
             harness = tx.session_harness(i.session_id) if i.session_id is not None else None
-            if harness in ("claw", "claw-code-go"):
+            if reply > MAX_HOOK_REPLY:
+                reason = (f"the hook's reply for this answer would be {reply} bytes (the tool's input with the"
+                          f" answer), over the {MAX_HOOK_REPLY} a hook takes, so it can only be answered at the desk")
+            elif harness in ("claw", "claw-code-go"):
                 reason = (f"{harness} reads the answer to {i.id} at its own prompt (no hook can carry one),"
                           " so it can only be answered at the desk")
             elif i.session_id is not None and not tx.session_has_hooks(i.session_id):
@@ -515,6 +715,10 @@ class Answers:
         Returns ``{"id", "builder", "question", "answer"}``. Raises BadRequest."""
         if not question.strip() or not answer.strip():
             raise BadRequest("question and answer must not be empty")
+        if len(question) > MAX_QUESTION_CHARS:
+            raise BadRequest(f"question must be at most {MAX_QUESTION_CHARS} characters")
+        check_answer_size([answer])
+        check_name("actor", actor)
         at = time.time()
 
         def tx_fn(tx: Tx) -> int:
@@ -538,6 +742,9 @@ class Answers:
         answers = {q.question: pre[q.question][1] for q in qs}
         actors = {pre[q.question][2] for q in qs} - {None}
         actor = actors.pop() if len(actors) == 1 else None
+        reply = cc.pre_tool_answer({**i.input, "answers": answers})
+        if len(reply) > MAX_HOOK_REPLY:
+            return b""  # the menu asks the desk instead; the answer stays registered
         selections = cc.decode_answers(i.questions, answers)
         if not tx.record_answer(i.id, expected_revision=i.revision, answers=answers, selections=selections,
                                 decision=None, message=None, surface="hook", actor=actor, response_id=None, at=at):
@@ -552,7 +759,7 @@ class Answers:
             "id": i.id, "kind": i.kind, "tool_use_id": i.tool_use_id, "outcome": "answered", "answers": answers,
             "selections": msgspec.to_builtins(selections), "surface": "hook", "actor": actor,
         })
-        return cc.pre_tool_answer({**i.input, "answers": answers})
+        return reply
 
     # --- async asks (hookd mcp) ------------------------------------------------------------
     async def ask_async(self: "Hookd", builder: str, question: str, options: list[str] | None = None, *,  # type: ignore[misc]
@@ -573,6 +780,9 @@ class Answers:
         opts = [o.strip() for o in (options or [])]
         if len(opts) > MAX_OPTIONS or any(not o for o in opts) or len(set(opts)) != len(opts):
             raise BadRequest(f"options must be at most {MAX_OPTIONS} distinct, non-empty labels")
+        if any(len(o) > MAX_OPTION_CHARS for o in opts):
+            raise BadRequest(f"an option label must be at most {MAX_OPTION_CHARS} characters")
+        check_name("author", author)
         if expires_in_s is not None and not 0 < expires_in_s <= MAX_EXPIRY_S:
             raise BadRequest(f"expires_in_s must be more than 0 and at most {MAX_EXPIRY_S:.0f} seconds")
         at = time.time()

@@ -99,16 +99,16 @@ class ClawCore:
         return msgspec.structs.replace(ob, tool_use_id=i.tool_use_id or i.id)
 
     # --- claw-http --------------------------------------------------------------------------
-    def _redeliver_before(self: "Hookd", adapter: Any, sid: str, at: float) -> float:  # type: ignore[misc]
-        """Messages delivered before this time and never adopted are offered again
-        (at-least-once). Hooks: REDELIVER_AFTER_S after their delivery. claw-http (acks): also
-        everything delivered before this daemon started or before the session last
-        registered: the loop may never have got it."""
+    def _redeliver_before(self: "Hookd", adapter: Any, sid: str, mono: float) -> float:  # type: ignore[misc]
+        """Messages delivered before this moment (hookd's timeline, :mod:`hookd.clock`; ``mono``
+        is now) and never adopted are offered again (at-least-once). Hooks: REDELIVER_AFTER_S
+        after their delivery. claw-http (acks): also everything delivered before this daemon
+        started or before the session last registered: the loop may never have got it."""
         from hookd.service import REDELIVER_AFTER_S
 
-        before = at - REDELIVER_AFTER_S
+        before = mono - REDELIVER_AFTER_S
         if getattr(adapter, "ACK_REQUIRED", False):
-            before = max(before, self.started_at, self._registered.get(sid, 0.0))
+            before = max(before, self.started_mono, self._registered.get(sid, float("-inf")))
         return before
 
     async def claw_ack(self: "Hookd", builder: str, sid: str, ids: list[str]) -> list[str]:  # type: ignore[misc]
@@ -144,7 +144,7 @@ class ClawCore:
         raw = msgspec.json.encode({**payload, "session_id": sid})
         res = await self.ingest_hook(claw_http.HARNESS, builder, raw)
         if payload.get("hook_event_name") == "SessionStart":
-            self._registered[sid] = time.time()
+            self._registered[sid] = self.store.clock.mono()
         out: dict[str, Any] = {"acked": acked, "ids": [], "text": "", "waiting": 0, "redelivered": [],
                                "events": [e.kind for e in res.events]}
         for e in res.events:

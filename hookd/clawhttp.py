@@ -47,6 +47,7 @@ from starlette.routing import Route
 
 from hookd.config import check_builder_id
 from hookd.models import BadRequest, Interaction
+from hookd.untrusted import decode_json
 
 PREFIX = "/v1/claw/{builder}/sessions"
 _enc = msgspec.json.Encoder()
@@ -156,8 +157,8 @@ class Error(msgspec.Struct):
 
 def _decode(raw: bytes, type_: Any, what: str) -> Any:
     try:
-        return msgspec.json.decode(raw or b"{}", type=type_)
-    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        return decode_json(raw or b"{}", type=type_)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as e:
         raise BadRequest(f"{what} body: {e}") from None
 
 

@@ -2,6 +2,11 @@
 
 Every command takes ``--home`` (or ``HOOKD_HOME``). Errors print one sentence to stderr
 and exit non-zero (2 bad input or config, 3 daemon not running, 4 already serving, 1 other).
+
+Everything printed for a human goes through :func:`hookd.untrusted.visible` (``_out``,
+``_table``): text an agent or a harness wrote (questions, tool input, session ids, paths,
+messages, error messages quoting them, the daemon's log lines) cannot move the cursor, clear
+the screen, set a window title, hide or reorder words. ``--json`` output is exact.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import logging
 import os
 import shlex
 import sys
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +27,40 @@ from tabulate import tabulate
 from hookd import __version__
 from hookd.config import Home
 from hookd.models import ConfigError, DaemonNotRunning, HookdError
+from hookd.untrusted import json_escape_visible, visible
 
 _enc = msgspec.json.Encoder()
+
+
+def _out(text: Any, err: bool = False, nl: bool = True) -> None:
+    """Print text for a human: each line's control and bidi characters escaped (the line
+    breaks of ``text`` itself kept)."""
+    click.echo("\n".join(visible(line) for line in str(text).split("\n")), err=err, nl=nl)
+
+
+def _seg(value: str) -> str:
+    """``value`` as one URL path segment (an id with ``/``, ``?`` or control characters is
+    sent as it is, and refused by the daemon as unknown, never mangled into another path)."""
+    return urllib.parse.quote(value, safe="")
+
+
+def _table(rows: list[list[Any]], headers: list[str]) -> str:
+    """tabulate's plain table, every text cell shown with :func:`visible` (one line per row)."""
+    return tabulate([[visible(c) if isinstance(c, str) else c for c in r] for r in rows], headers=headers)
+
+
+class _VisibleFormatter(logging.Formatter):
+    """Log lines whose message (not the traceback) is shown with :func:`visible`."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = visible(record.message)
+        return super().formatMessage(record)
+
+
+def _log_to_stderr(level: str, fmt: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_VisibleFormatter(fmt))
+    logging.basicConfig(level=level.upper(), handlers=[handler])
 
 
 class _Group(click.Group):
@@ -30,12 +68,14 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except HookdError as e:
-            click.echo(f"hookd: {e.message}", err=True)
+            _out(f"hookd: {visible(e.message)}", err=True)
             ctx.exit(e.exit_code)
 
 
 def _echo_json(obj: Any) -> None:
-    click.echo(_enc.encode(obj).decode())
+    """JSON, exact: the characters JSON leaves raw that a terminal may act on (DEL, C1, bidi)
+    are written as ``\\uXXXX`` escapes, which decode to the same text."""
+    click.echo(json_escape_visible(_enc.encode(obj).decode()))
 
 
 def _when(ts: float | None) -> str:
@@ -72,7 +112,7 @@ def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: 
     """Run the daemon in the foreground (SIGTERM/SIGINT stop it). Logs go to stderr."""
     from hookd.server import serve as run
 
-    logging.basicConfig(level=log_level.upper(), stream=sys.stderr, format="%(asctime)s hookd %(levelname)s %(message)s")
+    _log_to_stderr(log_level, "%(asctime)s hookd %(levelname)s %(message)s")
     try:
         steps = None if notify_steps is None else [float(x) for x in notify_steps.split(",") if x.strip()]
     except ValueError:
@@ -112,18 +152,18 @@ def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file
         _echo_json(m)
         return
     client = "compiled" if m.get("client") == "c" else "bash"
-    click.echo(f"spawned {builder}: hooks for {len(m['events'])} events in {m['settings_file']} ({client} hook client)")
+    _out(f"spawned {builder}: hooks for {len(m['events'])} events in {m['settings_file']} ({client} hook client)")
     if m.get("client_note"):
-        click.echo(f"hookd: note: {m['client_note']}", err=True)
+        _out(f"hookd: note: {m['client_note']}", err=True)
     if m.get("warning"):
-        click.echo(f"hookd: warning: {m['warning']}", err=True)
+        _out(f"hookd: warning: {m['warning']}", err=True)
     rec = m.get("mcp")
     if rec and rec.get("skipped"):
-        click.echo(f"hookd: {rec['skipped']}", err=True)
+        _out(f"hookd: {visible(rec['skipped'])}", err=True)
     elif rec and rec.get("standalone"):
-        click.echo(f"MCP server config in {rec['file']}: pass --mcp-config {shlex.quote(rec['file'])} to claude")
+        _out(f"MCP server config in {rec['file']}: pass --mcp-config {shlex.quote(rec['file'])} to claude")
     elif rec:
-        click.echo(f"MCP server 'hookd' (tools mcp__hookd__*) in {rec['file']}")
+        _out(f"MCP server 'hookd' (tools mcp__hookd__*) in {rec['file']}")
 
 
 @main.command()
@@ -139,7 +179,7 @@ def unspawn(ctx: click.Context, builder: str, as_json: bool) -> None:
         _echo_json(r)
     else:
         mcp = " and hookd's MCP server" if r.get("mcp_removed") else ""
-        click.echo(f"unspawned {builder}: removed {r['removed']} hook entries{mcp} from {r['settings_file']}")
+        _out(f"unspawned {builder}: removed {r['removed']} hook entries{mcp} from {r['settings_file']}")
 
 
 @main.command()
@@ -151,19 +191,29 @@ def status(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         _echo_json(s)
         return
-    click.echo(f"hookd {s['version']} pid {s['pid']}, up {s['uptime_s']:.0f} s, home {s['home']}")
-    click.echo(f"socket {s['socket']}, hook port 127.0.0.1:{s['tcp_port']}")
+    _out(f"hookd {s['version']} pid {s['pid']}, up {s['uptime_s']:.0f} s, home {s['home']}")
+    _out(f"socket {s['socket']}, hook port 127.0.0.1:{s['tcp_port']}")
     c = s["counts"]
-    click.echo(f"{c['hook_events']} hook events, {c['events']} events, {c['pending_interactions']} pending, {c['spooled']} spooled")
+    _out(f"{c.get('hook_events', '?')} hook events, {c.get('events', '?')} events, "
+          f"{c.get('pending_interactions', '?')} pending, {c['spooled']} spooled")
+    st = s.get("storage") or {"state": "ok"}
+    if st["state"] == "ok":
+        _out("storage ok")
+    else:  # the daemon answers hooks 503 and their clients spool them
+        _out(f"storage UNAVAILABLE since {_when(st['since'])}: {st['message']} ({st['error']}); "
+             f"{st['refused']} write(s) refused, hooks are spooled"
+             + ("" if st.get("final") else "; retried until it commits"))
+    if st.get("read_error"):
+        _out(st["read_error"])
     if s.get("held"):
-        click.echo(f"holding a PermissionRequest hook for: {', '.join(s['held'])} (answer with `hookd answer ID`)")
+        _out(f"holding a PermissionRequest hook for: {visible(', '.join(s['held']))} (answer with `hookd answer ID`)")
     if s["builders"]:
         rows = [[b["builder"], b["harness"], b.get("client") or "", b["hooks_seen"], b["pending"],
                  _when(b["last_hook_at"]), b.get("warning") or ""] for b in s["builders"]]
-        click.echo(tabulate(rows, headers=["builder", "harness", "client", "hooks", "pending", "last hook", "note"]))
+        _out(_table(rows, ["builder", "harness", "client", "hooks", "pending", "last hook", "note"]))
         for b in s["builders"]:  # why a hook client fell back to bash: a line of its own, beside any warning
             if b.get("client_note"):
-                click.echo(f"{b['builder']}: hook client {b.get('client') or '-'}: {b['client_note']}")
+                _out(f"{b['builder']}: hook client {b.get('client') or '-'}: {visible(b['client_note'])}")
 
 
 @main.command("open")
@@ -180,9 +230,9 @@ def open_page(ctx: click.Context, no_browser: bool, as_json: bool) -> None:
     if as_json:
         _echo_json({"url": r["url"], "expires_in_s": r["expires_in_s"], "opened": opened})
         return
-    click.echo(r["url"])
-    click.echo(f"(one-time sign-in link, valid {r['expires_in_s'] / 60:.0f} minutes{'; opened in your browser' if opened else ''})",
-               err=True)
+    _out(r["url"])
+    _out(f"(one-time sign-in link, valid {r['expires_in_s'] / 60:.0f} minutes{'; opened in your browser' if opened else ''})",
+         err=True)
 
 
 @main.command()
@@ -203,11 +253,11 @@ def questions(ctx: click.Context, state: str, as_json: bool) -> None:
             ans = (i["decision"] or "-") + (f": {i['message']}" if i.get("message") else "")
         else:
             qs = i["questions"] if isinstance(i["questions"], list) else []
-            text = "; ".join(q.get("question", "?") for q in qs if isinstance(q, dict)) or "-"
+            text = "; ".join(str(q.get("question", "?")) for q in qs if isinstance(q, dict)) or "-"
             ans = "; ".join(f"{v}" for v in (i["answers"] or {}).values()) or "-"
         rows.append([i["id"], i["kind"], i["builder"], i["state"], text, ans, i["surface"] or "-", _when(i["created_at"])])
-    click.echo(tabulate(rows, headers=["id", "kind", "builder", "state", "question / input", "answer", "by", "asked"])
-               if rows else "no questions")
+    _out(_table(rows, ["id", "kind", "builder", "state", "question / input", "answer", "by", "asked"])
+         if rows else "no questions")
 
 
 @main.command()
@@ -223,8 +273,8 @@ def lanes(ctx: click.Context, as_json: bool) -> None:
     now = dt.datetime.now().timestamp()
     rows = [[lane["builder"], lane["state"], f"{max(0, now - lane['since']):.0f} s", len(lane["pending"]), lane["queued"],
              lane["session_id"] or "-", lane["detail"]] for lane in items]
-    click.echo(tabulate(rows, headers=["builder", "lane", "for", "pending", "queued", "session", "detail"])
-               if rows else "no builders")
+    _out(_table(rows, ["builder", "lane", "for", "pending", "queued", "session", "detail"])
+         if rows else "no builders")
 
 
 def _stream_ended(ctx: click.Context, last_seq: int) -> None:
@@ -251,8 +301,9 @@ def events(ctx: click.Context, after: int, follow: bool, as_json: bool) -> None:
             _echo_json(e)
         else:
             d = e["data"]
-            detail = " ".join(f"{k}={d[k]}" for k in ("hook_event_name", "tool_name", "id", "outcome", "source") if d.get(k))
-            click.echo(f"{e['seq']:>6} {_when(e['at'])} {e['kind']:<18} {e['builder'] or '-'} {detail}")
+            detail = " ".join(f"{k}={visible(d[k])}" for k in ("hook_event_name", "tool_name", "id", "outcome", "source")
+                              if d.get(k))
+            _out(f"{e['seq']:>6} {_when(e['at'])} {visible(e['kind']):<18} {visible(e['builder'] or '-')} {detail}")
 
     if follow:
         last = after
@@ -283,12 +334,12 @@ def send(ctx: click.Context, builder: str, text: str, key: str | None, session_i
          agent_id: str | None, author: str, as_json: bool) -> None:
     """Queue TEXT for BUILDER's agent; it is delivered at the agent's next turn boundary."""
     body = {"text": text, "id": key, "session_id": session_id, "agent_id": agent_id, "author": author}
-    r = _client(ctx).post_json(f"/v1/builders/{builder}/messages", body)
+    r = _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/messages", body)
     if as_json:
         _echo_json(r)
     else:
         m = r["message"]
-        click.echo(f"{'queued' if r['created'] else 'already queued'} {m['id']} for {builder} ({m['state']})")
+        _out(f"{'queued' if r['created'] else 'already queued'} {m['id']} for {builder} ({m['state']})")
 
 
 class _AnswerCommand(click.Command):
@@ -347,19 +398,20 @@ def answer(ctx: click.Context, interaction_id: str, options: tuple[str, ...], te
         body["answers"] = answers
     else:
         body.update({"question": questions[0] if questions else None, "options": list(options), "text": text})
-    r = _client(ctx).post_json(f"/v1/interactions/{interaction_id}/answer", body)
+    r = _client(ctx).post_json(f"/v1/interactions/{_seg(interaction_id)}/answer", body)
     if as_json:
         _echo_json(r)
         return
     i = r["interaction"]
-    what = i["decision"] if i["kind"] == "permission" else "; ".join(f"{q} -> {a}" for q, a in (i["answers"] or {}).items())
+    what = visible(i["decision"] if i["kind"] == "permission"
+                   else "; ".join(f"{q} -> {a}" for q, a in (i["answers"] or {}).items()))
     dup = " (repeated response id: first receipt)" if r["duplicate"] else ""
     if r["delivery"] == "inbox" and i["state"] == "pending":
-        click.echo(f"queued as inbox message {r['message_id']} for {i['builder']}{dup}")
+        _out(f"queued as inbox message {r['message_id']} for {i['builder']}{dup}")
     else:
-        click.echo(f"answered {i['id']} ({i['kind']}, {i['builder']}): {what}; delivery: {r['delivery']}{dup}")
+        _out(f"answered {visible(i['id'])} ({i['kind']}, {i['builder']}): {what}; delivery: {r['delivery']}{dup}")
     if r.get("warning"):
-        click.echo(f"hookd: {r['warning']}", err=True)
+        _out(f"hookd: {visible(r['warning'])}", err=True)
 
 
 @main.command()
@@ -374,13 +426,13 @@ def ask(ctx: click.Context, builder: str, question: str, options: tuple[str, ...
         author: str | None, as_json: bool) -> None:
     """Ask the humans QUESTION on behalf of BUILDER without blocking it (what the agent's
     `ask_user_async` MCP tool does); the answer reaches the agent through its inbox."""
-    r = _client(ctx).post_json(f"/v1/builders/{builder}/asks", {
+    r = _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/asks", {
         "question": question, "options": list(options) or None, "expires_in_s": expires_in, "author": author,
     })
     if as_json:
         _echo_json(r)
     else:
-        click.echo(f"asked {r['interaction']['id']} for {builder}")
+        _out(f"asked {r['interaction']['id']} for {builder}")
 
 
 @main.command()
@@ -393,7 +445,7 @@ def mcp(ctx: click.Context, builder: str, log_level: str) -> None:
     from hookd.config import check_builder_id
     from hookd.mcp_server import run as run_mcp
 
-    logging.basicConfig(level=log_level.upper(), stream=sys.stderr, format="%(asctime)s hookd-mcp %(levelname)s %(message)s")
+    _log_to_stderr(log_level, "%(asctime)s hookd-mcp %(levelname)s %(message)s")
     run_mcp(ctx.obj, check_builder_id(builder))
 
 
@@ -413,13 +465,13 @@ def preanswer(ctx: click.Context, builder: str, question: str, options: tuple[st
 
     if not options and not text:
         raise click.UsageError("give --option LABEL or --text TEXT")
-    r = _client(ctx).post_json(f"/v1/builders/{builder}/preanswers", {
+    r = _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/preanswers", {
         "question": question, "answer": encode_answer(list(options), text), "actor": actor,
     })
     if as_json:
         _echo_json(r)
     else:
-        click.echo(f"registered answer {r['answer']!r} for {builder}: {question!r}")
+        _out(f"registered answer {r['answer']!r} for {builder}: {question!r}")
 
 
 @main.command()
@@ -432,13 +484,13 @@ def inbox(ctx: click.Context, builder: str | None, limit: int, as_json: bool) ->
     items, headers = _client(ctx).get_with_headers("/v1/messages", builder=builder, limit=limit)
     total = int(headers.get("x-total-count", len(items)))
     if total > len(items):
-        click.echo(f"(the newest {len(items)} of {total} messages; --limit shows more)", err=True)
+        _out(f"(the newest {len(items)} of {total} messages; --limit shows more)", err=True)
     if as_json:
         _echo_json(items)
         return
     rows = [[m["id"], m["builder"], m["state"], m["delivered_via"] or "-", m["deliveries"], m["author"],
              (m["text"][:50] + "...") if len(m["text"]) > 50 else m["text"]] for m in items]
-    click.echo(tabulate(rows, headers=["id", "builder", "state", "via", "offers", "author", "text"]) if rows else "no messages")
+    _out(_table(rows, ["id", "builder", "state", "via", "offers", "author", "text"]) if rows else "no messages")
 
 
 @main.command()
@@ -453,18 +505,18 @@ def tail(ctx: click.Context, paths: tuple[Path, ...], builder: str, session_id: 
     ~/.claude/projects/<slug>) means every transcript in it, also those that appear later.
     It catches up from the start and keeps following, across restarts."""
     client = _client(ctx)
-    r = client.post_json(f"/v1/builders/{builder}/transcripts",
+    r = client.post_json(f"/v1/builders/{_seg(builder)}/transcripts",
                          {"paths": [os.fspath(p.absolute()) for p in paths], "session_id": session_id})
     for f in r["files"]:
-        what = f"folder {f['path']} ({f['files']} transcripts now, and new ones)" if f.get("folder") else f["path"]
+        what = f"folder {visible(f['path'])} ({f['files']} transcripts now, and new ones)" if f.get("folder") else visible(f["path"])
         later = "" if os.path.exists(f["path"]) else "; it does not exist yet: followed once it appears"
-        click.echo(f"following {what} for {builder} ({f['rows']} rows read{later})")
+        _out(f"following {what} for {builder} ({f['rows']} rows read{later})")
     if follow:
         after = client.get("/v1/status")["counts"]["events"]  # append-only: the count is the last seq
         for e in client.lines("/v1/events", after=after, follow=1):
             after = e["seq"]
             if e["builder"] == builder:
-                click.echo(f"{e['seq']:>6} {_when(e['at'])} {e['kind']:<18} {e.get('session_id') or '-'}")
+                _out(f"{e['seq']:>6} {_when(e['at'])} {visible(e['kind']):<18} {visible(e.get('session_id') or '-')}")
         _stream_ended(ctx, after)
 
 
@@ -485,21 +537,21 @@ def replay(ctx: click.Context, scenario_dir: Path, update: bool, into: str | Non
 
         def before(name: str, event: str) -> None:
             if event == "PermissionRequest":
-                click.echo(f"{name}: waiting for an answer (the page: `hookd open`; or `hookd questions`)", err=True)
+                _out(f"{name}: waiting for an answer (the page: `hookd open`; or `hookd questions`)", err=True)
 
         for step in feed(ctx.obj, scenario_dir, into, before=before):
-            out = step.stdout.decode(errors="replace").strip()
-            click.echo(f"{step.name}: exit {step.returncode}" + (f", stdout {out}" if out else ""))
+            out = visible(step.stdout.decode(errors="replace").strip())
+            _out(f"{visible(step.name)}: exit {step.returncode}" + (f", stdout {out}" if out else ""))
         return
 
     check_scenario(scenario_dir, golden=not update)  # before a daemon starts for nothing
     result = do_replay(scenario_dir, update=update)
     if result.diff:
-        click.echo(result.diff, nl=False)
-        click.echo(f"replay {scenario_dir}: MISMATCH ({result.steps} hooks, {len(result.events)} events)", err=True)
+        _out(result.diff, nl=False)
+        _out(f"replay {scenario_dir}: MISMATCH ({result.steps} hooks, {len(result.events)} events)", err=True)
         sys.exit(1)
     verb = "updated" if update else "ok"
-    click.echo(f"replay {scenario_dir}: {verb} ({result.steps} hooks, {len(result.events)} events)")
+    _out(f"replay {scenario_dir}: {verb} ({result.steps} hooks, {len(result.events)} events)")
 
 
 @main.command()
@@ -524,7 +576,7 @@ def drift(version_dir: Path | None, fixtures: Path, no_replay: bool, as_json: bo
                     "parse_failures": rep.parse_failures, "golden_mismatches": rep.golden_mismatches,
                     "failed": rep.failed})
     else:
-        click.echo(render(rep), nl=False)
+        _out(render(rep), nl=False)
     sys.exit(1 if rep.failed else 0)
 
 
@@ -548,5 +600,5 @@ def notify_test(ctx: click.Context, channel: str | None) -> None:
         raise ConfigError(f"no [[notify.channel]] in {cfg.path}: nothing to test")
     results = asyncio.run(test_channels(cfg, channel))
     for ch, err in results:
-        click.echo(f"{ch.name} ({ch.type}): " + ("ok" if err is None else f"failed: {err}"))
+        _out(f"{visible(ch.name)} ({ch.type}): " + ("ok" if err is None else f"failed: {visible(err)}"))
     sys.exit(1 if any(err is not None for _, err in results) else 0)

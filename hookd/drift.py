@@ -18,6 +18,7 @@ import msgspec
 
 from hookd.harness import claude_code as cc
 from hookd.models import PayloadInvalid
+from hookd.untrusted import visible
 
 
 @dataclass
@@ -108,11 +109,12 @@ def render(rep: DriftReport) -> str:
         out.append(f"\n{title}: {len(lines) or 'none'}")
         out.extend(f"  {line}" for line in lines)
 
-    section("hook events without a model", [f"{e} ({len(fs)}x, e.g. {fs[0]})" for e, fs in sorted(rep.unknown_events.items())])
+    v = visible  # names and values from recorded payloads: one line each, nothing a terminal acts on
+    section("hook events without a model", [f"{v(e)} ({len(fs)}x, e.g. {v(fs[0])})" for e, fs in sorted(rep.unknown_events.items())])
     section("payload fields the models do not declare",
-            [f"{e}.{k} ({len(fs)}x, e.g. {fs[0]})" for e, ks in sorted(rep.unknown_fields.items()) for k, fs in sorted(ks.items())])
-    section("transcript row types hookd does not know", [f"{t} ({n} rows)" for t, n in sorted(rep.unknown_row_types.items())])
-    section("parse failures", rep.parse_failures)
+            [f"{v(e)}.{v(k)} ({len(fs)}x, e.g. {v(fs[0])})" for e, ks in sorted(rep.unknown_fields.items()) for k, fs in sorted(ks.items())])
+    section("transcript row types hookd does not know", [f"{v(t)} ({n} rows)" for t, n in sorted(rep.unknown_row_types.items())])
+    section("parse failures", [v(f) for f in rep.parse_failures])
     if rep.replayed:
         section("golden mismatches", [f"{s}:\n{d}" for s, d in sorted(rep.golden_mismatches.items())])
     else:

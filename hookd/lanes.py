@@ -17,13 +17,13 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 import psutil
 
-from hookd.config import env_number
+from hookd.config import BUILDER_ID_RE, env_number
+from hookd.models import StorageUnavailable
 
 log = logging.getLogger("hookd")
 
@@ -44,18 +44,38 @@ _TURN_OVER = frozenset({"Stop", "SessionStart", "SessionEnd"})
 QUIET_IDLE_HARNESSES = frozenset({"claw", "claw-code-go"})
 QUIET_IDLE_S = env_number("HOOKD_QUIET_IDLE_S", 30.0)
 _TOOL_DONE = frozenset({"PostToolUse", "PostToolUseFailure"})
+#: Longest stretch (seconds) of lane work between two turns of the event loop: computing
+#: 10,000 lanes must not hold hooks back (bench/lanes.py).
+TURN_S = 0.002
+#: ... and at most this many lanes.
+TURN_LANES = 200
+#: Most lanes recorded in one transaction.
+WRITE_CHUNK = 100
+#: A live agent's process is checked in full (start time, zombie) every this many liveness
+#: sweeps; in between only that its pid exists (LaneWatch.sweep).
+FULL_CHECK_SWEEPS = 5
 
 
-class Lane(msgspec.Struct):
+def _spawned(builders_dir: Any) -> list[str]:
+    """The builders with a spawn manifest (``builders/<id>.json``), by file name."""
+    try:
+        return [e.name[:-5] for e in os.scandir(builders_dir) if e.name.endswith(".json") and BUILDER_ID_RE.match(e.name[:-5])]
+    except FileNotFoundError:
+        return []
+
+
+class Lane(msgspec.Struct, gc=False):
     """One builder's lane. since: UNIX seconds the state began (as far as hookd can tell);
-    due: when it changes by itself (a threshold passes), or None; detail: why, in words."""
+    due: when it changes by itself (a threshold passes), or None; detail: why, in words.
+    (Not tracked by the garbage collector: a lane refers to no lane; 10,000 of them held by
+    the watch must not lengthen every full collection, a pause of the hook path.)"""
 
     builder: str
     state: str
     since: float
     session_id: str | None
     detail: str
-    pending: list[str]
+    pending: tuple[str, ...]
     queued: int
     agent_pid: int | None
     due: float | None = None
@@ -86,15 +106,20 @@ def process_started_at(pid: int) -> float | None:
 
 def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | None], bool | None] = agent_alive,
            question_after_s: float = QUESTION_AFTER_S, idle_inbox_after_s: float = IDLE_INBOX_AFTER_S,
-           quiet_idle_s: float = QUIET_IDLE_S) -> Lane:
+           quiet_idle_s: float = QUIET_IDLE_S, mono: float | None = None) -> Lane:
     """The lane of one builder from :meth:`hookd.store.Store.lane_inputs` data. Pure but for
-    ``alive`` (injectable). Times in UNIX seconds; thresholds in seconds."""
+    ``alive`` (injectable). Times in UNIX seconds; thresholds in seconds. mono: now on hookd's
+    timeline (:meth:`hookd.clock.Clock.mono`): the hooks', questions' and messages' own
+    timeline stamps then measure every threshold, so a wall-clock step moves only the times
+    shown (``since``, ``due``: the wall clock's now less the time elapsed)."""
+    if mono is not None:
+        d = _on_timeline(d, now - mono)
     b, s, hook = d["builder"], d["session"], d["last_hook"]
     sid = s["session_id"] if s else None
     # any session of the builder: a second session's activity never hides a first one's
     # question (field case B25)
     pending = [p for p in d["pending"] if p["kind"] in ("question", "permission")]
-    base = {"builder": b, "session_id": sid, "pending": [p["id"] for p in pending], "queued": d["queued"],
+    base = {"builder": b, "session_id": sid, "pending": tuple(p["id"] for p in pending), "queued": d["queued"],
             "agent_pid": s["agent_pid"] if s else None}
     if s is None:
         return Lane(state="idle", since=now, detail="no session yet", **base)
@@ -146,10 +171,18 @@ def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | N
     return Lane(state="idle", since=idle_since, detail="interrupted" if interrupted else why, **base)
 
 
-@dataclass
-class _Known:
-    state: str
-    session_id: str | None
+def _on_timeline(d: dict[str, Any], shift: float) -> dict[str, Any]:
+    """``d`` with the times that have a timeline stamp replaced by that stamp plus ``shift``
+    (the wall clock's lead over the timeline now)."""
+    d = dict(d)
+    d["pending"] = [dict(p, created_at=p["created_mono"] + shift) if p.get("created_mono") is not None else p
+                    for p in d["pending"]]
+    hook = d.get("last_hook")
+    if hook is not None and hook.get("mono") is not None:
+        d["last_hook"] = dict(hook, at=hook["mono"] + shift)
+    if d.get("oldest_queued_mono") is not None:
+        d["oldest_queued_at"] = d["oldest_queued_mono"] + shift
+    return d
 
 
 class LaneWatch:
@@ -164,35 +197,100 @@ class LaneWatch:
         self.on_change = on_change
         self.question_after_s = question_after_s
         self.idle_inbox_after_s = idle_inbox_after_s
-        self._known: dict[str, _Known] = {}
+        self._known: dict[str, tuple[str, str | None]] = {}  # builder -> (state, session) recorded
         self._recorded: dict[str, tuple[str, float]] | None = None  # builder -> (state, since) recorded
+        # (pid, start time) -> (alive, time.monotonic() it was last seen so, of the last full
+        # check): a lane's agent is checked at most once per LIVENESS_S (the watch's sweep keeps
+        # live agents' fresh), not once per lane per request
+        self._liveness: dict[tuple[int, float | None], tuple[bool | None, float, float]] = {}
+        self._agents: dict[str, tuple[int, float | None]] = {}  # builder -> its current agent's (pid, start)
 
     async def builders(self) -> list[str]:
-        from hookd.spawn import list_manifests
-
+        """Every builder seen (a hook came) or spawned (a manifest: its file name, listed in a
+        thread, not read: 10,000 manifests are not decoded for a lane)."""
         names = set(await self.core.store.builders())
-        names.update(m["builder"] for m in list_manifests(self.core.home))
+        names.update(await asyncio.to_thread(_spawned, self.core.home.builders_dir))
         return sorted(names)
+
+    def _alive(self, pid: int | None, started_at: float | None) -> bool | None:
+        """:func:`agent_alive`, as checked within the last LIVENESS_S seconds."""
+        if not pid:
+            return None
+        key = (pid, started_at)
+        hit = self._liveness.get(key)
+        now = time.monotonic()
+        if hit is not None and now - hit[1] < LIVENESS_S:
+            return hit[0]
+        alive = agent_alive(pid, started_at)
+        self._liveness[key] = (alive, now, now)
+        return alive
+
+    async def sweep(self, builders: list[str]) -> list[str]:
+        """Check the agents of ``builders`` (their current sessions' processes) again, a few
+        milliseconds of work per turn of the event loop; returns the builders whose agent is
+        gone (their lanes to recompute). An agent checked in full (:func:`agent_alive`: the
+        process, its start time against pid reuse, not a zombie) within the last
+        FULL_CHECK_SWEEPS sweeps is only asked whether its pid still exists (``kill(pid, 0)``,
+        a microsecond: 10,000 live agents every LIVENESS_S cost ~10 ms, not a second)."""
+        gone = []
+        t = time.perf_counter()
+        now = time.monotonic()
+        for b in builders:
+            agent = self._agents.get(b)
+            if agent is None:
+                continue
+            hit = self._liveness.get(agent)
+            if hit is None or not hit[0] or now - hit[2] >= FULL_CHECK_SWEEPS * LIVENESS_S:
+                self._liveness.pop(agent, None)
+                alive = self._alive(*agent)
+            else:
+                try:
+                    os.kill(agent[0], 0)
+                    alive = True
+                except ProcessLookupError:
+                    alive = False
+                except OSError:  # (another user's process: it exists)
+                    alive = True
+                self._liveness[agent] = (alive, now, hit[2] if alive else now)
+            if alive is False:
+                gone.append(b)
+            if time.perf_counter() - t >= TURN_S:
+                await asyncio.sleep(0)  # hooks waiting are answered
+                t = time.perf_counter()
+        horizon = now - 10 * LIVENESS_S
+        for key in [k for k, hit in self._liveness.items() if hit[1] < horizon]:
+            del self._liveness[key]  # (agents long gone: checked again if ever asked)
+        return gone
 
     async def compute(self, builders: list[str] | None = None, now: float | None = None) -> list[Lane]:
         """The current lanes of ``builders`` (None: all), their ``since`` settled against the
         recorded lanes: a lane still in its recorded state keeps the time that state began
         (``dead`` is only known from the check that saw it), and a new state never began
         before the one it replaced (then: now)."""
-        now = time.time() if now is None else now
+        clock = self.core.store.clock
+        mono = clock.mono() if now is None else None
+        now = clock.wall() if now is None else now
         inputs = await self.core.store.lane_inputs(builders if builders is not None else await self.builders())
         if self._recorded is None:
             self._recorded = {b: (st, since) for b, (st, since, _, _) in (await self.core.store.lanes()).items()}
-        lanes = [derive(d, now, question_after_s=self.question_after_s, idle_inbox_after_s=self.idle_inbox_after_s)
-                 for d in inputs]
-        for lane in lanes:
+        lanes = []
+        t = time.perf_counter()
+        for n, d in enumerate(inputs, 1):  # a few milliseconds per turn of the event loop, whatever the fleet's size
+            s = d["session"]
+            if s is not None and s["agent_pid"]:
+                self._agents[d["builder"]] = (s["agent_pid"], s["agent_started_at"])
+            lane = derive(d, now, self._alive, question_after_s=self.question_after_s,
+                          idle_inbox_after_s=self.idle_inbox_after_s, mono=mono)
             rec = self._recorded.get(lane.builder)
-            if rec is None:
-                continue
-            if rec[0] == lane.state:
-                lane.since = rec[1]
-            elif lane.since < rec[1]:
-                lane.since = now
+            if rec is not None:
+                if rec[0] == lane.state:
+                    lane.since = rec[1]
+                elif lane.since < rec[1]:
+                    lane.since = now
+            lanes.append(lane)
+            if n % TURN_LANES == 0 or time.perf_counter() - t >= TURN_S:
+                await asyncio.sleep(0)  # hooks waiting are answered
+                t = time.perf_counter()
         return lanes
 
     async def refresh(self, builders: list[str] | None = None) -> list[Lane]:
@@ -200,15 +298,14 @@ class LaneWatch:
         changed. Returns the recomputed lanes."""
         lanes = await self.compute(builders)
         if not self._known:
-            self._known = {b: _Known(st, sid) for b, (st, _, sid, _) in (await self.core.store.lanes()).items()}
-        changed = [lane for lane in lanes if (k := self._known.get(lane.builder)) is None
-                   or k.state != lane.state or k.session_id != lane.session_id]
+            self._known = {b: (st, sid) for b, (st, _, sid, _) in (await self.core.store.lanes()).items()}
+        changed = [lane for lane in lanes if self._known.get(lane.builder) != (lane.state, lane.session_id)]
         if changed:
             at = time.time()
 
-            def tx_fn(tx: Any) -> list[tuple[str | None, Lane]]:
+            def tx_fn(tx: Any, part: list[Lane]) -> list[tuple[str | None, Lane]]:
                 out = []
-                for lane in changed:
+                for lane in part:
                     old = tx.lane(lane.builder)
                     tx.save_lane(lane.builder, lane.state, lane.since, lane.session_id, lane.detail)
                     if old is None or old[0] != lane.state:
@@ -219,11 +316,16 @@ class LaneWatch:
                     out.append((old[0] if old else None, lane))
                 return out
 
-            result, events = await self.core.store.write(tx_fn)
-            for lane in changed:
-                self._known[lane.builder] = _Known(lane.state, lane.session_id)
-                assert self._recorded is not None
-                self._recorded[lane.builder] = (lane.state, lane.since)
+            result, events = [], []
+            for i in range(0, len(changed), WRITE_CHUNK):  # short transactions: hooks commit in between
+                part = changed[i:i + WRITE_CHUNK]
+                r, evs = await self.core.store.write(tx_fn, part)
+                result += r
+                events += evs
+                for lane in part:
+                    self._known[lane.builder] = (lane.state, lane.session_id)
+                    assert self._recorded is not None
+                    self._recorded[lane.builder] = (lane.state, lane.since)
             if events:
                 await self.core.bus.publish()
             if self.on_change is not None:
@@ -242,19 +344,27 @@ class LaneWatch:
         every 50 ms); at a lane's due time, and every LIVENESS_S for lanes with a live agent,
         refresh those; otherwise sleep."""
         bus = self.core.bus
-        lanes: dict[str, Lane] = {lane.builder: lane for lane in await self.refresh()}
-        counts = await self.core.store.counts()
-        seq = counts["events"]  # append-only: the count is the last seq
-        next_live = time.time() + LIVENESS_S
+        lanes: dict[str, Lane] = {}
+        seq: int | None = None  # the last event seen; None until the first refresh of all lanes
+        clock = self.core.store.clock
+        next_live = clock.wall() + LIVENESS_S
+        retry: set[str] = set()  # builders whose refresh the store refused
         while not stop.is_set() and not bus.closed:
-            now = time.time()
+            if seq is None:
+                try:
+                    lanes = {lane.builder: lane for lane in await self.refresh()}
+                    seq = (await self.core.store.counts())["events"]  # append-only: the count is the last seq
+                except StorageUnavailable:  # (the store says so) again after the next commit
+                    await bus.wait(3600.0, since=bus.version)
+                    continue
+            now = clock.wall()
             dues = [lane.due for lane in lanes.values() if lane.due is not None]
             live = [b for b, lane in lanes.items() if lane.agent_pid and lane.state not in ("ended", "dead")]
             wake = min([*dues, next_live if live else now + 3600.0])
             version = bus.version
             await bus.wait(max(0.0, wake - now), since=version)
             await asyncio.sleep(0.05)  # debounce: one refresh for a burst of hooks
-            dirty: set[str] = set()
+            dirty, retry = retry, set()
             try:
                 while True:
                     evs = await self.core.store.events_after(seq, 5000)
@@ -262,14 +372,17 @@ class LaneWatch:
                         break
                     seq = evs[-1].seq
                     dirty.update(e.builder for e in evs if e.builder and e.kind != "lane_changed")
-                now = time.time()
+                now = clock.wall()
                 dirty.update(b for b, lane in lanes.items() if lane.due is not None and lane.due <= now)
                 if live and now >= next_live:
-                    dirty.update(live)
+                    dirty.update(await self.sweep(live))  # only lanes whose agent is gone are recomputed
                     next_live = now + LIVENESS_S
                 if dirty:
                     for lane in await self.refresh(sorted(dirty)):
                         lanes[lane.builder] = lane
+                    dirty = set()
+            except StorageUnavailable:
+                retry = dirty  # (the store logs the outage once) refreshed after the next commit
             except Exception:
                 log.exception("lane refresh failed")
 

@@ -15,6 +15,10 @@ InteractionState = Literal[
     "pending", "answered", "dismissed", "denied", "empty", "expired", "superseded", "orphaned"
 ]
 TERMINAL_STATES = ("answered", "dismissed", "denied", "empty", "expired", "superseded", "orphaned")
+#: Hook events that report on an agent without being its activity: they never move a lane's
+#: turn state (Claude Code's ``idle_prompt`` Notification comes ~60 s after a turn ended, its
+#: ``permission_prompt`` while a dialog waits); a lane's last hook is the newest other one.
+NOT_ACTIVITY_HOOKS = frozenset({"Notification"})
 
 
 def resolved_event(kind: str) -> str:
@@ -175,9 +179,12 @@ class AnswerRequest(msgspec.Struct, forbid_unknown_fields=True):
     surface: str = "api"
 
 
-class ErrorBody(msgspec.Struct, frozen=True):
+class ErrorBody(msgspec.Struct, frozen=True, omit_defaults=True):
     code: str
     message: str
+    #: the hook event id under which a refused hook's raw bytes were committed (a 4xx with
+    #: header ``X-Hookd-Stored``: its client must not spool it); absent otherwise
+    stored: int | None = None
 
 
 class ErrorResponse(msgspec.Struct, frozen=True):
@@ -193,6 +200,9 @@ class HookdError(Exception):
     code = "error"
     status = 500
     exit_code = 1
+    #: the hook event id its raw bytes were stored under, when a hook was refused after
+    #: they were committed (``ErrorBody.stored``)
+    stored: int | None = None
 
     def __init__(self, message: str):
         super().__init__(message)
@@ -211,6 +221,7 @@ class PayloadInvalid(HookdError):
 class PayloadTooLarge(HookdError):
     code = "payload_too_large"
     status = 413
+    exit_code = 2
 
 
 class NotFound(HookdError):
@@ -241,6 +252,14 @@ class ConfigError(HookdError):
     code = "config_error"
     status = 400
     exit_code = 2
+
+
+class StorageUnavailable(HookdError):
+    """The database cannot commit (disk full, locked past the wait, corrupt, I/O error,
+    read-only, or its file deleted or replaced while the daemon runs): nothing was stored."""
+
+    code = "storage_unavailable"
+    status = 503
 
 
 class DaemonNotRunning(HookdError):

@@ -51,6 +51,7 @@ import msgspec
 from tenacity import AsyncRetrying, retry_if_not_exception_type, stop_after_attempt, wait_exponential
 
 from hookd.models import ConfigError, Interaction, NotFound
+from hookd.untrusted import NotRegularFile, read_regular, visible
 
 if TYPE_CHECKING:
     from hookd.service import Hookd
@@ -188,9 +189,11 @@ def load_config(home: Any, overrides: dict[str, Any] | None = None,
     env = os.environ if env is None else env
     data: dict[str, Any] = {}
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)  # never waits on a FIFO (or a device) named config.toml
     except FileNotFoundError:
         raw = None
+    except NotRegularFile as e:
+        raise ConfigError(f"cannot read {e}") from None
     except OSError as e:
         raise ConfigError(f"cannot read {path}: {e.strerror}") from None
     if raw is not None:
@@ -251,7 +254,10 @@ def load_config(home: Any, overrides: dict[str, Any] | None = None,
 class Alert(msgspec.Struct, kw_only=True):
     """One notification. key: the subject (``interaction:<id>``, ``lane:<builder>:<rule>``);
     step: escalation step (0 first); message: human text (who waits, on what, since when,
-    and the command that answers); data: rule-specific JSON; at: when it was raised."""
+    and the command that answers); data: rule-specific JSON; at: when it was raised.
+    ``title`` and ``message`` hold agent-written text (questions, tool input) shown with
+    :func:`hookd.untrusted.visible`: a desktop notification, a chat message or a pager
+    gets no control or bidi character from it; ``data`` keeps the exact values."""
 
     key: str
     rule: str
@@ -262,6 +268,9 @@ class Alert(msgspec.Struct, kw_only=True):
     session_id: str | None = None
     data: dict[str, Any] = {}
     at: float = msgspec.field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        self.title, self.message = visible(self.title), visible(self.message)
 
 
 def duration(s: float) -> str:

@@ -46,6 +46,7 @@ import asyncio
 import contextlib
 import fcntl
 import functools
+import gc
 import hmac
 import logging
 import os
@@ -90,6 +91,7 @@ from hookd.models import (
     NotFound,
     PayloadInvalid,
     PayloadTooLarge,
+    StorageUnavailable,
     Unauthorized,
 )
 from hookd.answers import DaemonStopping
@@ -97,8 +99,10 @@ from hookd.service import CUT_SUFFIX, MAX_PAYLOAD, HookResult, Hookd
 from hookd.clawhttp import routes as claw_routes
 from hookd.spawn import list_manifests, read_manifest, write_client
 from hookd.store import Store
+from hookd.untrusted import decode_json
 from hookd.lanes import LaneAlerts, LaneWatch
 from hookd.tailer import Tailer
+from hookd.storage_health import retry_until_back
 from hookd.web import WebAuth, WebPage, bind_loopback
 
 log = logging.getLogger("hookd")
@@ -182,9 +186,29 @@ def _int_param(request: Request, name: str, default: int, lo: int, hi: int) -> i
 def decode_body(raw: bytes, type_: Any, what: str) -> Any:
     """Decode a JSON request body; raises BadRequest naming what is wrong."""
     try:
-        return msgspec.json.decode(raw, type=type_)
+        return decode_json(raw, type=type_)  # a lone surrogate decodes as U+FFFD
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as e:
         raise BadRequest(f"{what} body: {e}") from None
+
+
+#: Largest body (bytes) of the answer, message, ask and preanswer routes: the texts in them
+#: are limited far below (hookd.answers.MAX_ANSWER_CHARS, hookd.service.MAX_MESSAGE_CHARS), so
+#: a bigger body is refused (413) without being read into memory.
+MAX_API_BODY = 256 * 1024
+
+
+async def read_api_body(request: Request, limit: int = MAX_API_BODY) -> bytes:
+    """The request's body, at most ``limit`` bytes; raises PayloadTooLarge past it."""
+    declared = request.headers.get("content-length", "")
+    too_large = PayloadTooLarge(f"request body over {limit} bytes (answers and messages are limited far below)")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large
+    buf = bytearray()
+    async for chunk in request.stream():
+        buf += chunk
+        if len(buf) > limit:
+            raise too_large
+    return bytes(buf)
 
 
 class SendRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -287,6 +311,7 @@ class HookdASGI:
             hold = holdable and deadline_ms >= HOLD_MIN_MS
             result = await self._ingest(parts[3], builder, raw, ended, headers, hold=hold)
             body = result.body
+            read_iid = None
             if hold and result.duplicate and result.hold is None:
                 # the same PermissionRequest hook, back after its daemon restarted: wait on the
                 # interaction it was held for, if it still waits for an answer
@@ -302,14 +327,22 @@ class HookdASGI:
                     # it again with this header (hooks/client.c)
                     await _send(send, 200, b"", {"content-type": "application/json", "x-hookd-hold": iid})
                     return
+                read_iid = iid if body else None  # a remote answer: delivered once the hook has read it
         except HookdError as e:
-            await _send(send, e.status, _error_body(e.code, e.message, _stored(e)), _stored_header(e))
+            await _send(send, e.status, _error_body(e.code, e.message, e.stored),
+                        None if e.stored is None else {"content-type": "application/json", "x-hookd-stored": str(e.stored)})
             return
         except Exception as e:
             log.exception("internal error on hook %s", scope["path"])
             await _send(send, 500, _error_body("internal", f"internal error: {type(e).__name__}"))
             return
         await _send(send, 200, body)
+        if read_iid is not None:
+            read = await _reply_read(scope)
+            try:
+                await self.core.reply_read(read_iid, read)
+            except Exception:
+                log.exception("recording the delivery of the answer to %s failed", read_iid)
 
     async def _ingest(self, harness: str, builder: str, raw: bytes, ended: str,
                       headers: tuple[str | None, int, int | None, str | None], *, hold: bool = False) -> HookResult:
@@ -318,22 +351,24 @@ class HookdASGI:
         one complete object) is stored raw under ``<delivery id>~cut``, so that the client's
         spooled copy is not taken for a duplicate of it; one that came too
         late (``late``: its client is still waiting, a held PermissionRequest's with its long
-        deadline, say) is then refused with a 400 saying so: the client takes a 4xx for
-        "stored, nothing to print" and does not spool. Raises what
-        :meth:`hookd.service.Hookd.ingest_hook` raises."""
+        deadline, say) is then refused with a 400 saying so, naming the hook event it is
+        stored as (``stored``: the reply's ``X-Hookd-Stored``), so that the client does not
+        spool it. Raises what :meth:`hookd.service.Hookd.ingest_hook` raises (a
+        PayloadInvalid names its stored hook event too)."""
         delivery, _, agent_pid, cwd = headers
         if ended != "whole" and delivery is not None:
             delivery += CUT_SUFFIX  # (see hookd.service.CUT_SUFFIX)
         if ended == "late":
             try:
-                late = await self.core.ingest_hook(harness, builder, raw, delivery_id=delivery, agent_pid=agent_pid,
-                                                   cwd=cwd)
-                stored = late.hook_id
+                res = await self.core.ingest_hook(harness, builder, raw, delivery_id=delivery, agent_pid=agent_pid, cwd=cwd)
+                stored = res.hook_event_id
+                if stored is None and delivery is not None:  # a copy of it was stored before
+                    stored = await self.core.store.hook_event_id(delivery)
             except PayloadInvalid as e:  # (stored raw as hook_invalid)
-                stored = _stored(e)
-            refused = BadRequest(_LATE)
-            refused.stored = stored  # type: ignore[attr-defined]
-            raise refused
+                stored = e.stored
+            late = BadRequest(_LATE)
+            late.stored = stored
+            raise late
         return await self.core.ingest_hook(harness, builder, raw, delivery_id=delivery, hold=hold,
                                            agent_pid=agent_pid, cwd=cwd)
 
@@ -341,16 +376,16 @@ class HookdASGI:
                          ended: str = "whole") -> tuple[int, bytes, int | None]:
         """``POST /v1/hooks/{harness}/{builder}`` (no hold, no wake) with its body ``raw``,
         as :class:`_HttpProtocol`'s fast path serves it: returns (HTTP status, JSON body, the
-        stored hook event id an error names, for ``X-Hookd-Stored``), errors in the one error
-        shape, exactly as :meth:`_hook` answers them. ended: how the body ended
-        (:func:`read_hook_body`)."""
+        hook event id of a refused hook's stored bytes: its ``X-Hookd-Stored`` header),
+        errors in the one error shape, exactly as :meth:`_hook` answers them. ended: how the
+        body ended (:func:`read_hook_body`)."""
         parts = path.split("/")
         try:
             builder = check_builder_id(parts[4])
             result = await self._ingest(parts[3], builder, raw, ended, _hook_headers(headers))
             return 200, result.body, None
         except HookdError as e:
-            return e.status, _error_body(e.code, e.message, _stored(e)), _stored(e)
+            return e.status, _error_body(e.code, e.message, e.stored), e.stored
         except Exception as e:
             log.exception("internal error on hook %s", path)
             return 500, _error_body("internal", f"internal error: {type(e).__name__}"), None
@@ -382,6 +417,25 @@ def _with_header(send: Any, header: tuple[bytes, bytes]) -> Any:
     return send_with
 
 
+#: Longest wait (s) for a held hook's client to close after its reply with a remote answer.
+REPLY_READ_WAIT_S = 10.0
+
+
+async def _reply_read(scope: dict) -> bool | None:
+    """After a held hook's reply was sent: did its client read all of it and close its end
+    (True), go away leaving part of it unread (False), or neither within REPLY_READ_WAIT_S
+    (None)? :class:`_HttpProtocol` half-closes such a reply and watches the client's close
+    (``hookd.reply_read`` in the scope's extensions); without it (another protocol), True:
+    the transport took the whole reply."""
+    read = scope.get("extensions", {}).get("hookd.reply_read")
+    if read is None:
+        return True
+    try:
+        return await asyncio.wait_for(asyncio.shield(read), REPLY_READ_WAIT_S)
+    except TimeoutError:
+        return None
+
+
 async def _disconnected(receive: Any) -> None:
     """Return when the client goes away (the request body has been read)."""
     while (await receive())["type"] != "http.disconnect":
@@ -407,23 +461,7 @@ async def _unless_disconnected(work: Any, receive: Any) -> bytes:
 
 
 def _error_body(code: str, message: str, stored: int | None = None) -> bytes:
-    """The one error shape; ``stored``: the hook event id under which a refused hook's bytes
-    were kept (the reply contract's optional field, sent with ``X-Hookd-Stored``)."""
-    if stored is None:
-        return _enc.encode(ErrorResponse(ErrorBody(code, message)))
-    return _enc.encode({"error": {"code": code, "message": message, "stored": stored}})
-
-
-def _stored(e: HookdError) -> int | None:
-    """The hook event id a refused hook's bytes were stored under (PayloadInvalid, a late body)."""
-    return getattr(e, "stored", None)
-
-
-def _stored_header(e: HookdError) -> dict[str, str] | None:
-    """Headers of an error reply: ``X-Hookd-Stored`` when the bytes were stored (a hook client
-    then does not spool them)."""
-    stored = _stored(e)
-    return None if stored is None else {"content-type": "application/json", "x-hookd-stored": str(stored)}
+    return _enc.encode(ErrorResponse(ErrorBody(code, message, stored)))
 
 
 async def _send(send: Any, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
@@ -445,7 +483,7 @@ def _complete_json(buf: bytearray) -> bool:
     if end < 0 or buf[end] != ord("}"):
         return False
     try:
-        msgspec.json.decode(buf)
+        decode_json(buf)  # complete also with a lone surrogate escape, as the parser reads it
     except msgspec.DecodeError:
         return False
     except RecursionError:
@@ -507,7 +545,7 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
 
     async def send(request: Request) -> Response:
         builder = await known_builder(request)
-        body = decode_body(await request.body(), SendRequest, "message")
+        body = decode_body(await read_api_body(request), SendRequest, "message")
         message, created = await core.send_message(
             builder, body.text, key=body.id, session_id=body.session_id, agent_id=body.agent_id,
             author=body.author,
@@ -521,12 +559,12 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
         return builder
 
     async def answer(request: Request) -> Response:
-        body = decode_body(await request.body(), AnswerRequest, "answer")
+        body = decode_body(await read_api_body(request), AnswerRequest, "answer")
         return json_response(await core.answer(request.path_params["id"], body, surface=body.surface))
 
     async def ask(request: Request) -> Response:
         builder = await known_builder(request)
-        body = decode_body(await request.body(), AskRequest, "ask")
+        body = decode_body(await read_api_body(request), AskRequest, "ask")
         i = await core.ask_async(builder, body.question, body.options, session_id=body.session_id,
                                  expires_in_s=body.expires_in_s, author=body.author)
         return json_response({"interaction": i}, 201)
@@ -537,7 +575,7 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
 
     async def preanswer(request: Request) -> Response:
         builder = await known_builder(request)
-        body = decode_body(await request.body(), PreanswerRequest, "preanswer")
+        body = decode_body(await read_api_body(request), PreanswerRequest, "preanswer")
         return json_response(await core.preanswer(builder, body.question, body.answer, actor=body.actor), 201)
 
     async def tail(request: Request) -> Response:
@@ -550,7 +588,7 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
         for path in body.paths:
             if not os.path.isabs(path):
                 raise BadRequest(f"transcript path must be absolute: {path!r}")
-            if os.path.isdir(path):
+            if os.path.isdir(path) or not path.endswith(".jsonl"):  # a folder, or one still to be made
                 n = tailer.add_dir(path, builder)
                 out.append({"path": os.path.abspath(path), "folder": True, "files": n,
                             "rows": sum([await tailer.poll(f) for f in tailer.targets() if f.startswith(os.path.abspath(path) + os.sep)])})
@@ -563,7 +601,13 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
         watch = getattr(core, "lanes", None)
         if watch is None:
             raise BadRequest("lanes are not being watched")
-        return json_response(sorted(await watch.compute(), key=_lane_order))
+        lanes = sorted(await watch.compute(), key=_lane_order)
+        parts = []
+        for i in range(0, len(lanes), 500):  # encoded 500 lanes per turn of the event loop
+            if i:
+                await asyncio.sleep(0)
+            parts.append(_enc.encode(lanes[i:i + 500])[1:-1])
+        return Response(b"[" + b",".join(parts) + b"]", media_type="application/json")
 
     async def transcripts(request: Request) -> Response:
         return json_response(await core.store.transcripts())
@@ -650,16 +694,26 @@ def _lane_order(lane: Any) -> tuple[int, float]:
 
 
 async def core_status(core: Hookd) -> dict[str, Any]:
-    """The daemon's status: process, listeners, counts, builders (spawned and seen), and the
-    interactions a PermissionRequest hook is held for (``held``)."""
-    stats = await core.store.builder_stats()
+    """The daemon's status: process, listeners, counts, builders (spawned and seen), the
+    interactions a PermissionRequest hook is held for (``held``), and ``storage``: whether
+    the database commits (:meth:`hookd.store.Store.storage`; while it cannot
+    be read either, ``read_error`` says so and the counts and builders read from it are
+    empty). Files (manifests, the spool) are read off the event loop."""
+    storage = core.store.storage()
+    try:
+        stats = await core.store.builder_stats()
+        counts = await core.store.counts()
+        migrations = await core.store.applied_migrations()
+    except StorageUnavailable as e:
+        storage["read_error"] = e.message
+        stats, counts, migrations = {}, {}, []
+    manifests, spooled = await asyncio.to_thread(_status_files, core.home)
     builders = []
-    for m in list_manifests(core.home):
+    for m in manifests:
         s = stats.pop(m["builder"], None)
         builders.append(_builder_status(m["builder"], m, s))
     for b, s in sorted(stats.items()):
         builders.append(_builder_status(b, None, s))
-    spooled = sum(1 for root in core.home.spool_roots() for d in root.glob("*/*.json"))
     return {
         "version": __version__,
         "pid": os.getpid(),
@@ -668,14 +722,20 @@ async def core_status(core: Hookd) -> dict[str, Any]:
         "tcp_port": getattr(core, "tcp_port", None),
         "started_at": core.started_at,
         "uptime_s": round(time.time() - core.started_at, 3),
-        "migrations": await core.store.applied_migrations(),
-        "counts": {**await core.store.counts(), "spooled": spooled},
+        "migrations": migrations,
+        "counts": {**counts, "spooled": spooled},
         "builders": builders,
         "held": core.held(),
+        "storage": storage,
         # hooks answered on the Unix socket's fast path since start (hookd.server._HttpProtocol),
         # and how many of them had to wait (their write joined a group commit)
         "fast_path": {"enabled": FASTPATH, "hooks": core.fast_hooks, "waited": core.fast_hooks_resumed},
     }
+
+
+def _status_files(home: Home) -> tuple[list[dict[str, Any]], int]:
+    """(every spawn manifest, payloads in the spool): status's file reads, in a thread."""
+    return list_manifests(home), sum(1 for root in home.spool_roots() for d in root.glob("*/*.json"))
 
 
 def _builder_status(builder: str, manifest: dict | None, stats: dict | None) -> dict[str, Any]:
@@ -841,6 +901,12 @@ class _HttpProtocol(HttpToolsProtocol):
             self._hook = _HookRequest(self, url.decode("ascii"), self.headers)
             return
         super().on_headers_complete()
+        if url.endswith(b"/hold") and url.startswith(b"/v1/hooks/") and self.parser.get_method() == b"POST":
+            # a held PermissionRequest hook: its reply may carry a remote answer, recorded as
+            # delivered only once the client has read all of it (HookdASGI._hook)
+            self._reply_read = self.loop.create_future()
+            self.cycle.transport = _HalfClose(self.transport, self)
+            self.cycle.scope.setdefault("extensions", {})["hookd.reply_read"] = self._reply_read
 
     def on_body(self, body: bytes) -> None:
         if self._hook is not None:
@@ -855,6 +921,8 @@ class _HttpProtocol(HttpToolsProtocol):
         super().on_message_complete()
 
     def data_received(self, data: bytes) -> None:
+        if self._replied:
+            return  # a held hook's reply is out: only its client's close matters now
         super().data_received(data)
         hook = self._hook
         if hook is not None and not hook.started:
@@ -866,12 +934,57 @@ class _HttpProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._hook is not None:
             self._hook.start("cut")  # what arrived is stored, as on the ASGI path
+        if self._reply_read is not None and not self._reply_read.done():
+            # reset (ECONNRESET: the client closed with part of the reply unread, or never read
+            # it), or closed by us first (shutdown, keep-alive timer): not known to be read
+            self._reply_read.set_result(False if exc is not None else None)
         super().connection_lost(exc)
+
+    # --- a held hook's reply: delivered once its client has read it -------------------
+    _reply_read: "asyncio.Future[bool | None] | None" = None
+    _replied = False
+
+    def reply_sent(self) -> None:
+        """The response cycle of a held hook ended (uvicorn closes the transport here): shut
+        down our writing side only, and keep reading, so that the client's close tells
+        whether it read the whole reply. A Unix or TCP socket closed with unread data in its
+        receive queue resets the connection (ECONNRESET here); closed after reading, it ends
+        with EOF. uvicorn's keep-alive timer closes the connection if the client never does."""
+        self._replied = True
+        t = self.transport
+        if t.is_closing():
+            return
+        try:
+            t.write_eof()
+        except (OSError, RuntimeError, NotImplementedError):
+            t.close()
+            return
+        self.flow.resume_reading()
+
+    def eof_received(self) -> bool | None:
+        if self._replied and self._reply_read is not None and not self._reply_read.done():
+            self._reply_read.set_result(True)
+        return super().eof_received()  # (None: the transport closes)
 
     def shutdown(self) -> None:
         if self._hook is not None:
             return  # the hook is answered (or times out), then the connection closes
         super().shutdown()
+
+
+class _HalfClose:
+    """The transport a held hook's response cycle writes to: the real one, except that
+    ``close()`` (uvicorn's end of a ``Connection: close`` response) is
+    :meth:`_HttpProtocol.reply_sent`."""
+
+    def __init__(self, transport: Any, proto: _HttpProtocol):
+        self._transport, self._proto = transport, proto
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+    def close(self) -> None:
+        self._proto.reply_sent()
 
 
 class _HookRequest:
@@ -951,8 +1064,8 @@ class _HookRequest:
         t = self.proto.transport
         if not t.is_closing():
             extra = b"" if stored is None else b"x-hookd-stored: %d\r\n" % stored
-            t.write(b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n%s"
-                    b"connection: close\r\n\r\n%s" % (status, _REASONS[status], len(body), extra, body))
+            t.write(b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
+                    b"%sconnection: close\r\n\r\n%s" % (status, _REASONS[status], len(body), extra, body))
             t.close()
 
 
@@ -1040,7 +1153,7 @@ class _Server(uvicorn.Server):
     def handle_exit(self, sig: int, frame: Any) -> None:
         super().handle_exit(sig, frame)
         if self.core is not None:
-            self.core.release_all()  # held hooks go now (no decision): the desk still can answer
+            self.core.release_all()  # held hooks go now, to come back to the next daemon (X-Hookd-Hold)
         if self._exit_wake is not None and self._exit_loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop already closed
                 self._exit_loop.call_soon_threadsafe(self._exit_wake.set)
@@ -1134,7 +1247,11 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
                           idle_inbox_after_s=notifier.config.idle_inbox_after_s)
         core.lanes = lanes  # type: ignore[attr-defined]
         laning = asyncio.create_task(lanes.run(stop_watch))
+        retrying = asyncio.create_task(retry_until_back(core, stop_watch))
         await core.ingest_spool()
+        # what start-up made (modules, the app) lives as long as the daemon: the garbage
+        # collector's full passes, pauses of the hook path, need not walk it again and again
+        gc.freeze()
         log.info(
             "hookd %s serving %s on unix:%s and http://127.0.0.1:%d (pid %d)",
             __version__, home.root, sock_path, tcp_port, os.getpid(),
@@ -1151,6 +1268,7 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(tailing, 2)
             laning.cancel()
+            retrying.cancel()
             core.release_all()
             await core.bus.close()
             await core.close()

@@ -7,6 +7,7 @@ published: events reach :class:`EventBus` followers only after their transaction
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import os
@@ -18,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from hookd.answers import Answers
+from hookd.answers import Answers, check_name
 from hookd.claw_core import ClawCore
 from hookd.transcripts import Transcripts
 from hookd.config import Home, env_number, private_dir_problem
@@ -36,9 +37,11 @@ from hookd.models import (
     InteractionHead,
     NotFound,
     PayloadInvalid,
+    StorageUnavailable,
     resolved_event,
 )
 from hookd.store import Store, Tx
+from hookd.untrusted import NotRegularFile, open_regular, read_regular
 
 log = logging.getLogger("hookd")
 
@@ -88,8 +91,8 @@ class HookResult:
     duplicate: bool = False
     #: (interaction id, waiter): a PermissionRequest hook to hold for a remote answer
     hold: tuple[str, asyncio.Future[bytes]] | None = None
-    #: the stored hook event's id (None for a duplicate delivery)
-    hook_id: int | None = None
+    #: the hook event id its raw bytes were stored under (None for a duplicate)
+    hook_event_id: int | None = None
 
 
 class EventBus:
@@ -135,6 +138,8 @@ class Hookd(Answers, Transcripts, ClawCore):
         self.store = store
         self.bus = EventBus()
         self.started_at = time.time()
+        #: when this daemon started, on hookd's timeline (:mod:`hookd.clock`)
+        self.started_mono = store.clock.mono()
         #: hooks the server answered on its fast path (hookd.server._HttpProtocol), and those
         #: of them that waited for a group commit (finished by a task)
         self.fast_hooks = 0
@@ -152,11 +157,14 @@ class Hookd(Answers, Transcripts, ClawCore):
         # held PermissionRequest hooks, by interaction id (ephemeral, like wake waits)
         self._waiters: dict[str, set[asyncio.Future[bytes]]] = {}
         self._expiry_changed = asyncio.Event()
+        self._spool_lock = asyncio.Lock()  # one spool pass at a time (ingest_spool)
         #: called with (path, builder, session_id) when a session reports a new transcript
         #: path (the tailer follows it)
         self.on_transcript: Any = None
         self._pids: dict[str, int] = {}  # session -> agent pid already recorded
+        self._latest: dict[str, str] = {}  # builder -> session of its newest hook (no stale check)
         self._registered: dict[str, float] = {}  # claw-http session -> when it last registered
+        self._spool_refused: set[str] = set()  # spool entries not regular files, already logged
 
     async def close(self) -> None:
         """Cancel background work (transcript reads) before the store closes."""
@@ -190,13 +198,14 @@ class Hookd(Answers, Transcripts, ClawCore):
         (``CLAUDE_PID`` in the hook's environment), for lane liveness. cwd: the hook's working
         directory as its client reported it (claw identifies sessions by it; None: the
         builder's spawned worktree). Raises PayloadInvalid
-        after storing the raw bytes when the payload cannot be parsed (nothing is lost),
-        NotFound for an unknown harness.
+        after storing the raw bytes when the payload cannot be parsed (nothing is lost; its
+        ``stored`` is the hook event id), NotFound for an unknown harness, StorageUnavailable
+        when the database cannot commit (nothing stored: the client must keep the payload).
         """
         adapter = HARNESSES.get(harness)
         if adapter is None:
             raise NotFound(f"unknown harness {harness!r}; known: {', '.join(HARNESSES)}")
-        at = received_at if received_at is not None else time.time()
+        at = received_at if received_at is not None else self.store.clock.wall()
         try:
             payload = self._parse_hook(adapter, builder, raw, cwd)
             error = None
@@ -205,29 +214,36 @@ class Hookd(Answers, Transcripts, ClawCore):
         box: list[asyncio.Future[bytes]] = []
         (hook_id, body, iid), events = await self.store.write(
             self._ingest_tx, adapter, harness, builder, raw, payload, error, at, source, delivery_id,
-            box if hold else None, agent_pid,
+            box if hold else None, agent_pid, received_at is not None,
         )
         if hook_id is None:
             return HookResult(b"", [], duplicate=True)
         await self.bus.publish()
         if error is not None:
-            error.stored = hook_id  # type: ignore[attr-defined]  # (the reply names it: X-Hookd-Stored)
+            error.stored = hook_id
             raise error
-        return HookResult(body, events, hold=(iid, box[0]) if iid and box else None, hook_id=hook_id)
+        return HookResult(body, events, hold=(iid, box[0]) if iid and box else None, hook_event_id=hook_id)
 
     def _ingest_tx(
         self, tx: Tx, adapter: Any, harness: str, builder: str, raw: bytes, payload: cc.Base | None,
         error: PayloadInvalid | None, at: float, source: str, delivery_id: str | None,
         hold_box: list[asyncio.Future[bytes]] | None = None, agent_pid: int | None = None,
+        backdate: bool = False,
     ) -> tuple[int | None, bytes, str | None]:
         """The transaction of one hook. Returns (hook event id or None when this delivery was
         already stored, the hook's stdout, the interaction a PermissionRequest hook may hold
-        for)."""
+        for). backdate: ``at`` is when the hook was received, earlier (a spooled hook): its
+        windows are measured from then, on the timeline (:meth:`hookd.clock.Clock.stamp`)."""
+        if backdate:
+            tx.mono = self.store.clock.stamp(at)
         twin = _cut_twin(delivery_id, source)
         if twin is not None and tx.stored_as(twin, raw):
             # a cut body and its client's spooled copy are one invocation when they are the same
             # bytes (whichever of the two arrives first is kept)
             return None, b"", None
+        stale = None
+        if payload is not None and payload.session_id and self._latest.get(builder) != payload.session_id:
+            payload, stale = self._canonical_session(tx, builder, payload, agent_pid if source == "live" else None)
         hook_id = tx.insert_hook_event(
             delivery_id=delivery_id,
             builder=builder,
@@ -255,11 +271,13 @@ class Hookd(Answers, Transcripts, ClawCore):
             )
             return hook_id, b"", None
         sid = payload.session_id
+        if sid and self._latest.get(builder) != sid:
+            tx.after_commit.append(lambda: self._latest.__setitem__(builder, sid))
         if sid:
             # only a Stop's fingerprint is ever compared (by an idle wake of that Stop)
             mark = (hook_id, _fingerprint(raw) if payload.hook_event_name == "Stop" else b"")
             tx.after_commit.append(lambda: self._activity.__setitem__(sid, mark))
-        body, hold = self._apply(tx, adapter, harness, builder, payload, at, source)
+        body, hold = self._apply(tx, adapter, harness, builder, payload, at, source, stale=stale)
         if sid and agent_pid and source == "live" and self._pids.get(sid) != agent_pid:
             # after _apply, so the session row exists; psutil once per session and pid
             if tx.agent_pid(sid) != agent_pid:
@@ -272,20 +290,32 @@ class Hookd(Answers, Transcripts, ClawCore):
 
     def _apply(
         self, tx: Tx, adapter: Any, harness: str, builder: str, p: cc.Base, at: float, source: str,
+        stale: str | None = None,
     ) -> tuple[bytes, str | None]:
         """Apply one parsed payload. Returns (hook stdout, id of the interaction a held
-        PermissionRequest hook waits on)."""
+        PermissionRequest hook waits on). stale: the session id the payload reported when
+        :meth:`_canonical_session` put it under its conversation's current one."""
         sid = p.session_id
         hook_data: dict[str, Any] = {"hook_event_name": p.hook_event_name, "source": source}
         for key in ("tool_name", "tool_use_id", "agent_id", "agent_type"):
             val = getattr(p, key, None)
             if val is not None:
                 hook_data[key] = val
+        if stale:
+            hook_data["stale_session_id"] = stale
         tx.append_event("hook_received", builder, sid, at, hook_data)
         if sid:
             self._track_session(tx, harness, builder, p, at)
             if isinstance(p, cc.PreCompact):
                 tx.mark_compacting(sid, at)
+                # what was delivered and not yet adopted would reach only the compaction's
+                # summariser: queued again, the SessionStart(compact) that follows delivers it
+                requeued = tx.requeue_delivered(sid)
+                if requeued:
+                    tx.append_event("inbox_requeued", builder, sid, at, {
+                        "ids": requeued, "via": "PreCompact",
+                        "reason": "delivered but not adopted before compaction: offered again after it",
+                    })
         reply, hold = b"", None
         desk_only = getattr(adapter, "DESK_ONLY", False)
         for ob in adapter.observe(p):
@@ -327,6 +357,33 @@ class Hookd(Answers, Transcripts, ClawCore):
             return self._deliver(tx, builder, p, at, adapter), hold
         return b"", None
 
+    def _canonical_session(self, tx: Tx, builder: str, p: cc.Base, agent_pid: int | None) -> tuple[cc.Base, str | None]:
+        """The payload under its conversation's current session, and the stale id it reported
+        (None when it is not stale). Claude Code can report an earlier session id of the same
+        conversation on some hooks (ids alternating seconds apart: anthropics/claude-code#58682).
+        A hook's id is stale when (a) its ``tool_use_id`` is a call still open in another session
+        of the same builder (a call belongs to one conversation), or (b) it is an earlier session
+        of the same agent process (``CLAUDE_PID``) that has since started another one: the
+        process's current session is its live session with the newest hook. SessionStart and
+        SessionEnd are never moved (they start and end the sessions they name), nor is an id
+        hookd never saw from that process (a new session whose SessionStart came late)."""
+        sid = p.session_id
+        if p.hook_event_name in ("SessionStart", "SessionEnd"):
+            return p, None
+        current = None
+        tool_use_id = getattr(p, "tool_use_id", None)
+        if isinstance(tool_use_id, str) and tool_use_id:
+            head = tx.interaction_head_by_tool_use_id(tool_use_id)
+            if (head is not None and head.builder == builder and head.session_id and head.session_id != sid
+                    and (head.state == "pending" or (head.state == "answered" and head.received_at is not None))):
+                current = head.session_id
+        if current is None and agent_pid and sid and tx.agent_pid(sid) == agent_pid:
+            current = tx.process_session(builder, agent_pid)
+        if current is None or current == sid:
+            return p, None
+        # its transcript_path is the stale session's file too: the current one's stays followed
+        return msgspec.structs.replace(p, session_id=current, transcript_path=None), sid
+
     def _adopt_earlier(self, tx: Tx, builder: str, p: cc.Base, via: str, at: float) -> None:
         """Adopt what earlier hooks of ``p``'s session (and agent) delivered: this hook proves
         the agent went on after reading it."""
@@ -354,7 +411,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         kind = adapter.boundary(p)
         if kind is None:
             return b""
-        messages = tx.deliverable(builder, sid, agent, redeliver_before=self._redeliver_before(adapter, sid, at))
+        messages = tx.deliverable(builder, sid, agent, redeliver_before=self._redeliver_before(adapter, sid, tx.mono))
         if name == "UserPromptSubmit":
             tx.set_stop_deliveries(sid, 0)  # a new human turn
             if messages:
@@ -495,7 +552,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         n = tx.stop_deliveries(sid)
         if n >= cc.STOP_CAP:
             return "", False  # the human's next prompt resets the count
-        messages = tx.deliverable(builder, sid, None, redeliver_before=at - REDELIVER_AFTER_S)
+        messages = tx.deliverable(builder, sid, None, redeliver_before=tx.mono - REDELIVER_AFTER_S)
         if not messages:
             return "", False
         tx.set_stop_deliveries(sid, n + 1)
@@ -522,6 +579,7 @@ class Hookd(Answers, Transcripts, ClawCore):
             )
         if not author.strip():
             raise BadRequest("author is empty")
+        check_name("author", author)
 
         def tx_fn(tx: Tx) -> tuple[InboxMessage, bool]:
             if key is not None:
@@ -575,6 +633,7 @@ class Hookd(Answers, Transcripts, ClawCore):
                     data["agent_id"] = i.agent_id
                 tx.append_event(resolved_event(i.kind), builder, sid, at, data)
                 self._release_after(tx, i.id)
+                self._inbox_answers_after(tx, i, at, outcome=ob.outcome, answers=None, surface=None)
 
     def _track_session(self, tx: Tx, harness: str, builder: str, p: cc.Base, at: float) -> None:
         sid = p.session_id
@@ -605,7 +664,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         if source == "compact":
             # SessionStart(compact) carries no parent id (field case B23): the session whose
             # PreCompact hook came last links it
-            parent, via = tx.compacting_session(builder, since=at - COMPACT_LINK_S, exclude=sid), "precompact"
+            parent, via = tx.compacting_session(builder, since=tx.mono - COMPACT_LINK_S, exclude=sid), "precompact"
         if parent is None and source in ("resume", "compact", "clear", "fork"):
             # otherwise the builder's most recent other session; a fork's transcript, which
             # copies its parent's rows, corrects this guess (hookd.transcripts)
@@ -643,7 +702,7 @@ class Hookd(Answers, Transcripts, ClawCore):
                 # A PermissionRequest (no tool_use_id) may have arrived first.
                 existing = tx.interaction_by_hash(
                     builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
-                    input_hash=ob.input_hash, states=("pending",), since=at - MATCH_WINDOW_S,
+                    input_hash=ob.input_hash, states=("pending",), since=tx.mono - MATCH_WINDOW_S,
                     without_tool_use_id=True,
                 )
                 if existing is not None:
@@ -655,12 +714,12 @@ class Hookd(Answers, Transcripts, ClawCore):
             # second question.
             existing = tx.interaction_by_hash(
                 builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
-                input_hash=ob.input_hash, states=("pending",), since=at - MATCH_WINDOW_S,
+                input_hash=ob.input_hash, states=("pending",), since=tx.mono - MATCH_WINDOW_S,
             )
             if existing is None:
                 existing = tx.interaction_by_hash(
                     builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
-                    input_hash=ob.input_hash, states=TERMINAL_STATES, since=at - RESOLVED_MATCH_S,
+                    input_hash=ob.input_hash, states=TERMINAL_STATES, since=tx.mono - RESOLVED_MATCH_S,
                 )
         if existing is not None:
             if ob.tool_input is not None and existing.input is None:
@@ -744,7 +803,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         if existing is None:
             existing = tx.interaction_by_hash(
                 builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
-                input_hash=ob.input_hash, states=("pending", "answered"), since=at - MATCH_WINDOW_S,
+                input_hash=ob.input_hash, states=("pending", "answered"), since=tx.mono - MATCH_WINDOW_S,
                 without_tool_use_id=True,
             )
             if existing is not None and ob.tool_use_id:
@@ -787,12 +846,13 @@ class Hookd(Answers, Transcripts, ClawCore):
         if p.hook_event_name == "transcript":
             data["via"] = "transcript"
         tx.append_event("question_resolved", builder, p.session_id, at, data)
+        self._inbox_answers_after(tx, existing, at, outcome=ob.outcome, answers=ob.answers, surface=ob.surface)
 
     def _permission_asked(self, tx: Tx, builder: str, p: cc.Base, ob: cc.PermissionAsked, at: float) -> str | None:
         """A tool permission prompt: one ``permission`` interaction per prompt (a second copy
         of the same hook matches it). Returns its id when a hook may hold for it."""
         sid = p.session_id
-        existing = tx.permission_by_hash(sid, ob.tool_name, ob.input_hash, since=at - MATCH_WINDOW_S) if sid else None
+        existing = tx.permission_by_hash(sid, ob.tool_name, ob.input_hash, since=tx.mono - MATCH_WINDOW_S) if sid else None
         if existing is not None:
             tx.mark_permission_seen(existing.id, at)
             return existing.id if _holdable(existing) else None
@@ -828,6 +888,8 @@ class Hookd(Answers, Transcripts, ClawCore):
             if holder is None:  # (one of this session's holding it already: leave both alone)
                 tx.set_tool_use_id(i.id, key)
         self._release_after(tx, i.id)
+        if i.state == "answered" and i.received_at is None:
+            return  # allowed at the desk, seen while the tool ran (hookd.answers)
         if i.state == "answered":
             # the tool ran: a remote allow was adopted, a remote deny lost to the desk's Yes
             self._settle_remote(tx, i, p, at, outcome="answered", answers=None, selections=None,
@@ -852,29 +914,31 @@ class Hookd(Answers, Transcripts, ClawCore):
         hook clients (temp file + rename), or the same under a spool outside the home
         (:meth:`hookd.config.Home.spool_roots`) when the home's could not be written. A file is deleted only after its transaction
         committed; its name is its delivery id, so a crash between commit and delete, or a
-        payload that also reached the daemon live, is not stored twice.
+        payload that also reached the daemon live, is not stored twice. While the database
+        cannot commit (StorageUnavailable) the pass stops at the first file: it and the rest
+        stay, for the next pass once storage is back (hookd.storage_health.retry_until_back).
+        A file that fails for another reason stays too (logged). One pass at a time.
         Returns counts: ingested, duplicates, invalid.
         """
+        async with self._spool_lock:
+            return await self._ingest_spool()
+
+    async def _ingest_spool(self) -> dict[str, int]:
         counts = {"ingested": 0, "duplicates": 0, "invalid": 0}
-        files: list[tuple[str, str, Path]] = []
-        for root in self.home.spool_roots():  # spool/, then those outside the home (a full disk)
-            if not root.is_dir():
-                continue
-            for bdir in root.iterdir():
-                if not bdir.is_dir() or (root != self.home.spool_root and private_dir_problem(bdir) is not None):
-                    continue
-                for f in bdir.iterdir():
-                    if f.name.startswith(".") or not f.name.endswith(".json"):
-                        continue
-                    files.append((f.name, bdir.name, f))
-        files.sort(key=lambda t: (t[0].split("-", 1)[0].rjust(20, "0"), t[0]))
+        files = await asyncio.to_thread(_spool_files, self.home)
         for name, builder, f in files:
             stem = name[: -len(".json")]
             delivery_id, _, harness = stem.rpartition(".")
             if not delivery_id:
                 delivery_id, harness = stem, cc.HARNESS
             try:
-                raw = f.read_bytes()
+                # off the event loop, and never a FIFO, device or symlink someone put there
+                raw = await asyncio.to_thread(read_regular, f, follow=False)
+            except NotRegularFile as e:
+                if e.filename not in self._spool_refused:
+                    self._spool_refused.add(e.filename)
+                    log.warning("spool entry %s; left in place (remove it)", e)
+                continue
             except OSError as e:
                 log.warning("cannot read spool file %s: %s", f, e)
                 continue
@@ -888,10 +952,16 @@ class Hookd(Answers, Transcripts, ClawCore):
             except PayloadInvalid as e:
                 counts["invalid"] += 1  # stored with its raw bytes; safe to delete
                 log.warning("spooled payload %s stored as invalid: %s", f, e.message)
+            except StorageUnavailable:
+                break  # it and the rest stay (the store logs the outage once)
             except HookdError as e:
                 log.warning("spooled payload %s left in the spool: %s", f, e.message)
                 continue
-            os.unlink(f)
+            except Exception:  # a bug: never the spool watcher's end, never the file's
+                log.exception("spooled payload %s left in the spool", f)
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f)
         return counts
 
 
@@ -899,13 +969,36 @@ class Hookd(Answers, Transcripts, ClawCore):
 TRANSCRIPT_TAIL_BYTES = 16 * 1024 * 1024
 
 
+def _spool_files(home: Home) -> list[tuple[str, str, Path]]:
+    """The spools' ``(name, builder, path)`` entries named like payloads, oldest first: the
+    home's ``spool/``, then those outside it (a full disk: :meth:`Home.spool_roots`), whose
+    builder folders must be private directories of this user's too."""
+    files: list[tuple[str, str, Path]] = []
+    for root in home.spool_roots():
+        if not root.is_dir():
+            continue
+        for bdir in root.iterdir():
+            if not bdir.is_dir() or bdir.is_symlink():
+                continue
+            if root != home.spool_root and private_dir_problem(bdir) is not None:
+                continue
+            for f in bdir.iterdir():
+                if f.name.startswith(".") or not f.name.endswith(".json"):
+                    continue
+                files.append((f.name, bdir.name, f))
+    files.sort(key=lambda t: (t[0].split("-", 1)[0].rjust(20, "0"), t[0]))
+    return files
+
+
 def _sent_ids_in(path: str) -> set[str]:
-    """Message ids the transcript at ``path`` proves were sent (its last 16 MiB)."""
-    with open(path, "rb") as f:
-        f.seek(0, os.SEEK_END)
-        size = f.tell()
-        f.seek(max(0, size - TRANSCRIPT_TAIL_BYTES))
-        data = f.read()
+    """Message ids the transcript at ``path`` proves were sent (its last 16 MiB). Raises
+    OSError (NotRegularFile for a FIFO or device: never waited on)."""
+    fd, st = open_regular(path)
+    try:
+        start = max(0, st.st_size - TRANSCRIPT_TAIL_BYTES)
+        data = os.pread(fd, st.st_size - start, start)
+    finally:
+        os.close(fd)
     return cc.sent_message_ids(data.splitlines())
 
 

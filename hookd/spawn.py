@@ -14,6 +14,13 @@ lock files live in ``HOOKD_HOME/run/locks/``, never next to the user's files. A 
 or ``.mcp.json`` that is a symlink (a dotfiles repo) is written through: the link stays a
 link and the file it points to gets the atomic write; a dangling link is refused.
 
+Crash-consistent: a spawn first records its intent (the manifest, ``state: "spawning"``,
+with everything unspawn needs to undo it, also what the previous spawn had elsewhere), then
+writes the user's files, then the final manifest. A ``kill -9`` at any point leaves a builder
+that `unspawn` knows and undoes (or that a second `spawn` completes). Writes into the user's
+directories go through one temp file name per file (``.<name>.hookd-tmp``, only ever written
+with that file's lock held), which the next spawn or unspawn touching that file removes.
+
 MCP (default on): the entry ``mcpServers.hookd`` (``python -P -m hookd --home H mcp --builder
 B``) is merged into ``W/.mcp.json``, and ``enabledMcpjsonServers: ["hookd"]`` (no "new MCP
 server" dialog) plus ``permissions.allow: ["mcp__hookd"]`` (no permission prompt; in ``-p``
@@ -35,7 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +55,7 @@ from hookd.harness import claude_code as cc
 from hookd.harness import claw
 from hookd.hooks import c_client_source, client_template
 from hookd.models import ConfigError, NotFound
+from hookd.untrusted import NotRegularFile, read_regular
 
 HARNESSES = (cc.HARNESS, *claw.HARNESSES)
 #: Default wait of the idle-wake hook (seconds): an agent idle longer is not woken; its
@@ -408,11 +416,11 @@ def _load_settings(path: Path, object_key: str = "hooks") -> tuple[dict[str, Any
     object, or its ``object_key`` is there and not an object (null included); the file is
     left untouched. ``path``: the file to read (a symlink is followed)."""
     try:
-        data = path.read_bytes()
+        data = read_regular(path)  # a FIFO or a device is refused, never waited on
     except FileNotFoundError:
         return {}, False
-    except IsADirectoryError:
-        raise ConfigError(f"{path} is a directory, not a settings file; left it untouched") from None
+    except NotRegularFile as e:
+        raise ConfigError(f"{path} is {e.kind}, not a settings file; left it untouched") from None
     if not data.strip():
         return {}, True
     try:
@@ -427,7 +435,7 @@ def _load_settings(path: Path, object_key: str = "hooks") -> tuple[dict[str, Any
 
 
 def _original_text(path: Path, existed: bool) -> str | None:
-    return path.read_text(encoding="utf-8", errors="surrogateescape") if existed else None
+    return read_regular(path).decode("utf-8", errors="surrogateescape") if existed else None
 
 
 # --- MCP: the settings keys ---------------------------------------------------------------
@@ -461,6 +469,21 @@ def _add_mcp_keys(settings: dict[str, Any], path: Path) -> dict[str, bool]:
         allow.append(MCP_ALLOW)
         added["allow"] = True
     return added
+
+
+def _mcp_records(m: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The MCP records of manifest ``m``: its ``mcp`` and, when a spawn that moved the entry
+    (elsewhere, or away with --no-mcp) was interrupted, the ``previous_mcp`` ones."""
+    if not m:
+        return []
+    return [r for r in (m.get("mcp"), *(m.get("previous_mcp") or [])) if r]
+
+
+def _strip_mcp_keys_of(settings: dict[str, Any], records: list[dict[str, Any]]) -> bool:
+    """:func:`_strip_mcp_keys` for the first of ``records`` whose keys are there (an
+    interrupted spawn may not have rewritten the settings yet: then they are an earlier
+    spawn's). Returns whether anything changed."""
+    return any(_strip_mcp_keys(settings, r.get("settings")) for r in records)
 
 
 def _remove_last(items: Any, value: str) -> bool:
@@ -558,7 +581,7 @@ def _undo_mcp_file(rec: dict[str, Any] | None, builder: str) -> bool:
     if rec.get("created_file") and not obj and io == path:
         path.unlink()
     elif original is not None and _parses_to(original, obj):
-        atomic_write(io, original.encode("utf-8", errors="surrogateescape"), mode=io.stat().st_mode & 0o777)
+        _user_write(io, original.encode("utf-8", errors="surrogateescape"), mode=io.stat().st_mode & 0o777)
     elif removed:
         _write_settings(io, obj)
     return removed
@@ -600,13 +623,69 @@ def _dump(settings: dict[str, Any]) -> bytes:
     return msgspec.json.format(msgspec.json.encode(settings), indent=2) + b"\n"
 
 
+#: The temp file of an atomic write into the user's directories: ``.<name>`` + this.
+TMP_SUFFIX = ".hookd-tmp"
+
+
+def _tmp_of(path: Path) -> Path:
+    return path.with_name(f".{path.name}{TMP_SUFFIX}")
+
+
+def _user_write(path: Path, data: bytes, mode: int) -> None:
+    """Atomically replace ``path`` (a file in the user's directories, its lock held): write
+    ``.<name>.hookd-tmp`` beside it, fsync, rename. The temp name is fixed, so a write killed
+    half-way leaves a file the next spawn or unspawn of that file removes (:func:`_drop_tmp`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _tmp_of(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def _drop_tmp(path: Path) -> None:
+    """Remove what a killed write into ``path`` left (its lock held): hookd's temp file
+    ``.<name>.hookd-tmp`` and, from hookd versions before it, ``.<name>.<pid>.tmp`` of a pid
+    that no longer runs."""
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        _tmp_of(path).unlink()
+    prefix = f".{path.name}."
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(prefix):-len(".tmp")] if name.startswith(prefix) and name.endswith(".tmp") else ""
+        if pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                (path.parent / name).unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _write_settings(path: Path, settings: dict[str, Any]) -> None:
     mode = 0o644
     try:
         mode = path.stat().st_mode & 0o777
     except FileNotFoundError:
         pass
-    atomic_write(path, _dump(settings), mode=mode)
+    _user_write(path, _dump(settings), mode=mode)
 
 
 def spawn(
@@ -679,28 +758,49 @@ def spawn(
         mcp_path = home.mcp_config(builder)
     home.ensure()
     with _locked(home, [_builder_key(builder)]):
+        # what a spawn killed before left in the home (the user's files: under their locks)
+        for f in (home.manifest(builder), home.client_script, home.c_client, home.socket_path_file):
+            _drop_tmp(f)
         old = read_manifest(home, builder)
         if old and old["settings_file"] != os.fspath(target):
             _unspawn_locked(home, builder, old)
             old = None
-        old_mcp = old.get("mcp") if old else None
-        files = [target, *([mcp_path] if mcp else []), *([Path(old_mcp["file"])] if old_mcp and old_mcp.get("file") else [])]
+        files = [target, *([mcp_path] if mcp else []), *(Path(r["file"]) for r in _mcp_records(old) if r.get("file"))]
         with _locked(home, [_file_key(f) for f in files]):
+            _drop_tmps(files)
             manifest = _spawn_locked(home, builder, harness=harness, worktree=worktree, target=target,
                                      mcp_path=mcp_path if mcp else None, mcp_standalone=settings_file is not None,
-                                     old=old, deadline_ms=deadline_ms,
-                                     wake_wait_s=wake_wait_s, hold_s=hold_s)
-        atomic_write(home.manifest(builder), _dump(manifest), mode=0o600)
+                                     old=old, deadline_ms=deadline_ms, wake_wait_s=wake_wait_s, hold_s=hold_s,
+                                     intent=lambda m: _write_manifest(home, builder, m))
+            _write_manifest(home, builder, manifest)
     return manifest
+
+
+def _write_manifest(home: Home, builder: str, manifest: dict[str, Any]) -> None:
+    """Atomically write ``builders/B.json`` (0600; B's lock held: a fixed temp name)."""
+    home.builders_dir.mkdir(parents=True, exist_ok=True)
+    _user_write(home.manifest(builder), _dump(manifest), mode=0o600)
+
+
+def _drop_tmps(files: Iterable[Path]) -> None:
+    """:func:`_drop_tmp` for each file (where its writes land: through a symlink)."""
+    for f in files:
+        try:
+            io = _through(f)
+        except ConfigError:
+            io = f
+        _drop_tmp(io)
 
 
 def _spawn_locked(home: Home, builder: str, *, harness: str, worktree: Path | None, target: Path,
                   mcp_path: Path | None, mcp_standalone: bool, old: dict[str, Any] | None, deadline_ms: int,
-                  wake_wait_s: int, hold_s: int) -> dict[str, Any]:
+                  wake_wait_s: int, hold_s: int, intent: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     """spawn's read-merge-write of the settings file ``target`` and the MCP config
     ``mcp_path`` (None: no MCP; a worktree's ``.mcp.json``, or with ``mcp_standalone`` hookd's
-    own ``HOOKD_HOME/mcp/B.json``), their locks held. Returns the manifest (not yet written).
-    Every refusal comes before the first write."""
+    own ``HOOKD_HOME/mcp/B.json``), their locks held. Every refusal comes before the first
+    write; right before it, ``intent`` gets the manifest with ``state: "spawning"`` (and the
+    MCP records this spawn undoes as ``previous_mcp``), so that a crash
+    from then on leaves what unspawn undoes. Returns the final manifest (not yet written)."""
     io = _through(target)  # a symlinked settings file: written through, the link kept
     settings, existed = _load_settings(io)
     _check_hooks_shape(target, settings)
@@ -710,14 +810,14 @@ def _spawn_locked(home: Home, builder: str, *, harness: str, worktree: Path | No
     had_hooks_key = "hooks" in settings
     created_dir = not target.parent.exists()
     _strip_tagged(settings, builder)
-    old_mcp = old.get("mcp") if old else None
-    _strip_mcp_keys(settings, (old_mcp or {}).get("settings"))
+    olds = _mcp_records(old)
+    _strip_mcp_keys_of(settings, olds)
     mcp_rec: dict[str, Any] | None = None
     mcp_obj: dict[str, Any] | None = None
     if mcp_path is not None:
         entry = mcp_entry(home, builder)
         if not mcp_standalone:
-            same = old_mcp if old_mcp and old_mcp.get("file") == os.fspath(mcp_path) and not old_mcp.get("skipped") else None
+            same = next((r for r in olds if r.get("file") == os.fspath(mcp_path) and not r.get("skipped")), None)
             mcp_obj, mcp_rec = _plan_mcp_json(mcp_path, builder, entry, same)
         else:
             mcp_obj = {"mcpServers": {MCP_SERVER: entry}}
@@ -738,13 +838,6 @@ def _spawn_locked(home: Home, builder: str, *, harness: str, worktree: Path | No
     if mcp_rec is not None and not mcp_rec.get("skipped"):
         mcp_rec["settings"] = _add_mcp_keys(settings, target)  # may refuse: nothing written yet
 
-    home.spool_dir(builder).mkdir(parents=True, exist_ok=True)
-    if old_mcp and (mcp_rec is None or old_mcp.get("file") != mcp_rec["file"]):
-        _undo_mcp_file(old_mcp, builder)  # --no-mcp now, or another place
-    if mcp_obj is not None and mcp_path is not None:
-        _write_settings(_through(mcp_path), mcp_obj)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _write_settings(io, settings)
     manifest = {
         "builder": builder,
         "harness": harness,
@@ -769,6 +862,16 @@ def _spawn_locked(home: Home, builder: str, *, harness: str, worktree: Path | No
         manifest["warning"] = claw.FLAT_WARNING
     if client_note:
         manifest["client_note"] = client_note
+    moved = [r for r in olds if mcp_rec is None or r.get("file") != mcp_rec["file"]]  # --no-mcp now, or elsewhere
+    intent({**manifest, "state": "spawning", **({"previous_mcp": moved} if moved else {})})
+
+    home.spool_dir(builder).mkdir(parents=True, exist_ok=True)
+    for rec in moved:
+        _undo_mcp_file(rec, builder)
+    if mcp_obj is not None and mcp_path is not None:
+        _write_settings(_through(mcp_path), mcp_obj)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _write_settings(io, settings)
     return manifest
 
 
@@ -786,7 +889,7 @@ def _check_flat(path: Path, settings: dict[str, Any], builder: str) -> None:
 
 def read_manifest(home: Home, builder: str) -> dict[str, Any] | None:
     try:
-        return msgspec.json.decode(home.manifest(builder).read_bytes())
+        return msgspec.json.decode(read_regular(home.manifest(builder), follow=False))
     except FileNotFoundError:
         return None
 
@@ -797,7 +900,7 @@ def list_manifests(home: Home) -> list[dict[str, Any]]:
     if home.builders_dir.is_dir():
         for f in sorted(home.builders_dir.glob("*.json")):
             try:
-                out.append(msgspec.json.decode(f.read_bytes()))
+                out.append(msgspec.json.decode(read_regular(f, follow=False)))
             except (OSError, msgspec.DecodeError):
                 continue
     return out
@@ -817,8 +920,12 @@ def unspawn(home: Home, builder: str) -> dict[str, Any]:
     "removed", "mcp_removed"}`` (hook handlers removed; whether hookd's MCP server entry was).
     Safe to run beside other spawns and unspawns of the same files (see the module doc)."""
     if read_manifest(home, builder) is None:  # before the lock: it would create run/locks
+        if os.path.lexists(_tmp_of(home.manifest(builder))):  # a spawn killed while recording its intent
+            with _locked(home, [_builder_key(builder)]):
+                _drop_tmp(home.manifest(builder))
         raise NotFound(f"builder {builder!r} was not spawned in {home.root}")
     with _locked(home, [_builder_key(builder)]):
+        _drop_tmp(home.manifest(builder))
         m = read_manifest(home, builder)
         if m is None:  # a concurrent unspawn got there first
             raise NotFound(f"builder {builder!r} was not spawned in {home.root}")
@@ -829,30 +936,31 @@ def _unspawn_locked(home: Home, builder: str, m: dict[str, Any]) -> dict[str, An
     """unspawn with ``builder``'s lock held and its manifest ``m`` read: takes the locks of
     the files ``m`` names, undoes them, removes the manifest."""
     target = Path(m["settings_file"])
-    mcp_rec = m.get("mcp")
-    files = [target, *([Path(mcp_rec["file"])] if mcp_rec and mcp_rec.get("file") else [])]
+    records = _mcp_records(m)  # with those an interrupted spawn was moving away from
+    files = [target, *(Path(r["file"]) for r in records if r.get("file"))]
     removed = 0
     with _locked(home, [_file_key(f) for f in files]):
         io = _through(target)  # before any write: it may refuse
         settings, existed = _load_settings(io)
-        mcp_removed = _undo_mcp_file(mcp_rec, builder)  # before any write: it may refuse
+        _drop_tmps(files)
+        mcp_removed = False
+        for rec in records:  # before any write: it may refuse
+            mcp_removed = _undo_mcp_file(rec, builder) or mcp_removed
         if existed:
             removed = _strip_tagged(settings, builder)
-            keys_removed = _strip_mcp_keys(settings, (mcp_rec or {}).get("settings"))
+            keys_removed = _strip_mcp_keys_of(settings, records)
             if m.get("added_hooks_key") and settings.get("hooks") == {}:
                 del settings["hooks"]
             original = m.get("original")
             if m.get("created_file") and not settings and io == target:
                 target.unlink()
-                if m.get("created_dir"):
-                    try:
-                        target.parent.rmdir()  # only if empty
-                    except OSError:
-                        pass
             elif original is not None and _parses_to(original, settings):
-                atomic_write(io, original.encode("utf-8", errors="surrogateescape"), mode=io.stat().st_mode & 0o777)
+                _user_write(io, original.encode("utf-8", errors="surrogateescape"), mode=io.stat().st_mode & 0o777)
             elif removed or keys_removed:
                 _write_settings(io, settings)
+        if m.get("created_dir"):
+            with contextlib.suppress(OSError):
+                target.parent.rmdir()  # only if empty (also what an interrupted spawn made, and nothing else)
     home.manifest(builder).unlink()
     spool = home.spool_dir(builder)
     if spool.is_dir() and not any(spool.iterdir()):

@@ -17,6 +17,7 @@ the same transaction that applies them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sqlite3
@@ -27,7 +28,10 @@ from typing import Any, Callable, TypeVar
 import aiosqlite
 import msgspec
 
-from hookd.models import Event, InboxMessage, Interaction, InteractionHead, Selection
+from hookd.clock import Clock
+from hookd.config import env_number
+from hookd.models import NOT_ACTIVITY_HOOKS, Event, InboxMessage, Interaction, InteractionHead, Selection, StorageUnavailable
+from hookd.storage_health import StorageHealth, is_busy, storage_code
 
 log = logging.getLogger("hookd")
 #: commit the writes of one event-loop turn together (Store.write); "0" turns it off
@@ -317,6 +321,20 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "DELETE FROM sqlite_sequence WHERE name = 'events'",
         ],
     ),
+    (
+        # Windows on hookd's timeline (hookd.clock), not the wall clock: a clock step must not
+        # split a call in two or redeliver early. A stamp per column a window reads (NULL on
+        # older rows: their wall time stands in) and each boot's timeline offset.
+        "0013_timeline",
+        [
+            "ALTER TABLE hook_events ADD COLUMN received_mono REAL",
+            "ALTER TABLE interactions ADD COLUMN created_mono REAL",
+            "ALTER TABLE inbox_messages ADD COLUMN created_mono REAL",
+            "ALTER TABLE inbox_messages ADD COLUMN delivered_mono REAL",
+            "ALTER TABLE sessions ADD COLUMN compacting_mono REAL",
+            "CREATE TABLE clock_boots (boot_id TEXT PRIMARY KEY, offset REAL NOT NULL, last REAL NOT NULL)",
+        ],
+    ),
 ]
 
 
@@ -378,6 +396,13 @@ _MESSAGE_COLS = (
 )
 
 
+#: A permission prompt whose tool result is still to come: pending, answered remotely and not
+#: yet adopted, or allowed at the desk while its tool ran (hookd.answers: the tool's process
+#: seen; no tool_use_id until its PostToolUse).
+_AWAITING_TOOL = ("(state='pending' OR (state='answered' AND received_at IS NOT NULL AND adopted_at IS NULL)"
+                  " OR (state='answered' AND received_at IS NULL AND decision='allow' AND tool_use_id IS NULL))")
+
+
 def _message(row: tuple) -> InboxMessage:
     return InboxMessage(*row)
 
@@ -420,10 +445,14 @@ class InboxLive:
 class Tx:
     """Operations inside one write transaction, on the writer thread (see :meth:`Store.write`)."""
 
-    def __init__(self, db: sqlite3.Connection, inbox: InboxLive):
+    def __init__(self, db: sqlite3.Connection, inbox: InboxLive, mono: float = 0.0):
         self._db = db
         #: the store's :class:`InboxLive`
         self._inbox = inbox
+        #: this transaction's moment on hookd's timeline (:meth:`hookd.clock.Clock.mono`): the
+        #: stamp of what it records, and what its windows are measured from (the core moves it
+        #: back for a spooled hook)
+        self.mono = mono
         self.events: list[Event] = []
         #: id of the hook event stored in this transaction, if any
         self.hook_event_id: int | None = None
@@ -453,10 +482,10 @@ class Tx:
         """Store one raw hook payload; None when ``delivery_id`` was already stored."""
         cur = self._db.execute(
             "INSERT INTO hook_events (delivery_id, builder, harness, source, received_at, raw,"
-            " hook_event_name, session_id, tool_name, tool_use_id, agent_id, error)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(delivery_id) DO NOTHING",
+            " hook_event_name, session_id, tool_name, tool_use_id, agent_id, error, received_mono)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(delivery_id) DO NOTHING",
             (delivery_id, builder, harness, source, received_at, raw, hook_event_name,
-             session_id, tool_name, tool_use_id, agent_id, error),
+             session_id, tool_name, tool_use_id, agent_id, error, self.mono),
         )
         if cur.rowcount == 0:
             return None
@@ -513,14 +542,14 @@ class Tx:
     def mark_compacting(self, session_id: str, at: float) -> None:
         """PreCompact seen for ``session_id`` (the marker a SessionStart(compact) with a new
         session id is linked by: that payload carries no parent id)."""
-        self._db.execute("UPDATE sessions SET compacting_at=? WHERE id=?", (at, session_id))
+        self._db.execute("UPDATE sessions SET compacting_at=?, compacting_mono=? WHERE id=?", (at, self.mono, session_id))
 
     def compacting_session(self, builder: str, since: float, exclude: str) -> str | None:
         """The builder's session with the newest PreCompact marker at or after ``since``
-        (seconds since the epoch), other than ``exclude``."""
+        (hookd's timeline: :attr:`mono`), other than ``exclude``."""
         row = self._one(
-            "SELECT id FROM sessions WHERE builder=? AND id<>? AND compacting_at>=?"
-            " ORDER BY compacting_at DESC LIMIT 1",
+            "SELECT id FROM sessions WHERE builder=? AND id<>? AND COALESCE(compacting_mono, compacting_at)>=?"
+            " ORDER BY COALESCE(compacting_mono, compacting_at) DESC LIMIT 1",
             (builder, exclude, since),
         )
         return row[0] if row else None
@@ -534,20 +563,21 @@ class Tx:
         self._db.execute("UPDATE sessions SET root_uuid=?, root_at=? WHERE id=? AND root_uuid IS NULL",
                          (uuid, first_row_at, session_id))
         rows = self._db.execute(
-            "SELECT id, parent_id FROM sessions WHERE root_uuid=? AND builder=(SELECT builder FROM sessions WHERE id=?)"
+            "SELECT id, parent_id, parent_via FROM sessions WHERE root_uuid=? AND builder=(SELECT builder FROM sessions WHERE id=?)"
             " ORDER BY root_at IS NULL, root_at, rowid", (uuid, session_id),
         ).fetchall()
         origin = rows[0][0] if rows else None
-        return [(sid, origin) for sid, parent in rows[1:] if parent != origin and origin is not None]
+        return [(sid, origin) for sid, parent, via in rows[1:]
+                if (parent, via) != (origin, "transcript") and origin is not None]
 
     def link_parent(self, session_id: str, parent_id: str, via: str) -> bool:
         """Set a session's parent from transcript evidence; replaces a parent guessed by the
-        ``latest`` heuristic or an earlier transcript link, never one a PreCompact marker gave.
-        Returns True when it changed."""
+        ``latest`` heuristic (also when the guess was right: it is then proven) or an earlier
+        transcript link, never one a PreCompact marker gave. Returns True when it changed."""
         cur = self._db.execute(
-            "UPDATE sessions SET parent_id=?, parent_via=? WHERE id=? AND parent_id IS NOT ?"
+            "UPDATE sessions SET parent_id=?, parent_via=? WHERE id=? AND (parent_id IS NOT ? OR parent_via IS NOT ?)"
             " AND (parent_id IS NULL OR parent_via IS NULL OR parent_via IN ('latest', 'transcript'))",
-            (parent_id, via, session_id, parent_id),
+            (parent_id, via, session_id, parent_id, via),
         )
         return cur.rowcount == 1
 
@@ -628,15 +658,15 @@ class Tx:
         states: tuple[str, ...], since: float, without_tool_use_id: bool = False,
     ) -> Interaction | None:
         """Newest interaction of that (builder, session, tool, input hash) in ``states``,
-        created at or after ``since``."""
+        created at or after ``since`` (hookd's timeline: :attr:`mono`)."""
         marks = ",".join("?" * len(states))
         sql = (
             f"SELECT {_INTERACTION_COLS} FROM interactions WHERE builder=? AND session_id IS ?"
-            f" AND tool_name=? AND input_hash=? AND state IN ({marks}) AND created_at>=?"
+            f" AND tool_name=? AND input_hash=? AND state IN ({marks}) AND COALESCE(created_mono, created_at)>=?"
         )
         if without_tool_use_id:
             sql += " AND tool_use_id IS NULL"
-        sql += " ORDER BY created_at DESC LIMIT 1"
+        sql += " ORDER BY COALESCE(created_mono, created_at) DESC LIMIT 1"
         row = self._one(sql, (builder, session_id, tool_name, input_hash, *states, since))
         return _interaction(row) if row else None
 
@@ -644,12 +674,12 @@ class Tx:
         self._db.execute(
             "INSERT INTO interactions (id, kind, builder, session_id, agent_id, tool_name, tool_use_id,"
             " state, questions, answers, selections, surface, warning, error, created_at, resolved_at,"
-            " revision, input, input_hash, expires_at, permission_seen_at)"
-            f" VALUES ({','.join('?' * 21)})",
+            " revision, input, input_hash, expires_at, permission_seen_at, created_mono)"
+            f" VALUES ({','.join('?' * 22)})",
             (i.id, i.kind, i.builder, i.session_id, i.agent_id, i.tool_name, i.tool_use_id,
              i.state, _j(i.questions), _j(i.answers), _j(i.selections), i.surface, i.warning,
              i.error, i.created_at, i.resolved_at, i.revision, _j(i.input), i.input_hash,
-             i.expires_at, permission_seen_at),
+             i.expires_at, permission_seen_at, self.mono),
         )
 
     def interaction(self, interaction_id: str) -> Interaction | None:
@@ -716,21 +746,21 @@ class Tx:
         return cur.rowcount == 1
 
     def awaiting_tool_result(self, session_id: str) -> bool:
-        """Has the session a permission prompt whose tool result is still to come (pending, or
-        answered remotely and not yet adopted)? Cheap: spares hashing every tool input."""
+        """Has the session a permission prompt whose tool result is still to come (pending,
+        answered remotely and not yet adopted, or allowed at the desk while its tool runs)?
+        Cheap: spares hashing every tool input."""
         return self._one(
-            "SELECT 1 FROM interactions WHERE session_id=? AND kind='permission' AND (state='pending'"
-            " OR (state='answered' AND received_at IS NOT NULL AND adopted_at IS NULL)) LIMIT 1",
+            f"SELECT 1 FROM interactions WHERE session_id=? AND kind='permission' AND {_AWAITING_TOOL} LIMIT 1",
             (session_id,),
         ) is not None
 
     def permission_by_hash(self, session_id: str, tool_name: str, input_hash: str, since: float) -> Interaction | None:
-        """The newest permission prompt of this input still awaiting its tool result."""
+        """The newest permission prompt of this input still awaiting its tool result, created
+        at or after ``since`` (hookd's timeline: :attr:`mono`)."""
         row = self._one(
             f"SELECT {_INTERACTION_COLS} FROM interactions WHERE session_id=? AND kind='permission'"
-            " AND tool_name=? AND input_hash=? AND created_at>=? AND (state='pending'"
-            " OR (state='answered' AND received_at IS NOT NULL AND adopted_at IS NULL))"
-            " ORDER BY created_at DESC LIMIT 1",
+            f" AND tool_name=? AND input_hash=? AND COALESCE(created_mono, created_at)>=? AND {_AWAITING_TOOL}"
+            " ORDER BY COALESCE(created_mono, created_at) DESC LIMIT 1",
             (session_id, tool_name, input_hash, since),
         )
         return _interaction(row) if row else None
@@ -748,6 +778,11 @@ class Tx:
         """(path, offset, builder, session_id) of a tailed file identity."""
         row = self._one("SELECT path, offset, builder, session_id FROM transcripts WHERE dev=? AND ino=?", (dev, ino))
         return (row[0], row[1], row[2], row[3]) if row else None
+
+    def transcript_session(self, dev: int, ino: int) -> str | None:
+        """The session recorded for a tailed file identity, if any."""
+        row = self._one("SELECT session_id FROM transcripts WHERE dev=? AND ino=?", (dev, ino))
+        return row[0] if row else None
 
     def save_transcript(self, *, dev: int, ino: int, path: str, builder: str, session_id: str | None,
                         offset: int, rows: int, damaged: int, unknown_rows: int, at: float) -> None:
@@ -778,6 +813,16 @@ class Tx:
     # lanes -------------------------------------------------------------------------------
     def set_agent_pid(self, session_id: str, pid: int, started_at: float | None) -> None:
         self._db.execute("UPDATE sessions SET agent_pid=?, agent_started_at=? WHERE id=?", (pid, started_at, session_id))
+
+    def process_session(self, builder: str, pid: int) -> str | None:
+        """The current session of ``builder``'s agent process ``pid``: of its sessions that
+        process reported and that have not ended, the one with the newest hook."""
+        row = self._one(
+            "SELECT s.id FROM sessions s WHERE s.builder=? AND s.agent_pid=? AND s.ended_at IS NULL"
+            " ORDER BY (SELECT MAX(h.id) FROM hook_events h WHERE h.session_id=s.id) DESC LIMIT 1",
+            (builder, pid),
+        )
+        return row[0] if row else None
 
     def agent_pid(self, session_id: str) -> int | None:
         row = self._one("SELECT agent_pid FROM sessions WHERE id=?", (session_id,))
@@ -890,9 +935,9 @@ class Tx:
     ) -> InboxMessage:
         """Queue a message; its id is ``m-<n>``, n counting every message of this store."""
         cur = self._db.execute(
-            "INSERT INTO inbox_messages (id, builder, session_id, agent_id, author, text, idem_key, state, created_at)"
-            " VALUES ('m-' || (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox_messages), ?,?,?,?,?,?,'queued',?)",
-            (builder, session_id, agent_id, author, text, key, at),
+            "INSERT INTO inbox_messages (id, builder, session_id, agent_id, author, text, idem_key, state, created_at,"
+            " created_mono) VALUES ('m-' || (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox_messages), ?,?,?,?,?,?,'queued',?,?)",
+            (builder, session_id, agent_id, author, text, key, at, self.mono),
         )
         self._inbox.add(builder)
         row = self._one(f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE seq=?", (cur.lastrowid,))
@@ -903,17 +948,20 @@ class Tx:
         self, builder: str, session_id: str, agent_id: str | None, redeliver_before: float,
     ) -> list[InboxMessage]:
         """Messages this hook may carry, FIFO: queued ones, and delivered ones never adopted
-        whose delivery is older than ``redeliver_before`` (at-least-once). Scope: a message
+        whose delivery is older than ``redeliver_before`` (hookd's timeline: :attr:`mono`;
+        at-least-once). Scope: a message
         for a session goes only to that session; a message for an agent only to that agent;
-        an unscoped one to the main agent (``agent_id`` None) of any session. A builder with
+        an unscoped one to the main agent (``agent_id`` None) of any session; a session inherits
+        its ancestors' messages as :meth:`inherited_sessions` says. A builder with
         no live message at all (:class:`InboxLive`) is answered without a query."""
         if builder not in self._inbox.builders:
             return []
+        sessions = self.inherited_sessions(session_id)
         rows = self._db.execute(
             f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE builder=? AND state IN ('queued', 'delivered')"
-            " AND (state='queued' OR delivered_at<?)"  # (IN: the index skips adopted ones)
-            " AND (session_id IS NULL OR session_id=?) AND agent_id IS ? ORDER BY seq",
-            (builder, redeliver_before, session_id, agent_id),
+            " AND (state='queued' OR COALESCE(delivered_mono, delivered_at)<?)"  # (IN: the index skips adopted ones)
+            f" AND (session_id IS NULL OR session_id IN ({','.join('?' * len(sessions))})) AND agent_id IS ? ORDER BY seq",
+            (builder, redeliver_before, *sessions, agent_id),
         ).fetchall()
         if not rows and self._one(
                 "SELECT 1 FROM inbox_messages WHERE builder=? AND state IN ('queued', 'delivered') LIMIT 1",
@@ -921,11 +969,56 @@ class Tx:
             self._inbox.drained(self, builder)  # none live at all, in any scope
         return [_message(r) for r in rows]
 
+    def inherited_sessions(self, session_id: str) -> list[str]:
+        """``session_id`` and the ancestors whose session-scoped messages it receives, nearest
+        first: a parent the session continues in place (it started by ``compact`` or ``clear``),
+        and a parent it was forked from (linked by the fork's transcript) that has ended. Not a
+        parent that is only guessed (``latest``) for a fork, nor one still running: that one
+        gets its messages itself."""
+        out = [session_id]
+        while len(out) < 64:
+            row = self._one(
+                "SELECT c.parent_id, c.source, c.parent_via, p.ended_at FROM sessions c"
+                " LEFT JOIN sessions p ON p.id=c.parent_id WHERE c.id=?", (out[-1],))
+            if row is None or row[0] is None or row[0] in out:
+                break
+            parent, source, via, parent_ended = row
+            if not (source in ("compact", "clear") or (via == "transcript" and parent_ended is not None)):
+                break
+            out.append(parent)
+        return out
+
+    def requeue_delivered(self, session_id: str) -> list[str]:
+        """Put the messages delivered to ``session_id`` and not adopted back in the queue (the
+        context that carried them is about to be compacted away). Returns their ids, FIFO."""
+        ids = [r[0] for r in self._db.execute(
+            "SELECT id FROM inbox_messages WHERE state='delivered' AND delivered_session_id=? ORDER BY seq",
+            (session_id,)).fetchall()]
+        self._db.executemany("UPDATE inbox_messages SET state='queued' WHERE id=? AND state='delivered'",
+                             [(i,) for i in ids])
+        return ids
+
+    def queued_with_prefix(self, builder: str, prefix: str) -> list[InboxMessage]:
+        """Queued messages of ``builder`` whose text starts with ``prefix``, FIFO."""
+        if builder not in self._inbox.builders:
+            return []
+        rows = self._db.execute(
+            f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE builder=? AND state='queued'"
+            " AND substr(text, 1, ?)=? ORDER BY seq",
+            (builder, len(prefix), prefix),
+        ).fetchall()
+        return [_message(r) for r in rows]
+
+    def set_message_text(self, message_id: str, text: str) -> bool:
+        """Replace a still queued message's text. False when it is no longer queued."""
+        cur = self._db.execute("UPDATE inbox_messages SET text=? WHERE id=? AND state='queued'", (text, message_id))
+        return cur.rowcount == 1
+
     def mark_delivered(self, ids: list[str], *, hook_event_id: int | None, session_id: str, via: str, at: float) -> None:
         self._db.executemany(
-            "UPDATE inbox_messages SET state='delivered', delivered_at=?, delivered_hook_event_id=?,"
+            "UPDATE inbox_messages SET state='delivered', delivered_at=?, delivered_mono=?, delivered_hook_event_id=?,"
             " delivered_session_id=?, delivered_via=?, deliveries=deliveries+1 WHERE id=?",
-            [(at, hook_event_id, session_id, via, i) for i in ids],
+            [(at, self.mono, hook_event_id, session_id, via, i) for i in ids],
         )
         self._answers_follow(ids, "delivered", at)
 
@@ -977,6 +1070,11 @@ class Tx:
         )
         self._answers_follow(ids, "adopted", at)
         return ids
+
+    def has_unadopted(self, session_id: str) -> bool:
+        """Has ``session_id`` been delivered messages not yet adopted?"""
+        return self._one("SELECT 1 FROM inbox_messages WHERE state='delivered' AND delivered_session_id=? LIMIT 1",
+                         (session_id,)) is not None
 
     def adopt_typed(self, ids: list[str], session_id: str, at: float) -> None:
         """Queued messages the human typed verbatim: they reached the model as the prompt."""
@@ -1092,19 +1190,61 @@ async def _finish(job: "asyncio.Future[T]") -> T:
         raise
 
 
+#: First and longest pause (seconds) between two tries of a write on a database another
+#: connection has locked (doubling; :meth:`Store.write`).
+_LOCK_PAUSE_S = (0.002, 0.05)
+
+
+class _Locked(Exception):
+    """BEGIN IMMEDIATE found the database locked by another connection (``error``)."""
+
+    def __init__(self, error: sqlite3.Error):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _rollback(db: sqlite3.Connection) -> None:
+    """End a failed transaction, if SQLite has not already (a failed COMMIT may leave it
+    open: the writer would refuse every later BEGIN)."""
+    if db.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+
+
+def _fail(futures: list[asyncio.Future[Any]], e: BaseException) -> None:
+    """Hand ``e`` to every waiting write (a StorageUnavailable: a fresh one each)."""
+    for fut in futures:
+        if not fut.done():
+            fut.set_exception(StorageUnavailable(e.message) if isinstance(e, StorageUnavailable) else e)
+
+
 class Store:
     """The database of one hookd home. ``open`` applies pending migrations."""
 
     #: seconds between passive WAL checkpoints
     CHECKPOINT_INTERVAL_S = 1.0
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, clock: Clock | None = None):
         self.path = path
+        #: wall time and hookd's timeline (:mod:`hookd.clock`); each transaction's
+        #: :attr:`Tx.mono` is read from it
+        self.clock = clock if clock is not None else Clock()
         self._w: sqlite3.Connection | None = None
         self._r: aiosqlite.Connection | None = None
         self._checkpointer: asyncio.Task[None] | None = None
-        self._batch: list[tuple[Callable[..., Any], tuple, asyncio.Future[Any]]] = []
+        # writes waiting for the next group commit: (fn, args, future, loop time past which a
+        # database locked by another connection refuses it)
+        self._batch: list[tuple[Callable[..., Any], tuple, asyncio.Future[Any], float]] = []
+        self._flushing: asyncio.Handle | None = None  # the scheduled _flush of the batch
+        self._lock_pause = _LOCK_PAUSE_S[0]  # the pause before the next try on a locked database
         self._busy = False  # a write committed in this turn of the event loop
+        #: whether the store can commit (hookd.storage_health); status shows it
+        self.health = StorageHealth(path)
+        #: how long a write waits for a database another connection has locked (seconds;
+        #: ``HOOKD_BUSY_WAIT_S``), in pauses that never block the event loop; then it is
+        #: refused (StorageUnavailable): a hook's client spools it well within its deadline
+        self.busy_wait_s = env_number("HOOKD_BUSY_WAIT_S", 2.0)
+        self._ident: tuple[int, int] | None = None  # (device, inode) of the database opened
         #: write transactions committed by this store (the checkpoint loop's clock)
         self.commits = 0
         #: the writer connection's WAL restart, running in a thread (:meth:`_restart_wal`)
@@ -1119,6 +1259,12 @@ class Store:
             db.execute(f"PRAGMA {pragma}")
         self._w = db
         self._migrate()
+        self.clock.attach(db)
+        self.clock.record(db)
+        # from here on a locked database is waited for off the event loop (write, _flush)
+        db.execute("PRAGMA busy_timeout=0")
+        st = os.stat(self.path)
+        self._ident = (st.st_dev, st.st_ino)
         self._inbox.builders.update(r[0] for r in db.execute(
             "SELECT DISTINCT builder FROM inbox_messages WHERE state IN ('queued', 'delivered')"))
         self._r = await aiosqlite.connect(self.path, isolation_level=None)
@@ -1134,11 +1280,23 @@ class Store:
             except asyncio.CancelledError:
                 pass
             self._checkpointer = None
+        if self._flushing is not None:  # writes waiting for a locked database: refused
+            self._flushing.cancel()
+            self._flushing = None
+            batch, self._batch = self._batch, []
+            for _, _, fut, _ in batch:
+                if not fut.done():
+                    fut.set_exception(StorageUnavailable("storage unavailable: the daemon is stopping; nothing was stored"))
         if self._r is not None:
             await self._r.close()
             self._r = None
         if self._w is not None:
-            self._w.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            try:
+                self.clock.record(self._w)
+            except sqlite3.Error as e:  # the next boot's floor is then an earlier record
+                log.warning("recording the timeline: %s", e)
+            with contextlib.suppress(sqlite3.Error):  # disk full, deleted: nothing more to save
+                self._w.execute("PRAGMA wal_checkpoint(PASSIVE)")
             self._w.close()
             self._w = None
 
@@ -1153,6 +1311,7 @@ class Store:
         conn = await _finish(asyncio.ensure_future(asyncio.to_thread(
             sqlite3.connect, self.path, check_same_thread=False, isolation_level=None)))
         seen = -1
+        logged: str | None = None
         try:
             while True:
                 await asyncio.sleep(self.CHECKPOINT_INTERVAL_S)
@@ -1172,7 +1331,11 @@ class Store:
                     finally:
                         self._restarting = None  # the writer is back from its thread
                 except sqlite3.Error as e:  # disk full, say: the next round tries again
-                    log.warning("WAL checkpoint: %s", e)
+                    if str(e) != logged:  # once per change: the store's health says the rest
+                        log.warning("WAL checkpoint: %s", e)
+                        logged = str(e)
+                else:
+                    logged = None
         finally:
             conn.close()
 
@@ -1194,7 +1357,10 @@ class Store:
         other connection would make the writer drop its whole page cache and read it back
         from the file at the next hook."""
         # not counted in ``commits``: the next round, with nothing else committed, has nothing to do
-        self._transaction(Tx.record_checkpoint, (time.time(), frames), counted=False)
+        try:
+            self._transaction(Tx.record_checkpoint, (time.time(), frames), counted=False)
+        except _Locked as e:  # another connection holds the lock: the next round
+            raise e.error from None
 
     def _migrate(self) -> None:
         db = self._w
@@ -1231,40 +1397,87 @@ class Store:
         run in submission order in one transaction, each in its own savepoint (a raising
         ``fn`` undoes only its own changes), and one COMMIT makes them all durable before any
         of them returns. ``HOOKD_GROUP_COMMIT=0``: one transaction per write.
+
+        Raises StorageUnavailable when the database cannot commit (:mod:`hookd.storage_health`):
+        a storage error (disk full, I/O error, corrupt, read-only, ...) in any write of a
+        group fails the whole group (rolled back: none of it is acknowledged; the next write
+        tries again); a database another connection has locked is waited for, in pauses that
+        never block the event loop, up to ``busy_wait_s``; a database file deleted or replaced
+        since :meth:`open` refuses every write from then on. ``tx.after_commit`` callbacks
+        run only for a write that is acknowledged.
         """
         if self._restarting is not None and not self._restarting.done():
             await asyncio.wait((self._restarting,))  # the writer is restarting the WAL in its thread
-        if not GROUP_COMMIT:
-            return self._transaction(fn, args)
+        self.health.check()
         loop = asyncio.get_running_loop()
+        if not GROUP_COMMIT:
+            return await self._solo(fn, args, loop.time() + self.busy_wait_s)
         if not self._busy and not self._batch:
             # the first write of this turn commits at once: no added latency when quiet
             self._busy = True
             loop.call_soon(self._turn_over)
-            return self._transaction(fn, args)
+            try:
+                return self._transaction(fn, args)
+            except _Locked:
+                pass  # another connection holds the write lock: wait in line (_flush)
         fut: asyncio.Future[tuple[T, list[Event]]] = loop.create_future()
-        self._batch.append((fn, args, fut))
-        if len(self._batch) == 1:
-            loop.call_soon(self._flush)
+        self._batch.append((fn, args, fut, loop.time() + self.busy_wait_s))
+        if self._flushing is None:
+            self._flushing = loop.call_soon(self._flush)
         return await fut
+
+    async def _solo(self, fn: Callable[..., T], args: tuple, until: float) -> tuple[T, list[Event]]:
+        """One transaction for one write (no group commit); a locked database is retried
+        until the loop time ``until``."""
+        pause = _LOCK_PAUSE_S[0]
+        while True:
+            try:
+                return self._transaction(fn, args)
+            except _Locked as e:
+                if asyncio.get_running_loop().time() >= until:
+                    raise self.health.failed(e.error) from e.error
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, _LOCK_PAUSE_S[1])
 
     def _turn_over(self) -> None:
         self._busy = False
 
     def _flush(self) -> None:
-        batch, self._batch = self._batch, []
+        self._flushing = None
         db = self._w
-        done: list[tuple[asyncio.Future[Any], BaseException | None, Any]] = []
+        loop = asyncio.get_running_loop()
         try:
             assert db is not None, "the store is closed"
-            db.execute("BEGIN IMMEDIATE")
+            self._begin(db)
+        except _Locked as e:
+            # another connection holds the write lock: refuse the writes that waited long
+            # enough, try the others again after a pause (the event loop runs meanwhile)
+            now = loop.time()
+            late = [w for w in self._batch if w[3] <= now]
+            if late:
+                self._batch = [w for w in self._batch if w[3] > now]
+                _fail([w[2] for w in late], self.health.failed(e.error))
+            if self._batch:
+                self._flushing = loop.call_later(self._lock_pause, self._flush)
+                self._lock_pause = min(self._lock_pause * 2, _LOCK_PAUSE_S[1])
+            return
+        except BaseException as e:  # noqa: BLE001 - nothing of the batch was committed
+            batch, self._batch = self._batch, []
+            _fail([w[2] for w in batch], self._refusal(e))
+            return
+        self._lock_pause = _LOCK_PAUSE_S[0]
+        batch, self._batch = self._batch, []
+        done: list[tuple[asyncio.Future[Any], BaseException | None, Any]] = []
+        try:
             try:
-                for fn, args, fut in batch:
+                for fn, args, fut, _ in batch:
                     db.execute("SAVEPOINT w")
-                    tx = Tx(db, self._inbox)
+                    tx = Tx(db, self._inbox, self.clock.mono())
                     try:
                         result = fn(tx, *args)
                     except BaseException as e:  # noqa: BLE001 - handed to its caller
+                        if storage_code(e) is not None:
+                            raise  # the database failed, not this write: the whole group fails
                         db.execute("ROLLBACK TO w")
                         db.execute("RELEASE w")
                         done.append((fut, e, None))
@@ -1274,14 +1487,13 @@ class Store:
                 db.execute("COMMIT")
                 self.commits += 1
             except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
+                _rollback(db)
                 raise
-        except BaseException as e:  # noqa: BLE001 - nothing of the batch was committed
-            for _, _, fut in batch:
-                if not fut.done():
-                    fut.set_exception(e)
+            self._check_file()
+        except BaseException as e:  # noqa: BLE001 - nothing of the batch is acknowledged
+            _fail([w[2] for w in batch], self._refusal(e))
             return
+        self.health.succeeded()
         for fut, err, ok in done:
             if err is not None:
                 if not fut.done():
@@ -1296,22 +1508,88 @@ class Store:
             if not fut.done():
                 fut.set_result((result, tx.events))
 
+    def _begin(self, db: sqlite3.Connection) -> None:
+        """BEGIN IMMEDIATE; raises _Locked when another connection holds the write lock."""
+        try:
+            db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as e:
+            if is_busy(e):
+                raise _Locked(e) from e
+            raise
+
+    def _refusal(self, e: BaseException) -> BaseException:
+        """What a write that failed with ``e`` raises: StorageUnavailable for a storage
+        error (recorded in :attr:`health`), ``e`` itself otherwise."""
+        if isinstance(e, StorageUnavailable):
+            return e
+        if storage_code(e) is not None:
+            return self.health.failed(e)
+        return e
+
+    def _check_file(self) -> None:
+        """Raise StorageUnavailable when the file at the database's path is no longer the
+        one opened (deleted, moved away or replaced): what was just committed went into a
+        file no one will open again. One stat per commit (~2 us), not per hook."""
+        try:
+            st = os.stat(self.path)
+            ident: tuple[int, int] | None = (st.st_dev, st.st_ino)
+        except FileNotFoundError:
+            ident = None
+        except OSError:
+            return  # cannot tell (a permission change): the commits themselves will say
+        if ident != self._ident:
+            raise self.health.gone("deleted" if ident is None else "replaced")
+
     def _transaction(self, fn: Callable[..., T], args: tuple, counted: bool = True) -> tuple[T, list[Event]]:
+        """One write transaction on the writer connection. ``counted``: a write of the
+        event loop's (health recorded, file checked, :attr:`commits` counted), not the WAL
+        restart's in its thread. Raises _Locked (nothing done) when the database is locked."""
         db = self._w
         assert db is not None
-        db.execute("BEGIN IMMEDIATE")
-        tx = Tx(db, self._inbox)
+        try:
+            self._begin(db)
+        except sqlite3.Error as e:
+            raise self._refusal(e) if counted else e
+        tx = Tx(db, self._inbox, self.clock.mono())
         try:
             result = fn(tx, *args)
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+            db.execute("COMMIT")
+        except BaseException as e:
+            _rollback(db)
+            refusal = self._refusal(e) if counted else e
+            if refusal is e:
+                raise
+            raise refusal from e
         if counted:
             self.commits += 1
+            self._check_file()
+            self.health.succeeded()
         for fn_after in tx.after_commit:
             fn_after()
         return result, tx.events
+
+    def storage(self) -> dict[str, Any]:
+        """:attr:`health`'s status, and ``waiting``: writes waiting for their commit (for more
+        than a turn of the event loop only while another connection has the database locked)."""
+        return {**self.health.status(), "waiting": len(self._batch)}
+
+    async def record_recovery(self) -> None:
+        """Write the ``storage_recovered`` event of the current or last outage (error,
+        message, since, refused, after_s), if there is one not yet recorded: the write that
+        tells whether storage commits again (hookd.storage_health.retry_until_back). Raises
+        StorageUnavailable while it does not."""
+        health = self.health
+
+        def tx_fn(tx: Tx) -> None:
+            outage = health.outage()
+            if outage is None:
+                return
+            at = time.time()
+            tx.append_event("storage_recovered", None, None, at,
+                            {**outage, "after_s": round(at - (outage["since"] or at), 3)})
+            tx.after_commit.append(health.recorded)
+
+        await self.write(tx_fn)
 
     # reads ---------------------------------------------------------------------------
     async def _all(self, sql: str, args: tuple = ()) -> list[tuple]:
@@ -1320,7 +1598,13 @@ class Store:
         # execute and fetch in one call on the reader's thread: a statement left half-read
         # between two calls would hold its read snapshot for the other readers' statements
         # queued in between (they would miss a commit made meanwhile: a lost wake-up)
-        return list(await db.execute_fetchall(sql, args))
+        try:
+            return list(await db.execute_fetchall(sql, args))
+        except sqlite3.Error as e:
+            code = storage_code(e)
+            if code is None:
+                raise
+            raise StorageUnavailable(f"storage unavailable: cannot read the database: {e} ({code})") from e
 
     async def interactions_by_ids(self, ids: list[str]) -> dict[str, Interaction]:
         """{requested id: interaction} for the ids (or tool_use_ids) that exist."""
@@ -1359,41 +1643,60 @@ class Store:
         return [dict(zip(keys, r)) for r in rows]
 
     async def lane_inputs(self, builders: list[str]) -> list[dict[str, Any]]:
-        """What a lane is derived from, per builder (see :mod:`hookd.lanes`): its current
-        session (the one of its newest hook, else its newest transcript-only session) with
-        the agent pid, end and interrupt times; the session's newest main-agent hook; its
-        pending interactions; its queued inbox messages."""
+        """What a lane is derived from, per builder (see :mod:`hookd.lanes`), in the order of
+        ``builders``: its current session (the one of its newest hook, else its newest
+        transcript-only session) with the agent pid, end and interrupt times; the session's
+        newest main-agent hook that is agent activity (not one of
+        :data:`hookd.models.NOT_ACTIVITY_HOOKS`); its pending interactions (a list, or ``()`` when there are
+        none: one shared object, so that the dicts of most builders hold nothing the garbage
+        collector tracks); its queued inbox messages.
+
+        Three statements per thousand builders (each builder's rows found through the indexes
+        inside SQLite, on the reader's thread), not five per builder; the event loop runs
+        between two thousands (10,000 builders must not hold it: hooks are answered in
+        between), and no more than a thousand rows are alive at once."""
+        out: list[dict[str, Any]] = []
+        for i in range(0, len(builders), 1000):
+            out += await self._lane_inputs(builders[i:i + 1000])
+        return out
+
+    async def _lane_inputs(self, builders: list[str]) -> list[dict[str, Any]]:
+        names = _enc.encode(builders)
+        marks = "SELECT value FROM json_each(?)"
+        rows = await self._all(
+            "WITH b(k, id) AS (SELECT key, value FROM json_each(?)),"
+            " cur AS (SELECT b.k, b.id AS builder, COALESCE("
+            "  (SELECT s.id FROM sessions s WHERE s.id=(SELECT h.session_id FROM hook_events h"
+            "    WHERE h.builder=b.id AND h.session_id IS NOT NULL ORDER BY h.id DESC LIMIT 1)),"
+            "  (SELECT s.id FROM sessions s WHERE s.builder=b.id ORDER BY s.started_at DESC LIMIT 1)) AS sid FROM b)"
+            " SELECT cur.builder, s.id, s.started_at, s.ended_at, s.end_reason, s.agent_pid, s.agent_started_at,"
+            " s.interrupted_at, s.hooks_unarmed_at, s.cwd, s.harness, s.turn_started_at, s.turn_ended_at,"
+            " lh.hook_event_name, lh.received_at, COALESCE(lh.received_mono, lh.received_at)"
+            " FROM cur LEFT JOIN sessions s ON s.id=cur.sid"
+            " LEFT JOIN hook_events lh ON lh.id=(SELECT h.id FROM hook_events h WHERE h.session_id=s.id"
+            "   AND h.agent_id IS NULL"
+            f"   AND h.hook_event_name NOT IN ({','.join('?' * len(NOT_ACTIVITY_HOOKS))})"
+            "   ORDER BY h.id DESC LIMIT 1)"
+            " ORDER BY cur.k", (names, *sorted(NOT_ACTIVITY_HOOKS)))
+        pending: dict[str, list[dict[str, Any]]] = {}
+        for b, i, k, c, s_, m in await self._all(
+                "SELECT builder, id, kind, created_at, session_id, COALESCE(created_mono, created_at) FROM interactions"
+                f" WHERE state='pending' AND builder IN ({marks}) ORDER BY created_at", (names,)):
+            pending.setdefault(b, []).append({"id": i, "kind": k, "created_at": c, "session_id": s_, "created_mono": m})
+        queued = {b: (n, oldest, oldest_mono) for b, n, oldest, oldest_mono in await self._all(
+            "SELECT builder, COUNT(*), MIN(created_at), MIN(COALESCE(created_mono, created_at)) FROM inbox_messages"
+            f" WHERE state='queued' AND builder IN ({marks}) GROUP BY builder", (names,))}
+        keys = ("session_id", "started_at", "ended_at", "end_reason", "agent_pid", "agent_started_at",
+                "interrupted_at", "hooks_unarmed_at", "cwd", "harness", "turn_started_at", "turn_ended_at")
         out = []
-        for b in builders:
-            d: dict[str, Any] = {"builder": b, "session": None, "last_hook": None, "pending": [],
-                                 "queued": 0, "oldest_queued_at": None}
-            rows = await self._all(
-                "SELECT session_id FROM hook_events WHERE builder=? AND session_id IS NOT NULL ORDER BY id DESC LIMIT 1", (b,))
-            sid = rows[0][0] if rows else None
-            cols = ("id, started_at, ended_at, end_reason, agent_pid, agent_started_at, interrupted_at, hooks_unarmed_at,"
-                    " cwd, harness, turn_started_at, turn_ended_at")
-            srows = await self._all(f"SELECT {cols} FROM sessions WHERE id=?", (sid,)) if sid else []
-            if not srows:
-                srows = await self._all(f"SELECT {cols} FROM sessions WHERE builder=? ORDER BY started_at DESC LIMIT 1", (b,))
-            if srows:
-                keys = ("session_id", "started_at", "ended_at", "end_reason", "agent_pid", "agent_started_at",
-                        "interrupted_at", "hooks_unarmed_at", "cwd", "harness", "turn_started_at", "turn_ended_at")
-                d["session"] = dict(zip(keys, srows[0]))
-                h = await self._all(
-                    "SELECT hook_event_name, received_at FROM hook_events WHERE session_id=? AND agent_id IS NULL"
-                    " ORDER BY id DESC LIMIT 1", (srows[0][0],))
-                if h:
-                    d["last_hook"] = {"hook_event_name": h[0][0], "at": h[0][1]}
-            d["pending"] = [
-                {"id": i, "kind": k, "created_at": c, "session_id": s_}
-                for i, k, c, s_ in await self._all(
-                    "SELECT id, kind, created_at, session_id FROM interactions WHERE state='pending' AND builder=?"
-                    " ORDER BY created_at", (b,))
-            ]
-            (n, oldest), = await self._all(
-                "SELECT COUNT(*), MIN(created_at) FROM inbox_messages WHERE builder=? AND state='queued'", (b,))
-            d["queued"], d["oldest_queued_at"] = n, oldest
-            out.append(d)
+        for r in rows:
+            b = r[0]
+            q = queued.get(b, (0, None, None))
+            out.append({
+                "builder": b, "session": dict(zip(keys, r[1:13])) if r[1] is not None else None,
+                "last_hook": {"hook_event_name": r[13], "at": r[14], "mono": r[15]} if r[14] is not None else None,
+                "pending": pending.get(b, ()), "queued": q[0], "oldest_queued_at": q[1], "oldest_queued_mono": q[2],
+            })
         return out
 
     async def builders(self) -> list[str]:
@@ -1421,6 +1724,11 @@ class Store:
             f"SELECT {_INTERACTION_COLS} FROM interactions WHERE id=? OR tool_use_id=?", (interaction_id, interaction_id)
         )
         return _interaction(rows[0]) if rows else None
+
+    async def hook_event_id(self, delivery_id: str) -> int | None:
+        """The id of the hook event stored under ``delivery_id``, if any."""
+        rows = await self._all("SELECT id FROM hook_events WHERE delivery_id=?", (delivery_id,))
+        return rows[0][0] if rows else None
 
     async def events_after(self, after: int = 0, limit: int = 1000) -> list[Event]:
         rows = await self._all(

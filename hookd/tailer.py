@@ -8,6 +8,8 @@ Damaged lines are salvaged or skipped, counted in :class:`TailStats`, never fata
 - NUL padding (what a crash mid-write can leave): runs of NUL bytes split a line into parts;
 - spliced rows (``{...}{...}`` on one line, two writers): each object is kept;
 - invalid UTF-8 (a 0xFF byte): decoded with replacement characters, then parsed;
+- a lone UTF-16 surrogate escape (``"\\ud83d"``: Node's JSON of a string cut mid-emoji):
+  read as U+FFFD;
 - torn rows (a fragment that is no JSON object): skipped.
 
 Truncation (the file shrank below the offset) restarts at 0; rotation (another inode at the
@@ -30,6 +32,7 @@ from typing import Any
 import msgspec
 
 from hookd.config import env_number
+from hookd.untrusted import NotRegularFile, decode_json, open_regular, read_regular, without_lone_surrogates
 
 log = logging.getLogger("hookd")
 
@@ -88,8 +91,8 @@ def salvage(line: bytes, stats: TailStats) -> list[dict[str, Any]]:
         if not part:
             continue
         try:
-            obj = msgspec.json.decode(part)
-        except msgspec.DecodeError:
+            obj = decode_json(part)  # a lone surrogate (a string cut mid-emoji) reads as U+FFFD
+        except (msgspec.DecodeError, RecursionError):
             pass
         else:
             if isinstance(obj, dict):
@@ -97,6 +100,7 @@ def salvage(line: bytes, stats: TailStats) -> list[dict[str, Any]]:
             else:
                 stats.torn += 1
             continue
+        part = without_lone_surrogates(part)  # nor may the salvage below keep one
         try:
             text = part.decode("utf-8")
         except UnicodeDecodeError:
@@ -172,16 +176,17 @@ def read_new(cursor: Cursor, max_bytes: int = READ_CHUNK) -> ReadResult:
     """Read the rows appended to ``cursor.path`` since ``cursor``.
 
     Returns the rows of complete lines, the advanced cursor and the counts. A missing file
-    gives no rows and the cursor unchanged. Raises OSError only for errors other than a
-    missing file (permissions): the caller logs and retries later.
+    gives no rows and the cursor unchanged. Raises NotRegularFile (an OSError) when the path
+    is not a regular file (a FIFO, a device, a directory: opened without blocking, checked on
+    the descriptor, never read), OSError for other errors than a missing file (permissions):
+    the caller logs and retries later.
     """
     stats = TailStats()
     try:
-        fd = os.open(cursor.path, os.O_RDONLY)
+        fd, st = open_regular(cursor.path)
     except FileNotFoundError:
         return ReadResult([], cursor, stats)
     try:
-        st = os.fstat(fd)
         offset = cursor.offset
         if (st.st_dev, st.st_ino) != (cursor.dev, cursor.ino):
             if cursor.dev or cursor.ino:
@@ -244,16 +249,25 @@ class Tailer:
         self._cursors: dict[str, Cursor] = {}
         self._locks: dict[str, Any] = {}
         self._changed: Any = None
+        #: paths refused this run (not a transcript, not a regular file), with the reason
+        #: already logged and recorded for them
+        self._refused: dict[str, str] = {}
         #: other ``*.jsonl`` files in the folders of followed transcripts: how far their rows
         #: were checked for a known session id (see :meth:`_peek`)
         self._foreign: dict[str, Cursor] = {}
 
     def add(self, path: str, builder: str, session_id: str | None = None) -> None:
-        """Follow ``path`` for ``builder`` (idempotent). A folder (claw reports its sessions
-        folder, ``.claw/sessions/<fp>``) is followed like ``hookd tail DIR``."""
+        """Follow ``path`` for ``builder`` (idempotent): a ``*.jsonl`` file (whatever it turns
+        out to be: only a regular file is ever read), or claw's sessions folder
+        (``<cwd>/.claw/sessions/<fp>``, which hookd itself reports for claw sessions), followed
+        like ``hookd tail DIR``. Any other path a hook reports (``/tmp``, a ``.txt`` file) is
+        refused (logged, a ``transcript_refused`` event): it never becomes a watched folder."""
         path = os.path.abspath(path)
-        if os.path.isdir(path) or not path.endswith(".jsonl"):  # a folder, or one still to be made
-            self.add_dir(path, builder)
+        if not path.endswith(".jsonl"):
+            if _is_claw_sessions_dir(path):
+                self.add_dir(path, builder)
+            else:
+                self._refuse(path, builder, session_id, "not a .jsonl transcript file: not followed")
             return
         if path in self._targets and (session_id is None or self._targets[path][1] == session_id):
             return
@@ -264,13 +278,41 @@ class Tailer:
     def targets(self) -> list[str]:
         return sorted(self._targets)
 
+    def _refuse(self, path: str, builder: str | None, session_id: str | None, reason: str) -> None:
+        """Log ``path`` as not followed/read for ``reason`` and record a ``transcript_refused``
+        event (``{"path", "reason"}``), once per path and reason for this run."""
+        if self._refused.get(path) == reason:
+            return
+        self._refused[path] = reason
+        log.warning("transcript %s: %s", path, reason)
+        import asyncio
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        task = loop.create_task(self._record_refusal(path, builder, session_id, reason))
+        self.core._tasks.add(task)
+        task.add_done_callback(self.core._tasks.discard)
+
+    async def _record_refusal(self, path: str, builder: str | None, session_id: str | None, reason: str) -> None:
+        import time
+
+        at = time.time()
+        try:
+            await self.core.store.write(lambda tx: tx.append_event(
+                "transcript_refused", builder, session_id, at, {"path": path, "reason": reason}))
+        except Exception as e:  # the store is closing: the log line stays
+            log.debug("transcript_refused not recorded: %s", e)
+            return
+        await self.core.bus.publish()
+
     def _dirs_file(self) -> str:
         return os.path.join(os.fspath(self.core.home.root), "tail-dirs.json")
 
     def _load_dirs(self) -> dict[str, str]:
         try:
-            with open(self._dirs_file(), "rb") as f:
-                data = msgspec.json.decode(f.read())
+            data = msgspec.json.decode(read_regular(self._dirs_file(), follow=False))
             return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
         except (OSError, msgspec.DecodeError):
             return {}
@@ -325,9 +367,13 @@ class Tailer:
                 cur = await self._cursor(path)
                 try:
                     r = await asyncio.to_thread(read_new, cur)
+                except NotRegularFile as e:
+                    self._refuse(path, builder, sid, f"{e.strerror}")
+                    return total
                 except OSError as e:
                     log.warning("cannot read transcript %s: %s", path, e)
                     return total
+                self._refused.pop(path, None)
                 if r.cursor != cur or r.rows:
                     await self.core.apply_transcript(path, builder, sid, r)
                     self._cursors[path] = r.cursor
@@ -488,6 +534,12 @@ def _subagents_dir(transcript: str) -> str | None:
 def _row_session(row: Any) -> str | None:
     sid = row.get("sessionId") if isinstance(row, dict) else None
     return sid if isinstance(sid, str) else None
+
+
+def _is_claw_sessions_dir(path: str) -> bool:
+    """``path`` has the shape of claw's sessions folder, ``<cwd>/.claw/sessions/<fp>``."""
+    sessions = os.path.dirname(path)
+    return os.path.basename(sessions) == "sessions" and os.path.basename(os.path.dirname(sessions)) == ".claw"
 
 
 def _existing_ancestor(path: str) -> str | None:

@@ -11,6 +11,8 @@ A session whose transcript moves while no hook ever arrived from it is ``hooks_u
 
 from __future__ import annotations
 
+import os
+import re
 import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -36,6 +38,9 @@ CLAW_UNARMED_ADVICE = (
     "run `hookd spawn BUILDER --harness claw --worktree DIR` and restart claw there; until then "
     "hookd follows it from its session file."
 )
+#: no bound on the hook that delivered a message proven sent by a transcript read (the tailer's
+#: proof may come after any number of later hooks)
+ANY_HOOK = 2**63 - 1
 #: permissionDecision.source -> hookd surface
 _SURFACES = {"hook": "hook"}
 
@@ -48,6 +53,20 @@ def _row_time(row: dict[str, Any]) -> float | None:
         return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
+
+
+_SESSION_NAME = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def session_of_path(path: str) -> str | None:
+    """The session a Claude Code transcript's path names: ``<session id>.jsonl``, or
+    ``<session id>/subagents/<agent>.jsonl`` for a subagent's (2.1.332); None when the name is
+    no session id (a file registered by hand)."""
+    folder, name = os.path.split(path)
+    if os.path.basename(folder) == "subagents":
+        name = os.path.basename(os.path.dirname(folder)) + ".jsonl"
+    stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else ""
+    return stem if _SESSION_NAME.fullmatch(stem) else None
 
 
 class Transcripts:
@@ -78,13 +97,20 @@ class Transcripts:
         rows = claw if claw.is_transcript(path) else cc  # the harness that writes this file
         if rows is claw:
             session_hint = session_hint or claw.transcript_session(builder, path)
+        # rows without a session id belong to the file's session: the one it is followed for,
+        # else any of its rows that names one, else the one its cursor recorded, else its name
+        session_hint = (session_hint or next((s for s in map(cc.row_session, result.rows) if s), None)
+                        or tx.transcript_session(result.cursor.dev, result.cursor.ino) or session_of_path(path))
         unknown = blocks = 0
         count_blocks = getattr(rows, "unknown_blocks", None)
         sessions: dict[str, tuple[float | None, str | None]] = {}  # sid -> (newest row time, cwd)
         roots: dict[str, str] = {}  # sid -> uuid of its first conversation root row in this read
         firsts: dict[str, float | None] = {}  # sid -> time of its first timestamped row in this read
+        requests: set[str] = set()  # sessions whose sent model requests this read shows
         for row in result.rows:
             kind = row.get("type")
+            if kind == "api-request" and (cc.row_session(row) or session_hint):
+                requests.add(cc.row_session(row) or session_hint)  # type: ignore[arg-type]
             if kind not in rows.TRANSCRIPT_ROW_TYPES:
                 unknown += 1
             elif count_blocks is not None:
@@ -135,6 +161,12 @@ class Transcripts:
                         "parent_session_id": parent, "via": "transcript",
                         "reason": "its transcript starts with the parent's rows (a fork)",
                     })
+        for sid in requests:
+            if tx.has_unadopted(sid):
+                # adoption proof written after the Stop that looked for it (the request that
+                # carried a message is logged later): read it now, off the hook path
+                tx.after_commit.append(lambda sid=sid: self._schedule_transcript_adoption(
+                    builder, sid, path, ANY_HOOK))
         st = result.stats
         tx.save_transcript(
             dev=result.cursor.dev, ino=result.cursor.ino, path=path, builder=builder,

@@ -13,6 +13,9 @@ The cookie is ``<expires>.<nonce>.<mac>``, an HMAC-SHA256 over ``<expires>.<nonc
 derived from the home's bearer token: it survives a daemon restart (the page reconnects without
 a new sign-in) and needs no table; all sessions end when the token changes (stop the daemon,
 delete ``HOOKD_HOME/token``, start it: hook clients read the new one from ``run/endpoint``).
+Signing out revokes that one session on the server: its nonce is kept, until the cookie would
+have expired, in ``HOOKD_HOME/web-revoked.json`` (0600; read at start, so a revoked cookie
+stays refused after a restart); other browsers' sessions are untouched.
 
 Access on TCP (:class:`hookd.server.HookdASGI` asks :meth:`WebAuth.admit` when the bearer token
 is missing): a request needs the right ``Host`` (``127.0.0.1:<port>`` or ``localhost:<port>``:
@@ -31,7 +34,8 @@ Routes added to the app (:meth:`WebPage.routes`):
 
 - ``GET /`` the page; ``GET /signin`` the sign-in page; ``GET /static/...`` its assets.
 - ``POST /web/session`` ``{"code"}`` -> 200 ``{"user", "expires_at"}`` + ``Set-Cookie``;
-  401 for an unknown, used or expired code. ``POST /web/signout`` clears the cookie.
+  401 for an unknown, used or expired code. ``POST /web/signout`` revokes the session (for
+  good, across restarts) and clears the cookie.
 - ``GET /v1/web/session`` -> ``{"user", "expires_at"}`` (who the page answers as).
 - ``POST /v1/web/codes`` -> 201 ``{"code", "url", "expires_in_s"}``; not with a cookie (403).
 - ``GET /v1/events/sse?after=SEQ`` the event log as server-sent events (``text/event-stream``):
@@ -47,25 +51,29 @@ again at the same origin.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import getpass
 import hashlib
 import hmac
+import logging
 import os
 import secrets
 import sys
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, AsyncIterator
 
 import msgspec
 from starlette.requests import Request
-from starlette.responses import FileResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from hookd.config import Home, write_private
 from hookd.models import BadRequest, HookdError, Unauthorized
+from hookd.untrusted import decode_json, read_regular
 
 #: Seconds a one-time sign-in code stays valid.
 CODE_TTL_S = 600.0
@@ -82,6 +90,7 @@ PUBLIC_PATHS = frozenset({"/signin", "/static/signin.js", "/static/hookd.css", "
 HOSTS = ("127.0.0.1", "localhost")
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 
+log = logging.getLogger("hookd")
 _enc = msgspec.json.Encoder()
 _SAFE = frozenset({"GET", "HEAD"})
 #: Sent with every page: nothing but hookd's own scripts, styles and API (no inline code).
@@ -124,6 +133,10 @@ def _b64(b: bytes) -> str:
     return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
 
 
+def _nonce_key(nonce: str) -> str:
+    return hashlib.sha256(nonce.encode()).hexdigest()
+
+
 def _headers(scope: Mapping[str, Any]) -> dict[bytes, bytes]:
     return {k: v for k, v in scope.get("headers", ())}
 
@@ -132,14 +145,18 @@ class WebAuth:
     """One-time sign-in codes (in memory) and HMAC-signed session cookies for one home.
 
     token: the home's bearer token (the HMAC key is derived from it); now: the clock (UNIX
-    seconds; tests pass their own).
+    seconds; tests pass their own); revoked_file: where signed-out sessions are kept (None:
+    in memory only).
     """
 
-    def __init__(self, token: str, now: Callable[[], float] = time.time):
+    def __init__(self, token: str, now: Callable[[], float] = time.time, revoked_file: Path | None = None):
         self._key = hmac.new(token.encode(), b"hookd web session v1", hashlib.sha256).digest()
         self.cookie_name = "hookd_" + hmac.new(self._key, b"cookie name", hashlib.sha256).hexdigest()[:12]
         self._codes: dict[bytes, float] = {}  # sha256(code) -> expiry (UNIX seconds)
         self._now = now
+        self._revoked_file = revoked_file
+        #: signed-out sessions: sha256 of the nonce (hex) -> the cookie's expiry (UNIX seconds)
+        self._revoked: dict[str, int] = self._load_revoked()
 
     # --- codes ---------------------------------------------------------------------------
     def new_code(self) -> str:
@@ -174,7 +191,38 @@ class WebAuth:
             return None
         if not exp.isdigit() or int(exp) <= self._now():
             return None
+        if self._revoked and _nonce_key(nonce) in self._revoked:
+            return None  # signed out
         return int(exp)
+
+    def revoke(self, value: str | None) -> bool:
+        """Sign out the session of cookie ``value`` for good (until the cookie would have
+        expired), across restarts when a revoked_file was given: written before this returns
+        (blocking: call it off the event loop). False when ``value`` is no valid session."""
+        exp = self.session_expiry(value)
+        if exp is None or value is None:
+            return False
+        now = self._now()
+        self._revoked = {k: e for k, e in self._revoked.items() if e > now}
+        self._revoked[_nonce_key(value.split(".")[1])] = exp
+        if self._revoked_file is not None:
+            write_private(self._revoked_file, _enc.encode(self._revoked).decode())
+        return True
+
+    def _load_revoked(self) -> dict[str, int]:
+        if self._revoked_file is None:
+            return {}
+        try:
+            data = msgspec.json.decode(read_regular(self._revoked_file, follow=False), type=dict[str, int])
+        except FileNotFoundError:
+            return {}
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError) as e:
+            # unreadable: every session ends (the safe side), rather than reviving signed-out ones
+            log.warning("cannot read %s (%s): signing out every page session", self._revoked_file, e)
+            self._key = hmac.new(self._key, secrets.token_bytes(16), hashlib.sha256).digest()
+            return {}
+        now = self._now()
+        return {k: e for k, e in data.items() if e > now}
 
     def cookie_of(self, scope: Mapping[str, Any]) -> str | None:
         """This home's session cookie value in the request, if any."""
@@ -258,7 +306,7 @@ def bind_loopback(home: Home, port: int, bind: Callable[[int], Any]) -> Any:
     sock = None
     if port == 0:
         try:
-            last = int(_port_file(home).read_text().strip())
+            last = int(read_regular(_port_file(home), follow=False, limit=64).strip())
         except (OSError, ValueError):
             last = 0
         if 1024 <= last <= 65535:
@@ -284,8 +332,10 @@ def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None) ->
     return Response(_enc.encode(obj), status_code=status, media_type="application/json", headers=headers)
 
 
-def _page(name: str) -> Response:
-    return FileResponse(os.path.join(STATIC_DIR, name), media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
+async def _page(name: str) -> Response:
+    """One of the package's pages, read off the event loop (a regular file: never a FIFO)."""
+    data = await asyncio.to_thread(read_regular, os.path.join(STATIC_DIR, name))
+    return Response(data, media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
 
 
 def _sse(e: Any) -> bytes:
@@ -298,7 +348,8 @@ class WebPage:
 
     def __init__(self, core: Any, token: str, should_exit: Callable[[], bool] | None = None):
         self.core = core
-        self.auth = WebAuth(token)
+        home = getattr(core, "home", None)  # None: an app built only to list its routes
+        self.auth = WebAuth(token, revoked_file=home.root / "web-revoked.json" if home is not None else None)
         self.should_exit = should_exit or (lambda: False)
         try:
             self.user = getpass.getuser()
@@ -318,15 +369,15 @@ class WebPage:
         ]
 
     async def index(self, request: Request) -> Response:
-        return _page("index.html")
+        return await _page("index.html")
 
     async def signin(self, request: Request) -> Response:
-        return _page("signin.html")
+        return await _page("signin.html")
 
     async def session(self, request: Request) -> Response:
         try:
-            body = msgspec.json.decode(await request.body(), type=CodeRequest)
-        except (msgspec.DecodeError, msgspec.ValidationError) as e:
+            body = decode_json(await request.body(), type=CodeRequest)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as e:
             raise BadRequest(f"sign-in body: {e}") from None
         if not self.auth.redeem(body.code):
             raise Unauthorized("this sign-in link was already used or has expired: run `hookd open` for a new one")
@@ -335,6 +386,9 @@ class WebPage:
                      headers={"set-cookie": self.auth.set_cookie_header(value, SESSION_TTL_S), "cache-control": "no-store"})
 
     async def signout(self, request: Request) -> Response:
+        """Revoke this browser's session on the server (also after a restart), then clear its
+        cookie; other browsers stay signed in."""
+        await asyncio.to_thread(self.auth.revoke, self.auth.cookie_of(request.scope))
         return _json({"signed_out": True}, headers={"set-cookie": self.auth.set_cookie_header("", 0)})
 
     async def whoami(self, request: Request) -> Response:

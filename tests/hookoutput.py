@@ -64,14 +64,14 @@ def check_hook_output(event: Any, body: bytes) -> None:
 
 def check_error(status: int, content_type: str, body: bytes) -> dict[str, Any]:
     """Raise AssertionError unless this is hookd's one error shape with a 4xx status:
-    ``{"error": {"code": str, "message": str}}``, both non-empty, plus ``stored`` (the hook
-    event id a refused hook's bytes were kept under) where there is one. Returns the error."""
+    ``{"error": {"code": str, "message": str}}``, both non-empty, plus, for a refused hook
+    whose raw bytes were stored, ``"stored"``: their hook event id. Returns the error."""
     assert 400 <= status < 500, f"HTTP {status}: {body[:300]!r}"
     assert content_type.startswith("application/json"), content_type
     obj = json.loads(body)
     assert isinstance(obj, dict) and set(obj) == {"error"}, obj
     err = obj["error"]
     assert isinstance(err, dict) and set(err) - {"stored"} == {"code", "message"}, err
-    assert isinstance(err.get("stored", 0), int), err
+    assert isinstance(err.get("stored", 1), int) and err.get("stored", 1) >= 1, err
     assert isinstance(err["code"], str) and err["code"] and isinstance(err["message"], str) and err["message"], err
     return err

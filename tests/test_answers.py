@@ -149,7 +149,8 @@ def test_remote_answer_first_is_returned_by_the_held_hook(rig: Rig) -> None:
     assert decision["behavior"] == "allow"
     # the original input plus every answer: never a decision without answers
     assert decision["updatedInput"] == {**AUQ_PRE["tool_input"], "answers": {Q: "Red"}}
-    i = rig.interaction(ASK_ID)
+    # delivered once the daemon has seen the client read the whole reply and close
+    i = wait_until(lambda: (x := rig.interaction(ASK_ID))["delivered_at"] and x, 10, what="answer_delivered")
     assert (i["state"], i["surface"], i["actor"], i["answers"]) == ("answered", "cli", "ana", {Q: "Red"})
     assert i["received_at"] and i["delivered_at"] and i["delivered_via"] == "PermissionRequest"
     assert i["adopted_at"] is None
@@ -403,6 +404,7 @@ def test_permission_prompt_remote_deny_with_message(rig: Rig) -> None:
     rig.answer_json(p["id"], "--option", "deny", "--text", "not now, use ls")
     rc, out = finish(held)
     assert json.loads(out)["hookSpecificOutput"]["decision"] == {"behavior": "deny", "message": "not now, use ls"}
+    wait_until(lambda: rig.interaction(p["id"])["delivered_at"], 10, what="the deny delivered")
     # 2.1.332 fires no PostToolUse(Failure) for a hook's deny (the model gets the message as
     # an error tool result): the turn going on without one is the proof
     assert rig.interaction(p["id"])["adopted_at"] is None

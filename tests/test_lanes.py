@@ -183,7 +183,7 @@ def test_derive_b25_another_sessions_activity_keeps_the_question_stall() -> None
     d = _inputs(pending=[{"id": "toolu_A", "kind": "question", "created_at": 100.0, "session_id": "s-0013"}])
     d["session"]["session_id"] = "s-0014"
     lane = derive(d, now=200.0, alive=lambda pid, at: None, question_after_s=60)
-    assert (lane.state, lane.pending) == ("stalled", ["toolu_A"])
+    assert (lane.state, lane.pending) == ("stalled", ("toolu_A",))
     assert derive(d, now=130.0, alive=lambda pid, at: None, question_after_s=60).state == "waiting_question"
 
 

@@ -13,6 +13,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -930,3 +931,106 @@ def test_settings_file_with_a_worktree_writes_nothing_into_the_worktree(home: Pa
     assert list(worktree.iterdir()) == []
     assert hookd_cli(home, "unspawn", "b-7").returncode == 0
     assert not target.exists() and not config.exists() and list(worktree.iterdir()) == []
+
+
+# --- crash consistency (issue 18 item 8): kill -9 at every file operation of a spawn ----------
+
+#: Run ``hookd ARGS`` killed with SIGKILL right before its ``KILL_AT``-th file operation (open,
+#: mkdir, rename/replace, chmod, unlink, rmdir: Python's audit events) on a path under one of
+#: ``KILL_ROOTS``; ``KILL_AT=0`` counts them and prints the count on stderr at exit. The hook
+#: lives in this test's own prelude: hookd has no kill switch.
+_KILLER = r"""
+import atexit, os, signal, sys
+at, roots, n = int(os.environ["KILL_AT"]), tuple(os.environ["KILL_ROOTS"].split(os.pathsep)), 0
+OPS = {"open", "os.mkdir", "os.rename", "os.remove", "os.rmdir", "os.chmod", "os.link", "os.symlink"}
+def hook(event, args):
+    global n
+    if event not in OPS or not args or not isinstance(args[0], (str, bytes, os.PathLike)):
+        return
+    path = os.path.abspath(os.fsdecode(args[0]))
+    if event == "open" and len(args) > 2 and isinstance(args[2], int) and not args[2] & (os.O_WRONLY | os.O_RDWR | os.O_CREAT) \
+            and args[1] in (None, "r", "rb"):
+        return  # reads change nothing
+    if not path.startswith(roots):
+        return
+    n += 1
+    if n == at:
+        os.kill(os.getpid(), signal.SIGKILL)
+sys.addaudithook(hook)
+if at == 0:
+    atexit.register(lambda: print(f"file operations: {n}", file=sys.stderr))
+sys.argv = ["hookd", *sys.argv[1:]]
+from hookd.cli import main
+main()
+"""
+
+
+def _snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every file (bytes) and folder (None) under ``root``, hidden ones included."""
+    out: dict[str, bytes | None] = {}
+    for d, dirs, files in os.walk(root):
+        for name in dirs:
+            out[os.path.relpath(os.path.join(d, name), root) + "/"] = None
+        for name in files:
+            p = os.path.join(d, name)
+            out[os.path.relpath(p, root)] = Path(p).read_bytes()
+    return out
+
+
+def _killed_spawn(home: Path, kill_at: int, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "KILL_AT": str(kill_at), "KILL_ROOTS": os.pathsep.join(map(os.fspath, (home, *[
+        Path(a) for a in args if a.startswith("/")])))}
+    return subprocess.run([sys.executable, "-c", _KILLER, "--home", os.fspath(home), "spawn", "b1", *args],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.mark.parametrize("scenario", ["fresh", "user-files", "respawn-no-mcp"])
+def test_kill_9_at_every_file_operation_of_spawn_then_unspawn_or_respawn_restores_the_worktree(
+        scenario: str, home: Path, tmp_path: Path) -> None:
+    from hookd.config import Home
+    from hookd.models import NotFound
+    from hookd.spawn import spawn, unspawn
+
+    wt = tmp_path / "wt"
+    wt.mkdir()
+    h = Home.resolve(home)
+    args = ["--worktree", os.fspath(wt)]
+    if scenario == "user-files":
+        (wt / ".claude").mkdir()
+        (wt / ".claude" / "settings.local.json").write_text('{"permissions": {"allow": ["Bash(ls)"]},\n "hooks": {}}\n')
+        (wt / ".mcp.json").write_text('{ "mcpServers": { "other": {"command": "x"} } }')
+    before = _snapshot(wt)
+    if scenario == "respawn-no-mcp":
+        spawn(h, "b1", worktree=wt)  # a complete spawn; the killed one moves its MCP entry away
+        args.append("--no-mcp")
+    r = _killed_spawn(home, 0, *args)
+    assert r.returncode == 0, r.stderr
+    total = int(r.stderr.rsplit("file operations: ", 1)[1])
+    assert total >= 8  # the manifest, the settings file, .mcp.json, their temp files, .claude/
+    unspawn(h, "b1")
+    assert _snapshot(wt) == before
+    orphans = killed = 0
+    for k in range(1, total + 1):
+        if scenario == "respawn-no-mcp":
+            spawn(h, "b1", worktree=wt)
+        r = _killed_spawn(home, k, *args)
+        assert r.returncode in (-signal.SIGKILL, 0), (k, r.stderr)
+        completed = r.returncode == 0  # k is past this run's last operation (the first run had more)
+        if _snapshot(wt) != before and not h.manifest("b1").exists():
+            orphans += 1  # the user's files changed and nothing records it
+        if k % 2:  # recover with a re-spawn, then unspawn; else with unspawn alone
+            spawn(h, "b1", worktree=wt, mcp=scenario != "respawn-no-mcp")
+        try:
+            unspawn(h, "b1")
+        except NotFound:
+            pass  # killed before it recorded its intent: then it wrote nothing in the worktree (below)
+        after = _snapshot(wt)
+        assert after == before, (k, scenario, sorted(set(after) ^ set(before)),
+                                 [n for n in after if after.get(n) != before.get(n)])
+        assert not [p for p in h.root.rglob("*") if p.name.endswith((".tmp", "-tmp"))], k
+        if completed:
+            break
+        killed = k
+    assert orphans == 0 and killed >= 8
+    print(f"spawn kill -9 ({scenario}): killed at each of {killed} file operations, each recovered "
+          "byte-identical, 0 orphans, no temp file left")

@@ -303,7 +303,13 @@ def test_answer_to_a_question_seen_only_in_a_transcript_is_queued_not_claimed(ho
                    what="the desk's answer")
         [q] = questions(home, "all")
         assert (q["surface"], q["answers"]) == ("terminal", {"Which color do you prefer?": "Blue"})
-        assert not [e for e in events(home) if e["kind"] in ("answer_superseded", "interaction_answered")]
+        evs = events(home)
+        assert not [e for e in evs if e["kind"] == "interaction_answered"]
+        # the queued remote answer is not claimed; it is marked as not used (issue 18 item 13)
+        [sup] = [e for e in evs if e["kind"] == "answer_superseded"]
+        assert (sup["data"]["message_id"], sup["data"]["remote"]) == (receipt["message_id"], None)
+        [m] = json.loads(hookd_cli(home, "inbox", "--json").stdout)
+        assert m["text"].startswith(f"[Late answer to question {ASK} (not used: already answered at the terminal: Blue)]")
     finally:
         d.stop()
 

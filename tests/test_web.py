@@ -296,3 +296,47 @@ def test_replay_into_a_builder_waits_for_the_answer_and_the_tool_gets_it(daemon:
     kinds = [e["kind"] for e in client.lines("/v1/events", after=0) if e["data"].get("id") == q["id"]]
     assert "answer_adopted" in kinds and "answer_superseded" not in kinds
     client.close()
+
+
+def test_sign_out_revokes_that_session_on_the_server_also_after_a_restart(home: Path) -> None:
+    """Issue 18 item 9: sign-out used to clear only the browser's cookie; a copy of it (another
+    tab's, a stolen one) kept working for 7 days. Now the session is revoked on the server, for
+    good; another browser's session is untouched."""
+    d = DaemonProcess(home).start()
+    try:
+        port = _port(home)
+        a, name = sign_in(home)
+        b, _ = sign_in(home)  # a second browser
+        copy = a.cookies[name]
+        assert a.post("/web/signout", headers={"x-hookd-web": "1"}).status_code == 200
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10, cookies={name: copy}) as stolen:
+            r = stolen.get("/v1/web/session")
+            assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
+            assert stolen.get("/").status_code == 401
+        assert b.get("/v1/web/session").status_code == 200  # the other browser stays signed in
+        keep = b.cookies[name]
+        a.close()
+        b.close()
+        d.stop()
+        d.start()
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10, cookies={name: copy}) as stolen:
+            assert stolen.get("/v1/status").status_code == 401  # still revoked after the restart
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10, cookies={name: keep}) as other:
+            assert other.get("/v1/status").status_code == 200
+    finally:
+        d.stop()
+
+
+def test_revocations_expire_with_their_cookies(tmp_path: Path) -> None:
+    now = [1000.0]
+    f = tmp_path / "web-revoked.json"
+    auth = WebAuth("tok", now=lambda: now[0], revoked_file=f)
+    old, _ = auth.new_session()
+    now[0] += SESSION_TTL_S / 2
+    new, _ = auth.new_session()
+    assert auth.revoke(old) and not auth.revoke("not.a.cookie")
+    assert auth.session_expiry(old) is None and auth.session_expiry(new) is not None
+    now[0] += SESSION_TTL_S / 2 + 1  # the old cookie would have expired: its revocation goes too
+    assert auth.revoke(new)
+    assert list(json.loads(f.read_text()).values()) == [int(1000 + SESSION_TTL_S * 1.5)]
+    assert WebAuth("tok", now=lambda: now[0], revoked_file=f).session_expiry(new) is None

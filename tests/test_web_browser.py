@@ -216,6 +216,38 @@ def test_permission_denied_with_a_message_in_the_browser(page: Page, builder: Bu
     shot(page, "history-denied")
 
 
+def test_an_answer_or_message_over_the_limit_is_refused_and_the_page_says_so(
+        page: Page, builder: Builder, daemon: DaemonProcess, home: Path) -> None:
+    """Issue 18 item 3: the API refuses an answer (here a deny message) or a message over its
+    limit with one JSON error; the page shows that error on the card, which stays answerable,
+    and nothing reaches the held hook."""
+    from hookd.answers import MAX_ANSWER_CHARS
+
+    builder.hook(payload("001-SessionStart.json"))
+    held = builder.start_hook(bash_permission("rm -rf build"))
+    pid = wait_until(lambda: [q["id"] for q in questions(home, "pending") if q["kind"] == "permission"], 15,
+                     what="a pending permission prompt")[0]
+    builder.held(pid)
+    card = page.locator(f'#pending-list article.permission[data-id="{pid}"]')
+    card.locator("textarea.deny-message").fill("x" * (MAX_ANSWER_CHARS + 1))
+    card.locator("button.deny").click()
+    expect(card.locator(".note.error")).to_contain_text(f"the limit is {MAX_ANSWER_CHARS}")
+    shot(page, "answer-over-the-limit")
+    builder.held(pid)  # nothing was handed to the hook
+    assert about(events(home), "interaction_answered", pid) == []
+    card.locator("textarea.deny-message").fill("not now")
+    card.locator("button.deny").click()
+    assert finish(held)["hookSpecificOutput"]["decision"] == {"behavior": "deny", "message": "not now"}
+
+    page.locator('#tabs button[data-view="lanes"]').click()
+    page.locator('#lanes tr.lane[data-builder="b1"] button.message-btn').click()
+    compose = page.locator('#lanes tr.compose[data-builder="b1"]')
+    compose.locator("textarea").fill("y" * 8001)
+    compose.locator("button.send").click()
+    expect(compose.locator(".note.error")).to_contain_text("the limit is 8000")
+    assert json.loads(hookd_cli(home, "inbox", "--json").stdout) == []
+
+
 def test_a_card_answered_from_the_cli_turns_into_history(page: Page, builder: Builder, daemon: DaemonProcess,
                                                          home: Path) -> None:
     builder.hook(payload("001-SessionStart.json"))

@@ -21,6 +21,12 @@ Facts of 2.1.332 these tests rely on (/tmp/perm-research/FINDINGS.md):
 * A desk answer does not signal the held hook: the daemon releases it on PostToolUse.
   Esc/No at the desk SIGTERMs the hook's process group (~0.3 s after the key) and fires no
   hook at all for the rejected call.
+* A desk "Yes" on a Bash dialog is not seen by the hook, the transcript or any other hook until
+  the command ends; the command runs at once as a child of the agent, ``<shell> -c "...
+  eval '<command>' ..."``: hookd resolves the prompt from that (docs/harness-claude-code.md).
+* A bare PermissionRequest ``allow`` runs Bash, Write, Edit, NotebookEdit, WebFetch and MCP
+  tools; ExitPlanMode needs ``updatedInput`` (its input as the hook got it: ``{}``), else
+  the dialog stays open.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import shlex
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -342,3 +349,202 @@ def test_tui_escape_on_permission_dialog_dismisses(rig, tmux_bin):  # noqa: F811
     assert resolved["data"]["inferred_from"] == "hook cancelled"
     names = [e["data"]["hook_event_name"] for e in hooks_of(ev) if e["data"].get("tool_use_id") == ESC_BASH]
     assert names == ["PreToolUse"], names  # 2.1.332 sends no hook for the rejected call
+
+
+# ========================== 6. the desk allows a slow command while the hook is held
+SLOW_BASH = "toolu_01ANSSLOWBASH000000000001"
+SLOW_CMD = "sleep 12 && touch slow-probe && echo slow-done"
+NOTIFY_AFTER_S = 4
+
+
+def notify_config(r: Rig, alerts: Path) -> None:
+    """Notify after NOTIFY_AFTER_S through a command channel that appends each alert to
+    ``alerts`` (written before the daemon starts)."""
+    script = f"import sys; open({str(alerts)!r}, 'a').write(sys.stdin.read() + '\\n')"
+    (r.hookd.home / "config.toml").write_text(
+        f"[notify]\nquestion_after_s = {NOTIFY_AFTER_S}\n\n[[notify.channel]]\ntype = \"command\"\nname = \"log\"\n"
+        f"command = {json.dumps([sys.executable, '-c', script])}\n")
+
+
+def test_tui_desk_allow_resolves_at_once_while_the_command_runs(rig, tmux_bin, tmp_path):  # noqa: F811
+    """Issue 18 item 10. 2.1.332 does not signal the held hook when the desk allows (nor
+    writes a transcript row or fires a hook until the command ends); the command's process,
+    a child of the agent, shows at once: the prompt is resolved then, no notification
+    follows, the lane works, and a remote answer after that is refused."""
+    r = rig({"turns": [bash_turn(SLOW_BASH, SLOW_CMD), text_turn("AFTER-SLOW-6")]},
+            builder="b-slow", form="worktree", daemon=False)
+    alerts = tmp_path / "alerts.jsonl"
+    notify_config(r, alerts)
+    r.hookd.start()
+    argv = permission_argv(r)
+    with manual_tui(r, tmux_bin) as tui:
+        tui.wait_ready(timeout=20)
+        tui.submit("Run the slow probe")
+        tui.wait_for_screen(DIALOG, timeout=30)
+        p = pending_permission(r)
+        wait_held(r, p["id"])
+        press_once(tui, "Enter", lambda s: DIALOG not in s)  # "1. Yes" is the default
+
+        i = wait_until(lambda: (x := interaction(r, p["id"]))["state"] != "pending" and x, 10, 0.05,
+                       "the prompt resolved once the command runs")
+        assert (i["state"], i["decision"], i["surface"], i["received_at"]) == ("answered", "allow", "terminal", None)
+        assert not (r.project / "slow-probe").exists()  # the command still runs
+        assert find_hook(r.events(), "PostToolUse", tool_use_id=SLOW_BASH) is None
+        wait_until(lambda: not held(r) and not hook_procs(argv), 10, 0.05, "the held hook let go")
+        lanes = json.loads(r.hookd.cli("lanes", "--json"))
+        assert [(x["builder"], x["state"]) for x in lanes] == [("b-slow", "working")]
+        late = answer_raw(r, p["id"], "--option", "deny", "--text", "stop it")
+        assert late.returncode == 2 and "the desk answered first" in late.stderr, late
+        assert not (r.project / "slow-probe").exists()
+
+        tui.wait_for_screen("AFTER-SLOW-6", timeout=40)
+        ev = r.wait_events(lambda ev: find_hook(ev, "Stop") is not None, "the turn's Stop")
+
+    main = r.api.main_requests()
+    assert len(main) == 2 and main[1].tool_results()[SLOW_BASH] == "slow-done"
+    assert (r.project / "slow-probe").exists()
+    i = interaction(r, p["id"])
+    assert (i["state"], i["decision"], i["tool_use_id"], i["delivered_at"]) == ("answered", "allow", SLOW_BASH, None)
+    [resolved] = about(ev, "permission_resolved", p["id"])
+    assert resolved["data"]["inferred_from"] == "tool running"
+    post = find_hook(ev, "PostToolUse", tool_use_id=SLOW_BASH)
+    assert post["at"] - resolved["at"] > NOTIFY_AFTER_S  # pending that long, it would have been notified
+    assert about(ev, "answer_delivered", p["id"]) == [] and about(ev, "interaction_answered", p["id"]) == []
+    [refused] = about(ev, "answer_refused", p["id"])
+    assert "the desk answered first" in refused["data"]["reason"]
+    sent = [e for e in ev if e["kind"] in ("notification_sent", "notification_failed")
+            and e["data"].get("key") == f"interaction:{p['id']}"]
+    assert sent == [] and not alerts.exists()
+
+
+# ============= 7. every tool a PermissionRequest can hold: a remote allow or deny takes effect
+TOOL_ID = "toolu_01ANSTOOLPERM0000000000001"
+READ_ID = "toolu_01ANSTOOLREAD0000000000001"
+TOOL_DENY = "not this one, REMOTE-DENY-7"
+
+
+def tool_case(tool: str, project: Path, ready: Path) -> tuple[list[dict], dict, list[str]]:
+    """(model turns, settings, extra claude args) of one tool's case."""
+    settings: dict[str, Any] = {"permissions": {"defaultMode": "default"}}
+    pre: list[dict] = []
+    args: list[str] = []
+    if tool == "Bash":
+        call = bash_turn(TOOL_ID, "touch tool-probe && echo BASH-RAN")
+    elif tool == "Write":
+        call = tool_turn(TOOL_ID, "Write", {"file_path": str(project / "tool-probe"), "content": "WRITTEN\n"})
+    elif tool == "Edit":
+        pre = [tool_turn(READ_ID, "Read", {"file_path": str(project / "existing.txt")})]
+        call = tool_turn(TOOL_ID, "Edit", {"file_path": str(project / "existing.txt"), "old_string": "old line",
+                                           "new_string": "EDITED line"})
+    elif tool == "NotebookEdit":
+        pre = [tool_turn(READ_ID, "Read", {"file_path": str(project / "nb.ipynb")})]
+        call = tool_turn(TOOL_ID, "NotebookEdit", {"notebook_path": str(project / "nb.ipynb"), "new_source": "print(7)",
+                                                   "cell_type": "code", "edit_mode": "insert"})
+    elif tool == "WebFetch":
+        call = tool_turn(TOOL_ID, "WebFetch", {"url": "http://127.0.0.1:9/x", "prompt": "summarize"})
+    elif tool == "MCP":
+        call = tool_turn(TOOL_ID, "mcp__probe__touch_probe", {"name": "tool-probe"})
+        cfg = project.parent / "mcp-probe.json"
+        cfg.write_text(json.dumps({"mcpServers": {"probe": {
+            "command": sys.executable, "args": [str(Path(__file__).with_name("mcp_probe.py")), str(ready)]}}}))
+        args = ["--mcp-config", str(cfg)]
+    else:
+        assert tool == "ExitPlanMode"
+        settings = {"permissions": {"defaultMode": "plan"}}
+        call = tool_turn(TOOL_ID, "ExitPlanMode", {"plan": "1. build\n2. ship"})
+    return [*pre, call, text_turn("AFTER-TOOL-7")], settings, args
+
+
+def tool_effect(tool: str, project: Path) -> bool:
+    """Did the tool's call take effect (a file written, edited, a cell inserted)?"""
+    if tool == "Edit":
+        return "EDITED" in (project / "existing.txt").read_text()
+    if tool == "NotebookEdit":
+        return "print(7)" in (project / "nb.ipynb").read_text()
+    return (project / "tool-probe").exists()
+
+
+TOOLS = ["Bash", "Write", "Edit", "NotebookEdit", "WebFetch", "MCP", "ExitPlanMode"]
+
+
+@pytest.mark.parametrize("decision", ["allow", "deny"])
+@pytest.mark.parametrize("tool", TOOLS)
+def test_tui_remote_decision_takes_effect_for_every_tool(rig, tmux_bin, tool, decision):  # noqa: F811
+    """Issue 18 item 12: a remote answer through the held PermissionRequest hook, per tool.
+    2.1.332 acts on a bare allow for every tool here but ExitPlanMode, which needs
+    ``updatedInput`` (its dialog stays open otherwise); a deny's message is the tool result.
+    Delivered = the hook read it; adopted = the tool's PostToolUse(Failure), or the turn's
+    Stop after a deny."""
+    r = rig({"turns": []}, builder=f"b-{tool.lower()}-{decision}", form="worktree")
+    ready = r.tmp / "mcp-ready"
+    (r.project / "existing.txt").write_text("old line\n")
+    (r.project / "nb.ipynb").write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    turns, settings, args = tool_case(tool, r.project, ready)
+    r.api.set_script({"turns": turns})
+    with TmuxClaude(r.project, r.env, settings=settings, extra_args=args, claude_bin=r.claude_bin,
+                    tmux=tmux_bin) as tui:
+        tui.wait_ready(timeout=20)
+        if tool == "MCP":
+            wait_until(ready.exists, 30, 0.05, "Claude Code listing the probe MCP server's tools")
+        tui.submit("Use the tool")
+        p = pending_permission(r)
+        wait_held(r, p["id"])
+        assert not tool_effect(tool, r.project)
+        extra = ["--text", TOOL_DENY] if decision == "deny" else []
+        assert json.loads(r.hookd.cli("answer", p["id"], "--option", decision, *extra, "--json"))["delivery"] == "hook"
+        tui.wait_for_screen("AFTER-TOOL-7", timeout=20)  # the turn went on: the decision was acted on
+        screen = tui.capture()
+        ev = r.wait_events(lambda ev: about(ev, "answer_adopted", p["id"]), "answer_adopted", timeout=20)
+
+    block = tool_result_block(r.api.main_requests()[-1], TOOL_ID)
+    assert block is not None
+    i = interaction(r, p["id"])
+    assert (i["state"], i["decision"], i["surface"], i["delivered_via"]) == ("answered", decision, "cli", "PermissionRequest")
+    [adopted] = about(ev, "answer_adopted", p["id"])
+    if decision == "allow":
+        assert "Allowed by PermissionRequest hook" in screen, screen
+        assert tool_effect(tool, r.project) or tool in ("WebFetch", "ExitPlanMode")
+        assert json.dumps(block["content"]) != json.dumps(TOOL_DENY)
+        assert adopted["data"]["via"] in ("PostToolUse", "PostToolUseFailure")
+        assert adopted["data"]["tool_use_id"] == TOOL_ID and i["tool_use_id"] == TOOL_ID
+    else:
+        assert "Denied by PermissionRequest hook" in screen, screen
+        assert not tool_effect(tool, r.project)
+        assert block["content"] == TOOL_DENY and block["is_error"] is True
+        assert adopted["data"]["via"] == "Stop"
+    assert i["adopted_at"] >= i["delivered_at"] >= i["received_at"]
+    assert held(r) == [] and hook_procs(permission_argv(r)) == []
+
+
+# ====== 8. an answer kept in the inbox (no hook could carry it), then the desk answers otherwise
+INBOX_ASK = "toolu_01ANSINBOXASK00000000001"
+
+
+def test_tui_inbox_answer_then_another_desk_answer_is_framed_as_not_used(rig, tmux_bin):  # noqa: F811
+    """Issue 18 item 13 (part): after a daemon restart no hook holds the open menu, so a remote
+    answer is kept as an inbox message; the desk then answers otherwise. The model gets the
+    desk's answer as the tool result and the remote one framed as not used."""
+    r = rig({"turns": [ask_turn(INBOX_ASK), text_turn("AFTER-INBOX-8")]}, builder="b-inbox", form="worktree",
+            daemon=False)
+    r.hookd.cli("spawn", "b-inbox", "--worktree", os.fspath(r.project), "--hold", "0")  # nothing held, restart or not
+    r.hookd.start()
+    with r.tui(tmux_bin) as tui:
+        tui.wait_ready(timeout=20)
+        tui.submit("Ask me a color")
+        tui.wait_for_screen(lambda s: MENU in s and "2. Blue" in s, timeout=30)
+        r.wait_hook("PermissionRequest", tool_name="AskUserQuestion")
+        r.hookd.stop()
+        r.hookd.start()
+        out = answer_raw(r, INBOX_ASK, "--option", "Red")
+        assert out.returncode == 0 and "queued as inbox message m-1" in out.stdout, out
+        tui.send_keys("Down")
+        tui.wait_for_screen(r"❯ 2\. Blue", timeout=5)
+        tui.press_until("Enter", lambda s: MENU not in s, timeout=10)
+        tui.wait_for_screen("AFTER-INBOX-8", timeout=30)
+
+    main = r.api.main_requests()
+    assert len(main) == 2 and f'"{Q}"="Blue"' in main[1].tool_results()[INBOX_ASK]
+    late = f"[Late answer to question {INBOX_ASK} (not used: already answered at the terminal: Blue)]"
+    assert main[1].contains(late) and not main[1].contains(f"[Answer to question {INBOX_ASK}]")
+    [m] = json.loads(r.hookd.cli("inbox", "--json"))
+    assert m["text"] == f"{late}\nQ: {Q}\nA: Red"

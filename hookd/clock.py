@@ -1,0 +1,104 @@
+"""hookd's two clocks: wall time for what is displayed, an elapsed timeline for windows.
+
+Every record keeps the wall time (UNIX seconds) it happened at: that is what people read, and
+it follows the system clock, steps included. Windows ("a PermissionRequest within 120 s of its
+PreToolUse", "redeliver 300 s after delivery", a lane's thresholds) are measured on
+:meth:`Clock.mono` instead: seconds on a timeline that a clock step (NTP, a manual ``date``, a
+VM resumed with a stale clock) never moves.
+
+The timeline is ``CLOCK_BOOTTIME`` (monotonic, counting suspend, so a laptop asleep for an hour
+has waited an hour) plus an offset recorded per boot in the database (``clock_boots``, keyed by
+the kernel's boot id): daemon restarts within one boot continue the same timeline, so windows
+stored in SQLite cross restarts unchanged. The first start of a boot anchors its offset so
+that the timeline reads the wall time then (never less than the newest stamp of an earlier
+boot: the timeline never runs backwards); across a reboot, the wall clock is the only evidence
+of the time that passed. Stamps written before the timeline existed are their wall times.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable
+
+_BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+
+def boottime() -> float:
+    """Seconds since boot, counting suspend (``CLOCK_BOOTTIME``; ``time.monotonic`` where the
+    platform has none)."""
+    clock = getattr(time, "CLOCK_BOOTTIME", None)
+    return time.clock_gettime(clock) if clock is not None else time.monotonic()
+
+
+def boot_id() -> str:
+    """The kernel's id of this boot (Linux); elsewhere an id of this process (windows then
+    restart with the daemon, measured on the wall clock across a restart)."""
+    try:
+        with open(_BOOT_ID, encoding="ascii") as f:
+            return f.read().strip()
+    except OSError:
+        return _PROCESS_BOOT
+
+
+_PROCESS_BOOT = f"process-{uuid.uuid4()}"
+
+
+class Clock:
+    """Wall time (:meth:`wall`) and the elapsed timeline (:meth:`mono`), both in seconds.
+
+    wall, boottime, boot: where the readings come from (injectable: tests step the wall clock
+    or move the timeline without touching the system's). :meth:`attach` reads or records this
+    boot's offset in a database; until then the timeline is anchored to the wall clock of
+    this process's first reading."""
+
+    def __init__(self, wall: Callable[[], float] = time.time, boottime: Callable[[], float] = boottime,
+                 boot: Callable[[], str] = boot_id):
+        self._wall, self._boottime, self._boot = wall, boottime, boot
+        self.offset = self._wall() - self._boottime()
+
+    def wall(self) -> float:
+        """UNIX seconds, as the system clock says now (displayed times)."""
+        return self._wall()
+
+    def mono(self) -> float:
+        """Seconds on hookd's timeline (windows): unaffected by clock steps."""
+        return self._boottime() + self.offset
+
+    def stamp(self, at: float) -> float:
+        """The timeline value of a moment reported as wall time ``at`` (a spooled hook's
+        receipt): now less the wall time since then, never later than now."""
+        return self.mono() - max(0.0, self._wall() - at)
+
+    def attach(self, db: sqlite3.Connection) -> None:
+        """Take this boot's offset from ``db`` (table ``clock_boots``), recording it on the
+        first start of a boot. Runs in its own transaction on ``db`` (an autocommit connection)."""
+        boot = self._boot()
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name='clock_boots'").fetchone() is None:
+            return  # a database from before the timeline (its migration not applied): this process's anchor
+        row = db.execute("SELECT offset FROM clock_boots WHERE boot_id=?", (boot,)).fetchone()
+        if row is not None:
+            self.offset = row[0]
+            return
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            row = db.execute("SELECT offset FROM clock_boots WHERE boot_id=?", (boot,)).fetchone()
+            if row is None:
+                floor = db.execute("SELECT MAX(last) FROM clock_boots").fetchone()[0]
+                start = max(self._wall(), floor if floor is not None else float("-inf"))
+                offset = start - self._boottime()
+                db.execute("INSERT INTO clock_boots (boot_id, offset, last) VALUES (?, ?, ?)", (boot, offset, start))
+            else:
+                offset = row[0]
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        self.offset = offset
+
+    def record(self, db: sqlite3.Connection) -> None:
+        """Record how far this boot's timeline has run (the floor of the next boot's); in the
+        caller's transaction."""
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name='clock_boots'").fetchone() is not None:
+            db.execute("UPDATE clock_boots SET last=MAX(last, ?) WHERE boot_id=?", (self.mono(), self._boot()))
