@@ -601,8 +601,6 @@ def test_a_failed_commit_fills_no_cache(tmp_path: Path) -> None:
 
 # --- end to end: hooks through the generated client -------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="needs the hook client to spool on a 503 (issue 18 item 2, the client side: "
-                                       "helper 1's branch); remove this mark once both sides are merged")
 @pytest.mark.parametrize("fault", ["locked", "rlimit"])
 def test_hooks_through_the_client_while_storage_is_broken_nothing_missing(tmp_path: Path, worktree: Path, fault: str) -> None:
     """N hooks run as Claude Code runs them (``sh -c "<command>"``) while the database cannot
