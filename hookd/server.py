@@ -1040,7 +1040,7 @@ class _Server(uvicorn.Server):
     def handle_exit(self, sig: int, frame: Any) -> None:
         super().handle_exit(sig, frame)
         if self.core is not None:
-            self.core.release_all()  # held hooks go now (no decision): the desk still can answer
+            self.core.release_all()  # held hooks go now, to come back to the next daemon (X-Hookd-Hold)
         if self._exit_wake is not None and self._exit_loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop already closed
                 self._exit_loop.call_soon_threadsafe(self._exit_wake.set)
