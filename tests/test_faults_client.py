@@ -610,7 +610,7 @@ def test_client_large_spool_write_never_keeps_the_hook_past_its_deadline(tmp_pat
         c.close_stdin()
         pid = c.proc.pid
         wait_until(lambda: fake.got, 30, what="the client to send its request")
-        strace = subprocess.Popen(["strace", "-f", "-qq", "-tt", "-o", os.environ.get("H1_STRACE_OUT", "/dev/null"), "-p", str(pid),
+        strace = subprocess.Popen(["strace", "-f", "-qq", "-tt", "-o", "/dev/null", "-p", str(pid),
                                    "-e", "trace=rename,renameat,renameat2",
                                    "-e", "inject=rename,renameat,renameat2:delay_enter=10s"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
