@@ -27,6 +27,7 @@ each read when used.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pwd
@@ -372,17 +373,25 @@ def write_private(path: Path, text: str) -> None:
     atomic_write(path, text.encode(), mode=0o600)
 
 
-def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
+def atomic_write(path: Path, data: bytes, mode: int = 0o644, *, tmp: Path | None = None) -> None:
     """Write ``data`` to ``path`` atomically: a temp file in the same directory, fsync, rename.
 
-    Readers see the old content or the new one, never a torn file.
+    Readers see the old content or the new one, never a torn file. tmp: the temp file's path
+    (default ``.<name>.<pid>.tmp`` beside ``path``); it is never followed if it is a symlink,
+    and is removed when the write fails. Raises OSError.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    if tmp is None:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise

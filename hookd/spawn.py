@@ -632,23 +632,10 @@ def _tmp_of(path: Path) -> Path:
 
 
 def _user_write(path: Path, data: bytes, mode: int) -> None:
-    """Atomically replace ``path`` (a file in the user's directories, its lock held): write
-    ``.<name>.hookd-tmp`` beside it, fsync, rename. The temp name is fixed, so a write killed
-    half-way leaves a file the next spawn or unspawn of that file removes (:func:`_drop_tmp`)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp_of(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    """Atomically replace ``path`` (a file in the user's directories, its lock held) through
+    ``.<name>.hookd-tmp`` beside it. The temp name is fixed, so a write killed half-way leaves a
+    file the next spawn or unspawn of that file removes (:func:`_drop_tmp`)."""
+    atomic_write(path, data, mode, tmp=_tmp_of(path))
 
 
 def _drop_tmp(path: Path) -> None:
