@@ -507,10 +507,16 @@ def tail(ctx: click.Context, paths: tuple[Path, ...], builder: str, session_id: 
     client = _client(ctx)
     r = client.post_json(f"/v1/builders/{_seg(builder)}/transcripts",
                          {"paths": [os.fspath(p.absolute()) for p in paths], "session_id": session_id})
+    refused = [f for f in r["files"] if f.get("refused")]
     for f in r["files"]:
+        if f.get("refused"):
+            click.echo(f"hookd: not following {visible(f['path'])}: {visible(f['refused'])}", err=True)
+            continue
         what = f"folder {visible(f['path'])} ({f['files']} transcripts now, and new ones)" if f.get("folder") else visible(f["path"])
         later = "" if os.path.exists(f["path"]) else "; it does not exist yet: followed once it appears"
         _out(f"following {what} for {builder} ({f['rows']} rows read{later})")
+    if refused:
+        ctx.exit(2)
     if follow:
         after = client.get("/v1/status")["counts"]["events"]  # append-only: the count is the last seq
         for e in client.lines("/v1/events", after=after, follow=1):

@@ -29,7 +29,8 @@ Routes (all errors: ``{"error": {"code", "message"}}`` with a 4xx/5xx status):
   ``POST /v1/builders/{builder}/asks`` (``{"question", "options"?, "session_id"?,
   "expires_in_s"?, "author"?}``; 201); ``POST /v1/builders/{builder}/preanswers``
   (``{"question", "answer", "actor"?}``; 201); ``POST /v1/builders/{builder}/transcripts``
-  (``{"paths", "session_id"?}``: follow these transcripts too; 201 with rows read);
+  (``{"paths", "session_id"?}``: follow these transcripts too; 201 with rows read, and ``refused``: why a
+  file is not read);
 - ``POST /v1/builders/{builder}/messages`` (``{"text", "id"?, "session_id"?, "agent_id"?,
   "author"?}``; 201 created, 200 for a repeated key with the same content, 409 otherwise),
   ``GET /v1/messages?builder=``;
@@ -594,7 +595,9 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
                             "rows": sum([await tailer.poll(f) for f in tailer.targets() if f.startswith(os.path.abspath(path) + os.sep)])})
                 continue
             tailer.add(path, builder, body.session_id)
-            out.append({"path": os.path.abspath(path), "rows": await tailer.poll(os.path.abspath(path))})
+            rows = await tailer.poll(os.path.abspath(path))
+            # refused: why the tailer will not read it (a FIFO, a device, a directory)
+            out.append({"path": os.path.abspath(path), "rows": rows, "refused": tailer.refusal(os.path.abspath(path))})
         return json_response({"builder": builder, "files": out}, 201)
 
     async def lanes(request: Request) -> Response:

@@ -278,6 +278,11 @@ class Tailer:
     def targets(self) -> list[str]:
         return sorted(self._targets)
 
+    def refusal(self, path: str) -> str | None:
+        """Why ``path`` (absolute) is not followed or read in this run (a FIFO, a device, a
+        directory, not a ``.jsonl`` file), else None."""
+        return self._refused.get(path)
+
     def _refuse(self, path: str, builder: str | None, session_id: str | None, reason: str) -> None:
         """Log ``path`` as not followed/read for ``reason`` and record a ``transcript_refused``
         event (``{"path", "reason"}``), once per path and reason for this run."""

@@ -404,3 +404,20 @@ def test_notifications_carry_no_control_characters() -> None:
                                                         "topic": "t"}, Channel), alert))
         _clean(f"{fmt} webhook", json.dumps(body, ensure_ascii=False))
 
+
+
+def test_hookd_tail_of_a_fifo_says_it_is_not_followed(home: Path, tmp_path: Path) -> None:
+    """`hookd tail` names a transcript the daemon refuses to read (here a FIFO named like one)
+    and exits 2, instead of saying it follows it; a regular file beside it is followed."""
+    d = DaemonProcess(home).start()
+    try:
+        assert hookd_cli(home, "spawn", "b1", "--settings-file", str(tmp_path / "b1.json")).returncode == 0
+        fifo, good = tmp_path / "planted.jsonl", tmp_path / "good.jsonl"
+        os.mkfifo(fifo)
+        good.write_bytes(b"")
+        r = hookd_cli(home, "tail", str(fifo), str(good), "--builder", "b1", timeout=60)
+        assert r.returncode == 2, (r.stdout, r.stderr)
+        assert f"not following {fifo}: " in r.stderr and "FIFO" in r.stderr
+        assert f"following {good} for b1" in r.stdout and str(fifo) not in r.stdout
+    finally:
+        d.stop()
