@@ -70,6 +70,12 @@ class _Group(click.Group):
         except HookdError as e:
             _out(f"hookd: {visible(e.message)}", err=True)
             ctx.exit(e.exit_code)
+        except UnicodeEncodeError as e:
+            # an argument with bytes that are not UTF-8 (Python keeps them as lone surrogates):
+            # text sent to the daemon must be UTF-8
+            near = e.object[max(0, e.start - 20):e.end + 20] if isinstance(e.object, str) else ""
+            _out(f"hookd: an argument is not valid UTF-8 text (near {visible(near)!s}); give text in UTF-8", err=True)
+            ctx.exit(2)
 
 
 def _echo_json(obj: Any) -> None:

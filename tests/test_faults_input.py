@@ -421,3 +421,16 @@ def test_hookd_tail_of_a_fifo_says_it_is_not_followed(home: Path, tmp_path: Path
         assert f"following {good} for b1" in r.stdout and str(fifo) not in r.stdout
     finally:
         d.stop()
+
+
+def test_arguments_that_are_not_utf8_are_refused_in_one_sentence(daemon: Any, home: Path, tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 on the command line (a pasted terminal sequence) get one
+    sentence and exit 2 from every command that sends text, never a traceback."""
+    assert hookd_cli(home, "spawn", "b1", "--settings-file", str(tmp_path / "b1.json")).returncode == 0
+    for args in ([b"send", b"b1", b"bad \x9b byte"], [b"ask", b"b1", b"Deploy \xff?"],
+                 [b"answer", b"x\xff", b"--option", b"a"], [b"preanswer", b"b1", b"--question", b"q\xfe", b"--text", b"a"]):
+        r = subprocess.run([os.fsencode(sys.executable), b"-m", b"hookd", b"--home", os.fsencode(home), *args],
+                           capture_output=True, timeout=60)
+        assert r.returncode == 2, (args, r.stderr)
+        assert b"Traceback" not in r.stderr and r.stderr.count(b"\n") == 1, r.stderr
+        assert b"not valid UTF-8" in r.stderr
