@@ -172,9 +172,8 @@ def test_desk_first_releases_the_held_hook_at_once(rig: Rig) -> None:
     held = rig.start_hook(AUQ_PERM)
     rig.held(ASK_ID)
     assert rig.hook(auq_post("Blue")) == ""
-    t0 = time.monotonic()
-    rc, out = finish(held)
-    assert time.monotonic() - t0 < 1.0  # the hook process is gone within a second
+    # released by that PostToolUse, not by the end of its 30 s hold (which ends 1.5 s earlier)
+    rc, out = finish(held, timeout=20)
     assert (rc, out) == (0, b"")
     i = rig.interaction(ASK_ID)
     assert (i["state"], i["surface"], i["answers"]) == ("answered", "terminal", {Q: "Blue"})
@@ -436,8 +435,7 @@ def test_permission_desk_allow_releases_the_held_hook(rig: Rig) -> None:
     p = pending_permission(rig)
     rig.held(p["id"])
     rig.hook(bash_post(cmd))
-    t0 = time.monotonic()
-    assert finish(held) == (0, b"") and time.monotonic() - t0 < 1.0
+    assert finish(held, timeout=20) == (0, b"")  # released by the PostToolUse, not its 30 s hold
     i = rig.interaction(p["id"])
     assert (i["state"], i["decision"], i["surface"]) == ("answered", "allow", "terminal")
 

@@ -268,7 +268,8 @@ def test_daemon_down_spools_the_whole_payload_even_when_stdin_is_slow(
     stdin: str, stopped: DaemonProcess, home: Path, worktree: Path
 ) -> None:
     """B15 with the daemon down: the spool gets the whole object, never the first slice."""
-    cmd = spawn(home, worktree)
+    # a deadline far past the wait below: a client that waited for EOF would still be running
+    cmd = spawn(home, worktree, "--deadline", "60")
     payload = CHUNKED if stdin == "chunked-3-bytes" else ASK_PRE.read_bytes()
     c = HeldClient(cmd["PreToolUse"], worktree)
     writer = None
@@ -278,14 +279,12 @@ def test_daemon_down_spools_the_whole_payload_even_when_stdin_is_slow(
             writer.start()
         else:
             c.write(payload)  # and hold stdin open
-        rc, out, err = c.wait(timeout=15)
+        rc, out, err = c.wait(timeout=30)  # (half its deadline: it ended on the whole object, not at EOF)
     finally:
         if writer is not None:
             writer.join()
         c.kill()
     assert (rc, out, err) == (0, b"", b"")
-    if stdin == "held-open-after-object":
-        assert c.elapsed is not None and c.elapsed < 1.0, f"waited {c.elapsed:.2f} s for EOF"
     [f] = spool_files(home)
     assert f.read_bytes() == payload
     stopped.start()
@@ -600,15 +599,14 @@ def test_payload_over_64k_leaves_nothing_holding_the_harness_stderr(daemon: Daem
 
 
 def test_stdin_held_open_after_complete_object(daemon: DaemonProcess, home: Path, worktree: Path) -> None:
-    cmd = spawn(home, worktree)  # default deadline: 5 s
+    cmd = spawn(home, worktree, "--deadline", "60")
     c = HeldClient(cmd["PreToolUse"], worktree)
     try:
         c.write(ASK_PRE.read_bytes())  # and never close stdin
-        rc, out, err = c.wait(timeout=10)
+        rc, out, err = c.wait(timeout=30)  # half its deadline: it ended on the whole object, not at EOF
     finally:
         c.kill()
     assert_clean_exit((rc, out, err), "held open")
-    assert c.elapsed is not None and c.elapsed < 1.0, f"client waited {c.elapsed:.2f} s for EOF"
     assert [q["id"] for q in questions(home, "pending")] == [ASK_ID]
     assert daemon_up(home)
 
@@ -646,7 +644,7 @@ def test_nothing_written_and_stdin_held_open_exits_at_deadline(daemon: DaemonPro
     cmd = spawn(home, worktree, "--deadline", "1")
     rc, out, err, elapsed = run_held(cmd["Stop"], worktree, b"", timeout=10)  # held well past the deadline
     assert (rc, out, err) == (0, b"", b"")
-    assert 0.9 <= elapsed < 1.75, f"exited after {elapsed:.2f} s (deadline 1 s)"
+    assert elapsed >= 0.9, f"exited after {elapsed:.2f} s, before its 1 s deadline"  # (and by itself: stdin held 10 s)
     # the harness wedged stdin: the one trace of that hook is a 0-byte hook_invalid (README)
     invalid = wait_until(lambda: kinds(home, "hook_invalid"), 10, what="the 0-byte hook_invalid")
     assert [e["data"]["bytes"] for e in invalid] == [0]
