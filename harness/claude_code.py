@@ -1,17 +1,20 @@
 """Claude Code adapter: payload models, classification, hook config, transcript paths.
 
 Facts per Claude Code 2.1.332 (``shared/claude-code/README.md``, recorded fixtures in
-``fixtures/claude-code/2.1.332``). Pure: no I/O, no store, no server.
+``fixtures/claude-code/2.1.332``). Pure: no I/O, no store, no server. The module is a
+:class:`hookd.harness.base.Adapter` and a :class:`hookd.harness.base.TranscriptReader`:
 
 - :func:`parse` turns raw hook stdin bytes into a typed payload (unknown events and fields
   are kept in the raw bytes and never rejected);
-- :func:`observe` turns a payload into :class:`Observation` s that the core applies;
-- :func:`hook_settings` renders the ``hooks`` block that `hookd spawn` merges into settings.
+- :func:`observe` turns a payload into :class:`~hookd.harness.base.Observation` s that the
+  core applies; :func:`transcript_observations` does the same for a transcript row;
+- :func:`boundary` and :func:`render_context`: where and how queued messages reach the model;
+- :func:`hook_settings` renders the ``hooks`` block that `hookd spawn` merges into settings;
+- the remote-answer outputs (:func:`permission_decision`, :func:`pre_tool_answer`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shlex
@@ -19,7 +22,27 @@ from typing import Any, Iterable
 
 import msgspec
 
-from hookd.models import PayloadInvalid, Selection
+from hookd.harness.base import (
+    Compacting,
+    Interrupted,
+    Observation,
+    Payload,
+    PermissionAsked,
+    QuestionAsked,
+    QuestionResolved,
+    SessionEnded,
+    SessionStarted,
+    ToolFinished,
+    ToolResultSeen,
+    TurnEnded,
+    TurnMovedOn,
+    TurnStarted,
+    input_hash,
+    question_result,
+    questions_hash,
+    text,
+)
+from hookd.models import PayloadInvalid
 from hookd.untrusted import decode_json
 
 HARNESS = "claude-code"
@@ -45,27 +68,27 @@ NO_MATCHER_EVENTS = frozenset({"UserPromptSubmit", "Stop", "SubagentStop", "Post
 # Tool events: matcher ".*" (a regex) covers every tool including mcp__server__tool.
 TOOL_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure"})
 
+# Traits (hookd.harness.base.Adapter): questions are answered remotely through hook output
+# (PreToolUse, a held PermissionRequest), every tool call has its tool_use_id, a delivery
+# counts as seen when the transcript or a later hook proves it, and the async Stop hook is an
+# idle wake.
+desk_only = False
+sequential_questions = False
+needs_context = False
+ack_required = False
+idle_wake = True
+
 
 # --- payload models (fields per Claude Code 2.1.332 hook stdin) -------------------------
 
 
-class Base(msgspec.Struct, kw_only=True):
-    """Fields common to every hook payload. ``agent_id``/``agent_type``: subagent events.
+class Base(Payload, kw_only=True):
+    """Fields common to every Claude Code hook payload: :class:`~hookd.harness.base.Payload`'s
+    and these (typing policy there)."""
 
-    Typing policy: fields hookd relies on for identity (names and ids) are typed strictly and
-    a wrong type rejects the payload (stored raw, ``hook_invalid``); descriptive fields are
-    ``Any`` so that an unexpected type in one of them never costs a whole event.
-    """
-
-    hook_event_name: str
-    session_id: str | None = None
-    transcript_path: Any = None
-    cwd: Any = None
     prompt_id: Any = None
     permission_mode: Any = None
     effort: Any = None
-    agent_id: str | None = None
-    agent_type: Any = None
 
 
 class ToolEvent(Base, kw_only=True):
@@ -200,29 +223,12 @@ def known_fields(event_name: str) -> frozenset[str] | None:
     return frozenset(f.encode_name for f in msgspec.structs.fields(model))
 
 
-class Option(msgspec.Struct):
-    label: str
-    description: str | None = None
 
-
-class Question(msgspec.Struct):
-    """One AskUserQuestion question (``tool_input.questions[i]``)."""
-
-    question: str
-    header: str | None = None
-    options: list[Option] = []
-    multiSelect: bool = False
-
-
-def text(v: Any) -> str | None:
-    """``v`` if it is a string, else None: for descriptive fields typed ``Any``."""
-    return v if isinstance(v, str) else None
-
-
-def parse(raw: bytes) -> Base:
+def parse(raw: bytes, *, builder: str | None = None, cwd: str | None = None) -> Base:
     """Decode one hook payload.
 
-    raw: the hook's stdin bytes. Returns the typed payload for known events, :class:`Base`
+    raw: the hook's stdin bytes (builder, cwd: unused, the payload names its session).
+    Returns the typed payload for known events, :class:`Base`
     for unknown ones. Raises PayloadInvalid when ``raw`` is not one JSON object with a string
     ``hook_event_name``, or a known field has the wrong type.
     """
@@ -248,102 +254,13 @@ def parse(raw: bytes) -> Base:
 # --- observations ----------------------------------------------------------------------
 
 
-class Observation(msgspec.Struct, kw_only=True):
-    """Something the core must apply. Subclasses are the whole vocabulary."""
-
-
-class QuestionAsked(Observation, kw_only=True):
-    """An AskUserQuestion call was seen. ``via``: the hook event that showed it;
-    tool_input: the call's whole input (questions plus any metadata), as shown."""
-
-    tool_use_id: str | None
-    tool_name: str
-    input_hash: str
-    questions: Any
-    via: str
-    tool_input: Any = None
-
-
-class PermissionAsked(Observation, kw_only=True):
-    """A permission prompt for an ordinary tool (PermissionRequest; it has no tool_use_id).
-    input_hash: :func:`input_hash` of tool_input, the exact input shown to the human."""
-
-    tool_name: str
-    tool_input: Any
-    input_hash: str
-    permission_mode: str | None
-
-
-class ToolFinished(Observation, kw_only=True):
-    """An ordinary tool call ended (PostToolUse, or PostToolUseFailure with ``failed``): the
-    permission prompt for it, if any, is over. The input is hashed only when needed."""
-
-    tool_use_id: str | None
-    tool_name: str
-    tool_input: Any
-    failed: bool
-    error: str | None
-
-
-class QuestionResolved(Observation, kw_only=True):
-    """An AskUserQuestion call ended. ``outcome``: answered | empty | dismissed."""
-
-    tool_use_id: str | None
-    tool_name: str
-    input_hash: str
-    questions: Any
-    outcome: str
-    answers: dict[str, Any] | None
-    selections: list[Selection] | None
-    surface: str | None
-    warning: str | None = None
-    error: str | None = None
-
-
-class SessionStarted(Observation, kw_only=True):
-    source: str | None
-
-
-class SessionEnded(Observation, kw_only=True):
-    reason: str | None
-
-
-class TurnMovedOn(Observation, kw_only=True):
-    """The agent's turn went on past any open question: Claude Code 2.1.332 fires no hook
-    when the AskUserQuestion menu is escaped, so a later Stop / UserPromptSubmit (same agent)
-    or SubagentStop (that subagent) is the hooks' only sign the question is gone.
-    agent_id: whose questions (None: the main agent); all_agents: SessionEnd closes every
-    question of the session; outcome: ``dismissed`` or ``orphaned``."""
-
-    agent_id: str | None
-    all_agents: bool
-    outcome: str
-    via: str
-
-
-def questions_hash(questions: Any) -> str:
-    """Stable hash (hex, 24 chars) of an AskUserQuestion ``questions`` value.
-
-    Used to match a PermissionRequest (which lacks ``tool_use_id``) to its PreToolUse, and
-    transcript rows to hook rows. Key order does not matter.
-    """
-    return input_hash(questions)
-
-
-def input_hash(value: Any) -> str:
-    """Stable hash (hex, 24 chars) of any JSON value (a tool input); key order does not
-    matter. Matches a PermissionRequest to the PostToolUse of the same call."""
-    canon = msgspec.json.encode(value, order="sorted")
-    return hashlib.sha256(canon).hexdigest()[:24]
-
-
 def _questions_of(tool_input: Any) -> Any:
     if isinstance(tool_input, dict):
         return tool_input.get("questions")
     return None
 
 
-def observe(p: Base) -> list[Observation]:
+def observe(p: Payload) -> list[Observation]:
     """Classify one payload. Pure; the same payload always gives the same observations."""
     obs: list[Observation] = []
     if isinstance(p, SessionStart):
@@ -353,6 +270,8 @@ def observe(p: Base) -> list[Observation]:
         obs.append(SessionEnded(reason=text(p.reason)))
     elif isinstance(p, (Stop, UserPromptSubmit)):  # SubagentStop is a Stop
         obs.append(TurnMovedOn(agent_id=p.agent_id, all_agents=False, outcome="dismissed", via=p.hook_event_name))
+    elif isinstance(p, PreCompact):
+        obs.append(Compacting(via=p.hook_event_name))
     elif isinstance(p, ToolEvent) and p.tool_name == ASK_TOOL:
         questions = _questions_of(p.tool_input)
         h = questions_hash(questions)
@@ -407,83 +326,12 @@ def _resolved_from_post(p: PostToolUse, questions: Any, h: str) -> QuestionResol
     return question_result(p.tool_use_id, p.tool_name, questions, answers, surface="terminal", questions_hash_=h)
 
 
-def question_result(tool_use_id: str | None, tool_name: str, questions: Any, answers: dict[str, Any] | None, *,
-                    surface: str, questions_hash_: str | None = None) -> QuestionResolved:
-    """How an AskUserQuestion call ended, from the answers its tool result carried:
-    ``answered`` (by ``surface``), or ``empty`` with a warning when they are missing, blank or
-    only "." (anthropics/claude-code#30563). questions_hash_: :func:`questions_hash` of
-    ``questions`` when the caller has it already."""
-    h = questions_hash_ or questions_hash(questions)
-    trivial = bool(answers) and all(isinstance(v, str) and v.strip() in ("", ".") for v in answers.values())
-    if answers and not trivial:
-        return QuestionResolved(
-            tool_use_id=tool_use_id,
-            tool_name=tool_name,
-            input_hash=h,
-            questions=questions,
-            outcome="answered",
-            answers=answers,
-            selections=decode_answers(questions, answers),
-            surface=surface,
-        )
-    return QuestionResolved(
-        tool_use_id=tool_use_id,
-        tool_name=tool_name,
-        input_hash=h,
-        questions=questions,
-        outcome="empty",
-        answers=answers if answers is not None else None,
-        selections=None,
-        surface=None,
-        warning=(
-            "AskUserQuestion resolved with only '.' or blank answers (a known Claude Code regression, "
-            "anthropics/claude-code#30563); the model may proceed as if the human had spoken"
-            if trivial else
-            "AskUserQuestion resolved with no answers and no human action; "
-            "the model may proceed as if the human had spoken"
-        ),
-    )
-
-
 # --- transcripts ---------------------------------------------------------------------
 
 #: User-row texts Claude Code 2.1.332 writes when the human interrupts (Esc): no hook fires.
 INTERRUPT_MARKERS = ("[Request interrupted by user for tool use]", "[Request interrupted by user]")
 #: ``toolUseResult`` of a call the desk rejected (Esc or No at a menu or permission dialog).
 REJECTED = "User rejected tool use"
-
-
-class ToolResultSeen(Observation, kw_only=True):
-    """A ``tool_result`` row: the end of one tool call, as the transcript tells it.
-
-    answers / questions: an AskUserQuestion result (``toolUseResult``); rejected: the desk
-    refused it (Esc / No); decision_source: ``permissionDecision.source`` of the row
-    (``hook``: a hook's decision, e.g. hookd's remote answer; ``user_temporary`` /
-    ``user_permanent``: the desk; ``config``: a mode or rule, no human)."""
-
-    tool_use_id: str
-    is_error: bool
-    rejected: bool
-    answers: dict[str, Any] | None
-    questions: Any
-    decision_source: str | None
-    error: str | None = None
-
-
-class Interrupted(Observation, kw_only=True):
-    """The human interrupted the turn (an interrupt marker row): idle, not stalled."""
-
-    marker: str
-
-
-class TurnStarted(Observation, kw_only=True):
-    """A human (or SDK) prompt row of the main agent: a turn begins (transcript-only sessions
-    have no UserPromptSubmit hook to say so)."""
-
-
-class TurnEnded(Observation, kw_only=True):
-    """The main agent's turn ended: an assistant row with ``stop_reason: "end_turn"`` or a
-    ``system``/``turn_duration`` row (2.1.332)."""
 
 
 def _result_text(content: Any) -> str:
@@ -493,6 +341,25 @@ def _result_text(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
     return ""
+
+
+#: The ``hooks_unarmed`` advice for a session whose transcript moves with no hook from it.
+UNARMED_ADVICE = (
+    "Claude Code reads hooks when a session starts: this session started before hookd's hooks "
+    "were installed (or its settings were not loaded). Run /hooks in it, or restart it, to arm them; "
+    "until then hookd follows it from its transcript."
+)
+
+
+def is_transcript(path: str) -> bool:
+    """Is ``path`` a transcript Claude Code writes: any ``*.jsonl`` file (the files of other
+    harnesses are recognised by their own readers first: :func:`hookd.harness.registry.reader_of`)."""
+    return path.endswith(".jsonl")
+
+
+def transcript_session(builder: str, path: str) -> str | None:
+    """None: Claude Code's rows name their session (:func:`row_session`)."""
+    return None
 
 
 def row_session(row: dict[str, Any]) -> str | None:
@@ -573,16 +440,9 @@ def transcript_observations(row: dict[str, Any]) -> list[Observation]:
 CONTEXT_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "SessionStart", "Stop"})
 #: Subagents receive only what is addressed to them, at their tool results.
 SUBAGENT_CONTEXT_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure"})
-#: One injection stays under this size (:func:`injection_size`), framing included (Claude Code
-#: collapses hook output past ~10,000 characters into a 2 KB preview: field case B14).
-INJECTION_CAP = 9000
-#: Consecutive Stop deliveries per session before hookd lets the agent stop (Claude Code's
-#: own cap is 8).
-STOP_CAP = 3
-_HEADER = "Message(s) from the human operator, relayed by hookd (human input, not system instructions):"
 
 
-def boundary(p: Base) -> str | None:
+def boundary(p: Payload) -> str | None:
     """Where this hook's output reaches the model: ``"context"`` (CONTEXT_EVENTS; for a
     subagent only SUBAGENT_CONTEXT_EVENTS), ``"final"`` for Stop (a delivery there continues
     the turn: capped at STOP_CAP in a row), None elsewhere (no delivery)."""
@@ -590,27 +450,6 @@ def boundary(p: Base) -> str | None:
     if p.hook_event_name not in allowed:
         return None
     return "final" if p.hook_event_name == "Stop" else "context"
-
-
-def frame_message(message_id: str, author: str, at_iso: str, text: str) -> str:
-    """One human message as the model sees it: ``[human msg m-3 from alice at <time>] text``."""
-    return f"[human msg {message_id} from {author} at {at_iso}] {text}"
-
-
-def frame_batch(framed: list[str], waiting: int = 0) -> str:
-    """Several framed messages as one injection (one JSON document per hook: B11); when
-    ``waiting`` more did not fit, a last line says they follow at the next boundary."""
-    text = _HEADER + "\n\n" + "\n\n".join(framed)
-    if waiting:
-        text += f"\n\n({waiting} more message(s) from the human will follow at the next turn boundary.)"
-    return text
-
-
-def injection_size(text: str) -> int:
-    """Size of ``text`` as it travels in the hook's JSON stdout: UTF-8 bytes of the escaped
-    JSON string. An upper bound of both the escaped length and the UTF-16 length a
-    JavaScript harness measures, so a cap on it holds whichever Claude Code counts (B14)."""
-    return len(msgspec.json.encode(text))
 
 
 def render_context(hook_event_name: str, text: str) -> bytes:
@@ -655,22 +494,6 @@ def sent_message_ids(lines: "Iterable[bytes]") -> set[str]:
 
 
 # --- answers ---------------------------------------------------------------------------
-
-
-def encode_answer(labels: list[str], other: str | None = None) -> str:
-    """One question's answer string as Claude Code 2.1.332 writes it: chosen labels in order,
-    joined with ", ", an item containing a comma or a double quote wrapped in double quotes
-    with ``\\"`` escapes (``Cheese, "Ham, smoked"``), free text ("Other") last and verbatim.
-    The inverse of :func:`decode_answers`."""
-    items = []
-    for label in labels:
-        if "," in label or '"' in label:
-            items.append('"' + label.replace("\\", "\\\\").replace('"', '\\"') + '"')
-        else:
-            items.append(label)
-    if other:
-        items.append(other)
-    return ", ".join(items)
 
 
 #: Tools whose PermissionRequest ``allow`` Claude Code 2.1.332 acts on only with
@@ -737,109 +560,6 @@ def pre_tool_answer(updated_input: Any) -> bytes:
     return msgspec.json.encode({"hookSpecificOutput": {
         "hookEventName": "PreToolUse", "permissionDecision": "allow", "updatedInput": updated_input,
     }})
-
-
-def decode_answers(questions: Any, answers: dict[str, Any]) -> list[Selection]:
-    """Decode Claude Code's text-keyed answers against the questions' options.
-
-    answers: question text -> answer string. Multi-select answers are the chosen items in
-    the order they were checked, joined with ", "; Claude Code 2.1.332 wraps an item that
-    contains a comma or a quote in double quotes with ``\\"`` escapes
-    (``Cheese, "Ham, smoked"``). Items that are option labels go to ``labels``; the rest is
-    free text ("Other") and goes to ``other`` (joined with ", "). ``raw`` is always the
-    answer exactly as reported.
-    Returns one Selection per answered question, in the answers' order.
-    """
-    try:
-        qs = msgspec.convert(questions, list[Question])
-    except (msgspec.ValidationError, TypeError):
-        qs = []
-    by_text = {q.question: q for q in qs}
-    out: list[Selection] = []
-    for text, value in answers.items():
-        raw = value if isinstance(value, str) else msgspec.json.encode(value).decode()
-        q = by_text.get(text)
-        labels: list[str] = []
-        other: str | None = None
-        if q is None:
-            other = raw
-        else:
-            names = [o.label for o in q.options]
-            if raw in names:
-                labels = [raw]
-            elif q.multiSelect:
-                labels, other = _decode_multi(raw, names)
-            else:
-                other = raw
-        out.append(Selection(question=text, raw=raw, labels=labels, other=other))
-    return out
-
-
-def _decode_multi(raw: str, names: list[str]) -> tuple[list[str], str | None]:
-    """(labels, other) of one multi-select answer string."""
-    split = _split_labels(raw, names)  # every item a known label, unquoted
-    if split is not None:
-        return split, None
-    items = _split_quoted(raw)
-    if items is None:
-        return [], raw
-    labels = [i for i in items if i in names]
-    rest = [i for i in items if i not in names]
-    return labels, (", ".join(rest) if rest else None)
-
-
-def _split_quoted(raw: str) -> list[str] | None:
-    """Split ``a, "b, c", "say \\"hi\\""`` into items; None if the quoting is broken."""
-    items: list[str] = []
-    i, n = 0, len(raw)
-    while i < n:
-        if raw[i] == '"':
-            j, buf = i + 1, []
-            while j < n and raw[j] != '"':
-                if raw[j] == "\\" and j + 1 < n:
-                    j += 1
-                buf.append(raw[j])
-                j += 1
-            if j >= n:
-                return None
-            items.append("".join(buf))
-            i = j + 1
-        else:
-            j = raw.find(", ", i)
-            j = n if j < 0 else j
-            items.append(raw[i:j])
-            i = j
-        if i < n:
-            if not raw.startswith(", ", i):
-                return None
-            i += 2
-    return items
-
-
-def _split_labels(raw: str, names: list[str]) -> list[str] | None:
-    """Split ``raw`` into known labels joined by ", " (longest label first), or None."""
-    ordered = sorted(set(names), key=len, reverse=True)
-    memo: dict[int, list[str] | None] = {}
-
-    def at(i: int) -> list[str] | None:
-        if i in memo:
-            return memo[i]
-        result = None
-        for name in ordered:
-            if raw.startswith(name, i):
-                j = i + len(name)
-                if j == len(raw):
-                    result = [name]
-                    break
-                if raw.startswith(", ", j):
-                    rest = at(j + 2)
-                    if rest is not None:
-                        result = [name, *rest]
-                        break
-        memo[i] = result
-        return result
-
-    return at(0) if raw else None
 
 
 # --- settings generation ---------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 Facts: ``shared/claw/README.md`` (Rust claw ``rust/crates/runtime/src/{config,hooks,
 conversation,session,session_control}.rs``). Pure: no store, no server; the only file-system
-touch is :func:`canonical_cwd` (``realpath``, as claw canonicalises its own cwd).
+touch is :func:`canonical_cwd` (``realpath``, as claw canonicalises its own cwd). The module is
+a :class:`hookd.harness.base.Adapter` (both harness names) and a
+:class:`hookd.harness.base.TranscriptReader`.
 
 What claw gives a hook, and what hookd makes of it:
 
@@ -13,7 +15,7 @@ What claw gives a hook, and what hookd makes of it:
   "tool_output" | "tool_error", "tool_result_is_error"}``: **no** session id, cwd, transcript
   path or tool_use_id. Identity is the builder id baked into the command plus the hook's cwd
   (claw runs hooks in its own cwd and reads ``<cwd>/.claw/settings.local.json`` only there):
-  :func:`session_id` derives hookd's session id from both.
+  :func:`session_id` derives hookd's session id from both (trait ``needs_context``).
 - Output: every message field of the hook's stdout JSON, and any JSON without one (even
   ``{}``), is appended to the tool result as ``Hook feedback:``; empty stdout is the only
   no-op. hookd answers empty stdout unless it delivers, and delivers only as
@@ -24,7 +26,7 @@ What claw gives a hook, and what hookd makes of it:
 - Questions: ``AskUserQuestion {"question", "options"?: [str]}`` (claw-code-go: ``ask_user
   {"question", "options"?: [{"id", "label"}], "allow_free_text"?}``). claw reads the answer
   from its own stdin: only the desk can answer it (a remote ``hookd answer`` is kept as an
-  inbox message). PostToolUse's ``tool_output`` ``{"question", "answer", "status"}``
+  inbox message: trait ``desk_only``). PostToolUse's ``tool_output`` ``{"question", "answer", "status"}``
   resolves it.
 - Transcripts: ``<cwd>/.claw/sessions/<fnv1a64(cwd)>/<session>.jsonl``, rows
   ``{"type": "message", "message": {"role", "blocks": [...]}}`` with ``tool_use{id, name,
@@ -36,11 +38,20 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, Iterable
 
 import msgspec
 
-from hookd.harness import claude_code as cc
+from hookd.harness.base import (
+    DeliveredSeen,
+    Observation,
+    Payload,
+    QuestionAsked,
+    QuestionResolved,
+    ToolResultSeen,
+    question_result,
+    questions_hash,
+)
 from hookd.models import PayloadInvalid
 from hookd.untrusted import decode_json, text_without_lone_surrogates
 
@@ -56,26 +67,35 @@ REGISTERED_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 #: Hook events whose output reaches the model (appended to the tool result).
 CONTEXT_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure"})
 SUBAGENT_CONTEXT_EVENTS: frozenset[str] = frozenset()
+# Traits (hookd.harness.base.Adapter):
 #: ``parse`` needs the builder and the hook's cwd (claw sends no session id).
-NEEDS_CONTEXT = True
+needs_context = True
 #: Questions are answered only at claw's own terminal (it reads its stdin): no hook can carry
 #: a remote answer, none is pre-answered, none is held.
-DESK_ONLY = True
+desk_only = True
 #: One tool call at a time per session and no tool_use_id in hooks: a hook's question is the
 #: session's newest one with the same input (see ``docs/decisions.md`` "claw").
-SEQUENTIAL_QUESTIONS = True
+sequential_questions = True
+#: A delivery is adopted when the next tool call's hook shows the model read it (no ack).
+ack_required = False
+#: No Stop hook: nothing to hold for an idle wake.
+idle_wake = False
 #: Tool events use this matcher: claw matches case-insensitive names, ``*`` is every tool.
 MATCHER = "*"
 #: Transcript row types of claw's session files.
 TRANSCRIPT_ROW_TYPES = frozenset({"session_meta", "message", "compaction", "prompt_history"})
-
-render_context = cc.render_context
+#: The ``hooks_unarmed`` advice for a session whose file moves with no hook from it.
+UNARMED_ADVICE = (
+    "no hook came from this claw session: claw reads .claw/settings*.json when it starts, so "
+    "run `hookd spawn BUILDER --harness claw --worktree DIR` and restart claw there; until then "
+    "hookd follows it from its session file."
+)
 
 
 # --- payloads ---------------------------------------------------------------------------
 
 
-class ToolEvent(cc.Base, kw_only=True):
+class ToolEvent(Payload, kw_only=True):
     """A claw hook payload. ``session_id`` / ``cwd`` / ``transcript_path`` are not in it:
     :func:`parse` fills them from the builder and the hook's cwd."""
 
@@ -151,16 +171,17 @@ def is_transcript(path: str) -> bool:
     return len(parts) >= 4 and parts[-4] == ".claw" and parts[-3] == "sessions"
 
 
-def parse(raw: bytes, *, builder: str, cwd: str | None) -> cc.Base:
+def parse(raw: bytes, *, builder: str, cwd: str | None) -> Payload:
     """Decode one claw hook payload and give it hookd's identity.
 
-    raw: the hook's stdin bytes; builder: the id baked into the command; cwd: the hook's
-    canonical cwd (None: unknown). Returns the typed payload with ``session_id``
-    (:func:`session_id`), ``cwd`` and ``transcript_path`` (the sessions folder) set; unknown
-    events become :class:`hookd.harness.claude_code.Base`. Raises PayloadInvalid when ``raw``
-    is not one JSON object with a string ``hook_event_name``, or a known field has the wrong
-    type.
+    raw: the hook's stdin bytes; builder: the id baked into the command; cwd: the hook's cwd
+    (None: unknown), made canonical here (:func:`canonical_cwd`). Returns the typed payload
+    with ``session_id`` (:func:`session_id`), ``cwd`` and ``transcript_path`` (the sessions
+    folder) set; unknown events become a bare :class:`hookd.harness.base.Payload`. Raises
+    PayloadInvalid when ``raw`` is not one JSON object with a string ``hook_event_name``, or a
+    known field has the wrong type.
     """
+    cwd = canonical_cwd(cwd) if cwd else None
     try:
         obj = decode_json(raw)  # a lone surrogate (a string cut mid-emoji) decodes as U+FFFD
     except (msgspec.DecodeError, RecursionError) as e:  # (RecursionError: nested too deeply)
@@ -174,7 +195,7 @@ def parse(raw: bytes, *, builder: str, cwd: str | None) -> cc.Base:
     for key in ("session_id", "cwd", "transcript_path", "tool_use_id"):
         obj.pop(key, None)  # claw sends none of them: hookd's own identity only
     try:
-        p = msgspec.convert(obj, MODELS.get(name, cc.Base))
+        p = msgspec.convert(obj, MODELS.get(name, Payload))
     except msgspec.ValidationError as e:
         err = PayloadInvalid(f"{name} payload: {e}")
         err.session_id = sid
@@ -186,13 +207,6 @@ def parse(raw: bytes, *, builder: str, cwd: str | None) -> cc.Base:
 
 
 # --- observations -----------------------------------------------------------------------
-
-
-class DeliveredSeen(cc.Observation, kw_only=True):
-    """Everything delivered to this session by earlier hooks reached the model: claw appended
-    it to a tool result, and this hook (a new tool call) came after the model read it."""
-
-    via: str
 
 
 def questions_of(tool_input: Any) -> list[dict[str, Any]] | None:
@@ -261,7 +275,7 @@ def _text(v: Any) -> str | None:
     return msgspec.json.encode(v).decode()
 
 
-def tool_observations(p: cc.Base, tool_use_id: str | None = None) -> list[cc.Observation]:
+def tool_observations(p: Payload, tool_use_id: str | None = None) -> list[Observation]:
     """What a tool event (PreToolUse / PostToolUse / PostToolUseFailure) of a claw-style
     harness says about questions. ``tool_use_id``: the call's id where the harness gives one
     (claw-http); claw's hooks have none."""
@@ -270,24 +284,24 @@ def tool_observations(p: cc.Base, tool_use_id: str | None = None) -> list[cc.Obs
         return []
     tool_input = getattr(p, "tool_input", None)
     questions = questions_of(tool_input)
-    h = cc.questions_hash(questions)
+    h = questions_hash(questions)
     if name == "PreToolUse":
-        return [cc.QuestionAsked(tool_use_id=tool_use_id, tool_name=tool, input_hash=h, questions=questions,
-                                 via=name, tool_input=tool_input)]
+        return [QuestionAsked(tool_use_id=tool_use_id, tool_name=tool, input_hash=h, questions=questions,
+                              via=name, tool_input=tool_input)]
     if name == "PostToolUse":
         answers = answers_of(questions, getattr(p, "tool_output", None))
-        return [cc.question_result(tool_use_id, tool, questions, answers, surface="terminal")]
+        return [question_result(tool_use_id, tool, questions, answers, surface="terminal")]
     if name == "PostToolUseFailure":
         err = getattr(p, "tool_error", None)
         if err is None:
             err = getattr(p, "error", None)
-        return [cc.QuestionResolved(tool_use_id=tool_use_id, tool_name=tool, input_hash=h, questions=questions,
-                                    outcome="dismissed", answers=None, selections=None, surface="terminal",
-                                    error=_text(err))]
+        return [QuestionResolved(tool_use_id=tool_use_id, tool_name=tool, input_hash=h, questions=questions,
+                                 outcome="dismissed", answers=None, selections=None, surface="terminal",
+                                 error=_text(err))]
     return []
 
 
-def observe(p: cc.Base) -> list[cc.Observation]:
+def observe(p: Payload) -> list[Observation]:
     """Classify one claw hook payload. Pure."""
     obs = tool_observations(p)
     if p.hook_event_name == "PreToolUse":
@@ -296,10 +310,18 @@ def observe(p: cc.Base) -> list[cc.Observation]:
     return obs
 
 
-def boundary(p: cc.Base) -> str | None:
+def boundary(p: Payload) -> str | None:
     """Where hook output reaches the model: ``"context"`` (PostToolUse, PostToolUseFailure:
     the tool result), else None. claw has no final boundary (no Stop hook)."""
     return "context" if p.hook_event_name in CONTEXT_EVENTS else None
+
+
+def render_context(hook_event_name: str, text: str) -> bytes:
+    """The hook stdout that appends ``text`` to the tool result: ``{"hookSpecificOutput":
+    {"hookEventName": <the input's event>, "additionalContext": text}}`` (claw reads Claude
+    Code's output shape; any other message field, or JSON without one, would be appended as
+    ``Hook feedback:`` too)."""
+    return msgspec.json.encode({"hookSpecificOutput": {"hookEventName": hook_event_name, "additionalContext": text}})
 
 
 # --- transcripts ------------------------------------------------------------------------
@@ -311,7 +333,23 @@ def row_session(row: dict[str, Any]) -> str | None:
     return None
 
 
-def transcript_observations(row: dict[str, Any]) -> list[cc.Observation]:
+def row_root(row: dict[str, Any]) -> str | None:
+    """None: claw's rows name no conversation root (a fork is not told apart)."""
+    return None
+
+
+def unknown_blocks(row: dict[str, Any]) -> int:
+    """0: blocks of claw's rows are not counted."""
+    return 0
+
+
+def sent_message_ids(lines: Iterable[bytes]) -> set[str]:
+    """Nothing: claw's session files record no model requests (a delivery is adopted by the
+    next tool call's hook: :class:`~hookd.harness.base.DeliveredSeen`)."""
+    return set()
+
+
+def transcript_observations(row: dict[str, Any]) -> list[Observation]:
     """What one claw transcript row tells about questions: an assistant ``tool_use`` of a
     question tool (input: a JSON string) is :class:`QuestionAsked` (via ``transcript``); a
     ``tool_result`` of one (output ``{"question", "answer", "status"}``) is
@@ -324,7 +362,7 @@ def transcript_observations(row: dict[str, Any]) -> list[cc.Observation]:
     if not isinstance(blocks, list):
         return []
     role = msg.get("role")
-    obs: list[cc.Observation] = []
+    obs: list[Observation] = []
     for b in blocks:
         if not isinstance(b, dict):
             continue
@@ -334,9 +372,9 @@ def transcript_observations(row: dict[str, Any]) -> list[cc.Observation]:
             if isinstance(tool_input, str):
                 tool_input = {"raw": tool_input}
             questions = questions_of(tool_input)
-            obs.append(cc.QuestionAsked(tool_use_id=b["id"], tool_name=b["name"],
-                                        input_hash=cc.questions_hash(questions), questions=questions,
-                                        via="transcript", tool_input=tool_input))
+            obs.append(QuestionAsked(tool_use_id=b["id"], tool_name=b["name"],
+                                     input_hash=questions_hash(questions), questions=questions,
+                                     via="transcript", tool_input=tool_input))
         elif kind == "tool_result" and b.get("tool_name") in ASK_TOOLS and isinstance(b.get("tool_use_id"), str):
             is_error = b.get("is_error") is True
             out = _output_obj(b.get("output"))
@@ -344,7 +382,7 @@ def transcript_observations(row: dict[str, Any]) -> list[cc.Observation]:
             answers = None if is_error else answers_of(None, out)
             if answers is not None and question is None:
                 answers = None  # no question text to key the answer by: left to the hooks
-            obs.append(cc.ToolResultSeen(
+            obs.append(ToolResultSeen(
                 tool_use_id=b["tool_use_id"], is_error=is_error, rejected=False, answers=answers,
                 questions=questions_of({"question": question}) if question is not None else None,
                 decision_source=None, error=_text(b.get("output"))[:500] if is_error and b.get("output") is not None else None,

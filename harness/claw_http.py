@@ -20,7 +20,8 @@ route                  ``hook_event_name``  meaning
 =====================  ===================  =================================================
 
 Delivery happens only at ``Drain``; messages then wait, ``delivered``, for an explicit ack
-(``adopted`` via ``ack``), and are offered again when never acked (:data:`ACK_REQUIRED`).
+(``adopted`` via ``ack``), and are offered again when never acked (trait ``ack_required``).
+The module is a :class:`hookd.harness.base.Adapter` (loops write no transcripts hookd reads).
 """
 
 from __future__ import annotations
@@ -29,8 +30,15 @@ from typing import Any
 
 import msgspec
 
-from hookd.harness import claude_code as cc
 from hookd.harness import claw
+from hookd.harness.base import (
+    Observation,
+    Payload,
+    SessionEnded,
+    SessionStarted,
+    TurnMovedOn,
+    text,
+)
 from hookd.models import PayloadInvalid
 from hookd.untrusted import decode_json
 
@@ -38,22 +46,40 @@ HARNESS = "claw-http"
 BOUNDARIES = ("between_tools", "before_final")
 CONTEXT_EVENTS = frozenset({"Drain"})
 SUBAGENT_CONTEXT_EVENTS: frozenset[str] = frozenset()
-NEEDS_CONTEXT = False
+# Traits (hookd.harness.base.Adapter):
+#: The routes put the session id into every payload.
+needs_context = False
 #: A loop's own blocking question tool reads its answer itself: no hook can carry a remote one.
-DESK_ONLY = True
-SEQUENTIAL_QUESTIONS = True
+desk_only = True
+#: One tool call at a time; a tool call's id is optional.
+sequential_questions = True
 #: Delivered messages count as consumed only when the loop acks them; unacked ones are
 #: offered again after a re-register, a daemon restart, or REDELIVER_AFTER_S.
-ACK_REQUIRED = True
+ack_required = True
+#: No Stop hook: a loop asks for its messages itself (a drain).
+idle_wake = False
 
 
-class Drain(cc.Base, kw_only=True):
+class SessionStart(Payload, kw_only=True):
+    """``register``: a loop starts (or restarts) a session."""
+
+    source: Any = None
+    model: Any = None
+
+
+class SessionEnd(Payload, kw_only=True):
+    """``stop``: the loop ended the session."""
+
+    reason: Any = None
+
+
+class Drain(Payload, kw_only=True):
     """A loop asks for its queued messages at ``boundary`` (:data:`BOUNDARIES`)."""
 
     boundary: str
 
 
-class ToolEvent(cc.Base, kw_only=True):
+class ToolEvent(Payload, kw_only=True):
     tool_name: str
     tool_input: Any = None
     tool_use_id: str | None = None
@@ -71,14 +97,15 @@ class PostToolUseFailure(ToolEvent, kw_only=True):
     error: Any = None
 
 
-MODELS: dict[str, type[cc.Base]] = {
-    "SessionStart": cc.SessionStart, "SessionEnd": cc.SessionEnd, "Drain": Drain,
+MODELS: dict[str, type[Payload]] = {
+    "SessionStart": SessionStart, "SessionEnd": SessionEnd, "Drain": Drain,
     "PreToolUse": PreToolUse, "PostToolUse": PostToolUse, "PostToolUseFailure": PostToolUseFailure,
 }
 
 
-def parse(raw: bytes) -> cc.Base:
-    """Decode one boundary payload (built by :mod:`hookd.clawhttp`). Raises PayloadInvalid."""
+def parse(raw: bytes, *, builder: str | None = None, cwd: str | None = None) -> Payload:
+    """Decode one boundary payload (built by :mod:`hookd.clawhttp`; builder, cwd: unused, the
+    payload names its session). Raises PayloadInvalid."""
     try:
         obj = decode_json(raw)
     except (msgspec.DecodeError, RecursionError) as e:  # (RecursionError: nested too deeply)
@@ -87,7 +114,7 @@ def parse(raw: bytes) -> cc.Base:
         raise PayloadInvalid("payload must be a JSON object with a string 'hook_event_name'")
     name = obj["hook_event_name"]
     try:
-        p = msgspec.convert(obj, MODELS.get(name, cc.Base))
+        p = msgspec.convert(obj, MODELS.get(name, Payload))
     except msgspec.ValidationError as e:
         raise PayloadInvalid(f"{name} payload: {e}") from None
     if isinstance(p, Drain) and p.boundary not in BOUNDARIES:
@@ -95,25 +122,25 @@ def parse(raw: bytes) -> cc.Base:
     return p
 
 
-def observe(p: cc.Base) -> list[cc.Observation]:
+def observe(p: Payload) -> list[Observation]:
     """Classify one boundary call. Pure."""
     name = p.hook_event_name
     if name in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
         return claw.tool_observations(p, getattr(p, "tool_use_id", None))
     if name == "SessionStart":
-        return [cc.SessionStarted(source=cc.text(getattr(p, "source", None)))]
+        return [SessionStarted(source=text(getattr(p, "source", None)))]
     if name == "SessionEnd":
-        return [cc.TurnMovedOn(agent_id=None, all_agents=True, outcome="orphaned", via="stop"),
-                cc.SessionEnded(reason=cc.text(getattr(p, "reason", None)))]
+        return [TurnMovedOn(agent_id=None, all_agents=True, outcome="orphaned", via="stop"),
+                SessionEnded(reason=text(getattr(p, "reason", None)))]
     if isinstance(p, Drain) and p.boundary == "before_final":
         # the loop is about to accept a final answer: a blocking question still open is gone
-        return [cc.TurnMovedOn(agent_id=None, all_agents=False, outcome="dismissed", via="drain(before_final)")]
+        return [TurnMovedOn(agent_id=None, all_agents=False, outcome="dismissed", via="drain(before_final)")]
     return []
 
 
-def boundary(p: cc.Base) -> str | None:
+def boundary(p: Payload) -> str | None:
     """``"context"`` for a between-tools drain, ``"final"`` for a before-final drain (the Stop
-    analogue: capped at :data:`hookd.harness.claude_code.STOP_CAP` consecutive deliveries),
+    analogue: capped at :data:`hookd.harness.base.STOP_CAP` consecutive deliveries),
     else None."""
     if isinstance(p, Drain):
         return "final" if p.boundary == "before_final" else "context"

@@ -29,6 +29,7 @@ import msgspec
 import psutil
 
 from hookd.harness import claude_code as cc
+from hookd.harness.base import Payload, Question, decode_answers, encode_answer, injection_size
 from hookd.models import (
     AnswerRequest,
     BadRequest,
@@ -54,11 +55,12 @@ MAX_QUESTION_CHARS = 4000
 MAX_OPTIONS = 12
 MAX_OPTION_CHARS = 200
 #: Longest human text in one answer: the free text of all its questions together, or a deny
-#: message (:func:`cc.injection_size`: JSON-escaped UTF-8 bytes, as messages are measured).
-#: It reaches the model in a tool result, or, kept as an inbox message (an answer that came
-#: late or had no hook to go through), in one injection: with the question lines and the
-#: late-answer framing it stays under cc.INJECTION_CAP (~9k characters; Claude Code 2.1.332
-#: collapses longer hook context to a preview). docs/decisions.md "Answer and message limits".
+#: message (:func:`hookd.harness.base.injection_size`: JSON-escaped UTF-8 bytes, as messages
+#: are measured). It reaches the model in a tool result, or, kept as an inbox message (an
+#: answer that came late or had no hook to go through), in one injection: with the question
+#: lines and the late-answer framing it stays under :data:`hookd.harness.base.INJECTION_CAP`
+#: (~9k characters; Claude Code 2.1.332 collapses longer hook context to a preview).
+#: docs/decisions.md "Answer and message limits".
 MAX_ANSWER_CHARS = 6000
 #: Longest name of who answers or writes (``actor``, ``author``): framed into what the model
 #: reads (``[human msg m-3 from <author> ...]``).
@@ -78,14 +80,14 @@ def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _questions(i: Interaction) -> list[cc.Question]:
+def _questions(i: Interaction) -> list[Question]:
     try:
-        return msgspec.convert(i.questions or [], list[cc.Question])
+        return msgspec.convert(i.questions or [], list[Question])
     except (msgspec.ValidationError, TypeError):
         return []
 
 
-def _find_question(qs: list[cc.Question], key: str) -> cc.Question:
+def _find_question(qs: list[Question], key: str) -> Question:
     """The question ``key`` names: its exact text, its 1-based number, or "" when there is
     only one. Raises BadRequest listing the questions."""
     if key == "" and len(qs) == 1:
@@ -101,7 +103,7 @@ def _find_question(qs: list[cc.Question], key: str) -> cc.Question:
     raise BadRequest(f"no question {key!r} in this interaction; its questions: {listing}")
 
 
-def _one_answer(q: cc.Question, labels: list[str], text: str | None) -> str:
+def _one_answer(q: Question, labels: list[str], text: str | None) -> str:
     """Validate one question's answer and encode it as Claude Code does."""
     names = [o.label for o in q.options]
     for label in labels:
@@ -117,7 +119,7 @@ def _one_answer(q: cc.Question, labels: list[str], text: str | None) -> str:
         raise BadRequest(f"no answer for {q.question!r}: give an option or free text")
     if not q.multiSelect and (len(labels) > 1 or (labels and text is not None)):
         raise BadRequest(f"{q.question!r} takes one option or free text, not several")
-    return cc.encode_answer(labels, text)
+    return encode_answer(labels, text)
 
 
 def check_name(what: str, name: str | None) -> None:
@@ -129,7 +131,7 @@ def check_name(what: str, name: str | None) -> None:
 def check_answer_size(texts: list[str | None], what: str = "the answer's text") -> None:
     """Refuse (BadRequest, saying the size and the limit) human text over MAX_ANSWER_CHARS
     (JSON-escaped UTF-8 bytes, all of ``texts`` together)."""
-    size = sum(cc.injection_size(t) - 2 for t in texts if t)
+    size = sum(injection_size(t) - 2 for t in texts if t)
     if size > MAX_ANSWER_CHARS:
         raise BadRequest(f"{what} is {size} bytes as sent (JSON-escaped UTF-8); the limit is {MAX_ANSWER_CHARS}"
                          " (it must reach the agent whole, in one injection): shorten it")
@@ -188,7 +190,7 @@ def normalize_answer(i: Interaction, req: AnswerRequest) -> tuple[dict[str, str]
     if missing:
         raise BadRequest(f"answer every question of {i.id}; missing: {'; '.join(repr(m) for m in missing)}")
     answers = {q.question: parts[q.question] for q in qs}
-    return answers, cc.decode_answers(i.questions, answers), None, None
+    return answers, decode_answers(i.questions, answers), None, None
 
 
 def answer_text(i: Interaction, answers: dict[str, str] | None, decision: str | None, message: str | None,
@@ -533,7 +535,7 @@ class Answers:
                 "reason": "the desk answered first" if outcome == "answered" else f"the question was {outcome}",
             })
 
-    def _settle_remote(self, tx: Tx, i: Interaction, p: cc.Base, at: float, *, outcome: str,
+    def _settle_remote(self, tx: Tx, i: Interaction, p: Payload, at: float, *, outcome: str,
                        answers: Any, selections: Any, decision: str | None, error: str | None) -> None:
         """The tool call of an interaction answered remotely ended: adopted when the tool got
         that answer, superseded when the desk won the race."""
@@ -745,7 +747,7 @@ class Answers:
         reply = cc.pre_tool_answer({**i.input, "answers": answers})
         if len(reply) > MAX_HOOK_REPLY:
             return b""  # the menu asks the desk instead; the answer stays registered
-        selections = cc.decode_answers(i.questions, answers)
+        selections = decode_answers(i.questions, answers)
         if not tx.record_answer(i.id, expected_revision=i.revision, answers=answers, selections=selections,
                                 decision=None, message=None, surface="hook", actor=actor, response_id=None, at=at):
             return b""

@@ -6,37 +6,43 @@ same :meth:`~hookd.service.Hookd.ingest_hook` transaction as Claude Code's hooks
 kept, questions, inbox delivery); this module only adds what claw needs on top:
 
 - a claw hook's session is derived from its builder and cwd (``harness/claw.py``
-  :func:`~hookd.harness.claw.session_id`); a payload with no cwd (spooled, or an older
-  client) takes the builder's spawned worktree;
+  :func:`~hookd.harness.claw.session_id`; trait ``needs_context``); a payload with no cwd
+  (spooled, or an older client) takes the builder's spawned worktree;
 - claw hooks carry no ``tool_use_id``: a question hook is bound to the session's newest open
-  question with the same input (:meth:`_bind_sequential`; claw runs one tool at a time and a
-  question blocks it), and a transcript's ``tool_use`` to the hook-opened one;
+  question with the same input (:meth:`_bind_sequential`, trait ``sequential_questions``; claw
+  runs one tool at a time and a question blocks it), and a transcript's ``tool_use`` to the
+  hook-opened one;
 - claw-http: messages delivered by a drain stay ``delivered`` until the loop acks them
   (``adopted``, via ``ack``); unacked ones are offered again at the session's next drain after
-  it registers again or the daemon restarts (:meth:`_redeliver_before`).
+  it registers again or the daemon restarts (:meth:`_redeliver_before`, trait ``ack_required``).
 """
 
 from __future__ import annotations
 
 import re
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from hookd.harness import claude_code as cc
-from hookd.harness import claw, claw_http
+from hookd.harness.base import Adapter, Payload, QuestionAsked, QuestionResolved
 from hookd.models import TERMINAL_STATES, BadRequest, Interaction, NotFound
 from hookd.store import Tx
 
 if TYPE_CHECKING:
     from hookd.service import Hookd
 
+#: The harness name of claw-http's boundary calls (:data:`hookd.harness.registry.ADAPTERS`).
+CLAW_HTTP = "claw-http"
 #: A claw-http session id: what the loop calls its run (1-200 printable characters, no space).
 SESSION_ID = re.compile(r"^[!-~]{1,200}$")
 #: A hook's question resolution that finds its question already resolved this recently
 #: (seconds) is the same call seen twice (the transcript was first).
 RESOLVED_BIND_S = 60.0
+
+
+#: a question observation (:meth:`ClawCore._bind_sequential` returns the kind it is given)
+_Q = TypeVar("_Q", bound=QuestionAsked | QuestionResolved)
 
 
 def check_session_id(sid: str) -> str:
@@ -49,20 +55,21 @@ class ClawCore:
     """claw harness support of :class:`hookd.service.Hookd`."""
 
     # --- claw shell hooks -----------------------------------------------------------------
-    def _parse_hook(self: "Hookd", adapter: Any, builder: str, raw: bytes, cwd: str | None) -> cc.Base:  # type: ignore[misc]
-        """Parse ``raw`` with ``adapter``; an adapter that ``NEEDS_CONTEXT`` (claw) gets the
-        builder and the hook's canonical cwd (reported by the client, else the builder's
-        spawned worktree)."""
-        if not getattr(adapter, "NEEDS_CONTEXT", False):
-            return adapter.parse(raw)
+    def _parse_hook(self: "Hookd", adapter: Adapter, builder: str, raw: bytes,  # type: ignore[misc]
+                    cwd: str | None) -> Payload:
+        """Parse ``raw`` with ``adapter``; an adapter that ``needs_context`` (claw) gets the
+        builder and the hook's cwd (reported by the client, else the builder's spawned
+        worktree), the others the reported cwd (unused)."""
+        if not adapter.needs_context:
+            return adapter.parse(raw, builder=builder, cwd=cwd)
         if cwd is None:
             from hookd.spawn import read_manifest
 
             m = read_manifest(self.home, builder)
             cwd = (m or {}).get("worktree")
-        return adapter.parse(raw, builder=builder, cwd=claw.canonical_cwd(cwd) if cwd else None)
+        return adapter.parse(raw, builder=builder, cwd=cwd or None)
 
-    def _bind_sequential(self, tx: Tx, builder: str, p: cc.Base, ob: Any, at: float) -> Any:
+    def _bind_sequential(self, tx: Tx, builder: str, p: Payload, ob: _Q, at: float) -> _Q:
         """Bind a question observation of a harness without hook tool_use_ids (claw) to the
         interaction it belongs to; returns the observation to apply (its ``tool_use_id`` set
         to that interaction's tool_use_id or id), or ``ob`` unchanged (a new call).
@@ -89,7 +96,7 @@ class ClawCore:
                                    input_hash=ob.input_hash, states=("pending", "answered"), since=0.0)
         if i is not None and i.state == "answered" and i.received_at is None:
             i = None  # answered at the desk already: not an open call
-        if i is None and isinstance(ob, cc.QuestionResolved):
+        if i is None and isinstance(ob, QuestionResolved):
             done = tx.interaction_by_hash(builder=builder, session_id=sid, tool_name=ob.tool_name,
                                           input_hash=ob.input_hash, states=TERMINAL_STATES, since=0.0)
             if done is not None and (done.resolved_at or 0.0) >= at - RESOLVED_BIND_S:
@@ -99,7 +106,7 @@ class ClawCore:
         return msgspec.structs.replace(ob, tool_use_id=i.tool_use_id or i.id)
 
     # --- claw-http --------------------------------------------------------------------------
-    def _redeliver_before(self: "Hookd", adapter: Any, sid: str, mono: float) -> float:  # type: ignore[misc]
+    def _redeliver_before(self: "Hookd", adapter: Adapter, sid: str, mono: float) -> float:  # type: ignore[misc]
         """Messages delivered before this moment (hookd's timeline, :mod:`hookd.clock`; ``mono``
         is now) and never adopted are offered again (at-least-once). Hooks: REDELIVER_AFTER_S
         after their delivery. claw-http (acks): also everything delivered before this daemon
@@ -107,7 +114,7 @@ class ClawCore:
         from hookd.service import REDELIVER_AFTER_S
 
         before = mono - REDELIVER_AFTER_S
-        if getattr(adapter, "ACK_REQUIRED", False):
+        if adapter.ack_required:
             before = max(before, self.started_mono, self._registered.get(sid, float("-inf")))
         return before
 
@@ -142,7 +149,7 @@ class ClawCore:
                                f" (POST /v1/claw/{builder}/sessions)")
         acked = await self.claw_ack(builder, sid, ack or [])
         raw = msgspec.json.encode({**payload, "session_id": sid})
-        res = await self.ingest_hook(claw_http.HARNESS, builder, raw)
+        res = await self.ingest_hook(CLAW_HTTP, builder, raw)
         if payload.get("hook_event_name") == "SessionStart":
             self._registered[sid] = self.store.clock.mono()
         out: dict[str, Any] = {"acked": acked, "ids": [], "text": "", "waiting": 0, "redelivered": [],

@@ -467,7 +467,7 @@ def preanswer(ctx: click.Context, builder: str, question: str, options: tuple[st
               actor: str | None, as_json: bool) -> None:
     """Answer ahead of time: the next AskUserQuestion of BUILDER asking exactly QUESTION is
     answered by its PreToolUse hook (no menu), when each of its questions has an answer."""
-    from hookd.harness.claude_code import encode_answer
+    from hookd.harness.base import encode_answer
 
     if not options and not text:
         raise click.UsageError("give --option LABEL or --text TEXT")

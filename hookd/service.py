@@ -24,8 +24,27 @@ from hookd.claw_core import ClawCore
 from hookd.transcripts import Transcripts
 from hookd.config import Home, env_number, private_dir_problem
 from hookd.lanes import process_started_at
-from hookd.harness import claude_code as cc
-from hookd.harness import claw, claw_http
+from hookd.harness.base import (
+    INJECTION_CAP,
+    STOP_CAP,
+    Adapter,
+    Compacting,
+    DeliveredSeen,
+    Payload,
+    PermissionAsked,
+    QuestionAsked,
+    QuestionResolved,
+    SessionEnded,
+    SessionStarted,
+    ToolFinished,
+    TurnMovedOn,
+    frame_batch,
+    frame_message,
+    injection_size,
+    input_hash,
+)
+from hookd.harness.base import text as as_text
+from hookd.harness.registry import ADAPTERS, DEFAULT_HARNESS, reader_of
 from hookd.models import (
     TERMINAL_STATES,
     BadRequest,
@@ -45,7 +64,6 @@ from hookd.untrusted import NotRegularFile, open_regular, read_regular
 
 log = logging.getLogger("hookd")
 
-HARNESSES = {cc.HARNESS: cc, claw.HARNESS: claw, claw.FLAT_HARNESS: claw, claw_http.HARNESS: claw_http}
 #: A PermissionRequest is matched to a pending call of the same input asked within this
 #: window (seconds; it normally follows its PreToolUse within milliseconds).
 MATCH_WINDOW_S = 120.0
@@ -60,8 +78,8 @@ REDELIVER_AFTER_S = env_number("HOOKD_REDELIVER_AFTER_S", 300.0)
 WAKE_MAX_S = 3600.0
 #: How long a wake waits for the regular Stop hook of the same Stop to be stored (seconds).
 WAKE_STOP_GRACE_S = 10.0
-#: Largest message accepted (:func:`cc.injection_size`: JSON-escaped UTF-8 bytes, ~characters
-#: for plain text): one message must fit one injection.
+#: Largest message accepted (:func:`hookd.harness.base.injection_size`: JSON-escaped UTF-8
+#: bytes, ~characters for plain text): one message must fit one injection.
 MAX_MESSAGE_CHARS = 8000
 #: Largest hook payload accepted (bytes).
 MAX_PAYLOAD = 64 * 1024 * 1024
@@ -202,9 +220,9 @@ class Hookd(Answers, Transcripts, ClawCore):
         ``stored`` is the hook event id), NotFound for an unknown harness, StorageUnavailable
         when the database cannot commit (nothing stored: the client must keep the payload).
         """
-        adapter = HARNESSES.get(harness)
+        adapter = ADAPTERS.get(harness)
         if adapter is None:
-            raise NotFound(f"unknown harness {harness!r}; known: {', '.join(HARNESSES)}")
+            raise NotFound(f"unknown harness {harness!r}; known: {', '.join(ADAPTERS)}")
         at = received_at if received_at is not None else self.store.clock.wall()
         try:
             payload = self._parse_hook(adapter, builder, raw, cwd)
@@ -225,7 +243,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         return HookResult(body, events, hold=(iid, box[0]) if iid and box else None, hook_event_id=hook_id)
 
     def _ingest_tx(
-        self, tx: Tx, adapter: Any, harness: str, builder: str, raw: bytes, payload: cc.Base | None,
+        self, tx: Tx, adapter: Adapter, harness: str, builder: str, raw: bytes, payload: Payload | None,
         error: PayloadInvalid | None, at: float, source: str, delivery_id: str | None,
         hold_box: list[asyncio.Future[bytes]] | None = None, agent_pid: int | None = None,
         backdate: bool = False,
@@ -289,12 +307,13 @@ class Hookd(Answers, Transcripts, ClawCore):
         return hook_id, body, hold
 
     def _apply(
-        self, tx: Tx, adapter: Any, harness: str, builder: str, p: cc.Base, at: float, source: str,
+        self, tx: Tx, adapter: Adapter, harness: str, builder: str, p: Payload, at: float, source: str,
         stale: str | None = None,
     ) -> tuple[bytes, str | None]:
-        """Apply one parsed payload. Returns (hook stdout, id of the interaction a held
-        PermissionRequest hook waits on). stale: the session id the payload reported when
-        :meth:`_canonical_session` put it under its conversation's current one."""
+        """Apply one parsed payload: what ``adapter.observe`` makes of it, then a delivery at
+        its boundary. Returns (hook stdout, id of the interaction a held PermissionRequest hook
+        waits on). stale: the session id the payload reported when :meth:`_canonical_session`
+        put it under its conversation's current one."""
         sid = p.session_id
         hook_data: dict[str, Any] = {"hook_event_name": p.hook_event_name, "source": source}
         for key in ("tool_name", "tool_use_id", "agent_id", "agent_type"):
@@ -304,38 +323,39 @@ class Hookd(Answers, Transcripts, ClawCore):
         if stale:
             hook_data["stale_session_id"] = stale
         tx.append_event("hook_received", builder, sid, at, hook_data)
+        observations = adapter.observe(p)
         if sid:
-            self._track_session(tx, harness, builder, p, at)
-            if isinstance(p, cc.PreCompact):
+            started = next((ob for ob in observations if isinstance(ob, SessionStarted)), None)
+            self._track_session(tx, harness, builder, p, at, started)
+        reply, hold = b"", None
+        for ob in observations:
+            if adapter.sequential_questions and isinstance(ob, (QuestionAsked, QuestionResolved)):
+                ob = self._bind_sequential(tx, builder, p, ob, at)
+            if isinstance(ob, QuestionAsked):
+                reply, hold = self._question_asked(tx, builder, p, ob, at, desk_only=adapter.desk_only)
+            elif isinstance(ob, PermissionAsked):
+                hold = self._permission_asked(tx, builder, p, ob, at)
+            elif isinstance(ob, ToolFinished) and sid:
+                self._tool_finished(tx, builder, p, ob, at)
+            elif isinstance(ob, QuestionResolved):
+                self._question_resolved(tx, builder, p, ob, at)
+            elif isinstance(ob, TurnMovedOn) and sid:
+                self._close_open_questions(tx, builder, sid, ob, at)
+            elif isinstance(ob, SessionEnded) and sid:
+                if tx.end_session(sid, at, ob.reason):
+                    tx.append_event("session_ended", builder, sid, at, {"reason": ob.reason})
+            elif isinstance(ob, DeliveredSeen) and sid and source == "live":
+                self._adopt_earlier(tx, builder, p, ob.via, at)
+            elif isinstance(ob, Compacting) and sid:
                 tx.mark_compacting(sid, at)
                 # what was delivered and not yet adopted would reach only the compaction's
                 # summariser: queued again, the SessionStart(compact) that follows delivers it
                 requeued = tx.requeue_delivered(sid)
                 if requeued:
                     tx.append_event("inbox_requeued", builder, sid, at, {
-                        "ids": requeued, "via": "PreCompact",
+                        "ids": requeued, "via": ob.via,
                         "reason": "delivered but not adopted before compaction: offered again after it",
                     })
-        reply, hold = b"", None
-        desk_only = getattr(adapter, "DESK_ONLY", False)
-        for ob in adapter.observe(p):
-            if getattr(adapter, "SEQUENTIAL_QUESTIONS", False) and isinstance(ob, (cc.QuestionAsked, cc.QuestionResolved)):
-                ob = self._bind_sequential(tx, builder, p, ob, at)
-            if isinstance(ob, cc.QuestionAsked):
-                reply, hold = self._question_asked(tx, builder, p, ob, at, desk_only=desk_only)
-            elif isinstance(ob, cc.PermissionAsked):
-                hold = self._permission_asked(tx, builder, p, ob, at)
-            elif isinstance(ob, cc.ToolFinished) and sid:
-                self._tool_finished(tx, builder, p, ob, at)
-            elif isinstance(ob, cc.QuestionResolved):
-                self._question_resolved(tx, builder, p, ob, at)
-            elif isinstance(ob, cc.TurnMovedOn) and sid:
-                self._close_open_questions(tx, builder, sid, ob, at)
-            elif isinstance(ob, cc.SessionEnded) and sid:
-                if tx.end_session(sid, at, ob.reason):
-                    tx.append_event("session_ended", builder, sid, at, {"reason": ob.reason})
-            elif isinstance(ob, claw.DeliveredSeen) and sid and source == "live":
-                self._adopt_earlier(tx, builder, p, ob.via, at)
         if not sid:
             return b"", None
         if source != "live":
@@ -344,7 +364,7 @@ class Hookd(Answers, Transcripts, ClawCore):
             return reply, None  # a pre-registered answer (PreToolUse)
         name = p.hook_event_name
         if name in ("Stop", "SubagentStop"):
-            transcript = cc.text(p.transcript_path) if name == "Stop" else None
+            transcript = as_text(p.transcript_path) if name == "Stop" else None
             if transcript and source == "live" and os.path.isfile(transcript):
                 # proof from the transcript, read off the hook path once this commits
                 hook_id = tx.hook_event_id or 0
@@ -357,7 +377,7 @@ class Hookd(Answers, Transcripts, ClawCore):
             return self._deliver(tx, builder, p, at, adapter), hold
         return b"", None
 
-    def _canonical_session(self, tx: Tx, builder: str, p: cc.Base, agent_pid: int | None) -> tuple[cc.Base, str | None]:
+    def _canonical_session(self, tx: Tx, builder: str, p: Payload, agent_pid: int | None) -> tuple[Payload, str | None]:
         """The payload under its conversation's current session, and the stale id it reported
         (None when it is not stale). Claude Code can report an earlier session id of the same
         conversation on some hooks (ids alternating seconds apart: anthropics/claude-code#58682).
@@ -384,7 +404,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         # its transcript_path is the stale session's file too: the current one's stays followed
         return msgspec.structs.replace(p, session_id=current, transcript_path=None), sid
 
-    def _adopt_earlier(self, tx: Tx, builder: str, p: cc.Base, via: str, at: float) -> None:
+    def _adopt_earlier(self, tx: Tx, builder: str, p: Payload, via: str, at: float) -> None:
         """Adopt what earlier hooks of ``p``'s session (and agent) delivered: this hook proves
         the agent went on after reading it."""
         assert p.session_id is not None
@@ -401,7 +421,7 @@ class Hookd(Answers, Transcripts, ClawCore):
             tx.append_event("inbox_adopted", builder, sid, at, {"ids": adopted, "via": via})
         return adopted
 
-    def _deliver(self, tx: Tx, builder: str, p: cc.Base, at: float, adapter: Any = cc) -> bytes:
+    def _deliver(self, tx: Tx, builder: str, p: Payload, at: float, adapter: Adapter) -> bytes:
         """Claim the builder's deliverable messages for this hook and render them as its
         stdout, in the hook's own transaction (DESIGN.md "Inbox and delivery"). Where and how
         is the adapter's: ``adapter.boundary(p)`` (None: no delivery here; ``"final"``: the
@@ -424,16 +444,16 @@ class Hookd(Answers, Transcripts, ClawCore):
             return b""  # never into a turn sitting on an open AskUserQuestion
         if kind == "final":
             n = tx.stop_deliveries(sid)
-            if n >= cc.STOP_CAP:
+            if n >= STOP_CAP:
                 return b""  # let the agent stop; the messages wait for the next boundary
             tx.set_stop_deliveries(sid, n + 1)
         text = self._claim(tx, builder, sid, messages, hook_event_id=tx.hook_event_id, via=name, at=at)
         return adapter.render_context(name, text)
 
-    def _drop_typed(self, tx: Tx, builder: str, p: cc.Base, messages: list[InboxMessage], at: float) -> list[InboxMessage]:
+    def _drop_typed(self, tx: Tx, builder: str, p: Payload, messages: list[InboxMessage], at: float) -> list[InboxMessage]:
         """B30: a queued message the human typed verbatim reached the model as the prompt:
         adopt it (``typed``) instead of sending it again. Returns the rest."""
-        prompt = cc.text(getattr(p, "prompt", None)) or cc.text(getattr(p, "user_prompt", None))
+        prompt = as_text(getattr(p, "prompt", None)) or as_text(getattr(p, "user_prompt", None))
         if not prompt:
             return messages
         typed = [m.id for m in messages if m.state == "queued" and m.text.strip() == prompt.strip()]
@@ -451,24 +471,24 @@ class Hookd(Answers, Transcripts, ClawCore):
         framed: list[str] = []
         chosen = []
         # room for the header and the "N more will follow" line
-        size = cc.injection_size(cc.frame_batch([], waiting=len(messages)))
+        size = injection_size(frame_batch([], waiting=len(messages)))
         for m in messages:
-            line = cc.frame_message(m.id, m.author, _iso(m.created_at), m.text)
-            grow = cc.injection_size(line) + 2
-            if chosen and size + grow > cc.INJECTION_CAP:
+            line = frame_message(m.id, m.author, _iso(m.created_at), m.text)
+            grow = injection_size(line) + 2
+            if chosen and size + grow > INJECTION_CAP:
                 break
             framed.append(line)
             chosen.append(m)
             size += grow
         ids = [m.id for m in chosen]
         tx.mark_delivered(ids, hook_event_id=hook_event_id, session_id=sid, via=via, at=at)
-        text = cc.frame_batch(framed, waiting=len(messages) - len(chosen))
+        framed_text = frame_batch(framed, waiting=len(messages) - len(chosen))
         tx.append_event("inbox_delivered", builder, sid, at, {
-            "ids": ids, "via": via, "chars": len(text),
+            "ids": ids, "via": via, "chars": len(framed_text),
             "redelivered": [m.id for m in chosen if m.state == "delivered"],
             "waiting": len(messages) - len(chosen),
         })
-        return text
+        return framed_text
 
     # --- adoption from the transcript ------------------------------------------------------
     def _schedule_transcript_adoption(self, builder: str, sid: str, path: str, before_hook_id: int) -> None:
@@ -505,12 +525,12 @@ class Hookd(Answers, Transcripts, ClawCore):
         every commit. Respects the open-question guard and the Stop cap. Raises
         PayloadInvalid / BadRequest for anything but a Stop payload with a session id.
         """
-        adapter = HARNESSES.get(harness)
+        adapter = ADAPTERS.get(harness)
         if adapter is None:
             raise NotFound(f"unknown harness {harness!r}")
-        if harness != cc.HARNESS:
+        if not adapter.idle_wake:
             raise BadRequest(f"idle wake is a Claude Code Stop hook; harness {harness!r} has none")
-        p = adapter.parse(raw)
+        p = adapter.parse(raw, builder=builder, cwd=None)
         if p.hook_event_name != "Stop" or not p.session_id:
             raise BadRequest("wake takes the main agent's Stop payload")
         sid, fp = p.session_id, _fingerprint(raw)
@@ -550,7 +570,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         if tx.has_open_question(sid, None):
             return "", False
         n = tx.stop_deliveries(sid)
-        if n >= cc.STOP_CAP:
+        if n >= STOP_CAP:
             return "", False  # the human's next prompt resets the count
         messages = tx.deliverable(builder, sid, None, redeliver_before=tx.mono - REDELIVER_AFTER_S)
         if not messages:
@@ -572,7 +592,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         """
         if not text.strip():
             raise BadRequest("message text is empty")
-        size = cc.injection_size(text)
+        size = injection_size(text)
         if size > MAX_MESSAGE_CHARS:
             raise BadRequest(
                 f"message is {size} bytes as sent (JSON-escaped UTF-8); the limit is {MAX_MESSAGE_CHARS} (split it)"
@@ -601,7 +621,7 @@ class Hookd(Answers, Transcripts, ClawCore):
             await self.bus.publish()
         return message, created
 
-    def _close_open_questions(self, tx: Tx, builder: str, sid: str, ob: cc.TurnMovedOn, at: float) -> None:
+    def _close_open_questions(self, tx: Tx, builder: str, sid: str, ob: TurnMovedOn, at: float) -> None:
         """Resolve questions left pending when the session's turn went on without a
         PostToolUse/PostToolUseFailure for them (Esc at the menu fires no hook). A remote
         deny handed to a held hook is adopted here: 2.1.332 fires no PostToolUse(Failure) for
@@ -635,11 +655,15 @@ class Hookd(Answers, Transcripts, ClawCore):
                 self._release_after(tx, i.id)
                 self._inbox_answers_after(tx, i, at, outcome=ob.outcome, answers=None, surface=None)
 
-    def _track_session(self, tx: Tx, harness: str, builder: str, p: cc.Base, at: float) -> None:
+    def _track_session(self, tx: Tx, harness: str, builder: str, p: Payload, at: float,
+                       started: SessionStarted | None) -> None:
+        """Record ``p``'s session (new, or its paths changed) and follow its transcript.
+        started: the payload's :class:`~hookd.harness.base.SessionStarted` (None for any other
+        hook): a session start or restart (``resume``, ``compact``, ...) is recorded as one."""
         sid = p.session_id
         assert sid is not None
-        transcript_path, cwd = cc.text(p.transcript_path), cc.text(p.cwd)
-        source = cc.text(p.source) if isinstance(p, cc.SessionStart) else None
+        transcript_path, cwd = as_text(p.transcript_path), as_text(p.cwd)
+        source = started.source if started is not None else None
         known = self._sessions.get(sid)
         if known is None:
             known = tx.session_info(sid)
@@ -652,7 +676,7 @@ class Hookd(Answers, Transcripts, ClawCore):
                 if transcript_path and transcript_path != known[0]:
                     self._follow_after(tx, transcript_path, builder, sid)
             tx.after_commit.append(lambda: self._sessions.__setitem__(sid, paths))
-            if isinstance(p, cc.SessionStart):
+            if started is not None:
                 # `claude --resume ID` keeps the session id (2.1.332): the session reopens.
                 parent = tx.reopen_session(sid, source, at)
                 tx.append_event(
@@ -687,7 +711,7 @@ class Hookd(Answers, Transcripts, ClawCore):
             tx.after_commit.append(lambda: self.on_transcript(path, builder, sid))
 
     def _question_asked(
-        self, tx: Tx, builder: str, p: cc.Base, ob: cc.QuestionAsked, at: float, desk_only: bool = False,
+        self, tx: Tx, builder: str, p: Payload, ob: QuestionAsked, at: float, desk_only: bool = False,
     ) -> tuple[bytes, str | None]:
         """Returns (hook stdout: a pre-registered answer at PreToolUse, or b""; the id a
         PermissionRequest hook may hold for). desk_only: the harness reads the answer at its
@@ -741,7 +765,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         return b"", i.id if ob.via == "PermissionRequest" else None
 
     def _call_interaction(
-        self, tx: Tx, builder: str, p: cc.Base, tool_use_id: str, at: float, *, head: bool = False,
+        self, tx: Tx, builder: str, p: Payload, tool_use_id: str, at: float, *, head: bool = False,
     ) -> tuple[str, Any]:
         """The key under which this hook's tool call is stored (the ``tool_use_id`` of its
         interaction, also its id when the call opened it) and that interaction (with head: only
@@ -775,7 +799,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         return key, None
 
     def _open_question(
-        self, tx: Tx, builder: str, p: cc.Base, tool_use_id: str | None, tool_name: str,
+        self, tx: Tx, builder: str, p: Payload, tool_use_id: str | None, tool_name: str,
         input_hash: str, questions: Any, via: str, at: float, tool_input: Any = None,
     ) -> Interaction:
         iid = tool_use_id or _synthetic_id(p.session_id, input_hash, tx.hook_event_id)
@@ -793,7 +817,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         tx.append_event("question_pending", builder, p.session_id, at, data)
         return i
 
-    def _question_resolved(self, tx: Tx, builder: str, p: cc.Base, ob: cc.QuestionResolved, at: float) -> None:
+    def _question_resolved(self, tx: Tx, builder: str, p: Payload, ob: QuestionResolved, at: float) -> None:
         existing: Interaction | InteractionHead | None = None
         if ob.tool_use_id:
             # the head: a resolved call's PostToolUse (or a second copy of it) needs no more
@@ -848,7 +872,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         tx.append_event("question_resolved", builder, p.session_id, at, data)
         self._inbox_answers_after(tx, existing, at, outcome=ob.outcome, answers=ob.answers, surface=ob.surface)
 
-    def _permission_asked(self, tx: Tx, builder: str, p: cc.Base, ob: cc.PermissionAsked, at: float) -> str | None:
+    def _permission_asked(self, tx: Tx, builder: str, p: Payload, ob: PermissionAsked, at: float) -> str | None:
         """A tool permission prompt: one ``permission`` interaction per prompt (a second copy
         of the same hook matches it). Returns its id when a hook may hold for it."""
         sid = p.session_id
@@ -872,7 +896,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         tx.append_event("permission_pending", builder, sid, at, data)
         return iid
 
-    def _tool_finished(self, tx: Tx, builder: str, p: cc.Base, ob: cc.ToolFinished, at: float) -> None:
+    def _tool_finished(self, tx: Tx, builder: str, p: Payload, ob: ToolFinished, at: float) -> None:
         """A tool call ended: a permission prompt for it is over. PostToolUse /
         PostToolUseFailure mean the tool ran (allowed). (A PermissionRequest deny fires neither
         in 2.1.332: see :meth:`_close_open_questions`.)"""
@@ -880,7 +904,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         assert sid is not None
         if not tx.awaiting_tool_result(sid):
             return  # the common case: no prompt open, nothing to hash
-        i = tx.permission_by_hash(sid, ob.tool_name, cc.input_hash(ob.tool_input), since=0.0)
+        i = tx.permission_by_hash(sid, ob.tool_name, input_hash(ob.tool_input), since=0.0)
         if i is None:
             return
         if ob.tool_use_id and i.tool_use_id is None:
@@ -930,7 +954,7 @@ class Hookd(Answers, Transcripts, ClawCore):
             stem = name[: -len(".json")]
             delivery_id, _, harness = stem.rpartition(".")
             if not delivery_id:
-                delivery_id, harness = stem, cc.HARNESS
+                delivery_id, harness = stem, DEFAULT_HARNESS
             try:
                 # off the event loop, and never a FIFO, device or symlink someone put there
                 raw = await asyncio.to_thread(read_regular, f, follow=False)
@@ -991,15 +1015,16 @@ def _spool_files(home: Home) -> list[tuple[str, str, Path]]:
 
 
 def _sent_ids_in(path: str) -> set[str]:
-    """Message ids the transcript at ``path`` proves were sent (its last 16 MiB). Raises
-    OSError (NotRegularFile for a FIFO or device: never waited on)."""
+    """Message ids the transcript at ``path`` proves were sent (its last 16 MiB, read by its
+    harness's reader: :func:`hookd.harness.registry.reader_of`). Raises OSError
+    (NotRegularFile for a FIFO or device: never waited on)."""
     fd, st = open_regular(path)
     try:
         start = max(0, st.st_size - TRANSCRIPT_TAIL_BYTES)
         data = os.pread(fd, st.st_size - start, start)
     finally:
         os.close(fd)
-    return cc.sent_message_ids(data.splitlines())
+    return reader_of(path).sent_message_ids(data.splitlines())
 
 
 def _holdable(i: Interaction) -> bool:

@@ -1,9 +1,9 @@
 """Applying transcript rows to hookd's records (the fallback when hooks are missing).
 
 :class:`Transcripts` is mixed into :class:`hookd.service.Hookd`. Rows read by
-:mod:`hookd.tailer` are classified by the harness adapter
-(:func:`hookd.harness.claude_code.transcript_observations`) and applied with the same
-functions the hooks use, keyed by ``tool_use_id``: an AskUserQuestion seen by both a hook and
+:mod:`hookd.tailer` are classified by the file's reader (a
+:class:`hookd.harness.base.TranscriptReader`, :func:`hookd.harness.registry.reader_of`) and
+applied with the same functions the hooks use, keyed by ``tool_use_id``: an AskUserQuestion seen by both a hook and
 the transcript is one interaction with one ``question_pending`` and one ``question_resolved``.
 A session whose transcript moves while no hook ever arrived from it is ``hooks_unarmed``
 (field case B19: Claude Code snapshots hooks at session start).
@@ -17,8 +17,19 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from hookd.harness import claude_code as cc
-from hookd.harness import claw
+from hookd.harness.base import (
+    Interrupted,
+    Payload,
+    QuestionAsked,
+    QuestionResolved,
+    ToolResultSeen,
+    TranscriptReader,
+    TurnEnded,
+    TurnStarted,
+    question_result,
+)
+from hookd.harness.base import text as as_text
+from hookd.harness.registry import reader_of
 from hookd.store import Tx
 from hookd.tailer import ReadResult
 
@@ -28,21 +39,14 @@ if TYPE_CHECKING:
 #: A session is flagged hooks_unarmed once its newest transcript row is this old (seconds) and
 #: still no hook event came from it: the first hook may be on its way.
 UNARMED_GRACE_S = 5.0
-UNARMED_ADVICE = (
-    "Claude Code reads hooks when a session starts: this session started before hookd's hooks "
-    "were installed (or its settings were not loaded). Run /hooks in it, or restart it, to arm them; "
-    "until then hookd follows it from its transcript."
-)
-CLAW_UNARMED_ADVICE = (
-    "no hook came from this claw session: claw reads .claw/settings*.json when it starts, so "
-    "run `hookd spawn BUILDER --harness claw --worktree DIR` and restart claw there; until then "
-    "hookd follows it from its session file."
-)
 #: no bound on the hook that delivered a message proven sent by a transcript read (the tailer's
 #: proof may come after any number of later hooks)
 ANY_HOOK = 2**63 - 1
 #: permissionDecision.source -> hookd surface
 _SURFACES = {"hook": "hook"}
+#: The tool name a question resolved from a transcript's tool result is matched under (the
+#: result row does not name its tool).
+_ASK_TOOL = "AskUserQuestion"
 
 
 def _row_time(row: dict[str, Any]) -> float | None:
@@ -94,63 +98,62 @@ class Transcripts:
 
     def _transcript_tx(self: "Hookd", tx: Tx, path: str, builder: str, session_hint: str | None,  # type: ignore[misc]
                        result: ReadResult, at: float) -> None:
-        rows = claw if claw.is_transcript(path) else cc  # the harness that writes this file
-        if rows is claw:
-            session_hint = session_hint or claw.transcript_session(builder, path)
+        rows = reader_of(path)  # the harness that writes this file
         # rows without a session id belong to the file's session: the one it is followed for,
-        # else any of its rows that names one, else the one its cursor recorded, else its name
-        session_hint = (session_hint or next((s for s in map(cc.row_session, result.rows) if s), None)
+        # else the one its location names (claw), else any of its rows that names one, else
+        # the one its cursor recorded, else its name
+        session_hint = session_hint or rows.transcript_session(builder, path)
+        session_hint = (session_hint or next((s for s in map(rows.row_session, result.rows) if s), None)
                         or tx.transcript_session(result.cursor.dev, result.cursor.ino) or session_of_path(path))
         unknown = blocks = 0
-        count_blocks = getattr(rows, "unknown_blocks", None)
         sessions: dict[str, tuple[float | None, str | None]] = {}  # sid -> (newest row time, cwd)
         roots: dict[str, str] = {}  # sid -> uuid of its first conversation root row in this read
         firsts: dict[str, float | None] = {}  # sid -> time of its first timestamped row in this read
         requests: set[str] = set()  # sessions whose sent model requests this read shows
         for row in result.rows:
             kind = row.get("type")
-            if kind == "api-request" and (cc.row_session(row) or session_hint):
-                requests.add(cc.row_session(row) or session_hint)  # type: ignore[arg-type]
+            if kind == "api-request" and (rows.row_session(row) or session_hint):
+                requests.add(rows.row_session(row) or session_hint)  # type: ignore[arg-type]
             if kind not in rows.TRANSCRIPT_ROW_TYPES:
                 unknown += 1
-            elif count_blocks is not None:
-                blocks += count_blocks(row)
-            sid = cc.row_session(row) or session_hint
+            else:
+                blocks += rows.unknown_blocks(row)
+            sid = rows.row_session(row) or session_hint
             if sid and firsts.get(sid) is None:
                 firsts[sid] = _row_time(row)  # a fork's first rows are written when it forks
             if sid and kind in ("user", "assistant"):
                 prev = sessions.get(sid, (None, None))
-                sessions[sid] = (_row_time(row) or prev[0], cc.text(row.get("cwd")) or prev[1])
-                root = cc.row_root(row)
+                sessions[sid] = (_row_time(row) or prev[0], as_text(row.get("cwd")) or prev[1])
+                root = rows.row_root(row)
                 if root and sid not in roots:
                     roots[sid] = root
             obs = rows.transcript_observations(row)
             if not obs:
                 continue
             if sid and tx.session_info(sid) is None:  # the session first, then what it asked
-                self._transcript_session(tx, builder, sid, path, cc.text(row.get("cwd")), None, at, rows)
+                self._transcript_session(tx, builder, sid, path, as_text(row.get("cwd")), None, at, rows)
             if sid and sid not in sessions:
-                sessions[sid] = (_row_time(row), cc.text(row.get("cwd")))
-            agent = cc.text(row.get("agentId")) if row.get("isSidechain") else None
-            p = cc.Base(hook_event_name="transcript", session_id=sid, agent_id=agent)
+                sessions[sid] = (_row_time(row), as_text(row.get("cwd")))
+            agent = as_text(row.get("agentId")) if row.get("isSidechain") else None
+            p = Payload(hook_event_name="transcript", session_id=sid, agent_id=agent)
             for ob in obs:
-                if isinstance(ob, cc.QuestionAsked):
-                    if rows is claw:  # no tool_use_id in claw's hooks: bind to the hook-opened question
+                if isinstance(ob, QuestionAsked):
+                    if rows.sequential_questions:  # no tool_use_id in its hooks: bind to the hook-opened question
                         ob = self._bind_sequential(tx, builder, p, ob, at)
-                    self._question_asked(tx, builder, p, ob, at, desk_only=rows is claw)
-                elif isinstance(ob, cc.ToolResultSeen):
+                    self._question_asked(tx, builder, p, ob, at, desk_only=rows.desk_only)
+                elif isinstance(ob, ToolResultSeen):
                     self._tool_result_seen(tx, builder, p, ob, at)
-                elif isinstance(ob, (cc.TurnStarted, cc.TurnEnded)) and sid:
+                elif isinstance(ob, (TurnStarted, TurnEnded)) and sid:
                     t = _row_time(row) or at
-                    if isinstance(ob, cc.TurnStarted):
+                    if isinstance(ob, TurnStarted):
                         tx.set_transcript_turn(sid, started_at=t)
                     else:
                         tx.set_transcript_turn(sid, ended_at=t)
-                elif isinstance(ob, cc.Interrupted):
+                elif isinstance(ob, Interrupted):
                     tx.append_event("turn_interrupted", builder, sid, at, {"marker": ob.marker, "via": "transcript"})
                     if sid:
                         if tx.session_info(sid) is None:
-                            self._transcript_session(tx, builder, sid, path, cc.text(row.get("cwd")), None, at, rows)
+                            self._transcript_session(tx, builder, sid, path, as_text(row.get("cwd")), None, at, rows)
                         tx.set_interrupted(sid, _row_time(row) or at)
         for sid, (newest, cwd) in sessions.items():
             self._transcript_session(tx, builder, sid, path, cwd, newest, at, rows)
@@ -181,8 +184,8 @@ class Transcripts:
                             {"path": path, **damaged, "unknown_rows": unknown, "unknown_blocks": blocks})
 
     def _transcript_session(self: "Hookd", tx: Tx, builder: str, sid: str, path: str,  # type: ignore[misc]
-                            cwd: str | None, newest: float | None, at: float, rows: Any = cc) -> None:
-        """A session seen in a transcript written by harness adapter ``rows``: recorded if new
+                            cwd: str | None, newest: float | None, at: float, rows: TranscriptReader) -> None:
+        """A session seen in a transcript read by ``rows``: recorded if new
         (source ``transcript``); flagged ``hooks_unarmed`` when it is moving and no hook ever
         came from it."""
         if tx.session_info(sid) is None:
@@ -197,11 +200,12 @@ class Transcripts:
             tx.after_commit.append(lambda: self._unarmed_later(builder, sid, path, newest + UNARMED_GRACE_S, rows))
         elif newest is not None and not tx.session_has_hooks(sid):
             if tx.mark_hooks_unarmed(sid, at):
-                advice = CLAW_UNARMED_ADVICE if rows is claw else UNARMED_ADVICE
-                tx.append_event("hooks_unarmed", builder, sid, at, {"transcript_path": path, "advice": advice})
+                tx.append_event("hooks_unarmed", builder, sid, at,
+                                {"transcript_path": path, "advice": rows.UNARMED_ADVICE})
                 tx.after_commit.append(lambda: self._sessions.pop(sid, None))  # next hook re-reads it
 
-    def _unarmed_later(self: "Hookd", builder: str, sid: str, path: str, due: float, rows: Any) -> None:  # type: ignore[misc]
+    def _unarmed_later(self: "Hookd", builder: str, sid: str, path: str, due: float,  # type: ignore[misc]
+                       rows: TranscriptReader) -> None:
         """At ``due`` (UNIX seconds), flag ``sid`` hooks_unarmed if still no hook came from it
         (one pending check per session)."""
         import asyncio
@@ -225,12 +229,12 @@ class Transcripts:
         loop = asyncio.get_running_loop()
         checks[sid] = loop.call_later(max(0.0, due - time.time()) + 0.05, lambda: asyncio.ensure_future(check()))
 
-    def _tool_result_seen(self: "Hookd", tx: Tx, builder: str, p: cc.Base, ob: cc.ToolResultSeen,  # type: ignore[misc]
+    def _tool_result_seen(self: "Hookd", tx: Tx, builder: str, p: Payload, ob: ToolResultSeen,  # type: ignore[misc]
                           at: float) -> None:
         if ob.answers is not None and isinstance(ob.questions, list):
             surface = _SURFACES.get(ob.decision_source or "", "terminal")
             self._question_resolved(tx, builder, p,
-                                    cc.question_result(ob.tool_use_id, cc.ASK_TOOL, ob.questions, ob.answers, surface=surface),
+                                    question_result(ob.tool_use_id, _ASK_TOOL, ob.questions, ob.answers, surface=surface),
                                     at)
             return
         if not (ob.rejected or ob.is_error):
@@ -246,8 +250,8 @@ class Transcripts:
             outcome, surface = "denied", None
             warning = ("the harness refused the tool without asking anyone (its error is in `error`); "
                        "the model may proceed as if a human had answered")
-        self._question_resolved(tx, builder, p, cc.QuestionResolved(
-            tool_use_id=ob.tool_use_id, tool_name=cc.ASK_TOOL, input_hash=i.input_hash or "", questions=i.questions,
+        self._question_resolved(tx, builder, p, QuestionResolved(
+            tool_use_id=ob.tool_use_id, tool_name=_ASK_TOOL, input_hash=i.input_hash or "", questions=i.questions,
             outcome=outcome, answers=None, selections=None, surface=surface, warning=warning,
             error=ob.error if outcome == "denied" else None,
         ), at)

@@ -64,9 +64,9 @@ def _walk(routes: Any, prefix: str = "") -> list[RouteInfo]:
 
 
 def harnesses() -> list[str]:
-    from hookd.service import HARNESSES
+    from hookd.harness.registry import ADAPTERS
 
-    return sorted(HARNESSES)
+    return sorted(ADAPTERS)
 
 
 def hook_routes() -> list[RouteInfo]:

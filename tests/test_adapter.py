@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from hookd.harness import base
 from hookd.harness import claude_code as cc
 from hookd.models import PayloadInvalid
 
@@ -23,7 +24,7 @@ def test_every_recorded_payload_parses_to_its_model(path):
 
 def test_ask_pre_tool_use_is_a_question_with_its_tool_use_id():
     [ob] = cc.observe(cc.parse((TUI / "007-PreToolUse.json").read_bytes()))
-    assert isinstance(ob, cc.QuestionAsked)
+    assert isinstance(ob, base.QuestionAsked)
     assert ob.tool_use_id == "toolu_01ASK0000000000000000001"
     assert ob.questions[0]["question"] == "Which color do you prefer?"
 
@@ -50,14 +51,14 @@ def _q(text, labels, multi=False):
 
 def test_multiselect_labels_containing_commas_are_split_on_known_labels():
     qs = [_q("Colors?", ["Red, dark", "Blue", "Red"], multi=True)]
-    [s] = cc.decode_answers(qs, {"Colors?": "Red, dark, Blue"})
+    [s] = base.decode_answers(qs, {"Colors?": "Red, dark, Blue"})
     assert s.labels == ["Red, dark", "Blue"]
     assert s.other is None and s.raw == "Red, dark, Blue"
 
 
 def test_free_text_other_is_kept_verbatim():
     qs = [_q("DB?", ["Postgres", "SQLite"]), _q("Colors?", ["Red", "Blue"], multi=True)]
-    got = cc.decode_answers(qs, {"DB?": "MySQL, with replicas,  please", "Colors?": "Red, green-ish"})
+    got = base.decode_answers(qs, {"DB?": "MySQL, with replicas,  please", "Colors?": "Red, green-ish"})
     assert got[0].labels == [] and got[0].other == "MySQL, with replicas,  please"
     # multi-select items are decoded one by one: known labels, then the free text
     assert got[1].labels == ["Red"] and got[1].other == "green-ish"
@@ -74,12 +75,12 @@ def test_free_text_other_is_kept_verbatim():
 ])
 def test_multiselect_quoted_items(raw, labels, other):
     qs = [_q("Toppings?", ["Olives", "Cheese", "Ham, smoked", 'Say "hi"'], multi=True)]
-    [s] = cc.decode_answers(qs, {"Toppings?": raw})
+    [s] = base.decode_answers(qs, {"Toppings?": raw})
     assert (s.labels, s.other, s.raw) == (labels, other, raw)
 
 
 def test_answer_for_unknown_question_is_kept():
-    [s] = cc.decode_answers([_q("A?", ["x", "y"])], {"B?": "x"})
+    [s] = base.decode_answers([_q("A?", ["x", "y"])], {"B?": "x"})
     assert s.question == "B?" and s.other == "x"
 
 

@@ -295,11 +295,11 @@ def _event_of(raw: bytes) -> Any:
 
 def _is_wake_stop(harness: str, raw: bytes) -> bool:
     """Would /wake rightly wait on this payload (a Stop with a session id)?"""
-    from hookd.service import HARNESSES
+    from hookd.harness.registry import ADAPTERS
 
-    adapter = HARNESSES.get(harness)
+    adapter = ADAPTERS.get(harness)
     try:
-        p = adapter.parse(raw) if adapter is not None else None
+        p = adapter.parse(raw, builder="b", cwd=None) if adapter is not None and adapter.idle_wake else None
     except Exception:  # noqa: BLE001
         return False
     return p is not None and getattr(p, "hook_event_name", None) == "Stop" and bool(getattr(p, "session_id", None))

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from hookd.daemonproc import DaemonProcess
-from hookd.harness import claude_code as cc
-from hookd.harness import claw
+from hookd.harness import base, claw
+from hookd.models import PayloadInvalid
 
 from .conftest import events, hookd_cli, questions, wait_until
 from .fake_claw import FakeClaw, fingerprint, merge_hook_feedback, parse_output
@@ -39,7 +39,7 @@ def test_parse_gives_identity_from_builder_and_cwd():
     # a forged session id in the payload is ignored: the builder and the cwd are the identity
     forged = json.dumps({**json.loads(raw), "session_id": "someone-else"}).encode()
     assert claw.parse(forged, builder="b1", cwd="/w/x").session_id == p.session_id
-    with pytest.raises(cc.PayloadInvalid):
+    with pytest.raises(PayloadInvalid):
         claw.parse(b'{"tool_name": "bash"}', builder="b1", cwd="/w/x")
 
 
@@ -48,10 +48,10 @@ def test_question_observations():
                                  "tool_input": {"question": "Which DB?", "options": ["Postgres", "SQLite"]}}).encode(),
                      builder="b1", cwd="/w")
     asked, seen = claw.observe(pre)
-    assert isinstance(asked, cc.QuestionAsked) and asked.tool_use_id is None and asked.via == "PreToolUse"
+    assert isinstance(asked, base.QuestionAsked) and asked.tool_use_id is None and asked.via == "PreToolUse"
     assert asked.questions == [{"question": "Which DB?", "header": None, "multiSelect": False,
                                 "options": [{"label": "Postgres"}, {"label": "SQLite"}]}]
-    assert isinstance(seen, claw.DeliveredSeen)
+    assert isinstance(seen, base.DeliveredSeen)
     out = json.dumps({"question": "Which DB?", "answer": "SQLite", "status": "answered"})
     post = claw.parse(json.dumps({"hook_event_name": "PostToolUse", "tool_name": "AskUserQuestion",
                                   "tool_input": {"question": "Which DB?", "options": ["Postgres", "SQLite"]},
@@ -218,7 +218,7 @@ def test_fake_claw_message_reaches_next_tool_result_once(daemon: DaemonProcess, 
     mid = json.loads(r.stdout)["message"]["id"]
     second = fc.bash("echo two")
     assert_clean(second)
-    assert second.output.startswith("two\n\n\nHook feedback:\n" + cc._HEADER)
+    assert second.output.startswith("two\n\n\nHook feedback:\n" + base._HEADER)
     assert f"[human msg {mid} from human at " in second.output and second.output.endswith("also update the changelog")
     assert second.output.count("also update the changelog") == 1
     third = fc.bash("echo three")

@@ -358,7 +358,7 @@ def test_multi_select_and_other_from_a_replayed_scenario(page: Page, builder: Bu
     """`hookd replay DIR --into b1` (the README's walk-through) with two questions, one of them
     multi-select: checkboxes, descriptions, "Other" text on both; the held PermissionRequest
     returns exactly what was chosen, joined as Claude Code joins it."""
-    from hookd.harness.claude_code import encode_answer
+    from hookd.harness.base import encode_answer
 
     scenario = REPO / "fixtures" / "claude-code" / "synthetic" / "auq-multiselect-other-commas"
     proc = subprocess.Popen([*daemon.cli_args("replay", str(scenario), "--into", "b1")],

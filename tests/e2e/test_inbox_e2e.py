@@ -59,7 +59,7 @@ from .test_claude_code_scenarios import (
 
 pytestmark = pytest.mark.e2e
 
-FRAME = "[human msg {id} from "  # cc.frame_message: "[human msg m-1 from alice at <time>] text"
+FRAME = "[human msg {id} from "  # hookd.harness.base.frame_message: "[human msg m-1 from alice at <time>] text"
 HEADER = "Message(s) from the human operator, relayed by hookd"
 AUTHOR = "e2e-operator"
 #: How hookd proves adoption when the Stop's transcript is readable (always here): the

@@ -1,0 +1,518 @@
+"""The harness adapter protocol and hookd's harness-neutral vocabulary.
+
+A harness (Claude Code, claw, claw-http) is one module under ``harness/`` that turns what its
+agent sends into this module's terms; the core (:mod:`hookd.service` and its parts) knows
+only these terms and the adapters' protocol, and finds an adapter by harness name in
+:data:`hookd.harness.registry.ADAPTERS`:
+
+- :class:`Adapter`: the hook path: ``parse`` raw bytes into a :class:`Payload`, ``observe``
+  it as :class:`Observation` s, say where its output reaches the model (``boundary``) and
+  render a delivery there (``render_context``); traits (``desk_only``, ...) say how the
+  harness's questions and deliveries behave;
+- :class:`TranscriptReader`: an adapter whose harness writes transcripts hookd reads
+  (:data:`hookd.harness.registry.READERS`);
+- the observations: what the core applies (one transaction per hook or transcript read);
+- questions: hookd's question shape (Claude Code's ``AskUserQuestion`` input, which every
+  adapter maps its questions to), its answers as text (:func:`encode_answer`,
+  :func:`decode_answers`) and :func:`question_result`;
+- delivery: how queued human messages are framed (:func:`frame_message`, :func:`frame_batch`)
+  and measured (:func:`injection_size`, :data:`INJECTION_CAP`, :data:`STOP_CAP`).
+
+Pure: no I/O. Depends only on :mod:`hookd.models`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Iterable, Protocol, runtime_checkable
+
+import msgspec
+
+from hookd.models import Selection
+
+# --- payloads ---------------------------------------------------------------------------
+
+
+class Payload(msgspec.Struct, kw_only=True):
+    """What the core reads of any harness's hook payload; each adapter's payload models
+    subclass it (unknown events parse as a bare Payload). ``agent_id``/``agent_type``: a
+    subagent's events; ``transcript_path``/``cwd``: where the session writes and works.
+
+    Typing policy: fields hookd relies on for identity (names and ids) are typed strictly and
+    a wrong type rejects the payload (stored raw, ``hook_invalid``); descriptive fields are
+    ``Any`` so that an unexpected type in one of them never costs a whole event.
+    """
+
+    hook_event_name: str
+    session_id: str | None = None
+    transcript_path: Any = None
+    cwd: Any = None
+    agent_id: str | None = None
+    agent_type: Any = None
+
+
+def text(v: Any) -> str | None:
+    """``v`` if it is a string, else None: for descriptive fields typed ``Any``."""
+    return v if isinstance(v, str) else None
+
+
+# --- questions ----------------------------------------------------------------------------
+
+
+class Option(msgspec.Struct):
+    label: str
+    description: str | None = None
+
+
+class Question(msgspec.Struct):
+    """One question of hookd's question shape: Claude Code's AskUserQuestion
+    ``tool_input.questions[i]``, which every adapter maps its questions to."""
+
+    question: str
+    header: str | None = None
+    options: list[Option] = []
+    multiSelect: bool = False
+
+
+# --- observations ----------------------------------------------------------------------
+
+
+class Observation(msgspec.Struct, kw_only=True):
+    """Something the core must apply, as an adapter's ``observe`` or
+    ``transcript_observations`` reports it. Subclasses are the whole vocabulary."""
+
+
+class QuestionAsked(Observation, kw_only=True):
+    """A question tool call was seen (Claude Code's AskUserQuestion, claw's AskUserQuestion or
+    ask_user). ``via``: the hook event that showed it (``transcript``: a transcript row);
+    questions: in hookd's question shape (:class:`Question`); tool_input: the call's whole
+    input (questions plus any metadata), as shown."""
+
+    tool_use_id: str | None
+    tool_name: str
+    input_hash: str
+    questions: Any
+    via: str
+    tool_input: Any = None
+
+
+class PermissionAsked(Observation, kw_only=True):
+    """A permission prompt for an ordinary tool (Claude Code's PermissionRequest; it has no
+    tool_use_id). input_hash: :func:`input_hash` of tool_input, the exact input shown to the
+    human."""
+
+    tool_name: str
+    tool_input: Any
+    input_hash: str
+    permission_mode: str | None
+
+
+class ToolFinished(Observation, kw_only=True):
+    """An ordinary tool call ended (Claude Code's PostToolUse, or PostToolUseFailure with
+    ``failed``): the permission prompt for it, if any, is over. The input is hashed only when
+    needed."""
+
+    tool_use_id: str | None
+    tool_name: str
+    tool_input: Any
+    failed: bool
+    error: str | None
+
+
+class QuestionResolved(Observation, kw_only=True):
+    """A question tool call ended. ``outcome``: answered | empty | dismissed;
+    ``selections``: :func:`decode_answers` of ``answers``."""
+
+    tool_use_id: str | None
+    tool_name: str
+    input_hash: str
+    questions: Any
+    outcome: str
+    answers: dict[str, Any] | None
+    selections: list[Selection] | None
+    surface: str | None
+    warning: str | None = None
+    error: str | None = None
+
+
+class SessionStarted(Observation, kw_only=True):
+    """A session started or restarted. ``source``: startup | resume | clear | compact (Claude
+    Code's SessionStart), None when the harness does not say."""
+
+    source: str | None
+
+
+class SessionEnded(Observation, kw_only=True):
+    """The session ended (``reason`` as the harness gives it)."""
+
+    reason: str | None
+
+
+class TurnMovedOn(Observation, kw_only=True):
+    """The agent's turn went on past any open question: Claude Code 2.1.332 fires no hook
+    when the AskUserQuestion menu is escaped, so a later Stop / UserPromptSubmit (same agent)
+    or SubagentStop (that subagent) is the hooks' only sign the question is gone (claw-http: a
+    ``before_final`` drain).
+    agent_id: whose questions (None: the main agent); all_agents: SessionEnd closes every
+    question of the session; outcome: ``dismissed`` or ``orphaned``."""
+
+    agent_id: str | None
+    all_agents: bool
+    outcome: str
+    via: str
+
+
+def questions_hash(questions: Any) -> str:
+    """Stable hash (hex, 24 chars) of a ``questions`` value (hookd's question shape).
+
+    Used to match a PermissionRequest (which lacks ``tool_use_id``) to its PreToolUse, and
+    transcript rows to hook rows. Key order does not matter.
+    """
+    return input_hash(questions)
+
+
+def input_hash(value: Any) -> str:
+    """Stable hash (hex, 24 chars) of any JSON value (a tool input); key order does not
+    matter. Matches a PermissionRequest to the PostToolUse of the same call."""
+    canon = msgspec.json.encode(value, order="sorted")
+    return hashlib.sha256(canon).hexdigest()[:24]
+
+
+def question_result(tool_use_id: str | None, tool_name: str, questions: Any, answers: dict[str, Any] | None, *,
+                    surface: str, questions_hash_: str | None = None) -> QuestionResolved:
+    """How a question tool call ended, from the answers its tool result carried:
+    ``answered`` (by ``surface``), or ``empty`` with a warning when they are missing, blank or
+    only "." (anthropics/claude-code#30563). questions_hash_: :func:`questions_hash` of
+    ``questions`` when the caller has it already."""
+    h = questions_hash_ or questions_hash(questions)
+    trivial = bool(answers) and all(isinstance(v, str) and v.strip() in ("", ".") for v in answers.values())
+    if answers and not trivial:
+        return QuestionResolved(
+            tool_use_id=tool_use_id,
+            tool_name=tool_name,
+            input_hash=h,
+            questions=questions,
+            outcome="answered",
+            answers=answers,
+            selections=decode_answers(questions, answers),
+            surface=surface,
+        )
+    return QuestionResolved(
+        tool_use_id=tool_use_id,
+        tool_name=tool_name,
+        input_hash=h,
+        questions=questions,
+        outcome="empty",
+        answers=answers if answers is not None else None,
+        selections=None,
+        surface=None,
+        warning=(
+            "AskUserQuestion resolved with only '.' or blank answers (a known Claude Code regression, "
+            "anthropics/claude-code#30563); the model may proceed as if the human had spoken"
+            if trivial else
+            "AskUserQuestion resolved with no answers and no human action; "
+            "the model may proceed as if the human had spoken"
+        ),
+    )
+
+
+def encode_answer(labels: list[str], other: str | None = None) -> str:
+    """One question's answer string (hookd's answers, as Claude Code 2.1.332 writes them):
+    chosen labels in order,
+    joined with ", ", an item containing a comma or a double quote wrapped in double quotes
+    with ``\\"`` escapes (``Cheese, "Ham, smoked"``), free text ("Other") last and verbatim.
+    The inverse of :func:`decode_answers`."""
+    items = []
+    for label in labels:
+        if "," in label or '"' in label:
+            items.append('"' + label.replace("\\", "\\\\").replace('"', '\\"') + '"')
+        else:
+            items.append(label)
+    if other:
+        items.append(other)
+    return ", ".join(items)
+
+
+def decode_answers(questions: Any, answers: dict[str, Any]) -> list[Selection]:
+    """Decode text-keyed answers (Claude Code's form, which claw's are mapped to) against the
+    questions' options.
+
+    answers: question text -> answer string. Multi-select answers are the chosen items in
+    the order they were checked, joined with ", "; Claude Code 2.1.332 wraps an item that
+    contains a comma or a quote in double quotes with ``\\"`` escapes
+    (``Cheese, "Ham, smoked"``). Items that are option labels go to ``labels``; the rest is
+    free text ("Other") and goes to ``other`` (joined with ", "). ``raw`` is always the
+    answer exactly as reported.
+    Returns one Selection per answered question, in the answers' order.
+    """
+    try:
+        qs = msgspec.convert(questions, list[Question])
+    except (msgspec.ValidationError, TypeError):
+        qs = []
+    by_text = {q.question: q for q in qs}
+    out: list[Selection] = []
+    for text, value in answers.items():
+        raw = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+        q = by_text.get(text)
+        labels: list[str] = []
+        other: str | None = None
+        if q is None:
+            other = raw
+        else:
+            names = [o.label for o in q.options]
+            if raw in names:
+                labels = [raw]
+            elif q.multiSelect:
+                labels, other = _decode_multi(raw, names)
+            else:
+                other = raw
+        out.append(Selection(question=text, raw=raw, labels=labels, other=other))
+    return out
+
+
+def _decode_multi(raw: str, names: list[str]) -> tuple[list[str], str | None]:
+    """(labels, other) of one multi-select answer string."""
+    split = _split_labels(raw, names)  # every item a known label, unquoted
+    if split is not None:
+        return split, None
+    items = _split_quoted(raw)
+    if items is None:
+        return [], raw
+    labels = [i for i in items if i in names]
+    rest = [i for i in items if i not in names]
+    return labels, (", ".join(rest) if rest else None)
+
+
+def _split_quoted(raw: str) -> list[str] | None:
+    """Split ``a, "b, c", "say \\"hi\\""`` into items; None if the quoting is broken."""
+    items: list[str] = []
+    i, n = 0, len(raw)
+    while i < n:
+        if raw[i] == '"':
+            j, buf = i + 1, []
+            while j < n and raw[j] != '"':
+                if raw[j] == "\\" and j + 1 < n:
+                    j += 1
+                buf.append(raw[j])
+                j += 1
+            if j >= n:
+                return None
+            items.append("".join(buf))
+            i = j + 1
+        else:
+            j = raw.find(", ", i)
+            j = n if j < 0 else j
+            items.append(raw[i:j])
+            i = j
+        if i < n:
+            if not raw.startswith(", ", i):
+                return None
+            i += 2
+    return items
+
+
+def _split_labels(raw: str, names: list[str]) -> list[str] | None:
+    """Split ``raw`` into known labels joined by ", " (longest label first), or None."""
+    ordered = sorted(set(names), key=len, reverse=True)
+    memo: dict[int, list[str] | None] = {}
+
+    def at(i: int) -> list[str] | None:
+        if i in memo:
+            return memo[i]
+        result = None
+        for name in ordered:
+            if raw.startswith(name, i):
+                j = i + len(name)
+                if j == len(raw):
+                    result = [name]
+                    break
+                if raw.startswith(", ", j):
+                    rest = at(j + 2)
+                    if rest is not None:
+                        result = [name, *rest]
+                        break
+        memo[i] = result
+        return result
+
+    return at(0) if raw else None
+
+
+# --- observations of transcripts and tool results ------------------------------------------
+
+
+class ToolResultSeen(Observation, kw_only=True):
+    """A ``tool_result`` row: the end of one tool call, as the transcript tells it.
+
+    answers / questions: a question tool's result (Claude Code's ``toolUseResult``, claw's
+    ``{"question", "answer"}`` output); rejected: the desk
+    refused it (Esc / No); decision_source: ``permissionDecision.source`` of the row
+    (``hook``: a hook's decision, e.g. hookd's remote answer; ``user_temporary`` /
+    ``user_permanent``: the desk; ``config``: a mode or rule, no human)."""
+
+    tool_use_id: str
+    is_error: bool
+    rejected: bool
+    answers: dict[str, Any] | None
+    questions: Any
+    decision_source: str | None
+    error: str | None = None
+
+
+class Interrupted(Observation, kw_only=True):
+    """The human interrupted the turn (an interrupt marker row): idle, not stalled."""
+
+    marker: str
+
+
+class TurnStarted(Observation, kw_only=True):
+    """A human (or SDK) prompt row of the main agent: a turn begins (transcript-only sessions
+    have no UserPromptSubmit hook to say so)."""
+
+
+class TurnEnded(Observation, kw_only=True):
+    """The main agent's turn ended: an assistant row with ``stop_reason: "end_turn"`` or a
+    ``system``/``turn_duration`` row (2.1.332)."""
+
+
+class DeliveredSeen(Observation, kw_only=True):
+    """Everything delivered to this session by earlier hooks reached the model: the harness
+    appended it to a tool result, and this hook (a new tool call) came after the model read
+    it (claw)."""
+
+    via: str
+
+
+class Compacting(Observation, kw_only=True):
+    """The session's context is about to be compacted (Claude Code's PreCompact): what was
+    delivered and not yet adopted would reach only the compaction's summariser."""
+
+    via: str
+
+
+# --- delivery -------------------------------------------------------------------------------
+
+#: One injection stays under this size (:func:`injection_size`), framing included, whatever the
+#: harness (Claude Code collapses hook output past ~10,000 characters into a 2 KB preview:
+#: field case B14).
+INJECTION_CAP = 9000
+#: Consecutive deliveries at a ``"final"`` boundary (Claude Code's Stop, claw-http's
+#: ``before_final`` drain) per session before hookd lets the agent stop (Claude Code's own cap
+#: is 8).
+STOP_CAP = 3
+_HEADER = "Message(s) from the human operator, relayed by hookd (human input, not system instructions):"
+
+
+def frame_message(message_id: str, author: str, at_iso: str, text: str) -> str:
+    """One human message as the model sees it: ``[human msg m-3 from alice at <time>] text``."""
+    return f"[human msg {message_id} from {author} at {at_iso}] {text}"
+
+
+def frame_batch(framed: list[str], waiting: int = 0) -> str:
+    """Several framed messages as one injection (one JSON document per hook: B11); when
+    ``waiting`` more did not fit, a last line says they follow at the next boundary."""
+    text = _HEADER + "\n\n" + "\n\n".join(framed)
+    if waiting:
+        text += f"\n\n({waiting} more message(s) from the human will follow at the next turn boundary.)"
+    return text
+
+
+def injection_size(text: str) -> int:
+    """Size of ``text`` as it travels in the hook's JSON stdout: UTF-8 bytes of the escaped
+    JSON string. An upper bound of both the escaped length and the UTF-16 length a
+    JavaScript harness measures, so a cap on it holds whichever Claude Code counts (B14)."""
+    return len(msgspec.json.encode(text))
+
+
+# --- the adapter protocol -------------------------------------------------------------------
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """What the core asks of a harness on the hook path (one module per harness implements it
+    at module level; :data:`hookd.harness.registry.ADAPTERS` maps harness names to them).
+
+    Traits (every adapter declares each one; the core never guesses a default):
+
+    - ``desk_only``: the harness reads a question's answer at its own terminal (claw's stdin,
+      a loop's blocking tool): no hook can carry a remote answer, none is pre-answered or held;
+    - ``sequential_questions``: one tool call at a time per session and no ``tool_use_id`` in
+      its hooks: a hook's question is the session's newest one with the same input;
+    - ``needs_context``: ``parse`` derives the session from the builder and the hook's cwd (the
+      core fills a cwd the client did not report from the builder's spawned worktree);
+    - ``ack_required``: delivered messages count as consumed only when the agent acks them
+      (offered again after a re-register or a daemon restart);
+    - ``idle_wake``: the harness has an idle agent's Stop hook that ``/wake`` may hold.
+    """
+
+    desk_only: bool
+    sequential_questions: bool
+    needs_context: bool
+    ack_required: bool
+    idle_wake: bool
+
+    def parse(self, raw: bytes, *, builder: str, cwd: str | None) -> Payload:
+        """One hook payload, typed (an unknown event: a bare :class:`Payload`). raw: the
+        hook's stdin bytes; builder: the id baked into the hook command; cwd: the hook's
+        working directory (None: unknown). Raises :class:`hookd.models.PayloadInvalid`."""
+        ...
+
+    def observe(self, p: Payload) -> list[Observation]:
+        """What ``p`` tells the core, in order. Pure: the same payload, the same list."""
+        ...
+
+    def boundary(self, p: Payload) -> str | None:
+        """Where this hook's output reaches the model: ``"context"`` (the next model input),
+        ``"final"`` (continues a turn that was ending: at most :data:`STOP_CAP` in a row), or
+        None (no delivery at this hook)."""
+        ...
+
+    def render_context(self, hook_event_name: str, text: str) -> bytes:
+        """The hook's output that puts ``text`` (framed: :func:`frame_batch`) before the model
+        at ``hook_event_name``."""
+        ...
+
+
+@runtime_checkable
+class TranscriptReader(Protocol):
+    """What the core asks of a harness whose agent writes transcripts hookd follows
+    (:data:`hookd.harness.registry.READERS`; :func:`hookd.harness.registry.reader_of` picks
+    the one for a file). Rows are JSON objects, read by :mod:`hookd.tailer`."""
+
+    #: the harness name a session first seen in such a transcript is recorded under
+    HARNESS: str
+    #: row ``type`` values the reader knows; others are counted as unknown
+    TRANSCRIPT_ROW_TYPES: frozenset[str]
+    #: what the ``hooks_unarmed`` event advises for a session that writes but sends no hook
+    UNARMED_ADVICE: str
+    desk_only: bool
+    sequential_questions: bool
+
+    def is_transcript(self, path: str) -> bool:
+        """Is ``path`` a transcript this harness writes?"""
+        ...
+
+    def transcript_session(self, builder: str, path: str) -> str | None:
+        """hookd's session id for the file at ``path`` when its location names it (claw), or
+        None when its rows do (:meth:`row_session`)."""
+        ...
+
+    def row_session(self, row: dict[str, Any]) -> str | None:
+        """The session id a row carries, or None."""
+        ...
+
+    def row_root(self, row: dict[str, Any]) -> str | None:
+        """The id of a conversation root row (a fork copies its parent's), else None."""
+        ...
+
+    def transcript_observations(self, row: dict[str, Any]) -> list[Observation]:
+        """What one row tells the core. Pure."""
+        ...
+
+    def unknown_blocks(self, row: dict[str, Any]) -> int:
+        """How many content blocks of ``row`` have a type the reader does not know."""
+        ...
+
+    def sent_message_ids(self, lines: Iterable[bytes]) -> set[str]:
+        """Ids of hookd messages (``[human msg m-N``) that the transcript's lines prove were
+        sent to the model (empty when the harness's transcripts prove nothing)."""
+        ...

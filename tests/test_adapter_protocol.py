@@ -1,0 +1,121 @@
+"""The harness adapter protocol (harness/base.py): every registered adapter satisfies it and
+declares every trait, every transcript reader satisfies its protocol, the core asks adapters
+nothing outside it, and the import contracts in pyproject.toml hold."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import shutil
+import subprocess
+import sys
+import typing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hookd.claw_core import CLAW_HTTP
+from hookd.harness import base, claude_code, claw, claw_http, registry
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _members(proto: type) -> tuple[dict[str, Any], list[str]]:
+    """(data members with their types, method names) that ``proto`` declares."""
+    hints = typing.get_type_hints(proto)
+    methods = [n for n, v in vars(proto).items() if inspect.isfunction(v) and not n.startswith("_")]
+    return hints, methods
+
+
+def _accepts(fn: Any, proto_fn: Any) -> None:
+    """``fn`` (an adapter's function) accepts every call the protocol's method allows: its
+    positional parameters by position, its keyword-only ones by name."""
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for p in list(inspect.signature(proto_fn).parameters.values())[1:]:  # without self
+        if p.kind is p.KEYWORD_ONLY:
+            kwargs[p.name] = None
+        else:
+            args.append(None)
+    inspect.signature(fn).bind(*args, **kwargs)  # TypeError when it does not
+
+
+ADAPTER_DATA, ADAPTER_METHODS = _members(base.Adapter)
+READER_DATA, READER_METHODS = _members(base.TranscriptReader)
+
+
+def test_the_protocol_declares_the_traits_as_booleans():
+    assert {n for n, t in ADAPTER_DATA.items() if t is bool} == {
+        "desk_only", "sequential_questions", "needs_context", "ack_required", "idle_wake"}
+    assert set(ADAPTER_METHODS) == {"parse", "observe", "boundary", "render_context"}
+
+
+@pytest.mark.parametrize("name", sorted(registry.ADAPTERS))
+def test_every_registered_adapter_satisfies_the_protocol(name):
+    adapter = registry.ADAPTERS[name]
+    assert isinstance(adapter, base.Adapter)
+    for trait, kind in ADAPTER_DATA.items():
+        # declared by the adapter itself, with its type: no trait is left to a default
+        assert trait in vars(adapter), f"{name} does not declare {trait}"
+        assert isinstance(vars(adapter)[trait], kind), (name, trait)
+    for method in ADAPTER_METHODS:
+        _accepts(getattr(adapter, method), getattr(base.Adapter, method))
+
+
+@pytest.mark.parametrize("reader", registry.READERS, ids=lambda r: r.HARNESS)
+def test_every_transcript_reader_satisfies_its_protocol(reader):
+    assert isinstance(reader, base.TranscriptReader)
+    for member, kind in READER_DATA.items():
+        assert member in vars(reader), f"{reader.HARNESS} does not declare {member}"
+        assert isinstance(vars(reader)[member], typing.get_origin(kind) or kind), (reader.HARNESS, member)
+    for method in READER_METHODS:
+        _accepts(getattr(reader, method), getattr(base.TranscriptReader, method))
+    assert reader.HARNESS in registry.ADAPTERS
+
+
+def test_the_registry_names_the_harnesses_and_their_readers():
+    assert registry.ADAPTERS == {"claude-code": claude_code, "claw": claw, "claw-code-go": claw, "claw-http": claw_http}
+    assert registry.DEFAULT_HARNESS in registry.ADAPTERS
+    assert registry.ADAPTERS[CLAW_HTTP] is claw_http and claw_http.ack_required
+    fp = claw.fingerprint("/w/x")
+    assert registry.reader_of(f"/w/x/.claw/sessions/{fp}/session-1.jsonl") is claw
+    assert registry.reader_of("/home/u/.claude/projects/-w-x/0b7c2f4e-5c1d-4c39-9e0f-2f3b8f6f0a11.jsonl") is claude_code
+    assert registry.reader_of("/somewhere/else.jsonl") is claude_code  # the last reader takes the rest
+
+
+def test_the_traits_say_what_the_harnesses_do():
+    cc, cl, ch = claude_code, claw, claw_http
+    assert (cc.desk_only, cl.desk_only, ch.desk_only) == (False, True, True)
+    assert (cc.sequential_questions, cl.sequential_questions, ch.sequential_questions) == (False, True, True)
+    assert (cc.needs_context, cl.needs_context, ch.needs_context) == (False, True, False)
+    assert (cc.ack_required, cl.ack_required, ch.ack_required) == (False, False, True)
+    assert (cc.idle_wake, cl.idle_wake, ch.idle_wake) == (True, False, False)
+
+
+def test_the_core_never_probes_an_adapter():
+    """The core reads adapters through the protocol only: no ``getattr`` on one (a trait it
+    does not declare would silently read as a default)."""
+    probe = re.compile(r"getattr\((adapter|self\.adapter|rows|reader)\b")
+    hits = [f"{f.name}:{n}" for f in sorted((ROOT / "hookd").glob("*.py"))
+            for n, line in enumerate(f.read_text().splitlines(), 1) if probe.search(line)]
+    assert hits == []
+
+
+def test_import_contracts_hold(tmp_path):
+    """``lint-imports`` over the contracts in pyproject.toml, on a copy of the package laid out
+    as it is installed (``hookd.harness`` is mapped from ``harness/``: grimp walks only the
+    package's own folder)."""
+    lint = shutil.which("lint-imports", path=os.path.dirname(sys.executable)) or shutil.which("lint-imports")
+    if lint is None:
+        pytest.skip("import-linter is not installed (pip install -e '.[test]')")
+    stage = tmp_path / "stage"
+    ignore = shutil.ignore_patterns("__pycache__", "static")
+    shutil.copytree(ROOT / "hookd", stage / "hookd", ignore=ignore)
+    shutil.copytree(ROOT / "harness", stage / "hookd" / "harness", ignore=ignore)
+    env = {**os.environ, "PYTHONPATH": str(stage)}
+    r = subprocess.run([lint, "--no-cache", str(ROOT / "pyproject.toml")], cwd=stage, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "0 broken" in r.stdout, r.stdout
