@@ -243,7 +243,18 @@ def test_an_answer_or_message_over_the_limit_is_refused_and_the_page_says_so(
     page.locator('#lanes tr.lane[data-builder="b1"] button.message-btn').click()
     compose = page.locator('#lanes tr.compose[data-builder="b1"]')
     compose.locator("textarea").fill("y" * 8001)
+
+    def rerender_first(route: Any) -> None:
+        # the lanes re-render while the send is on its way (a lane change arriving then, as the
+        # deny above makes one): the row is replaced, and the answer must still show on it
+        page.evaluate("renderLanes()")
+        route.continue_()
+
+    page.route("**/v1/builders/b1/messages", rerender_first)
     compose.locator("button.send").click()
+    expect(compose.locator(".note.error")).to_contain_text("the limit is 8000")
+    page.unroute("**/v1/builders/b1/messages")
+    page.evaluate("renderLanes()")  # and it stays across later re-renders
     expect(compose.locator(".note.error")).to_contain_text("the limit is 8000")
     assert json.loads(hookd_cli(home, "inbox", "--json").stdout) == []
 

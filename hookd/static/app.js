@@ -475,33 +475,46 @@ function renderLanes() {
   counts();
 }
 
+// the last note of each builder's compose row (sent, or why not): kept across re-renders of the
+// lanes, which replace the row while a send is on its way
+const composeNotes = new Map();
+
 function composeRow(builder, draft) {
   const ta = h("textarea", {rows: 2, "data-builder": builder, placeholder: `Message to ${builder}'s agent`,
                             "aria-label": `message to ${builder}`});
   ta.value = draft;
-  const note = h("span", {class: "note", role: "status"});
+  const saved = composeNotes.get(builder) || {text: "", cls: "note"};
+  const note = h("span", {class: saved.cls, role: "status"}, saved.text);
   const send = h("button", {type: "submit", class: "send"}, "Send");
   const form = h("form", {class: "compose-form"}, ta, send, note);
+  // the row on the page now (renderLanes may have replaced this one meanwhile)
+  const live = (sel) => document.querySelector(`#lanes tr.compose[data-builder="${CSS.escape(builder)}"] ${sel}`);
+  const setNote = (text, cls) => {
+    composeNotes.set(builder, {text, cls});
+    const n = live(".note");
+    if (n) { n.textContent = text; n.className = cls; }
+  };
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     const text = ta.value.trim();
     if (!text || send.disabled) return;
     if (!composeKeys.has(builder)) composeKeys.set(builder, freshId("web-"));
     send.disabled = true;
-    note.textContent = "Sending…";
+    setNote("Sending…", "note");
     try {
       const r = await api("POST", `/v1/builders/${encodeURIComponent(builder)}/messages`,
         {text, id: composeKeys.get(builder), author: S.user || "human"});
       composeKeys.delete(builder);
-      ta.value = "";
-      note.textContent = `${r.message.id} ${r.message.state}`;
-      note.className = "note";
+      const box = live("textarea");
+      if (box && box.value.trim() === text) box.value = "";
+      setNote(`${r.message.id} ${r.message.state}`, "note");
       upsertMessage(r.message);
     } catch (e) {
-      note.textContent = e.message;
-      note.className = "note error";
+      setNote(e.message, "note error");
     } finally {
       send.disabled = false;
+      const b = live("button.send");
+      if (b) b.disabled = false;
     }
   });
   const mine = S.messages.filter((m) => m.builder === builder).slice(-5).reverse();
