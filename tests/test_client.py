@@ -764,7 +764,7 @@ def test_exit_code_and_stdout_matrix(name: str, matrix_env: tuple) -> None:
 
 @pytest.mark.parametrize("where", ["waiting-on-stdin-daemon-up", "waiting-on-stdin-daemon-down", "waiting-on-hung-daemon"])
 def test_sigterm_exits_0_silently(where: str, stopped: DaemonProcess, home: Path, worktree: Path) -> None:
-    cmd = spawn(home, worktree)
+    cmd = spawn(home, worktree, "--deadline", "120")  # an exit long before it is the TERM's doing
     if where != "waiting-on-stdin-daemon-down":
         stopped.start()
     payload = ASK_PRE.read_bytes()
@@ -785,9 +785,7 @@ def test_sigterm_exits_0_silently(where: str, stopped: DaemonProcess, home: Path
             wait_until(lambda: os.path.exists(f"/proc/{pid}/fd/3"), 5, interval=0.005, what="the client to connect")
         assert c.proc.poll() is None
         c.proc.send_signal(signal.SIGTERM)
-        t = time.perf_counter()
-        rc, out, err = c.wait(timeout=5)
-        assert time.perf_counter() - t < 1.0
+        rc, out, err = c.wait(timeout=60)  # ended by the TERM, not by its 120 s deadline
         # read the spool while the daemon is still stopped: once resumed, its spool watcher
         # may ingest (and remove) the file before this test looks
         spooled = [f.read_bytes() for f in spool_files(home)]

@@ -59,6 +59,12 @@ def assert_hookd_loaded(messages: list[dict], source: str) -> None:
     assert [(e["source"], e["status"] in ("connected", "pending")) for e in entries] == [(source, True)], entries
 
 
+def hookd_status(messages: list[dict]) -> str:
+    """hookd's MCP server's status in Claude Code's init message (``connected``, ``pending``)."""
+    [status] = [e["status"] for e in init_message(messages)["mcp_servers"] if e.get("name") == "hookd"]
+    return status
+
+
 def async_asks(r: Any) -> list[dict[str, Any]]:
     return [q for q in r.questions() if q["kind"] == "async"]
 
@@ -97,7 +103,12 @@ def test_agent_asks_over_mcp_keeps_working_and_the_cli_answer_reaches_the_model(
 
     main = r.api.main_requests()
     assert len(main) == 4, [m.tail_text()[-300:] for m in main]
-    assert ASK in main[0].text and ASK not in [t.get("name") for t in main[0].body.get("tools", [])]
+    # hookd's tools are deferred (named to the model, never in a request's own tool list); the
+    # first request names them when the server had connected by then (on a busy machine the
+    # init message may still say pending: the ask's call below is then the proof)
+    assert all(ASK not in [t.get("name") for t in m.body.get("tools", [])] for m in main)
+    if hookd_status(res.messages) == "connected":
+        assert ASK in main[0].text
     # the ask's result: the id at once, and the instruction to keep working
     ask_result = main[index_with_result(main, ASK_1)].tool_results()[ASK_1]
     assert set(ASK_ID.findall(ask_result)) == {iid}
@@ -152,10 +163,11 @@ def test_await_answers_with_nothing_answered_names_the_pending_id_in_default_mod
     assert waited.startswith(f"Still pending after waiting 2 s: {iid}."), waited
     assert json.loads(waited.splitlines()[-1]) == {"answered": [], "closed": [], "pending": [iid], "timed_out": True}
 
-    # it waited its timeout, and not much longer (hook times are the daemon's clock)
+    # it waited its timeout and then returned without an answer (which never comes): at least
+    # 2 s, and far less than the tool's 600 s ceiling (hook times are the daemon's clock)
     ev = r.events()
     pre, post = (find_hook(ev, name, tool_use_id=AWAIT_2) for name in ("PreToolUse", "PostToolUse"))
-    assert 2 <= post["at"] - pre["at"] < 2 + 5, (pre["at"], post["at"])
+    assert 2 <= post["at"] - pre["at"] < 2 + 60, (pre["at"], post["at"])
     assert not [e for e in hooks_of(ev) if e["data"]["hook_event_name"] == "PermissionRequest"]
 
 
