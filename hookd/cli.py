@@ -138,7 +138,7 @@ def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: 
               help="Hook client's hard deadline in seconds [default 5; env HOOKD_DEADLINE_MS, in milliseconds].")
 @click.option("--wake-wait", type=int, default=0, show_default=True,
               help="Opt in to idle wake: seconds an async Stop hook waits for a message to the idle "
-                   "agent (0: off). See README before enabling it for headless (-p) runs.")
+                   "agent (0: off). See docs/usage.md before enabling it for headless (-p) runs.")
 @click.option("--hold", type=int, default=900, show_default=True,
               help="Seconds a PermissionRequest hook waits for a remote `hookd answer` while the prompt "
                    "stays usable at the desk (0: never wait).")

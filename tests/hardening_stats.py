@@ -1,4 +1,4 @@
-"""How many inputs the hardening suites tried (issue 8: the README cites the figure).
+"""How many inputs the hardening suites tried (issue 8: docs/guarantees.md cites the figure).
 
 The bad-input suite counts every input per route; the total is printed at the end of the
 pytest run (``bad-input examples tried: N``, from tests/conftest.py) and written to

@@ -645,7 +645,7 @@ def test_nothing_written_and_stdin_held_open_exits_at_deadline(daemon: DaemonPro
     rc, out, err, elapsed = run_held(cmd["Stop"], worktree, b"", timeout=10)  # held well past the deadline
     assert (rc, out, err) == (0, b"", b"")
     assert elapsed >= 0.9, f"exited after {elapsed:.2f} s, before its 1 s deadline"  # (and by itself: stdin held 10 s)
-    # the harness wedged stdin: the one trace of that hook is a 0-byte hook_invalid (README)
+    # the harness wedged stdin: the one trace of that hook is a 0-byte hook_invalid (docs/usage.md)
     invalid = wait_until(lambda: kinds(home, "hook_invalid"), 10, what="the 0-byte hook_invalid")
     assert [e["data"]["bytes"] for e in invalid] == [0]
     assert kinds(home, "hook_received") == [] and spool_files(home) == []

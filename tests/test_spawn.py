@@ -914,7 +914,7 @@ def test_flat_string_groups_are_not_a_wrong_shape(home: Path, worktree: Path) ->
 
 
 def test_settings_file_with_a_worktree_writes_nothing_into_the_worktree(home: Path, tmp_path: Path, worktree: Path) -> None:
-    """`--settings-file F --worktree W`: as the README says for --settings-file, the MCP server
+    """`--settings-file F --worktree W`: as docs/usage.md says for --settings-file, the MCP server
     goes to the standalone HOOKD_HOME/mcp/B.json (for `claude --mcp-config`), not W/.mcp.json;
     W is only recorded (the lane's directory, by its physical path)."""
     target = tmp_path / "b-7.settings.json"

@@ -267,7 +267,7 @@ def test_sse_resumes_after_the_last_event_id(daemon: DaemonProcess, home: Path) 
 
 def test_replay_into_a_builder_waits_for_the_answer_and_the_tool_gets_it(daemon: DaemonProcess, home: Path,
                                                                           tmp_path: Path) -> None:
-    """What the README's walk-through does: the recorded question reaches the running daemon,
+    """What docs/usage.md's walk-through does: the recorded question reaches the running daemon,
     the PermissionRequest waits for an answer from anywhere, and the recorded PostToolUse then
     carries that answer (adopted, not superseded by the recording's own "Blue")."""
     assert hookd_cli(home, "spawn", "demo", "--settings-file", str(tmp_path / "demo.json"), "--hold", "60",

@@ -366,7 +366,7 @@ def test_reconnects_after_a_daemon_restart_without_missed_or_doubled_cards(
 
 def test_multi_select_and_other_from_a_replayed_scenario(page: Page, builder: Builder, daemon: DaemonProcess,
                                                          home: Path) -> None:
-    """`hookd replay DIR --into b1` (the README's walk-through) with two questions, one of them
+    """`hookd replay DIR --into b1` (docs/usage.md's walk-through) with two questions, one of them
     multi-select: checkboxes, descriptions, "Other" text on both; the held PermissionRequest
     returns exactly what was chosen, joined as Claude Code joins it."""
     from hookd.harness.base import encode_answer

@@ -489,7 +489,7 @@ MSG_LATE = "MSG-AFTER-LAST-STOP-555"
 
 
 def test_message_sent_after_a_print_runs_last_stop_is_not_lost(inbox_rig):
-    """README: in plain ``claude -p`` the idle-wake hook is dropped at exit, "so a message
+    """docs/usage.md: in plain ``claude -p`` the idle-wake hook is dropped at exit, "so a message
     sent after a -p run waits for the next run". Whatever hookd does with a message sent
     after the run's final Stop, it may not call it delivered unless the model got it; if
     it did not, the next run's first request carries it."""

@@ -1,0 +1,73 @@
+"""The CLI reference (docs/cli.md) stays in step with the CLI itself (`hookd ... --help`):
+every command has a row, every option of a command is named in its row, and no row names a
+command or an option the CLI does not have."""
+
+from __future__ import annotations
+
+import re
+
+import click
+
+from hookd.cli import main
+
+from .conftest import REPO
+
+CLI_DOC = REPO / "docs" / "cli.md"
+
+
+def commands(group: click.Group = main, prefix: str = "hookd") -> dict[str, click.Command]:
+    """Every leaf command by its full name (``hookd notify test``)."""
+    out: dict[str, click.Command] = {}
+    for name, cmd in group.commands.items():
+        full = f"{prefix} {name}"
+        if isinstance(cmd, click.Group):
+            out.update(commands(cmd, full))
+        else:
+            out[full] = cmd
+    return out
+
+
+def option_names(cmd: click.Command) -> list[set[str]]:
+    """Each option's long names (a flag pair such as ``--mcp/--no-mcp`` is one option)."""
+    return [{o for o in p.opts + p.secondary_opts if o.startswith("--")} for p in cmd.params
+            if isinstance(p, click.Option) and "--help" not in p.opts]
+
+
+def long_options(cmd: click.Command) -> set[str]:
+    return set().union(*option_names(cmd))
+
+
+def rows() -> list[str]:
+    """The first cell of each row of the reference table (``hookd serve [--port N] ...``)."""
+    text = CLI_DOC.read_text()
+    return [m.group(1) for m in re.finditer(r"^\| `(hookd [^`]*)` \|", text, re.M)]
+
+
+def rows_of(name: str) -> list[str]:
+    return [r for r in rows() if r == name or r.startswith(name + " ")]
+
+
+def test_every_command_has_a_row_naming_each_of_its_options():
+    cmds = commands()
+    assert len(cmds) >= 18
+    for name, cmd in cmds.items():
+        mine = rows_of(name)
+        assert mine, f"docs/cli.md has no row for `{name}`"
+        named = set(re.findall(r"--[a-z][a-z0-9-]*", " ".join(mine)))
+        missing = [sorted(o) for o in option_names(cmd) if not o & named]
+        assert not missing, f"`{name}`: options missing from docs/cli.md: {missing}"
+        assert named <= long_options(cmd), f"`{name}`: docs/cli.md names options it lacks: {sorted(named - long_options(cmd))}"
+
+
+def test_no_row_names_a_command_that_does_not_exist():
+    cmds = commands()
+    for row in rows():
+        words = row.split()
+        assert any(row == c or row.startswith(c + " ") for c in cmds), f"docs/cli.md: `{row}` is no command"
+        assert words[1] in main.commands
+
+
+def test_the_global_options_are_documented():
+    text = CLI_DOC.read_text()
+    for opt in long_options(main):
+        assert f"`{opt}`" in text, f"docs/cli.md does not mention the global option {opt}"
