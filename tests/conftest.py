@@ -108,5 +108,21 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # a pytest-xdist worker: its counts go to the controller
+        from . import hardening_stats
+
+        workeroutput["hardening"] = hardening_stats.counts()
+        return
     if os.environ.get("CI") == "true" and _e2e["skipped"] and session.exitstatus == 0:
         session.exitstatus = 1
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """pytest-xdist: a worker's bad-input counts join the controller's (the e2e counts come
+    with the test reports the workers forward)."""
+    from . import hardening_stats
+
+    for what, n in getattr(node, "workeroutput", {}).get("hardening", {}).items():
+        hardening_stats.tried(what, n)

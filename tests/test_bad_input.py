@@ -43,6 +43,10 @@ from .apiroutes import PATH_VALUES, RouteInfo, harnesses, hook_routes, rest_rout
 from .conftest import REPO, TUI, hookd_cli
 from .hookoutput import check_error, check_hook_output
 
+# one daemon for the module, and the last test checks what all the others did to it: under
+# pytest-xdist the module runs on one worker, in order
+pytestmark = pytest.mark.xdist_group("bad_input")
+
 FIXTURES = sorted((REPO / "fixtures" / "claude-code").glob("**/hooks/*.json"))
 PAYLOADS = [p.read_bytes() for p in FIXTURES]
 HOOK_EXAMPLES = int(os.environ.get("HOOKD_FUZZ_HOOK_EXAMPLES", "300"))

@@ -294,7 +294,9 @@ def test_socket_goes_to_xdg_runtime_dir_and_the_cli_finds_it_without_it(tmp_path
     """A long home's socket goes into ``$XDG_RUNTIME_DIR/hookd/`` when that is a private
     directory of this user's (no other user can create anything there); it is recorded in
     bin/socket-path, so hooks and a CLI whose environment lacks XDG_RUNTIME_DIR find it."""
-    xdg = private_dir(tmp_path / "xdg")
+    # a short runtime dir, as a real one is (/run/user/<uid>): a pytest-xdist worker's tmp_path
+    # is long enough that <tmp_path>/xdg/hookd/<hash>.sock would not fit a socket's 108 bytes
+    xdg = private_dir(Path(tempfile.mkdtemp(prefix="x", dir="/tmp")) / "r")
     home, worktree = long_home(tmp_path), tmp_path / "wt"
     worktree.mkdir()
     env = {**os.environ, "XDG_RUNTIME_DIR": os.fspath(xdg)}
@@ -313,6 +315,7 @@ def test_socket_goes_to_xdg_runtime_dir_and_the_cli_finds_it_without_it(tmp_path
         d.stop()
         d.kill()
     assert not sock.exists()
+    shutil.rmtree(xdg.parent)
 
 
 @root_only

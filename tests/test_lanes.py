@@ -50,7 +50,7 @@ class Agent:
         assert r.returncode == 0, r.stderr
         return next(lane for lane in json.loads(r.stdout) if lane["builder"] == self.name)
 
-    def wait_lane(self, state: str, timeout: float = 10) -> dict[str, Any]:
+    def wait_lane(self, state: str, timeout: float = 60) -> dict[str, Any]:
         return wait_until(lambda: (lane := self.lane())["state"] == state and lane, timeout, what=f"lane {state}")
 
     def changes(self) -> list[tuple[str | None, str]]:
@@ -233,7 +233,7 @@ def test_agent_killed_with_a_question_notifies_at_once(alerting: tuple[Agent, Pa
     assert _notified(out) == []  # 3600 s threshold: nothing yet
     agent.close()
     agent.wait_lane("dead")
-    [alert] = wait_until(lambda: _notified(out), 10, what="the agent_dead notification")
+    [alert] = wait_until(lambda: _notified(out), 60, what="the agent_dead notification")
     assert alert["rule"] == "agent_dead" and alert["builder"] == "b1" and ASK in alert["message"]
     assert alert["data"]["pending"] == [ASK]
 
@@ -245,7 +245,7 @@ def test_idle_with_queued_messages_notifies_once(alerting: tuple[Agent, Path]) -
     agent.wait_lane("idle")
     assert hookd_cli(agent.home, "send", "b1", "ping").returncode == 0
     agent.wait_lane("stalled")
-    [alert] = wait_until(lambda: _notified(out), 10, what="the idle_with_messages notification")
+    [alert] = wait_until(lambda: _notified(out), 60, what="the idle_with_messages notification")
     assert alert["rule"] == "idle_with_messages" and alert["step"] == 0
     # the agent takes its next turn: the lane moves on, the subject is cleared
     agent.hook(payload("002-UserPromptSubmit.json"))

@@ -225,7 +225,7 @@ async def _core(tmp_path: Path) -> Hookd:
     return Hookd(home, await Store(home.db).open())
 
 
-async def _until(pred: Any, timeout: float = 10.0) -> None:
+async def _until(pred: Any, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not pred():
         if time.monotonic() > deadline:
