@@ -93,7 +93,7 @@ class Rig:
         def holding() -> bool:
             with httpx.Client(transport=httpx.HTTPTransport(uds=str(Home(self.home).socket_path))) as c:
                 return interaction_id in c.get("http://hookd/v1/status").json().get("held", [])
-        wait_until(holding, 10, what=f"a held hook for {interaction_id}")
+        wait_until(holding, 60, what=f"a held hook for {interaction_id}")
 
     def answer(self, iid: str, *args: str) -> subprocess.CompletedProcess[str]:
         return hookd_cli(self.home, "answer", iid, *args)
@@ -150,7 +150,7 @@ def test_remote_answer_first_is_returned_by_the_held_hook(rig: Rig) -> None:
     # the original input plus every answer: never a decision without answers
     assert decision["updatedInput"] == {**AUQ_PRE["tool_input"], "answers": {Q: "Red"}}
     # delivered once the daemon has seen the client read the whole reply and close
-    i = wait_until(lambda: (x := rig.interaction(ASK_ID))["delivered_at"] and x, 10, what="answer_delivered")
+    i = wait_until(lambda: (x := rig.interaction(ASK_ID))["delivered_at"] and x, 60, what="answer_delivered")
     assert (i["state"], i["surface"], i["actor"], i["answers"]) == ("answered", "cli", "ana", {Q: "Red"})
     assert i["received_at"] and i["delivered_at"] and i["delivered_via"] == "PermissionRequest"
     assert i["adopted_at"] is None
@@ -193,7 +193,7 @@ def test_esc_at_the_desk_sigterms_the_held_hook_and_dismisses(rig: Rig) -> None:
     os.killpg(held.pid, signal.SIGTERM)  # Claude Code signals the hook's process group
     rc, out = finish(held)
     assert (rc, out) == (0, b"")
-    wait_until(lambda: rig.interaction(ASK_ID)["state"] == "dismissed", 5, what="dismissed")
+    wait_until(lambda: rig.interaction(ASK_ID)["state"] == "dismissed", 60, what="dismissed")
     i = rig.interaction(ASK_ID)
     assert i["surface"] == "terminal" and i["answers"] is None
     [ev] = about(events(rig.home), "question_resolved", ASK_ID)
@@ -373,7 +373,7 @@ def pending_permission(rig: Rig) -> dict[str, Any]:
     def one() -> dict[str, Any] | None:
         ps = [q for q in questions(rig.home, "pending") if q["kind"] == "permission"]
         return ps[0] if ps else None
-    return wait_until(one, 10, what="a pending permission prompt")
+    return wait_until(one, 60, what="a pending permission prompt")
 
 
 def test_permission_prompt_remote_allow(rig: Rig) -> None:
@@ -403,7 +403,7 @@ def test_permission_prompt_remote_deny_with_message(rig: Rig) -> None:
     rig.answer_json(p["id"], "--option", "deny", "--text", "not now, use ls")
     rc, out = finish(held)
     assert json.loads(out)["hookSpecificOutput"]["decision"] == {"behavior": "deny", "message": "not now, use ls"}
-    wait_until(lambda: rig.interaction(p["id"])["delivered_at"], 10, what="the deny delivered")
+    wait_until(lambda: rig.interaction(p["id"])["delivered_at"], 60, what="the deny delivered")
     # 2.1.332 fires no PostToolUse(Failure) for a hook's deny (the model gets the message as
     # an error tool result): the turn going on without one is the proof
     assert rig.interaction(p["id"])["adopted_at"] is None
@@ -511,7 +511,7 @@ def test_await_collects_so_the_inbox_copy_is_not_sent_again(rig: Rig) -> None:
 
 def test_answer_after_expiry_is_refused_and_kept(rig: Rig) -> None:
     iid = rig.api("POST", "/v1/builders/b1/asks", {"question": "Deploy today?", "expires_in_s": 0.3}).json()["interaction"]["id"]
-    wait_until(lambda: rig.interaction(iid)["state"] == "expired", 5, what="expired")
+    wait_until(lambda: rig.interaction(iid)["state"] == "expired", 60, what="expired")
     [ev] = about(events(rig.home), "question_resolved", iid)
     assert ev["data"]["outcome"] == "expired"
     r = rig.answer(iid, "--text", "yes")

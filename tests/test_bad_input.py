@@ -509,7 +509,7 @@ def test_truncated_bodies_are_kept_raw_and_the_daemon_serves_on(fuzzd: DaemonPro
         _raw(fuzzd.home.root, data)
         _alive(fuzzd)
     # the three whose headers arrived are stored raw (hook_invalid), nothing else
-    wait_until(lambda: client.get("/v1/status").json()["counts"]["hook_events"] == before + 3, 10,
+    wait_until(lambda: client.get("/v1/status").json()["counts"]["hook_events"] == before + 3, 60,
                what="the truncated payloads to be stored raw")
 
 

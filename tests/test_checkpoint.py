@@ -47,7 +47,7 @@ def test_a_hook_after_a_quiet_spell_does_not_restart_the_wal(daemon: DaemonProce
         r = run_hook(command, (TUI / "004-PreToolUse.json").read_bytes(), worktree)
         assert r.returncode == 0 and r.stdout == b""
         # the checkpoint loop copies that commit into the database and restarts the WAL
-        checkpoint = wait_until(lambda: (at := last_checkpoint(db)) > stored_at and at, 10,
+        checkpoint = wait_until(lambda: (at := last_checkpoint(db)) > stored_at and at, 60,
                                 what="a checkpoint after the hook")
         before = wal_header(db)
         r = run_hook(command, (TUI / "005-PostToolUse.json").read_bytes(), worktree)

@@ -184,7 +184,7 @@ def test_fake_claw_ask_is_detected_and_resolved(daemon: DaemonProcess, home: Pat
 
     def at_the_desk() -> str:
         # claw blocks on its own stdin: meanwhile hookd shows the question pending
-        wait_until(lambda: questions(home, "pending"), 10)
+        wait_until(lambda: questions(home, "pending"), 60)
         seen_pending.extend(questions(home, "pending"))
         return "SQLite"
 
@@ -194,13 +194,13 @@ def test_fake_claw_ask_is_detected_and_resolved(daemon: DaemonProcess, home: Pat
     [q] = seen_pending
     assert q["kind"] == "question" and q["session_id"] == sid and q["builder"] == "b1"
     assert q["questions"][0]["question"] == "Which DB?" and q["tool_name"] == "AskUserQuestion"
-    wait_until(lambda: kinds(home, "question_resolved"), 10)
+    wait_until(lambda: kinds(home, "question_resolved"), 60)
     [done] = questions(home, "all")
     assert done["id"] == q["id"] and done["state"] == "answered" and done["answers"] == {"Which DB?": "SQLite"}
     assert done["selections"][0]["labels"] == ["SQLite"] and done["surface"] == "terminal"
     # the transcript (followed from the sessions folder the hooks named) merged into the same
     # call: one interaction, one pending, one resolved, and the claw tool_use id attached
-    wait_until(lambda: questions(home, "all")[0]["tool_use_id"] == "toolu_0001", 10)
+    wait_until(lambda: questions(home, "all")[0]["tool_use_id"] == "toolu_0001", 60)
     assert len(questions(home, "all")) == 1
     assert len(kinds(home, "question_pending")) == 1 and len(kinds(home, "question_resolved")) == 1
     started = kinds(home, "session_started")
@@ -253,7 +253,7 @@ def test_fake_claw_daemon_down_tools_still_run(home: Path, spawned: Path, tmp_pa
     assert len(spooled) == 4 and all(f.name.endswith(".claw.json") for f in spooled)
     # the daemon ingests them at start under the same session (cwd: the spawned worktree)
     with DaemonProcess(home):
-        wait_until(lambda: kinds(home, "question_resolved"), 10)
+        wait_until(lambda: kinds(home, "question_resolved"), 60)
         [q] = questions(home, "all")
         assert q["session_id"] == sid_of(spawned) and q["state"] == "answered" and q["answers"] == {"Go on?": "yes"}
 
@@ -267,7 +267,7 @@ def test_fake_claw_cwd_with_odd_characters(client: str, daemon: DaemonProcess, h
     assert hookd_cli(home, "spawn", "b2", "--worktree", str(w), "--harness", "claw").returncode == 0
     fc = FakeClaw(w, claw_env(tmp_path))
     assert_clean(fc.bash("true"))
-    wait_until(lambda: kinds(home, "session_started"), 10)
+    wait_until(lambda: kinds(home, "session_started"), 60)
     [started] = kinds(home, "session_started")
     assert started["session_id"] == sid_of(w, "b2") and started["data"]["cwd"] == os.path.realpath(w)
 
@@ -280,7 +280,7 @@ def test_remote_answer_to_a_claw_question_goes_to_the_inbox(daemon: DaemonProces
     receipt: dict[str, Any] = {}
 
     def desk() -> str:
-        wait_until(lambda: questions(home, "pending"), 10)
+        wait_until(lambda: questions(home, "pending"), 60)
         [q] = questions(home, "pending")
         r = hookd_cli(home, "answer", q["id"], "--option", "Postgres", "--json")
         assert r.returncode == 0, r.stderr
@@ -332,13 +332,13 @@ def test_claw_session_file_without_hooks_is_a_claw_session(daemon: DaemonProcess
     seen: list[dict[str, Any]] = []
 
     def at_the_desk() -> str:
-        seen.extend(wait_until(lambda: questions(home, "pending"), 10))
+        seen.extend(wait_until(lambda: questions(home, "pending"), 60))
         return "SQLite"
 
     fc.ask("Which DB?", ["Postgres", "SQLite"], at_the_desk)
     [q] = seen
     assert q["questions"][0]["question"] == "Which DB?" and q["session_id"] == sid_of(worktree)
-    wait_until(lambda: questions(home, "all")[0]["state"] == "answered", 10)
+    wait_until(lambda: questions(home, "all")[0]["state"] == "answered", 60)
     r = hookd_cli(home, "status", "--json")
     [b1] = [b for b in json.loads(r.stdout)["builders"] if b["builder"] == "b1"]
     assert [(s["session_id"], s["harness"], s["source"]) for s in b1["sessions"]] == [(sid_of(worktree), "claw", "transcript")]
@@ -358,7 +358,7 @@ def test_claw_sessions_folder_made_after_the_first_hook_is_followed(daemon: Daem
     shutil.rmtree(spawned / ".claw" / "sessions")
     run = fc.run_hooks("PreToolUse", "bash", json.dumps({"command": "true"}), None, False)
     assert all(code == 0 for _, code, _, _ in run.runs)
-    wait_until(lambda: kinds(home, "session_started"), 10)
+    wait_until(lambda: kinds(home, "session_started"), 60)
     fc.session_file.parent.mkdir(parents=True)
     fc.ask("Which DB?", ["Postgres", "SQLite"], lambda: "SQLite")
 
@@ -366,5 +366,5 @@ def test_claw_sessions_folder_made_after_the_first_hook_is_followed(daemon: Daem
         with httpx.Client(transport=httpx.HTTPTransport(uds=str(Home.resolve(home).socket_path)), timeout=10) as c:
             return [t["path"] for t in c.get("http://hookd/v1/transcripts").json()]
 
-    wait_until(lambda: str(fc.session_file) in tailed(), 10)
-    wait_until(lambda: questions(home, "all") and questions(home, "all")[0]["tool_use_id"] == "toolu_0001", 10)
+    wait_until(lambda: str(fc.session_file) in tailed(), 60)
+    wait_until(lambda: questions(home, "all") and questions(home, "all")[0]["tool_use_id"] == "toolu_0001", 60)

@@ -288,7 +288,7 @@ def test_held_permission_request_fails_open_in_time_and_is_reconciled(tmp_path: 
         p.stdin.write(_payload(PERM, sess, None))
         p.stdin.close()
         p.stdin = None  # (communicate below must not flush it)
-        wait_until(lambda: d.client().get("/v1/status")["held"], 10, what="the hook to be held")
+        wait_until(lambda: d.client().get("/v1/status")["held"], 60, what="the hook to be held")
         t0 = time.monotonic()
         os.kill(d.proc.pid, signal.SIGKILL)
         d.proc.wait()

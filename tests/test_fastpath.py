@@ -212,14 +212,14 @@ def test_a_body_cut_off_does_not_shadow_its_spooled_copy(path: str, tmp_path: Pa
         with api(h) as c:
             before = c.get("/v1/status")["counts"]["hook_events"]
             s.close()
-            wait_until(lambda: c.get("/v1/status")["counts"]["hook_events"] == before + 1, 10,
+            wait_until(lambda: c.get("/v1/status")["counts"]["hook_events"] == before + 1, 60,
                        what="the cut body to be stored")
             spool = h.spool_dir("b1")
             spool.mkdir(parents=True, exist_ok=True)
             tmp = spool / ".1796000000000000-7-1.tmp"
             tmp.write_bytes(ASK_PRE)
             tmp.rename(spool / "1796000000000000-7-1.claude-code.json")
-            wait_until(lambda: not list(spool.glob("*.json")), 15, what="the spool to be ingested")
+            wait_until(lambda: not list(spool.glob("*.json")), 60, what="the spool to be ingested")
             st = c.get("/v1/status")
             events = all_events(c)
             pending = c.get("/v1/questions", state="pending")

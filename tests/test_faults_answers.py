@@ -87,7 +87,7 @@ def test_answers_and_messages_over_the_limit_are_refused(rig: Rig) -> None:
     assert rig.answer_json(p["id"], "--option", "deny", "--text", message)["delivery"] == "hook"
     rc, out = finish(held)
     assert json.loads(out)["hookSpecificOutput"]["decision"] == {"behavior": "deny", "message": message}
-    wait_until(lambda: about(events(rig.home), "answer_delivered", p["id"]), 10, what="answer_delivered")
+    wait_until(lambda: about(events(rig.home), "answer_delivered", p["id"]), 60, what="answer_delivered")
 
     # a question's free text, a message, an ask and a pre-registered answer alike
     rig.hook(AUQ_PRE)
@@ -153,7 +153,7 @@ def test_an_answer_the_hook_did_not_read_is_not_delivered(rig: Rig) -> None:
     rig.answer_json(p["id"], "--option", "deny", "--text", "use make test")
     assert select.select([s], [], [], 10)[0], "the reply never came"
     s.close()  # unread: the kernel resets the connection
-    evs = wait_until(lambda: (e := events(rig.home)) and about(e, "answer_superseded", p["id"]) and e, 10,
+    evs = wait_until(lambda: (e := events(rig.home)) and about(e, "answer_superseded", p["id"]) and e, 60,
                      what="answer_superseded")
     assert about(evs, "answer_delivered", p["id"]) == []
     i = rig.interaction(p["id"])
@@ -199,7 +199,7 @@ def test_desk_allow_is_seen_when_the_command_starts(rig: Rig, tmp_path: Path) ->
         assert agent.stdin is not None
         agent.stdin.write("go\n")  # the desk pressed Enter: the command starts
         agent.stdin.flush()
-        i = wait_until(lambda: (x := rig.interaction(p["id"]))["state"] != "pending" and x, 10,
+        i = wait_until(lambda: (x := rig.interaction(p["id"]))["state"] != "pending" and x, 60,
                        what="the prompt resolved by the running command")
         assert (i["state"], i["decision"], i["surface"], i["received_at"]) == ("answered", "allow", "terminal", None)
         assert flag.exists()  # the command is running ...

@@ -201,7 +201,7 @@ def test_socket_planted_directory_is_not_trusted_and_serve_recovers(tmp_path: Pa
         moved = Home.resolve(home).socket_path
         assert moved != predictable and moved.parent.parent == tmp
         assert stat.S_IMODE(os.stat(moved.parent).st_mode) == 0o700 and os.stat(moved.parent).st_uid == os.geteuid()
-        wait_until(lambda: not spool_files(home) and hooks_received(home), 15, what="the spool to be ingested")
+        wait_until(lambda: not spool_files(home) and hooks_received(home), 60, what="the spool to be ingested")
         post = (TUI / "010-PostToolUse.json").read_bytes()
         r = run_hook(cmd["PostToolUse"], post, worktree)
         assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")
@@ -283,7 +283,7 @@ def test_socket_path_file_that_is_not_private_is_not_trusted(case: str, tmp_path
             os.chown(h.socket_path_file, NOBODY, NOBODY)
         r = run_hook(cmd["PreToolUse"], ASK_PRE.read_bytes(), worktree)
         assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")
-        [got] = wait_until(lambda: hooks_received(home), 15, what="the payload to be stored")
+        [got] = wait_until(lambda: hooks_received(home), 60, what="the payload to be stored")
         assert got["source"] == "spool"  # not sent live: spooled, then ingested
     finally:
         d.stop()
@@ -617,7 +617,7 @@ def test_client_large_spool_write_never_keeps_the_hook_past_its_deadline(tmp_pat
                                    "-e", "trace=rename,renameat,renameat2",
                                    "-e", "inject=rename,renameat,renameat2:delay_enter=10s"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_until(lambda: traced(pid), 10, what="strace to attach")
+        wait_until(lambda: traced(pid), 60, what="strace to attach")
         assert c.proc.stdout is not None and c.proc.stderr is not None
         out = c.proc.stdout.read()  # until the hook's stdout closes ...
         err = c.proc.stderr.read()
@@ -661,10 +661,10 @@ def test_hold_survives_a_daemon_restart_and_prints_the_remote_answer(home: Path,
         proc.stdin.write(json.dumps(bash_perm("make deploy")).encode())
         proc.stdin.close()
         proc.stdin = None
-        [iid] = wait_until(lambda: held_ids(home), 15, what="the hook to be held")
+        [iid] = wait_until(lambda: held_ids(home), 60, what="the hook to be held")
         assert d.stop() == 0
         d.start()
-        wait_until(lambda: held_ids(home) == [iid], 15, what="the same hook held again by the new daemon")
+        wait_until(lambda: held_ids(home) == [iid], 60, what="the same hook held again by the new daemon")
         assert proc.poll() is None
         a = hookd_cli(home, "answer", iid, "--option", "allow", "--json")
         assert a.returncode == 0, a.stderr
@@ -697,7 +697,7 @@ def test_hold_without_a_next_daemon_exits_at_its_deadline(home: Path, worktree: 
         c = HeldClient(command, worktree)
         c.write(json.dumps(bash_perm("make deploy")).encode())
         c.close_stdin()
-        wait_until(lambda: held_ids(home), 15, what="the hook to be held")
+        wait_until(lambda: held_ids(home), 60, what="the hook to be held")
         assert d.stop() == 0
         rc, out, err = c.wait(timeout=30)
         c.kill()

@@ -214,7 +214,7 @@ def test_payloads_with_lone_surrogates_parse_and_the_answer_and_message_get_thro
         msgspec.json.decode(post)  # what msgspec alone makes of it
     r = run_hook(settings_command(settings, "PreToolUse"), pre, worktree)
     assert r.returncode == 0
-    q = wait_until(lambda: next((q for q in questions(home, "pending") if q["id"] == ASK), None), 10,
+    q = wait_until(lambda: next((q for q in questions(home, "pending") if q["id"] == ASK), None), 60,
                    what="question_pending from the payload with a lone surrogate")
     assert q["questions"][0]["question"] == QUESTION + " \ufffd"
     assert hookd_cli(home, "send", "b1", "use the blue one").returncode == 0

@@ -86,7 +86,7 @@ def test_transcript_rows_without_session_id_take_the_files_session(home: Path, t
     assert hookd_cli(home, "spawn", "b1", "--settings-file", str(tmp_path / "b1.json")).returncode == 0
     r = hookd_cli(home, "tail", str(t), "--builder", "b1")
     assert r.returncode == 0, r.stderr
-    q = wait_until(lambda: next((q for q in questions(home) if q["id"] == ASK and q["state"] == "answered"), None), 10,
+    q = wait_until(lambda: next((q for q in questions(home) if q["id"] == ASK and q["state"] == "answered"), None), 60,
                    what="the question read from the transcript")
     assert q["session_id"] == sid, q
     evs = [e for e in events(home) if e["kind"] in ("question_pending", "question_resolved", "session_started")]
@@ -124,7 +124,7 @@ def test_adoption_proof_written_after_the_stop_adopts_and_the_message_is_never_o
             {"type": "text", "text": f"PostToolUse:Bash hook additional context: {ctx}"}]}}
         with t.open("a") as f:
             f.write(json.dumps(blob) + "\n" + json.dumps({"type": "api-request", "sessionId": SID, "tail": ["h1"]}) + "\n")
-        m = wait_until(lambda: (m := b.inbox()["m-1"])["state"] == "adopted" and m, 10, what="adoption from the tailer")
+        m = wait_until(lambda: (m := b.inbox()["m-1"])["state"] == "adopted" and m, 60, what="adoption from the tailer")
         assert m["adopted_via"] == "transcript"
         assert b.hook(payload("005-PostToolUse.json", transcript_path=str(t))) == ""  # never again
         assert b.hook(payload("012-Stop.json", transcript_path=str(t))) == ""
@@ -220,7 +220,7 @@ def test_a_message_for_an_ended_session_follows_its_fork(b1, home: Path, tmp_pat
     assert b1.context(payload("002-UserPromptSubmit.json", session_id=fork, transcript_path=str(fork_t))) is None
     with fork_t.open("a") as f:  # the fork's copy of its parent's rows, under its own id
         f.write("".join(json.dumps(dict(r, sessionId=fork)) + "\n" for r in rows))
-    wait_until(lambda: [e for e in events(home) if e["kind"] == "session_linked" and e["session_id"] == fork], 10,
+    wait_until(lambda: [e for e in events(home) if e["kind"] == "session_linked" and e["session_id"] == fork], 60,
                what="the fork linked to its parent by its transcript")
     ctx = b1.context(payload("005-PostToolUse.json", session_id=fork, transcript_path=str(fork_t)))
     assert ctx and "[human msg m-1 " in ctx and "for the session that ended" in ctx

@@ -208,7 +208,7 @@ def test_spooled_hooks_never_deliver(b1, daemon):
     daemon.stop()
     assert b1.hook(payload(BASH_POST)) == ""  # daemon down: fail open
     daemon.start()
-    assert wait_until(lambda: any(e["kind"] == "hook_received" for e in events(b1.home)), 10)
+    assert wait_until(lambda: any(e["kind"] == "hook_received" for e in events(b1.home)), 60)
     assert b1.inbox()["m-1"]["state"] == "queued"
 
 
@@ -222,7 +222,7 @@ def test_kill_9_between_delivery_and_adoption_offers_again(home, worktree):
         d.kill()
         d.start()
         assert b.inbox()["m-1"]["state"] == "delivered"  # nothing lost
-        again = wait_until(lambda: b.context(payload(BASH_POST)), 10, interval=0.1, what="redelivery")
+        again = wait_until(lambda: b.context(payload(BASH_POST)), 60, interval=0.1, what="redelivery")
         assert "[human msg m-1 " in again  # recognisable as the same message
         assert b.inbox()["m-1"]["deliveries"] == 2
         [ev] = [e for e in events(home) if e["kind"] == "inbox_delivered" and e["data"]["redelivered"]]
@@ -244,7 +244,7 @@ def test_adoption_is_proven_from_the_transcript_when_it_is_readable(b1, home, tm
     with transcript.open("a") as f:
         f.write(json.dumps(blob) + "\n" + json.dumps({"type": "api-request", "tail": ["abc"]}) + "\n")
     b1.hook(payload(STOP, transcript_path=str(transcript)))
-    wait_until(lambda: b1.inbox()["m-1"]["state"] == "adopted", 10, 0.05, "adoption from the transcript")
+    wait_until(lambda: b1.inbox()["m-1"]["state"] == "adopted", 60, 0.05, "adoption from the transcript")
     assert b1.inbox()["m-1"]["adopted_via"] == "transcript"
     assert b1.inbox()["m-2"]["state"] == "delivered"  # not in any sent request: not adopted
 
@@ -321,7 +321,7 @@ def test_interrupted_turn_without_stop_or_session_end_loses_nothing(home, worktr
         # ... Esc: no PostToolUse, no Stop; the process exits without SessionEnd
         b.send("queued after the interrupt")
         assert b.inbox()["m-1"]["state"] == "delivered" and b.inbox()["m-2"]["state"] == "queued"
-        again = wait_until(lambda: b.context(payload(PROMPT, session_id="s-0027b", prompt="go on")), 10, 0.1,
+        again = wait_until(lambda: b.context(payload(PROMPT, session_id="s-0027b", prompt="go on")), 60, 0.1,
                            "the interrupted message offered again")
         assert "[human msg m-1 " in again and "[human msg m-2 " in again
         assert b.inbox()["m-1"]["deliveries"] == 2

@@ -374,18 +374,18 @@ url = "{receiver.url}"
         t0 = time.time()
         rig.hook(AUQ_PRE)
         key = f"interaction:{ASK_ID}"
-        wait_until(lambda: _steps(receiver.bodies(), key) == [0, 1] and _steps(_lines(out), key) == [0, 1], 20,
+        wait_until(lambda: _steps(receiver.bodies(), key) == [0, 1] and _steps(_lines(out), key) == [0, 1], 60,
                    what=lambda: f"steps 0 and 1 on both channels: {receiver.bodies()} {_lines(out)}")
         first = receiver.bodies()[0]
         assert first["rule"] == "question_pending" and first["builder"] == "b1"
         assert f"hookd answer {ASK_ID} --option" in first["message"] and "Which color do you prefer?" in first["message"]
         assert receiver.requests[0]["at"] - t0 >= 0.3
-        wait_until(lambda: len([e for e in events(home) if e["kind"] == "notification_sent"]) == 4, 10, what="4 sent events")
+        wait_until(lambda: len([e for e in events(home) if e["kind"] == "notification_sent"]) == 4, 60, what="4 sent events")
         d.stop()
         d = DaemonProcess(home).start()
         # a marker subject after the restart: once it is notified, the rules have run
         rig.hook(bash_perm("ls /tmp"))
-        wait_until(lambda: any(b["rule"] == "permission_pending" for b in receiver.bodies()), 20, what="the marker")
+        wait_until(lambda: any(b["rule"] == "permission_pending" for b in receiver.bodies()), 60, what="the marker")
         perm = next(b for b in receiver.bodies() if b["rule"] == "permission_pending")
         assert "--option allow" in perm["message"] and "Bash" in perm["message"] and "ls /tmp" in perm["message"]
         assert _steps(receiver.bodies(), key) == [0, 1] and _steps(_lines(out), key) == [0, 1]
@@ -408,10 +408,10 @@ url = "{receiver.url}"
         rig = Rig(home, worktree, hold=0)
         rig.hook(AUQ_PRE)
         key = f"interaction:{ASK_ID}"
-        wait_until(lambda: _steps(receiver.bodies(), key) == [0], 10, what="step 0")
+        wait_until(lambda: _steps(receiver.bodies(), key) == [0], 60, what="step 0")
         rig.hook(AUQ_POST)  # answered at the desk
         rig.hook(bash_perm("echo marker"))  # asked now: its step 1 comes after the question's would have
-        wait_until(lambda: any(b["rule"] == "permission_pending" and b["step"] == 1 for b in receiver.bodies()), 20,
+        wait_until(lambda: any(b["rule"] == "permission_pending" and b["step"] == 1 for b in receiver.bodies()), 60,
                    what="the marker's step 1")
         assert _steps(receiver.bodies(), key) == [0]
     finally:
@@ -424,7 +424,7 @@ def test_env_overrides_reach_the_daemon(home: Path, worktree: Path, receiver: Re
     d = DaemonProcess(home, env=env).start()
     try:
         Rig(home, worktree, hold=0).hook(AUQ_PRE)
-        wait_until(lambda: receiver.bodies(), 10, what="a slack notification")
+        wait_until(lambda: receiver.bodies(), 60, what="a slack notification")
         assert ASK_ID in receiver.bodies()[0]["text"]
     finally:
         d.stop()

@@ -448,7 +448,7 @@ def test_odd_worktree_and_home_paths_are_quoted(tmp_path: Path, client_kind: str
             def received() -> list[dict[str, Any]]:
                 return [e for e in c.lines("/v1/events") if e["kind"] == "hook_received"]
 
-            got = wait_until(lambda: len(received()) >= 2 and received(), 15, what="both hooks recorded")
+            got = wait_until(lambda: len(received()) >= 2 and received(), 60, what="both hooks recorded")
         finally:
             c.close()
         assert [(e["builder"], e["data"]["hook_event_name"], e["data"]["source"]) for e in got] == [

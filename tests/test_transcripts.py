@@ -59,7 +59,7 @@ def test_question_from_transcript_then_hooks_make_one_interaction(home: Path, wo
     settings = spawn_with_transcript(home, worktree, t)
     use, res = ask_rows()
     append(t, line(use))
-    q = wait_until(lambda: next((q for q in questions(home, "pending") if q["id"] == ASK), None), 5,
+    q = wait_until(lambda: next((q for q in questions(home, "pending") if q["id"] == ASK), None), 60,
                    what="the question detected from the transcript")
     assert q["questions"][0]["question"] == "Which color do you prefer?" and q["builder"] == "b1"
     # the hooks for the same call arrive late: no second interaction
@@ -75,7 +75,7 @@ def test_question_from_transcript_then_hooks_make_one_interaction(home: Path, wo
         else:
             assert run_hook(cmd, json.dumps(p).encode(), worktree).returncode == 0
     append(t, line(res))
-    wait_until(lambda: next(q for q in questions(home) if q["id"] == ASK)["state"] == "answered", 5,
+    wait_until(lambda: next(q for q in questions(home) if q["id"] == ASK)["state"] == "answered", 60,
                what="resolved from the transcript")
     assert held.wait(5) == 0 and held.stdout is not None and held.stdout.read() == b""  # released
     post = json.loads((TUI / "010-PostToolUse.json").read_bytes())
@@ -97,7 +97,7 @@ def test_chunked_and_damaged_rows_give_each_event_once(home: Path, worktree: Pat
     use, res = ask_rows()
     u = line(use)
     append(t, u[:50])                                       # a row split mid-JSON ...
-    wait_until(lambda: t.stat().st_size == 50, 1, what="the first half written")
+    wait_until(lambda: t.stat().st_size == 50, 60, what="the first half written")
     append(t, u[50:])                                       # ... across two writes
     append(t, line({"type": "future-row", "sessionId": SID}))  # an unknown row type
     append(t, line({"type": "mode", "sessionId": SID}).rstrip(b"\n") + line({"type": "mode", "sessionId": SID}))  # spliced
@@ -106,7 +106,7 @@ def test_chunked_and_damaged_rows_give_each_event_once(home: Path, worktree: Pat
     append(t, line({"type": "assistant", "sessionId": SID, "message": {"role": "assistant", "content": [
         {"type": "hologram", "data": 1}, {"type": "text", "text": "ok"}]}}))  # an unknown content block
     append(t, line(res))
-    wait_until(lambda: any(q["id"] == ASK and q["state"] == "answered" for q in questions(home)), 5,
+    wait_until(lambda: any(q["id"] == ASK and q["state"] == "answered" for q in questions(home)), 60,
                what="the answer from the damaged transcript")
     evs = events(home)
     assert len(about(evs, "question_pending", ASK)) == 1 and len(about(evs, "question_resolved", ASK)) == 1
@@ -125,14 +125,14 @@ def test_catch_up_after_the_daemon_was_down(home: Path, worktree: Path, tmp_path
     d = DaemonProcess(home).start()
     try:
         spawn_with_transcript(home, worktree, t)
-        wait_until(lambda: any(e["kind"] == "session_started" for e in events(home)), 5, what="session")
+        wait_until(lambda: any(e["kind"] == "session_started" for e in events(home)), 60, what="session")
     finally:
         d.stop()
     use, _ = ask_rows()
     append(t, line(use))  # asked while hookd was down
     d = DaemonProcess(home).start()
     try:
-        q = wait_until(lambda: next((q for q in questions(home, "pending") if q["id"] == ASK), None), 5,
+        q = wait_until(lambda: next((q for q in questions(home, "pending") if q["id"] == ASK), None), 60,
                        what="the question asked while the daemon was down")
         assert q["state"] == "pending"
     finally:
@@ -173,7 +173,7 @@ def test_compact_summary_and_interrupt_rows(home: Path, worktree: Path, tmp_path
         "role": "user", "content": "Summary: the assistant asked \"Which DB?\" via AskUserQuestion and the user picked Postgres"}}))
     append(t, line({"type": "user", "sessionId": SID, "message": {"role": "user", "content": [
         {"type": "text", "text": "[Request interrupted by user for tool use]"}]}}))
-    wait_until(lambda: any(e["kind"] == "turn_interrupted" for e in events(home)), 5, what="the interrupt")
+    wait_until(lambda: any(e["kind"] == "turn_interrupted" for e in events(home)), 60, what="the interrupt")
     # the summary text neither opened nor resolved anything; the question is still pending
     assert [(q["id"], q["state"]) for q in questions(home)] == [(ASK, "pending")]
 
@@ -190,7 +190,7 @@ def test_headless_refusal_resolves_denied_in_the_same_poll(home: Path, worktree:
          "content": "<tool_use_error>Error: No such tool available: AskUserQuestion</tool_use_error>"}]}}
     append(t, line(use) + line(refused) + line({"type": "assistant", "sessionId": SID, "message": {
         "role": "assistant", "content": [{"type": "text", "text": "You chose Go."}]}}))
-    wait_until(lambda: any(q["id"] == ASK and q["state"] == "denied" for q in questions(home)), 5, what="denied")
+    wait_until(lambda: any(q["id"] == ASK and q["state"] == "denied" for q in questions(home)), 60, what="denied")
     evs = events(home)
     [pending] = about(evs, "question_pending", ASK)
     [resolved] = about(evs, "question_resolved", ASK)
@@ -206,7 +206,7 @@ def test_transcript_folder_created_after_session_start(home: Path, worktree: Pat
     t.parent.mkdir(parents=True)
     use, _ = ask_rows()
     t.write_bytes(line(use))
-    wait_until(lambda: any(q["id"] == ASK for q in questions(home, "pending")), 5, what="the question")
+    wait_until(lambda: any(q["id"] == ASK for q in questions(home, "pending")), 60, what="the question")
 
 
 def test_projects_folder_new_sessions_are_found_also_after_a_restart(home: Path, worktree: Path, tmp_path: Path) -> None:
@@ -222,7 +222,7 @@ def test_projects_folder_new_sessions_are_found_also_after_a_restart(home: Path,
         r = hookd_cli(home, "tail", str(folder), "--builder", "b1")
         assert r.returncode == 0 and "0 transcripts now, and new ones" in r.stdout, r.stdout + r.stderr
         (folder / "s-0007.jsonl").write_bytes(line(dict(use, sessionId="s-0007", timestamp=old)))
-        wait_until(lambda: any(q["id"] == ASK for q in questions(home, "pending")), 5, what="the new session's question")
+        wait_until(lambda: any(q["id"] == ASK for q in questions(home, "pending")), 60, what="the new session's question")
         assert [e["session_id"] for e in events(home) if e["kind"] == "hooks_unarmed"] == ["s-0007"]
     finally:
         d.stop()
@@ -231,7 +231,7 @@ def test_projects_folder_new_sessions_are_found_also_after_a_restart(home: Path,
     (folder / "s-0008.jsonl").write_bytes(line(other))  # appeared while hookd was down
     d = DaemonProcess(home).start()
     try:
-        wait_until(lambda: any(q["id"] == "toolu_01LATER" for q in questions(home, "pending")), 5,
+        wait_until(lambda: any(q["id"] == "toolu_01LATER" for q in questions(home, "pending")), 60,
                    what="the question of a session that appeared while the daemon was down")
     finally:
         d.stop()
@@ -255,11 +255,11 @@ def test_frozen_transcript_path_follows_the_file_carrying_the_session_id(home: P
         spawn_with_transcript(home, worktree, frozen)
         (folder / "s-other.jsonl").write_bytes(line(other_use))  # a concurrent session, unknown to hookd
         (folder / "moved.jsonl").write_bytes(line(use))  # where the session really writes now
-        wait_until(lambda: any(q["id"] == ASK for q in questions(home, "pending")), 5, what="the question")
+        wait_until(lambda: any(q["id"] == ASK for q in questions(home, "pending")), 60, what="the question")
         [followed] = [e for e in events(home) if e["kind"] == "transcript_followed"]
         assert followed["session_id"] == SID and followed["data"]["path"] == str(folder / "moved.jsonl")
         append(folder / "moved.jsonl", line(res))
-        wait_until(lambda: any(q["id"] == ASK and q["state"] == "answered" for q in questions(home, "all")), 5, what="the answer")
+        wait_until(lambda: any(q["id"] == ASK and q["state"] == "answered" for q in questions(home, "all")), 60, what="the answer")
     finally:
         d.stop()
     # while the daemon is down the session moves again
@@ -268,7 +268,7 @@ def test_frozen_transcript_path_follows_the_file_carrying_the_session_id(home: P
     (folder / "moved-again.jsonl").write_bytes(line(second))
     d = DaemonProcess(home).start()
     try:
-        wait_until(lambda: any(q["id"] == "toolu_01SECOND" for q in questions(home, "pending")), 5,
+        wait_until(lambda: any(q["id"] == "toolu_01SECOND" for q in questions(home, "pending")), 60,
                    what="the question written to a new file while hookd was down")
         assert "toolu_01OTHER" not in {q["id"] for q in questions(home, "all")}
         assert {e["data"]["path"] for e in events(home) if e["kind"] == "transcript_followed"} == {
@@ -290,7 +290,7 @@ def test_answer_to_a_question_seen_only_in_a_transcript_is_queued_not_claimed(ho
         assert hookd_cli(home, "spawn", "b1", "--worktree", str(worktree)).returncode == 0
         assert hookd_cli(home, "tail", str(folder), "--builder", "b1").returncode == 0
         (folder / f"{SID}.jsonl").write_bytes(line(use))
-        wait_until(lambda: any(q["id"] == ASK for q in questions(home, "pending")), 5, what="the question")
+        wait_until(lambda: any(q["id"] == ASK for q in questions(home, "pending")), 60, what="the question")
         r = hookd_cli(home, "answer", ASK, "--option", "Red", "--json")
         assert r.returncode == 0, r.stderr
         receipt = json.loads(r.stdout)
@@ -299,7 +299,7 @@ def test_answer_to_a_question_seen_only_in_a_transcript_is_queued_not_claimed(ho
         [q] = questions(home, "pending")
         assert q["id"] == ASK and q["surface"] is None
         append(folder / f"{SID}.jsonl", line(res))
-        wait_until(lambda: any(q["id"] == ASK and q["state"] == "answered" for q in questions(home, "all")), 5,
+        wait_until(lambda: any(q["id"] == ASK and q["state"] == "answered" for q in questions(home, "all")), 60,
                    what="the desk's answer")
         [q] = questions(home, "all")
         assert (q["surface"], q["answers"]) == ("terminal", {"Which color do you prefer?": "Blue"})
@@ -330,7 +330,7 @@ def test_session_that_stops_writing_is_still_flagged_unarmed(home: Path, worktre
     assert not [e for e in evs if e["kind"] == "hooks_unarmed"]  # within the grace
     assert [e["kind"] for e in evs if e["kind"] in ("session_started", "question_pending")] == [
         "session_started", "question_pending"]  # the session first, then what it asked
-    flag = wait_until(lambda: [e for e in events(home) if e["kind"] == "hooks_unarmed"], 15, what="hooks_unarmed")
+    flag = wait_until(lambda: [e for e in events(home) if e["kind"] == "hooks_unarmed"], 60, what="hooks_unarmed")
     assert [e["session_id"] for e in flag] == ["s-0008"]
 
 
@@ -348,5 +348,5 @@ def test_fork_lineage_is_per_builder(home: Path, worktree: Path, tmp_path: Path,
         (d / f"{sid}.jsonl").write_bytes(line({"type": "queue-operation", "sessionId": sid, "timestamp": ts})
                                          + line(dict(root, sessionId=sid)))
         assert hookd_cli(home, "tail", str(d / f"{sid}.jsonl"), "--builder", b).returncode == 0
-    linked = wait_until(lambda: [e for e in events(home) if e["kind"] == "session_linked"], 5, what="a link")
+    linked = wait_until(lambda: [e for e in events(home) if e["kind"] == "session_linked"], 60, what="a link")
     assert [(e["session_id"], e["data"]["parent_session_id"]) for e in linked] == [("s-c", "s-a")]

@@ -276,7 +276,7 @@ def test_replay_into_a_builder_waits_for_the_answer_and_the_tool_gets_it(daemon:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         client = daemon.client()
-        held = wait_until(lambda: client.get("/v1/status")["held"], 20, what="the PermissionRequest to be held")
+        held = wait_until(lambda: client.get("/v1/status")["held"], 60, what="the PermissionRequest to be held")
         [q] = client.get("/v1/questions")
         assert q["id"] == held[0] and q["builder"] == "demo" and q["questions"][0]["question"] == "Which color do you prefer?"
         assert q["session_id"] != json.loads((SCENARIO / "hooks" / "001-SessionStart.json").read_text())["session_id"]

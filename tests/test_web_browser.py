@@ -190,7 +190,7 @@ def test_permission_denied_with_a_message_in_the_browser(page: Page, builder: Bu
                                                           home: Path) -> None:
     assert builder.hook(payload("001-SessionStart.json")) == ""
     held = builder.start_hook(bash_permission("rm -rf build"))
-    pid = wait_until(lambda: [q["id"] for q in questions(home, "pending") if q["kind"] == "permission"], 15,
+    pid = wait_until(lambda: [q["id"] for q in questions(home, "pending") if q["kind"] == "permission"], 60,
                      what="a pending permission prompt")[0]
     builder.held(pid)
     card = page.locator(f'#pending-list article.permission[data-id="{pid}"]')
@@ -225,7 +225,7 @@ def test_an_answer_or_message_over_the_limit_is_refused_and_the_page_says_so(
 
     builder.hook(payload("001-SessionStart.json"))
     held = builder.start_hook(bash_permission("rm -rf build"))
-    pid = wait_until(lambda: [q["id"] for q in questions(home, "pending") if q["kind"] == "permission"], 15,
+    pid = wait_until(lambda: [q["id"] for q in questions(home, "pending") if q["kind"] == "permission"], 60,
                      what="a pending permission prompt")[0]
     builder.held(pid)
     card = page.locator(f'#pending-list article.permission[data-id="{pid}"]')
@@ -350,7 +350,7 @@ def test_reconnects_after_a_daemon_restart_without_missed_or_doubled_cards(
         def caught_up() -> bool:
             want = [e["seq"] for e in c.lines("/v1/events", after=first, limit=100000)]
             return page.evaluate("hookdPage.seen.slice()") == want
-        wait_until(caught_up, 15, interval=0.1, what="the page to have seen every event once")
+        wait_until(caught_up, 60, interval=0.1, what="the page to have seen every event once")
     finally:
         c.close()
     # the page still answers after the restart: the async question, free text
