@@ -321,7 +321,9 @@ def test_session_that_stops_writing_is_still_flagged_unarmed(home: Path, worktre
     is flagged anyway, without another row."""
     assert hookd_cli(home, "spawn", "b1", "--worktree", str(worktree)).returncode == 0
     t = tmp_path / "s-0008.jsonl"
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    # the grace (5 s) runs from the row's own time: a row stamped 20 s ahead keeps the checks
+    # below inside it however slowly a loaded machine runs the CLI
+    now = (datetime.now(timezone.utc) + timedelta(seconds=20)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     use, _ = ask_rows()
     t.write_bytes(line(dict(use, sessionId="s-0008", timestamp=now)))
     assert hookd_cli(home, "tail", str(t), "--builder", "b1").returncode == 0
