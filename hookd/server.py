@@ -99,6 +99,7 @@ from hookd.answers import DaemonStopping
 from hookd.service import CUT_SUFFIX, MAX_PAYLOAD, HookResult, Hookd
 from hookd.clawhttp import routes as claw_routes
 from hookd.spawn import list_manifests, read_manifest, write_client
+from hookd.settings import Settings
 from hookd.store import Store
 from hookd.untrusted import decode_json
 from hookd.lanes import LaneAlerts, LaneWatch
@@ -1190,12 +1191,13 @@ def serve(home: Home, port: int = 0, notify_overrides: dict[str, Any] | None = N
     from hookd import notify
 
     notify_config = notify.load_config(home, notify_overrides)
+    settings = Settings.from_env()  # the daemon's tunables (ConfigError before binding anything)
     os.umask(0o077)  # the database, its WAL and the spool are the user's alone
     home.ensure()
     lock = _Lock(home.lock_file)
     try:
         with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-            runner.run(_serve(home, port, notify_config))
+            runner.run(_serve(home, port, notify_config, settings))
     finally:
         lock.release()
 
@@ -1210,7 +1212,7 @@ def _loop_factory() -> Any:
     return uvloop.new_event_loop
 
 
-async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
+async def _serve(home: Home, port: int, notify_config: Any, settings: Settings) -> None:
     from hookd import notify
 
     token = home.read_token()
@@ -1219,7 +1221,7 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
     tcp_port = tcp_sock.getsockname()[1]
     endpoint = Endpoint(tcp_port, secrets.token_urlsafe(32), os.getpid(), process_start(),
                         secrets.token_urlsafe(24))
-    store = await Store(home.db).open()
+    store = await Store(home.db, settings=settings).open()
     core = Hookd(home, store)
     core.tcp_port = tcp_port  # type: ignore[attr-defined]
     stop_watch = asyncio.Event()
