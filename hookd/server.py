@@ -102,8 +102,8 @@ from hookd.spawn import list_manifests, read_manifest, write_client
 from hookd.settings import Settings
 from hookd.store import Store
 from hookd.untrusted import decode_json
-from hookd.lanes import LaneAlerts, LaneWatch
-from hookd.tailer import Tailer
+from hookd.watchers.lanes import LaneAlerts, LaneWatch
+from hookd.watchers.tailer import Tailer
 from hookd.storage_health import retry_until_back
 from hookd.web import WebAuth, WebPage, bind_loopback
 
@@ -1126,7 +1126,7 @@ def _outside_spools(home: Home) -> list[Path]:
 async def _watch_spool(core: Hookd, stop: asyncio.Event) -> None:
     """Ingest payloads spooled while the daemon runs (a client that timed out, or one that
     read no endpoint during start-up), in the home's spool and in those outside it."""
-    from hookd.watch import awatch_dirs
+    from hookd.watchers.watch import awatch_dirs
 
     logging.getLogger("watchfiles").setLevel(logging.WARNING)
     outside = _outside_spools(core.home)
@@ -1188,7 +1188,7 @@ class _Server(uvicorn.Server):
 def serve(home: Home, port: int = 0, notify_overrides: dict[str, Any] | None = None) -> None:
     """Run the daemon in the foreground until SIGTERM/SIGINT. Raises AlreadyServing, and
     ConfigError for an invalid config.toml (before binding anything)."""
-    from hookd import notify
+    from hookd.watchers import notify
 
     notify_config = notify.load_config(home, notify_overrides)
     settings = Settings.from_env()  # the daemon's tunables (ConfigError before binding anything)
@@ -1213,7 +1213,7 @@ def _loop_factory() -> Any:
 
 
 async def _serve(home: Home, port: int, notify_config: Any, settings: Settings) -> None:
-    from hookd import notify
+    from hookd.watchers import notify
 
     token = home.read_token()
     unix_sock, sock_path, sock_dir = _bind_unix(home)

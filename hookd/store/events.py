@@ -26,7 +26,7 @@ class EventsTx(TxBase):
         return ev
 
     # notifications -------------------------------------------------------------------
-    # (hookd.notify: escalation steps claimed once per subject, delivery per channel)
+    # (hookd.watchers.notify: escalation steps claimed once per subject, delivery per channel)
     def claim_notification(self, key: str, step: int, rule: str, builder: str | None,
                            channels: list[str], alert: bytes, at: float) -> tuple[int, float, list[str]]:
         """Claim escalation ``step`` of subject ``key`` for ``channels``, unless a step at

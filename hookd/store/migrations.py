@@ -202,7 +202,7 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         ],
     ),
     (
-        # Notifications (hookd.notify): one row per (subject key, escalation step, channel);
+        # Notifications (hookd.watchers.notify): one row per (subject key, escalation step, channel);
         # a step is claimed (status 'pending') in the same transaction that decides to send it,
         # so a restart never sends a step twice. status: pending | sent | failed | cleared.
         "0007_notifications",

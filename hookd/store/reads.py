@@ -76,7 +76,7 @@ class Reads:
         return [dict(zip(keys, r)) for r in rows]
 
     async def lane_inputs(self, builders: list[str]) -> list[dict[str, Any]]:
-        """What a lane is derived from, per builder (see :mod:`hookd.lanes`), in the order of
+        """What a lane is derived from, per builder (see :mod:`hookd.watchers.lanes`), in the order of
         ``builders``: its current session (the one of its newest hook, else its newest
         transcript-only session) with the agent pid, end and interrupt times; the session's
         newest main-agent hook that is agent activity (not one of

@@ -392,14 +392,14 @@ class LaneAlerts:
     with a question or permission prompt pending (one step: nothing to remind), and
     ``idle_with_messages`` with escalation while an idle lane holds queued messages past the
     threshold. Cleared when the lane leaves that state. Pending questions themselves are the
-    notifier's interaction rule. notify: the daemon's :class:`hookd.notify.Notifier` or None."""
+    notifier's interaction rule. notify: the daemon's :class:`hookd.watchers.notify.Notifier` or None."""
 
     def __init__(self, notifier: Any):
         self.notifier = notifier
         self._raised: dict[str, str] = {}  # builder -> alert key
 
     async def __call__(self, old: str | None, lane: Lane) -> None:
-        from hookd.notify import Alert
+        from hookd.watchers.notify import Alert
 
         if self.notifier is None:
             return

@@ -222,7 +222,7 @@ def read_new(cursor: Cursor, max_bytes: int = READ_CHUNK) -> ReadResult:
 
 #: watchfiles settings: milliseconds to wait for more changes before yielding a batch, and
 #: between checks (transcript append -> event budget: p95 100 ms). Only where the tailer falls
-#: back to watchfiles: on Linux it reads inotify events on the event loop (:mod:`hookd.watch`).
+#: back to watchfiles: on Linux it reads inotify events on the event loop (:mod:`hookd.watchers.watch`).
 WATCH_DEBOUNCE_MS = env_number("HOOKD_TAIL_DEBOUNCE_MS", 20, kind=int)
 WATCH_STEP_MS = env_number("HOOKD_TAIL_STEP_MS", 10, kind=int)
 
@@ -452,7 +452,7 @@ class Tailer:
         """Catch up, then follow changes until ``stop`` (an asyncio.Event) is set."""
         import asyncio
 
-        from hookd.watch import awatch_dirs
+        from hookd.watchers.watch import awatch_dirs
 
         self._changed = asyncio.Event()
         for path, builder, sid in await self.core.store.transcript_targets():
