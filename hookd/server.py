@@ -1123,16 +1123,17 @@ def _outside_spools(home: Home) -> list[Path]:
     return out
 
 
-async def _watch_spool(core: Hookd, stop: asyncio.Event) -> None:
+async def _watch_spool(core: Hookd, stop: asyncio.Event, backend: str = "auto") -> None:
     """Ingest payloads spooled while the daemon runs (a client that timed out, or one that
-    read no endpoint during start-up), in the home's spool and in those outside it."""
+    read no endpoint during start-up), in the home's spool and in those outside it. backend:
+    :attr:`hookd.settings.Settings.watch_backend`."""
     from hookd.watchers.watch import awatch_dirs
 
     logging.getLogger("watchfiles").setLevel(logging.WARNING)
     outside = _outside_spools(core.home)
     try:
         async for _ in awatch_dirs(os.fspath(core.home.spool_root), *map(os.fspath, outside), stop_event=stop,
-                                   debounce=50, step=20, recursive=True, rust_timeout=200):
+                                   debounce=50, step=20, recursive=True, backend=backend, rust_timeout=200):
             try:
                 await core.ingest_spool()
             except Exception:  # (a database that cannot commit: the files stay for a later pass)
@@ -1241,15 +1242,15 @@ async def _serve(home: Home, port: int, notify_config: Any, settings: Settings) 
             except OSError as e:
                 log.warning("could not refresh %s: %s", home.client_script, e)
         write_private(home.endpoint_file, endpoint.line())
-        watcher = asyncio.create_task(_watch_spool(core, stop_watch))
+        watcher = asyncio.create_task(_watch_spool(core, stop_watch, settings.watch_backend))
         expiry = asyncio.create_task(core.run_expiry())
         notifier, notifying = notify.start(core, notify_config or notify.load_config(home))
-        tailer = Tailer(core)
+        tailer = Tailer(core, settings=settings)
         core.on_transcript = tailer.add
         core.tailer = tailer  # type: ignore[attr-defined]
         tailing = asyncio.create_task(tailer.run(stop_watch))
         lanes = LaneWatch(core, LaneAlerts(notifier), question_after_s=notifier.config.question_after_s,
-                          idle_inbox_after_s=notifier.config.idle_inbox_after_s)
+                          idle_inbox_after_s=notifier.config.idle_inbox_after_s, settings=settings)
         core.lanes = lanes  # type: ignore[attr-defined]
         laning = asyncio.create_task(lanes.run(stop_watch))
         retrying = asyncio.create_task(retry_until_back(core, stop_watch))
