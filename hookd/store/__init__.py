@@ -14,7 +14,8 @@ Modules:
   answers), ``inbox``, ``events`` (the event log, notifications), over ``base``
   (:class:`hookd.store.base.TxBase`: the transaction's state; :class:`InboxLive`);
 - ``migrations``: :data:`MIGRATIONS` and :func:`hookd.store.migrations.migrate`;
-- ``rows``: the column lists and the row-to-model functions the others share.
+- ``rows``: the column lists and the row-to-model functions the others share;
+- ``timeline``: hookd's timeline (:mod:`hookd.clock`) in the database, each boot's offset.
 """
 
 from hookd.store.base import InboxLive, TxBase

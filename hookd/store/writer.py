@@ -32,6 +32,7 @@ from hookd.clock import Clock
 from hookd.models import Event, StorageUnavailable
 from hookd.settings import Settings
 from hookd.storage_health import StorageHealth, is_busy, storage_code
+from hookd.store import timeline
 from hookd.store.base import InboxLive
 from hookd.store.migrations import migrate
 from hookd.store.reads import Reads
@@ -133,8 +134,8 @@ class Store(Reads):
             db.execute(f"PRAGMA {pragma}")
         self._w = db
         migrate(db)
-        self.clock.attach(db)
-        self.clock.record(db)
+        timeline.attach(self.clock, db)
+        timeline.record(self.clock, db)
         # from here on a locked database is waited for off the event loop (write, _flush)
         db.execute("PRAGMA busy_timeout=0")
         st = os.stat(self.path)
@@ -166,7 +167,7 @@ class Store(Reads):
             self._r = None
         if self._w is not None:
             try:
-                self.clock.record(self._w)
+                timeline.record(self.clock, self._w)
             except sqlite3.Error as e:  # the next boot's floor is then an earlier record
                 log.warning("recording the timeline: %s", e)
             with contextlib.suppress(sqlite3.Error):  # disk full, deleted: nothing more to save
