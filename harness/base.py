@@ -476,7 +476,7 @@ class Adapter(Protocol):
 class TranscriptReader(Protocol):
     """What the core asks of a harness whose agent writes transcripts hookd follows
     (:data:`hookd.harness.registry.READERS`; :func:`hookd.harness.registry.reader_of` picks
-    the one for a file). Rows are JSON objects, read by :mod:`hookd.tailer`."""
+    the one for a file). Rows are JSON objects, read by :mod:`hookd.watchers.tailer`."""
 
     #: the harness name a session first seen in such a transcript is recorded under
     HARNESS: str

@@ -542,10 +542,10 @@ def tail(ctx: click.Context, paths: tuple[Path, ...], builder: str, session_id: 
 def replay(ctx: click.Context, scenario_dir: Path, update: bool, into: str | None) -> None:
     """Replay SCENARIO_DIR/hooks/*.json through a private daemon, as the hook client would,
     and compare the events with SCENARIO_DIR/expected-events.jsonl."""
-    from hookd.replay import check_scenario, replay as do_replay
+    from hookd.devtools.replay import check_scenario, replay as do_replay
 
     if into is not None:
-        from hookd.feed import feed
+        from hookd.devtools.feed import feed
 
         def before(name: str, event: str) -> None:
             if event == "PermissionRequest":
@@ -575,7 +575,7 @@ def replay(ctx: click.Context, scenario_dir: Path, update: bool, into: str | Non
 def drift(version_dir: Path | None, fixtures: Path, no_replay: bool, as_json: bool) -> None:
     """Report what the newest recorded Claude Code version sends that hookd does not know.
     Exits 1 on a parse failure or a golden mismatch."""
-    from hookd.drift import drift as do_drift, newest_version_dir, render
+    from hookd.devtools.drift import drift as do_drift, newest_version_dir, render
 
     try:
         target = version_dir or newest_version_dir(fixtures)
@@ -605,7 +605,7 @@ def notify_test(ctx: click.Context, channel: str | None) -> None:
     which worked; exit 1 if any failed."""
     import asyncio
 
-    from hookd.notify import load_config, test_channels
+    from hookd.watchers.notify import load_config, test_channels
 
     cfg = load_config(ctx.find_root().obj)
     if not cfg.channels:

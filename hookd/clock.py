@@ -8,7 +8,7 @@ VM resumed with a stale clock) never moves.
 
 The timeline is ``CLOCK_BOOTTIME`` (monotonic, counting suspend, so a laptop asleep for an hour
 has waited an hour) plus an offset recorded per boot in the database (``clock_boots``, keyed by
-the kernel's boot id): daemon restarts within one boot continue the same timeline, so windows
+the kernel's boot id; :mod:`hookd.store.timeline`): daemon restarts within one boot continue the same timeline, so windows
 stored in SQLite cross restarts unchanged. The first start of a boot anchors its offset so
 that the timeline reads the wall time then (never less than the newest stamp of an earlier
 boot: the timeline never runs backwards); across a reboot, the wall clock is the only evidence
@@ -17,7 +17,6 @@ of the time that passed. Stamps written before the timeline existed are their wa
 
 from __future__ import annotations
 
-import sqlite3
 import time
 import uuid
 from collections.abc import Callable
@@ -49,9 +48,9 @@ class Clock:
     """Wall time (:meth:`wall`) and the elapsed timeline (:meth:`mono`), both in seconds.
 
     wall, boottime, boot: where the readings come from (injectable: tests step the wall clock
-    or move the timeline without touching the system's). :meth:`attach` reads or records this
-    boot's offset in a database; until then the timeline is anchored to the wall clock of
-    this process's first reading."""
+    or move the timeline without touching the system's). :attr:`offset` is this boot's, read or
+    recorded in the database by :func:`hookd.store.timeline.attach`; until then the timeline is
+    anchored to the wall clock of this process's first reading."""
 
     def __init__(self, wall: Callable[[], float] = time.time, boottime: Callable[[], float] = boottime,
                  boot: Callable[[], str] = boot_id):
@@ -71,34 +70,10 @@ class Clock:
         receipt): now less the wall time since then, never later than now."""
         return self.mono() - max(0.0, self._wall() - at)
 
-    def attach(self, db: sqlite3.Connection) -> None:
-        """Take this boot's offset from ``db`` (table ``clock_boots``), recording it on the
-        first start of a boot. Runs in its own transaction on ``db`` (an autocommit connection)."""
-        boot = self._boot()
-        if db.execute("SELECT 1 FROM sqlite_master WHERE name='clock_boots'").fetchone() is None:
-            return  # a database from before the timeline (its migration not applied): this process's anchor
-        row = db.execute("SELECT offset FROM clock_boots WHERE boot_id=?", (boot,)).fetchone()
-        if row is not None:
-            self.offset = row[0]
-            return
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            row = db.execute("SELECT offset FROM clock_boots WHERE boot_id=?", (boot,)).fetchone()
-            if row is None:
-                floor = db.execute("SELECT MAX(last) FROM clock_boots").fetchone()[0]
-                start = max(self._wall(), floor if floor is not None else float("-inf"))
-                offset = start - self._boottime()
-                db.execute("INSERT INTO clock_boots (boot_id, offset, last) VALUES (?, ?, ?)", (boot, offset, start))
-            else:
-                offset = row[0]
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        self.offset = offset
+    def boot(self) -> str:
+        """The id of the boot this timeline belongs to (:func:`boot_id`)."""
+        return self._boot()
 
-    def record(self, db: sqlite3.Connection) -> None:
-        """Record how far this boot's timeline has run (the floor of the next boot's); in the
-        caller's transaction."""
-        if db.execute("SELECT 1 FROM sqlite_master WHERE name='clock_boots'").fetchone() is not None:
-            db.execute("UPDATE clock_boots SET last=MAX(last, ?) WHERE boot_id=?", (self.mono(), self._boot()))
+    def since_boot(self) -> float:
+        """Seconds since boot (:func:`boottime`), the timeline less its :attr:`offset`."""
+        return self._boottime()

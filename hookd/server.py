@@ -99,10 +99,11 @@ from hookd.answers import DaemonStopping
 from hookd.service import CUT_SUFFIX, MAX_PAYLOAD, HookResult, Hookd
 from hookd.clawhttp import routes as claw_routes
 from hookd.spawn import list_manifests, read_manifest, write_client
+from hookd.settings import Settings
 from hookd.store import Store
 from hookd.untrusted import decode_json
-from hookd.lanes import LaneAlerts, LaneWatch
-from hookd.tailer import Tailer
+from hookd.watchers.lanes import LaneAlerts, LaneWatch
+from hookd.watchers.tailer import Tailer
 from hookd.storage_health import retry_until_back
 from hookd.web import WebAuth, WebPage, bind_loopback
 
@@ -1122,16 +1123,17 @@ def _outside_spools(home: Home) -> list[Path]:
     return out
 
 
-async def _watch_spool(core: Hookd, stop: asyncio.Event) -> None:
+async def _watch_spool(core: Hookd, stop: asyncio.Event, backend: str = "auto") -> None:
     """Ingest payloads spooled while the daemon runs (a client that timed out, or one that
-    read no endpoint during start-up), in the home's spool and in those outside it."""
-    from hookd.watch import awatch_dirs
+    read no endpoint during start-up), in the home's spool and in those outside it. backend:
+    :attr:`hookd.settings.Settings.watch_backend`."""
+    from hookd.watchers.watch import awatch_dirs
 
     logging.getLogger("watchfiles").setLevel(logging.WARNING)
     outside = _outside_spools(core.home)
     try:
         async for _ in awatch_dirs(os.fspath(core.home.spool_root), *map(os.fspath, outside), stop_event=stop,
-                                   debounce=50, step=20, recursive=True, rust_timeout=200):
+                                   debounce=50, step=20, recursive=True, backend=backend, rust_timeout=200):
             try:
                 await core.ingest_spool()
             except Exception:  # (a database that cannot commit: the files stay for a later pass)
@@ -1187,15 +1189,16 @@ class _Server(uvicorn.Server):
 def serve(home: Home, port: int = 0, notify_overrides: dict[str, Any] | None = None) -> None:
     """Run the daemon in the foreground until SIGTERM/SIGINT. Raises AlreadyServing, and
     ConfigError for an invalid config.toml (before binding anything)."""
-    from hookd import notify
+    from hookd.watchers import notify
 
     notify_config = notify.load_config(home, notify_overrides)
+    settings = Settings.from_env()  # the daemon's tunables (ConfigError before binding anything)
     os.umask(0o077)  # the database, its WAL and the spool are the user's alone
     home.ensure()
     lock = _Lock(home.lock_file)
     try:
         with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-            runner.run(_serve(home, port, notify_config))
+            runner.run(_serve(home, port, notify_config, settings))
     finally:
         lock.release()
 
@@ -1210,8 +1213,8 @@ def _loop_factory() -> Any:
     return uvloop.new_event_loop
 
 
-async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
-    from hookd import notify
+async def _serve(home: Home, port: int, notify_config: Any, settings: Settings) -> None:
+    from hookd.watchers import notify
 
     token = home.read_token()
     unix_sock, sock_path, sock_dir = _bind_unix(home)
@@ -1219,7 +1222,7 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
     tcp_port = tcp_sock.getsockname()[1]
     endpoint = Endpoint(tcp_port, secrets.token_urlsafe(32), os.getpid(), process_start(),
                         secrets.token_urlsafe(24))
-    store = await Store(home.db).open()
+    store = await Store(home.db, settings=settings).open()
     core = Hookd(home, store)
     core.tcp_port = tcp_port  # type: ignore[attr-defined]
     stop_watch = asyncio.Event()
@@ -1239,15 +1242,15 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
             except OSError as e:
                 log.warning("could not refresh %s: %s", home.client_script, e)
         write_private(home.endpoint_file, endpoint.line())
-        watcher = asyncio.create_task(_watch_spool(core, stop_watch))
+        watcher = asyncio.create_task(_watch_spool(core, stop_watch, settings.watch_backend))
         expiry = asyncio.create_task(core.run_expiry())
         notifier, notifying = notify.start(core, notify_config or notify.load_config(home))
-        tailer = Tailer(core)
+        tailer = Tailer(core, settings=settings)
         core.on_transcript = tailer.add
         core.tailer = tailer  # type: ignore[attr-defined]
         tailing = asyncio.create_task(tailer.run(stop_watch))
         lanes = LaneWatch(core, LaneAlerts(notifier), question_after_s=notifier.config.question_after_s,
-                          idle_inbox_after_s=notifier.config.idle_inbox_after_s)
+                          idle_inbox_after_s=notifier.config.idle_inbox_after_s, settings=settings)
         core.lanes = lanes  # type: ignore[attr-defined]
         laning = asyncio.create_task(lanes.run(stop_watch))
         retrying = asyncio.create_task(retry_until_back(core, stop_watch))

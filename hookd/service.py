@@ -23,7 +23,7 @@ from hookd.answers import Answers, check_name
 from hookd.claw_core import ClawCore
 from hookd.transcripts import Transcripts
 from hookd.config import Home, env_number, private_dir_problem
-from hookd.lanes import process_started_at
+from hookd.watchers.lanes import process_started_at
 from hookd.harness.base import (
     INJECTION_CAP,
     STOP_CAP,

@@ -5,7 +5,7 @@ that builds the core in-process, and the result is handed to each component that
 value; no module reads the environment at import. Durations are in the unit their name says
 (``_s`` seconds, ``_ms`` milliseconds). The hook client's own variables (``HOOKD_HOME``,
 ``HOOKD_SOCK``, ``HOOKD_DEADLINE_MS``) and the notifier's (``HOOKD_NOTIFY_*``, in
-``hookd.notify``) are read where those are configured, not here.
+``hookd.watchers.notify``) are read where those are configured, not here.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Applying transcript rows to hookd's records (the fallback when hooks are missing).
 
 :class:`Transcripts` is mixed into :class:`hookd.service.Hookd`. Rows read by
-:mod:`hookd.tailer` are classified by the file's reader (a
+:mod:`hookd.watchers.tailer` are classified by the file's reader (a
 :class:`hookd.harness.base.TranscriptReader`, :func:`hookd.harness.registry.reader_of`) and
 applied with the same functions the hooks use, keyed by ``tool_use_id``: an AskUserQuestion seen by both a hook and
 the transcript is one interaction with one ``question_pending`` and one ``question_resolved``.
@@ -31,7 +31,7 @@ from hookd.harness.base import (
 from hookd.harness.base import text as as_text
 from hookd.harness.registry import reader_of
 from hookd.store import Tx
-from hookd.tailer import ReadResult
+from hookd.watchers.tailer import ReadResult
 
 if TYPE_CHECKING:
     from hookd.service import Hookd

@@ -24,7 +24,7 @@ import pytest
 from hookd.client import Client
 from hookd.config import Home
 from hookd.daemonproc import DaemonProcess
-from hookd.replay import normalize
+from hookd.devtools.replay import normalize
 
 from .conftest import TUI, wait_until
 

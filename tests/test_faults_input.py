@@ -238,7 +238,7 @@ def test_payloads_with_lone_surrogates_parse_and_the_answer_and_message_get_thro
 def test_transcript_rows_claw_payloads_and_api_bodies_with_lone_surrogates(
         home: Path, tmp_path: Path, daemon: DaemonProcess) -> None:
     from hookd.harness import claw
-    from hookd.tailer import Cursor, read_new
+    from hookd.watchers.tailer import Cursor, read_new
 
     t = tmp_path / "t.jsonl"
     t.write_bytes(b'{"type":"user","uuid":"u1","text":"cut \\ud83d"}\n'
@@ -388,7 +388,7 @@ def test_every_human_facing_output_escapes_agent_text_and_json_stays_exact(home:
 
 def test_notifications_carry_no_control_characters() -> None:
     from hookd.models import Interaction
-    from hookd.notify import Channel, desktop_argv, interaction_alert, webhook_body
+    from hookd.watchers.notify import Channel, desktop_argv, interaction_alert, webhook_body
 
     i = msgspec.convert({"id": "toolu_01X", "kind": "question", "builder": "b1", "session_id": "s" + HOSTILE,
                          "agent_id": None, "tool_name": "AskUserQuestion", "tool_use_id": "toolu_01X",

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from hookd.daemonproc import DaemonProcess
-from hookd.lanes import derive
+from hookd.watchers.lanes import derive
 
 from .conftest import TUI, events, hookd_cli, settings_command, wait_until
 

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from hookd.config import Home
-from hookd.lanes import LaneWatch
+from hookd.watchers.lanes import LaneWatch
 from hookd.service import Hookd
 from hookd.store import Store
 

@@ -20,7 +20,7 @@ import pytest
 from hookd.config import Home
 from hookd.daemonproc import DaemonProcess
 from hookd.models import ConfigError
-from hookd.notify import (
+from hookd.watchers.notify import (
     Alert,
     Channel,
     Notifier,
@@ -181,7 +181,7 @@ def test_desktop_on_macos_passes_text_as_arguments() -> None:
 
 
 def test_desktop_failure_and_missing_binary(fp: Any, tmp_path: Path) -> None:
-    from hookd.notify import NotifyFailed, PermanentFailure
+    from hookd.watchers.notify import NotifyFailed, PermanentFailure
 
     fp.register(["notify-send", fp.any()], returncode=1, stderr=b"no session bus")
     with pytest.raises(NotifyFailed, match="exited with 1: no session bus"):

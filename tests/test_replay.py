@@ -1,7 +1,7 @@
 """Replay every recorded and synthetic Claude Code scenario through a real daemon.
 
 Each scenario folder under ``fixtures/claude-code/<version or synthetic>/`` holds
-``hooks/NNN-<Event>.json`` and the golden ``expected-events.jsonl`` (see hookd/replay.py).
+``hooks/NNN-<Event>.json`` and the golden ``expected-events.jsonl`` (see hookd/devtools/replay.py).
 `hookd replay` starts a private daemon per scenario (about 1-2 s each; the 3-byte-chunk
 scenario trickles its payload for about 3 s by design).
 """

@@ -40,3 +40,30 @@ def test_writes_of_one_turn_commit_together_and_a_failure_is_only_its_own(tmp_pa
 
     asyncio.run(run())
 
+
+
+def test_group_commit_off_in_settings_commits_each_write_alone(tmp_path: Path) -> None:
+    """``Settings(group_commit=False)`` (``HOOKD_GROUP_COMMIT=0`` in a daemon): writes requested
+    together commit one transaction each; with the default, the first commits at once and the
+    others of that turn together."""
+    from hookd.settings import Settings
+
+    def ok(tx, name: str):  # noqa: ANN001
+        tx.append_event("probe", name, None, 1.0, {"n": name})
+        return name
+
+    async def commits(settings: Settings | None) -> int:
+        st = await Store(tmp_path / f"{settings is None}.db", settings=settings).open()
+        try:
+            before = st.commits
+            results = await asyncio.gather(*(st.write(ok, n) for n in "abcd"))
+            assert [r[0] for r in results] == list("abcd")
+            return st.commits - before
+        finally:
+            await st.close()
+
+    async def run() -> None:
+        assert await commits(Settings(group_commit=False, busy_wait_s=0.5)) == 4
+        assert await commits(None) == 2
+
+    asyncio.run(run())

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import hookd.store as store_mod
+import hookd.store.migrations as store_mod
 from hookd.store import Store
 
 

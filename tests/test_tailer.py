@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from hookd.tailer import Cursor, TailStats, read_new, salvage
+from hookd.watchers.tailer import Cursor, TailStats, read_new, salvage
 
 
 def row(n: int, **extra: object) -> bytes:

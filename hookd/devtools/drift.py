@@ -90,7 +90,7 @@ def drift(version_dir: Path, replay_goldens: bool = True) -> DriftReport:
                 if kind not in cc.TRANSCRIPT_ROW_TYPES:
                     rows[str(kind)] += 1
         if replay_goldens:
-            from hookd.replay import replay
+            from hookd.devtools.replay import replay
 
             result = replay(sc)
             if result.diff:

@@ -22,8 +22,9 @@ from typing import Any
 import msgspec
 import psutil
 
-from hookd.config import BUILDER_ID_RE, env_number
+from hookd.config import BUILDER_ID_RE
 from hookd.models import StorageUnavailable
+from hookd.settings import Settings
 
 log = logging.getLogger("hookd")
 
@@ -34,15 +35,15 @@ QUESTION_AFTER_S = 60.0
 #: Seconds an idle lane may hold queued inbox messages before it is ``stalled``
 #: (``[notify] idle_inbox_after_s``).
 IDLE_INBOX_AFTER_S = 120.0
-#: Seconds between liveness checks of live agents' processes (psutil; a few pids).
-LIVENESS_S = env_number("HOOKD_LIVENESS_S", 2.0)
 #: Hooks after which the agent's turn is over (the main agent).
 _TURN_OVER = frozenset({"Stop", "SessionStart", "SessionEnd"})
 #: Harnesses with no end-of-turn hook (claw: only tool hooks exist). Their turn is taken as
-#: over once this many seconds pass after a tool's Post hook with no further hook
-#: (``HOOKD_QUIET_IDLE_S``): the model answers the human without calling a tool.
+#: over once ``quiet_idle_s`` seconds pass after a tool's Post hook with no further hook
+#: (:attr:`hookd.settings.Settings.quiet_idle_s`): the model answers the human without calling
+#: a tool.
 QUIET_IDLE_HARNESSES = frozenset({"claw", "claw-code-go"})
-QUIET_IDLE_S = env_number("HOOKD_QUIET_IDLE_S", 30.0)
+#: The tunables' defaults (:class:`hookd.settings.Settings`), for :func:`derive`'s own default.
+_DEFAULTS = Settings()
 _TOOL_DONE = frozenset({"PostToolUse", "PostToolUseFailure"})
 #: Longest stretch (seconds) of lane work between two turns of the event loop: computing
 #: 10,000 lanes must not hold hooks back (bench/lanes.py).
@@ -106,7 +107,7 @@ def process_started_at(pid: int) -> float | None:
 
 def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | None], bool | None] = agent_alive,
            question_after_s: float = QUESTION_AFTER_S, idle_inbox_after_s: float = IDLE_INBOX_AFTER_S,
-           quiet_idle_s: float = QUIET_IDLE_S, mono: float | None = None) -> Lane:
+           quiet_idle_s: float = _DEFAULTS.quiet_idle_s, mono: float | None = None) -> Lane:
     """The lane of one builder from :meth:`hookd.store.Store.lane_inputs` data. Pure but for
     ``alive`` (injectable). Times in UNIX seconds; thresholds in seconds. mono: now on hookd's
     timeline (:meth:`hookd.clock.Clock.mono`): the hooks', questions' and messages' own
@@ -187,20 +188,28 @@ def _on_timeline(d: dict[str, Any], shift: float) -> dict[str, Any]:
 
 class LaneWatch:
     """Keeps every builder's lane current: recomputes after commits (debounced), when a
-    threshold passes and, for live agents, every LIVENESS_S seconds (psutil); records the lane
-    and emits ``lane_changed`` on change. ``on_change(old, lane)`` is called after the commit
-    (the notifier's hook). core: :class:`hookd.service.Hookd`."""
+    threshold passes and, for live agents, every ``liveness_s`` seconds (psutil); records the
+    lane and emits ``lane_changed`` on change. ``on_change(old, lane)`` is called after the
+    commit (the notifier's hook). core: :class:`hookd.service.Hookd`. settings: its
+    ``liveness_s`` and ``quiet_idle_s`` (seconds; default :class:`hookd.settings.Settings`'
+    defaults)."""
 
     def __init__(self, core: Any, on_change: Callable[[str | None, Lane], Any] | None = None, *,
-                 question_after_s: float = QUESTION_AFTER_S, idle_inbox_after_s: float = IDLE_INBOX_AFTER_S):
+                 question_after_s: float = QUESTION_AFTER_S, idle_inbox_after_s: float = IDLE_INBOX_AFTER_S,
+                 settings: Settings | None = None):
+        settings = settings if settings is not None else _DEFAULTS
         self.core = core
+        #: seconds between liveness checks of live agents' processes (psutil; a few pids)
+        self.liveness_s = settings.liveness_s
+        #: seconds after a tool's Post hook that a QUIET_IDLE_HARNESSES lane is taken as idle
+        self.quiet_idle_s = settings.quiet_idle_s
         self.on_change = on_change
         self.question_after_s = question_after_s
         self.idle_inbox_after_s = idle_inbox_after_s
         self._known: dict[str, tuple[str, str | None]] = {}  # builder -> (state, session) recorded
         self._recorded: dict[str, tuple[str, float]] | None = None  # builder -> (state, since) recorded
         # (pid, start time) -> (alive, time.monotonic() it was last seen so, of the last full
-        # check): a lane's agent is checked at most once per LIVENESS_S (the watch's sweep keeps
+        # check): a lane's agent is checked at most once per liveness_s (the watch's sweep keeps
         # live agents' fresh), not once per lane per request
         self._liveness: dict[tuple[int, float | None], tuple[bool | None, float, float]] = {}
         self._agents: dict[str, tuple[int, float | None]] = {}  # builder -> its current agent's (pid, start)
@@ -213,13 +222,13 @@ class LaneWatch:
         return sorted(names)
 
     def _alive(self, pid: int | None, started_at: float | None) -> bool | None:
-        """:func:`agent_alive`, as checked within the last LIVENESS_S seconds."""
+        """:func:`agent_alive`, as checked within the last ``liveness_s`` seconds."""
         if not pid:
             return None
         key = (pid, started_at)
         hit = self._liveness.get(key)
         now = time.monotonic()
-        if hit is not None and now - hit[1] < LIVENESS_S:
+        if hit is not None and now - hit[1] < self.liveness_s:
             return hit[0]
         alive = agent_alive(pid, started_at)
         self._liveness[key] = (alive, now, now)
@@ -231,7 +240,7 @@ class LaneWatch:
         gone (their lanes to recompute). An agent checked in full (:func:`agent_alive`: the
         process, its start time against pid reuse, not a zombie) within the last
         FULL_CHECK_SWEEPS sweeps is only asked whether its pid still exists (``kill(pid, 0)``,
-        a microsecond: 10,000 live agents every LIVENESS_S cost ~10 ms, not a second)."""
+        a microsecond: 10,000 live agents every ``liveness_s`` cost ~10 ms, not a second)."""
         gone = []
         t = time.perf_counter()
         now = time.monotonic()
@@ -240,7 +249,7 @@ class LaneWatch:
             if agent is None:
                 continue
             hit = self._liveness.get(agent)
-            if hit is None or not hit[0] or now - hit[2] >= FULL_CHECK_SWEEPS * LIVENESS_S:
+            if hit is None or not hit[0] or now - hit[2] >= FULL_CHECK_SWEEPS * self.liveness_s:
                 self._liveness.pop(agent, None)
                 alive = self._alive(*agent)
             else:
@@ -257,7 +266,7 @@ class LaneWatch:
             if time.perf_counter() - t >= TURN_S:
                 await asyncio.sleep(0)  # hooks waiting are answered
                 t = time.perf_counter()
-        horizon = now - 10 * LIVENESS_S
+        horizon = now - 10 * self.liveness_s
         for key in [k for k, hit in self._liveness.items() if hit[1] < horizon]:
             del self._liveness[key]  # (agents long gone: checked again if ever asked)
         return gone
@@ -280,7 +289,7 @@ class LaneWatch:
             if s is not None and s["agent_pid"]:
                 self._agents[d["builder"]] = (s["agent_pid"], s["agent_started_at"])
             lane = derive(d, now, self._alive, question_after_s=self.question_after_s,
-                          idle_inbox_after_s=self.idle_inbox_after_s, mono=mono)
+                          idle_inbox_after_s=self.idle_inbox_after_s, quiet_idle_s=self.quiet_idle_s, mono=mono)
             rec = self._recorded.get(lane.builder)
             if rec is not None:
                 if rec[0] == lane.state:
@@ -341,13 +350,13 @@ class LaneWatch:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Until ``stop``: after commits, refresh the builders whose events they added (at most
-        every 50 ms); at a lane's due time, and every LIVENESS_S for lanes with a live agent,
+        every 50 ms); at a lane's due time, and every ``liveness_s`` for lanes with a live agent,
         refresh those; otherwise sleep."""
         bus = self.core.bus
         lanes: dict[str, Lane] = {}
         seq: int | None = None  # the last event seen; None until the first refresh of all lanes
         clock = self.core.store.clock
-        next_live = clock.wall() + LIVENESS_S
+        next_live = clock.wall() + self.liveness_s
         retry: set[str] = set()  # builders whose refresh the store refused
         while not stop.is_set() and not bus.closed:
             if seq is None:
@@ -376,7 +385,7 @@ class LaneWatch:
                 dirty.update(b for b, lane in lanes.items() if lane.due is not None and lane.due <= now)
                 if live and now >= next_live:
                     dirty.update(await self.sweep(live))  # only lanes whose agent is gone are recomputed
-                    next_live = now + LIVENESS_S
+                    next_live = now + self.liveness_s
                 if dirty:
                     for lane in await self.refresh(sorted(dirty)):
                         lanes[lane.builder] = lane
@@ -392,14 +401,14 @@ class LaneAlerts:
     with a question or permission prompt pending (one step: nothing to remind), and
     ``idle_with_messages`` with escalation while an idle lane holds queued messages past the
     threshold. Cleared when the lane leaves that state. Pending questions themselves are the
-    notifier's interaction rule. notify: the daemon's :class:`hookd.notify.Notifier` or None."""
+    notifier's interaction rule. notify: the daemon's :class:`hookd.watchers.notify.Notifier` or None."""
 
     def __init__(self, notifier: Any):
         self.notifier = notifier
         self._raised: dict[str, str] = {}  # builder -> alert key
 
     async def __call__(self, old: str | None, lane: Lane) -> None:
-        from hookd.notify import Alert
+        from hookd.watchers.notify import Alert
 
         if self.notifier is None:
             return

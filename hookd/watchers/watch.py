@@ -8,7 +8,8 @@ length to every append -> event latency (two steps: 50 ms gives ~100 ms). On Lin
 `asyncinotify <https://asyncinotify.readthedocs.io/>`_ (``loop.add_reader``): no thread, no
 wake-up while nothing changes, the change handled as soon as the kernel reports it.
 Elsewhere, or when inotify cannot be used (asyncinotify missing, no more instances or
-watches: ``fs.inotify.max_user_*``), or with ``HOOKD_WATCH_BACKEND=watchfiles``, it is
+watches: ``fs.inotify.max_user_*``), or with the ``watchfiles`` backend asked for
+(``backend``: :attr:`hookd.settings.Settings.watch_backend`, ``HOOKD_WATCH_BACKEND``), it is
 ``watchfiles.awatch``.
 
 Yields sets of ``(watchfiles.Change, path)`` like ``watchfiles.awatch``. The watches are set
@@ -104,10 +105,10 @@ class _Inotify:
         self.ino.close()
 
 
-def _inotify(dirs: tuple[str, ...], recursive: bool) -> _Inotify | None:
+def _inotify(dirs: tuple[str, ...], recursive: bool, backend: str) -> _Inotify | None:
     """An inotify instance watching ``dirs`` (unreadable ones skipped), or None when inotify
-    cannot be used here."""
-    if not sys.platform.startswith("linux") or os.environ.get("HOOKD_WATCH_BACKEND", "") == "watchfiles":
+    cannot be used here or ``backend`` is ``watchfiles``."""
+    if not sys.platform.startswith("linux") or backend == "watchfiles":
         return None
     try:
         ino = _Inotify(recursive)
@@ -127,11 +128,12 @@ def _inotify(dirs: tuple[str, ...], recursive: bool) -> _Inotify | None:
 
 
 async def awatch_dirs(*dirs: str, stop_event: asyncio.Event, debounce: int, step: int, recursive: bool = False,
-                      **watchfiles_kw: Any) -> AsyncIterator[set[tuple[Any, str]]]:
+                      backend: str = "auto", **watchfiles_kw: Any) -> AsyncIterator[set[tuple[Any, str]]]:
     """Changes of the entries of ``dirs`` (and of their sub-folders, also new ones, when
-    ``recursive``) until ``stop_event`` is set. ``debounce``, ``step`` and ``watchfiles_kw``
-    apply to the watchfiles fallback only."""
-    ino = _inotify(dirs, recursive)
+    ``recursive``) until ``stop_event`` is set. ``backend``: ``watchfiles`` forces the
+    watchfiles fallback, anything else takes inotify where it can be used. ``debounce``,
+    ``step`` (milliseconds) and ``watchfiles_kw`` apply to the watchfiles fallback only."""
+    ino = _inotify(dirs, recursive, backend)
     if ino is None:
         import watchfiles
 

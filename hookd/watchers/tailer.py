@@ -31,7 +31,7 @@ from typing import Any
 
 import msgspec
 
-from hookd.config import env_number
+from hookd.settings import Settings
 from hookd.untrusted import NotRegularFile, decode_json, open_regular, read_regular, without_lone_surrogates
 
 log = logging.getLogger("hookd")
@@ -220,12 +220,6 @@ def read_new(cursor: Cursor, max_bytes: int = READ_CHUNK) -> ReadResult:
 
 # --- the daemon's follower --------------------------------------------------------------
 
-#: watchfiles settings: milliseconds to wait for more changes before yielding a batch, and
-#: between checks (transcript append -> event budget: p95 100 ms). Only where the tailer falls
-#: back to watchfiles: on Linux it reads inotify events on the event loop (:mod:`hookd.watch`).
-WATCH_DEBOUNCE_MS = env_number("HOOKD_TAIL_DEBOUNCE_MS", 20, kind=int)
-WATCH_STEP_MS = env_number("HOOKD_TAIL_STEP_MS", 10, kind=int)
-
 
 class Tailer:
     """Follows the transcripts of known sessions for the daemon (watchfiles; no polling).
@@ -239,11 +233,20 @@ class Tailer:
     (:meth:`_peek`; field case B23, a frozen ``transcript_path``; subagents' questions).
     Each file is read from its persisted cursor, so rows written while the daemon was down are
     caught up at start; folder registrations persist in ``HOOKD_HOME/tail-dirs.json``.
-    core: a :class:`hookd.service.Hookd`.
+    core: a :class:`hookd.service.Hookd`. settings: its ``tail_debounce_ms``, ``tail_step_ms``
+    and ``watch_backend`` (default :class:`hookd.settings.Settings`' defaults).
     """
 
-    def __init__(self, core: Any):
+    def __init__(self, core: Any, *, settings: Settings | None = None):
+        settings = settings if settings is not None else Settings()
         self.core = core
+        #: watchfiles settings: milliseconds to wait for more changes before yielding a batch,
+        #: and between checks (transcript append -> event budget: p95 100 ms). Only where the
+        #: tailer falls back to watchfiles: on Linux it reads inotify events on the event loop
+        #: (:mod:`hookd.watchers.watch`; ``watch_backend``).
+        self.debounce_ms = settings.tail_debounce_ms
+        self.step_ms = settings.tail_step_ms
+        self.watch_backend = settings.watch_backend
         self._targets: dict[str, tuple[str, str | None]] = {}
         self._dirs: dict[str, str] = self._load_dirs()
         self._cursors: dict[str, Cursor] = {}
@@ -452,7 +455,7 @@ class Tailer:
         """Catch up, then follow changes until ``stop`` (an asyncio.Event) is set."""
         import asyncio
 
-        from hookd.watch import awatch_dirs
+        from hookd.watchers.watch import awatch_dirs
 
         self._changed = asyncio.Event()
         for path, builder, sid in await self.core.store.transcript_targets():
@@ -484,7 +487,8 @@ class Tailer:
                     await restart.wait()
                     continue
                 changes_gen = awatch_dirs(
-                    *dirs, stop_event=restart, debounce=WATCH_DEBOUNCE_MS, step=WATCH_STEP_MS,
+                    *dirs, stop_event=restart, debounce=self.debounce_ms, step=self.step_ms,
+                    backend=self.watch_backend,
                     rust_timeout=60_000, ignore_permission_denied=True,
                 )
                 nxt = asyncio.ensure_future(changes_gen.__anext__())

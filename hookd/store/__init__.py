@@ -1,0 +1,26 @@
+"""The store: SQLite (WAL) through aiosqlite. The only package that contains SQL.
+
+One writer: every write is a function run by :meth:`Store.write` inside one
+``BEGIN IMMEDIATE`` transaction on the writer connection, handed a :class:`Tx` whose methods
+are the SQL of that transaction; reads go through :class:`Store`'s reader connection.
+
+Modules:
+
+- ``writer``: :class:`Store` (the connections, the writer and its group commit, checkpoints,
+  close); its base ``reads`` (:class:`hookd.store.reads.Reads`: the queries on the reader
+  connection);
+- ``tx``: :class:`Tx`, made of one part per subject: ``sessions`` (hook events, builders,
+  sessions, transcripts, lanes), ``interactions`` (interactions, responses, pre-registered
+  answers), ``inbox``, ``events`` (the event log, notifications), over ``base``
+  (:class:`hookd.store.base.TxBase`: the transaction's state; :class:`InboxLive`);
+- ``migrations``: :data:`MIGRATIONS` and :func:`hookd.store.migrations.migrate`;
+- ``rows``: the column lists and the row-to-model functions the others share;
+- ``timeline``: hookd's timeline (:mod:`hookd.clock`) in the database, each boot's offset.
+"""
+
+from hookd.store.base import InboxLive, TxBase
+from hookd.store.migrations import MIGRATIONS
+from hookd.store.tx import Tx
+from hookd.store.writer import Store
+
+__all__ = ["MIGRATIONS", "InboxLive", "Store", "Tx", "TxBase"]

@@ -1,0 +1,65 @@
+"""What every write transaction holds (:class:`TxBase`, the state the parts of
+:class:`hookd.store.Tx` share) and the store's cache of builders with live inbox messages
+(:class:`InboxLive`)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Callable
+
+from hookd.models import Event
+
+
+class InboxLive:
+    """The builders that may have live inbox messages (``queued`` or ``delivered``): every
+    turn-boundary hook (each PostToolUse, Stop, UserPromptSubmit) asks for its builder's
+    deliverable messages, and almost always there are none; for a builder not in this set
+    that question is answered without a query (0.03 ms of a 0.3 ms hook, measured cold).
+
+    A superset, never a subset: a builder is added as a message is inserted (before its
+    commit: a rolled-back insert leaves a harmless extra), and removed only after the commit
+    of a transaction whose query found none of its messages live, unless a message was
+    inserted for it meanwhile (``_added``). Messages become live only by insertion (one
+    writer: the daemon), and leave that state only by adoption."""
+
+    def __init__(self, builders: set[str]):
+        self.builders = builders
+        self._added: dict[str, int] = {}  # builder -> insertions so far
+
+    def add(self, builder: str) -> None:
+        self.builders.add(builder)
+        self._added[builder] = self._added.get(builder, 0) + 1
+
+    def drained(self, tx: TxBase, builder: str) -> None:
+        """``tx`` found no live message of ``builder``: forget it once ``tx`` commits."""
+        mark = self._added.get(builder, 0)
+
+        def forget() -> None:
+            if self._added.get(builder, 0) == mark:
+                self.builders.discard(builder)
+
+        tx.after_commit.append(forget)
+
+
+class TxBase:
+    """The state of one write transaction (on the writer connection, the event loop's thread:
+    :meth:`hookd.store.Store.write`) that every part of :class:`hookd.store.Tx` reads: the
+    connection, the store's :class:`InboxLive`, the timeline stamp, the events appended, the hook
+    event stored and the callbacks to run after the commit."""
+
+    def __init__(self, db: sqlite3.Connection, inbox: InboxLive, mono: float = 0.0):
+        self._db = db
+        #: the store's :class:`InboxLive`
+        self._inbox = inbox
+        #: this transaction's moment on hookd's timeline (:meth:`hookd.clock.Clock.mono`): the
+        #: stamp of what it records, and what its windows are measured from (the core moves it
+        #: back for a spooled hook)
+        self.mono = mono
+        self.events: list[Event] = []
+        #: id of the hook event stored in this transaction, if any
+        self.hook_event_id: int | None = None
+        #: callables run on the writer thread after COMMIT (cache updates)
+        self.after_commit: list[Callable[[], None]] = []
+
+    def _one(self, sql: str, args: tuple = ()) -> tuple | None:
+        return self._db.execute(sql, args).fetchone()

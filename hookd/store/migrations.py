@@ -1,0 +1,326 @@
+"""The store's schema: numbered migrations, each applied once, recorded in the same
+transaction that applies it (:func:`migrate`, run by :meth:`hookd.store.Store.open`)."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+# (name, statements). Never edit an applied migration; append a new one.
+MIGRATIONS: list[tuple[str, list[str]]] = [
+    (
+        "0001_initial",
+        [
+            """CREATE TABLE builders (
+                id TEXT PRIMARY KEY,
+                harness TEXT NOT NULL,
+                first_hook_at REAL NOT NULL,
+                last_hook_at REAL NOT NULL,
+                hooks_seen INTEGER NOT NULL DEFAULT 0
+            )""",
+            """CREATE TABLE sessions (
+                id TEXT PRIMARY KEY,
+                builder TEXT NOT NULL,
+                harness TEXT NOT NULL,
+                parent_id TEXT,
+                source TEXT,
+                transcript_path TEXT,
+                cwd TEXT,
+                started_at REAL NOT NULL,
+                last_hook_at REAL NOT NULL,
+                ended_at REAL,
+                end_reason TEXT
+            )""",
+            "CREATE INDEX sessions_builder ON sessions(builder, last_hook_at)",
+            """CREATE TABLE hook_events (
+                id INTEGER PRIMARY KEY,
+                delivery_id TEXT UNIQUE,
+                builder TEXT NOT NULL,
+                harness TEXT NOT NULL,
+                source TEXT NOT NULL,
+                received_at REAL NOT NULL,
+                raw BLOB NOT NULL,
+                hook_event_name TEXT,
+                session_id TEXT,
+                tool_name TEXT,
+                tool_use_id TEXT,
+                agent_id TEXT,
+                error TEXT
+            )""",
+            "CREATE INDEX hook_events_session ON hook_events(session_id, id)",
+            """CREATE TABLE events (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                kind TEXT NOT NULL,
+                builder TEXT,
+                session_id TEXT,
+                at REAL NOT NULL,
+                data BLOB NOT NULL
+            )""",
+            "CREATE INDEX events_builder ON events(builder, seq)",
+            """CREATE TABLE interactions (
+                id TEXT PRIMARY KEY,
+                kind TEXT NOT NULL,
+                builder TEXT NOT NULL,
+                session_id TEXT,
+                agent_id TEXT,
+                tool_name TEXT,
+                tool_use_id TEXT UNIQUE,
+                input_hash TEXT,
+                questions BLOB,
+                state TEXT NOT NULL,
+                answers BLOB,
+                selections BLOB,
+                surface TEXT,
+                warning TEXT,
+                error TEXT,
+                created_at REAL NOT NULL,
+                resolved_at REAL,
+                permission_seen_at REAL,
+                revision INTEGER NOT NULL DEFAULT 1
+            )""",
+            "CREATE INDEX interactions_state ON interactions(state, created_at)",
+            "CREATE INDEX interactions_match ON interactions(session_id, tool_name, input_hash)",
+        ],
+    ),
+    (
+        # Per-hook counters made every hook write three rows; activity is derived from
+        # hook_events instead (one insert per hook), and builders are rows written once.
+        "0002_activity_from_hook_events",
+        [
+            "DROP INDEX sessions_builder",
+            "ALTER TABLE sessions DROP COLUMN last_hook_at",
+            "CREATE INDEX sessions_builder ON sessions(builder, started_at)",
+            "ALTER TABLE builders DROP COLUMN last_hook_at",
+            "ALTER TABLE builders DROP COLUMN hooks_seen",
+            "CREATE INDEX hook_events_builder ON hook_events(builder, id)",
+        ],
+    ),
+    (
+        "0003_inbox",
+        [
+            """CREATE TABLE inbox_messages (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                id TEXT NOT NULL UNIQUE,
+                builder TEXT NOT NULL,
+                session_id TEXT,
+                agent_id TEXT,
+                author TEXT NOT NULL,
+                text TEXT NOT NULL,
+                idem_key TEXT,
+                state TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                delivered_at REAL,
+                delivered_hook_event_id INTEGER,
+                delivered_session_id TEXT,
+                delivered_via TEXT,
+                deliveries INTEGER NOT NULL DEFAULT 0,
+                adopted_at REAL,
+                adopted_via TEXT,
+                cancelled_at REAL
+            )""",
+            "CREATE UNIQUE INDEX inbox_idem ON inbox_messages(builder, idem_key) WHERE idem_key IS NOT NULL",
+            "CREATE INDEX inbox_queue ON inbox_messages(builder, state, seq)",
+            "ALTER TABLE sessions ADD COLUMN stop_deliveries INTEGER NOT NULL DEFAULT 0",
+        ],
+    ),
+    (
+        # Answers from anywhere: the input shown, a permission's decision, who answered
+        # remotely and the four timestamps; idempotency receipts by response_id.
+        "0004_answers",
+        [
+            "ALTER TABLE interactions ADD COLUMN input BLOB",
+            "ALTER TABLE interactions ADD COLUMN decision TEXT",
+            "ALTER TABLE interactions ADD COLUMN message TEXT",
+            "ALTER TABLE interactions ADD COLUMN actor TEXT",
+            "ALTER TABLE interactions ADD COLUMN response_id TEXT",
+            "ALTER TABLE interactions ADD COLUMN expires_at REAL",
+            "ALTER TABLE interactions ADD COLUMN received_at REAL",
+            "ALTER TABLE interactions ADD COLUMN delivered_at REAL",
+            "ALTER TABLE interactions ADD COLUMN delivered_via TEXT",
+            "ALTER TABLE interactions ADD COLUMN adopted_at REAL",
+            "ALTER TABLE interactions ADD COLUMN inbox_message_id TEXT",
+            "CREATE INDEX interactions_inbox ON interactions(inbox_message_id) WHERE inbox_message_id IS NOT NULL",
+            "CREATE INDEX interactions_expiry ON interactions(expires_at) WHERE state='pending' AND expires_at IS NOT NULL",
+            """CREATE TABLE responses (
+                response_id TEXT PRIMARY KEY,
+                interaction_id TEXT NOT NULL,
+                content BLOB NOT NULL,
+                receipt BLOB NOT NULL,
+                created_at REAL NOT NULL
+            )""",
+            """CREATE TABLE preanswers (
+                id INTEGER PRIMARY KEY,
+                builder TEXT NOT NULL,
+                question TEXT NOT NULL,
+                answer TEXT NOT NULL,
+                actor TEXT,
+                created_at REAL NOT NULL,
+                used_at REAL,
+                used_by TEXT
+            )""",
+            "CREATE INDEX preanswers_open ON preanswers(builder, question) WHERE used_at IS NULL",
+        ],
+    ),
+    (
+        # Transcript tailing: a cursor per file identity (device + inode); the builder and
+        # session a file belongs to.
+        "0005_transcripts",
+        [
+            """CREATE TABLE transcripts (
+                dev INTEGER NOT NULL,
+                ino INTEGER NOT NULL,
+                path TEXT NOT NULL,
+                builder TEXT NOT NULL,
+                session_id TEXT,
+                offset INTEGER NOT NULL DEFAULT 0,
+                rows INTEGER NOT NULL DEFAULT 0,
+                damaged INTEGER NOT NULL DEFAULT 0,
+                unknown_rows INTEGER NOT NULL DEFAULT 0,
+                first_seen_at REAL NOT NULL,
+                last_row_at REAL,
+                PRIMARY KEY (dev, ino)
+            )""",
+            "CREATE INDEX transcripts_path ON transcripts(path)",
+            "ALTER TABLE sessions ADD COLUMN hooks_unarmed_at REAL",
+        ],
+    ),
+    (
+        # Lanes: the agent process of a session (CLAUDE_PID from the hook's environment, with
+        # its start time against pid reuse), the last interrupt, and each builder's lane.
+        "0006_lanes",
+        [
+            "ALTER TABLE sessions ADD COLUMN agent_pid INTEGER",
+            "ALTER TABLE sessions ADD COLUMN agent_started_at REAL",
+            "ALTER TABLE sessions ADD COLUMN interrupted_at REAL",
+            """CREATE TABLE lanes (
+                builder TEXT PRIMARY KEY,
+                state TEXT NOT NULL,
+                since REAL NOT NULL,
+                session_id TEXT,
+                detail TEXT
+            )""",
+        ],
+    ),
+    (
+        # Notifications (hookd.watchers.notify): one row per (subject key, escalation step, channel);
+        # a step is claimed (status 'pending') in the same transaction that decides to send it,
+        # so a restart never sends a step twice. status: pending | sent | failed | cleared.
+        "0007_notifications",
+        [
+            """CREATE TABLE notifications (
+                key TEXT NOT NULL,
+                step INTEGER NOT NULL,
+                channel TEXT NOT NULL,
+                rule TEXT NOT NULL,
+                builder TEXT,
+                status TEXT NOT NULL,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                last_error TEXT,
+                alert BLOB NOT NULL,
+                created_at REAL NOT NULL,
+                sent_at REAL,
+                PRIMARY KEY (key, step, channel)
+            )""",
+            "CREATE INDEX notifications_pending ON notifications(status) WHERE status='pending'",
+        ],
+    ),
+    (
+        # Lineage: how a session's parent was found (``parent_via``: precompact | latest |
+        # transcript), the uuid of its first conversation row (a fork copies its parent's rows
+        # with their uuids: Claude Code 2.1.332, verified) and the last PreCompact marker.
+        "0008_lineage",
+        [
+            "ALTER TABLE sessions ADD COLUMN parent_via TEXT",
+            "ALTER TABLE sessions ADD COLUMN root_uuid TEXT",
+            "ALTER TABLE sessions ADD COLUMN root_at REAL",
+            "ALTER TABLE sessions ADD COLUMN compacting_at REAL",
+            "CREATE INDEX sessions_root ON sessions(root_uuid) WHERE root_uuid IS NOT NULL",
+        ],
+    ),
+    (
+        # Turns seen in transcripts (row times): what a session's lane follows when no hook
+        # comes from it (no UserPromptSubmit or Stop hook to say so).
+        "0009_transcript_turns",
+        [
+            "ALTER TABLE sessions ADD COLUMN turn_started_at REAL",
+            "ALTER TABLE sessions ADD COLUMN turn_ended_at REAL",
+        ],
+    ),
+    (
+        # The hook path's queries by session (bench/load.py --explain): adoption at Stop scanned
+        # every inbox message ever sent, and a session's pending questions or delivered denies
+        # were searched through every interaction in that state, of every session.
+        "0010_hot_path_indexes",
+        [
+            "CREATE INDEX inbox_delivered ON inbox_messages(delivered_session_id, seq) WHERE state='delivered'",
+            "CREATE INDEX interactions_session ON interactions(session_id, state, created_at)",
+        ],
+    ),
+    (
+        # The last WAL checkpoint (Store._restart_wal): recording it is the write that restarts
+        # the WAL, so no hook's commit pays for that (a header write and an fsync).
+        "0011_checkpoints",
+        [
+            "CREATE TABLE checkpoints (id INTEGER PRIMARY KEY CHECK (id = 1), at REAL NOT NULL, frames INTEGER NOT NULL)",
+        ],
+    ),
+    (
+        # Two of the 8 pages a hook's commit wrote (docs/decisions.md "The round-trip budget"):
+        # events.seq without AUTOINCREMENT (every event also rewrote sqlite_sequence; the same
+        # numbers either way: events are never deleted, so the next rowid, the largest plus
+        # one, is what AUTOINCREMENT gave: monotonic, never reused, no gaps), and no
+        # events_builder index (no query reads events by builder: they are read by seq).
+        "0012_events_seq_plain_rowid",
+        [
+            """CREATE TABLE events_new (
+                seq INTEGER PRIMARY KEY,
+                kind TEXT NOT NULL,
+                builder TEXT,
+                session_id TEXT,
+                at REAL NOT NULL,
+                data BLOB NOT NULL
+            )""",
+            "INSERT INTO events_new (seq, kind, builder, session_id, at, data)"
+            " SELECT seq, kind, builder, session_id, at, data FROM events ORDER BY seq",
+            "DROP TABLE events",
+            "ALTER TABLE events_new RENAME TO events",
+            "DELETE FROM sqlite_sequence WHERE name = 'events'",
+        ],
+    ),
+    (
+        # Windows on hookd's timeline (hookd.clock), not the wall clock: a clock step must not
+        # split a call in two or redeliver early. A stamp per column a window reads (NULL on
+        # older rows: their wall time stands in) and each boot's timeline offset.
+        "0013_timeline",
+        [
+            "ALTER TABLE hook_events ADD COLUMN received_mono REAL",
+            "ALTER TABLE interactions ADD COLUMN created_mono REAL",
+            "ALTER TABLE inbox_messages ADD COLUMN created_mono REAL",
+            "ALTER TABLE inbox_messages ADD COLUMN delivered_mono REAL",
+            "ALTER TABLE sessions ADD COLUMN compacting_mono REAL",
+            "CREATE TABLE clock_boots (boot_id TEXT PRIMARY KEY, offset REAL NOT NULL, last REAL NOT NULL)",
+        ],
+    ),
+]
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    """Apply the migrations of :data:`MIGRATIONS` not yet recorded in ``db``'s ``migrations``
+    table, in order, each in one ``BEGIN IMMEDIATE`` transaction. Raises what SQLite raises
+    (that migration rolled back)."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, applied_at REAL NOT NULL)"
+    )
+    done = {r[0] for r in db.execute("SELECT name FROM migrations")}
+    for name, statements in MIGRATIONS:
+        if name in done:
+            continue
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for sql in statements:
+                db.execute(sql)
+            db.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, time.time()))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise

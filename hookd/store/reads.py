@@ -1,0 +1,225 @@
+"""The store's reads: queries on the reader connection (aiosqlite, a thread of its own;
+WAL readers never block the writer). :class:`Reads` is the base of :class:`hookd.store.Store`,
+which opens and closes that connection."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import aiosqlite
+
+from hookd.models import NOT_ACTIVITY_HOOKS, Event, InboxMessage, Interaction, StorageUnavailable
+from hookd.storage_health import storage_code
+from hookd.store.rows import _INTERACTION_COLS, _MESSAGE_COLS, _enc, _event, _interaction, _message
+
+
+class Reads:
+    """Reads on the reader connection ``_r`` (None until :meth:`hookd.store.Store.open`).
+    Each method returns lists or dicts built from one snapshot per statement; a storage error
+    is raised as StorageUnavailable (:meth:`_all`)."""
+
+    _r: aiosqlite.Connection | None
+
+    async def applied_migrations(self) -> list[str]:
+        return [r[0] for r in await self._all("SELECT name FROM migrations ORDER BY id")]
+
+    # reads ---------------------------------------------------------------------------
+    async def _all(self, sql: str, args: tuple = ()) -> list[tuple]:
+        db = self._r
+        assert db is not None
+        # execute and fetch in one call on the reader's thread: a statement left half-read
+        # between two calls would hold its read snapshot for the other readers' statements
+        # queued in between (they would miss a commit made meanwhile: a lost wake-up)
+        try:
+            return list(await db.execute_fetchall(sql, args))
+        except sqlite3.Error as e:
+            code = storage_code(e)
+            if code is None:
+                raise
+            raise StorageUnavailable(f"storage unavailable: cannot read the database: {e} ({code})") from e
+
+    async def interactions_by_ids(self, ids: list[str]) -> dict[str, Interaction]:
+        """{requested id: interaction} for the ids (or tool_use_ids) that exist."""
+        out: dict[str, Interaction] = {}
+        for i in ids:
+            rows = await self._all(f"SELECT {_INTERACTION_COLS} FROM interactions WHERE id=? OR tool_use_id=? LIMIT 1", (i, i))
+            if rows:
+                out[i] = _interaction(rows[0])
+        return out
+
+    async def session_builders(self, session_ids: list[str]) -> dict[str, str]:
+        """session id -> builder, for those of ``session_ids`` hookd knows."""
+        if not session_ids:
+            return {}
+        marks = ",".join("?" * len(session_ids))
+        return dict(await self._all(f"SELECT id, builder FROM sessions WHERE id IN ({marks})", tuple(session_ids)))
+
+    async def transcript_targets(self) -> list[tuple[str, str, str | None]]:
+        """Files to tail: (path, builder, session_id) of every session's reported transcript
+        and every file already tailed."""
+        rows = await self._all(
+            "SELECT transcript_path, builder, id FROM sessions WHERE transcript_path IS NOT NULL"
+            " UNION SELECT path, builder, session_id FROM transcripts"
+        )
+        seen: dict[str, tuple[str, str, str | None]] = {}
+        for path, builder, sid in rows:
+            seen.setdefault(path, (path, builder, sid))
+        return list(seen.values())
+
+    async def transcripts(self) -> list[dict[str, Any]]:
+        rows = await self._all(
+            "SELECT path, builder, session_id, offset, rows, damaged, unknown_rows, first_seen_at, last_row_at"
+            " FROM transcripts ORDER BY first_seen_at"
+        )
+        keys = ("path", "builder", "session_id", "offset", "rows", "damaged", "unknown_rows", "first_seen_at", "last_row_at")
+        return [dict(zip(keys, r)) for r in rows]
+
+    async def lane_inputs(self, builders: list[str]) -> list[dict[str, Any]]:
+        """What a lane is derived from, per builder (see :mod:`hookd.watchers.lanes`), in the order of
+        ``builders``: its current session (the one of its newest hook, else its newest
+        transcript-only session) with the agent pid, end and interrupt times; the session's
+        newest main-agent hook that is agent activity (not one of
+        :data:`hookd.models.NOT_ACTIVITY_HOOKS`); its pending interactions (a list, or ``()`` when there are
+        none: one shared object, so that the dicts of most builders hold nothing the garbage
+        collector tracks); its queued inbox messages.
+
+        Three statements per thousand builders (each builder's rows found through the indexes
+        inside SQLite, on the reader's thread), not five per builder; the event loop runs
+        between two thousands (10,000 builders must not hold it: hooks are answered in
+        between), and no more than a thousand rows are alive at once."""
+        out: list[dict[str, Any]] = []
+        for i in range(0, len(builders), 1000):
+            out += await self._lane_inputs(builders[i:i + 1000])
+        return out
+
+    async def _lane_inputs(self, builders: list[str]) -> list[dict[str, Any]]:
+        names = _enc.encode(builders)
+        marks = "SELECT value FROM json_each(?)"
+        rows = await self._all(
+            "WITH b(k, id) AS (SELECT key, value FROM json_each(?)),"
+            " cur AS (SELECT b.k, b.id AS builder, COALESCE("
+            "  (SELECT s.id FROM sessions s WHERE s.id=(SELECT h.session_id FROM hook_events h"
+            "    WHERE h.builder=b.id AND h.session_id IS NOT NULL ORDER BY h.id DESC LIMIT 1)),"
+            "  (SELECT s.id FROM sessions s WHERE s.builder=b.id ORDER BY s.started_at DESC LIMIT 1)) AS sid FROM b)"
+            " SELECT cur.builder, s.id, s.started_at, s.ended_at, s.end_reason, s.agent_pid, s.agent_started_at,"
+            " s.interrupted_at, s.hooks_unarmed_at, s.cwd, s.harness, s.turn_started_at, s.turn_ended_at,"
+            " lh.hook_event_name, lh.received_at, COALESCE(lh.received_mono, lh.received_at)"
+            " FROM cur LEFT JOIN sessions s ON s.id=cur.sid"
+            " LEFT JOIN hook_events lh ON lh.id=(SELECT h.id FROM hook_events h WHERE h.session_id=s.id"
+            "   AND h.agent_id IS NULL"
+            f"   AND h.hook_event_name NOT IN ({','.join('?' * len(NOT_ACTIVITY_HOOKS))})"
+            "   ORDER BY h.id DESC LIMIT 1)"
+            " ORDER BY cur.k", (names, *sorted(NOT_ACTIVITY_HOOKS)))
+        pending: dict[str, list[dict[str, Any]]] = {}
+        for b, i, k, c, s_, m in await self._all(
+                "SELECT builder, id, kind, created_at, session_id, COALESCE(created_mono, created_at) FROM interactions"
+                f" WHERE state='pending' AND builder IN ({marks}) ORDER BY created_at", (names,)):
+            pending.setdefault(b, []).append({"id": i, "kind": k, "created_at": c, "session_id": s_, "created_mono": m})
+        queued = {b: (n, oldest, oldest_mono) for b, n, oldest, oldest_mono in await self._all(
+            "SELECT builder, COUNT(*), MIN(created_at), MIN(COALESCE(created_mono, created_at)) FROM inbox_messages"
+            f" WHERE state='queued' AND builder IN ({marks}) GROUP BY builder", (names,))}
+        keys = ("session_id", "started_at", "ended_at", "end_reason", "agent_pid", "agent_started_at",
+                "interrupted_at", "hooks_unarmed_at", "cwd", "harness", "turn_started_at", "turn_ended_at")
+        out = []
+        for r in rows:
+            b = r[0]
+            q = queued.get(b, (0, None, None))
+            out.append({
+                "builder": b, "session": dict(zip(keys, r[1:13])) if r[1] is not None else None,
+                "last_hook": {"hook_event_name": r[13], "at": r[14], "mono": r[15]} if r[14] is not None else None,
+                "pending": pending.get(b, ()), "queued": q[0], "oldest_queued_at": q[1], "oldest_queued_mono": q[2],
+            })
+        return out
+
+    async def builders(self) -> list[str]:
+        return [r[0] for r in await self._all("SELECT id FROM builders ORDER BY id")]
+
+    async def lanes(self) -> dict[str, tuple[str, float, str | None, str | None]]:
+        return {r[0]: (r[1], r[2], r[3], r[4]) for r in await self._all("SELECT builder, state, since, session_id, detail FROM lanes")}
+
+    async def next_expiry(self) -> float | None:
+        (t,), = await self._all("SELECT MIN(expires_at) FROM interactions WHERE state='pending' AND expires_at IS NOT NULL")
+        return t
+
+    async def interactions(self, state: str = "all", limit: int = 1000) -> list[Interaction]:
+        """The newest ``limit`` interactions in ``state`` (``pending`` | ``resolved`` | ``all``),
+        listed oldest first."""
+        where = {"pending": "WHERE state='pending'", "resolved": "WHERE state<>'pending'", "all": ""}[state]
+        rows = await self._all(
+            f"SELECT {_INTERACTION_COLS} FROM interactions {where} ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            (limit,),
+        )
+        return [_interaction(r) for r in reversed(rows)]
+
+    async def interaction(self, interaction_id: str) -> Interaction | None:
+        rows = await self._all(
+            f"SELECT {_INTERACTION_COLS} FROM interactions WHERE id=? OR tool_use_id=?", (interaction_id, interaction_id)
+        )
+        return _interaction(rows[0]) if rows else None
+
+    async def hook_event_id(self, delivery_id: str) -> int | None:
+        """The id of the hook event stored under ``delivery_id``, if any."""
+        rows = await self._all("SELECT id FROM hook_events WHERE delivery_id=?", (delivery_id,))
+        return rows[0][0] if rows else None
+
+    async def events_after(self, after: int = 0, limit: int = 1000) -> list[Event]:
+        rows = await self._all(
+            "SELECT seq, kind, builder, session_id, at, data FROM events WHERE seq>? ORDER BY seq LIMIT ?",
+            (after, limit),
+        )
+        return [_event(r) for r in rows]
+
+    async def builder_stats(self) -> dict[str, dict[str, Any]]:
+        """Per builder: harness, hooks_seen, first/last hook time, sessions, pending count."""
+        out: dict[str, dict[str, Any]] = {}
+        # (index-only: the count reads hook_events_builder, the last hook one index entry;
+        # a join with MAX(received_at) read every stored payload row: 0.8 s at 1.1M events)
+        for b, harness, first, seen, last in await self._all(
+            "SELECT b.id, b.harness, b.first_hook_at,"
+            " (SELECT COUNT(*) FROM hook_events h WHERE h.builder=b.id),"
+            " (SELECT received_at FROM hook_events h WHERE h.builder=b.id ORDER BY h.id DESC LIMIT 1)"
+            " FROM builders b"
+        ):
+            out[b] = {"harness": harness, "hooks_seen": seen, "first_hook_at": first,
+                      "last_hook_at": last, "sessions": [], "pending": 0}
+        for sid, b, harness, parent, via, source, tp, cwd, started, ended, reason, last in await self._all(
+            "SELECT s.id, s.builder, s.harness, s.parent_id, s.parent_via, s.source, s.transcript_path, s.cwd, s.started_at,"
+            " s.ended_at, s.end_reason,"
+            " (SELECT received_at FROM hook_events h WHERE h.session_id=s.id ORDER BY h.id DESC LIMIT 1)"
+            " FROM sessions s ORDER BY s.started_at"
+        ):
+            if b not in out:  # known only from its transcripts: no hook ever came
+                out[b] = {"harness": harness, "hooks_seen": 0, "first_hook_at": None,
+                          "last_hook_at": None, "sessions": [], "pending": 0}
+            out[b]["sessions"].append({
+                "session_id": sid, "harness": harness, "parent_session_id": parent, "parent_via": via, "source": source,
+                "transcript_path": tp, "cwd": cwd, "started_at": started,
+                "last_hook_at": last, "ended_at": ended, "end_reason": reason,
+            })
+        for b, n in await self._all("SELECT builder, COUNT(*) FROM interactions WHERE state='pending' GROUP BY builder"):
+            if b in out:
+                out[b]["pending"] = n
+        return out
+
+    async def counts(self) -> dict[str, int]:
+        # append-only tables whose ids count from 1 without gaps: the last id is the count,
+        # read from the index end instead of counting every row (status stays O(1) with 1M rows)
+        (h,), = await self._all("SELECT COALESCE(MAX(id), 0) FROM hook_events")
+        (e,), = await self._all("SELECT COALESCE(MAX(seq), 0) FROM events")
+        (p,), = await self._all("SELECT COUNT(*) FROM interactions WHERE state='pending'")
+        return {"hook_events": h, "events": e, "pending_interactions": p}
+
+    async def messages(self, builder: str | None = None, limit: int = 1000) -> tuple[list[InboxMessage], int]:
+        """The newest ``limit`` inbox messages (of one builder or all), oldest first, and how
+        many there are in all."""
+        where, args = ("WHERE builder=?", (builder,)) if builder is not None else ("", ())
+        rows = await self._all(
+            f"SELECT * FROM (SELECT seq, {_MESSAGE_COLS} FROM inbox_messages {where} ORDER BY seq DESC LIMIT ?)"
+            " ORDER BY seq", (*args, limit),
+        )
+        (total,), = await self._all(f"SELECT COUNT(*) FROM inbox_messages {where}", args)
+        return [_message(r[1:]) for r in rows], total
+
+    async def builder_known(self, builder: str) -> bool:
+        return bool(await self._all("SELECT 1 FROM builders WHERE id=?", (builder,)))

@@ -1,0 +1,267 @@
+"""The transaction's SQL about where hooks come from: hook events, builders, sessions,
+tailed transcripts and lanes (the :class:`hookd.store.Tx` part :class:`SessionsTx`)."""
+
+from __future__ import annotations
+
+from hookd.models import Interaction
+from hookd.store.base import TxBase
+from hookd.store.rows import _INTERACTION_COLS, _interaction
+
+
+class SessionsTx(TxBase):
+    """Hook events, builders, sessions, transcripts and lanes, inside one write transaction."""
+
+    # hook events ---------------------------------------------------------------------
+    def insert_hook_event(
+        self,
+        *,
+        delivery_id: str | None,
+        builder: str,
+        harness: str,
+        source: str,
+        received_at: float,
+        raw: bytes,
+        hook_event_name: str | None,
+        session_id: str | None,
+        tool_name: str | None,
+        tool_use_id: str | None,
+        agent_id: str | None,
+        error: str | None,
+    ) -> int | None:
+        """Store one raw hook payload; None when ``delivery_id`` was already stored."""
+        cur = self._db.execute(
+            "INSERT INTO hook_events (delivery_id, builder, harness, source, received_at, raw,"
+            " hook_event_name, session_id, tool_name, tool_use_id, agent_id, error, received_mono)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(delivery_id) DO NOTHING",
+            (delivery_id, builder, harness, source, received_at, raw, hook_event_name,
+             session_id, tool_name, tool_use_id, agent_id, error, self.mono),
+        )
+        if cur.rowcount == 0:
+            return None
+        self.hook_event_id = cur.lastrowid
+        return cur.lastrowid
+
+    def record_checkpoint(self, at: float, frames: int) -> None:
+        """The last WAL checkpoint: when, and how many frames it copied (Store._restart_wal)."""
+        self._db.execute("INSERT INTO checkpoints (id, at, frames) VALUES (1, ?, ?) ON CONFLICT(id)"
+                         " DO UPDATE SET at=excluded.at, frames=excluded.frames", (at, frames))
+
+    def stored_as(self, delivery_id: str, raw: bytes) -> bool:
+        """Whether ``raw``, byte for byte, is stored under ``delivery_id``."""
+        return self._one("SELECT 1 FROM hook_events WHERE delivery_id=? AND raw=?", (delivery_id, raw)) is not None
+
+    def add_builder(self, builder: str, harness: str, at: float) -> None:
+        """Record the builder on its first hook (no-op afterwards)."""
+        self._db.execute(
+            "INSERT INTO builders (id, harness, first_hook_at) VALUES (?,?,?) ON CONFLICT(id) DO NOTHING",
+            (builder, harness, at),
+        )
+
+    # sessions ------------------------------------------------------------------------
+    def session_harness(self, session_id: str) -> str | None:
+        row = self._one("SELECT harness FROM sessions WHERE id=?", (session_id,))
+        return row[0] if row else None
+
+    def session_info(self, session_id: str) -> tuple[str | None, str | None] | None:
+        """(transcript_path, cwd) of a known session, None if unknown."""
+        row = self._one("SELECT transcript_path, cwd FROM sessions WHERE id=?", (session_id,))
+        return (row[0], row[1]) if row else None
+
+    def latest_session(self, builder: str, exclude: str) -> str | None:
+        """The builder's most recently active session other than ``exclude``."""
+        row = self._one(
+            "SELECT session_id FROM hook_events WHERE builder=? AND session_id IS NOT NULL AND session_id<>?"
+            " ORDER BY id DESC LIMIT 1",
+            (builder, exclude),
+        )
+        return row[0] if row else None
+
+    def insert_session(
+        self, *, session_id: str, builder: str, harness: str, parent_id: str | None,
+        source: str | None, transcript_path: str | None, cwd: str | None, at: float,
+        parent_via: str | None = None,
+    ) -> None:
+        self._db.execute(
+            "INSERT INTO sessions (id, builder, harness, parent_id, parent_via, source, transcript_path, cwd,"
+            " started_at) VALUES (?,?,?,?,?,?,?,?,?)",
+            (session_id, builder, harness, parent_id, parent_via if parent_id else None, source,
+             transcript_path, cwd, at),
+        )
+
+    def mark_compacting(self, session_id: str, at: float) -> None:
+        """PreCompact seen for ``session_id`` (the marker a SessionStart(compact) with a new
+        session id is linked by: that payload carries no parent id)."""
+        self._db.execute("UPDATE sessions SET compacting_at=?, compacting_mono=? WHERE id=?", (at, self.mono, session_id))
+
+    def compacting_session(self, builder: str, since: float, exclude: str) -> str | None:
+        """The builder's session with the newest PreCompact marker at or after ``since``
+        (hookd's timeline: :attr:`mono`), other than ``exclude``."""
+        row = self._one(
+            "SELECT id FROM sessions WHERE builder=? AND id<>? AND COALESCE(compacting_mono, compacting_at)>=?"
+            " ORDER BY COALESCE(compacting_mono, compacting_at) DESC LIMIT 1",
+            (builder, exclude, since),
+        )
+        return row[0] if row else None
+
+    def set_root_uuid(self, session_id: str, uuid: str, first_row_at: float | None) -> list[tuple[str, str]]:
+        """Record the uuid of a session's first conversation row and the time of its first
+        timestamped row (first record wins). Returns the (session, parent) links this implies:
+        of the builder's sessions sharing that root, the one whose first row is oldest (then:
+        seen first) is the origin, and the others were forked from it (a fork of a fork is
+        linked to the origin too). Sessions of other builders are never linked."""
+        self._db.execute("UPDATE sessions SET root_uuid=?, root_at=? WHERE id=? AND root_uuid IS NULL",
+                         (uuid, first_row_at, session_id))
+        rows = self._db.execute(
+            "SELECT id, parent_id, parent_via FROM sessions WHERE root_uuid=? AND builder=(SELECT builder FROM sessions WHERE id=?)"
+            " ORDER BY root_at IS NULL, root_at, rowid", (uuid, session_id),
+        ).fetchall()
+        origin = rows[0][0] if rows else None
+        return [(sid, origin) for sid, parent, via in rows[1:]
+                if (parent, via) != (origin, "transcript") and origin is not None]
+
+    def link_parent(self, session_id: str, parent_id: str, via: str) -> bool:
+        """Set a session's parent from transcript evidence; replaces a parent guessed by the
+        ``latest`` heuristic (also when the guess was right: it is then proven) or an earlier
+        transcript link, never one a PreCompact marker gave. Returns True when it changed."""
+        cur = self._db.execute(
+            "UPDATE sessions SET parent_id=?, parent_via=? WHERE id=? AND (parent_id IS NOT ? OR parent_via IS NOT ?)"
+            " AND (parent_id IS NULL OR parent_via IS NULL OR parent_via IN ('latest', 'transcript'))",
+            (parent_id, via, session_id, parent_id, via),
+        )
+        return cur.rowcount == 1
+
+    def lineage(self, session_id: str) -> list[str]:
+        """``session_id`` and its ancestors, nearest first (cycles cut)."""
+        out: list[str] = []
+        sid: str | None = session_id
+        while sid and sid not in out:
+            out.append(sid)
+            row = self._one("SELECT parent_id FROM sessions WHERE id=?", (sid,))
+            sid = row[0] if row else None
+        return out
+
+    def update_session_paths(self, session_id: str, transcript_path: str | None, cwd: str | None) -> None:
+        self._db.execute(
+            "UPDATE sessions SET transcript_path=COALESCE(?, transcript_path), cwd=COALESCE(?, cwd) WHERE id=?",
+            (transcript_path, cwd, session_id),
+        )
+
+    def reopen_session(self, session_id: str, source: str | None, at: float) -> str | None:
+        """Mark an existing session started again (resume with the same id); returns its
+        parent session id."""
+        self._db.execute(
+            "UPDATE sessions SET source=COALESCE(?, source), ended_at=NULL, end_reason=NULL WHERE id=?",
+            (source, session_id),
+        )
+        row = self._one("SELECT parent_id FROM sessions WHERE id=?", (session_id,))
+        return row[0] if row else None
+
+    def pending_in_session(self, builder: str, session_id: str, *, agent_id: str | None, all_agents: bool) -> list[Interaction]:
+        """Pending interactions of one session: of ``agent_id`` (None: the main agent), or
+        of every agent when ``all_agents``."""
+        sql = f"SELECT {_INTERACTION_COLS} FROM interactions WHERE builder=? AND session_id=? AND state='pending'"
+        args: tuple = (builder, session_id)
+        if not all_agents:
+            sql += " AND agent_id IS ?"
+            args += (agent_id,)
+        return [_interaction(r) for r in self._db.execute(sql + " ORDER BY created_at", args).fetchall()]
+
+    def delivered_denies(self, session_id: str, *, agent_id: str | None, all_agents: bool) -> list[Interaction]:
+        """Remote permission denies a hook returned in this session, not yet adopted."""
+        sql = (f"SELECT {_INTERACTION_COLS} FROM interactions WHERE session_id=? AND kind='permission'"
+               " AND state='answered' AND decision='deny' AND received_at IS NOT NULL"
+               " AND delivered_at IS NOT NULL AND adopted_at IS NULL")
+        args: tuple = (session_id,)
+        if not all_agents:
+            sql += " AND agent_id IS ?"
+            args += (agent_id,)
+        return [_interaction(r) for r in self._db.execute(sql, args).fetchall()]
+
+    def end_session(self, session_id: str, at: float, reason: str | None) -> bool:
+        cur = self._db.execute(
+            "UPDATE sessions SET ended_at=?, end_reason=? WHERE id=? AND ended_at IS NULL",
+            (at, reason, session_id),
+        )
+        return cur.rowcount == 1
+
+
+    # transcripts ---------------------------------------------------------------------------
+    def transcript_cursor(self, dev: int, ino: int) -> tuple[str, int, str, str | None] | None:
+        """(path, offset, builder, session_id) of a tailed file identity."""
+        row = self._one("SELECT path, offset, builder, session_id FROM transcripts WHERE dev=? AND ino=?", (dev, ino))
+        return (row[0], row[1], row[2], row[3]) if row else None
+
+    def transcript_session(self, dev: int, ino: int) -> str | None:
+        """The session recorded for a tailed file identity, if any."""
+        row = self._one("SELECT session_id FROM transcripts WHERE dev=? AND ino=?", (dev, ino))
+        return row[0] if row else None
+
+    def save_transcript(self, *, dev: int, ino: int, path: str, builder: str, session_id: str | None,
+                        offset: int, rows: int, damaged: int, unknown_rows: int, at: float) -> None:
+        self._db.execute(
+            "INSERT INTO transcripts (dev, ino, path, builder, session_id, offset, rows, damaged, unknown_rows,"
+            " first_seen_at, last_row_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+            " ON CONFLICT(dev, ino) DO UPDATE SET path=excluded.path, builder=excluded.builder,"
+            " session_id=COALESCE(excluded.session_id, transcripts.session_id), offset=excluded.offset,"
+            " rows=transcripts.rows+excluded.rows, damaged=transcripts.damaged+excluded.damaged,"
+            " unknown_rows=transcripts.unknown_rows+excluded.unknown_rows,"
+            " last_row_at=COALESCE(excluded.last_row_at, transcripts.last_row_at)",
+            (dev, ino, path, builder, session_id, offset, rows, damaged, unknown_rows, at, at if rows else None),
+        )
+
+    def session_has_hooks(self, session_id: str) -> bool:
+        return self._one("SELECT 1 FROM hook_events WHERE session_id=? LIMIT 1", (session_id,)) is not None
+
+    def mark_hooks_unarmed(self, session_id: str, at: float) -> bool:
+        cur = self._db.execute(
+            "UPDATE sessions SET hooks_unarmed_at=? WHERE id=? AND hooks_unarmed_at IS NULL", (at, session_id))
+        return cur.rowcount == 1
+
+    def clear_hooks_unarmed(self, session_id: str) -> bool:
+        cur = self._db.execute(
+            "UPDATE sessions SET hooks_unarmed_at=NULL WHERE id=? AND hooks_unarmed_at IS NOT NULL", (session_id,))
+        return cur.rowcount == 1
+
+    # lanes -------------------------------------------------------------------------------
+    def set_agent_pid(self, session_id: str, pid: int, started_at: float | None) -> None:
+        self._db.execute("UPDATE sessions SET agent_pid=?, agent_started_at=? WHERE id=?", (pid, started_at, session_id))
+
+    def process_session(self, builder: str, pid: int) -> str | None:
+        """The current session of ``builder``'s agent process ``pid``: of its sessions that
+        process reported and that have not ended, the one with the newest hook."""
+        row = self._one(
+            "SELECT s.id FROM sessions s WHERE s.builder=? AND s.agent_pid=? AND s.ended_at IS NULL"
+            " ORDER BY (SELECT MAX(h.id) FROM hook_events h WHERE h.session_id=s.id) DESC LIMIT 1",
+            (builder, pid),
+        )
+        return row[0] if row else None
+
+    def agent_pid(self, session_id: str) -> int | None:
+        row = self._one("SELECT agent_pid FROM sessions WHERE id=?", (session_id,))
+        return row[0] if row else None
+
+    def set_transcript_turn(self, session_id: str, *, started_at: float | None = None,
+                            ended_at: float | None = None) -> None:
+        """Record a turn's start or end seen in a transcript (row time, UNIX seconds; the
+        newest wins)."""
+        self._db.execute(
+            "UPDATE sessions SET turn_started_at=MAX(COALESCE(turn_started_at, ?), COALESCE(?, turn_started_at)),"
+            " turn_ended_at=MAX(COALESCE(turn_ended_at, ?), COALESCE(?, turn_ended_at)) WHERE id=?",
+            (started_at, started_at, ended_at, ended_at, session_id),
+        )
+
+    def set_interrupted(self, session_id: str, at: float) -> None:
+        self._db.execute("UPDATE sessions SET interrupted_at=? WHERE id=?", (at, session_id))
+
+    def lane(self, builder: str) -> tuple[str, float, str | None, str | None] | None:
+        """(state, since, session_id, detail) last recorded for ``builder``."""
+        row = self._one("SELECT state, since, session_id, detail FROM lanes WHERE builder=?", (builder,))
+        return (row[0], row[1], row[2], row[3]) if row else None
+
+    def save_lane(self, builder: str, state: str, since: float, session_id: str | None, detail: str | None) -> None:
+        self._db.execute(
+            "INSERT INTO lanes (builder, state, since, session_id, detail) VALUES (?,?,?,?,?)"
+            " ON CONFLICT(builder) DO UPDATE SET state=excluded.state, since=excluded.since,"
+            " session_id=excluded.session_id, detail=excluded.detail",
+            (builder, state, since, session_id, detail),
+        )
