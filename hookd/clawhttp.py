@@ -212,7 +212,7 @@ def openapi() -> dict[str, Any]:
 
 
 def routes(core: Any) -> list[Route]:
-    """The claw-http routes over ``core`` (a :class:`hookd.service.Hookd`), for
+    """The claw-http routes over ``core`` (a :class:`hookd.core.Hookd`), for
     :func:`hookd.server.build_app`."""
 
     def ids(request: Request) -> tuple[str, str]:

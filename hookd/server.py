@@ -95,8 +95,10 @@ from hookd.models import (
     StorageUnavailable,
     Unauthorized,
 )
-from hookd.answers import DaemonStopping
-from hookd.service import CUT_SUFFIX, MAX_PAYLOAD, HookResult, Hookd
+from hookd.core import HookResult, Hookd
+from hookd.core.ingest import CUT_SUFFIX, MAX_PAYLOAD
+from hookd.core.state import DaemonStopping
+from hookd.settings import Settings
 from hookd.clawhttp import routes as claw_routes
 from hookd.spawn import list_manifests, read_manifest, write_client
 from hookd.store import Store
@@ -582,7 +584,7 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
     async def tail(request: Request) -> Response:
         builder = await known_builder(request)
         body = decode_body(await request.body(), TailRequest, "tail")
-        tailer = getattr(core, "tailer", None)
+        tailer = core.tailer
         if tailer is None:
             raise BadRequest("the transcript tailer is not running")
         out = []
@@ -601,7 +603,7 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
         return json_response({"builder": builder, "files": out}, 201)
 
     async def lanes(request: Request) -> Response:
-        watch = getattr(core, "lanes", None)
+        watch = core.lanes
         if watch is None:
             raise BadRequest("lanes are not being watched")
         lanes = sorted(await watch.compute(), key=_lane_order)
@@ -722,7 +724,7 @@ async def core_status(core: Hookd) -> dict[str, Any]:
         "pid": os.getpid(),
         "home": str(core.home.root),
         "socket": str(core.home.socket_path),
-        "tcp_port": getattr(core, "tcp_port", None),
+        "tcp_port": core.tcp_port,
         "started_at": core.started_at,
         "uptime_s": round(time.time() - core.started_at, 3),
         "migrations": migrations,
@@ -1190,12 +1192,13 @@ def serve(home: Home, port: int = 0, notify_overrides: dict[str, Any] | None = N
     from hookd import notify
 
     notify_config = notify.load_config(home, notify_overrides)
+    settings = Settings.from_env()  # (a bad HOOKD_* value: ConfigError before anything is bound)
     os.umask(0o077)  # the database, its WAL and the spool are the user's alone
     home.ensure()
     lock = _Lock(home.lock_file)
     try:
         with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-            runner.run(_serve(home, port, notify_config))
+            runner.run(_serve(home, port, notify_config, settings))
     finally:
         lock.release()
 
@@ -1210,7 +1213,7 @@ def _loop_factory() -> Any:
     return uvloop.new_event_loop
 
 
-async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
+async def _serve(home: Home, port: int, notify_config: Any = None, settings: Settings | None = None) -> None:
     from hookd import notify
 
     token = home.read_token()
@@ -1220,8 +1223,7 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
     endpoint = Endpoint(tcp_port, secrets.token_urlsafe(32), os.getpid(), process_start(),
                         secrets.token_urlsafe(24))
     store = await Store(home.db).open()
-    core = Hookd(home, store)
-    core.tcp_port = tcp_port  # type: ignore[attr-defined]
+    core = Hookd(home, store, settings if settings is not None else Settings.from_env(), tcp_port=tcp_port)
     stop_watch = asyncio.Event()
     server: _Server | None = None
 
@@ -1243,12 +1245,11 @@ async def _serve(home: Home, port: int, notify_config: Any = None) -> None:
         expiry = asyncio.create_task(core.run_expiry())
         notifier, notifying = notify.start(core, notify_config or notify.load_config(home))
         tailer = Tailer(core)
-        core.on_transcript = tailer.add
-        core.tailer = tailer  # type: ignore[attr-defined]
+        core.attach_tailer(tailer)
         tailing = asyncio.create_task(tailer.run(stop_watch))
         lanes = LaneWatch(core, LaneAlerts(notifier), question_after_s=notifier.config.question_after_s,
                           idle_inbox_after_s=notifier.config.idle_inbox_after_s)
-        core.lanes = lanes  # type: ignore[attr-defined]
+        core.attach_lanes(lanes)
         laning = asyncio.create_task(lanes.run(stop_watch))
         retrying = asyncio.create_task(retry_until_back(core, stop_watch))
         await core.ingest_spool()
