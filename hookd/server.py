@@ -20,7 +20,7 @@ Routes (all errors: ``{"error": {"code", "message"}}`` with a 4xx/5xx status):
   remote answer: the response is then the decision, or empty when the desk answered first or
   the window ended; when the daemon stops, empty with ``X-Hookd-Hold: <interaction id>``: the
   client posts the same delivery again, with that header, to the next daemon, which holds it
-  again (:meth:`hookd.answers.Answers.reattach`). A hook refused after its raw bytes were
+  again (:meth:`hookd.core.holds.Holds.reattach`). A hook refused after its raw bytes were
   stored (4xx) names them: ``X-Hookd-Stored: <hook event id>``, and ``stored`` in the error.
 - ``POST /v1/interactions/{id}/answer`` (:class:`hookd.models.AnswerRequest`; 200 with the
   receipt, 409 when refused: already resolved or expired (the answer is kept as an inbox
@@ -127,7 +127,7 @@ HOOK_TIMINGS_ENV = "HOOKD_HOOK_TIMINGS"
 #: like every other request, instead of :class:`_HttpProtocol`'s fast path (default on).
 FASTPATH = os.environ.get("HOOKD_FASTPATH", "1") != "0"
 #: The hook routes (POST) :class:`HookdASGI` serves itself, before routing; ``{harness}`` is
-#: any of :data:`hookd.service.HARNESSES`.
+#: any of :data:`hookd.harness.registry.ADAPTERS`.
 HOOK_ROUTES = ("/v1/hooks/{harness}/{builder}", "/v1/hooks/{harness}/{builder}/hold",
                "/v1/hooks/{harness}/{builder}/wake")
 #: Paths the endpoint's hook token admits over TCP (the bash hook client, claw-http loops).
@@ -195,7 +195,7 @@ def decode_body(raw: bytes, type_: Any, what: str) -> Any:
 
 
 #: Largest body (bytes) of the answer, message, ask and preanswer routes: the texts in them
-#: are limited far below (hookd.answers.MAX_ANSWER_CHARS, hookd.service.MAX_MESSAGE_CHARS), so
+#: are limited far below (hookd.core.limits.MAX_ANSWER_CHARS, hookd.core.limits.MAX_MESSAGE_CHARS), so
 #: a bigger body is refused (413) without being read into memory.
 MAX_API_BODY = 256 * 1024
 
@@ -356,11 +356,11 @@ class HookdASGI:
         late (``late``: its client is still waiting, a held PermissionRequest's with its long
         deadline, say) is then refused with a 400 saying so, naming the hook event it is
         stored as (``stored``: the reply's ``X-Hookd-Stored``), so that the client does not
-        spool it. Raises what :meth:`hookd.service.Hookd.ingest_hook` raises (a
+        spool it. Raises what :meth:`hookd.core.ingest.Ingest.ingest_hook` raises (a
         PayloadInvalid names its stored hook event too)."""
         delivery, _, agent_pid, cwd = headers
         if ended != "whole" and delivery is not None:
-            delivery += CUT_SUFFIX  # (see hookd.service.CUT_SUFFIX)
+            delivery += CUT_SUFFIX  # (see hookd.core.ingest.CUT_SUFFIX)
         if ended == "late":
             try:
                 res = await self.core.ingest_hook(harness, builder, raw, delivery_id=delivery, agent_pid=agent_pid, cwd=cwd)

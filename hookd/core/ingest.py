@@ -127,10 +127,10 @@ class Ingest:
         client's unique id for this invocation (a spooled copy of an already stored
         delivery is skipped). hold: the caller will hold a PermissionRequest hook for a remote
         answer (``HookResult.hold`` then carries the interaction id and its waiter, registered
-        as the transaction commits, for :meth:`hold`). agent_pid: the agent's process id
-        (``CLAUDE_PID`` in the hook's environment), for lane liveness. cwd: the hook's working
-        directory as its client reported it (claw identifies sessions by it; None: the
-        builder's spawned worktree). Raises PayloadInvalid
+        as the transaction commits, for :meth:`hookd.core.holds.Holds.hold`). agent_pid: the
+        agent's process id (``CLAUDE_PID`` in the hook's environment), for lane liveness. cwd:
+        the hook's working directory as its client reported it (claw identifies sessions by it;
+        None: the builder's spawned worktree). Raises PayloadInvalid
         after storing the raw bytes when the payload cannot be parsed (nothing is lost; its
         ``stored`` is the hook event id), NotFound for an unknown harness, StorageUnavailable
         when the database cannot commit (nothing stored: the client must keep the payload).
@@ -407,5 +407,6 @@ class Ingest:
 
     def _follow_after(self, tx: Tx, path: str, builder: str, sid: str) -> None:
         """Once this commits, have the tailer follow a session's transcript."""
-        if self.on_transcript is not None:
-            tx.after_commit.append(lambda: self.on_transcript(path, builder, sid))
+        follow = self.on_transcript
+        if follow is not None:
+            tx.after_commit.append(lambda: follow(path, builder, sid))
