@@ -75,7 +75,7 @@ def session_hooks(builder: str, s: int, last: bool, i: int) -> list[bytes]:
 
 def prepopulate(home: Path, n: int, sessions: int, pid: int) -> float:
     """Fill ``home`` with ``n`` builders (see the module doc). Returns seconds taken."""
-    from hookd.service import Hookd
+    from hookd.core import Hookd
     from hookd.spawn import spawn
     from hookd.store import Store
 

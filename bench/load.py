@@ -262,7 +262,7 @@ def run_generated(tmp: Path, daemon: Daemon, builders: int, hooks: int) -> dict[
 def prepopulate(home: Path, n: int, builders: int = 50) -> float:
     """Store ``n`` hooks in ``home`` in-process (the core and the store, no HTTP): builders'
     agents as in :func:`payloads`. Returns seconds taken."""
-    from hookd.service import Hookd
+    from hookd.core import Hookd
     from hookd.store import Store
 
     h = Home.resolve(home)
@@ -311,7 +311,7 @@ def hot_reads(daemon: Daemon) -> dict[str, float]:
 
 def explain(tmp: Path) -> list[dict[str, Any]]:
     """The statements one hook of each kind runs on the writer, with their query plans."""
-    from hookd.service import Hookd
+    from hookd.core import Hookd
     from hookd.store import Store
 
     h = Home.resolve(tmp / "explain")

@@ -48,7 +48,7 @@ sys.path.insert(0, os.fspath(REPO))
 import httpx  # noqa: E402
 import psutil  # noqa: E402
 
-from hookd.transcripts import UNARMED_GRACE_S  # noqa: E402
+from hookd.core.transcripts import UNARMED_GRACE_S  # noqa: E402
 
 from hookd.daemonproc import DaemonProcess, wait_until  # noqa: E402
 

@@ -1,7 +1,7 @@
 """The harness adapter protocol and hookd's harness-neutral vocabulary.
 
 A harness (Claude Code, claw, claw-http) is one module under ``harness/`` that turns what its
-agent sends into this module's terms; the core (:mod:`hookd.service` and its parts) knows
+agent sends into this module's terms; the core (:mod:`hookd.core` and its components) knows
 only these terms and the adapters' protocol, and finds an adapter by harness name in
 :data:`hookd.harness.registry.ADAPTERS`:
 

@@ -54,7 +54,7 @@ desk_only = True
 #: One tool call at a time; a tool call's id is optional.
 sequential_questions = True
 #: Delivered messages count as consumed only when the loop acks them; unacked ones are
-#: offered again after a re-register, a daemon restart, or REDELIVER_AFTER_S.
+#: offered again after a re-register, a daemon restart, or ``HOOKD_REDELIVER_AFTER_S`` seconds.
 ack_required = True
 #: No Stop hook: a loop asks for its messages itself (a drain).
 idle_wake = False

@@ -30,7 +30,7 @@ optional list of message ids the loop consumed since its last call, applied firs
 
 Message states: ``queued`` -> ``delivered`` (a drain returned it) -> ``adopted`` (acked).
 A delivered message never acked is returned again by the session's next drain after a
-re-register or a daemon restart, and by any drain REDELIVER_AFTER_S after its delivery.
+re-register or a daemon restart, and by any drain ``HOOKD_REDELIVER_AFTER_S`` seconds after its delivery.
 The OpenAPI 3.1 document of these routes is served at ``GET /v1/claw/openapi.json`` (a copy
 is ``docs/claw-http.openapi.json``).
 """
@@ -212,7 +212,7 @@ def openapi() -> dict[str, Any]:
 
 
 def routes(core: Any) -> list[Route]:
-    """The claw-http routes over ``core`` (a :class:`hookd.service.Hookd`), for
+    """The claw-http routes over ``core`` (a :class:`hookd.core.Hookd`), for
     :func:`hookd.server.build_app`."""
 
     def ids(request: Request) -> tuple[str, str]:

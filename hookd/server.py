@@ -20,7 +20,7 @@ Routes (all errors: ``{"error": {"code", "message"}}`` with a 4xx/5xx status):
   remote answer: the response is then the decision, or empty when the desk answered first or
   the window ended; when the daemon stops, empty with ``X-Hookd-Hold: <interaction id>``: the
   client posts the same delivery again, with that header, to the next daemon, which holds it
-  again (:meth:`hookd.answers.Answers.reattach`). A hook refused after its raw bytes were
+  again (:meth:`hookd.core.holds.Holds.reattach`). A hook refused after its raw bytes were
   stored (4xx) names them: ``X-Hookd-Stored: <hook event id>``, and ``stored`` in the error.
 - ``POST /v1/interactions/{id}/answer`` (:class:`hookd.models.AnswerRequest`; 200 with the
   receipt, 409 when refused: already resolved or expired (the answer is kept as an inbox
@@ -95,8 +95,10 @@ from hookd.models import (
     StorageUnavailable,
     Unauthorized,
 )
-from hookd.answers import DaemonStopping
-from hookd.service import CUT_SUFFIX, MAX_PAYLOAD, HookResult, Hookd
+from hookd.core import HookResult, Hookd
+from hookd.core.ingest import CUT_SUFFIX, MAX_PAYLOAD
+from hookd.core.state import DaemonStopping
+from hookd.settings import Settings
 from hookd.clawhttp import routes as claw_routes
 from hookd.spawn import list_manifests, read_manifest, write_client
 from hookd.settings import Settings
@@ -126,7 +128,7 @@ HOOK_TIMINGS_ENV = "HOOKD_HOOK_TIMINGS"
 #: like every other request, instead of :class:`_HttpProtocol`'s fast path (default on).
 FASTPATH = os.environ.get("HOOKD_FASTPATH", "1") != "0"
 #: The hook routes (POST) :class:`HookdASGI` serves itself, before routing; ``{harness}`` is
-#: any of :data:`hookd.service.HARNESSES`.
+#: any of :data:`hookd.harness.registry.ADAPTERS`.
 HOOK_ROUTES = ("/v1/hooks/{harness}/{builder}", "/v1/hooks/{harness}/{builder}/hold",
                "/v1/hooks/{harness}/{builder}/wake")
 #: Paths the endpoint's hook token admits over TCP (the bash hook client, claw-http loops).
@@ -194,7 +196,7 @@ def decode_body(raw: bytes, type_: Any, what: str) -> Any:
 
 
 #: Largest body (bytes) of the answer, message, ask and preanswer routes: the texts in them
-#: are limited far below (hookd.answers.MAX_ANSWER_CHARS, hookd.service.MAX_MESSAGE_CHARS), so
+#: are limited far below (hookd.core.limits.MAX_ANSWER_CHARS, hookd.core.limits.MAX_MESSAGE_CHARS), so
 #: a bigger body is refused (413) without being read into memory.
 MAX_API_BODY = 256 * 1024
 
@@ -355,11 +357,11 @@ class HookdASGI:
         late (``late``: its client is still waiting, a held PermissionRequest's with its long
         deadline, say) is then refused with a 400 saying so, naming the hook event it is
         stored as (``stored``: the reply's ``X-Hookd-Stored``), so that the client does not
-        spool it. Raises what :meth:`hookd.service.Hookd.ingest_hook` raises (a
+        spool it. Raises what :meth:`hookd.core.ingest.Ingest.ingest_hook` raises (a
         PayloadInvalid names its stored hook event too)."""
         delivery, _, agent_pid, cwd = headers
         if ended != "whole" and delivery is not None:
-            delivery += CUT_SUFFIX  # (see hookd.service.CUT_SUFFIX)
+            delivery += CUT_SUFFIX  # (see hookd.core.ingest.CUT_SUFFIX)
         if ended == "late":
             try:
                 res = await self.core.ingest_hook(harness, builder, raw, delivery_id=delivery, agent_pid=agent_pid, cwd=cwd)
@@ -583,7 +585,7 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
     async def tail(request: Request) -> Response:
         builder = await known_builder(request)
         body = decode_body(await request.body(), TailRequest, "tail")
-        tailer = getattr(core, "tailer", None)
+        tailer = core.tailer
         if tailer is None:
             raise BadRequest("the transcript tailer is not running")
         out = []
@@ -602,7 +604,7 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
         return json_response({"builder": builder, "files": out}, 201)
 
     async def lanes(request: Request) -> Response:
-        watch = getattr(core, "lanes", None)
+        watch = core.lanes
         if watch is None:
             raise BadRequest("lanes are not being watched")
         lanes = sorted(await watch.compute(), key=_lane_order)
@@ -723,7 +725,7 @@ async def core_status(core: Hookd) -> dict[str, Any]:
         "pid": os.getpid(),
         "home": str(core.home.root),
         "socket": str(core.home.socket_path),
-        "tcp_port": getattr(core, "tcp_port", None),
+        "tcp_port": core.tcp_port,
         "started_at": core.started_at,
         "uptime_s": round(time.time() - core.started_at, 3),
         "migrations": migrations,
@@ -1223,8 +1225,7 @@ async def _serve(home: Home, port: int, notify_config: Any, settings: Settings) 
     endpoint = Endpoint(tcp_port, secrets.token_urlsafe(32), os.getpid(), process_start(),
                         secrets.token_urlsafe(24))
     store = await Store(home.db, settings=settings).open()
-    core = Hookd(home, store)
-    core.tcp_port = tcp_port  # type: ignore[attr-defined]
+    core = Hookd(home, store, settings, tcp_port=tcp_port)
     stop_watch = asyncio.Event()
     server: _Server | None = None
 
@@ -1246,12 +1247,11 @@ async def _serve(home: Home, port: int, notify_config: Any, settings: Settings) 
         expiry = asyncio.create_task(core.run_expiry())
         notifier, notifying = notify.start(core, notify_config or notify.load_config(home))
         tailer = Tailer(core, settings=settings)
-        core.on_transcript = tailer.add
-        core.tailer = tailer  # type: ignore[attr-defined]
+        core.attach_tailer(tailer)
         tailing = asyncio.create_task(tailer.run(stop_watch))
         lanes = LaneWatch(core, LaneAlerts(notifier), question_after_s=notifier.config.question_after_s,
                           idle_inbox_after_s=notifier.config.idle_inbox_after_s, settings=settings)
-        core.lanes = lanes  # type: ignore[attr-defined]
+        core.attach_lanes(lanes)
         laning = asyncio.create_task(lanes.run(stop_watch))
         retrying = asyncio.create_task(retry_until_back(core, stop_watch))
         await core.ingest_spool()

@@ -177,7 +177,7 @@ async def retry_until_back(core: Any, stop: asyncio.Event) -> None:
     storage commits again (this write or any other), record the outage once
     (``storage_recovered``) and ingest the spool. A damaged database (:data:`LASTING`) is
     retried with the spool only, a deleted or replaced one not at all.
-    core: :class:`hookd.service.Hookd`."""
+    core: :class:`hookd.core.Hookd`."""
     store = core.store
     health: StorageHealth = store.health
     delay = RETRY_FIRST_S

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from hookd.claw_core import CLAW_HTTP
+from hookd.core.claw import CLAW_HTTP
 from hookd.harness import base, claude_code, claw, claw_http, registry
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 import hookd
 from hookd.config import Home
 from hookd.daemonproc import DaemonProcess, wait_until
-from hookd.service import MAX_PAYLOAD
+from hookd.core.ingest import MAX_PAYLOAD
 
 from . import hardening_stats
 from .apiroutes import PATH_VALUES, RouteInfo, harnesses, hook_routes, rest_routes

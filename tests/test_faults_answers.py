@@ -27,7 +27,8 @@ from typing import Any
 
 import pytest
 
-from hookd.answers import MAX_ANSWER_CHARS, MAX_HOOK_REPLY
+from hookd.core.limits import MAX_ANSWER_CHARS
+from hookd.core.outcomes import MAX_HOOK_REPLY
 from hookd.config import Home
 from hookd.daemonproc import DaemonProcess
 

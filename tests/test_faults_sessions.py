@@ -251,7 +251,7 @@ class Machine:
 
 async def _core_on(tmp_path: Path, machine: Machine):
     from hookd.config import Home
-    from hookd.service import Hookd
+    from hookd.core import Hookd
     from hookd.store import Store
 
     home = Home(tmp_path / "h")

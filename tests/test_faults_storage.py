@@ -36,7 +36,7 @@ import pytest
 
 from hookd.config import Home
 from hookd.daemonproc import DaemonProcess, wait_until
-from hookd.service import Hookd
+from hookd.core import Hookd
 from hookd.store import Store
 
 from .conftest import TUI, hookd_cli, run_hook, settings_command

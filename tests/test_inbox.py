@@ -270,7 +270,7 @@ def test_hook_latency_with_a_10k_message_history(home, worktree):  # B08
     import time as t
 
     from hookd.config import Home
-    from hookd.service import Hookd
+    from hookd.core import Hookd
     from hookd.store import Store
 
     async def fill() -> None:

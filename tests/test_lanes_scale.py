@@ -15,7 +15,7 @@ import pytest
 
 from hookd.config import Home
 from hookd.watchers.lanes import LaneWatch
-from hookd.service import Hookd
+from hookd.core import Hookd
 from hookd.store import Store
 
 from .conftest import TUI

@@ -29,7 +29,7 @@ from hookd.watchers.notify import (
     desktop_argv,
     load_config,
 )
-from hookd.service import Hookd
+from hookd.core import Hookd
 from hookd.store import Store
 
 from .conftest import events, hookd_cli, wait_until

@@ -221,7 +221,7 @@ def test_an_answer_or_message_over_the_limit_is_refused_and_the_page_says_so(
     """Issue 18 item 3: the API refuses an answer (here a deny message) or a message over its
     limit with one JSON error; the page shows that error on the card, which stays answerable,
     and nothing reaches the held hook."""
-    from hookd.answers import MAX_ANSWER_CHARS
+    from hookd.core.limits import MAX_ANSWER_CHARS
 
     builder.hook(payload("001-SessionStart.json"))
     held = builder.start_hook(bash_permission("rm -rf build"))

@@ -73,7 +73,7 @@ _MESSAGE_COLS = (
 
 
 #: A permission prompt whose tool result is still to come: pending, answered remotely and not
-#: yet adopted, or allowed at the desk while its tool ran (hookd.answers: the tool's process
+#: yet adopted, or allowed at the desk while its tool ran (hookd.core.holds: the tool's process
 #: seen; no tool_use_id until its PostToolUse).
 _AWAITING_TOOL = ("(state='pending' OR (state='answered' AND received_at IS NOT NULL AND adopted_at IS NULL)"
                   " OR (state='answered' AND received_at IS NULL AND decision='allow' AND tool_use_id IS NULL))")

@@ -98,13 +98,6 @@ def agent_alive(pid: int | None, started_at: float | None) -> bool | None:
         return True
 
 
-def process_started_at(pid: int) -> float | None:
-    try:
-        return psutil.Process(pid).create_time()
-    except psutil.Error:
-        return None
-
-
 def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | None], bool | None] = agent_alive,
            question_after_s: float = QUESTION_AFTER_S, idle_inbox_after_s: float = IDLE_INBOX_AFTER_S,
            quiet_idle_s: float = _DEFAULTS.quiet_idle_s, mono: float | None = None) -> Lane:
@@ -190,7 +183,7 @@ class LaneWatch:
     """Keeps every builder's lane current: recomputes after commits (debounced), when a
     threshold passes and, for live agents, every ``liveness_s`` seconds (psutil); records the
     lane and emits ``lane_changed`` on change. ``on_change(old, lane)`` is called after the
-    commit (the notifier's hook). core: :class:`hookd.service.Hookd`. settings: its
+    commit (the notifier's hook). core: :class:`hookd.core.Hookd`. settings: its
     ``liveness_s`` and ``quiet_idle_s`` (seconds; default :class:`hookd.settings.Settings`'
     defaults)."""
 

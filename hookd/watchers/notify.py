@@ -54,7 +54,7 @@ from hookd.models import ConfigError, Interaction, NotFound
 from hookd.untrusted import NotRegularFile, read_regular, visible
 
 if TYPE_CHECKING:
-    from hookd.service import Hookd
+    from hookd.core import Hookd
     from hookd.store import Tx
 
 log = logging.getLogger("hookd")
@@ -630,20 +630,20 @@ class Notifier:
 def start(core: Hookd, config: NotifyConfig) -> tuple[Notifier, asyncio.Task[None]]:
     """Attach a Notifier to ``core`` (``core.notifier``) and start its rules task."""
     n = Notifier(core, config)
-    core.notifier = n  # type: ignore[attr-defined]
+    core.attach_notifier(n)
     return n, asyncio.create_task(n.run())
 
 
 async def raise_alert(core: Hookd, alert: Alert, *, escalate: bool = True) -> bool:
     """Raise ``alert`` through the daemon's notifier (see :meth:`Notifier.raise_alert`);
     False when none is running (tests, replay) or the step was already sent."""
-    n: Notifier | None = getattr(core, "notifier", None)
+    n = core.notifier
     return False if n is None else await n.raise_alert(alert, escalate=escalate)
 
 
 async def clear(core: Hookd, key: str) -> None:
     """End subject ``key`` (see :meth:`Notifier.clear`); nothing when no notifier runs."""
-    n: Notifier | None = getattr(core, "notifier", None)
+    n = core.notifier
     if n is not None:
         await n.clear(key)
 

@@ -233,7 +233,7 @@ class Tailer:
     (:meth:`_peek`; field case B23, a frozen ``transcript_path``; subagents' questions).
     Each file is read from its persisted cursor, so rows written while the daemon was down are
     caught up at start; folder registrations persist in ``HOOKD_HOME/tail-dirs.json``.
-    core: a :class:`hookd.service.Hookd`. settings: its ``tail_debounce_ms``, ``tail_step_ms``
+    core: a :class:`hookd.core.Hookd`. settings: its ``tail_debounce_ms``, ``tail_step_ms``
     and ``watch_backend`` (default :class:`hookd.settings.Settings`' defaults).
     """
 
@@ -299,9 +299,7 @@ class Tailer:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
-        task = loop.create_task(self._record_refusal(path, builder, session_id, reason))
-        self.core._tasks.add(task)
-        task.add_done_callback(self.core._tasks.discard)
+        self.core.tasks.add(loop.create_task(self._record_refusal(path, builder, session_id, reason)))
 
     async def _record_refusal(self, path: str, builder: str | None, session_id: str | None, reason: str) -> None:
         import time

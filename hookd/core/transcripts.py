@@ -1,7 +1,7 @@
 """Applying transcript rows to hookd's records (the fallback when hooks are missing).
 
-:class:`Transcripts` is mixed into :class:`hookd.service.Hookd`. Rows read by
-:mod:`hookd.watchers.tailer` are classified by the file's reader (a
+Rows read by the transcript tailer (:mod:`hookd.watchers.tailer`, which hands them to
+:meth:`Transcripts.apply_transcript`) are classified by the file's reader (a
 :class:`hookd.harness.base.TranscriptReader`, :func:`hookd.harness.registry.reader_of`) and
 applied with the same functions the hooks use, keyed by ``tool_use_id``: an AskUserQuestion seen by both a hook and
 the transcript is one interaction with one ``question_pending`` and one ``question_resolved``.
@@ -11,12 +11,17 @@ A session whose transcript moves while no hook ever arrived from it is ``hooks_u
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import time
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from hookd.core.bus import EventBus
+from hookd.core.inbox import Inbox
+from hookd.core.questions import Questions
+from hookd.core.state import HookCache
 from hookd.harness.base import (
     Interrupted,
     Payload,
@@ -30,11 +35,7 @@ from hookd.harness.base import (
 )
 from hookd.harness.base import text as as_text
 from hookd.harness.registry import reader_of
-from hookd.store import Tx
-from hookd.watchers.tailer import ReadResult
-
-if TYPE_CHECKING:
-    from hookd.service import Hookd
+from hookd.store import Store, Tx
 
 #: A session is flagged hooks_unarmed once its newest transcript row is this old (seconds) and
 #: still no hook event came from it: the first hook may be on its way.
@@ -73,11 +74,46 @@ def session_of_path(path: str) -> str | None:
     return stem if _SESSION_NAME.fullmatch(stem) else None
 
 
-class Transcripts:
-    """Transcript application of :class:`hookd.service.Hookd`."""
+class _Cursor(Protocol):
+    dev: int
+    ino: int
+    offset: int
 
-    async def apply_transcript(self: "Hookd", path: str, builder: str, session_id: str | None,  # type: ignore[misc]
-                               result: ReadResult) -> int:
+
+class _Stats(Protocol):
+    rows: int
+    nul_padded: int
+    spliced: int
+    invalid_utf8: int
+    torn: int
+
+    def as_dict(self) -> dict[str, int]: ...
+
+
+class TranscriptRead(Protocol):
+    """One read of a transcript file (the tailer's :class:`hookd.watchers.tailer.ReadResult`): its rows,
+    where reading now stands (``cursor``) and what it met (``stats``)."""
+
+    rows: list[dict[str, Any]]
+    cursor: _Cursor
+    stats: _Stats
+
+
+class Transcripts:
+    """Transcript rows applied over ``store`` (``bus``: publishes; ``questions``: the same
+    interactions the hooks open; ``inbox``: adoption proof from a model request row; ``cache``:
+    a session flagged hooks_unarmed is re-read by its next hook)."""
+
+    def __init__(self, store: Store, bus: EventBus, questions: Questions, inbox: Inbox, cache: HookCache):
+        self.store = store
+        self.bus = bus
+        self.questions = questions
+        self.inbox = inbox
+        self.cache = cache
+        self._unarmed_checks: dict[str, asyncio.TimerHandle] = {}  # sid -> its pending hooks_unarmed check
+
+    async def apply_transcript(self, path: str, builder: str, session_id: str | None,
+                               result: TranscriptRead) -> int:
         """Apply what one read of ``path`` (``builder``'s transcript; ``session_id`` if known)
         returned, and persist its cursor, in one transaction. Returns the number of events."""
         _, events = await self.store.write(self._transcript_tx, path, builder, session_id, result, time.time())
@@ -85,7 +121,7 @@ class Transcripts:
             await self.bus.publish()
         return len(events)
 
-    async def transcript_followed(self: "Hookd", path: str, builder: str, session_id: str) -> None:  # type: ignore[misc]
+    async def transcript_followed(self, path: str, builder: str, session_id: str) -> None:
         """Record that the tailer now also follows ``path``, a file that is not the hooks'
         ``transcript_path`` but carries ``session_id``'s rows (field case B23: after
         compaction the reported path can freeze while the session writes elsewhere)."""
@@ -96,8 +132,8 @@ class Transcripts:
         await self.store.write(tx_)
         await self.bus.publish()
 
-    def _transcript_tx(self: "Hookd", tx: Tx, path: str, builder: str, session_hint: str | None,  # type: ignore[misc]
-                       result: ReadResult, at: float) -> None:
+    def _transcript_tx(self, tx: Tx, path: str, builder: str, session_hint: str | None,
+                       result: TranscriptRead, at: float) -> None:
         rows = reader_of(path)  # the harness that writes this file
         # rows without a session id belong to the file's session: the one it is followed for,
         # else the one its location names (claw), else any of its rows that names one, else
@@ -139,8 +175,8 @@ class Transcripts:
             for ob in obs:
                 if isinstance(ob, QuestionAsked):
                     if rows.sequential_questions:  # no tool_use_id in its hooks: bind to the hook-opened question
-                        ob = self._bind_sequential(tx, builder, p, ob, at)
-                    self._question_asked(tx, builder, p, ob, at, desk_only=rows.desk_only)
+                        ob = self.questions.bind_sequential(tx, builder, p, ob, at)
+                    self.questions.question_asked(tx, builder, p, ob, at, desk_only=rows.desk_only)
                 elif isinstance(ob, ToolResultSeen):
                     self._tool_result_seen(tx, builder, p, ob, at)
                 elif isinstance(ob, (TurnStarted, TurnEnded)) and sid:
@@ -168,7 +204,7 @@ class Transcripts:
             if tx.has_unadopted(sid):
                 # adoption proof written after the Stop that looked for it (the request that
                 # carried a message is logged later): read it now, off the hook path
-                tx.after_commit.append(lambda sid=sid: self._schedule_transcript_adoption(
+                tx.after_commit.append(lambda sid=sid: self.inbox.adopt_from_transcript_later(
                     builder, sid, path, ANY_HOOK))
         st = result.stats
         tx.save_transcript(
@@ -183,7 +219,7 @@ class Transcripts:
             tx.append_event("transcript_damaged" if damaged else "transcript_unknown_rows", builder, file_session, at,
                             {"path": path, **damaged, "unknown_rows": unknown, "unknown_blocks": blocks})
 
-    def _transcript_session(self: "Hookd", tx: Tx, builder: str, sid: str, path: str,  # type: ignore[misc]
+    def _transcript_session(self, tx: Tx, builder: str, sid: str, path: str,
                             cwd: str | None, newest: float | None, at: float, rows: TranscriptReader) -> None:
         """A session seen in a transcript read by ``rows``: recorded if new
         (source ``transcript``); flagged ``hooks_unarmed`` when it is moving and no hook ever
@@ -202,15 +238,13 @@ class Transcripts:
             if tx.mark_hooks_unarmed(sid, at):
                 tx.append_event("hooks_unarmed", builder, sid, at,
                                 {"transcript_path": path, "advice": rows.UNARMED_ADVICE})
-                tx.after_commit.append(lambda: self._sessions.pop(sid, None))  # next hook re-reads it
+                tx.after_commit.append(lambda: self.cache.sessions.pop(sid, None))  # next hook re-reads it
 
-    def _unarmed_later(self: "Hookd", builder: str, sid: str, path: str, due: float,  # type: ignore[misc]
+    def _unarmed_later(self, builder: str, sid: str, path: str, due: float,
                        rows: TranscriptReader) -> None:
         """At ``due`` (UNIX seconds), flag ``sid`` hooks_unarmed if still no hook came from it
         (one pending check per session)."""
-        import asyncio
-
-        checks: dict[str, Any] = self.__dict__.setdefault("_unarmed_checks", {})
+        checks = self._unarmed_checks
         if sid in checks:
             return
 
@@ -229,11 +263,11 @@ class Transcripts:
         loop = asyncio.get_running_loop()
         checks[sid] = loop.call_later(max(0.0, due - time.time()) + 0.05, lambda: asyncio.ensure_future(check()))
 
-    def _tool_result_seen(self: "Hookd", tx: Tx, builder: str, p: Payload, ob: ToolResultSeen,  # type: ignore[misc]
+    def _tool_result_seen(self, tx: Tx, builder: str, p: Payload, ob: ToolResultSeen,
                           at: float) -> None:
         if ob.answers is not None and isinstance(ob.questions, list):
             surface = _SURFACES.get(ob.decision_source or "", "terminal")
-            self._question_resolved(tx, builder, p,
+            self.questions.question_resolved(tx, builder, p,
                                     question_result(ob.tool_use_id, _ASK_TOOL, ob.questions, ob.answers, surface=surface),
                                     at)
             return
@@ -250,7 +284,7 @@ class Transcripts:
             outcome, surface = "denied", None
             warning = ("the harness refused the tool without asking anyone (its error is in `error`); "
                        "the model may proceed as if a human had answered")
-        self._question_resolved(tx, builder, p, QuestionResolved(
+        self.questions.question_resolved(tx, builder, p, QuestionResolved(
             tool_use_id=ob.tool_use_id, tool_name=_ASK_TOOL, input_hash=i.input_hash or "", questions=i.questions,
             outcome=outcome, answers=None, selections=None, surface=surface, warning=warning,
             error=ob.error if outcome == "denied" else None,

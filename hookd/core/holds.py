@@ -1,0 +1,180 @@
+"""Held hooks: a PermissionRequest hook waits for a remote answer (its interaction's waiter,
+:class:`hookd.core.state.Waiters`), is let go by an answer, the desk, its own end or a
+timeout, and comes back after a daemon restart (:meth:`Holds.reattach`).
+
+While a hook is held for a prompt whose tool runs as a child process (a Bash command), the
+agent's children are looked at (:mod:`hookd.core.procs`, off the event loop, outside any
+transaction): the tool running proves the desk allowed it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable
+from typing import Any
+
+from hookd.core.bus import EventBus, write_publish
+from hookd.core.outcomes import hook_body, supersede
+from hookd.core.procs import child_running
+from hookd.core.state import DaemonStopping, HookCache, Waiters
+from hookd.harness import claude_code as cc
+from hookd.models import Interaction, resolved_event
+from hookd.store import Store, Tx
+
+log = logging.getLogger("hookd")
+
+#: How often (seconds) the agent's child processes are looked at while a hook is held for a
+#: prompt whose tool runs as one (:meth:`Holds._watch_tool_start`).
+TOOL_WATCH_S = 0.25
+
+
+class Holds:
+    """Held PermissionRequest hooks over ``store``: ``bus`` publishes their outcomes, ``waiters``
+    are the hooks held now, ``cache.pids`` the agents' pids (whose children are watched)."""
+
+    def __init__(self, store: Store, bus: EventBus, waiters: Waiters, cache: HookCache):
+        self.store = store
+        self.bus = bus
+        self.waiters = waiters
+        self.cache = cache
+
+    async def reattach(self, iid: str, builder: str) -> tuple[str, asyncio.Future[bytes]] | None:
+        """A PermissionRequest hook already stored (its delivery id is known) comes back,
+        after the daemon that held it stopped, asking to wait on interaction ``iid`` again
+        (header ``X-Hookd-Hold``). Returns (iid, its waiter) for :meth:`hold` when ``iid`` is
+        ``builder``'s question or permission prompt and still waits for an answer, or has a
+        remote answer no hook returned yet; else None (the hook gets an empty reply)."""
+        i = await self.store.interaction(iid)
+        if i is None or i.builder != builder or i.kind == "async":
+            return None
+        if not (i.state == "pending" or (i.state == "answered" and i.received_at is not None and i.delivered_at is None)):
+            return None
+        log.info("held PermissionRequest hook for %s is back after a restart", iid)
+        return iid, self.waiters.register(iid)
+
+    async def hold(self, iid: str, fut: asyncio.Future[bytes], timeout_s: float,
+                   disconnected: Awaitable[Any]) -> bytes:
+        """Hold a PermissionRequest hook for interaction ``iid`` until a remote answer (returns
+        the decision JSON), the desk resolves it (b""), the hook goes away (Esc / No at the
+        desk: Claude Code SIGTERMs it; the interaction ends ``dismissed``), or ``timeout_s``
+        seconds pass (b"": the prompt stays open at the desk). Event-driven. A decision
+        returned is not delivered yet: the caller sends it, then says whether the hook read
+        it (:meth:`reply_read`). While it holds, a tool whose run shows before it ends (a Bash
+        command: :meth:`_watch_tool_start`) proves the desk allowed it. Raises DaemonStopping
+        when the daemon stops meanwhile, or has begun to."""
+        disc = asyncio.ensure_future(disconnected)
+        watch: asyncio.Future[None] | None = None
+        try:
+            if self.waiters.stopping:
+                raise DaemonStopping(iid)
+            i = await self.store.interaction(iid)
+            if i is None:
+                return b""
+            if i.state == "answered" and i.received_at is not None and i.delivered_at is None:
+                body = hook_body(i)  # answered before this hook arrived
+            elif i.state != "pending":
+                return b""
+            else:
+                if i.kind == "permission" and i.tool_name in cc.RUNS_AS_CHILD:
+                    watch = asyncio.ensure_future(self._watch_tool_start(i))
+                done, _ = await asyncio.wait({fut, disc}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+                if fut not in done:
+                    if disc in done:
+                        await write_publish(self.store, self.bus, self._hook_gone_tx, iid, time.time())
+                    return b""
+                body = fut.result()
+                if not body:
+                    return b""
+                if disc.done():
+                    await write_publish(self.store, self.bus, self._hook_gone_tx, iid, time.time())
+                    return b""
+            return body
+        finally:
+            self.waiters.discard(iid, fut)
+            if fut.done() and not fut.cancelled():
+                fut.exception()  # (a DaemonStopping never looked at is not an error)
+            disc.cancel()
+            if watch is not None:
+                watch.cancel()
+
+    async def _watch_tool_start(self, i: Interaction) -> None:
+        """Claude Code 2.1.332 does nothing to a held PermissionRequest hook when the desk
+        allows the tool (no signal, no transcript row, no other hook until the tool's
+        PostToolUse: docs/harness-claude-code.md), and a Bash command may run for minutes.
+        What shows at once is the command's process, a child of the agent's
+        (:func:`cc.runs_tool`): seen while the hook is held, the desk allowed it. The agent's
+        children are looked at every TOOL_WATCH_S seconds (off the event loop) while the hook
+        is held; nothing is watched without the agent's pid (``CLAUDE_PID``)."""
+        pid = self.cache.pids.get(i.session_id) if i.session_id else None
+        if pid is None:
+            return
+        before: set[int] | None = None  # the agent's children at the first look
+        try:
+            while True:
+                argv, kids = await asyncio.to_thread(child_running, pid, i.created_at, before, i.tool_name, i.input)
+                if argv is not None:
+                    await write_publish(self.store, self.bus, self._desk_allowed_tx, i.id, time.time())
+                    return
+                if before is None:
+                    before = kids
+                await asyncio.sleep(TOOL_WATCH_S)
+        except Exception:
+            log.exception("watching %s's tool process failed; its PostToolUse will resolve it", i.id)
+
+    def _desk_allowed_tx(self, tx: Tx, iid: str, at: float) -> None:
+        """The held prompt's tool is running: the desk allowed it. Resolved ``answered`` /
+        ``allow`` by ``terminal`` now (its PostToolUse attaches the tool_use_id later), and the
+        held hook is let go with no decision (Claude Code no longer reads it)."""
+        i = tx.interaction(iid)
+        if i is None or i.state != "pending":
+            return
+        if not tx.resolve_interaction(iid, expected_state="pending", state="answered", answers=None,
+                                      selections=None, surface="terminal", warning=None, error=None, at=at,
+                                      decision="allow"):
+            return
+        data: dict[str, Any] = {"id": iid, "kind": "permission", "tool_name": i.tool_name, "tool_use_id": None,
+                                "outcome": "answered", "decision": "allow", "surface": "terminal",
+                                "inferred_from": "tool running"}
+        if i.agent_id:
+            data["agent_id"] = i.agent_id
+        tx.append_event("permission_resolved", i.builder, i.session_id, at, data)
+        self.waiters.release_after(tx, iid)
+
+    async def reply_read(self, iid: str, read: bool | None) -> None:
+        """A held hook was sent the remote answer to ``iid`` (:meth:`hold`): ``read`` True when
+        its client read the whole reply and closed (``answer_delivered``, via
+        PermissionRequest); False when it went away leaving it unread (Esc or No at the desk
+        SIGTERMs it; a reply it cannot take: :meth:`_hook_gone_tx`); None when that is not
+        known (the daemon closed first): nothing is recorded, the tool's own hooks settle it."""
+        if read:
+            await write_publish(self.store, self.bus, self._hook_delivered_tx, iid, time.time())
+        elif read is False:
+            await write_publish(self.store, self.bus, self._hook_gone_tx, iid, time.time())
+
+    def _hook_delivered_tx(self, tx: Tx, iid: str, at: float) -> None:
+        i = tx.interaction(iid)
+        if i is not None and tx.mark_answer_delivered(iid, via="PermissionRequest", at=at):
+            tx.append_event("answer_delivered", i.builder, i.session_id, at,
+                            {"id": iid, "kind": i.kind, "via": "PermissionRequest"})
+
+    def _hook_gone_tx(self, tx: Tx, iid: str, at: float) -> None:
+        """The held hook went away before the prompt closed: Claude Code SIGTERMs it when the
+        desk presses Esc or No."""
+        i = tx.interaction(iid)
+        if i is None:
+            return
+        if i.state == "pending":
+            warning = "the held PermissionRequest hook was cancelled (SIGTERM): Esc or No at the desk"
+            if tx.resolve_interaction(iid, expected_state="pending", state="dismissed", answers=None,
+                                      selections=None, surface="terminal", warning=warning, error=None, at=at):
+                tx.append_event(resolved_event(i.kind), i.builder, i.session_id, at, {
+                    "id": iid, "kind": i.kind, "tool_use_id": i.tool_use_id, "outcome": "dismissed",
+                    "answers": None, "selections": None, "surface": "terminal", "warning": warning,
+                    "inferred_from": "hook cancelled",
+                })
+        elif i.state == "answered" and i.received_at is not None and i.delivered_at is None:
+            supersede(tx, i, at, state="dismissed", answers=None, selections=None, decision=None,
+                            error=None, reason="the held hook ended without reading the remote answer"
+                            " (Esc or No at the desk as it arrived)")

@@ -1,0 +1,175 @@
+"""What becomes of an answer: its text as an inbox message, the reply a held hook prints for
+it, and its fate once the tool call ends (adopted, or superseded by the desk's answer).
+
+Functions over one transaction (:class:`hookd.store.Tx`), shared by the questions, answers and
+held-hook components; they hold no state. Lifecycle of a remote answer: accepted (compare-and-set
+``pending`` -> ``answered`` at the revision the human saw; ``received_at``) -> handed to a hook
+(``delivered_at``, via ``PermissionRequest`` or ``PreToolUse``) or to the inbox (async asks;
+delivered with the message) -> adopted (``adopted_at``: the tool result carried it, or its inbox
+message was adopted). If the desk answered first after all, the desk's outcome replaces it
+(``answer_superseded``) and the remote text is kept as an inbox message: never dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from hookd.harness import claude_code as cc
+from hookd.harness.base import Payload, Question
+from hookd.models import Interaction, Selection
+from hookd.store import Tx
+
+#: Largest reply (bytes) a remote answer may make a hook print. The compiled client reads at
+#: most 1 MiB of reply, headers included (``REPLY_MAX``, hooks/client.c), the bash client
+#: 1,048,576 characters; a reply over this is never offered to a hook (the answer goes the
+#: way of one no hook holds for: an inbox message, or refused for a permission prompt).
+MAX_HOOK_REPLY = 64 * 1024
+
+
+def questions_of(i: Interaction) -> list[Question]:
+    try:
+        return msgspec.convert(i.questions or [], list[Question])
+    except (msgspec.ValidationError, TypeError):
+        return []
+
+
+def answer_text(i: Interaction, answers: dict[str, str] | None, decision: str | None, message: str | None,
+                late: str | None = None) -> str:
+    """The inbox text of an answer: ``[Answer to question <id>] Q: ... A: ...``; a late one
+    (``late``: why it was not used) says so: ``[Late answer to question <id> (not used: ...)]``."""
+    lines = [answer_head(i, late)]
+    if i.kind == "permission":
+        return lines[0] + f" {decision}" + (f": {message}" if message else "")
+    for q, a in (answers or {}).items():
+        lines.append(f"Q: {clip(q, 500)}\nA: {a}")  # (the question is the agent's own text)
+    return "\n".join(lines)
+
+
+def answer_head(i: Interaction, late: str | None = None) -> str:
+    """The first line of :func:`answer_text`: ``[Answer to question <id>]``, or
+    ``[Late answer to question <id> (not used: <late>)]``."""
+    head = f"Late answer to {{}} (not used: {late})" if late else "Answer to {}"
+    if i.kind == "permission":
+        return "[" + head.format(f"permission prompt {i.id} for {i.tool_name}") + "]"
+    return "[" + head.format(f"question {i.id}") + "]"
+
+
+def clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[:n - 1] + "…"
+
+
+def hook_body(i: Interaction) -> bytes:
+    """The held PermissionRequest hook's stdout for a remote answer to ``i``. An
+    AskUserQuestion allow always carries the original input plus every answer; a permission
+    allow carries the tool's input where Claude Code needs it (:func:`cc.allow_input`)."""
+    if i.kind == "permission":
+        assert i.decision in ("allow", "deny")
+        if i.decision == "allow":
+            return cc.permission_decision("allow", updated_input=cc.allow_input(i.tool_name, i.input))
+        return cc.permission_decision(i.decision, message=i.message)
+    assert i.answers, "never a decision without answers"
+    base = i.input if isinstance(i.input, dict) else {"questions": i.questions}
+    return cc.permission_decision("allow", updated_input={**base, "answers": i.answers})
+
+
+def late_reason(i: Interaction) -> str:
+    """Why a late answer to ``i`` was not used, for the agent: what happened instead."""
+    if i.state == "answered":
+        what = i.decision if i.kind == "permission" else "; ".join(str(a) for a in (i.answers or {}).values())
+        return f"already answered at the {i.surface or 'desk'}: {clip(what, 300)}" if what else "already answered"
+    return f"the question was already {i.state}"
+
+
+def _same_selections(a: list[Selection] | None, b: list[Selection] | None) -> bool:
+    def key(s: list[Selection] | None) -> set[tuple[str, tuple[str, ...], str | None]]:
+        return {(x.question, tuple(x.labels), x.other) for x in (s or [])}
+    return key(a) == key(b)
+
+
+def queue_answer(tx: Tx, i: Interaction, answers: Any, decision: str | None, message: str | None,
+                  author: str, at: float, late: str | None = None) -> str:
+    m = tx.insert_message(builder=i.builder, session_id=None if i.kind == "async" else i.session_id,
+                          agent_id=i.agent_id, author=author,
+                          text=answer_text(i, answers, decision, message, late=late), key=None, at=at)
+    tx.append_event("inbox_queued", i.builder, m.session_id, at, {
+        "id": m.id, "author": author, "chars": len(m.text), "agent_id": i.agent_id, "key": None,
+        "answer_to": i.id,
+    })
+    return m.id
+
+
+def supersede(tx: Tx, i: Interaction, at: float, *, state: str, answers: Any, selections: Any,
+               decision: str | None, error: str | None, reason: str) -> None:
+    """The desk's outcome replaces a remote answer that did not reach the tool; the
+    remote text is kept as an inbox message."""
+    m = tx.insert_message(builder=i.builder, session_id=i.session_id, agent_id=i.agent_id,
+                          author=i.actor or "human",
+                          text=answer_text(i, i.answers, i.decision, i.message, late=reason),
+                          key=None, at=at)
+    tx.append_event("inbox_queued", i.builder, i.session_id, at, {
+        "id": m.id, "author": m.author, "chars": len(m.text), "agent_id": i.agent_id, "key": None,
+        "late_answer_to": i.id,
+    })
+    warning = f"{reason}; the remote answer did not reach the tool and was kept as inbox message {m.id}"
+    tx.supersede_answer(i.id, state=state, answers=answers, selections=selections, decision=decision,
+                        surface="terminal", warning=warning, error=error, at=at)
+    tx.set_inbox_message(i.id, m.id)
+    tx.append_event("answer_superseded", i.builder, i.session_id, at, {
+        "id": i.id, "kind": i.kind, "outcome": state, "answers": answers,
+        "selections": msgspec.to_builtins(selections), "decision": decision, "surface": "terminal",
+        "remote": {"answers": i.answers, "decision": i.decision, "message": i.message,
+                   "surface": i.surface, "actor": i.actor, "response_id": i.response_id},
+        "message_id": m.id, "reason": reason,
+    })
+
+
+def inbox_answers_after(tx: Tx, i: Any, at: float, *, outcome: str, answers: Any,
+                         surface: str | None) -> None:
+    """Question ``i`` (an Interaction or InteractionHead) was just resolved ``outcome``
+    without a remote answer: an answer a human sent meanwhile through the inbox (no hook
+    could carry it: the daemon had restarted, holding was off, the session had no hooks)
+    is still queued, since nothing is delivered into a turn sitting on an open question.
+    The same answer as the desk's: adopted (``via: "desk"``: the tool result carried it);
+    another: its text says it was not used and what was (``answer_superseded``), as a
+    late answer's does, so that the model never gets two answers unexplained."""
+    if i.kind != "question":
+        return
+    head = answer_head(i)
+    for m in tx.queued_with_prefix(i.builder, head + "\n"):
+        if outcome == "answered" and answers and m.text == answer_text(i, answers, None, None):
+            if tx.adopt_queued([m.id], via="desk", at=at):
+                tx.append_event("inbox_adopted", i.builder, m.session_id, at, {"ids": [m.id], "via": "desk"})
+            continue
+        if outcome == "answered":
+            what = "; ".join(str(a) for a in (answers or {}).values())
+            late = f"already answered at the {surface or 'desk'}: {clip(what, 300)}" if what else "already answered"
+        else:
+            late = f"the question was already {outcome}"
+        if not tx.set_message_text(m.id, answer_head(i, late) + m.text[len(head):]):
+            continue
+        tx.append_event("answer_superseded", i.builder, i.session_id, at, {
+            "id": i.id, "kind": i.kind, "outcome": outcome, "answers": answers, "selections": None,
+            "decision": None, "surface": surface, "remote": None, "message_id": m.id,
+            "reason": "the desk answered first" if outcome == "answered" else f"the question was {outcome}",
+        })
+
+
+def settle_remote(tx: Tx, i: Interaction, p: Payload, at: float, *, outcome: str,
+                   answers: Any, selections: Any, decision: str | None, error: str | None) -> None:
+    """The tool call of an interaction answered remotely ended: adopted when the tool got
+    that answer, superseded when the desk won the race."""
+    if i.kind == "permission":
+        same = decision == i.decision
+    else:
+        same = outcome == "answered" and _same_selections(i.selections, selections)
+    if same:
+        if tx.mark_adopted(i.id, at):
+            tx.append_event("answer_adopted", i.builder, i.session_id, at, {
+                "id": i.id, "kind": i.kind, "via": p.hook_event_name,
+                "tool_use_id": getattr(p, "tool_use_id", None),
+            })
+        return
+    supersede(tx, i, at, state=outcome, answers=answers, selections=selections, decision=decision,
+                    error=error, reason="the desk answered first")

@@ -1,0 +1,61 @@
+"""The core's look at processes (psutil and Linux's /proc): an agent's start time (recorded
+with its pid, for lane liveness) and its children (a held prompt's tool seen running). Each call
+reads the system: never inside a transaction; off the event loop where it may be slow."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import psutil
+
+from hookd.harness import claude_code as cc
+
+
+def process_started_at(pid: int) -> float | None:
+    """When process ``pid`` started (UNIX seconds), None when it cannot be looked at."""
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def child_running(pid: int, since: float, before: set[int] | None, tool_name: str | None,
+                   tool_input: Any) -> tuple[list[str] | None, set[int]]:
+    """(the argv of a new child process of ``pid`` that runs this tool call
+    (:func:`cc.runs_tool`), or None; the pids of its children now). New: not among ``before``
+    (the children at an earlier look), or, at the first look (``before`` None), started at or
+    after ``since`` (UNIX seconds, less a clock tick). Reads /proc: run it off the event loop."""
+    try:
+        children = _children(pid)
+    except psutil.Error:
+        return None, set()
+    for child in children:
+        try:
+            if (child.pid in before) if before is not None else (child.create_time() < since - 0.05):
+                continue
+            argv = child.cmdline()
+        except psutil.Error:
+            continue
+        if cc.runs_tool(tool_name, tool_input, argv):
+            return argv, set()
+    return None, {c.pid for c in children}
+
+
+def _children(pid: int) -> list[psutil.Process]:
+    """The child processes of ``pid``: from Linux's /proc/PID/task/TID/children (about 20 us),
+    else psutil's scan of every process (milliseconds)."""
+    try:
+        kids: set[int] = set()
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids.update(int(x) for x in f.read().split())
+    except OSError:
+        return psutil.Process(pid).children()
+    out = []
+    for k in kids:
+        try:
+            out.append(psutil.Process(k))
+        except psutil.Error:
+            continue
+    return out
