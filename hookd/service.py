@@ -84,7 +84,7 @@ MAX_MESSAGE_CHARS = 8000
 #: Largest hook payload accepted (bytes).
 MAX_PAYLOAD = 64 * 1024 * 1024
 #: A hook body that did not end (its client went away, or it came too late) is stored under
-#: its delivery id plus this (hookd.server.HookdASGI._ingest), so that the client's spooled copy
+#: its delivery id plus this (hookd.http.hooks.HookPath.ingest), so that the client's spooled copy
 #: is not taken for a duplicate; a spooled copy with the very same bytes is.
 CUT_SUFFIX = "~cut"
 
@@ -158,7 +158,7 @@ class Hookd(Answers, Transcripts, ClawCore):
         self.started_at = time.time()
         #: when this daemon started, on hookd's timeline (:mod:`hookd.clock`)
         self.started_mono = store.clock.mono()
-        #: hooks the server answered on its fast path (hookd.server._HttpProtocol), and those
+        #: hooks the server answered on its fast path (hookd.http.fastpath.HttpProtocol), and those
         #: of them that waited for a group commit (finished by a task)
         self.fast_hooks = 0
         self.fast_hooks_resumed = 0
