@@ -1,5 +1,5 @@
 """claw-http adapter: boundary calls of in-process agent loops (iterion's ``claw`` backend
-style) over hookd's loopback JSON API (:mod:`hookd.clawhttp`).
+style) over hookd's loopback JSON API (:mod:`hookd.http.claw`).
 
 A loop has no settings file and no shell hooks: it calls hookd at its own boundaries. Each
 call becomes one "hook" payload that the core stores and applies like any harness's hook
@@ -104,7 +104,7 @@ MODELS: dict[str, type[Payload]] = {
 
 
 def parse(raw: bytes, *, builder: str | None = None, cwd: str | None = None) -> Payload:
-    """Decode one boundary payload (built by :mod:`hookd.clawhttp`; builder, cwd: unused, the
+    """Decode one boundary payload (built by :mod:`hookd.http.claw`; builder, cwd: unused, the
     payload names its session). Raises PayloadInvalid."""
     try:
         obj = decode_json(raw)

@@ -1,4 +1,4 @@
-"""A claw-http client for Python agent loops (httpx; see :mod:`hookd.clawhttp` for the API).
+"""A claw-http client for Python agent loops (httpx; see :mod:`hookd.http.claw` for the API).
 
 Typical loop::
 

@@ -116,7 +116,7 @@ def _client(ctx: click.Context) -> Any:
 @click.pass_context
 def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: float | None, notify_steps: str | None) -> None:
     """Run the daemon in the foreground (SIGTERM/SIGINT stop it). Logs go to stderr."""
-    from hookd.server import serve as run
+    from hookd.daemon import serve as run
 
     _log_to_stderr(log_level, "%(asctime)s hookd %(levelname)s %(message)s")
     try:
@@ -229,7 +229,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
 def open_page(ctx: click.Context, no_browser: bool, as_json: bool) -> None:
     """Sign in to the operator page: print (and open, when a browser is available) a link
     with a one-time code, valid 10 minutes and once; the page then keeps a session cookie."""
-    from hookd.web import open_browser, should_open_browser
+    from hookd.http.web import open_browser, should_open_browser
 
     r = _client(ctx).post_json("/v1/web/codes", {})
     opened = not no_browser and should_open_browser() and open_browser(r["url"])

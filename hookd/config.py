@@ -185,7 +185,7 @@ class Home:
         long). The hash: 16 hex digits of the home path's SHA-256. ``serve`` uses the first whose
         directory is, or can be made, a private directory of this user's, and a fresh
         unpredictable one when another user planted the predictable one
-        (hookd.server._socket_location)."""
+        (hookd.daemon._socket_location)."""
         name = f"{hashlib.sha256(os.fsencode(self.root)).hexdigest()[:16]}.sock"
         out = []
         runtime = runtime_dir()

@@ -2,7 +2,7 @@
 
 The hardening suites (access, bad input) iterate over these, so a route added later is
 covered without editing them: the Starlette app's routes (recursing into mounts) plus the
-hook routes :class:`hookd.server.HookdASGI` serves itself, for every harness hookd knows.
+hook routes :class:`hookd.http.app.HookdASGI` serves itself, for every harness hookd knows.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class RouteInfo:
 
 
 def _app() -> Any:
-    from hookd.server import build_app
+    from hookd.http.app import build_app
 
     # build_app only defines handlers: the core is used when a request arrives
     return build_app(None, token="enumeration-only")  # type: ignore[arg-type]
@@ -71,7 +71,7 @@ def harnesses() -> list[str]:
 
 def hook_routes() -> list[RouteInfo]:
     """The hook routes (POST), served before routing by HookdASGI."""
-    from hookd.server import HOOK_ROUTES
+    from hookd.http.hooks import HOOK_ROUTES
 
     return [RouteInfo("POST", t, hook=True) for t in HOOK_ROUTES]
 
@@ -89,7 +89,7 @@ def public_paths() -> frozenset[str]:
     """Paths the operator page serves without the token or a session (its sign-in page and
     assets, which hold no data); empty when there is no such page."""
     try:
-        from hookd import web
+        from hookd.http import web
     except ImportError:
         return frozenset()
     return frozenset(getattr(web, "PUBLIC_PATHS", ()))

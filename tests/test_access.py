@@ -186,9 +186,9 @@ def test_public_paths_are_only_the_sign_in_page() -> None:
 def test_the_token_is_compared_in_constant_time() -> None:
     """HookdASGI compares the Authorization header with hmac.compare_digest (no ``==``/``in``
     on the secret, no early exit on the first differing byte)."""
-    from hookd import server
+    from hookd.http import app
 
-    src = textwrap.dedent(inspect.getsource(server.HookdASGI.__call__))
+    src = textwrap.dedent(inspect.getsource(app.HookdASGI.__call__))
     tree = ast.parse(src)
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
              and n.func.attr == "compare_digest" and isinstance(n.func.value, ast.Name) and n.func.value.id == "hmac"]
@@ -202,7 +202,7 @@ def test_the_token_is_compared_in_constant_time() -> None:
             assert "_expected" not in names, ast.unparse(n)
             if "_hook_expected" in names:
                 assert ast.unparse(n) == "self._hook_expected is not None", ast.unparse(n)
-    src_all = inspect.getsource(server)
+    src_all = inspect.getsource(app)
     assert len(re.findall(r"\._expected\b", src_all)) == 2  # set once in __init__, read once by compare_digest
     assert len(re.findall(r"\._hook_expected\b", src_all)) == 3  # set, tested for None, compare_digest
 

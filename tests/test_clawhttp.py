@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from hookd.clawclient import ClawClient
-from hookd.clawhttp import OPERATIONS, PREFIX, openapi
+from hookd.http.claw import OPERATIONS, PREFIX, openapi
 from hookd.config import Home
 from hookd.daemonproc import DaemonProcess
 

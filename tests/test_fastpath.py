@@ -1,4 +1,4 @@
-"""The Unix socket's fast path for plain hooks (hookd.server._HttpProtocol) against the ASGI
+"""The Unix socket's fast path for plain hooks (hookd.http.fastpath.HttpProtocol) against the ASGI
 path it short-cuts: the same requests get the same replies and leave the same records.
 
 Two real daemons, one with the fast path (the default) and one with ``HOOKD_FASTPATH=0``,
@@ -312,12 +312,12 @@ def test_hooks_arriving_together_share_a_commit_and_are_all_answered(tmp_path: P
 
 
 def test_resume_drives_a_started_coroutine_as_a_task_would() -> None:
-    """hookd.server._resume, which finishes a fast-path hook that had to wait (its first step
+    """hookd.http.fastpath._resume, which finishes a fast-path hook that had to wait (its first step
     ran in the protocol's callback): a future's result reaches the coroutine, so does its
     error, a bare yield is a turn of the loop, and cancelling the task throws into it."""
     import asyncio
 
-    from hookd.server import _resume
+    from hookd.http.fastpath import _resume
 
     async def run() -> None:
         loop = asyncio.get_running_loop()

@@ -17,7 +17,7 @@ import pytest
 from hookd.config import Home
 from hookd.daemonproc import DaemonProcess
 from hookd.devtools.feed import fresh_ids
-from hookd.web import CODE_TTL_S, SESSION_TTL_S, SignInNeeded, WebAuth, should_open_browser
+from hookd.http.web import CODE_TTL_S, SESSION_TTL_S, SignInNeeded, WebAuth, should_open_browser
 
 from .conftest import FIXTURES, hookd_cli, wait_until
 

@@ -1,7 +1,7 @@
 """The core's one face: :class:`Hookd` builds the components over one home and store, hands each
 its collaborators, and exposes their public methods as the daemon's API.
 
-Built by ``hookd serve`` (hookd.server) with the daemon's settings, or in-process by tests and
+Built by ``hookd serve`` (hookd.daemon) with the daemon's settings, or in-process by tests and
 benchmarks (``Hookd(home, store)``: default settings). The watchers the daemon runs beside it
 (the transcript tailer, the lane watch, the notifier) are attached once started; the core only
 calls them through the small protocols below and imports none of them.
@@ -74,7 +74,7 @@ class Hookd:
         self.started_at = time.time()
         #: when this daemon started, on hookd's timeline (:mod:`hookd.clock`)
         self.started_mono = store.clock.mono()
-        #: hooks the server answered on its fast path (hookd.server._HttpProtocol), and those
+        #: hooks the server answered on its fast path (hookd.http.fastpath.HttpProtocol), and those
         #: of them that waited for a group commit (finished by a task)
         self.fast_hooks = 0
         self.fast_hooks_resumed = 0

@@ -47,7 +47,7 @@ COMPACT_LINK_S = 600.0
 MAX_PAYLOAD = 64 * 1024 * 1024
 
 #: A hook body that did not end (its client went away, or it came too late) is stored under
-#: its delivery id plus this (hookd.server.HookdASGI._ingest), so that the client's spooled copy
+#: its delivery id plus this (hookd.http.hooks.HookPath.ingest), so that the client's spooled copy
 #: is not taken for a duplicate; a spooled copy with the very same bytes is.
 CUT_SUFFIX = "~cut"
 

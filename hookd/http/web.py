@@ -17,7 +17,7 @@ Signing out revokes that one session on the server: its nonce is kept, until the
 have expired, in ``HOOKD_HOME/web-revoked.json`` (0600; read at start, so a revoked cookie
 stays refused after a restart); other browsers' sessions are untouched.
 
-Access on TCP (:class:`hookd.server.HookdASGI` asks :meth:`WebAuth.admit` when the bearer token
+Access on TCP (:class:`hookd.http.app.HookdASGI` asks :meth:`WebAuth.admit` when the bearer token
 is missing): a request needs the right ``Host`` (``127.0.0.1:<port>`` or ``localhost:<port>``:
 no DNS rebinding) and a valid session cookie, except the sign-in page and its assets
 (PUBLIC_PATHS, which hold no data); hook routes always need the token. A state-changing request
@@ -88,7 +88,8 @@ CSRF_HEADER = "x-hookd-web"
 PUBLIC_PATHS = frozenset({"/signin", "/static/signin.js", "/static/hookd.css", "/web/session"})
 #: Loopback host names the page may be reached by (``Host`` header, before ``:port``).
 HOSTS = ("127.0.0.1", "localhost")
-STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
+#: The page's files: ``hookd/static/`` (package data of ``hookd``, beside this package).
+STATIC_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")
 
 log = logging.getLogger("hookd")
 _enc = msgspec.json.Encoder()
@@ -123,7 +124,7 @@ SIGNIN_NEEDED_HTML = b"""<!doctype html>
 class SignInNeeded(Unauthorized):
     """401 for a browser's page request (GET, ``Accept: text/html``, not ``/v1/``) without a
     session: answered with :data:`SIGNIN_NEEDED_HTML` instead of the JSON error shape
-    (``html``, ``headers``: what :class:`hookd.server.HookdASGI` sends)."""
+    (``html``, ``headers``: what :class:`hookd.http.app.HookdASGI` sends)."""
 
     html = SIGNIN_NEEDED_HTML
     headers = {**PAGE_HEADERS, "content-type": "text/html; charset=utf-8"}

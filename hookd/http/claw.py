@@ -202,7 +202,7 @@ def openapi() -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
         "info": {"title": "hookd claw-http", "version": "1",
-                 "description": "Boundary calls of in-process agent loops (see hookd/clawhttp.py). "
+                 "description": "Boundary calls of in-process agent loops (see hookd/http/claw.py). "
                                 "Unix socket: no token; 127.0.0.1 TCP: Authorization: Bearer <HOOKD_HOME/token>."},
         "components": {"schemas": components,
                        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
@@ -213,7 +213,7 @@ def openapi() -> dict[str, Any]:
 
 def routes(core: Any) -> list[Route]:
     """The claw-http routes over ``core`` (a :class:`hookd.core.Hookd`), for
-    :func:`hookd.server.build_app`."""
+    :func:`hookd.http.app.build_app`."""
 
     def ids(request: Request) -> tuple[str, str]:
         return check_builder_id(request.path_params["builder"]), request.path_params["session_id"]

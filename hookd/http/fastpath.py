@@ -1,0 +1,341 @@
+"""The fast path, and everything else of hookd's that knows uvicorn's internals.
+
+:class:`HttpProtocol` subclasses uvicorn's private ``HttpToolsProtocol`` and overrides its
+methods; :class:`Server` subclasses ``uvicorn.Server`` and overrides its signal handling and
+main loop. Nothing else in hookd imports uvicorn but :mod:`hookd.daemon` (``uvicorn.Config``,
+and :class:`Server` from here), which an import-linter contract in pyproject.toml checks.
+pyproject.toml pins uvicorn to the versions these were tested with, and
+``tests/test_uvicorn_contract.py`` fails when an internal used here changes (a name, a
+signature, an attribute read or overridden): check this module against the new uvicorn before
+widening the pin. docs/decisions.md "The fast path's uvicorn pin" gives the figures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import signal
+import time
+from http import HTTPStatus
+from typing import Any
+
+import uvicorn
+from uvicorn.protocols.http.flow_control import FlowControl
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+try:  # the transport uvloop gives a Unix socket's connections (none to tell by with asyncio's own loop)
+    from uvloop.loop import UnixTransport as _UvUnixTransport
+
+    _UNIX_TRANSPORTS: tuple[type, ...] = (_UvUnixTransport,)
+except ImportError:  # pragma: no cover - uvloop is a dependency where it installs
+    _UNIX_TRANSPORTS = ()
+
+from hookd.http.hooks import HookPath, complete_json
+from hookd.http.responses import error_body
+from hookd.models import HookdError, PayloadTooLarge
+from hookd.core import Hookd
+from hookd.core.ingest import MAX_PAYLOAD
+from hookd.settings import Settings
+
+log = logging.getLogger("hookd")
+
+
+def protocol(hooks: HookPath, socket_path: str, settings: Settings | None = None) -> type[HttpToolsProtocol]:
+    """The protocol class to give ``uvicorn.Config(http=...)``: :class:`HttpProtocol` serving
+    its fast path with ``hooks`` (the app's :attr:`hookd.http.app.HookdASGI.hooks`), for the
+    Unix socket at ``socket_path``; ``settings.fastpath`` False keeps every request on the ASGI
+    path."""
+    settings = settings or Settings()
+    return type("HookdHttpProtocol", (HttpProtocol,),
+                {"hooks": hooks, "socket_path": socket_path, "fastpath": settings.fastpath})
+
+
+class HttpProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, with two changes.
+
+    A request it cannot parse (bad framing, headers or URL) is answered with hookd's one error
+    shape, not uvicorn's plain text.
+
+    The fast path: ``POST /v1/hooks/{harness}/{builder}`` (no ``/hold``, no ``/wake``, no
+    query) over the Unix socket with ``Connection: close``, what the compiled hook client
+    sends on every hook, is answered from here (:class:`_HookRequest`), without uvicorn's
+    ASGI request cycle and task; keep-alive clients (load generators) keep the ASGI path.
+    uvicorn still owns the connection, the parser (httptools), flow control and shutdown.
+    Measured in one interleaved run (docs/decisions.md "The round-trip budget"): ~0.06 ms
+    less per hook. ``HOOKD_FASTPATH=0`` turns it off (every request through ASGI).
+
+    Made for one server by :func:`protocol`, which sets the class attributes below.
+    """
+
+    #: the hook path the fast path answers with (the app's own)
+    hooks: HookPath
+    #: the Unix socket's path: ``scope["server"]`` of its connections, ``(path, None)``
+    socket_path = ""
+    #: False: every request goes through ASGI (``HOOKD_FASTPATH=0``)
+    fastpath = True
+
+    _hook: "_HookRequest | None" = None
+
+    def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        if isinstance(transport, _UNIX_TRANSPORTS):
+            # uvicorn's connection_made (0.54) less its three socket calls (getsockname twice,
+            # getpeername) per connection: a Unix socket's peer has no address, ours is its path
+            self.connections.add(self)
+            self.transport = transport
+            self.flow = FlowControl(transport)
+            self.server, self.client, self.scheme = (self.socket_path, None), None, "http"
+            return
+        super().connection_made(transport)
+
+    def send_400_response(self, msg: str) -> None:
+        body = error_body("bad_request", f"invalid HTTP request: {msg}")
+        self.transport.write(b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n"
+                             b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body))
+        self.transport.close()
+
+    def on_headers_complete(self) -> None:
+        if self._hook is not None:
+            return  # a request after a fast-path hook on one connection: the reply closes it
+        url = self.url
+        if (self.fastpath and url.startswith(b"/v1/hooks/") and url.count(b"/") == 4
+                and b"?" not in url and b"%" not in url and self.parser.get_method() == b"POST"
+                and self.server is not None and self.server[1] is None  # a Unix socket: (path, None)
+                and not self.parser.should_keep_alive()):  # one request, as hook clients send it
+            if self.expect_100_continue:
+                self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            self._hook = _HookRequest(self, url.decode("ascii"), self.headers)
+            return
+        super().on_headers_complete()
+        if url.endswith(b"/hold") and url.startswith(b"/v1/hooks/") and self.parser.get_method() == b"POST":
+            # a held PermissionRequest hook: its reply may carry a remote answer, recorded as
+            # delivered only once the client has read all of it (hookd.http.hooks.HookPath)
+            self._reply_read = self.loop.create_future()
+            self.cycle.transport = _HalfClose(self.transport, self)
+            self.cycle.scope.setdefault("extensions", {})["hookd.reply_read"] = self._reply_read
+
+    def on_body(self, body: bytes) -> None:
+        if self._hook is not None:
+            self._hook.add(body)
+            return
+        super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        if self._hook is not None:
+            self._hook.start("whole")
+            return
+        super().on_message_complete()
+
+    def data_received(self, data: bytes) -> None:
+        if self._replied:
+            return  # a held hook's reply is out: only its client's close matters now
+        super().data_received(data)
+        hook = self._hook
+        if hook is not None and not hook.started:
+            if complete_json(hook.body):
+                hook.start("whole")  # stdin held open after a complete object: answer now
+            elif hook.timer is None:
+                hook.arm()  # the rest is still to come (the usual hook arrives whole: no timer)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._hook is not None:
+            self._hook.start("cut")  # what arrived is stored, as on the ASGI path
+        if self._reply_read is not None and not self._reply_read.done():
+            # reset (ECONNRESET: the client closed with part of the reply unread, or never read
+            # it), or closed by us first (shutdown, keep-alive timer): not known to be read
+            self._reply_read.set_result(False if exc is not None else None)
+        super().connection_lost(exc)
+
+    # --- a held hook's reply: delivered once its client has read it -------------------
+    _reply_read: "asyncio.Future[bool | None] | None" = None
+    _replied = False
+
+    def reply_sent(self) -> None:
+        """The response cycle of a held hook ended (uvicorn closes the transport here): shut
+        down our writing side only, and keep reading, so that the client's close tells
+        whether it read the whole reply. A Unix or TCP socket closed with unread data in its
+        receive queue resets the connection (ECONNRESET here); closed after reading, it ends
+        with EOF. uvicorn's keep-alive timer closes the connection if the client never does."""
+        self._replied = True
+        t = self.transport
+        if t.is_closing():
+            return
+        try:
+            t.write_eof()
+        except (OSError, RuntimeError, NotImplementedError):
+            t.close()
+            return
+        self.flow.resume_reading()
+
+    def eof_received(self) -> bool | None:
+        if self._replied and self._reply_read is not None and not self._reply_read.done():
+            self._reply_read.set_result(True)
+        return super().eof_received()  # (None: the transport closes)
+
+    def shutdown(self) -> None:
+        if self._hook is not None:
+            return  # the hook is answered (or times out), then the connection closes
+        super().shutdown()
+
+
+class _HalfClose:
+    """The transport a held hook's response cycle writes to: the real one, except that
+    ``close()`` (uvicorn's end of a ``Connection: close`` response) is
+    :meth:`HttpProtocol.reply_sent`."""
+
+    def __init__(self, transport: Any, proto: HttpProtocol):
+        self._transport, self._proto = transport, proto
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+    def close(self) -> None:
+        self._proto.reply_sent()
+
+
+class _HookRequest:
+    """One plain hook request on :class:`HttpProtocol`'s fast path, answered exactly as
+    :meth:`hookd.http.hooks.HookPath.asgi` answers it: the body is read until the request
+    ends, one complete JSON object has arrived, or the client goes away (what arrived is
+    stored); over MAX_PAYLOAD bytes: 413 (nothing stored); not all there within the hook
+    path's ``body_timeout_s``: stored raw as it is, and 400
+    (:meth:`hookd.http.hooks.HookPath.ingest`). Then :meth:`hookd.http.hooks.HookPath.plain`
+    runs at once, in the protocol's callback (:meth:`start`); one that has to wait for a group
+    commit is finished by a task of the server's (a graceful shutdown waits for it). The reply
+    is written with ``connection: close``."""
+
+    def __init__(self, proto: HttpProtocol, path: str, headers: list[tuple[bytes, bytes]]):
+        self.proto, self.path, self.headers = proto, path, headers
+        self.body = bytearray()
+        self.started = False
+        self.timer: asyncio.TimerHandle | None = None
+
+    def arm(self) -> None:
+        """Start the body's clock (``body_timeout_s`` from the first bytes that did not complete it)."""
+        self.timer = self.proto.loop.call_later(self.proto.hooks.body_timeout_s, self._timed_out)
+
+    def add(self, chunk: bytes) -> None:
+        if self.started:
+            return
+        self.body += chunk
+        if len(self.body) > MAX_PAYLOAD:
+            self._refuse(PayloadTooLarge(f"hook payload over {MAX_PAYLOAD} bytes"))
+
+    def _timed_out(self) -> None:
+        self.timer = None
+        self.start("late")
+
+    def _refuse(self, e: HookdError) -> None:
+        self.start("cut", error=e)
+
+    def start(self, ended: str, error: HookdError | None = None) -> None:
+        """Answer now: the body ended as ``ended`` (:func:`hookd.http.hooks.read_hook_body`),
+        or refuse it with ``error`` (nothing stored)."""
+        if self.started:
+            return
+        self.started = True
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        proto = self.proto
+        proto.flow.pause_reading()  # the rest of a held-open stdin is not read
+        # Run the hook now, in this callback, as far as it goes without waiting: the usual
+        # hook (the first write of its event-loop turn) commits and replies without ever
+        # suspending, so it needs no task and no further turn of the loop. One that does wait
+        # (its write joined a group commit) is finished by a task of the server's.
+        coro = self._run(ended, error)
+        try:
+            waiting_on = coro.send(None)
+        except StopIteration:
+            return
+        except Exception:  # _run answers every error itself; this is a bug: never the agent's problem
+            log.exception("hook fast path failed")
+            proto.transport.close()
+            return
+        proto.hooks.core.fast_hooks_resumed += 1
+        task = proto.loop.create_task(_resume(coro, waiting_on))
+        task.add_done_callback(proto.tasks.discard)
+        proto.tasks.add(task)
+
+    async def _run(self, ended: str, error: HookdError | None) -> None:
+        hooks = self.proto.hooks
+        stored = None
+        if error is not None:
+            status, body = error.status, error_body(error.code, error.message)
+        else:
+            t0 = time.perf_counter()
+            status, body, stored = await hooks.plain(self.path, self.headers, bytes(self.body), ended=ended)
+            hooks.core.fast_hooks += 1
+            if hooks.timings is not None:
+                hooks.timings.append(time.perf_counter() - t0)
+        t = self.proto.transport
+        if not t.is_closing():
+            extra = b"" if stored is None else b"x-hookd-stored: %d\r\n" % stored
+            t.write(b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
+                    b"%sconnection: close\r\n\r\n%s" % (status, _REASONS[status], len(body), extra, body))
+            t.close()
+
+
+_REASONS = {s.value: s.phrase.encode() for s in HTTPStatus}
+
+
+async def _resume(coro: Any, waiting_on: Any) -> Any:
+    """Drive ``coro``, already started and suspended on ``waiting_on`` (what it yielded: an
+    asyncio future, or None for a bare yield), to its end, as a Task would have: each time
+    the future is done, resume it (an awaited future hands over its own result or error); a
+    cancellation of this task is thrown into it. Returns its return value."""
+    while True:
+        try:
+            if waiting_on is None:
+                await asyncio.sleep(0)
+            else:
+                await asyncio.wait((waiting_on,))  # done; its result is the coroutine's to take
+        except asyncio.CancelledError as e:
+            step = functools.partial(coro.throw, e)
+        else:
+            step = functools.partial(coro.send, None)
+        try:
+            waiting_on = step()
+        except StopIteration as done:
+            return done.value
+
+
+class Server(uvicorn.Server):
+    """uvicorn's server with signals handled on the event loop: SIGTERM/SIGINT start a
+    graceful shutdown (a second one forces it) and the process then exits 0, instead of
+    uvicorn re-raising the signal after shutdown."""
+
+    core: Hookd | None = None
+    _exit_wake: asyncio.Event | None = None
+    _exit_loop: asyncio.AbstractEventLoop | None = None
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        super().handle_exit(sig, frame)
+        if self.core is not None:
+            self.core.release_all()  # held hooks go now, to come back to the next daemon (X-Hookd-Hold)
+        if self._exit_wake is not None and self._exit_loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop already closed
+                self._exit_loop.call_soon_threadsafe(self._exit_wake.set)
+
+    async def main_loop(self) -> None:
+        """uvicorn's loop, without its 0.1 s tick (the idle daemon's last wake-ups): wait for
+        handle_exit, with a 1 s safety tick for a should_exit set elsewhere. Each tick is
+        uvicorn's once-a-second one (default headers, should_exit, max requests)."""
+        self._exit_loop = asyncio.get_running_loop()
+        self._exit_wake = asyncio.Event()
+        while not await self.on_tick(0):
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._exit_wake.wait(), 1.0)
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Any:
+        loop = asyncio.get_running_loop()
+        sigs = (signal.SIGINT, signal.SIGTERM)
+        for sig in sigs:
+            loop.add_signal_handler(sig, self.handle_exit, sig, None)
+        try:
+            yield
+        finally:
+            for sig in sigs:
+                loop.remove_signal_handler(sig)

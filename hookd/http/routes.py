@@ -1,0 +1,280 @@
+"""The REST API's routes (every ``/v1/`` route but the hooks, claw-http and the operator
+page's), their request bodies and how those are read. The routes are listed, with their
+bodies and replies, in :mod:`hookd.http.app`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from typing import Any, AsyncIterator
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from hookd.config import check_builder_id
+from hookd.http.responses import enc, json_response
+from hookd.http.status import core_status
+from hookd.models import AnswerRequest, BadRequest, NotFound, PayloadTooLarge
+from hookd.core import Hookd
+from hookd.spawn import read_manifest
+from hookd.untrusted import decode_json
+
+
+class AskRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """Body of ``POST /v1/builders/{builder}/asks``."""
+
+    question: str
+    options: list[str] | None = None
+    session_id: str | None = None
+    expires_in_s: float | None = None
+    author: str | None = None
+
+
+class AwaitRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """Body of ``POST /v1/interactions/await``: ids, timeout_s (seconds, mandatory)."""
+
+    ids: list[str]
+    timeout_s: float
+    collect: bool = True
+
+
+class TailRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """Body of ``POST /v1/builders/{builder}/transcripts``: absolute paths of transcripts to
+    follow for the builder (session_id: when they are one session's)."""
+
+    paths: list[str]
+    session_id: str | None = None
+
+
+class PreanswerRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """Body of ``POST /v1/builders/{builder}/preanswers``."""
+
+    question: str
+    answer: str
+    actor: str | None = None
+
+
+class SendRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """Body of ``POST /v1/builders/{builder}/messages``. id: idempotency key; session_id /
+    agent_id: scope the message to one session or one subagent."""
+
+    text: str
+    id: str | None = None
+    session_id: str | None = None
+    agent_id: str | None = None
+    author: str = "human"
+
+
+#: Most rows one list request returns (``limit``): a negative limit would be no limit at all.
+MAX_LIMIT = 100_000
+
+
+def _int_param(request: Request, name: str, default: int, lo: int, hi: int) -> int:
+    """Query parameter ``name`` as an integer in [lo, hi]; raises BadRequest naming it."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"{name} must be an integer") from None
+    if not lo <= value <= hi:
+        raise BadRequest(f"{name} must be between {lo} and {hi}")
+    return value
+
+
+def decode_body(raw: bytes, type_: Any, what: str) -> Any:
+    """Decode a JSON request body; raises BadRequest naming what is wrong."""
+    try:
+        return decode_json(raw, type=type_)  # a lone surrogate decodes as U+FFFD
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as e:
+        raise BadRequest(f"{what} body: {e}") from None
+
+
+#: Largest body (bytes) of the answer, message, ask and preanswer routes: the texts in them
+#: are limited far below (hookd.core.limits.MAX_ANSWER_CHARS, hookd.core.limits.MAX_MESSAGE_CHARS), so
+#: a bigger body is refused (413) without being read into memory.
+MAX_API_BODY = 256 * 1024
+
+
+async def read_api_body(request: Request, limit: int = MAX_API_BODY) -> bytes:
+    """The request's body, at most ``limit`` bytes; raises PayloadTooLarge past it."""
+    declared = request.headers.get("content-length", "")
+    too_large = PayloadTooLarge(f"request body over {limit} bytes (answers and messages are limited far below)")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large
+    buf = bytearray()
+    async for chunk in request.stream():
+        buf += chunk
+        if len(buf) > limit:
+            raise too_large
+    return bytes(buf)
+
+
+_LANE_RANK = {"stalled": 0, "dead": 1, "waiting_question": 2, "waiting_permission": 3, "idle": 4, "working": 5, "ended": 6}
+
+
+def _lane_order(lane: Any) -> tuple[int, float]:
+    """Lanes waiting on a human first, then the rest; oldest state first."""
+    return (_LANE_RANK.get(lane.state, 9), lane.since)
+
+
+class RestApi:
+    """The REST routes over ``core``. fastpath: whether the fast path is on (status reports
+    it); should_exit: callable telling followers (``/v1/events?follow=1``) that the server is
+    shutting down."""
+
+    def __init__(self, core: Hookd, *, fastpath: bool = True, should_exit: Callable[[], bool] | None = None):
+        self.core = core
+        self.fastpath = fastpath
+        self.should_exit = should_exit
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/v1/status", self.status),
+            Route("/v1/questions", self.questions),
+            Route("/v1/interactions/await", self.await_answers, methods=["POST"]),
+            Route("/v1/interactions/{id}", self.interaction),
+            Route("/v1/interactions/{id}/answer", self.answer, methods=["POST"]),
+            Route("/v1/builders/{builder}/asks", self.ask, methods=["POST"]),
+            Route("/v1/builders/{builder}/preanswers", self.preanswer, methods=["POST"]),
+            Route("/v1/builders/{builder}/transcripts", self.tail, methods=["POST"]),
+            Route("/v1/events", self.events),
+            Route("/v1/builders/{builder}/messages", self.send, methods=["POST"]),
+            Route("/v1/messages", self.messages),
+            Route("/v1/lanes", self.lanes),
+            Route("/v1/transcripts", self.transcripts),
+        ]
+
+    async def status(self, request: Request) -> Response:
+        return json_response(await core_status(self.core, self.fastpath))
+
+    async def questions(self, request: Request) -> Response:
+        state = request.query_params.get("state", "pending")
+        if state not in ("pending", "resolved", "all"):
+            raise BadRequest("state must be one of: pending, resolved, all")
+        try:
+            limit = int(request.query_params.get("limit", "1000"))
+        except ValueError:
+            raise BadRequest("limit must be an integer") from None
+        if not 1 <= limit <= 100_000:
+            raise BadRequest("limit must be between 1 and 100000")
+        return json_response(await self.core.store.interactions(state, limit))
+
+    async def interaction(self, request: Request) -> Response:
+        i = await self.core.store.interaction(request.path_params["id"])
+        if i is None:
+            raise NotFound(f"no interaction {request.path_params['id']!r}")
+        return json_response(i)
+
+    async def send(self, request: Request) -> Response:
+        builder = await self.known_builder(request)
+        body = decode_body(await read_api_body(request), SendRequest, "message")
+        message, created = await self.core.send_message(
+            builder, body.text, key=body.id, session_id=body.session_id, agent_id=body.agent_id,
+            author=body.author,
+        )
+        return json_response({"message": message, "created": created}, 201 if created else 200)
+
+    async def known_builder(self, request: Request) -> str:
+        builder = check_builder_id(request.path_params["builder"])
+        if read_manifest(self.core.home, builder) is None and not await self.core.store.builder_known(builder):
+            raise NotFound(f"builder {builder!r} is not known: spawn it first (or check the name)")
+        return builder
+
+    async def answer(self, request: Request) -> Response:
+        body = decode_body(await read_api_body(request), AnswerRequest, "answer")
+        return json_response(await self.core.answer(request.path_params["id"], body, surface=body.surface))
+
+    async def ask(self, request: Request) -> Response:
+        builder = await self.known_builder(request)
+        body = decode_body(await read_api_body(request), AskRequest, "ask")
+        i = await self.core.ask_async(builder, body.question, body.options, session_id=body.session_id,
+                                      expires_in_s=body.expires_in_s, author=body.author)
+        return json_response({"interaction": i}, 201)
+
+    async def await_answers(self, request: Request) -> Response:
+        body = decode_body(await request.body(), AwaitRequest, "await")
+        return json_response(await self.core.await_answers(body.ids, body.timeout_s, collect=body.collect))
+
+    async def preanswer(self, request: Request) -> Response:
+        builder = await self.known_builder(request)
+        body = decode_body(await read_api_body(request), PreanswerRequest, "preanswer")
+        return json_response(await self.core.preanswer(builder, body.question, body.answer, actor=body.actor), 201)
+
+    async def tail(self, request: Request) -> Response:
+        core = self.core
+        builder = await self.known_builder(request)
+        body = decode_body(await request.body(), TailRequest, "tail")
+        tailer = core.tailer
+        if tailer is None:
+            raise BadRequest("the transcript tailer is not running")
+        out = []
+        for path in body.paths:
+            if not os.path.isabs(path):
+                raise BadRequest(f"transcript path must be absolute: {path!r}")
+            if os.path.isdir(path) or not path.endswith(".jsonl"):  # a folder, or one still to be made
+                n = tailer.add_dir(path, builder)
+                out.append({"path": os.path.abspath(path), "folder": True, "files": n,
+                            "rows": sum([await tailer.poll(f) for f in tailer.targets() if f.startswith(os.path.abspath(path) + os.sep)])})
+                continue
+            tailer.add(path, builder, body.session_id)
+            rows = await tailer.poll(os.path.abspath(path))
+            # refused: why the tailer will not read it (a FIFO, a device, a directory)
+            out.append({"path": os.path.abspath(path), "rows": rows, "refused": tailer.refusal(os.path.abspath(path))})
+        return json_response({"builder": builder, "files": out}, 201)
+
+    async def lanes(self, request: Request) -> Response:
+        core = self.core
+        watch = core.lanes
+        if watch is None:
+            raise BadRequest("lanes are not being watched")
+        lanes = sorted(await watch.compute(), key=_lane_order)
+        parts = []
+        for i in range(0, len(lanes), 500):  # encoded 500 lanes per turn of the event loop
+            if i:
+                await asyncio.sleep(0)
+            parts.append(enc.encode(lanes[i:i + 500])[1:-1])
+        return Response(b"[" + b",".join(parts) + b"]", media_type="application/json")
+
+    async def transcripts(self, request: Request) -> Response:
+        return json_response(await self.core.store.transcripts())
+
+    async def messages(self, request: Request) -> Response:
+        core = self.core
+        builder = request.query_params.get("builder")
+        if builder is not None:
+            check_builder_id(builder)
+        limit = _int_param(request, "limit", 1000, 0, MAX_LIMIT)
+        items, total = await core.store.messages(builder, limit)
+        if builder is not None and not items and read_manifest(core.home, builder) is None \
+                and not await core.store.builder_known(builder):
+            raise NotFound(f"builder {builder!r} is not known: spawn it first (or check the name)")
+        return Response(enc.encode(items), media_type="application/json", headers={"x-total-count": str(total)})
+
+    async def events(self, request: Request) -> Response:
+        core, should_exit = self.core, self.should_exit
+        after = _int_param(request, "after", 0, -(2**63), 2**63 - 1)
+        limit = _int_param(request, "limit", 1000, 0, MAX_LIMIT)
+        follow = request.query_params.get("follow") in ("1", "true", "yes")
+        if not follow:
+            evs = await core.store.events_after(after, limit)
+            return Response(b"".join(enc.encode(e) + b"\n" for e in evs), media_type="application/x-ndjson")
+
+        async def stream() -> AsyncIterator[bytes]:
+            last = after
+            while True:
+                version = core.bus.version  # a commit published during the read below wakes the wait
+                evs = await core.store.events_after(last, 1000)
+                if evs:
+                    last = evs[-1].seq
+                    yield b"".join(enc.encode(e) + b"\n" for e in evs)
+                    continue
+                if core.bus.closed or (should_exit and should_exit()):
+                    return
+                await core.bus.wait(0.5, since=version)
+
+        return StreamingResponse(stream(), media_type="application/x-ndjson")

@@ -1,0 +1,88 @@
+"""``GET /v1/status``: the daemon's status, read from the core, the store and the home's files."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from typing import Any
+
+from hookd import __version__
+from hookd.config import Home
+from hookd.models import StorageUnavailable
+from hookd.core import Hookd
+from hookd.spawn import list_manifests
+
+
+async def core_status(core: Hookd, fastpath: bool = True) -> dict[str, Any]:
+    """The daemon's status: process, listeners, counts, builders (spawned and seen), the
+    interactions a PermissionRequest hook is held for (``held``), and ``storage``: whether
+    the database commits (:meth:`hookd.store.Store.storage`; while it cannot
+    be read either, ``read_error`` says so and the counts and builders read from it are
+    empty); ``fast_path``: whether the fast path is on (``fastpath``, from
+    :attr:`hookd.settings.Settings.fastpath`) and the hooks it answered. Files (manifests, the
+    spool) are read off the event loop."""
+    storage = core.store.storage()
+    try:
+        stats = await core.store.builder_stats()
+        counts = await core.store.counts()
+        migrations = await core.store.applied_migrations()
+    except StorageUnavailable as e:
+        storage["read_error"] = e.message
+        stats, counts, migrations = {}, {}, []
+    manifests, spooled = await asyncio.to_thread(_status_files, core.home)
+    builders = []
+    for m in manifests:
+        s = stats.pop(m["builder"], None)
+        builders.append(_builder_status(m["builder"], m, s))
+    for b, s in sorted(stats.items()):
+        builders.append(_builder_status(b, None, s))
+    return {
+        "version": __version__,
+        "pid": os.getpid(),
+        "home": str(core.home.root),
+        "socket": str(core.home.socket_path),
+        "tcp_port": core.tcp_port,
+        "started_at": core.started_at,
+        "uptime_s": round(time.time() - core.started_at, 3),
+        "migrations": migrations,
+        "counts": {**counts, "spooled": spooled},
+        "builders": builders,
+        "held": core.held(),
+        "storage": storage,
+        # hooks answered on the Unix socket's fast path since start (hookd.http.fastpath),
+        # and how many of them had to wait (their write joined a group commit)
+        "fast_path": {"enabled": fastpath, "hooks": core.fast_hooks, "waited": core.fast_hooks_resumed},
+    }
+
+
+def _status_files(home: Home) -> tuple[list[dict[str, Any]], int]:
+    """(every spawn manifest, payloads in the spool): status's file reads, in a thread."""
+    return list_manifests(home), sum(1 for root in home.spool_roots() for d in root.glob("*/*.json"))
+
+
+def _builder_status(builder: str, manifest: dict | None, stats: dict | None) -> dict[str, Any]:
+    hooks_seen = stats["hooks_seen"] if stats else 0
+    out: dict[str, Any] = {
+        "builder": builder,
+        "harness": (manifest or {}).get("harness") or (stats or {}).get("harness"),
+        "worktree": (manifest or {}).get("worktree"),
+        "settings_file": (manifest or {}).get("settings_file"),
+        "spawned": manifest is not None,
+        # the hook client spawn wrote: "c" (compiled) or "bash"; None when not spawned (or
+        # a harness with no hook client); client_note: why it fell back to bash
+        "client": (manifest or {}).get("client"),
+        "client_note": (manifest or {}).get("client_note"),
+        "hooks_seen": hooks_seen,
+        "last_hook_at": (stats or {}).get("last_hook_at"),
+        "pending": (stats or {}).get("pending", 0),
+        "sessions": (stats or {}).get("sessions", []),
+    }
+    if manifest is not None and hooks_seen == 0:
+        # Installed is not active (case B19): Claude Code snapshots hooks at session start.
+        out["warning"] = (
+            "no hook received yet: a Claude Code session started before spawn does not "
+            "see the new hooks; run /hooks in it or restart it"
+        )
+    return out
+
