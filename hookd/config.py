@@ -35,7 +35,6 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import platformdirs
 
@@ -286,22 +285,6 @@ def process_start(pid: int | str = "self") -> str:
         return "-"
     fields = stat_line.rpartition(") ")[2].split()
     return fields[19] if len(fields) > 19 else "-"
-
-
-def env_number(name: str, default: float, *, kind: type = float) -> Any:
-    """The number in environment variable ``name`` (``kind``: float or int; a duration in the
-    unit its name says), else ``default``. Raises ConfigError naming the variable when it is
-    set to anything but a positive number (read at import: the CLI shows the sentence)."""
-    text = os.environ.get(name)
-    if text is None or not text.strip():
-        return default
-    try:
-        value = kind(text)
-    except ValueError:
-        value = None
-    if value is None or not 0 < value < float("inf"):  # (NaN is not > 0)
-        raise ConfigError(f"{name} must be a positive {'whole ' if kind is int else ''}number, not {text!r}")
-    return value
 
 
 def ensure_private_dir(d: Path) -> None:

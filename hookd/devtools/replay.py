@@ -24,7 +24,6 @@ non-empty outputs are part of the comparison as ``hook_stdout`` lines.
 from __future__ import annotations
 
 import difflib
-import os
 import shutil
 import subprocess
 import tempfile

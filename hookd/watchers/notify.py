@@ -238,7 +238,7 @@ def load_config(home: Any, overrides: dict[str, Any] | None = None,
         if value is None:
             continue
         if key == "steps_s":
-            kw[key] = _steps(f"--notify-steps", list(value))
+            kw[key] = _steps("--notify-steps", list(value))
         else:
             kind, minimum = _NUMBERS[key]
             kw[key] = _number(f"--{key.replace('_', '-')}", value, kind, minimum)
