@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import hashlib
 import inspect
+import json
+import subprocess
 import sys
 import textwrap
 from typing import Any
@@ -61,20 +62,43 @@ FINGERPRINTS = {
     "Server.handle_exit": "b31a1f2364655748",
 }
 
-_OWNERS = {"HttpToolsProtocol": HttpToolsProtocol, "RequestResponseCycle": RequestResponseCycle,
-           "FlowControl": FlowControl, "Server": uvicorn.Server}
-
-
-def _fingerprint(name: str) -> str:
+#: Read in a fresh interpreter that imports only uvicorn: in the test run, other libraries may
+#: have replaced uvicorn's methods by then (sse-starlette wraps ``Server.handle_exit`` at its
+#: import), and it is uvicorn's own code this contract is about.
+_PROBE = r"""
+import hashlib, inspect, json, sys, textwrap
+import uvicorn
+from uvicorn.protocols.http.flow_control import FlowControl
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+owners = {"HttpToolsProtocol": HttpToolsProtocol, "RequestResponseCycle": RequestResponseCycle,
+          "FlowControl": FlowControl, "Server": uvicorn.Server}
+fingerprints, signatures = {}, {}
+for name in json.loads(sys.argv[1]):
     owner, attr = name.split(".")
-    fn = inspect.unwrap(getattr(_OWNERS[owner], attr))
-    return hashlib.sha256(textwrap.dedent(inspect.getsource(fn)).encode()).hexdigest()[:16]
+    member = getattr(owners[owner], attr, None)
+    if member is None:
+        fingerprints[name] = signatures[name] = None
+        continue
+    fn = inspect.unwrap(member)
+    fingerprints[name] = hashlib.sha256(textwrap.dedent(inspect.getsource(fn)).encode()).hexdigest()[:16]
+    signatures[name] = list(inspect.signature(fn).parameters)
+print(json.dumps({"version": uvicorn.__version__, "fingerprints": fingerprints, "signatures": signatures}))
+"""
+
+
+def _uvicorn(names: list[str]) -> dict[str, Any]:
+    """{version, fingerprints: {name: sha256[:16] | None}, signatures: {name: [params] | None}}
+    of uvicorn's own ``Class.method`` names, read by a fresh interpreter."""
+    r = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(names)], capture_output=True, text=True,
+                       timeout=120, check=True)
+    return json.loads(r.stdout)
 
 
 def test_the_internals_the_fast_path_uses_are_unchanged() -> None:
-    changed = [n for n, fp in FINGERPRINTS.items() if _fingerprint(n) != fp]
+    facts = _uvicorn(list(FINGERPRINTS))
+    changed = [n for n, fp in FINGERPRINTS.items() if facts["fingerprints"][n] != fp]
     assert not changed, (
-        f"uvicorn {uvicorn.__version__} changed internals hookd/http/fastpath.py relies on: {changed}. "
+        f"uvicorn {facts['version']} changed internals hookd/http/fastpath.py relies on: {changed}. "
         "Check the fast path against them (see this module's docstring) before widening the pin.")
 
 
@@ -82,16 +106,14 @@ def test_every_overridden_method_is_one_of_uvicorn_with_the_same_signature() -> 
     """Each method the fast path's protocol and server override exists in uvicorn with the
     parameters the override takes (a renamed or re-shaped method would be silently bypassed)."""
     pairs = [(fastpath.HttpProtocol, HttpToolsProtocol), (fastpath.Server, uvicorn.Server)]
-    overridden = []
-    for ours, theirs in pairs:
-        for name, member in vars(ours).items():
-            if not callable(member) or name.startswith("__") or name == "reply_sent":  # (hookd's own)
-                continue
-            assert hasattr(theirs, name), f"{theirs.__name__}.{name} is gone"
-            base = inspect.unwrap(getattr(theirs, name))
-            mine = inspect.unwrap(member)
-            assert list(inspect.signature(mine).parameters) == list(inspect.signature(base).parameters), name
-            overridden.append(f"{theirs.__name__}.{name}")
+    mine = {f"{theirs.__name__}.{name}": list(inspect.signature(inspect.unwrap(member)).parameters)
+            for ours, theirs in pairs for name, member in vars(ours).items()
+            if callable(member) and not name.startswith("__") and name != "reply_sent"}  # (hookd's own)
+    base = _uvicorn(sorted(mine))["signatures"]
+    for name, params in mine.items():
+        assert base[name] is not None, f"{name} is gone"
+        assert params == base[name], name
+    overridden = list(mine)
     assert sorted(overridden) == sorted([
         "HttpToolsProtocol.connection_made", "HttpToolsProtocol.send_400_response",
         "HttpToolsProtocol.on_headers_complete", "HttpToolsProtocol.on_body",
@@ -240,7 +262,8 @@ def test_the_module_is_uvicorns_httptools_one() -> None:
 
 
 if __name__ == "__main__":  # print the fingerprints of the installed uvicorn
-    print(f"uvicorn {uvicorn.__version__}")
+    facts = _uvicorn(list(FINGERPRINTS))
+    print(f"uvicorn {facts['version']}")
     for name in FINGERPRINTS:
-        print(f'    "{name}": "{_fingerprint(name)}",')
+        print(f'    "{name}": "{facts["fingerprints"][name]}",')
     sys.exit(0)
