@@ -399,7 +399,7 @@ class WebPage:
         if request.scope.get("hookd.session"):
             raise Forbidden("a sign-in code is made by `hookd open` (Unix socket or bearer token), not by the page")
         code = self.auth.new_code()
-        port = getattr(self.core, "tcp_port", None)
+        port = self.core.tcp_port
         return _json({"code": code, "url": f"http://127.0.0.1:{port}/signin#code={code}",
                       "expires_in_s": CODE_TTL_S}, 201)
 
