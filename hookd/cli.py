@@ -605,7 +605,8 @@ def notify_test(ctx: click.Context, channel: str | None) -> None:
     which worked; exit 1 if any failed."""
     import asyncio
 
-    from hookd.watchers.notify import load_config, test_channels
+    from hookd.watchers.notify_channels import test_channels
+    from hookd.watchers.notify_config import load_config
 
     cfg = load_config(ctx.find_root().obj)
     if not cfg.channels:

@@ -177,10 +177,10 @@ async def _watch_spool(core: Hookd, stop: asyncio.Event, backend: str = "auto") 
 def serve(home: Home, port: int = 0, notify_overrides: dict[str, Any] | None = None) -> None:
     """Run the daemon in the foreground until SIGTERM/SIGINT. Raises AlreadyServing, and
     ConfigError for an invalid config.toml or ``HOOKD_*`` variable (before binding anything)."""
-    from hookd.watchers import notify
+    from hookd.watchers.notify_config import load_config
 
     settings = Settings.from_env()  # the daemon's tunables, read once, handed to what needs them
-    notify_config = notify.load_config(home, notify_overrides)
+    notify_config = load_config(home, notify_overrides)
     os.umask(0o077)  # the database, its WAL and the spool are the user's alone
     home.ensure()
     lock = _Lock(home.lock_file)
@@ -247,6 +247,7 @@ def _lifespan(home: Home, core: Hookd, endpoint: Endpoint, notify_config: Any, s
     """The app's lifespan: at start, ingest the spool, publish the endpoint and start the
     daemon's tasks (with ``settings``, the daemon's); at stop, end them and close the core."""
     from hookd.watchers import notify
+    from hookd.watchers.notify_config import load_config
 
     tcp_port = endpoint.port
     stop_watch = asyncio.Event()
@@ -267,7 +268,7 @@ def _lifespan(home: Home, core: Hookd, endpoint: Endpoint, notify_config: Any, s
         write_private(home.endpoint_file, endpoint.line())
         watcher = asyncio.create_task(_watch_spool(core, stop_watch, settings.watch_backend))
         expiry = asyncio.create_task(core.run_expiry())
-        notifier, notifying = notify.start(core, notify_config or notify.load_config(home))
+        notifier, notifying = notify.start(core, notify_config or load_config(home))
         tailer = Tailer(core, settings=settings)
         core.attach_tailer(tailer)
         tailing = asyncio.create_task(tailer.run(stop_watch))

@@ -388,7 +388,8 @@ def test_every_human_facing_output_escapes_agent_text_and_json_stays_exact(home:
 
 def test_notifications_carry_no_control_characters() -> None:
     from hookd.models import Interaction
-    from hookd.watchers.notify import Channel, desktop_argv, interaction_alert, webhook_body
+    from hookd.watchers.notify_channels import desktop_argv, interaction_alert, webhook_body
+    from hookd.watchers.notify_config import Channel
 
     i = msgspec.convert({"id": "toolu_01X", "kind": "question", "builder": "b1", "session_id": "s" + HOSTILE,
                          "agent_id": None, "tool_name": "AskUserQuestion", "tool_use_id": "toolu_01X",

@@ -20,15 +20,9 @@ import pytest
 from hookd.config import Home
 from hookd.daemonproc import DaemonProcess
 from hookd.models import ConfigError
-from hookd.watchers.notify import (
-    Alert,
-    Channel,
-    Notifier,
-    NotifyConfig,
-    deliver,
-    desktop_argv,
-    load_config,
-)
+from hookd.watchers.notify import Notifier
+from hookd.watchers.notify_channels import Alert, deliver, desktop_argv
+from hookd.watchers.notify_config import Channel, NotifyConfig, load_config
 from hookd.core import Hookd
 from hookd.store import Store
 
@@ -181,7 +175,7 @@ def test_desktop_on_macos_passes_text_as_arguments() -> None:
 
 
 def test_desktop_failure_and_missing_binary(fp: Any, tmp_path: Path) -> None:
-    from hookd.watchers.notify import NotifyFailed, PermanentFailure
+    from hookd.watchers.notify_channels import NotifyFailed, PermanentFailure
 
     fp.register(["notify-send", fp.any()], returncode=1, stderr=b"no session bus")
     with pytest.raises(NotifyFailed, match="exited with 1: no session bus"):

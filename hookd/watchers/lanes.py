@@ -401,7 +401,7 @@ class LaneAlerts:
         self._raised: dict[str, str] = {}  # builder -> alert key
 
     async def __call__(self, old: str | None, lane: Lane) -> None:
-        from hookd.watchers.notify import Alert
+        from hookd.watchers.notify_channels import Alert
 
         if self.notifier is None:
             return

@@ -1,0 +1,197 @@
+"""Alerts and their delivery: what a notification says (:class:`Alert`,
+:func:`interaction_alert`) and one attempt to send it on a channel (:func:`deliver`: a
+desktop notification, a webhook, a command), retried by the notifier
+(``hookd.watchers.notify``); ``hookd notify test`` (:func:`test_channels`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from typing import Any, Literal
+
+import httpx
+import msgspec
+
+from hookd.models import Interaction, NotFound
+from hookd.untrusted import visible
+from hookd.watchers.notify_config import Channel, NotifyConfig
+
+Rule = Literal["question_pending", "permission_pending", "idle_with_messages", "agent_dead", "test"]
+
+_enc = msgspec.json.Encoder(order="sorted")
+
+
+# --- alerts -------------------------------------------------------------------------------
+
+class Alert(msgspec.Struct, kw_only=True):
+    """One notification. key: the subject (``interaction:<id>``, ``lane:<builder>:<rule>``);
+    step: escalation step (0 first); message: human text (who waits, on what, since when,
+    and the command that answers); data: rule-specific JSON; at: when it was raised.
+    ``title`` and ``message`` hold agent-written text (questions, tool input) shown with
+    :func:`hookd.untrusted.visible`: a desktop notification, a chat message or a pager
+    gets no control or bidi character from it; ``data`` keeps the exact values."""
+
+    key: str
+    rule: str
+    builder: str | None
+    title: str
+    message: str
+    step: int = 0
+    session_id: str | None = None
+    data: dict[str, Any] = {}
+    at: float = msgspec.field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        self.title, self.message = visible(self.title), visible(self.message)
+
+
+def duration(s: float) -> str:
+    """``1 h 5 min``, ``2 min 3 s``, ``45 s``."""
+    s = max(0, int(s))
+    if s >= 3600:
+        return f"{s // 3600} h {s % 3600 // 60} min"
+    if s >= 60:
+        return f"{s // 60} min {s % 60} s" if s % 60 else f"{s // 60} min"
+    return f"{s} s"
+
+
+def interaction_alert(i: Interaction, step: int, steps: int, now: float) -> Alert:
+    """The alert for a pending question or permission prompt."""
+    waited = duration(now - i.created_at)
+    nth = f" (reminder {step} of {steps - 1})" if step else ""
+    if i.kind == "permission":
+        inp = _enc.encode(i.input).decode() if i.input is not None else ""
+        inp = inp if len(inp) <= 200 else inp[:197] + "..."
+        rule = "permission_pending"
+        title = f"hookd: {i.builder} needs permission for {i.tool_name}"
+        message = (f"{i.builder} has been waiting {waited} for permission to run {i.tool_name} {inp}{nth}. "
+                   f"Answer: hookd answer {i.id} --option allow   (or: --option deny --text \"why\")")
+        what: Any = {"tool_name": i.tool_name, "input": i.input}
+    else:
+        qs = [q for q in (i.questions or []) if isinstance(q, dict)]
+        text = "; ".join(str(q.get("question", "?")) for q in qs) or "a question"
+        opts = [o.get("label") for o in (qs[0].get("options") or []) if isinstance(o, dict)] if len(qs) == 1 else []
+        rule = "question_pending"
+        title = f"hookd: {i.builder} is waiting for your answer"
+        how = (f"--option {_shell_word(opts[0])}" if opts else "--text \"...\"")
+        message = (f"{i.builder} has been waiting {waited} for an answer to: {text}"
+                   + (f" (options: {', '.join(map(str, opts))})" if opts else "") + f"{nth}. "
+                   f"Answer: hookd answer {i.id} {how}")
+        what = {"questions": [q.get("question") for q in qs]}
+    return Alert(key=f"interaction:{i.id}", rule=rule, step=step, builder=i.builder, session_id=i.session_id,
+                 title=title, message=message, at=now,
+                 data={"interaction_id": i.id, "kind": i.kind, "created_at": i.created_at,
+                       "waited_s": round(now - i.created_at, 3), **what})
+
+
+def _shell_word(s: Any) -> str:
+    import shlex
+
+    return shlex.quote(str(s))
+
+
+# --- channels -----------------------------------------------------------------------------
+
+class NotifyFailed(Exception):
+    """A delivery attempt failed (retried)."""
+
+
+class PermanentFailure(NotifyFailed):
+    """A delivery that cannot succeed by retrying (no notifier binary)."""
+
+
+def webhook_body(ch: Channel, alert: Alert) -> bytes:
+    """What a webhook channel POSTs: the alert (json), ``{"text"}`` (Slack incoming webhook),
+    or an ntfy JSON publish (``topic``, ``title``, ``message``, ``priority``, ``tags``) to the
+    server's base URL."""
+    if ch.format == "slack":
+        return _enc.encode({"text": f"*{alert.title}*\n{alert.message}"})
+    if ch.format == "ntfy":
+        return _enc.encode({"topic": ch.topic, "title": alert.title, "message": alert.message,
+                            "priority": min(5, 3 + alert.step), "tags": ["hookd", alert.rule]})
+    return _enc.encode(alert)
+
+
+def desktop_argv(alert: Alert, platform: str = sys.platform) -> list[str]:
+    if platform == "darwin":
+        # arguments, not string splicing: no AppleScript quoting issues
+        return ["osascript", "-e", "on run argv", "-e",
+                "display notification (item 2 of argv) with title (item 1 of argv)", "-e", "end run",
+                alert.title, alert.message]
+    return ["notify-send", "--app-name=hookd", alert.title, alert.message]
+
+
+async def _run(argv: list[str], stdin: bytes | None, timeout: float) -> None:
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    except FileNotFoundError:
+        raise PermanentFailure(f"{argv[0]} not found") from None
+    except PermissionError:
+        raise PermanentFailure(f"{argv[0]} is not executable") from None
+    try:
+        _, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise NotifyFailed(f"{argv[0]} did not finish within {timeout:g} s") from None
+    except asyncio.CancelledError:  # cleared or shutting down: leave no notifier behind
+        if proc.returncode is None:
+            proc.kill()
+        raise
+    if proc.returncode != 0:
+        tail = (err or b"").decode(errors="replace").strip()[-300:]
+        raise NotifyFailed(f"{argv[0]} exited with {proc.returncode}" + (f": {tail}" if tail else ""))
+
+
+async def deliver(ch: Channel, alert: Alert, http: httpx.AsyncClient | None = None) -> None:
+    """One delivery attempt on ``ch``. Raises NotifyFailed (PermanentFailure: do not retry)."""
+    if ch.type == "desktop":
+        await _run(desktop_argv(alert), None, ch.timeout_s)
+    elif ch.type == "command":
+        await _run(ch.command, _enc.encode(alert), ch.timeout_s)
+    else:
+        assert ch.url is not None
+        own = http is None
+        client = http or httpx.AsyncClient()
+        try:
+            r = await client.post(ch.url, content=webhook_body(ch, alert), timeout=ch.timeout_s,
+                                  headers={"content-type": "application/json", "user-agent": "hookd", **ch.headers})
+        except httpx.HTTPError as e:
+            raise NotifyFailed(f"POST {ch.url}: {type(e).__name__}: {e}") from None
+        finally:
+            if own:
+                await client.aclose()
+        if r.status_code >= 300:
+            raise NotifyFailed(f"POST {ch.url}: HTTP {r.status_code} {r.text[:200]}")
+
+
+# --- hookd notify test --------------------------------------------------------------------
+
+def test_alert() -> Alert:
+    return Alert(key=f"test:{int(time.time())}", rule="test", builder=None, title="hookd: test notification",
+                 message="This is a test from `hookd notify test`: this channel works.", data={"test": True})
+
+
+async def test_channels(config: NotifyConfig, only: str | None = None) -> list[tuple[Channel, str | None]]:
+    """Send a test alert to each channel (``only``: its 1-based number or name), one attempt
+    each, concurrently. Returns (channel, error or None)."""
+    chans = list(config.channels)
+    if only is not None:
+        chans = [c for n, c in enumerate(chans, 1) if only in (str(n), c.name)]
+        if not chans:
+            raise NotFound(f"no channel {only!r} in {config.path} (channels: "
+                              f"{', '.join(f'{n}={c.name}' for n, c in enumerate(config.channels, 1)) or 'none'})")
+    alert = test_alert()
+
+    async def one(ch: Channel) -> tuple[Channel, str | None]:
+        try:
+            await deliver(ch, alert)
+            return ch, None
+        except NotifyFailed as e:
+            return ch, str(e)
+
+    return list(await asyncio.gather(*(one(c) for c in chans)))

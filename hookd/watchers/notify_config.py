@@ -1,0 +1,221 @@
+"""The notification settings (``hookd.watchers.notify``'s configuration), from
+``HOOKD_HOME/config.toml``::
+
+    [notify]
+    question_after_s = 60          # a question or permission prompt pending this long
+    idle_inbox_after_s = 120       # an idle lane with queued inbox messages (lanes raise it)
+    steps_s = [0, 300, 1800]       # escalation: offsets after a rule first fires
+
+    [[notify.channel]]
+    type = "desktop"               # notify-send (Linux) / osascript (macOS)
+
+    [[notify.channel]]
+    type = "webhook"
+    url = "https://ntfy.sh"
+    format = "ntfy"                # json (default) | slack | ntfy
+    topic = "my-hookd-alerts"      # ntfy only
+
+    [[notify.channel]]
+    type = "command"
+    command = ["/usr/local/bin/page-me", "--quiet"]   # the alert as JSON on stdin
+
+Environment overrides (watchfiles style): ``HOOKD_NOTIFY_QUESTION_AFTER_S``,
+``HOOKD_NOTIFY_IDLE_INBOX_AFTER_S``, ``HOOKD_NOTIFY_STEPS_S`` (comma-separated),
+``HOOKD_NOTIFY_RETRY_ATTEMPTS``, ``HOOKD_NOTIFY_RETRY_INITIAL_S``, ``HOOKD_NOTIFY_RETRY_MAX_S``.
+``hookd serve`` flags override both. :func:`load_config` reads them (a bad value is a
+ConfigError naming the file or variable and the key).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from hookd.models import ConfigError
+from hookd.untrusted import NotRegularFile, read_regular
+
+DEFAULT_QUESTION_AFTER_S = 60.0
+DEFAULT_IDLE_INBOX_AFTER_S = 120.0
+DEFAULT_STEPS_S = (0.0, 300.0, 1800.0)
+DEFAULT_RETRY_ATTEMPTS = 5
+DEFAULT_RETRY_INITIAL_S = 1.0
+DEFAULT_RETRY_MAX_S = 60.0
+DEFAULT_TIMEOUT_S = 10.0
+CHANNEL_TYPES = ("desktop", "webhook", "command")
+WEBHOOK_FORMATS = ("json", "slack", "ntfy")
+
+
+class Channel(msgspec.Struct, frozen=True, kw_only=True):
+    """One configured notifier. name: stable id used to record deliveries (default: type and
+    a short hash of its settings, so reordering channels re-sends nothing)."""
+
+    type: str
+    name: str
+    url: str | None = None
+    format: str = "json"
+    topic: str | None = None
+    headers: dict[str, str] = {}
+    command: list[str] = []
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+
+class NotifyConfig(msgspec.Struct, frozen=True, kw_only=True):
+    question_after_s: float = DEFAULT_QUESTION_AFTER_S
+    idle_inbox_after_s: float = DEFAULT_IDLE_INBOX_AFTER_S
+    steps_s: tuple[float, ...] = DEFAULT_STEPS_S
+    retry_attempts: int = DEFAULT_RETRY_ATTEMPTS
+    retry_initial_s: float = DEFAULT_RETRY_INITIAL_S
+    retry_max_s: float = DEFAULT_RETRY_MAX_S
+    channels: tuple[Channel, ...] = ()
+    path: str = ""
+
+
+_NUMBERS = {
+    "question_after_s": (float, 0.0),
+    "idle_inbox_after_s": (float, 0.0),
+    "retry_attempts": (int, 1),
+    "retry_initial_s": (float, 0.0),
+    "retry_max_s": (float, 0.0),
+}
+_CHANNEL_KEYS = {"type", "name", "url", "format", "topic", "headers", "command", "timeout_s"}
+
+
+def config_path(home: Any) -> Path:
+    return Path(home.root) / "config.toml"
+
+
+def _number(where: str, value: Any, kind: type, minimum: float) -> float | int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
+        raise ConfigError(f"{where} must be {'an integer' if kind is int else 'a number'} (got {value!r})")
+    if value < minimum:
+        raise ConfigError(f"{where} must be at least {minimum:g} (got {value!r})")
+    return kind(value)
+
+
+def _steps(where: str, value: Any) -> tuple[float, ...]:
+    if not isinstance(value, list) or not value:
+        raise ConfigError(f"{where} must be a non-empty list of seconds, e.g. [0, 300, 1800]")
+    steps = tuple(float(_number(where, v, float, 0.0)) for v in value)
+    if any(b <= a for a, b in zip(steps, steps[1:])):
+        raise ConfigError(f"{where} must be strictly increasing (got {value!r})")
+    return steps
+
+
+def _channel(where: str, t: Any) -> Channel:
+    if not isinstance(t, dict):
+        raise ConfigError(f"{where} must be a table ([[notify.channel]])")
+    unknown = sorted(set(t) - _CHANNEL_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_CHANNEL_KEYS))})")
+    typ = t.get("type")
+    if typ not in CHANNEL_TYPES:
+        raise ConfigError(f"{where}.type must be one of {', '.join(CHANNEL_TYPES)} (got {typ!r})")
+    kw: dict[str, Any] = {"type": typ}
+    if "timeout_s" in t:
+        kw["timeout_s"] = float(_number(f"{where}.timeout_s", t["timeout_s"], float, 0.1))
+    if typ == "webhook":
+        url = t.get("url")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ConfigError(f"{where}.url must be an http:// or https:// URL (got {url!r})")
+        fmt = t.get("format", "json")
+        if fmt not in WEBHOOK_FORMATS:
+            raise ConfigError(f"{where}.format must be one of {', '.join(WEBHOOK_FORMATS)} (got {fmt!r})")
+        topic = t.get("topic")
+        if fmt == "ntfy" and (not isinstance(topic, str) or not topic):
+            raise ConfigError(f"{where}.topic is required with format = \"ntfy\" (url is the server's base URL)")
+        headers = t.get("headers", {})
+        if not isinstance(headers, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
+            raise ConfigError(f"{where}.headers must be a table of strings")
+        kw.update(url=url, format=fmt, topic=topic, headers=headers)
+        ident = f"{url} {fmt} {topic}"
+    elif typ == "command":
+        cmd = t.get("command")
+        if not isinstance(cmd, list) or not cmd or not all(isinstance(a, str) and a for a in cmd):
+            raise ConfigError(f"{where}.command must be a non-empty list of strings (argv), e.g. [\"/usr/bin/page-me\"]")
+        kw["command"] = cmd
+        ident = "\0".join(cmd)
+    else:
+        for k in ("url", "command", "topic"):
+            if k in t:
+                raise ConfigError(f"{where}.{k} does not apply to a desktop channel")
+        ident = ""
+    name = t.get("name")
+    if name is None:
+        name = typ if typ == "desktop" else f"{typ}:{hashlib.sha256(ident.encode()).hexdigest()[:8]}"
+    elif not isinstance(name, str) or not name:
+        raise ConfigError(f"{where}.name must be a non-empty string")
+    return Channel(name=name, **kw)
+
+
+def load_config(home: Any, overrides: dict[str, Any] | None = None,
+                env: dict[str, str] | os._Environ[str] | None = None) -> NotifyConfig:
+    """The notification settings of ``home``: defaults < ``config.toml`` < environment
+    < ``overrides`` (command-line flags, None values ignored). Raises ConfigError naming the
+    file (or variable) and the key."""
+    path = config_path(home)
+    env = os.environ if env is None else env
+    data: dict[str, Any] = {}
+    try:
+        raw = read_regular(path)  # never waits on a FIFO (or a device) named config.toml
+    except FileNotFoundError:
+        raw = None
+    except NotRegularFile as e:
+        raise ConfigError(f"cannot read {e}") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read {path}: {e.strerror}") from None
+    if raw is not None:
+        try:
+            doc = tomllib.loads(raw.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise ConfigError(f"{path} is not valid TOML: {e}") from None
+        notify = doc.get("notify", {})
+        if not isinstance(notify, dict):
+            raise ConfigError(f"{path}: 'notify' must be a table ([notify])")
+        data = dict(notify)
+    kw: dict[str, Any] = {}
+    for key, value in data.items():
+        where = f"{path}: notify.{key}"
+        if key in _NUMBERS:
+            kind, minimum = _NUMBERS[key]
+            kw[key] = _number(where, value, kind, minimum)
+        elif key == "steps_s":
+            kw[key] = _steps(where, value)
+        elif key == "channel":
+            if not isinstance(value, list):
+                raise ConfigError(f"{where} must be an array of tables ([[notify.channel]])")
+            kw["channels"] = tuple(_channel(f"{path}: notify.channel[{n}]", t) for n, t in enumerate(value, 1))
+        else:
+            known = sorted([*_NUMBERS, "steps_s", "channel"])
+            raise ConfigError(f"{where}: unknown key (known: {', '.join(known)})")
+    for key, (kind, minimum) in _NUMBERS.items():
+        var = f"HOOKD_NOTIFY_{key.upper()}"
+        if var in env:
+            try:
+                value = kind(env[var])
+            except ValueError:
+                raise ConfigError(f"environment variable {var} must be {'an integer' if kind is int else 'a number'} (got {env[var]!r})") from None
+            kw[key] = _number(f"environment variable {var}", value, kind, minimum)
+    if "HOOKD_NOTIFY_STEPS_S" in env:
+        try:
+            parts = [float(p) for p in env["HOOKD_NOTIFY_STEPS_S"].split(",") if p.strip()]
+        except ValueError:
+            raise ConfigError(f"environment variable HOOKD_NOTIFY_STEPS_S must be comma-separated seconds (got {env['HOOKD_NOTIFY_STEPS_S']!r})") from None
+        kw["steps_s"] = _steps("environment variable HOOKD_NOTIFY_STEPS_S", parts)
+    for key, value in (overrides or {}).items():
+        if value is None:
+            continue
+        if key == "steps_s":
+            kw[key] = _steps("--notify-steps", list(value))
+        else:
+            kind, minimum = _NUMBERS[key]
+            kw[key] = _number(f"--{key.replace('_', '-')}", value, kind, minimum)
+    names = [c.name for c in kw.get("channels", ())]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup is not None:
+        raise ConfigError(f"{path}: two channels are named {dup!r}; give each a distinct name")
+    return NotifyConfig(path=str(path), **kw)
