@@ -1,0 +1,164 @@
+"""The CLI's reading commands: ``hookd questions``, ``lanes``, ``events``, ``inbox`` and
+``tail`` (what the daemon knows, as tables or ``--json``). Registered on the group in
+``hookd.cli``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shlex
+from pathlib import Path
+from typing import Any
+
+import click
+import msgspec
+
+from hookd.cli_render import _client, _echo_json, _out, _seg, _table, _when
+from hookd.models import DaemonNotRunning
+from hookd.untrusted import visible
+
+_enc = msgspec.json.Encoder()
+
+
+
+@click.command()
+@click.option("--state", type=click.Choice(["pending", "resolved", "all"]), default="pending", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="A JSON array of interactions.")
+@click.pass_context
+def questions(ctx: click.Context, state: str, as_json: bool) -> None:
+    """Questions and other interactions waiting on (or answered by) a human."""
+    items = _client(ctx).get("/v1/questions", state=state)
+    if as_json:
+        _echo_json(items)
+        return
+    rows = []
+    for i in items:
+        if i["kind"] == "permission":
+            text = f"{i['tool_name']}: {_enc.encode(i['input']).decode()}"
+            text = text if len(text) <= 80 else text[:77] + "..."
+            ans = (i["decision"] or "-") + (f": {i['message']}" if i.get("message") else "")
+        else:
+            qs = i["questions"] if isinstance(i["questions"], list) else []
+            text = "; ".join(str(q.get("question", "?")) for q in qs if isinstance(q, dict)) or "-"
+            ans = "; ".join(f"{v}" for v in (i["answers"] or {}).values()) or "-"
+        rows.append([i["id"], i["kind"], i["builder"], i["state"], text, ans, i["surface"] or "-", _when(i["created_at"])])
+    _out(_table(rows, ["id", "kind", "builder", "state", "question / input", "answer", "by", "asked"])
+         if rows else "no questions")
+
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="A JSON array of lanes.")
+@click.pass_context
+def lanes(ctx: click.Context, as_json: bool) -> None:
+    """Every builder's lane: working, waiting_question, waiting_permission, idle, stalled,
+    ended or dead; those waiting on a human first."""
+    items = _client(ctx).get("/v1/lanes")
+    if as_json:
+        _echo_json(items)
+        return
+    now = dt.datetime.now().timestamp()
+    rows = [[lane["builder"], lane["state"], f"{max(0, now - lane['since']):.0f} s", len(lane["pending"]), lane["queued"],
+             lane["session_id"] or "-", lane["detail"]] for lane in items]
+    _out(_table(rows, ["builder", "lane", "for", "pending", "queued", "session", "detail"])
+         if rows else "no builders")
+
+
+
+def _stream_ended(ctx: click.Context, last_seq: int) -> None:
+    """A followed event stream ended: only the daemon ends one (it stopped, or went away).
+    Raises DaemonNotRunning (exit 3) saying so and where to pick up."""
+    home = shlex.quote(str(ctx.find_root().obj.root))
+    raise DaemonNotRunning(
+        f"the daemon stopped (its event stream ended after seq {last_seq}); start it again with "
+        f"`hookd --home {home} serve` and resume with `--after {last_seq}`"
+    )
+
+
+
+@click.command()
+@click.option("--after", type=int, default=0, show_default=True, help="Only events with seq > AFTER.")
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new events as they are committed.")
+@click.option("--json", "as_json", is_flag=True, help="JSON lines: seq, kind, builder, session_id, at, data.")
+@click.pass_context
+def events(ctx: click.Context, after: int, follow: bool, as_json: bool) -> None:
+    """hookd's event log, oldest first."""
+    client = _client(ctx)
+
+    def show(e: dict[str, Any]) -> None:
+        if as_json:
+            _echo_json(e)
+        else:
+            d = e["data"]
+            detail = " ".join(f"{k}={visible(d[k])}" for k in ("hook_event_name", "tool_name", "id", "outcome", "source")
+                              if d.get(k))
+            _out(f"{e['seq']:>6} {_when(e['at'])} {visible(e['kind']):<18} {visible(e['builder'] or '-')} {detail}")
+
+    if follow:
+        last = after
+        for e in client.lines("/v1/events", after=after, follow=1):
+            show(e)
+            last = e["seq"]
+        _stream_ended(ctx, last)
+    while True:
+        batch = list(client.lines("/v1/events", after=after, limit=1000))
+        for e in batch:
+            show(e)
+        if len(batch) < 1000:
+            break
+        after = batch[-1]["seq"]
+
+
+
+@click.command()
+@click.argument("builder", required=False)
+@click.option("--limit", type=click.IntRange(1), default=1000, show_default=True, help="Show the newest N.")
+@click.option("--json", "as_json", is_flag=True, help="A JSON array of messages.")
+@click.pass_context
+def inbox(ctx: click.Context, builder: str | None, limit: int, as_json: bool) -> None:
+    """Messages queued for builders and what became of them (queued, delivered, adopted)."""
+    items, headers = _client(ctx).get_with_headers("/v1/messages", builder=builder, limit=limit)
+    total = int(headers.get("x-total-count", len(items)))
+    if total > len(items):
+        _out(f"(the newest {len(items)} of {total} messages; --limit shows more)", err=True)
+    if as_json:
+        _echo_json(items)
+        return
+    rows = [[m["id"], m["builder"], m["state"], m["delivered_via"] or "-", m["deliveries"], m["author"],
+             (m["text"][:50] + "...") if len(m["text"]) > 50 else m["text"]] for m in items]
+    _out(_table(rows, ["id", "builder", "state", "via", "offers", "author", "text"]) if rows else "no messages")
+
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--builder", required=True, help="The builder these transcripts belong to.")
+@click.option("--session", "session_id", help="When they are one session's transcript.")
+@click.option("--follow", "-f", is_flag=True, help="Then print the builder's events as they come.")
+@click.pass_context
+def tail(ctx: click.Context, paths: tuple[Path, ...], builder: str, session_id: str | None, follow: bool) -> None:
+    """Have the daemon follow transcript PATHS for BUILDER (hooks missing: installed
+    mid-session, a harness without hooks); a folder (a Claude Code projects folder,
+    ~/.claude/projects/<slug>) means every transcript in it, also those that appear later.
+    It catches up from the start and keeps following, across restarts."""
+    client = _client(ctx)
+    r = client.post_json(f"/v1/builders/{_seg(builder)}/transcripts",
+                         {"paths": [os.fspath(p.absolute()) for p in paths], "session_id": session_id})
+    refused = [f for f in r["files"] if f.get("refused")]
+    for f in r["files"]:
+        if f.get("refused"):
+            click.echo(f"hookd: not following {visible(f['path'])}: {visible(f['refused'])}", err=True)
+            continue
+        what = f"folder {visible(f['path'])} ({f['files']} transcripts now, and new ones)" if f.get("folder") else visible(f["path"])
+        later = "" if os.path.exists(f["path"]) else "; it does not exist yet: followed once it appears"
+        _out(f"following {what} for {builder} ({f['rows']} rows read{later})")
+    if refused:
+        ctx.exit(2)
+    if follow:
+        after = client.get("/v1/status")["counts"]["events"]  # append-only: the count is the last seq
+        for e in client.lines("/v1/events", after=after, follow=1):
+            after = e["seq"]
+            if e["builder"] == builder:
+                _out(f"{e['seq']:>6} {_when(e['at'])} {visible(e['kind']):<18} {visible(e.get('session_id') or '-')}")
+        _stream_ended(ctx, after)

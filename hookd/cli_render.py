@@ -1,0 +1,79 @@
+"""What the CLI's commands share: printing for a human (every line through
+:func:`hookd.untrusted.visible`: ``_out``, ``_table``, ``_when``; logs by
+``_log_to_stderr``), exact JSON (``_echo_json``), URL path segments (``_seg``) and the
+daemon's client (``_client``). The names are underscored: they belong to the CLI's modules
+(``hookd.cli`` and ``hookd.cli_*``), not to hookd's API.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import sys
+import urllib.parse
+from typing import Any
+
+import click
+import msgspec
+from tabulate import tabulate
+
+from hookd.untrusted import json_escape_visible, visible
+
+_enc = msgspec.json.Encoder()
+
+
+
+def _out(text: Any, err: bool = False, nl: bool = True) -> None:
+    """Print text for a human: each line's control and bidi characters escaped (the line
+    breaks of ``text`` itself kept)."""
+    click.echo("\n".join(visible(line) for line in str(text).split("\n")), err=err, nl=nl)
+
+
+
+def _seg(value: str) -> str:
+    """``value`` as one URL path segment (an id with ``/``, ``?`` or control characters is
+    sent as it is, and refused by the daemon as unknown, never mangled into another path)."""
+    return urllib.parse.quote(value, safe="")
+
+
+
+def _table(rows: list[list[Any]], headers: list[str]) -> str:
+    """tabulate's plain table, every text cell shown with :func:`visible` (one line per row)."""
+    return tabulate([[visible(c) if isinstance(c, str) else c for c in r] for r in rows], headers=headers)
+
+
+
+class _VisibleFormatter(logging.Formatter):
+    """Log lines whose message (not the traceback) is shown with :func:`visible`."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = visible(record.message)
+        return super().formatMessage(record)
+
+
+
+def _log_to_stderr(level: str, fmt: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_VisibleFormatter(fmt))
+    logging.basicConfig(level=level.upper(), handlers=[handler])
+
+
+
+def _echo_json(obj: Any) -> None:
+    """JSON, exact: the characters JSON leaves raw that a terminal may act on (DEL, C1, bidi)
+    are written as ``\\uXXXX`` escapes, which decode to the same text."""
+    click.echo(json_escape_visible(_enc.encode(obj).decode()))
+
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+
+def _client(ctx: click.Context) -> Any:
+    from hookd.client import Client
+
+    return Client(ctx.obj)

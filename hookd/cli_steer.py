@@ -1,0 +1,158 @@
+"""The CLI's commands that carry a human's words to agents: ``hookd send``, ``answer``,
+``ask`` and ``preanswer``. Registered on the group in ``hookd.cli``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from hookd.cli_render import _client, _echo_json, _out, _seg
+from hookd.untrusted import visible
+
+
+
+@click.command()
+@click.argument("builder")
+@click.argument("text")
+@click.option("--id", "key", help="Idempotency key: the same key and text again returns the first receipt.")
+@click.option("--session", "session_id", help="Deliver only to this session of the builder.")
+@click.option("--agent", "agent_id", help="Deliver only to this subagent (its agent_id).")
+@click.option("--author", default=lambda: os.environ.get("USER") or "human", show_default="$USER",
+              help="Who the agent is told the message is from.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def send(ctx: click.Context, builder: str, text: str, key: str | None, session_id: str | None,
+         agent_id: str | None, author: str, as_json: bool) -> None:
+    """Queue TEXT for BUILDER's agent; it is delivered at the agent's next turn boundary."""
+    body = {"text": text, "id": key, "session_id": session_id, "agent_id": agent_id, "author": author}
+    r = _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/messages", body)
+    if as_json:
+        _echo_json(r)
+    else:
+        m = r["message"]
+        _out(f"{'queued' if r['created'] else 'already queued'} {m['id']} for {builder} ({m['state']})")
+
+
+
+class _AnswerCommand(click.Command):
+    """Keeps the order of --question/--option/--text so that one call can answer several
+    questions: each --option/--text belongs to the --question before it."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        groups: list[dict[str, Any]] = [{"question": None, "options": [], "text": None}]
+        it = iter(args)
+        for a in it:
+            name, eq, val = a.partition("=")
+            if name not in ("--question", "--option", "--text"):
+                continue
+            if not eq:
+                val = next(it, "")
+            if name == "--question":
+                groups.append({"question": val, "options": [], "text": None})
+            elif name == "--option":
+                groups[-1]["options"].append(val)
+            else:
+                groups[-1]["text"] = val
+        ctx.meta["answer_groups"] = [g for g in groups if g["question"] is not None or g["options"] or g["text"] is not None]
+        return super().parse_args(ctx, args)
+
+
+
+@click.command(cls=_AnswerCommand)
+@click.argument("interaction_id")
+@click.option("--option", "options", multiple=True, metavar="LABEL",
+              help="An option's label (repeat for multi-select); for a permission prompt: allow or deny.")
+@click.option("--text", help="Free text ('Other'); for a permission deny: the message shown to the model.")
+@click.option("--question", "questions", multiple=True, metavar="TEXT",
+              help="Which question the following --option/--text answer (its text or number); "
+                   "needed when the interaction asks several.")
+@click.option("--response-id", help="Idempotency key: the same key and answer again returns the first receipt.")
+@click.option("--revision", type=int, help="Refuse unless the interaction is still at this revision (what you saw).")
+@click.option("--actor", default=lambda: os.environ.get("USER") or None, show_default="$USER",
+              help="Who answers (recorded; named in inbox copies).")
+@click.option("--json", "as_json", is_flag=True, help="Print the receipt as JSON.")
+@click.pass_context
+def answer(ctx: click.Context, interaction_id: str, options: tuple[str, ...], text: str | None,
+           questions: tuple[str, ...], response_id: str | None, revision: int | None, actor: str | None,
+           as_json: bool) -> None:
+    """Answer INTERACTION_ID (an id or tool_use_id from `hookd questions`): a question, a
+    permission prompt (--option allow | --option deny --text MESSAGE) or an async ask.
+    A question asked in a terminal gets the answer through its held PermissionRequest hook
+    (the menu closes with it); refused (exit 2) when it was already answered or expired, and
+    then your answer is kept as an inbox message for the builder."""
+    groups = ctx.meta.get("answer_groups", [])
+    body: dict[str, Any] = {"response_id": response_id, "actor": actor, "revision": revision, "surface": "cli"}
+    if len(groups) > 1 or (groups and groups[0]["question"] is not None and len(questions) > 1):
+        answers: dict[str, Any] = {}
+        for g in groups:
+            if g["question"] is None:
+                raise click.UsageError("with several --question, put each --option/--text after its --question")
+            answers[g["question"]] = {"options": g["options"], "text": g["text"]}
+        body["answers"] = answers
+    else:
+        body.update({"question": questions[0] if questions else None, "options": list(options), "text": text})
+    r = _client(ctx).post_json(f"/v1/interactions/{_seg(interaction_id)}/answer", body)
+    if as_json:
+        _echo_json(r)
+        return
+    i = r["interaction"]
+    what = visible(i["decision"] if i["kind"] == "permission"
+                   else "; ".join(f"{q} -> {a}" for q, a in (i["answers"] or {}).items()))
+    dup = " (repeated response id: first receipt)" if r["duplicate"] else ""
+    if r["delivery"] == "inbox" and i["state"] == "pending":
+        _out(f"queued as inbox message {r['message_id']} for {i['builder']}{dup}")
+    else:
+        _out(f"answered {visible(i['id'])} ({i['kind']}, {i['builder']}): {what}; delivery: {r['delivery']}{dup}")
+    if r.get("warning"):
+        _out(f"hookd: {visible(r['warning'])}", err=True)
+
+
+
+@click.command()
+@click.argument("builder")
+@click.argument("question")
+@click.option("--option", "options", multiple=True, metavar="LABEL", help="An answer option (repeat).")
+@click.option("--expires-in", type=float, help="Seconds until it expires unanswered.")
+@click.option("--author", default=lambda: os.environ.get("USER") or None, show_default="$USER")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def ask(ctx: click.Context, builder: str, question: str, options: tuple[str, ...], expires_in: float | None,
+        author: str | None, as_json: bool) -> None:
+    """Ask the humans QUESTION on behalf of BUILDER without blocking it (what the agent's
+    `ask_user_async` MCP tool does); the answer reaches the agent through its inbox."""
+    r = _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/asks", {
+        "question": question, "options": list(options) or None, "expires_in_s": expires_in, "author": author,
+    })
+    if as_json:
+        _echo_json(r)
+    else:
+        _out(f"asked {r['interaction']['id']} for {builder}")
+
+
+
+@click.command()
+@click.argument("builder")
+@click.option("--question", required=True, help="The exact question text the agent will ask.")
+@click.option("--option", "options", multiple=True, metavar="LABEL", help="The answer's label(s).")
+@click.option("--text", help="Free-text answer.")
+@click.option("--actor", default=lambda: os.environ.get("USER") or None, show_default="$USER")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def preanswer(ctx: click.Context, builder: str, question: str, options: tuple[str, ...], text: str | None,
+              actor: str | None, as_json: bool) -> None:
+    """Answer ahead of time: the next AskUserQuestion of BUILDER asking exactly QUESTION is
+    answered by its PreToolUse hook (no menu), when each of its questions has an answer."""
+    from hookd.harness.base import encode_answer
+
+    if not options and not text:
+        raise click.UsageError("give --option LABEL or --text TEXT")
+    r = _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/preanswers", {
+        "question": question, "answer": encode_answer(list(options), text), "actor": actor,
+    })
+    if as_json:
+        _echo_json(r)
+    else:
+        _out(f"registered answer {r['answer']!r} for {builder}: {question!r}")
