@@ -22,6 +22,7 @@ import json
 import logging
 import math
 import os
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -78,25 +79,23 @@ def describe_await(result: dict[str, Any], waited_s: float | None, note: str = "
     return " ".join(parts) + "\n" + _dumps(result)
 
 
-def build_server(home: Home, builder: str, *, session_id: str | None = None) -> Any:
-    """The MCP server (``mcp.server.mcpserver.MCPServer``) for ``builder``'s agent in
-    ``home``. session_id: sent with each ask (default: ``CLAUDE_CODE_SESSION_ID``)."""
-    from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
+class _Session:
+    """What the tools of one server share: the daemon of ``home``, the builder, the agent's
+    session id (sent with each ask) and the ids asked through this process, oldest first."""
 
-    check_builder_id(builder)
-    if session_id is None:
-        session_id = os.environ.get("CLAUDE_CODE_SESSION_ID") or None
-    asked: list[str] = []  # ids asked through this process, oldest first
-    app = MCPServer("hookd", instructions=INSTRUCTIONS, log_level="WARNING")
+    def __init__(self, home: Home, builder: str, session_id: str | None):
+        self.home = home
+        self.builder = builder
+        self.session_id = session_id
+        self.asked: list[str] = []
 
-    def tool(fn: Any) -> Any:
-        """Register ``fn`` as a tool: plain-text result (no ``{"result": ...}`` wrapper), its
-        docstring (dedented) as the description the model reads."""
-        return app.tool(structured_output=False, description=inspect.cleandoc(fn.__doc__ or ""))(fn)
+    async def call(self, path: str, body: dict[str, Any], timeout: float) -> Any:
+        """POST ``body`` to the daemon's ``path`` (``timeout`` seconds); any failure is a
+        ToolError with one sentence (the model's error result), never an exception out of the
+        server."""
+        from mcp.server.mcpserver.exceptions import ToolError
 
-    async def call(path: str, body: dict[str, Any], timeout: float) -> Any:
-        client = AsyncClient(home, timeout=timeout)
+        client = AsyncClient(self.home, timeout=timeout)
         try:
             return await client.post_json(path, body)
         except HookdError as e:  # daemon down (with how to start it), 4xx with the reason
@@ -107,15 +106,43 @@ def build_server(home: Home, builder: str, *, session_id: str | None = None) -> 
         finally:
             await client.aclose()
 
-    async def wait_for(ids: list[str] | None, timeout_s: float, note: str = "") -> str:
-        ids = list(dict.fromkeys(ids if ids else asked))
+    async def wait_for(self, ids: list[str] | None, timeout_s: float, note: str = "") -> str:
+        """The daemon's await of ``ids`` (None or empty: every id asked here) for at most
+        ``timeout_s`` seconds, described for the model (:func:`describe_await`)."""
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        ids = list(dict.fromkeys(ids if ids else self.asked))
         if not ids:
             raise ToolError("no question was asked through this server yet: pass ids=[...] "
                             "(the ids ask_user_async returned)")
-        r = await call("/v1/interactions/await", {"ids": ids, "timeout_s": timeout_s, "collect": True},
-                       timeout_s + HTTP_MARGIN_S)
+        r = await self.call("/v1/interactions/await", {"ids": ids, "timeout_s": timeout_s, "collect": True},
+                            timeout_s + HTTP_MARGIN_S)
         return describe_await(r, timeout_s, note)
 
+
+def build_server(home: Home, builder: str, *, session_id: str | None = None) -> Any:
+    """The MCP server (``mcp.server.mcpserver.MCPServer``) for ``builder``'s agent in
+    ``home``. session_id: sent with each ask (default: ``CLAUDE_CODE_SESSION_ID``)."""
+    from mcp.server.mcpserver import MCPServer
+
+    check_builder_id(builder)
+    if session_id is None:
+        session_id = os.environ.get("CLAUDE_CODE_SESSION_ID") or None
+    app = MCPServer("hookd", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def tool(fn: Any) -> Any:
+        """Register ``fn`` as a tool: plain-text result (no ``{"result": ...}`` wrapper), its
+        docstring (dedented) as the description the model reads."""
+        return app.tool(structured_output=False, description=inspect.cleandoc(fn.__doc__ or ""))(fn)
+
+    s = _Session(home, builder, session_id)
+    _ask_tool(tool, s)
+    _answer_tools(tool, s)
+    return app
+
+
+def _ask_tool(tool: Callable[[Any], Any], s: _Session) -> None:
+    """Register ``ask_user_async`` with ``tool``."""
     @tool
     async def ask_user_async(
         question: Annotated[str, Field(description="The question for the human, self-contained (1 to 4000 characters).")],
@@ -128,10 +155,10 @@ def build_server(home: Home, builder: str, *, session_id: str | None = None) -> 
         arrive as a message "[Answer to question <id>] Q: ... A: ..." at your next turn
         boundary (after a tool call). Errors: hookd not running, builder unknown, empty
         question or bad options."""
-        r = await call(f"/v1/builders/{builder}/asks",
-                       {"question": question, "options": options, "session_id": session_id}, 10.0)
+        r = await s.call(f"/v1/builders/{s.builder}/asks",
+                         {"question": question, "options": options, "session_id": s.session_id}, 10.0)
         i = r["interaction"]
-        asked.append(i["id"])
+        s.asked.append(i["id"])
         opts = [o.get("label") for o in (i["questions"][0].get("options") or [])] if i.get("questions") else options
         # the text names the id but not the inbox copy's exact marker "[Answer to question <id>]",
         # so that marker only ever shows where the answer itself is
@@ -139,6 +166,11 @@ def build_server(home: Home, builder: str, *, session_id: str | None = None) -> 
                 "keep working. Later call check_answers() or await_answers(timeout_s=...) to collect the "
                 "answer; it will also reach you as a message naming this id at your next turn boundary.\n"
                 + _dumps({"id": i["id"], "state": i["state"], "question": question, "options": opts or None}))
+
+
+def _answer_tools(tool: Callable[[Any], Any], s: _Session) -> None:
+    """Register ``await_answers`` and ``check_answers`` with ``tool``."""
+    from mcp.server.mcpserver.exceptions import ToolError
 
     @tool
     async def await_answers(
@@ -162,7 +194,7 @@ def build_server(home: Home, builder: str, *, session_id: str | None = None) -> 
         if timeout_s > MAX_TIMEOUT_S:
             note = f"(timeout_s {timeout_s:g} was cut to {MAX_TIMEOUT_S:g} s.)"
             timeout_s = MAX_TIMEOUT_S
-        return await wait_for(ids, timeout_s, note)
+        return await s.wait_for(ids, timeout_s, note)
 
     @tool
     async def check_answers(
@@ -172,9 +204,7 @@ def build_server(home: Home, builder: str, *, session_id: str | None = None) -> 
         """Look, without waiting, whether the human answered questions asked with
         ask_user_async. Same reply as await_answers (a sentence, then JSON with "answered",
         "closed", "pending", "timed_out"). Errors: unknown id, hookd not running."""
-        return await wait_for(ids, 0.0)
-
-    return app
+        return await s.wait_for(ids, 0.0)
 
 
 def run(home: Home, builder: str) -> None:

@@ -16,6 +16,7 @@ import os
 import re
 import time
 from datetime import datetime
+from functools import partial
 from typing import Any, Protocol
 
 from hookd.core.bus import EventBus
@@ -24,6 +25,7 @@ from hookd.core.questions import Questions
 from hookd.core.state import HookCache
 from hookd.harness.base import (
     Interrupted,
+    Observation,
     Payload,
     QuestionAsked,
     QuestionResolved,
@@ -148,13 +150,13 @@ class Transcripts:
         requests: set[str] = set()  # sessions whose sent model requests this read shows
         for row in result.rows:
             kind = row.get("type")
-            if kind == "api-request" and (rows.row_session(row) or session_hint):
-                requests.add(rows.row_session(row) or session_hint)  # type: ignore[arg-type]
+            sid = rows.row_session(row) or session_hint
+            if kind == "api-request" and sid:
+                requests.add(sid)
             if kind not in rows.TRANSCRIPT_ROW_TYPES:
                 unknown += 1
             else:
                 blocks += rows.unknown_blocks(row)
-            sid = rows.row_session(row) or session_hint
             if sid and firsts.get(sid) is None:
                 firsts[sid] = _row_time(row)  # a fork's first rows are written when it forks
             if sid and kind in ("user", "assistant"):
@@ -170,29 +172,45 @@ class Transcripts:
                 self._transcript_session(tx, builder, sid, path, as_text(row.get("cwd")), None, at, rows)
             if sid and sid not in sessions:
                 sessions[sid] = (_row_time(row), as_text(row.get("cwd")))
-            agent = as_text(row.get("agentId")) if row.get("isSidechain") else None
-            p = Payload(hook_event_name="transcript", session_id=sid, agent_id=agent)
-            for ob in obs:
-                if isinstance(ob, QuestionAsked):
-                    if rows.sequential_questions:  # no tool_use_id in its hooks: bind to the hook-opened question
-                        ob = self.questions.bind_sequential(tx, builder, p, ob, at)
-                    self.questions.question_asked(tx, builder, p, ob, at, desk_only=rows.desk_only)
-                elif isinstance(ob, ToolResultSeen):
-                    self._tool_result_seen(tx, builder, p, ob, at)
-                elif isinstance(ob, (TurnStarted, TurnEnded)) and sid:
-                    t = _row_time(row) or at
-                    if isinstance(ob, TurnStarted):
-                        tx.set_transcript_turn(sid, started_at=t)
-                    else:
-                        tx.set_transcript_turn(sid, ended_at=t)
-                elif isinstance(ob, Interrupted):
-                    tx.append_event("turn_interrupted", builder, sid, at, {"marker": ob.marker, "via": "transcript"})
-                    if sid:
-                        if tx.session_info(sid) is None:
-                            self._transcript_session(tx, builder, sid, path, as_text(row.get("cwd")), None, at, rows)
-                        tx.set_interrupted(sid, _row_time(row) or at)
+            self._row_observations(tx, rows, builder, path, row, sid, obs, at)
         for sid, (newest, cwd) in sessions.items():
             self._transcript_session(tx, builder, sid, path, cwd, newest, at, rows)
+        self._forks_and_adoptions(tx, builder, path, roots, firsts, requests, at)
+        file_session = session_hint or (next(iter(sessions)) if len(sessions) == 1 else None)
+        self._save_read(tx, path, builder, file_session, result, unknown, blocks, at)
+
+    def _row_observations(self, tx: Tx, rows: TranscriptReader, builder: str, path: str, row: dict[str, Any],
+                          sid: str | None, obs: list[Observation], at: float) -> None:
+        """Apply the observations ``rows`` found in one transcript ``row`` of session ``sid``
+        (None: the row and the file name none), as the hooks' facts."""
+        agent = as_text(row.get("agentId")) if row.get("isSidechain") else None
+        p = Payload(hook_event_name="transcript", session_id=sid, agent_id=agent)
+        for ob in obs:
+            if isinstance(ob, QuestionAsked):
+                if rows.sequential_questions:  # no tool_use_id in its hooks: bind to the hook-opened question
+                    ob = self.questions.bind_sequential(tx, builder, p, ob, at)
+                self.questions.question_asked(tx, builder, p, ob, at, desk_only=rows.desk_only)
+            elif isinstance(ob, ToolResultSeen):
+                self._tool_result_seen(tx, builder, p, ob, at)
+            elif isinstance(ob, (TurnStarted, TurnEnded)) and sid:
+                t = _row_time(row) or at
+                if isinstance(ob, TurnStarted):
+                    tx.set_transcript_turn(sid, started_at=t)
+                else:
+                    tx.set_transcript_turn(sid, ended_at=t)
+            elif isinstance(ob, Interrupted):
+                tx.append_event("turn_interrupted", builder, sid, at, {"marker": ob.marker, "via": "transcript"})
+                if sid:
+                    if tx.session_info(sid) is None:
+                        self._transcript_session(tx, builder, sid, path, as_text(row.get("cwd")), None, at, rows)
+                    tx.set_interrupted(sid, _row_time(row) or at)
+
+    def _forks_and_adoptions(self, tx: Tx, builder: str, path: str, roots: dict[str, str],
+                             firsts: dict[str, float | None], requests: set[str], at: float) -> None:
+        """After one read's rows: link each session whose transcript starts with another's rows
+        (``roots``: sid -> its first root row's uuid; ``firsts``: sid -> its first row's time)
+        to that parent, and look for the adoption proof of the sessions in ``requests`` (their
+        sent model requests are in this read) once the transaction commits."""
         for sid, root in roots.items():
             for child, parent in tx.set_root_uuid(sid, root, firsts.get(sid)):
                 if tx.link_parent(child, parent, "transcript"):
@@ -204,18 +222,22 @@ class Transcripts:
             if tx.has_unadopted(sid):
                 # adoption proof written after the Stop that looked for it (the request that
                 # carried a message is logged later): read it now, off the hook path
-                tx.after_commit.append(lambda sid=sid: self.inbox.adopt_from_transcript_later(
-                    builder, sid, path, ANY_HOOK))
+                tx.after_commit.append(partial(self.inbox.adopt_from_transcript_later, builder, sid, path, ANY_HOOK))
+
+    def _save_read(self, tx: Tx, path: str, builder: str, file_session: str | None, result: TranscriptRead,
+                   unknown: int, blocks: int, at: float) -> None:
+        """Persist the file's cursor after one read (``file_session``: the session its rows
+        belong to, None when several or none) and record damaged or unknown rows (``unknown``
+        rows of unknown type, ``blocks`` unknown content blocks) as one event."""
         st = result.stats
         tx.save_transcript(
             dev=result.cursor.dev, ino=result.cursor.ino, path=path, builder=builder,
-            session_id=session_hint or (next(iter(sessions)) if len(sessions) == 1 else None),
+            session_id=file_session,
             offset=result.cursor.offset, rows=st.rows,
             damaged=st.nul_padded + st.spliced + st.invalid_utf8 + st.torn, unknown_rows=unknown, at=at,
         )
         damaged = {k: v for k, v in st.as_dict().items() if k not in ("rows", "bytes") and v}
         if damaged or unknown or blocks:
-            file_session = session_hint or (next(iter(sessions)) if len(sessions) == 1 else None)
             tx.append_event("transcript_damaged" if damaged else "transcript_unknown_rows", builder, file_session, at,
                             {"path": path, **damaged, "unknown_rows": unknown, "unknown_blocks": blocks})
 
