@@ -1,5 +1,6 @@
-"""ruff over the package, with the rules in pyproject.toml [tool.ruff]: the suite (and so CI)
-fails on an unused or undefined name in hookd/, harness/ or hooks/."""
+"""ruff and mypy over the package, with their settings in pyproject.toml ([tool.ruff],
+[tool.mypy]): the suite (and so CI) fails on an unused or undefined name or a type error in
+hookd/, harness/ or hooks/."""
 
 from __future__ import annotations
 
@@ -20,3 +21,21 @@ def test_ruff_finds_nothing_in_the_package():
     r = subprocess.run([ruff, "check", "--no-cache", "hookd", "harness", "hooks"], cwd=REPO,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_mypy_finds_nothing_in_the_package(tmp_path):
+    """mypy over ``hookd`` laid out as installed (``harness/`` as ``hookd.harness``, ``hooks/``
+    as ``hookd.hooks``: a copy, as tests/test_adapter_protocol.py makes for import-linter),
+    with [tool.mypy] of pyproject.toml; any error fails, named by its path in the repository."""
+    mypy = shutil.which("mypy", path=os.path.dirname(sys.executable)) or shutil.which("mypy")
+    if mypy is None:
+        pytest.skip("mypy is not installed (pip install -e '.[test]')")
+    stage = tmp_path / "stage"
+    ignore = shutil.ignore_patterns("__pycache__", "static")
+    shutil.copytree(REPO / "hookd", stage / "hookd", ignore=ignore)
+    shutil.copytree(REPO / "harness", stage / "hookd" / "harness", ignore=ignore)
+    shutil.copytree(REPO / "hooks", stage / "hookd" / "hooks", ignore=ignore)
+    r = subprocess.run([mypy, "--config-file", str(REPO / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache")],
+                       cwd=stage, capture_output=True, text=True, timeout=600)
+    out = (r.stdout + r.stderr).replace("hookd/harness/", "harness/").replace("hookd/hooks/", "hooks/")
+    assert r.returncode == 0, out

@@ -239,7 +239,7 @@ def test_other_requests_take_uvicorns_asgi_cycle_and_a_held_hook_half_closes() -
         assert hooks.seen == []
         assert isinstance(proto.cycle, RequestResponseCycle) and proto.cycle.scope["path"].endswith("/hold")
         assert isinstance(proto.cycle.transport, fastpath._HalfClose)
-        assert proto.cycle.scope["extensions"]["hookd.reply_read"] is proto._reply_read
+        assert proto.cycle.scope["extensions"]["hookd.reply_read"]["future"] is proto._reply_read
         await asyncio.wait(proto.tasks)
         assert transport.out.startswith(b"HTTP/1.1 204 No Content\r\n")
         assert transport.eof and not transport.closed  # written, half-closed: the client's close tells

@@ -157,7 +157,7 @@ class Inbox:
         """Take messages FIFO while the injection stays under the cap, mark them delivered,
         and return the framed text (the rest waits for the next boundary, in order: B14)."""
         framed: list[str] = []
-        chosen = []
+        chosen: list[InboxMessage] = []
         # room for the header and the "N more will follow" line
         size = injection_size(frame_batch([], waiting=len(messages)))
         for m in messages:

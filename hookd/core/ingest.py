@@ -167,7 +167,7 @@ class Ingest:
         if p is None or source != "live" or not p.session_id:
             return _NOTHING_LOOKED
         transcript = as_text(p.transcript_path) if p.hook_event_name == "Stop" else None
-        looked = _Looked(transcript_file=bool(transcript) and os.path.isfile(transcript))  # type: ignore[arg-type]
+        looked = _Looked(transcript_file=bool(transcript and os.path.isfile(transcript)))
         sid = p.session_id
         if agent_pid and (self.cache.pids.get(sid) != agent_pid or self.cache.latest.get(builder) != sid):
             looked = _Looked(looked.transcript_file, process_started_at(agent_pid), True)

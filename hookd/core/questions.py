@@ -71,7 +71,7 @@ class Questions:
                     without_tool_use_id=True,
                 )
                 if existing is not None:
-                    tx.set_tool_use_id(existing.id, ob.tool_use_id)
+                    tx.set_tool_use_id(existing.id, key)  # (ob.tool_use_id is key)
         else:
             # No tool_use_id (PermissionRequest in 2.1.332): the same call is the newest
             # pending one with this input, or one resolved moments ago (the desk answered

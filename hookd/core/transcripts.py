@@ -287,6 +287,7 @@ class Transcripts:
 
     def _tool_result_seen(self, tx: Tx, builder: str, p: Payload, ob: ToolResultSeen,
                           at: float) -> None:
+        surface: str | None  # where the question was answered; None: no human was asked
         if ob.answers is not None and isinstance(ob.questions, list):
             surface = _SURFACES.get(ob.decision_source or "", "terminal")
             self.questions.question_resolved(tx, builder, p,

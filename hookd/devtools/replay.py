@@ -90,7 +90,8 @@ def _run_hook(command: str, cwd: Path, payload: bytes, opts: dict[str, Any]) -> 
         size = int(opts.get("chunk_bytes", 3))
         interval = float(opts.get("chunk_interval_s", 0.2))
         outbuf: list[bytes] = []
-        reader = threading.Thread(target=lambda: outbuf.append(p.stdout.read()))  # type: ignore[union-attr]
+        stdout = p.stdout
+        reader = threading.Thread(target=lambda: outbuf.append(stdout.read()))
         reader.start()
         for i in range(0, len(payload), size):
             try:

@@ -19,16 +19,16 @@ import logging
 import signal
 import time
 from http import HTTPStatus
-from typing import Any
+from typing import Any, cast
 
 import uvicorn
 from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 try:  # the transport uvloop gives a Unix socket's connections (none to tell by with asyncio's own loop)
-    from uvloop.loop import UnixTransport as _UvUnixTransport
+    from uvloop.loop import UnixTransport as _UvUnixTransport  # type: ignore[attr-defined]  # uvloop's loop.pyi omits the class its compiled module has
 
-    _UNIX_TRANSPORTS: tuple[type, ...] = (_UvUnixTransport,)
+    _UNIX_TRANSPORTS: tuple[type[asyncio.Transport], ...] = (_UvUnixTransport,)
 except ImportError:  # pragma: no cover - uvloop is a dependency where it installs
     _UNIX_TRANSPORTS = ()
 
@@ -78,7 +78,7 @@ class HttpProtocol(HttpToolsProtocol):
 
     _hook: "_HookRequest | None" = None
 
-    def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+    def connection_made(self, transport: Any) -> None:
         if isinstance(transport, _UNIX_TRANSPORTS):
             # uvicorn's connection_made (0.54) less its three socket calls (getsockname twice,
             # getpeername) per connection: a Unix socket's peer has no address, ours is its path
@@ -112,8 +112,9 @@ class HttpProtocol(HttpToolsProtocol):
             # a held PermissionRequest hook: its reply may carry a remote answer, recorded as
             # delivered only once the client has read all of it (hookd.http.hooks.HookPath)
             self._reply_read = self.loop.create_future()
-            self.cycle.transport = _HalfClose(self.transport, self)
-            self.cycle.scope.setdefault("extensions", {})["hookd.reply_read"] = self._reply_read
+            # _HalfClose is the transport to the cycle (every attribute the real one's but close)
+            self.cycle.transport = cast(asyncio.Transport, _HalfClose(self.transport, self))
+            self.cycle.scope.setdefault("extensions", {})["hookd.reply_read"] = {"future": self._reply_read}
 
     def on_body(self, body: bytes) -> None:
         if self._hook is not None:
@@ -168,10 +169,10 @@ class HttpProtocol(HttpToolsProtocol):
             return
         self.flow.resume_reading()
 
-    def eof_received(self) -> bool | None:
+    def eof_received(self) -> None:
         if self._replied and self._reply_read is not None and not self._reply_read.done():
             self._reply_read.set_result(True)
-        return super().eof_received()  # (None: the transport closes)
+        super().eof_received()  # (it returns None: the transport closes)
 
     def shutdown(self) -> None:
         if self._hook is not None:

@@ -58,8 +58,9 @@ class TxBase:
         self.events: list[Event] = []
         #: id of the hook event stored in this transaction, if any
         self.hook_event_id: int | None = None
-        #: callables run on the writer thread after COMMIT (cache updates)
-        self.after_commit: list[Callable[[], None]] = []
+        #: callables run on the writer thread after COMMIT (cache updates); what they return is
+        #: ignored
+        self.after_commit: list[Callable[[], object]] = []
 
     def _one(self, sql: str, args: tuple = ()) -> tuple | None:
         return self._db.execute(sql, args).fetchone()

@@ -21,7 +21,9 @@ class EventsTx(TxBase):
             "INSERT INTO events (kind, builder, session_id, at, data) VALUES (?,?,?,?,?)",
             (kind, builder, session_id, at, blob),
         )
-        ev = Event(seq=cur.lastrowid, kind=kind, builder=builder, session_id=session_id, at=at, data=data)
+        seq = cur.lastrowid
+        assert seq is not None  # (an INSERT sets it)
+        ev = Event(seq=seq, kind=kind, builder=builder, session_id=session_id, at=at, data=data)
         self.events.append(ev)
         return ev
 

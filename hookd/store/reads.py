@@ -32,7 +32,7 @@ class Reads:
         # between two calls would hold its read snapshot for the other readers' statements
         # queued in between (they would miss a commit made meanwhile: a lost wake-up)
         try:
-            return list(await db.execute_fetchall(sql, args))
+            return list(await db.execute_fetchall(sql, args))  # type: ignore[arg-type]  # aiosqlite says sqlite3.Row even with no row_factory (ours: tuples)
         except sqlite3.Error as e:
             code = storage_code(e)
             if code is None:

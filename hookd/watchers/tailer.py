@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -438,8 +439,8 @@ class Tailer:
                     continue
                 if newer and f not in self._targets:
                     await self._peek(f)
-        for d in {_subagents_dir(p) for p in list(self._targets)} - {None}:
-            for f in glob.glob(os.path.join(glob.escape(d), "*.jsonl")):  # type: ignore[arg-type]
+        for d in _subagents_dirs(list(self._targets)):
+            for f in glob.glob(os.path.join(glob.escape(d), "*.jsonl")):
                 if os.path.abspath(f) not in self._targets:
                     await self._peek(os.path.abspath(f))
 
@@ -471,10 +472,10 @@ class Tailer:
                       for e in os.listdir(d) if os.path.isdir(os.path.join(d, e))}
             # a transcript whose folder does not exist yet: watch its nearest existing ancestor
             # and start over when something appears there
-            subagents = {_subagents_dir(p) for p in self._targets} - {None}
+            subagents = _subagents_dirs(self._targets)
             exact |= {d for d in subagents if os.path.isdir(d)}
             missing = ({os.path.dirname(p) for p in self._targets} | subagents | set(self._dirs)) - exact
-            standins = {_existing_ancestor(d) for d in missing} - {None}
+            standins = {a for a in map(_existing_ancestor, missing) if a is not None}
             dirs = sorted(exact | standins)
             restart = asyncio.Event()
             waiter = asyncio.ensure_future(_first(stop, self._changed))
@@ -547,6 +548,11 @@ def _is_claw_sessions_dir(path: str) -> bool:
     """``path`` has the shape of claw's sessions folder, ``<cwd>/.claw/sessions/<fp>``."""
     sessions = os.path.dirname(path)
     return os.path.basename(sessions) == "sessions" and os.path.basename(os.path.dirname(sessions)) == ".claw"
+
+
+def _subagents_dirs(transcripts: Iterable[str]) -> set[str]:
+    """The subagent folders (:func:`_subagents_dir`) of those of ``transcripts`` that have one."""
+    return {d for d in map(_subagents_dir, transcripts) if d is not None}
 
 
 def _existing_ancestor(path: str) -> str | None:
