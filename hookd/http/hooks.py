@@ -198,9 +198,9 @@ async def _reply_read(scope: dict) -> bool | None:
     """After a held hook's reply was sent: did its client read all of it and close its end
     (True), go away leaving part of it unread (False), or neither within REPLY_READ_WAIT_S
     (None)? The fast path's protocol (:mod:`hookd.http.fastpath`) half-closes such a reply and
-    watches the client's close (the scope's extension ``hookd.reply_read``: ``{"future"}``, a
-    future set to the answer); without it (another protocol), True: the transport took the
-    whole reply."""
+    watches the client's close (the scope's extension ``hookd.reply_read``, ``{"future": f}``:
+    ``f`` gets that answer); without it (another protocol), True: the transport took the whole
+    reply."""
     ext = scope.get("extensions", {}).get("hookd.reply_read")
     if ext is None:
         return True
