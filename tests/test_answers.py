@@ -571,3 +571,41 @@ def test_listing_keeps_the_newest_interactions(rig: Rig, daemon: DaemonProcess) 
         with pytest.raises(HookdError) as e:
             c.get("/v1/questions", state="all", limit=bad)
         assert e.value.status == 400
+
+
+def test_another_sessions_transcript_copy_never_re_decides_an_answered_question(rig: Rig, tmp_path: Path) -> None:
+    """A later session of the same builder whose transcript holds the same AskUserQuestion
+    call (a fork's copy, or a scripted model reusing the id) with another outcome (here the
+    harness's refusal, as plain `claude -p` writes it) leaves the question answered remotely in
+    the first session as it was: no supersede, no second resolution, no late-answer message."""
+    assert rig.hook(AUQ_PRE) == ""
+    held = rig.start_hook(AUQ_PERM)
+    rig.held(ASK_ID)
+    rig.answer_json(ASK_ID, "--option", "Red", "--actor", "ana")
+    assert finish(held)[0] == 0
+    assert rig.hook(auq_post("Red")) == ""
+    assert rig.hook(payload("014-SessionEnd.json")) == ""
+    before = rig.interaction(ASK_ID)
+    assert (before["state"], before["surface"], before["adopted_at"] is not None) == ("answered", "cli", True)
+    other = "s-later"
+    use = {"type": "assistant", "sessionId": other, "uuid": "u-1", "parentUuid": None,
+           "timestamp": "2026-11-30T21:00:00.000Z",
+           "message": {"role": "assistant", "content": [
+               {"type": "tool_use", "id": ASK_ID, "name": "AskUserQuestion", "input": AUQ_PRE["tool_input"]}]}}
+    err = {"type": "user", "sessionId": other, "uuid": "u-2", "parentUuid": "u-1",
+           "timestamp": "2026-11-30T21:00:01.000Z",
+           "message": {"role": "user", "content": [
+               {"type": "tool_result", "tool_use_id": ASK_ID, "is_error": True,
+                "content": "<tool_use_error>Error: No such tool available: AskUserQuestion</tool_use_error>"}]}}
+    t = tmp_path / f"{other}.jsonl"
+    t.write_text(json.dumps(use) + "\n" + json.dumps(err) + "\n")
+    assert hookd_cli(rig.home, "tail", str(t), "--builder", rig.name).returncode == 0
+    wait_until(lambda: [e for e in events(rig.home) if e["session_id"] == other], 60,
+               what="the later session's transcript read")
+    after = rig.interaction(ASK_ID)
+    assert {k: after[k] for k in ("state", "surface", "answers", "session_id", "revision")} == {
+        k: before[k] for k in ("state", "surface", "answers", "session_id", "revision")}
+    evs = events(rig.home)
+    assert about(evs, "answer_superseded", ASK_ID) == []
+    assert len(about(evs, "question_resolved", ASK_ID)) == 1
+    assert rig.inbox() == []

@@ -120,7 +120,9 @@ class Questions:
         (the caller stores an interaction under it in the same transaction). The other
         session's interaction is never touched. Exception: a transcript row of the same
         builder is that builder's call (a fork, ``--fork-session``, copies its parent's rows,
-        ids unchanged, under its own session id: Claude Code 2.1.332)."""
+        ids unchanged, under its own session id: Claude Code 2.1.332); such a copy may resolve
+        the call while it is pending, never re-decide it once resolved
+        (:meth:`question_resolved`)."""
         lookup = tx.interaction_head_by_tool_use_id if head else tx.interaction_by_tool_use_id
         i = lookup(tool_use_id)
         if i is None or (i.builder, i.session_id) == (builder, p.session_id):
@@ -165,6 +167,11 @@ class Questions:
             key, existing = self._call_interaction(tx, builder, p, ob.tool_use_id, at, head=True)
             if key != ob.tool_use_id:
                 ob = msgspec.structs.replace(ob, tool_use_id=key)
+            if existing is not None and existing.session_id != p.session_id and existing.state != "pending":
+                # another session's transcript copy of a call already decided (a fork's copy of
+                # its parent's rows, or a scripted model reusing the id): it reads what
+                # happened there and never re-decides it
+                return
         if existing is None:
             existing = tx.interaction_by_hash(
                 builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
