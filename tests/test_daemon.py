@@ -17,6 +17,8 @@ from hookd.daemonproc import DaemonProcess
 
 from .conftest import TUI, events, hookd_cli, questions, wait_until
 
+pytestmark = pytest.mark.daemon
+
 
 def _tcp(home):
     """The running daemon's TCP port and the home's API token."""

@@ -47,6 +47,8 @@ from .test_answers import (
     pending_permission,
 )
 
+pytestmark = pytest.mark.daemon
+
 
 @pytest.fixture
 def rig(home: Path, worktree: Path, daemon: DaemonProcess) -> Rig:

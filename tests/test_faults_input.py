@@ -22,6 +22,8 @@ from hookd.daemonproc import DaemonProcess
 
 from .conftest import FIXTURES, TUI, events, hookd_cli, questions, run_hook, settings_command, wait_until
 
+pytestmark = pytest.mark.daemon
+
 STREAM = FIXTURES / "stream-ask-answered-by-host" / "hooks"
 ROWS = [json.loads(line) for line in (FIXTURES / "tui-ask-answered-at-terminal" / "transcript.jsonl").read_text().splitlines()]
 ASK = "toolu_01ASK0000000000000000001"

@@ -17,6 +17,8 @@ from hookd.daemonproc import DaemonProcess
 from .conftest import TUI, events, hookd_cli, questions, wait_until
 from .test_lanes import FAST, Agent
 
+pytestmark = pytest.mark.daemon
+
 SID = "346f6e3a-edc5-468f-856d-23ceddca3ede"
 ASK = "toolu_01ASK0000000000000000001"
 

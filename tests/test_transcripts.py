@@ -10,9 +10,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hookd.daemonproc import DaemonProcess
 
 from .conftest import FIXTURES, TUI, events, hookd_cli, questions, run_hook, settings_command, wait_until
+
+pytestmark = pytest.mark.daemon
 
 ROWS = [json.loads(line) for line in (FIXTURES / "tui-ask-answered-at-terminal" / "transcript.jsonl").read_text().splitlines()]
 SID = "346f6e3a-edc5-468f-856d-23ceddca3ede"
