@@ -5,10 +5,13 @@ directories and token, the store on the home's SQLite file (``Store(home.db,
 settings=...).open()``), the core (:class:`hookd.core.Hookd`), the app
 (:func:`hookd.http.app.build_app` with the token and a fresh :class:`hookd.config.Endpoint`),
 and it runs the daemon's own lifespan (:func:`hookd.daemon._lifespan`: the spool ingested, the
-endpoint file, expiry, notifications, the transcript tailer, lanes, storage retries; at stop
-the held hooks let go, the tasks ended, the core closed). No socket, no fast path, no uvicorn:
-requests reach the app through httpx's ``ASGITransport``, which presents them as TCP requests,
-so every one carries the home's bearer token.
+endpoint file, the spool watcher, expiry, notifications, the transcript tailer, lanes, storage
+retries; at stop the held hooks let go, the tasks ended, the core closed). No socket, no fast
+path, no uvicorn: requests reach the app through httpx's ``ASGITransport``, which presents them
+as TCP requests, so every one carries the home's bearer token. Differences from the daemon: no
+process umask (``serve`` sets 0077: file modes are a daemon test), the endpoint names port 0,
+and the objects the lifespan's ``gc.freeze()`` froze are unfrozen (a test process starts many
+cores).
 
 The app runs on an event loop in a thread the fixture owns (the daemon's loop factory,
 uvloop's where installed); tests stay synchronous: :meth:`InProc.request` runs one request on
