@@ -133,6 +133,7 @@ class InProc:
             for t in rest:
                 t.cancel()
             await asyncio.gather(*rest, return_exceptions=True)
+            await asyncio.get_running_loop().shutdown_default_executor()  # (asyncio.to_thread's threads)
 
     def stop(self) -> None:
         """Run the lifespan's stop, close the store, end the loop thread. Idempotent."""
