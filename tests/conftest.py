@@ -35,6 +35,16 @@ def daemon(home: Path):
 
 
 @pytest.fixture
+def inproc(home: Path):
+    """hookd's core and app on ``home`` in this process (tests/inproc.py); stopped after the test."""
+    from .inproc import InProc
+
+    app = InProc(home).start()
+    yield app
+    app.stop()
+
+
+@pytest.fixture
 def worktree(tmp_path: Path) -> Path:
     w = tmp_path / "worktree"
     w.mkdir()

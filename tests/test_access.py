@@ -32,6 +32,8 @@ from hookd.daemonproc import DaemonProcess
 from .apiroutes import all_routes, harnesses, public_paths
 from .conftest import TUI, hookd_cli, run_hook, settings_command
 
+pytestmark = pytest.mark.daemon
+
 UNAUTHORIZED = {"error": {"code": "unauthorized", "message": "missing or wrong bearer token"}}
 ROUTES = all_routes()
 PUBLIC = public_paths()

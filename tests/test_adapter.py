@@ -12,6 +12,8 @@ from hookd.models import PayloadInvalid
 
 from .conftest import FIXTURES, TUI
 
+pytestmark = pytest.mark.inproc
+
 
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("*/hooks/*.json")), ids=lambda p: f"{p.parent.parent.name}/{p.name}")
 def test_every_recorded_payload_parses_to_its_model(path):

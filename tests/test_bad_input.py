@@ -45,7 +45,7 @@ from .hookoutput import check_error, check_hook_output
 
 # one daemon for the module, and the last test checks what all the others did to it: under
 # pytest-xdist the module runs on one worker, in order
-pytestmark = pytest.mark.xdist_group("bad_input")
+pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("bad_input")]
 
 FIXTURES = sorted((REPO / "fixtures" / "claude-code").glob("**/hooks/*.json"))
 PAYLOADS = [p.read_bytes() for p in FIXTURES]

@@ -14,9 +14,13 @@ import sqlite3
 import time
 from pathlib import Path
 
+import pytest
+
 from hookd.daemonproc import DaemonProcess
 
 from .conftest import TUI, hookd_cli, run_hook, settings_command, wait_until
+
+pytestmark = pytest.mark.daemon
 
 
 def wal_header(db: Path) -> bytes:

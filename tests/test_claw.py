@@ -18,6 +18,8 @@ from hookd.models import PayloadInvalid
 from .conftest import events, hookd_cli, questions, wait_until
 from .fake_claw import FakeClaw, fingerprint, merge_hook_feedback, parse_output
 
+pytestmark = pytest.mark.daemon
+
 # --- the adapter (pure) -------------------------------------------------------------------
 
 

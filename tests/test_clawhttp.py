@@ -9,12 +9,16 @@ from typing import Any
 
 import httpx
 
+import pytest
+
 from hookd.clawclient import ClawClient
 from hookd.http.claw import OPERATIONS, PREFIX, openapi
 from hookd.config import Home
 from hookd.daemonproc import DaemonProcess
 
 from .conftest import REPO, events, hookd_cli, questions
+
+pytestmark = pytest.mark.daemon
 
 
 def send(home: Path, text: str, builder: str = "b1") -> str:

@@ -18,6 +18,8 @@ from hookd.daemonproc import DaemonProcess
 
 from .conftest import FIXTURES, hookd_cli
 
+pytestmark = pytest.mark.daemon
+
 REFERENCE = FIXTURES / "tui-ask-answered-at-terminal"
 
 

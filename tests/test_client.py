@@ -30,6 +30,8 @@ from hookd.harness import claude_code as cc
 
 from tests.conftest import TUI, hookd_cli, questions, run_hook, settings_command, wait_until
 
+pytestmark = pytest.mark.daemon
+
 BUILDER = "b-1"
 ASK_ID = "toolu_01ASK0000000000000000001"
 ASK_PRE = TUI / "007-PreToolUse.json"

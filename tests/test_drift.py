@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
+
 from .conftest import FIXTURES, hookd_cli
+
+pytestmark = pytest.mark.daemon
 
 
 def test_recorded_version_has_no_drift(tmp_path):

@@ -28,6 +28,8 @@ from hookd.devtools.replay import normalize
 
 from .conftest import TUI, wait_until
 
+pytestmark = pytest.mark.daemon
+
 ASK_PRE = (TUI / "007-PreToolUse.json").read_bytes()
 
 

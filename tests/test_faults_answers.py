@@ -2,19 +2,19 @@
 them, ``sh -c "<command>"``; the real Claude Code's side is in tests/e2e/test_answers_e2e.py):
 
 * item 3: answers and messages over the limits are refused at the API (one JSON error, CLI
-  exit 2); a hook reply the client cannot take whole is never offered; an answer is
-  ``delivered`` only once the hook's client has read the whole reply;
+  exit 2); an answer is ``delivered`` only once the hook's client has read the whole reply;
 * item 10: a Bash prompt the desk allowed is resolved as soon as its command runs (Claude Code
   2.1.332 runs it as a child of the agent, ``CLAUDE_PID``), not when it ends; a remote answer
   after that is refused, "the desk answered first";
-* item 12: a remote allow carries what the tool needs (ExitPlanMode: ``updatedInput``);
 * item 13: an answer kept as an inbox message (no hook could carry it) never reaches the model
   beside a different desk answer unexplained.
+
+A hook reply the client cannot take whole (item 3) and ExitPlanMode's allow (item 12) are
+tests/test_faults_answers_inproc.py.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import select
@@ -28,7 +28,6 @@ from typing import Any
 import pytest
 
 from hookd.core.limits import MAX_ANSWER_CHARS
-from hookd.core.outcomes import MAX_HOOK_REPLY
 from hookd.config import Home
 from hookd.daemonproc import DaemonProcess
 
@@ -46,6 +45,8 @@ from .test_answers import (
     finish,
     pending_permission,
 )
+
+pytestmark = pytest.mark.daemon
 
 
 @pytest.fixture
@@ -106,30 +107,6 @@ def test_answers_and_messages_over_the_limit_are_refused(rig: Rig) -> None:
     resp = rig.api("POST", "/v1/builders/b1/messages", {"text": "x" * 2_000_000})
     assert resp.status_code == 413 and error_of(resp)["code"] == "payload_too_large"
     assert rig.inbox() == []
-
-
-def test_a_reply_the_hook_cannot_take_whole_is_never_offered(rig: Rig) -> None:
-    """An AskUserQuestion whose own input is huge (1.2 MB of option descriptions): the reply
-    (its input plus the answers) would be more than the compiled client reads (1 MiB), so it
-    printed nothing while hookd recorded the answer delivered. The answer goes to the inbox
-    instead, the menu stays with the desk."""
-    pre = copy.deepcopy(AUQ_PRE)
-    for o in pre["tool_input"]["questions"][0]["options"]:
-        o["description"] = "d" * 600_000
-    perm = copy.deepcopy(AUQ_PERM)
-    perm["tool_input"] = pre["tool_input"]
-    rig.hook(pre)
-    held = rig.start_hook(perm)
-    rig.held(ASK_ID)
-    r = rig.answer(ASK_ID, "--option", "Red")
-    assert r.returncode == 0 and "queued as inbox message m-1" in r.stdout, r
-    assert f"over the {MAX_HOOK_REPLY} a hook takes" in r.stderr
-    i = rig.interaction(ASK_ID)
-    assert (i["state"], i["delivered_at"]) == ("pending", None)
-    rig.held(ASK_ID)  # still held: nothing was handed to it
-    assert about(events(rig.home), "answer_delivered", ASK_ID) == []
-    os.killpg(held.pid, signal.SIGKILL)
-    held.communicate(timeout=10)
 
 
 def _raw_hold(home: Path, payload: dict[str, Any]) -> socket.socket:
@@ -224,22 +201,6 @@ def test_desk_allow_is_seen_when_the_command_starts(rig: Rig, tmp_path: Path) ->
     assert about(evs, "answer_delivered", p["id"]) == [] and about(evs, "interaction_answered", p["id"]) == []
     [refused] = about(evs, "answer_refused", p["id"])
     assert "the desk answered first" in refused["data"]["reason"]
-
-
-# ================================================= item 12: what each tool's allow needs
-@pytest.mark.parametrize("tool_input", [{}, {"plan": "1. build\n2. ship"}])
-def test_exit_plan_mode_allow_carries_its_input(rig: Rig, tool_input: dict[str, Any]) -> None:
-    """2.1.332 leaves the "Exit plan mode?" dialog open on a bare allow; it acts on an allow
-    with ``updatedInput``: the input exactly as the hook got it ({} in 2.1.332's payload)."""
-    perm = bash_perm("x")
-    perm.update(tool_name="ExitPlanMode", tool_input=tool_input, permission_mode="plan")
-    held = rig.start_hook(perm)
-    p = pending_permission(rig)
-    rig.held(p["id"])
-    rig.answer_json(p["id"], "--option", "allow")
-    rc, out = finish(held)
-    assert json.loads(out) == {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {
-        "behavior": "allow", "updatedInput": tool_input}}}
 
 
 # ============================ item 13: an inbox answer, then another answer at the desk

@@ -53,6 +53,8 @@ from tests.test_client import (
     spool_files,
 )
 
+pytestmark = pytest.mark.daemon
+
 NOBODY = 65534
 #: A Python the other user can run (the test's own may live in a private directory)
 OTHER_PYTHON = shutil.which("python3", path="/usr/bin:/bin:/usr/local/bin") or sys.executable

@@ -1,8 +1,10 @@
 """Issue 18, hostile files and payloads against a real daemon: a FIFO, a character device or
 a directory where a transcript or a spool file should be (never opened blocking, never read,
-the daemon keeps serving and tailing, SIGTERM stops it); a transcript path that is no
-``.jsonl`` file (never a watched folder); payloads with lone UTF-16 surrogates (Node's
-``JSON.stringify`` of a string cut mid-emoji) parsed instead of refused."""
+the daemon keeps serving and tailing, SIGTERM stops it); hook payloads with lone UTF-16
+surrogates (Node's ``JSON.stringify`` of a string cut mid-emoji) parsed instead of refused,
+through the generated client; agent text escaped in every human-facing output. A transcript
+path that is no ``.jsonl`` file and surrogates in rows, claw payloads and API bodies are
+tests/test_faults_input_inproc.py."""
 
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ from hookd.config import Home
 from hookd.daemonproc import DaemonProcess
 
 from .conftest import FIXTURES, TUI, events, hookd_cli, questions, run_hook, settings_command, wait_until
+
+pytestmark = pytest.mark.daemon
 
 STREAM = FIXTURES / "stream-ask-answered-by-host" / "hooks"
 ROWS = [json.loads(line) for line in (FIXTURES / "tui-ask-answered-at-terminal" / "transcript.jsonl").read_text().splitlines()]
@@ -91,21 +95,6 @@ def test_fifo_device_and_directory_transcripts_are_refused_and_tailing_goes_on(
     finally:
         code = _stop_cleanly(d)
     assert code == 0
-
-
-def test_a_transcript_path_that_is_no_jsonl_file_is_never_watched(home: Path, worktree: Path, tmp_path: Path,
-                                                                  daemon: DaemonProcess) -> None:
-    assert hookd_cli(home, "spawn", "b1", "--worktree", str(worktree)).returncode == 0
-    settings = worktree / ".claude" / "settings.local.json"
-    folder = tmp_path / "like-tmp"
-    (folder / "sub").mkdir(parents=True)
-    _session_start(settings, worktree, "s-folder", str(folder))
-    _session_start(settings, worktree, "s-text", str(tmp_path / "notes.txt"))
-    refused = wait_until(lambda: r if len(r := _refused(home)) >= 2 else None, 30, what="both paths refused")
-    tail_dirs = Home.resolve(home).root / "tail-dirs.json"
-    assert not tail_dirs.exists() or json.loads(tail_dirs.read_text()) == {}
-    assert set(refused) == {str(folder), str(tmp_path / "notes.txt")}
-    assert all("not a .jsonl transcript" in r for r in refused.values())
 
 
 def test_a_fifo_in_the_spool_neither_stops_startup_nor_the_spool(home: Path, worktree: Path) -> None:
@@ -234,34 +223,6 @@ def test_payloads_with_lone_surrogates_parse_and_the_answer_and_message_get_thro
     assert not [e for e in events(home) if e["kind"] == "hook_invalid"]
     assert _raw_hooks(home)[-2:] == [pre, post]  # the raw bytes kept as received
 
-
-def test_transcript_rows_claw_payloads_and_api_bodies_with_lone_surrogates(
-        home: Path, tmp_path: Path, daemon: DaemonProcess) -> None:
-    from hookd.harness import claw
-    from hookd.watchers.tailer import Cursor, read_new
-
-    t = tmp_path / "t.jsonl"
-    t.write_bytes(b'{"type":"user","uuid":"u1","text":"cut \\ud83d"}\n'
-                  b'{"type":"user","uuid":"u2","text":"pair \\ud83d\\ude00, escaped \\\\ud83d"}\n'
-                  b'{"type":"user","uuid":"u3","text":"spliced \\udc00"}{"type":"user","uuid":"u4"}\n')
-    r = read_new(Cursor(os.fspath(t)))
-    assert [x["text"] for x in r.rows[:3]] == ["cut \ufffd", "pair \U0001F600, escaped \\ud83d", "spliced \ufffd"]
-    assert r.rows[3]["uuid"] == "u4" and r.stats.torn == 0
-    p = claw.parse(b'{"hook_event_name":"PreToolUse","tool_name":"bash","tool_input":{"command":"echo \\ud83d"}}',
-                   builder="b1", cwd=os.fspath(tmp_path))
-    assert p.tool_input == {"command": "echo \ufffd"}  # type: ignore[attr-defined]
-    # an API body (the page or a script sends a cut string): accepted, stored replaced
-    assert hookd_cli(home, "spawn", "b1", "--settings-file", str(tmp_path / "s.json")).returncode == 0
-    c = daemon.client()
-    try:
-        m = c.post("/v1/builders/b1/messages", b'{"text":"hi \\ud83d","author":"me"}',
-                   {"content-type": "application/json"})
-    finally:
-        c.close()
-    assert json.loads(m)["message"]["text"] == "hi \ufffd"
-
-
-# --- item 6: agent text on the operator's terminal ---------------------------------------------
 
 #: Every kind of hostile text: clear screen, hidden text, a window title (OSC ... BEL), a bidi
 #: override and isolate, a C1 CSI, DEL, a carriage return and a forged line.

@@ -1,21 +1,24 @@
 """Faults of sessions, lanes and messages across session changes (issue 18, items 7, 11, 13,
-14): a real daemon on a real socket, hooks run as Claude Code runs them (``sh -c "<command>"``,
-``CLAUDE_PID`` in their environment), and, for the clock, the core over a real SQLite file
-with an injected clock."""
+14): in process (tests/inproc.py: the core and the app, hooks posted as the generated client
+posts them, the agent's pid as ``CLAUDE_PID`` sends it), and, for the clock, the core over a
+real SQLite file with an injected clock."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from hookd.daemonproc import DaemonProcess
+from hookd.settings import Settings
 
-from .conftest import TUI, events, hookd_cli, questions, wait_until
-from .test_lanes import FAST, Agent
+from .conftest import TUI, wait_until
+from .inproc import InProc
+from .test_inbox_inproc import Builder
+from .test_lanes import FAST, FAST_NOTIFY, Agent
+
+pytestmark = pytest.mark.inproc
 
 SID = "346f6e3a-edc5-468f-856d-23ceddca3ede"
 ASK = "toolu_01ASK0000000000000000001"
@@ -35,12 +38,11 @@ IDLE_PROMPT = {"hook_event_name": "Notification", "message": "Claude is waiting 
 
 @pytest.fixture
 def agent(home: Path, worktree: Path):
-    d = DaemonProcess(home, env={**os.environ, **FAST}).start()
-    a = Agent(home, worktree)
+    app = InProc(home, FAST, notify_overrides=FAST_NOTIFY).start()
+    a = Agent(app, worktree)
     yield a
     a.close()
-    d.stop()
-    d.kill()
+    app.stop()
 
 
 # --- item 11: a Notification is not agent activity ------------------------------------------
@@ -53,10 +55,10 @@ def test_idle_prompt_notification_leaves_an_idle_lane_idle_and_it_still_stalls(a
     agent.hook(payload("012-Stop.json"))
     agent.wait_lane("idle")
     agent.hook(payload("009-Notification.json", **IDLE_PROMPT))
-    assert [e["data"]["hook_event_name"] for e in events(agent.home) if e["kind"] == "hook_received"][-1] == "Notification"
+    assert [e["data"]["hook_event_name"] for e in agent.app.events() if e["kind"] == "hook_received"][-1] == "Notification"
     lane = agent.lane()
     assert lane["state"] == "idle" and lane["detail"] == "its turn ended", lane
-    assert hookd_cli(agent.home, "send", "b1", "are you there?").returncode == 0
+    assert agent.app.request("POST", "/v1/builders/b1/messages", json={"text": "are you there?"}).status_code == 201
     lane = agent.wait_lane("stalled")
     assert "queued message" in lane["detail"]
     assert ("idle", "working") not in agent.changes()[1:]
@@ -67,13 +69,25 @@ def test_idle_prompt_notification_leaves_an_idle_lane_idle_and_it_still_stalls(a
 ROWS = [json.loads(x) for x in (TUI.parent / "transcript.jsonl").read_text().splitlines()]
 
 
+def spawn_b(app: InProc, builder: str = "b1", **kw: Any) -> None:
+    from hookd.config import Home
+    from hookd.spawn import spawn
+
+    spawn(Home.resolve(app.home.root), builder, **kw)  # what `hookd spawn` does
+
+
+def tail(app: InProc, path: Path, builder: str = "b1") -> None:
+    """``hookd tail PATH --builder B``'s request."""
+    r = app.request("POST", f"/v1/builders/{builder}/transcripts", json={"paths": [str(path)], "session_id": None})
+    assert r.status_code == 201, r.text
+
+
 def _strip(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if k not in ("sessionId", "session_id")}
 
 
 @pytest.mark.parametrize("named", ["by its file name", "by another row"])
-def test_transcript_rows_without_session_id_take_the_files_session(home: Path, tmp_path: Path,
-                                                                  daemon: DaemonProcess, named: str) -> None:
+def test_transcript_rows_without_session_id_take_the_files_session(inproc: InProc, tmp_path: Path, named: str) -> None:
     """Conversation rows with no sessionId: the question they show belongs to the session the
     file's name gives (``<session id>.jsonl``) or that another of its rows names; never null."""
     sid = "0b7c1f9e-3a52-4d8e-9f6a-2c4d8e1a7b30"
@@ -83,19 +97,14 @@ def test_transcript_rows_without_session_id_take_the_files_session(home: Path, t
         t = tmp_path / "exported.jsonl"
         rows = [_strip(r) for r in ROWS if r.get("type") in ("user", "assistant")] + [{"type": "last-prompt", "sessionId": sid}]
     t.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert hookd_cli(home, "spawn", "b1", "--settings-file", str(tmp_path / "b1.json")).returncode == 0
-    r = hookd_cli(home, "tail", str(t), "--builder", "b1")
-    assert r.returncode == 0, r.stderr
-    q = wait_until(lambda: next((q for q in questions(home) if q["id"] == ASK and q["state"] == "answered"), None), 60,
+    spawn_b(inproc, settings_file=tmp_path / "b1.json")
+    tail(inproc, t)
+    q = wait_until(lambda: next((q for q in inproc.questions() if q["id"] == ASK and q["state"] == "answered"), None), 60,
                    what="the question read from the transcript")
     assert q["session_id"] == sid, q
-    evs = [e for e in events(home) if e["kind"] in ("question_pending", "question_resolved", "session_started")]
+    evs = [e for e in inproc.events() if e["kind"] in ("question_pending", "question_resolved", "session_started")]
     assert evs and all(e["session_id"] == sid for e in evs), evs
-    client = daemon.client()
-    try:
-        [tailed] = client.get("/v1/transcripts")
-    finally:
-        client.close()
+    [tailed] = inproc.get("/v1/transcripts")
     assert tailed["session_id"] == sid
 
 
@@ -106,13 +115,11 @@ def test_adoption_proof_written_after_the_stop_adopts_and_the_message_is_never_o
     """The Stop looks for proof in the transcript and finds none yet (Claude Code logs the
     request that carried the message later): when the tailer reads the proof, the message is
     adopted (via transcript) and no later boundary offers it again (redelivery after 1 ms)."""
-    from .test_inbox import Builder
-
-    d = DaemonProcess(home, env={**os.environ, "HOOKD_REDELIVER_AFTER_S": "0.001"}).start()
+    app = InProc(home, Settings(redeliver_after_s=0.001)).start()  # HOOKD_REDELIVER_AFTER_S=0.001
     try:
         t = tmp_path / f"{SID}.jsonl"
         t.write_text("")
-        b = Builder(home, worktree)
+        b = Builder(app, worktree)
         assert b.hook(payload("001-SessionStart.json", transcript_path=str(t))) == ""
         b.send("prove it later")
         ctx = b.context(payload("005-PostToolUse.json", transcript_path=str(t)))
@@ -130,7 +137,7 @@ def test_adoption_proof_written_after_the_stop_adopts_and_the_message_is_never_o
         assert b.hook(payload("012-Stop.json", transcript_path=str(t))) == ""
         assert b.inbox()["m-1"]["deliveries"] == m["deliveries"]
     finally:
-        d.stop()
+        app.stop()
 
 
 # --- item 14: a stale session_id on some hooks of one conversation --------------------------
@@ -151,10 +158,10 @@ def test_stale_session_ids_of_one_conversation_make_one_interaction_and_no_ghost
     agent.hook(payload("008-PermissionRequest.json", session_id=old))
     agent.hook(payload("010-PostToolUse.json", session_id=ghost))
     agent.hook(payload("012-Stop.json", session_id=old))
-    qs = questions(agent.home)
+    qs = agent.app.questions()
     assert [(q["id"], q["session_id"], q["state"]) for q in qs] == [(ASK, new, "answered")], qs
     assert qs[0]["answers"] == {"Which color do you prefer?": "Blue"}
-    evs = events(agent.home)
+    evs = agent.app.events()
     assert not [e for e in evs if e["kind"] == "interaction_id_reused"]
     assert not [e for e in evs if e["session_id"] == ghost]
     stale = [(e["data"]["hook_event_name"], e["data"]["stale_session_id"]) for e in evs
@@ -162,35 +169,32 @@ def test_stale_session_ids_of_one_conversation_make_one_interaction_and_no_ghost
     assert stale == [("PermissionRequest", old), ("PostToolUse", ghost), ("Stop", old)]
     lane = agent.wait_lane("idle")
     assert lane["session_id"] == new and lane["detail"] == "its turn ended", lane
-    r = hookd_cli(agent.home, "status", "--json")
-    [b1] = [b for b in json.loads(r.stdout)["builders"] if b["builder"] == "b1"]
+    [b1] = [b for b in agent.app.get("/v1/status")["builders"] if b["builder"] == "b1"]
     assert sorted(s["session_id"] for s in b1["sessions"]) == sorted([old, new])
 
 
 # --- item 13: messages across compaction and forks -----------------------------------------
 
 @pytest.fixture
-def b1(daemon, home: Path, worktree: Path):
-    from .test_inbox import Builder
-
-    return Builder(home, worktree)
+def b1(inproc: InProc, worktree: Path) -> Builder:
+    return Builder(inproc, worktree)
 
 
 @pytest.mark.parametrize("scoped", [False, True], ids=["unscoped", "scoped-to-the-session"])
 @pytest.mark.parametrize("new_id", [False, True], ids=["same-id", "new-id"])
-def test_a_message_delivered_just_before_compaction_is_delivered_again_after_it(b1, home: Path, new_id: bool,
+def test_a_message_delivered_just_before_compaction_is_delivered_again_after_it(b1, new_id: bool,
                                                                                   scoped: bool) -> None:
     """Delivered at SessionStart(resume), then /compact at once: the context that carried it
     reaches only the compaction's summariser. PreCompact puts it back in the queue and the
     SessionStart(compact) that follows (same id, or a new one linked by the PreCompact)
     delivers it again, with no wait for redelivery."""
     after = "5d1e2f30-0a1b-4c2d-8e3f-405162738495" if new_id else SID
-    b1.send("read this after compaction", *(("--session", SID) if scoped else ()))
+    b1.send("read this after compaction", session_id=SID if scoped else None)
     first = b1.context(payload("001-SessionStart.json", source="resume"))
     assert first and "[human msg m-1 " in first
     b1.hook(payload("002-UserPromptSubmit.json", hook_event_name="PreCompact", trigger="manual", custom_instructions=""))
     assert b1.inbox()["m-1"]["state"] == "queued"
-    [ev] = [e for e in events(home) if e["kind"] == "inbox_requeued"]
+    [ev] = [e for e in b1.events() if e["kind"] == "inbox_requeued"]
     assert ev["data"]["ids"] == ["m-1"] and ev["session_id"] == SID
     again = b1.context(payload("001-SessionStart.json", session_id=after, source="compact"))
     assert again and "[human msg m-1 " in again and "read this after compaction" in again
@@ -199,7 +203,7 @@ def test_a_message_delivered_just_before_compaction_is_delivered_again_after_it(
 
 
 @pytest.mark.parametrize("between", [False, True], ids=["guessed-right", "guessed-wrong"])
-def test_a_message_for_an_ended_session_follows_its_fork(b1, home: Path, tmp_path: Path, between: bool) -> None:
+def test_a_message_for_an_ended_session_follows_its_fork(b1, tmp_path: Path, between: bool) -> None:
     """A message scoped to a session that ended is delivered to the session forked from it
     (``--resume ID --fork-session``) once the fork's transcript, which starts with a copy of
     the parent's rows, links the two (whether SessionStart's guess of the parent, the
@@ -214,13 +218,13 @@ def test_a_message_for_an_ended_session_follows_its_fork(b1, home: Path, tmp_pat
     b1.hook(payload("014-SessionEnd.json", transcript_path=str(parent_t)))
     if between:  # an unrelated session of the builder ran last
         b1.hook(payload("001-SessionStart.json", session_id="u-0001", transcript_path=str(tmp_path / "u.jsonl")))
-    b1.send("for the session that ended", "--session", SID)
+    b1.send("for the session that ended", session_id=SID)
     fork_t.write_text("")
     assert b1.context(payload("001-SessionStart.json", session_id=fork, source="fork", transcript_path=str(fork_t))) is None
     assert b1.context(payload("002-UserPromptSubmit.json", session_id=fork, transcript_path=str(fork_t))) is None
     with fork_t.open("a") as f:  # the fork's copy of its parent's rows, under its own id
         f.write("".join(json.dumps(dict(r, sessionId=fork)) + "\n" for r in rows))
-    wait_until(lambda: [e for e in events(home) if e["kind"] == "session_linked" and e["session_id"] == fork], 60,
+    wait_until(lambda: [e for e in b1.events() if e["kind"] == "session_linked" and e["session_id"] == fork], 60,
                what="the fork linked to its parent by its transcript")
     ctx = b1.context(payload("005-PostToolUse.json", session_id=fork, transcript_path=str(fork_t)))
     assert ctx and "[human msg m-1 " in ctx and "for the session that ended" in ctx

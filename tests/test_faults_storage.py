@@ -41,6 +41,8 @@ from hookd.store import Store
 
 from .conftest import TUI, hookd_cli, run_hook, settings_command
 
+pytestmark = pytest.mark.daemon
+
 BASH = json.loads((TUI / "004-PreToolUse.json").read_bytes())
 
 

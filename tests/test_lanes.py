@@ -1,10 +1,10 @@
-"""Lanes: derived from hooks, transcript rows and the agent's process (real daemon; hooks run as
-Claude Code runs them, with CLAUDE_PID in their environment)."""
+"""Lanes: derived from hooks, transcript rows and the agent's process (in process,
+tests/inproc.py: hooks posted as the generated client posts them, with the agent's pid,
+``CLAUDE_PID``, in ``X-Hookd-Agent-Pid``; the agent a real process)."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 import sys
@@ -13,14 +13,21 @@ from typing import Any
 
 import pytest
 
-from hookd.daemonproc import DaemonProcess
+from hookd.config import Home
+from hookd.settings import Settings
+from hookd.spawn import spawn
 from hookd.watchers.lanes import derive
 
-from .conftest import TUI, events, hookd_cli, settings_command, wait_until
+from .conftest import TUI, wait_until
+from .inproc import InProc
+
+pytestmark = pytest.mark.inproc
 
 SID = "346f6e3a-edc5-468f-856d-23ceddca3ede"
 ASK = "toolu_01ASK0000000000000000001"
-FAST = {"HOOKD_NOTIFY_QUESTION_AFTER_S": "1", "HOOKD_NOTIFY_IDLE_INBOX_AFTER_S": "1", "HOOKD_LIVENESS_S": "0.2"}
+# HOOKD_NOTIFY_QUESTION_AFTER_S=1, HOOKD_NOTIFY_IDLE_INBOX_AFTER_S=1, HOOKD_LIVENESS_S=0.2
+FAST_NOTIFY = {"question_after_s": 1.0, "idle_inbox_after_s": 1.0}
+FAST = Settings(liveness_s=0.2)
 
 
 def payload(name: str, **changes: Any) -> dict[str, Any]:
@@ -32,30 +39,31 @@ def payload(name: str, **changes: Any) -> dict[str, Any]:
 class Agent:
     """A stand-in agent process (its pid is CLAUDE_PID for the hooks) and its builder."""
 
-    def __init__(self, home: Path, worktree: Path, name: str = "b1"):
-        self.home, self.worktree, self.name = home, worktree, name
-        assert hookd_cli(home, "spawn", name, "--worktree", str(worktree), "--hold", "0").returncode == 0
-        self.settings = worktree / ".claude" / "settings.local.json"
+    def __init__(self, app: InProc, worktree: Path, name: str = "b1"):
+        self.app, self.worktree, self.name = app, worktree, name
+        spawn(Home.resolve(app.home.root), name, worktree=worktree, hold_s=0)  # what `hookd spawn` does
         # blocks on its stdin (held open by us) until killed: an agent that is simply alive
         self.proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
 
     def hook(self, p: dict[str, Any]) -> None:
-        env = {**os.environ, "CLAUDE_PID": str(self.proc.pid)}
-        r = subprocess.run(["sh", "-c", settings_command(self.settings, p["hook_event_name"])],
-                           input=json.dumps(p).encode(), cwd=self.worktree, env=env, capture_output=True, timeout=30)
-        assert r.returncode == 0
+        r = self.app.hook(p, self.name, headers={"x-hookd-agent-pid": str(self.proc.pid)})
+        assert r.status_code == 200, r.text
 
     def lane(self) -> dict[str, Any]:
-        r = hookd_cli(self.home, "lanes", "--json")
-        assert r.returncode == 0, r.stderr
-        return next(lane for lane in json.loads(r.stdout) if lane["builder"] == self.name)
+        return next(lane for lane in self.app.get("/v1/lanes") if lane["builder"] == self.name)
 
     def wait_lane(self, *states: str, timeout: float = 60) -> dict[str, Any]:
         """The lane once its state is one of ``states``."""
         return wait_until(lambda: (lane := self.lane())["state"] in states and lane, timeout, what=f"lane {states}")
 
+    def recorded(self, state: str) -> dict[str, Any]:
+        """The lane once it is ``state`` and the watcher has recorded the change to it."""
+        lane = self.wait_lane(state)
+        wait_until(lambda: (c := self.changes()) and c[-1][1] == state, 60, what=lambda: f"lane_changed to {state}: {self.changes()}")
+        return lane
+
     def changes(self) -> list[tuple[str | None, str]]:
-        return [(e["data"]["from"], e["data"]["to"]) for e in events(self.home)
+        return [(e["data"]["from"], e["data"]["to"]) for e in self.app.events()
                 if e["kind"] == "lane_changed" and e["builder"] == self.name]
 
     def close(self) -> None:
@@ -65,21 +73,33 @@ class Agent:
             self.proc.stdin.close()
 
 
+def other(agent: Agent, name: str, settings_file: Path, folder: Path) -> Agent:
+    """A builder spawned with a settings file whose transcripts in ``folder`` the app follows
+    (``hookd spawn NAME --settings-file F`` and ``hookd tail FOLDER --builder NAME``); no agent."""
+    spawn(Home.resolve(agent.app.home.root), name, settings_file=settings_file)
+    r = agent.app.request("POST", f"/v1/builders/{name}/transcripts", json={"paths": [str(folder)], "session_id": None})
+    assert r.status_code == 201, r.text
+    b = Agent.__new__(Agent)
+    b.app, b.name = agent.app, name
+    return b
+
+
 @pytest.fixture
 def agent(home: Path, worktree: Path):
-    d = DaemonProcess(home, env={**os.environ, **FAST}).start()
-    a = Agent(home, worktree)
+    app = InProc(home, FAST, notify_overrides=FAST_NOTIFY).start()
+    a = Agent(app, worktree)
     yield a
     a.close()
-    d.stop()
-    d.kill()
+    app.stop()
 
 
 def test_lane_follows_the_turn_and_stalls_on_a_question(agent: Agent) -> None:
+    # each state recorded before the next hook: in process the hooks follow each other faster
+    # than the watcher records (it records the lane it finds when it recomputes)
     agent.hook(payload("001-SessionStart.json"))
-    assert agent.wait_lane("idle")["session_id"] == SID
+    assert agent.recorded("idle")["session_id"] == SID
     agent.hook(payload("002-UserPromptSubmit.json"))
-    agent.wait_lane("working")
+    agent.recorded("working")
     agent.hook(payload("007-PreToolUse.json"))
     # on a busy machine the lane may already have gone on to stalled (the threshold is 1 s
     # here) when it is first read: the recorded changes below prove the order
@@ -87,13 +107,13 @@ def test_lane_follows_the_turn_and_stalls_on_a_question(agent: Agent) -> None:
     assert lane["pending"] == [ASK] and lane["agent_pid"] == agent.proc.pid
     lane = agent.wait_lane("stalled")  # waited longer than the threshold (1 s here)
     assert ASK in lane["detail"]
-    # `hookd lanes` computes lanes live; the watcher records the change at the due time
+    # the lanes route computes lanes live; the watcher records the change at the due time
     wait_until(lambda: agent.changes()[-1] == ("waiting_question", "stalled"), 60, what="lane_changed to stalled")
     agent.hook(payload("010-PostToolUse.json"))  # answered at the desk
-    agent.wait_lane("working")
+    agent.recorded("working")
     agent.hook(payload("012-Stop.json"))
     agent.wait_lane("idle")
-    wait_until(lambda: agent.changes()[-1] == ("working", "idle"), 60, what="the last lane_changed")
+    wait_until(lambda: agent.changes()[-1] == ("working", "idle"), 60, what=lambda: f"the last lane_changed: {agent.changes()}")
     assert agent.changes() == [(None, "idle"), ("idle", "working"), ("working", "waiting_question"),
                                ("waiting_question", "stalled"), ("stalled", "working"), ("working", "idle")]
 
@@ -102,7 +122,7 @@ def test_idle_with_queued_messages_stalls(agent: Agent) -> None:
     agent.hook(payload("001-SessionStart.json"))
     agent.hook(payload("012-Stop.json"))
     agent.wait_lane("idle")
-    assert hookd_cli(agent.home, "send", "b1", "are you there?").returncode == 0
+    assert agent.app.request("POST", "/v1/builders/b1/messages", json={"text": "are you there?"}).status_code == 201
     lane = agent.wait_lane("stalled")
     assert "1 queued message" in lane["detail"] and lane["queued"] == 1
 
@@ -130,16 +150,15 @@ def test_a_new_state_never_begins_before_the_one_it_replaced(agent: Agent, tmp_p
     assert agent.wait_lane("idle")["detail"] == "session started, no prompt yet"
     folder = tmp_path / "projects"
     folder.mkdir()
-    assert hookd_cli(agent.home, "spawn", "b2", "--settings-file", str(tmp_path / "unused.json")).returncode == 0
-    assert hookd_cli(agent.home, "tail", str(folder), "--builder", "b2").returncode == 0
     rows = [json.loads(x) for x in (TUI.parent / "transcript.jsonl").read_text().splitlines()]
     use = next(r for r in rows if r.get("type") == "assistant" and "AskUserQuestion" in json.dumps(r))
     res = next(r for r in rows if r.get("type") == "user" and ASK in json.dumps(r) and "toolUseResult" in r)
     prompt = next(r for r in rows if r.get("type") == "user")
     t = folder / "s-0099.jsonl"
+    # written before the folder is followed: a file created while the tailer restarts its watch
+    # for a newly followed folder is found only at that file's next change
     t.write_text(json.dumps(dict(prompt, sessionId="s-0099")) + "\n")
-    b2 = Agent.__new__(Agent)
-    b2.home, b2.name = agent.home, "b2"
+    b2 = other(agent, "b2", tmp_path / "unused.json", folder)
     started = b2.wait_lane("working")
     wait_until(lambda: time.time() > started["since"] + 1.0, 60, what="a second to pass")
     with open(t, "a") as f:
@@ -224,12 +243,11 @@ def alerting(home: Path, worktree: Path, tmp_path: Path):
     (home / "config.toml").write_text(
         "[notify]\nquestion_after_s = 3600\nidle_inbox_after_s = 1\nsteps_s = [0, 3600]\n"
         f'[[notify.channel]]\ntype = "command"\ncommand = ["sh", "-c", "cat >> {out}; echo >> {out}"]\n')
-    d = DaemonProcess(home, env={**os.environ, "HOOKD_LIVENESS_S": "0.2"}).start()
-    a = Agent(home, worktree)
+    app = InProc(home, Settings(liveness_s=0.2)).start()  # HOOKD_LIVENESS_S=0.2
+    a = Agent(app, worktree)
     yield a, out
     a.close()
-    d.stop()
-    d.kill()
+    app.stop()
 
 
 def test_agent_killed_with_a_question_notifies_at_once(alerting: tuple[Agent, Path]) -> None:
@@ -250,14 +268,14 @@ def test_idle_with_queued_messages_notifies_once(alerting: tuple[Agent, Path]) -
     agent.hook(payload("001-SessionStart.json"))
     agent.hook(payload("012-Stop.json"))
     agent.wait_lane("idle")
-    assert hookd_cli(agent.home, "send", "b1", "ping").returncode == 0
+    assert agent.app.request("POST", "/v1/builders/b1/messages", json={"text": "ping"}).status_code == 201
     agent.wait_lane("stalled")
     [alert] = wait_until(lambda: _notified(out), 60, what="the idle_with_messages notification")
     assert alert["rule"] == "idle_with_messages" and alert["step"] == 0
     # the agent takes its next turn: the lane moves on, the subject is cleared
     agent.hook(payload("002-UserPromptSubmit.json"))
     agent.wait_lane("working")
-    sent = [e for e in events(agent.home) if e["kind"] == "notification_sent"]
+    sent = [e for e in agent.app.events() if e["kind"] == "notification_sent"]
     assert len(sent) == 1
 
 
@@ -299,10 +317,10 @@ def test_transcript_only_session_goes_idle_when_its_turn_ends(agent: Agent, tmp_
     final end_turn row: the lane ends idle, as the transcript shows."""
     folder = tmp_path / "projects"
     folder.mkdir()
-    assert hookd_cli(agent.home, "spawn", "b3", "--settings-file", str(tmp_path / "unused.json")).returncode == 0
-    assert hookd_cli(agent.home, "tail", str(folder), "--builder", "b3").returncode == 0
-    b3 = Agent.__new__(Agent)
-    b3.home, b3.name = agent.home, "b3"
+    # written before the folder is followed (see test_a_new_state_never_begins_before_the_one_it_replaced)
     (folder / f"{SID}.jsonl").write_bytes((TUI.parent / "transcript.jsonl").read_bytes())
-    lane = b3.wait_lane("idle")
+    b3 = other(agent, "b3", tmp_path / "unused.json", folder)
+    # idle with the session (a builder with no session yet is idle too)
+    lane = wait_until(lambda: (x := b3.lane())["state"] == "idle" and x["session_id"] == SID and x, 60,
+                      what=lambda: f"lane idle for {SID}: {b3.lane()}")
     assert lane["session_id"] == SID and "transcript" in lane["detail"], lane

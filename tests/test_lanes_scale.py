@@ -20,6 +20,8 @@ from hookd.store import Store
 
 from .conftest import TUI
 
+pytestmark = pytest.mark.inproc
+
 START = json.loads((TUI / "001-SessionStart.json").read_bytes())
 BASH = json.loads((TUI / "004-PreToolUse.json").read_bytes())
 

@@ -30,6 +30,8 @@ from mcp.client.stdio import stdio_client  # noqa: E402
 from hookd.daemonproc import DaemonProcess  # noqa: E402
 from tests.conftest import hookd_cli  # noqa: E402
 
+pytestmark = pytest.mark.daemon
+
 BUILDER = "b-mcp"
 SESSION = "sess-0f0e0d0c"
 ASK_ID = re.compile(r"\bask_[0-9a-f]{12}\b")

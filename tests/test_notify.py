@@ -29,6 +29,8 @@ from hookd.store import Store
 from .conftest import events, hookd_cli, wait_until
 from .test_answers import ASK_ID, AUQ_POST, AUQ_PRE, Rig, bash_perm
 
+pytestmark = pytest.mark.daemon
+
 
 # --- a real webhook receiver ---------------------------------------------------------------
 

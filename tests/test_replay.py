@@ -19,6 +19,8 @@ import pytest
 from hookd.daemonproc import DaemonProcess
 from hookd.spawn import spawn
 
+pytestmark = pytest.mark.daemon
+
 REPO = Path(__file__).resolve().parent.parent
 CC_FIXTURES = REPO / "fixtures" / "claude-code"
 SCENARIOS = sorted(p.parent for p in CC_FIXTURES.glob("*/*/hooks") if p.is_dir())

@@ -5,6 +5,8 @@ import pytest
 from hookd.models import ConfigError
 from hookd.settings import Settings
 
+pytestmark = pytest.mark.inproc
+
 
 def test_defaults_when_nothing_is_set():
     assert Settings.from_env({}) == Settings()

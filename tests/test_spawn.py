@@ -29,6 +29,8 @@ from hookd.spawn import client_argv
 
 from tests.conftest import TUI, hookd_cli, run_hook, settings_command, wait_until
 
+pytestmark = pytest.mark.daemon
+
 TAG = "# hookd builder="
 EXISTING: dict[str, Any] = {
     "permissions": {"allow": ["Bash(npm test:*)"], "deny": ["Read(./.env)"]},

@@ -6,7 +6,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from hookd.store import Store
+
+pytestmark = pytest.mark.inproc
 
 
 def test_writes_of_one_turn_commit_together_and_a_failure_is_only_its_own(tmp_path: Path) -> None:

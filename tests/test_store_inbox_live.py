@@ -10,7 +10,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from hookd.store import Store
+
+pytestmark = pytest.mark.inproc
 
 
 def inbox_selects(statements: list[str]) -> list[str]:

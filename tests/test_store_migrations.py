@@ -12,6 +12,8 @@ import pytest
 import hookd.store.migrations as store_mod
 from hookd.store import Store
 
+pytestmark = pytest.mark.inproc
+
 
 def test_events_keep_their_seq_through_0012_and_new_ones_follow_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A home written before 0012 (events.seq AUTOINCREMENT, sqlite_sequence kept): after the

@@ -7,7 +7,11 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from hookd.watchers.tailer import Cursor, TailStats, read_new, salvage
+
+pytestmark = pytest.mark.inproc
 
 
 def row(n: int, **extra: object) -> bytes:

@@ -15,6 +15,8 @@ from hookd.config import Home
 
 from .conftest import TUI, events, hookd_cli, run_hook, wait_until
 
+pytestmark = pytest.mark.daemon
+
 STOP = json.loads((TUI / "012-Stop.json").read_bytes())
 PROMPT = json.loads((TUI / "002-UserPromptSubmit.json").read_bytes())
 

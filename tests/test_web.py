@@ -21,6 +21,8 @@ from hookd.http.web import CODE_TTL_S, SESSION_TTL_S, SignInNeeded, WebAuth, sho
 
 from .conftest import FIXTURES, hookd_cli, wait_until
 
+pytestmark = pytest.mark.daemon
+
 SCENARIO = FIXTURES / "tui-ask-answered-at-terminal"
 
 

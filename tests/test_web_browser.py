@@ -24,6 +24,8 @@ from hookd.daemonproc import DaemonProcess
 from .conftest import REPO, TUI, events, hookd_cli, questions, run_hook, settings_command, wait_until
 from .test_answers import Rig as Builder
 
+pytestmark = pytest.mark.daemon
+
 CHROMIUM = os.environ.get("HOOKD_CHROMIUM", "/usr/bin/chromium")
 SHOTS = REPO / "tests" / "artifacts" / "web"
 ASK_ID = "toolu_01ASK0000000000000000001"

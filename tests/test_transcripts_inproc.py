@@ -1,0 +1,249 @@
+"""The transcript fallback, in process (tests/inproc.py): questions detected from transcript
+rows (real files, real recorded rows of Claude Code 2.1.332) by the daemon's own tailer, merged
+with hook records by tool_use_id, damaged rows survived, sessions without hooks flagged, forks
+linked per builder. Hooks go to the app's hook routes with the generated client's headers;
+transcripts are registered as ``hookd tail`` registers them. Catching up across a restart and
+``hookd tail``'s output are tests/test_transcripts.py, which shares this module's rows."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hookd.config import Home
+from hookd.spawn import spawn
+
+from .conftest import TUI, wait_until
+from .inproc import WAIT_S, InProc
+from .test_transcripts import ASK, ROWS, SID, about, append, ask_rows, line
+
+pytestmark = pytest.mark.inproc
+
+
+def spawn_b(app: InProc, builder: str = "b1", **kw: Any) -> None:
+    spawn(Home.resolve(app.home.root), builder, **kw)  # what `hookd spawn` does
+
+
+def spawn_with_transcript(app: InProc, worktree: Path, transcript: Path) -> None:
+    """Spawn b1 and post its SessionStart hook reporting ``transcript`` (as Claude Code does)."""
+    spawn_b(app, worktree=worktree)
+    start = json.loads((TUI / "001-SessionStart.json").read_bytes())
+    start["transcript_path"] = str(transcript)
+    assert app.hook(start).status_code == 200
+
+
+def tail(app: InProc, path: Path, builder: str = "b1") -> dict[str, Any]:
+    """``hookd tail PATH --builder B``'s request; its reply (``files``: what is followed)."""
+    r = app.request("POST", f"/v1/builders/{builder}/transcripts",
+                    json={"paths": [str(path.absolute())], "session_id": None})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def hook(app: InProc, name: str, **changes: Any) -> None:
+    p = json.loads((TUI / name).read_bytes())
+    p.update(changes)
+    assert app.hook(p).status_code == 200
+
+
+def test_question_from_transcript_then_hooks_make_one_interaction(inproc: InProc, worktree: Path, tmp_path: Path) -> None:
+    t = tmp_path / "t.jsonl"
+    t.write_bytes(b"")
+    spawn_with_transcript(inproc, worktree, t)
+    use, res = ask_rows()
+    append(t, line(use))
+    q = wait_until(lambda: next((q for q in inproc.questions("pending") if q["id"] == ASK), None), 60,
+                   what="the question detected from the transcript")
+    assert q["questions"][0]["question"] == "Which color do you prefer?" and q["builder"] == "b1"
+    # the hooks for the same call arrive late: no second interaction
+    hook(inproc, "007-PreToolUse.json")
+    # spawned with the default hold (900 s): the desk's answer (below) releases it
+    perm = json.loads((TUI / "008-PermissionRequest.json").read_bytes())
+    held = inproc.submit_hook(perm, route="/hold", deadline_ms=900_000)
+    append(t, line(res))
+    wait_until(lambda: next(q for q in inproc.questions() if q["id"] == ASK)["state"] == "answered", 60,
+               what="resolved from the transcript")
+    r = held.result(WAIT_S)
+    assert (r.status_code, r.content) == (200, b"")  # released
+    hook(inproc, "010-PostToolUse.json")
+    [q] = [q for q in inproc.questions() if q["id"] == ASK]
+    assert (q["answers"], q["surface"]) == ({"Which color do you prefer?": "Blue"}, "terminal")
+    evs = inproc.events()
+    [pending] = about(evs, "question_pending", ASK)
+    [resolved] = about(evs, "question_resolved", ASK)
+    assert pending["data"]["via"] == "transcript" and resolved["data"]["via"] == "transcript"
+    assert len(inproc.questions()) == 1
+
+
+def test_chunked_and_damaged_rows_give_each_event_once(inproc: InProc, worktree: Path, tmp_path: Path) -> None:
+    t = tmp_path / "t.jsonl"
+    t.write_bytes(b"")
+    spawn_with_transcript(inproc, worktree, t)
+    use, res = ask_rows()
+    u = line(use)
+    append(t, u[:50])                                       # a row split mid-JSON ...
+    wait_until(lambda: t.stat().st_size == 50, 60, what="the first half written")
+    append(t, u[50:])                                       # ... across two writes
+    append(t, line({"type": "future-row", "sessionId": SID}))  # an unknown row type
+    append(t, line({"type": "mode", "sessionId": SID}).rstrip(b"\n") + line({"type": "mode", "sessionId": SID}))  # spliced
+    append(t, b"\x00" * 64 + line({"type": "brand-new-type", "sessionId": SID}))  # NUL padding, unknown type
+    append(t, b'{"type":"user","sessionId":"' + SID.encode() + b'","message":{"role":"user","content":"caf\xff"}}\n')  # 0xFF
+    append(t, line({"type": "assistant", "sessionId": SID, "message": {"role": "assistant", "content": [
+        {"type": "hologram", "data": 1}, {"type": "text", "text": "ok"}]}}))  # an unknown content block
+    append(t, line(res))
+    wait_until(lambda: any(q["id"] == ASK and q["state"] == "answered" for q in inproc.questions()), 60,
+               what="the answer from the damaged transcript")
+    evs = inproc.events()
+    assert len(about(evs, "question_pending", ASK)) == 1 and len(about(evs, "question_resolved", ASK)) == 1
+    damaged = [e["data"] for e in evs if e["kind"] == "transcript_damaged"]
+    total = {k: sum(d.get(k, 0) for d in damaged) for k in ("spliced", "nul_padded", "invalid_utf8", "torn")}
+    assert total["spliced"] >= 1 and total["nul_padded"] == 1 and total["invalid_utf8"] == 1
+    unknown = sum(e["data"].get("unknown_rows", 0) for e in evs if e["kind"].startswith("transcript_"))
+    assert unknown == 2  # future-row, brand-new-type
+    assert sum(e["data"].get("unknown_blocks", 0) for e in evs if e["kind"].startswith("transcript_")) == 1
+    assert {e["session_id"] for e in evs if e["kind"].startswith("transcript_")} == {SID}
+
+
+def test_session_without_hooks_is_flagged_unarmed(inproc: InProc, worktree: Path, tmp_path: Path) -> None:
+    spawn_b(inproc, worktree=worktree)
+    t = tmp_path / "s-0007.jsonl"
+    old = (datetime.now(timezone.utc) - timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    use, _ = ask_rows()
+    rows = [dict(r, sessionId="s-0007", timestamp=old) for r in (use,)]
+    t.write_bytes(b"".join(line(r) for r in rows))
+    [f] = tail(inproc, t)["files"]
+    assert f["path"] == str(t) and not f.get("refused")  # followed
+    evs = inproc.events()
+    [flag] = [e for e in evs if e["kind"] == "hooks_unarmed"]
+    assert flag["session_id"] == "s-0007" and "/hooks" in flag["data"]["advice"]
+    assert [q["id"] for q in inproc.questions("pending")] == [ASK]  # handled from the transcript
+    # hooks arriving later arm it
+    hook(inproc, "002-UserPromptSubmit.json", session_id="s-0007")
+    assert [e["session_id"] for e in inproc.events() if e["kind"] == "hooks_armed"] == ["s-0007"]
+
+
+def test_compact_summary_and_interrupt_rows(inproc: InProc, worktree: Path, tmp_path: Path) -> None:
+    t = tmp_path / "t.jsonl"
+    t.write_bytes(b"")
+    spawn_with_transcript(inproc, worktree, t)
+    use, _ = ask_rows()
+    append(t, line(use))
+    append(t, line({"type": "system", "subtype": "compact_boundary", "sessionId": SID,
+                    "compactMetadata": {"trigger": "auto", "preTokens": 160000}}))
+    append(t, line({"type": "user", "isCompactSummary": True, "sessionId": SID, "message": {
+        "role": "user", "content": "Summary: the assistant asked \"Which DB?\" via AskUserQuestion and the user picked Postgres"}}))
+    append(t, line({"type": "user", "sessionId": SID, "message": {"role": "user", "content": [
+        {"type": "text", "text": "[Request interrupted by user for tool use]"}]}}))
+    wait_until(lambda: any(e["kind"] == "turn_interrupted" for e in inproc.events()), 60, what="the interrupt")
+    # the summary text neither opened nor resolved anything; the question is still pending
+    assert [(q["id"], q["state"]) for q in inproc.questions()] == [(ASK, "pending")]
+
+
+def test_headless_refusal_resolves_denied_in_the_same_poll(inproc: InProc, worktree: Path, tmp_path: Path) -> None:
+    """B05: in plain `claude -p` the AskUserQuestion call errors at once; no human was asked."""
+    t = tmp_path / "t.jsonl"
+    t.write_bytes(b"")
+    spawn_with_transcript(inproc, worktree, t)
+    use, _ = ask_rows()
+    refused = {"type": "user", "sessionId": SID, "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": ASK, "is_error": True,
+         "content": "<tool_use_error>Error: No such tool available: AskUserQuestion</tool_use_error>"}]}}
+    append(t, line(use) + line(refused) + line({"type": "assistant", "sessionId": SID, "message": {
+        "role": "assistant", "content": [{"type": "text", "text": "You chose Go."}]}}))
+    wait_until(lambda: any(q["id"] == ASK and q["state"] == "denied" for q in inproc.questions()), 60, what="denied")
+    evs = inproc.events()
+    [pending] = about(evs, "question_pending", ASK)
+    [resolved] = about(evs, "question_resolved", ASK)
+    assert resolved["seq"] == pending["seq"] + 1  # one poll, one transaction: never a phantom stall
+    assert resolved["data"]["outcome"] == "denied" and "No such tool available" in resolved["data"]["error"]
+    assert resolved["data"]["answers"] is None  # "You chose Go." is not an answer anybody gave
+
+
+def test_transcript_folder_created_after_session_start(inproc: InProc, worktree: Path, tmp_path: Path) -> None:
+    t = tmp_path / "later" / "deeper" / "t.jsonl"
+    spawn_with_transcript(inproc, worktree, t)  # the folder does not exist yet
+    t.parent.mkdir(parents=True)
+    use, _ = ask_rows()
+    t.write_bytes(line(use))
+    wait_until(lambda: any(q["id"] == ASK for q in inproc.questions("pending")), 60, what="the question")
+
+
+def test_answer_to_a_question_seen_only_in_a_transcript_is_queued_not_claimed(inproc: InProc, worktree: Path,
+                                                                             tmp_path: Path) -> None:
+    """No hook came from the session: no hook can carry a remote answer. The answer says so
+    (delivery inbox, a message), the question stays pending, and the desk's answer in the
+    transcript resolves it as the desk's."""
+    folder = tmp_path / "projects" / "-home-dev-proj"
+    folder.mkdir(parents=True)
+    use, res = ask_rows()
+    spawn_b(inproc, worktree=worktree)
+    # written before the folder is followed: a file created while the tailer restarts its watch
+    # for a newly followed folder is found only at that file's next change
+    (folder / f"{SID}.jsonl").write_bytes(line(use))
+    tail(inproc, folder)
+    wait_until(lambda: any(q["id"] == ASK for q in inproc.questions("pending")), 60, what="the question")
+    r = inproc.request("POST", f"/v1/interactions/{ASK}/answer", json={  # `hookd answer ASK --option Red`
+        "response_id": None, "actor": None, "revision": None, "surface": "cli", "question": None,
+        "options": ["Red"], "text": None})
+    assert r.status_code == 200, r.text
+    receipt = r.json()
+    assert receipt["delivery"] == "inbox" and receipt["message_id"], receipt
+    assert "only in a transcript" in receipt["warning"]
+    [q] = inproc.questions("pending")
+    assert q["id"] == ASK and q["surface"] is None
+    append(folder / f"{SID}.jsonl", line(res))
+    wait_until(lambda: any(q["id"] == ASK and q["state"] == "answered" for q in inproc.questions("all")), 60,
+               what="the desk's answer")
+    [q] = inproc.questions("all")
+    assert (q["surface"], q["answers"]) == ("terminal", {"Which color do you prefer?": "Blue"})
+    evs = inproc.events()
+    assert not [e for e in evs if e["kind"] == "interaction_answered"]
+    # the queued remote answer is not claimed; it is marked as not used (issue 18 item 13)
+    [sup] = [e for e in evs if e["kind"] == "answer_superseded"]
+    assert (sup["data"]["message_id"], sup["data"]["remote"]) == (receipt["message_id"], None)
+    [m] = inproc.get("/v1/messages", limit=1000)
+    assert m["text"].startswith(f"[Late answer to question {ASK} (not used: already answered at the terminal: Blue)]")
+
+
+def test_session_that_stops_writing_is_still_flagged_unarmed(inproc: InProc, worktree: Path, tmp_path: Path) -> None:
+    """B19 as it happens: the rows are fresh (no hook may have had time to come) and then the
+    transcript stops moving (the agent is blocked on its question): after the grace the session
+    is flagged anyway, without another row."""
+    spawn_b(inproc, worktree=worktree)
+    t = tmp_path / "s-0008.jsonl"
+    # the grace (5 s) runs from the row's own time: a row stamped 5 s ahead keeps the checks
+    # below (three requests in process; the daemon test stamped 20 s ahead for its CLI calls)
+    # inside it on a loaded machine
+    now = (datetime.now(timezone.utc) + timedelta(seconds=5)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    use, _ = ask_rows()
+    t.write_bytes(line(dict(use, sessionId="s-0008", timestamp=now)))
+    tail(inproc, t)
+    assert [q["id"] for q in inproc.questions("pending")] == [ASK]
+    evs = inproc.events()
+    assert not [e for e in evs if e["kind"] == "hooks_unarmed"]  # within the grace
+    assert [e["kind"] for e in evs if e["kind"] in ("session_started", "question_pending")] == [
+        "session_started", "question_pending"]  # the session first, then what it asked
+    flag = wait_until(lambda: [e for e in inproc.events() if e["kind"] == "hooks_unarmed"], 60, what="hooks_unarmed")
+    assert [e["session_id"] for e in flag] == ["s-0008"]
+
+
+def test_fork_lineage_is_per_builder(inproc: InProc, tmp_path: Path) -> None:
+    """Two sessions whose transcripts start with the same root row are linked (a fork) only
+    when they belong to the same builder."""
+    root = next(r for r in ROWS if r.get("type") == "user" and r.get("parentUuid") is None)
+    for b in ("b1", "b2"):
+        spawn_b(inproc, b, settings_file=tmp_path / f"{b}.json")
+    files = {"s-a": ("b1", "2026-11-30T20:00:00.000Z"), "s-b": ("b2", "2026-11-30T20:05:00.000Z"),
+             "s-c": ("b1", "2026-11-30T20:10:00.000Z")}
+    for sid, (b, ts) in files.items():
+        d = tmp_path / b / "proj"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"{sid}.jsonl").write_bytes(line({"type": "queue-operation", "sessionId": sid, "timestamp": ts})
+                                         + line(dict(root, sessionId=sid)))
+        tail(inproc, d / f"{sid}.jsonl", b)
+    linked = wait_until(lambda: [e for e in inproc.events() if e["kind"] == "session_linked"], 60, what="a link")
+    assert [(e["session_id"], e["data"]["parent_session_id"]) for e in linked] == [("s-c", "s-a")]
