@@ -16,18 +16,23 @@ only these terms and the adapters' protocol, and finds an adapter by harness nam
   adapter maps its questions to), its answers as text (:func:`encode_answer`,
   :func:`decode_answers`) and :func:`question_result`;
 - delivery: how queued human messages are framed (:func:`frame_message`, :func:`frame_batch`)
-  and measured (:func:`injection_size`, :data:`INJECTION_CAP`, :data:`STOP_CAP`).
+  and measured (:func:`injection_size`, :data:`INJECTION_CAP`, :data:`STOP_CAP`);
+- :class:`RemoteAnswers`: the hook outputs that carry a human's remote answer, and the tool
+  processes a held prompt watches (an adapter's ``remote_answers``, None when ``desk_only``);
+- what `hookd spawn` writes for a harness: an adapter's ``hook_installs``
+  (:class:`hookd.harness.install.HookInstall`, by harness name).
 
-Pure: no I/O. Depends only on :mod:`hookd.models`.
+Pure: no I/O. Depends only on :mod:`hookd.models` and :mod:`hookd.harness.install`.
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Iterable, Protocol, runtime_checkable
+from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
 
 import msgspec
 
+from hookd.harness.install import HookInstall
 from hookd.models import Selection
 
 # --- payloads ---------------------------------------------------------------------------
@@ -185,7 +190,8 @@ def question_result(tool_use_id: str | None, tool_name: str, questions: Any, ans
     only "." (anthropics/claude-code#30563). questions_hash_: :func:`questions_hash` of
     ``questions`` when the caller has it already."""
     h = questions_hash_ or questions_hash(questions)
-    trivial = bool(answers) and all(isinstance(v, str) and v.strip() in ("", ".") for v in answers.values())
+    trivial = answers is not None and bool(answers) and all(
+        isinstance(v, str) and v.strip() in ("", ".") for v in answers.values())
     if answers and not trivial:
         return QuestionResolved(
             tool_use_id=tool_use_id,
@@ -423,6 +429,52 @@ def injection_size(text: str) -> int:
     return len(msgspec.json.encode(text))
 
 
+# --- remote answers and hook settings ------------------------------------------------------
+
+
+@runtime_checkable
+class RemoteAnswers(Protocol):
+    """How a harness's hooks carry a human's remote answer (an adapter's ``remote_answers``;
+    None for a ``desk_only`` harness, whose questions only its own terminal answers). Each
+    reply is the hook's whole stdout; the core offers none over its ``MAX_HOOK_REPLY``."""
+
+    #: tools the harness runs as a child process of the agent's own: while a permission prompt
+    #: for one is held, the tool's process showing (:meth:`runs_tool`) proves the desk allowed it
+    child_process_tools: frozenset[str]
+
+    def permission_reply(self, decision: str, tool_name: str | None, tool_input: Any,
+                         message: str | None) -> bytes:
+        """The held permission prompt's hook output for ``decision`` (``allow`` | ``deny``)
+        on ``tool_name`` with ``tool_input`` (as the hook showed it); ``message``: shown to
+        the model on deny (None: the harness's default text)."""
+        ...
+
+    def question_reply(self, tool_input: Any, questions: Any, answers: dict[str, Any]) -> bytes:
+        """The held question's hook output answering it: ``answers`` (question text -> answer
+        string, :func:`encode_answer`) to the call whose input is ``tool_input`` (None when
+        unknown: then ``questions``, hookd's question shape)."""
+        ...
+
+    def preanswer_reply(self, tool_input: dict[str, Any], answers: dict[str, str]) -> bytes:
+        """The output of the hook that sees a question call first (before any prompt) answering
+        it with pre-registered ``answers`` (question text -> answer string)."""
+        ...
+
+    def runs_tool(self, tool_name: str | None, tool_input: Any, argv: list[str]) -> bool:
+        """Is ``argv``, a child process of the agent, this tool call running? False for tools
+        not in :attr:`child_process_tools`."""
+        ...
+
+
+def known_fields_of(models: Mapping[str, type[msgspec.Struct]], event_name: str) -> frozenset[str] | None:
+    """The top-level payload fields the model of ``event_name`` in ``models`` declares, None
+    when no model has that event (for an adapter's ``known_fields``)."""
+    model = models.get(event_name)
+    if model is None:
+        return None
+    return frozenset(f.encode_name for f in msgspec.structs.fields(model))
+
+
 # --- the adapter protocol -------------------------------------------------------------------
 
 
@@ -442,6 +494,11 @@ class Adapter(Protocol):
     - ``ack_required``: delivered messages count as consumed only when the agent acks them
       (offered again after a re-register or a daemon restart);
     - ``idle_wake``: the harness has an idle agent's Stop hook that ``/wake`` may hold.
+
+    What it can do for a remote answer and at spawn, a typed member each (never probed):
+    ``remote_answers`` (None when ``desk_only``) and ``hook_installs`` (the harness names
+    `hookd spawn` installs hooks for; empty when hookd installs none: claw-http's loops call
+    hookd themselves).
     """
 
     desk_only: bool
@@ -449,6 +506,8 @@ class Adapter(Protocol):
     needs_context: bool
     ack_required: bool
     idle_wake: bool
+    remote_answers: RemoteAnswers | None
+    hook_installs: Mapping[str, HookInstall]
 
     def parse(self, raw: bytes, *, builder: str, cwd: str | None) -> Payload:
         """One hook payload, typed (an unknown event: a bare :class:`Payload`). raw: the
@@ -469,6 +528,11 @@ class Adapter(Protocol):
     def render_context(self, hook_event_name: str, text: str) -> bytes:
         """The hook's output that puts ``text`` (framed: :func:`frame_batch`) before the model
         at ``hook_event_name``."""
+        ...
+
+    def known_fields(self, event_name: str) -> frozenset[str] | None:
+        """The top-level payload fields ``parse`` knows for ``event_name`` (None: an event it
+        has no model of), for `hookd drift`."""
         ...
 
 

@@ -9,16 +9,15 @@ Facts per Claude Code 2.1.332 (``shared/claude-code/README.md``, recorded fixtur
 - :func:`observe` turns a payload into :class:`~hookd.harness.base.Observation` s that the
   core applies; :func:`transcript_observations` does the same for a transcript row;
 - :func:`boundary` and :func:`render_context`: where and how queued messages reach the model;
-- :func:`hook_settings` renders the ``hooks`` block that `hookd spawn` merges into settings;
-- the remote-answer outputs (:func:`permission_decision`, :func:`pre_tool_answer`).
+- :mod:`hookd.harness.claude_code_hooks` (its ``remote_answers`` and ``hook_installs``): the
+  remote-answer outputs, the tools a held prompt watches, and the ``hooks`` block that
+  `hookd spawn` merges into settings (its ``hook_settings``).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shlex
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import msgspec
 
@@ -30,6 +29,7 @@ from hookd.harness.base import (
     PermissionAsked,
     QuestionAsked,
     QuestionResolved,
+    RemoteAnswers,
     SessionEnded,
     SessionStarted,
     ToolFinished,
@@ -42,31 +42,15 @@ from hookd.harness.base import (
     questions_hash,
     text,
 )
+from hookd.harness import claude_code_hooks
+from hookd.harness.claude_code_hooks import REGISTERED_EVENTS as REGISTERED_EVENTS  # (re-exported)
+from hookd.harness.install import HookInstall
 from hookd.models import PayloadInvalid
 from hookd.untrusted import decode_json
 
 HARNESS = "claude-code"
 VERSION = "2.1.332"
 ASK_TOOL = "AskUserQuestion"
-
-# Events hookd registers at spawn (PostToolBatch and MessageDisplay exist but add nothing).
-REGISTERED_EVENTS = (
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PermissionRequest",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "Notification",
-    "Stop",
-    "SubagentStop",
-    "PreCompact",
-    "SessionEnd",
-)
-# Events that take no matcher in Claude Code's settings.
-NO_MATCHER_EVENTS = frozenset({"UserPromptSubmit", "Stop", "SubagentStop", "PostToolBatch"})
-# Tool events: matcher ".*" (a regex) covers every tool including mcp__server__tool.
-TOOL_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure"})
 
 # Traits (hookd.harness.base.Adapter): questions are answered remotely through hook output
 # (PreToolUse, a held PermissionRequest), every tool call has its tool_use_id, a delivery
@@ -77,6 +61,10 @@ sequential_questions = False
 needs_context = False
 ack_required = False
 idle_wake = True
+#: A remote answer reaches the agent through hook output (:mod:`hookd.harness.claude_code_hooks`).
+remote_answers: RemoteAnswers | None = claude_code_hooks
+#: `hookd spawn --harness claude-code`: ``.claude/settings.local.json`` or a standalone file.
+hook_installs: Mapping[str, HookInstall] = {HARNESS: claude_code_hooks.INSTALL}
 
 
 # --- payload models (fields per Claude Code 2.1.332 hook stdin) -------------------------
@@ -491,114 +479,6 @@ def sent_message_ids(lines: "Iterable[bytes]") -> set[str]:
         elif kind == "api-request" and isinstance(row.get("tail"), list):
             sent_hashes.update(h for h in row["tail"] if isinstance(h, str))
     return set().union(*(ids for h, ids in blobs.items() if h in sent_hashes)) if blobs else set()
-
-
-# --- answers ---------------------------------------------------------------------------
-
-
-#: Tools whose PermissionRequest ``allow`` Claude Code 2.1.332 acts on only with
-#: ``updatedInput``: without it the dialog stays open and no model request follows (checked with
-#: the binary for ExitPlanMode; Bash, Edit, Write, NotebookEdit, WebFetch and MCP tools run on a
-#: bare allow: docs/harness-claude-code.md "PermissionRequest decisions"). AskUserQuestion has
-#: its own answer in ``updatedInput`` (the input plus ``answers``).
-ALLOW_NEEDS_INPUT = frozenset({"ExitPlanMode"})
-
-
-def allow_input(tool_name: str | None, tool_input: Any) -> Any:
-    """The ``updatedInput`` a remote ``allow`` of a permission prompt carries: the tool's input
-    exactly as the PermissionRequest hook received it where the tool needs one
-    (:data:`ALLOW_NEEDS_INPUT`; Claude Code refuses an input that differs), else None (a bare
-    allow: a large input, a file's content say, is not sent back)."""
-    if tool_name in ALLOW_NEEDS_INPUT and isinstance(tool_input, dict):
-        return tool_input
-    return None
-
-
-#: Tools Claude Code 2.1.332 runs as a child process of its own (:func:`runs_tool`).
-RUNS_AS_CHILD = frozenset({"Bash"})
-_SHELLS = frozenset({"bash", "zsh", "sh", "dash", "ksh"})
-
-
-def runs_tool(tool_name: str | None, tool_input: Any, argv: list[str]) -> bool:
-    """Is ``argv``, a child process of the agent, this tool call running? 2.1.332 runs a Bash
-    command as ``<shell> -c "source <snapshot> ... && eval '<command>' < /dev/null && pwd -P
-    >| /tmp/claude-<hex>-cwd"``, shell-quoted (checked with the binary for quotes, newlines,
-    heredocs, backslashes and non-ASCII text): the word after ``eval`` is the command. Other
-    tools run inside the agent's process: never."""
-    if tool_name != "Bash" or not isinstance(tool_input, dict) or len(argv) < 3:
-        return False
-    command = tool_input.get("command")
-    if not isinstance(command, str) or not command or argv[-2] != "-c" or os.path.basename(argv[0]) not in _SHELLS:
-        return False
-    try:
-        words = shlex.split(argv[-1])
-    except ValueError:
-        return False
-    return any(w == "eval" and nxt == command for w, nxt in zip(words, words[1:]))
-
-
-def permission_decision(behavior: str, *, updated_input: Any = None, message: str | None = None) -> bytes:
-    """PermissionRequest hook stdout carrying a decision (Claude Code 2.1.332 schema).
-
-    behavior: ``allow`` | ``deny``; updated_input: for AskUserQuestion, the original input
-    plus ``answers`` (never send an allow without answers for it: the menu stays, and past
-    releases emptied the answers); for a tool of :data:`ALLOW_NEEDS_INPUT`, its input
-    (:func:`allow_input`); message: shown to the model on deny.
-    """
-    decision: dict[str, Any] = {"behavior": behavior}
-    if updated_input is not None:
-        decision["updatedInput"] = updated_input
-    if behavior == "deny":
-        decision["message"] = message or "Denied by the human operator (via hookd)."
-    return msgspec.json.encode({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}})
-
-
-def pre_tool_answer(updated_input: Any) -> bytes:
-    """PreToolUse hook stdout that answers an AskUserQuestion before the menu appears:
-    ``permissionDecision: allow`` with the input plus ``answers`` (no menu; the tool result
-    is identical to a human answer)."""
-    return msgspec.json.encode({"hookSpecificOutput": {
-        "hookEventName": "PreToolUse", "permissionDecision": "allow", "updatedInput": updated_input,
-    }})
-
-
-# --- settings generation ---------------------------------------------------------------
-
-def hook_settings(
-    command: str, timeout_s: int = 30, wake_command: str | None = None, wake_timeout_s: int = 1860,
-    permission_command: str | None = None, permission_timeout_s: int = 960,
-) -> dict[str, list[dict[str, Any]]]:
-    """The ``hooks`` mapping hookd adds for one builder.
-
-    command: the shell command Claude Code runs (``sh -c``), builder id and hookd's tag
-    comment baked in. timeout_s: Claude Code's own timeout for the hook (seconds), a backstop
-    above the client's deadline. Tool events use matcher ``.*`` so ``mcp__*`` tools are
-    covered; UserPromptSubmit/Stop/SubagentStop take no matcher. No keys beyond Claude Code's
-    own schema are written: hookd recognises its entries by the tag in the command.
-    wake_command: the idle-wake Stop hook (``async`` + ``asyncRewake``), timeout in seconds.
-    permission_command: the PermissionRequest command when it holds for a remote answer
-    (its client deadline is the hold window), with Claude Code's timeout above that window:
-    the prompt stays usable at the desk meanwhile (2.1.332 runs it beside the dialog).
-    """
-    out: dict[str, list[dict[str, Any]]] = {}
-    for event in REGISTERED_EVENTS:
-        group: dict[str, Any] = {}
-        if event not in NO_MATCHER_EVENTS:
-            group["matcher"] = ".*" if event in TOOL_EVENTS else ""
-        if event == "PermissionRequest" and permission_command is not None:
-            group["hooks"] = [{"type": "command", "command": permission_command, "timeout": permission_timeout_s}]
-        else:
-            group["hooks"] = [{"type": "command", "command": command, "timeout": timeout_s}]
-        out[event] = [group]
-    if wake_command is not None:
-        # Idle wake: runs in the background in the TUI and in stream-json mode; exiting 2
-        # starts a new turn with its stderr. "async" too, so that plain `-p` drops it at
-        # exit instead of running it as a blocking Stop hook (2.1.332, verified).
-        out["Stop"].append({"hooks": [{
-            "type": "command", "command": wake_command, "timeout": wake_timeout_s,
-            "async": True, "asyncRewake": True,
-        }]})
-    return out
 
 
 # --- transcript paths ------------------------------------------------------------------

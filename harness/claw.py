@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import msgspec
 
@@ -47,12 +47,15 @@ from hookd.harness.base import (
     Observation,
     Payload,
     QuestionAsked,
+    RemoteAnswers,
     QuestionResolved,
     ToolResultSeen,
+    known_fields_of,
     question_result,
     questions_hash,
 )
-from hookd.models import PayloadInvalid
+from hookd.harness.install import HookCommands, HookInstall
+from hookd.models import ConfigError, PayloadInvalid
 from hookd.untrusted import decode_json, text_without_lone_surrogates
 
 HARNESS = "claw"
@@ -80,6 +83,8 @@ sequential_questions = True
 ack_required = False
 #: No Stop hook: nothing to hold for an idle wake.
 idle_wake = False
+#: No hook carries a remote answer (``desk_only``).
+remote_answers: RemoteAnswers | None = None
 #: Tool events use this matcher: claw matches case-insensitive names, ``*`` is every tool.
 MATCHER = "*"
 #: Transcript row types of claw's session files.
@@ -361,7 +366,7 @@ def transcript_observations(row: dict[str, Any]) -> list[Observation]:
     blocks = msg.get("blocks") if isinstance(msg, dict) else None
     if not isinstance(blocks, list):
         return []
-    role = msg.get("role")
+    role = msg.get("role") if isinstance(msg, dict) else None
     obs: list[Observation] = []
     for b in blocks:
         if not isinstance(b, dict):
@@ -385,12 +390,18 @@ def transcript_observations(row: dict[str, Any]) -> list[Observation]:
             obs.append(ToolResultSeen(
                 tool_use_id=b["tool_use_id"], is_error=is_error, rejected=False, answers=answers,
                 questions=questions_of({"question": question}) if question is not None else None,
-                decision_source=None, error=_text(b.get("output"))[:500] if is_error and b.get("output") is not None else None,
+                decision_source=None, error=(_text(b.get("output")) or "")[:500] if is_error and b.get("output") is not None else None,
             ))
     return obs
 
 
 # --- settings generation ------------------------------------------------------------------
+
+
+def known_fields(event_name: str) -> frozenset[str] | None:
+    """Top-level payload fields claw's model of ``event_name`` knows, None if the event itself
+    is unknown."""
+    return known_fields_of(MODELS, event_name)
 
 
 def hook_settings(command: str, *, flat: bool = False) -> dict[str, list[Any]]:
@@ -409,3 +420,41 @@ FLAT_WARNING = (
     "Code's object form. Do not run Claude Code in this worktree while these hooks are installed "
     "(hookd unspawn removes them)."
 )
+
+
+class _Install:
+    """`hookd spawn --harness claw` (object form in ``.claw/settings.local.json``) or
+    ``claw-code-go`` (``flat``: flat strings in ``.claude/settings.local.json``): the three
+    tool events only, no standalone file, no MCP, no idle wake, no hold (claw has neither
+    PermissionRequest nor Stop). A :class:`hookd.harness.install.HookInstall`."""
+
+    standalone = False
+    mcp = False
+    wake = False
+    hold = False
+    events: tuple[str, ...] = REGISTERED_EVENTS
+
+    def __init__(self, *, flat: bool):
+        self.flat = flat
+        self.settings_dir = ".claude" if flat else ".claw"
+        self.warning: str | None = FLAT_WARNING if flat else None
+
+    def hook_settings(self, cmds: HookCommands) -> dict[str, list[Any]]:
+        return hook_settings(cmds.command, flat=self.flat)
+
+    def check_settings(self, path: str, settings: dict[str, Any]) -> None:
+        """claw-code-go skips a whole settings file that holds any object-form hook entry: refuse
+        (nothing written) rather than install hooks that never run."""
+        if not self.flat:
+            return
+        hooks = settings.get("hooks") or {}
+        for event, entries in hooks.items():
+            if isinstance(entries, list) and any(not isinstance(e, str) for e in entries):
+                raise ConfigError(
+                    f"{path} holds object-form hooks ({event}: Claude Code's format), and claw-code-go skips such a file "
+                    "entirely: the flat-string hooks would never run; left it untouched — move those hooks elsewhere "
+                    "or spawn this builder with --harness claw (the Rust claw, .claw/settings.local.json)")
+
+
+#: `hookd spawn`'s two claw harnesses (:class:`_Install`).
+hook_installs: Mapping[str, HookInstall] = {HARNESS: _Install(flat=False), FLAT_HARNESS: _Install(flat=True)}

@@ -26,7 +26,7 @@ The module is a :class:`hookd.harness.base.Adapter` (loops write no transcripts 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import msgspec
 
@@ -34,11 +34,14 @@ from hookd.harness import claw
 from hookd.harness.base import (
     Observation,
     Payload,
+    RemoteAnswers,
     SessionEnded,
     SessionStarted,
     TurnMovedOn,
+    known_fields_of,
     text,
 )
+from hookd.harness.install import HookInstall
 from hookd.models import PayloadInvalid
 from hookd.untrusted import decode_json
 
@@ -58,6 +61,10 @@ sequential_questions = True
 ack_required = True
 #: No Stop hook: a loop asks for its messages itself (a drain).
 idle_wake = False
+#: No hook carries a remote answer (``desk_only``).
+remote_answers: RemoteAnswers | None = None
+#: Nothing to install: a loop calls hookd's claw-http API itself.
+hook_installs: Mapping[str, HookInstall] = {}
 
 
 class SessionStart(Payload, kw_only=True):
@@ -101,6 +108,11 @@ MODELS: dict[str, type[Payload]] = {
     "SessionStart": SessionStart, "SessionEnd": SessionEnd, "Drain": Drain,
     "PreToolUse": PreToolUse, "PostToolUse": PostToolUse, "PostToolUseFailure": PostToolUseFailure,
 }
+
+
+def known_fields(event_name: str) -> frozenset[str] | None:
+    """Top-level payload fields the model of ``event_name`` knows, None if the event is unknown."""
+    return known_fields_of(MODELS, event_name)
 
 
 def parse(raw: bytes, *, builder: str | None = None, cwd: str | None = None) -> Payload:

@@ -8,6 +8,7 @@ import pytest
 
 from hookd.harness import base
 from hookd.harness import claude_code as cc
+from hookd.harness import claude_code_hooks as cch
 from hookd.models import PayloadInvalid
 
 from .conftest import FIXTURES, TUI
@@ -122,12 +123,12 @@ def test_unknown_event_and_fields_are_accepted():
 def test_generated_settings_cover_every_event_and_mcp_tools():
     import re
 
-    s = cc.hook_settings("cmd # hookd builder=b1", 10)
+    s = cch.hook_settings("cmd # hookd builder=b1", 10)
     assert set(s) == set(cc.REGISTERED_EVENTS)
     for event, [group] in s.items():
-        if event in cc.TOOL_EVENTS:
+        if event in cch.TOOL_EVENTS:
             assert re.fullmatch(group["matcher"], "mcp__tracker__create_item")
-        elif event in cc.NO_MATCHER_EVENTS:
+        elif event in cch.NO_MATCHER_EVENTS:
             assert "matcher" not in group
         assert group["hooks"] == [{"type": "command", "command": "cmd # hookd builder=b1", "timeout": 10}]
 

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import types
 import typing
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,8 @@ from typing import Any
 import pytest
 
 from hookd.core.claw import CLAW_HTTP
-from hookd.harness import base, claude_code, claw, claw_http, registry
+from hookd.harness import base, claude_code, claude_code_hooks, claw, claw_http, install, registry
+from hookd.spawn import INSTALLS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,14 +44,27 @@ def _accepts(fn: Any, proto_fn: Any) -> None:
     inspect.signature(fn).bind(*args, **kwargs)  # TypeError when it does not
 
 
+def _isinstance(value: Any, kind: Any) -> bool:
+    """``isinstance`` for a declared member type: a class, ``X | None``, or a generic such as
+    ``Mapping[str, X]`` (its origin)."""
+    if isinstance(kind, types.UnionType):
+        return any(_isinstance(value, k) for k in typing.get_args(kind))
+    if kind is type(None):
+        return value is None
+    return isinstance(value, typing.get_origin(kind) or kind)
+
+
 ADAPTER_DATA, ADAPTER_METHODS = _members(base.Adapter)
 READER_DATA, READER_METHODS = _members(base.TranscriptReader)
+REMOTE_DATA, REMOTE_METHODS = _members(base.RemoteAnswers)
+INSTALL_DATA, INSTALL_METHODS = _members(install.HookInstall)
 
 
 def test_the_protocol_declares_the_traits_as_booleans():
     assert {n for n, t in ADAPTER_DATA.items() if t is bool} == {
         "desk_only", "sequential_questions", "needs_context", "ack_required", "idle_wake"}
-    assert set(ADAPTER_METHODS) == {"parse", "observe", "boundary", "render_context"}
+    assert set(ADAPTER_METHODS) == {"parse", "observe", "boundary", "render_context", "known_fields"}
+    assert {n for n, t in ADAPTER_DATA.items() if t is not bool} == {"remote_answers", "hook_installs"}
 
 
 @pytest.mark.parametrize("name", sorted(registry.ADAPTERS))
@@ -59,9 +74,25 @@ def test_every_registered_adapter_satisfies_the_protocol(name):
     for trait, kind in ADAPTER_DATA.items():
         # declared by the adapter itself, with its type: no trait is left to a default
         assert trait in vars(adapter), f"{name} does not declare {trait}"
-        assert isinstance(vars(adapter)[trait], kind), (name, trait)
+        assert _isinstance(vars(adapter)[trait], kind), (name, trait)
     for method in ADAPTER_METHODS:
         _accepts(getattr(adapter, method), getattr(base.Adapter, method))
+    # what it can do for a remote answer: said by a typed member, None exactly when desk-only
+    remote = adapter.remote_answers
+    assert (remote is None) == adapter.desk_only, name
+    if remote is not None:
+        assert isinstance(remote, base.RemoteAnswers)
+        for member, kind in REMOTE_DATA.items():
+            assert _isinstance(getattr(remote, member), kind), (name, member)
+        for method in REMOTE_METHODS:
+            _accepts(getattr(remote, method), getattr(base.RemoteAnswers, method))
+    for harness, inst in adapter.hook_installs.items():
+        assert isinstance(inst, install.HookInstall), (name, harness)
+        assert registry.ADAPTERS[harness] is adapter, (name, harness)
+        for member, kind in INSTALL_DATA.items():
+            assert _isinstance(getattr(inst, member), kind), (name, harness, member)
+        for method in INSTALL_METHODS:
+            _accepts(getattr(inst, method), getattr(install.HookInstall, method))
 
 
 @pytest.mark.parametrize("reader", registry.READERS, ids=lambda r: r.HARNESS)
@@ -92,13 +123,26 @@ def test_the_traits_say_what_the_harnesses_do():
     assert (cc.needs_context, cl.needs_context, ch.needs_context) == (False, True, False)
     assert (cc.ack_required, cl.ack_required, ch.ack_required) == (False, False, True)
     assert (cc.idle_wake, cl.idle_wake, ch.idle_wake) == (True, False, False)
+    assert (cc.remote_answers, cl.remote_answers, ch.remote_answers) == (claude_code_hooks, None, None)
+
+
+def test_spawn_installs_what_the_adapters_declare():
+    """`hookd spawn`'s harnesses are the adapters' ``hook_installs``, in the registry's order:
+    claw-http has none (its loops call hookd); claw's two differ in their file and form."""
+    assert list(INSTALLS) == ["claude-code", "claw", "claw-code-go"]
+    cc, rust, go = INSTALLS["claude-code"], INSTALLS["claw"], INSTALLS["claw-code-go"]
+    assert (cc.settings_dir, rust.settings_dir, go.settings_dir) == (".claude", ".claw", ".claude")
+    assert (cc.standalone, cc.mcp, cc.wake, cc.hold) == (True, True, True, True)
+    assert not any(x.standalone or x.mcp or x.wake or x.hold for x in (rust, go))
+    assert (cc.warning, rust.warning) == (None, None) and go.warning == claw.FLAT_WARNING
+    assert cc.events == claude_code.REGISTERED_EVENTS and rust.events == go.events == claw.REGISTERED_EVENTS
 
 
 def test_the_core_never_probes_an_adapter():
     """The core reads adapters through the protocol only: no ``getattr`` on one (a trait it
     does not declare would silently read as a default)."""
     probe = re.compile(r"getattr\((adapter|self\.adapter|rows|reader)\b")
-    hits = [f"{f.name}:{n}" for f in sorted((ROOT / "hookd").glob("*.py"))
+    hits = [f"{f.name}:{n}" for f in sorted((ROOT / "hookd").rglob("*.py"))
             for n, line in enumerate(f.read_text().splitlines(), 1) if probe.search(line)]
     assert hits == []
 

@@ -25,6 +25,7 @@ from hookd.client import Client
 from hookd.config import Home
 from hookd.daemonproc import DaemonProcess
 from hookd.harness import claude_code as cc
+from hookd.harness import claude_code_hooks as cch
 from hookd.spawn import client_argv
 
 from tests.conftest import TUI, hookd_cli, run_hook, settings_command, wait_until
@@ -244,11 +245,11 @@ def test_tool_events_match_every_tool_including_mcp(home: Path, worktree: Path) 
     spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
     mine = hookd_handlers(json.loads(settings_path(worktree).read_bytes()), "b-1")
     for event, [(group, handler)] in mine.items():
-        if event in cc.TOOL_EVENTS:
+        if event in cch.TOOL_EVENTS:
             assert group["matcher"] == ".*"
             for tool in ("mcp__tracker__create_item", "AskUserQuestion", "Bash"):
                 assert re.fullmatch(group["matcher"], tool), (event, tool)
-        elif event in cc.NO_MATCHER_EVENTS:
+        elif event in cch.NO_MATCHER_EVENTS:
             assert "matcher" not in group
         else:
             assert group.get("matcher", "") in ("", "*", ".*"), (event, group)

@@ -18,7 +18,7 @@ import msgspec
 from hookd.core.asks import Asks
 from hookd.core.bus import EventBus
 from hookd.core.limits import MAX_ANSWER_CHARS, check_answer_size, check_name
-from hookd.core.outcomes import MAX_HOOK_REPLY, hook_body, late_reason, questions_of, queue_answer
+from hookd.core.outcomes import MAX_HOOK_REPLY, hook_body, late_reason, questions_of, queue_answer, session_remote
 from hookd.core.state import Waiters
 from hookd.harness.base import Question, decode_answers, encode_answer
 from hookd.models import AnswerRequest, BadRequest, Conflict, Interaction, NotFound, Selection, resolved_event
@@ -196,11 +196,10 @@ class Answers:
                 reason = "the desk answered first: " + reason
             return self._keep_late(tx, i, req, content, answers, decision, message, author, at, reason)
         route = self._route(tx, i)
-        reply = 0
-        if route == "hook":
-            reply = len(hook_body(msgspec.structs.replace(i, answers=answers, decision=decision, message=message)))
-            if reply > MAX_HOOK_REPLY:
-                route = None  # never offered to a hook that cannot take it whole
+        remote = session_remote(tx, i) if route == "hook" else None  # (its harness renders the hook's reply)
+        reply = len(hook_body(msgspec.structs.replace(i, answers=answers, decision=decision, message=message), remote)) if remote else 0
+        if route == "hook" and (remote is None or reply > MAX_HOOK_REPLY):
+            route = None  # never offered to a hook that cannot take it whole
         if route is None:
             reason = _no_hook_reason(tx, i, reply)
             if i.kind == "permission":
@@ -227,7 +226,8 @@ class Answers:
             done = tx.interaction(i.id)
             assert done is not None
         else:
-            self.waiters.release_after(tx, i.id, hook_body(done))
+            assert remote is not None  # (route "hook")
+            self.waiters.release_after(tx, i.id, hook_body(done, remote))
         data = {"id": i.id, "kind": i.kind, "tool_use_id": i.tool_use_id, "surface": surface, "actor": req.actor,
                 "response_id": req.response_id, "answers": answers, "decision": decision, "message": message,
                 "delivery": route}

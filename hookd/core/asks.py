@@ -16,9 +16,8 @@ import msgspec
 
 from hookd.core.bus import EventBus, write_publish
 from hookd.core.limits import MAX_OPTION_CHARS, MAX_OPTIONS, MAX_QUESTION_CHARS, check_answer_size, check_name
-from hookd.core.outcomes import MAX_HOOK_REPLY, questions_of
+from hookd.core.outcomes import MAX_HOOK_REPLY, questions_of, session_remote
 from hookd.core.state import Waiters
-from hookd.harness import claude_code as cc
 from hookd.harness.base import decode_answers
 from hookd.models import BadRequest, Interaction, NotFound, resolved_event
 from hookd.store import Store, Tx
@@ -70,17 +69,21 @@ class Asks:
 
     def preanswered(self, tx: Tx, i: Interaction, at: float) -> bytes:
         """A pre-registered answer for every question of a new AskUserQuestion: answer it
-        from its PreToolUse hook (returns the hook's stdout, or b"")."""
+        from its PreToolUse hook (returns the hook's stdout, rendered by the session's harness:
+        ``preanswer_reply``; or b"")."""
         qs = questions_of(i)
         if not qs or not isinstance(i.input, dict):
             return b""
         pre = tx.open_preanswers(i.builder, [q.question for q in qs])
         if len(pre) != len({q.question for q in qs}):
             return b""
+        remote = session_remote(tx, i)
+        if remote is None:
+            return b""  # (a desk-only harness: never asked, see Questions.question_asked)
         answers = {q.question: pre[q.question][1] for q in qs}
         actors = {pre[q.question][2] for q in qs} - {None}
         actor = actors.pop() if len(actors) == 1 else None
-        reply = cc.pre_tool_answer({**i.input, "answers": answers})
+        reply = remote.preanswer_reply(i.input, answers)
         if len(reply) > MAX_HOOK_REPLY:
             return b""  # the menu asks the desk instead; the answer stays registered
         selections = decode_answers(i.questions, answers)

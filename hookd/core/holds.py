@@ -16,10 +16,10 @@ from collections.abc import Awaitable
 from typing import Any
 
 from hookd.core.bus import EventBus, write_publish
-from hookd.core.outcomes import hook_body, supersede
+from hookd.core.outcomes import hook_body, remote_answers, supersede
 from hookd.core.procs import child_running
 from hookd.core.state import DaemonStopping, HookCache, Waiters
-from hookd.harness import claude_code as cc
+from hookd.harness.base import RemoteAnswers
 from hookd.models import Interaction, resolved_event
 from hookd.store import Store, Tx
 
@@ -72,13 +72,17 @@ class Holds:
             i = await self.store.interaction(iid)
             if i is None:
                 return b""
+            # the session's harness renders the reply and says which tools run as a process
+            remote = remote_answers(await self.store.session_harness(i.session_id) if i.session_id else None)
+            if remote is None:
+                return b""  # (a desk-only harness: none of its hooks is held)
             if i.state == "answered" and i.received_at is not None and i.delivered_at is None:
-                body = hook_body(i)  # answered before this hook arrived
+                body = hook_body(i, remote)  # answered before this hook arrived
             elif i.state != "pending":
                 return b""
             else:
-                if i.kind == "permission" and i.tool_name in cc.RUNS_AS_CHILD:
-                    watch = asyncio.ensure_future(self._watch_tool_start(i))
+                if i.kind == "permission" and i.tool_name in remote.child_process_tools:
+                    watch = asyncio.ensure_future(self._watch_tool_start(i, remote))
                 done, _ = await asyncio.wait({fut, disc}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
                 if fut not in done:
                     if disc in done:
@@ -99,12 +103,13 @@ class Holds:
             if watch is not None:
                 watch.cancel()
 
-    async def _watch_tool_start(self, i: Interaction) -> None:
+    async def _watch_tool_start(self, i: Interaction, remote: RemoteAnswers) -> None:
         """Claude Code 2.1.332 does nothing to a held PermissionRequest hook when the desk
         allows the tool (no signal, no transcript row, no other hook until the tool's
         PostToolUse: docs/harness-claude-code.md), and a Bash command may run for minutes.
         What shows at once is the command's process, a child of the agent's
-        (:func:`cc.runs_tool`): seen while the hook is held, the desk allowed it. The agent's
+        (``remote.runs_tool``, the session's harness's): seen while the hook is held, the
+        desk allowed it. The agent's
         children are looked at every TOOL_WATCH_S seconds (off the event loop) while the hook
         is held; nothing is watched without the agent's pid (``CLAUDE_PID``)."""
         pid = self.cache.pids.get(i.session_id) if i.session_id else None
@@ -113,7 +118,8 @@ class Holds:
         before: set[int] | None = None  # the agent's children at the first look
         try:
             while True:
-                argv, kids = await asyncio.to_thread(child_running, pid, i.created_at, before, i.tool_name, i.input)
+                argv, kids = await asyncio.to_thread(child_running, pid, i.created_at, before, i.tool_name, i.input,
+                                                     remote.runs_tool)
                 if argv is not None:
                     await write_publish(self.store, self.bus, self._desk_allowed_tx, i.id, time.time())
                     return

@@ -16,8 +16,8 @@ from typing import Any
 
 import msgspec
 
-from hookd.harness import claude_code as cc
-from hookd.harness.base import Payload, Question
+from hookd.harness.base import Payload, Question, RemoteAnswers
+from hookd.harness.registry import ADAPTERS
 from hookd.models import Interaction, Selection
 from hookd.store import Tx
 
@@ -60,18 +60,28 @@ def clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[:n - 1] + "…"
 
 
-def hook_body(i: Interaction) -> bytes:
-    """The held PermissionRequest hook's stdout for a remote answer to ``i``. An
-    AskUserQuestion allow always carries the original input plus every answer; a permission
-    allow carries the tool's input where Claude Code needs it (:func:`cc.allow_input`)."""
+def remote_answers(harness: str | None) -> RemoteAnswers | None:
+    """The remote-answer outputs of ``harness`` (a session's harness name: its adapter in
+    :data:`hookd.harness.registry.ADAPTERS`), None when no hook of it carries a remote answer
+    (``desk_only``) or the harness is unknown."""
+    adapter = ADAPTERS.get(harness) if harness is not None else None
+    return adapter.remote_answers if adapter is not None else None
+
+
+def session_remote(tx: Tx, i: Interaction) -> RemoteAnswers | None:
+    """:func:`remote_answers` of the harness of ``i``'s session (None: no session)."""
+    return remote_answers(tx.session_harness(i.session_id) if i.session_id is not None else None)
+
+
+def hook_body(i: Interaction, remote: RemoteAnswers) -> bytes:
+    """The held hook's stdout for a remote answer to ``i``, rendered by its harness's
+    ``remote``: a permission's decision (``remote.permission_reply``), or a question's answers
+    (``remote.question_reply``: the original input plus every answer)."""
     if i.kind == "permission":
         assert i.decision in ("allow", "deny")
-        if i.decision == "allow":
-            return cc.permission_decision("allow", updated_input=cc.allow_input(i.tool_name, i.input))
-        return cc.permission_decision(i.decision, message=i.message)
+        return remote.permission_reply(i.decision, i.tool_name, i.input, i.message)
     assert i.answers, "never a decision without answers"
-    base = i.input if isinstance(i.input, dict) else {"questions": i.questions}
-    return cc.permission_decision("allow", updated_input={**base, "answers": i.answers})
+    return remote.question_reply(i.input, i.questions, i.answers)
 
 
 def late_reason(i: Interaction) -> str:

@@ -5,11 +5,10 @@ reads the system: never inside a transaction; off the event loop where it may be
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import psutil
-
-from hookd.harness import claude_code as cc
 
 
 def process_started_at(pid: int) -> float | None:
@@ -21,9 +20,11 @@ def process_started_at(pid: int) -> float | None:
 
 
 def child_running(pid: int, since: float, before: set[int] | None, tool_name: str | None,
-                   tool_input: Any) -> tuple[list[str] | None, set[int]]:
-    """(the argv of a new child process of ``pid`` that runs this tool call
-    (:func:`cc.runs_tool`), or None; the pids of its children now). New: not among ``before``
+                   tool_input: Any, runs_tool: Callable[[str | None, Any, list[str]], bool],
+                   ) -> tuple[list[str] | None, set[int]]:
+    """(the argv of a new child process of ``pid`` that runs this tool call (``runs_tool``:
+    the harness's :meth:`hookd.harness.base.RemoteAnswers.runs_tool`), or None; the pids of its
+    children now). New: not among ``before``
     (the children at an earlier look), or, at the first look (``before`` None), started at or
     after ``since`` (UNIX seconds, less a clock tick). Reads /proc: run it off the event loop."""
     try:
@@ -37,7 +38,7 @@ def child_running(pid: int, since: float, before: set[int] | None, tool_name: st
             argv = child.cmdline()
         except psutil.Error:
             continue
-        if cc.runs_tool(tool_name, tool_input, argv):
+        if runs_tool(tool_name, tool_input, argv):
             return argv, set()
     return None, {c.pid for c in children}
 

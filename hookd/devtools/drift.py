@@ -16,7 +16,8 @@ from pathlib import Path
 
 import msgspec
 
-from hookd.harness import claude_code as cc
+from hookd.harness.base import Adapter, TranscriptReader
+from hookd.harness.registry import ADAPTERS, DEFAULT_HARNESS, READERS
 from hookd.models import PayloadInvalid
 from hookd.untrusted import visible
 
@@ -51,9 +52,22 @@ def newest_version_dir(root: Path) -> Path:
     return max(dirs, key=lambda d: _version_key(d.name))
 
 
-def drift(version_dir: Path, replay_goldens: bool = True) -> DriftReport:
-    """Build the report for one version folder of recorded scenarios."""
+def _harness(name: str) -> tuple[Adapter, TranscriptReader]:
+    """The adapter and the transcript reader of harness ``name`` (the registry's). Raises
+    ValueError when the registry has no adapter or no transcript reader of that name."""
+    reader = next((r for r in READERS if r.HARNESS == name), None)
+    if name not in ADAPTERS or reader is None:
+        raise ValueError(f"harness {name!r} has no adapter and transcript reader to check recordings with")
+    return ADAPTERS[name], reader
+
+
+def drift(version_dir: Path, replay_goldens: bool = True, harness: str = DEFAULT_HARNESS) -> DriftReport:
+    """Build the report for one version folder of recorded scenarios of ``harness`` (default:
+    the registry's :data:`~hookd.harness.registry.DEFAULT_HARNESS`, Claude Code, whose
+    recordings are under ``fixtures/claude-code/``), read with its adapter and transcript
+    reader from :mod:`hookd.harness.registry`. Raises ValueError for a harness without both."""
     rep = DriftReport(version_dir, replayed=replay_goldens)
+    adapter, reader = _harness(harness)
     events: dict[str, list[str]] = defaultdict(list)
     fields: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     rows: dict[str, int] = defaultdict(int)
@@ -63,13 +77,13 @@ def drift(version_dir: Path, replay_goldens: bool = True) -> DriftReport:
             rel = f"{sc.name}/{f.name}"
             raw = f.read_bytes()
             try:
-                cc.parse(raw)
+                adapter.parse(raw, builder="drift", cwd=None)
             except PayloadInvalid as e:
                 rep.parse_failures.append(f"{rel}: {e.message}")
                 continue
             obj = msgspec.json.decode(raw)
             name = obj["hook_event_name"]
-            known = cc.known_fields(name)
+            known = adapter.known_fields(name)
             if known is None:
                 events[name].append(rel)
                 continue
@@ -87,7 +101,7 @@ def drift(version_dir: Path, replay_goldens: bool = True) -> DriftReport:
                     rep.parse_failures.append(f"{sc.name}/transcript.jsonl:{n}: {e}")
                     continue
                 kind = row.get("type") if isinstance(row, dict) else None
-                if kind not in cc.TRANSCRIPT_ROW_TYPES:
+                if kind not in reader.TRANSCRIPT_ROW_TYPES:
                     rows[str(kind)] += 1
         if replay_goldens:
             from hookd.devtools.replay import replay

@@ -158,6 +158,11 @@ class Reads:
         )
         return _interaction(rows[0]) if rows else None
 
+    async def session_harness(self, session_id: str) -> str | None:
+        """The harness a session was recorded under (``claude-code``), None if unknown."""
+        rows = await self._all("SELECT harness FROM sessions WHERE id=?", (session_id,))
+        return rows[0][0] if rows else None
+
     async def hook_event_id(self, delivery_id: str) -> int | None:
         """The id of the hook event stored under ``delivery_id``, if any."""
         rows = await self._all("SELECT id FROM hook_events WHERE delivery_id=?", (delivery_id,))

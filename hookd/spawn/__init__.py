@@ -1,0 +1,360 @@
+"""Spawn-time generation: the hook client and the builder's hook configuration.
+
+`hookd spawn B --worktree W` writes ``HOOKD_HOME/bin/hook-client`` (bash) and merges one
+hook entry per event into ``W/.claude/settings.local.json`` (or a standalone file for
+``claude --settings``). Entries are recognised by a tag comment at the end of their command
+(``# hookd builder=B``), so re-spawn replaces them and `unspawn` removes exactly them. Other
+hooks and keys are never touched; files are written atomically; a file that is not strict
+JSON is refused and left as it was. A manifest (``builders/B.json``) records what was added.
+
+Concurrent spawns and unspawns (of different builders into one worktree, say) do not lose
+each other's entries: each holds an exclusive ``flock`` per file it merges into (keyed by the
+file's real path) around its read-merge-write, and one per builder around the whole run; the
+lock files live in ``HOOKD_HOME/run/locks/``, never next to the user's files. A settings file
+or ``.mcp.json`` that is a symlink (a dotfiles repo) is written through: the link stays a
+link and the file it points to gets the atomic write; a dangling link is refused.
+
+Crash-consistent: a spawn first records its intent (the manifest, ``state: "spawning"``,
+with everything unspawn needs to undo it, also what the previous spawn had elsewhere), then
+writes the user's files, then the final manifest. A ``kill -9`` at any point leaves a builder
+that `unspawn` knows and undoes (or that a second `spawn` completes). Writes into the user's
+directories go through one temp file name per file (``.<name>.hookd-tmp``, only ever written
+with that file's lock held), which the next spawn or unspawn touching that file removes.
+
+MCP (default on): the entry ``mcpServers.hookd`` (``python -P -m hookd --home H mcp --builder
+B``) is merged into ``W/.mcp.json``, and ``enabledMcpjsonServers: ["hookd"]`` (no "new MCP
+server" dialog) plus ``permissions.allow: ["mcp__hookd"]`` (no permission prompt; in ``-p``
+no denial) into the settings file; with ``--settings-file`` the entry goes to a standalone
+``HOOKD_HOME/mcp/B.json`` for ``claude --mcp-config``. The same rules hold: recognised by
+its ``mcp --builder B`` arguments, recorded in the manifest, undone exactly by `unspawn`.
+
+What differs per harness (its settings file, the options it takes, its entries) is the
+adapter's: :data:`INSTALLS`, from each adapter's ``hook_installs``
+(:class:`hookd.harness.install.HookInstall`). The package: this module (spawn, unspawn, the
+manifest), :mod:`hookd.spawn.client` (the hook clients and commands), :mod:`hookd.spawn.files`
+(the user's files: locks, shapes, atomic writes), :mod:`hookd.spawn.mcp` (the MCP server).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from hookd.config import DEFAULT_DEADLINE_MS, Home, check_builder_id
+from hookd.harness.install import HookCommands, HookInstall
+from hookd.harness.registry import ADAPTERS, DEFAULT_HARNESS
+from hookd.models import ConfigError, NotFound
+from hookd.spawn.client import (
+    bash_path as bash_path,  # (re-exported: the package's public names)
+    build_program as build_program,
+    c_compiler as c_compiler,
+    client_argv as client_argv,
+    hook_command,
+    install_client,
+    write_client as write_client,
+)
+from hookd.spawn.files import (
+    _builder_key,
+    _check_hooks_shape,
+    _drop_tmp,
+    _dump,
+    _file_key,
+    _load_settings,
+    _locked,
+    _original_text,
+    _parses_to,
+    _strip_tagged,
+    _through,
+    _tmp_of,
+    _user_write,
+    _write_settings,
+)
+from hookd.spawn.mcp import (
+    MCP_SERVER,
+    _add_mcp_keys,
+    _mcp_records,
+    _plan_mcp_json,
+    _strip_mcp_keys_of,
+    _undo_mcp_file,
+    mcp_entry,
+)
+from hookd.untrusted import read_regular
+
+#: harness name -> how `hookd spawn` installs its hooks (the adapters' ``hook_installs``, in
+#: :data:`hookd.harness.registry.ADAPTERS`' order: ``claude-code``, ``claw``, ``claw-code-go``)
+INSTALLS: dict[str, HookInstall] = {
+    name: adapter.hook_installs[name] for name, adapter in ADAPTERS.items() if name in adapter.hook_installs
+}
+HARNESSES = tuple(INSTALLS)
+#: Default wait of the idle-wake hook (seconds): an agent idle longer is not woken; its
+#: messages wait for the next prompt.
+DEFAULT_WAKE_WAIT_S = 0  # opt-in: see docs/decisions.md "Idle wake"
+#: Default window (seconds) a PermissionRequest hook holds for a remote answer; the prompt
+#: stays usable at the desk meanwhile. 0: never hold.
+DEFAULT_HOLD_S = 900
+
+
+def spawn(
+    home: Home,
+    builder: str,
+    *,
+    worktree: Path | None = None,
+    settings_file: Path | None = None,
+    harness: str = DEFAULT_HARNESS,
+    deadline_ms: int | None = None,
+    wake_wait_s: int = DEFAULT_WAKE_WAIT_S,
+    hold_s: int = DEFAULT_HOLD_S,
+    mcp: bool = True,
+) -> dict[str, Any]:
+    """Install hookd's hooks for ``builder``; idempotent. Returns the manifest.
+
+    worktree: the builder's worktree (hooks go to ``.claude/settings.local.json``) unless
+    settings_file is given (a standalone file for ``claude --settings``); given with
+    settings_file, the worktree is only recorded in the manifest (the lane's directory) and
+    nothing is written into it.
+    deadline_ms: the hook client's hard deadline (default HOOKD_DEADLINE_MS or 5000).
+    wake_wait_s: how long the idle-wake Stop hook waits for a message (seconds; 0: no idle
+    wake hook). hold_s: how long a PermissionRequest hook waits for a remote answer (seconds;
+    0: it does not wait; Claude Code's timeout for it is hold_s + 60).
+    mcp: also register ``hookd mcp --builder B`` (``W/.mcp.json``, or the standalone
+    ``HOOKD_HOME/mcp/B.json`` with settings_file) and allow its tools in the settings file;
+    the manifest's ``mcp`` says where (``claude_args`` to pass in the standalone form).
+    Raises ConfigError on a bad builder id, a missing worktree, a settings or ``.mcp.json``
+    file that is not strict JSON, a dangling symlink, or hooks of the wrong shape (an event's
+    value not a list, a group or entry not an object: the message names the key); nothing is
+    written then. Concurrent spawns and unspawns into the same files are serialised (module doc).
+
+    harness ``claw`` (Rust claw): object-form hooks, matcher ``*``, for PreToolUse,
+    PostToolUse and PostToolUseFailure only, in ``W/.claw/settings.local.json``; no MCP, hold
+    or wake (claw has neither PermissionRequest nor Stop). ``claw-code-go``: the same as flat
+    strings in ``W/.claude/settings.local.json`` (the manifest's ``warning`` says why that file
+    then no longer serves Claude Code); refused when that file already holds object-form hooks.
+    Both need ``worktree``.
+    """
+    check_builder_id(builder)
+    install = INSTALLS.get(harness)
+    if install is None:
+        raise ConfigError(f"unknown harness {harness!r}; supported: {', '.join(HARNESSES)}")
+    if settings_file is not None and not install.standalone:
+        raise ConfigError(f"{harness} reads hooks only from its working directory: give --worktree, not --settings-file")
+    mcp, wake_wait_s, hold_s = mcp and install.mcp, wake_wait_s if install.wake else 0, hold_s if install.hold else 0
+    if deadline_ms is None:
+        deadline_ms = int(os.environ.get("HOOKD_DEADLINE_MS", DEFAULT_DEADLINE_MS))
+    if not 100 <= deadline_ms <= 600_000:
+        raise ConfigError("deadline must be between 0.1 and 600 seconds")
+    if not 0 <= wake_wait_s <= 86_400:
+        raise ConfigError("wake wait must be between 0 (off) and 86400 seconds")
+    if not (hold_s == 0 or 5 <= hold_s <= 86_400):
+        raise ConfigError("hold must be 0 (off) or between 5 and 86400 seconds")
+    if worktree is not None:
+        # the physical path: what Claude Code reports as a session's cwd and what claw
+        # fingerprints (".." and symlinks resolved; the same directory either way)
+        worktree = Path(os.path.realpath(worktree.expanduser()))
+        if not worktree.is_dir():
+            raise ConfigError(f"worktree {worktree} is not a directory")
+    if settings_file is None:
+        if worktree is None:
+            raise ConfigError("give --worktree DIR or --settings-file PATH")
+        target = worktree / install.settings_dir / "settings.local.json"
+        mcp_path = worktree / ".mcp.json"
+    else:
+        # the standalone form: the worktree, if given, is only recorded (the lane's directory);
+        # nothing is written into it, the MCP server included
+        target = settings_file.expanduser().absolute()
+        mcp_path = home.mcp_config(builder)
+    home.ensure()
+    with _locked(home, [_builder_key(builder)]):
+        # what a spawn killed before left in the home (the user's files: under their locks)
+        for f in (home.manifest(builder), home.client_script, home.c_client, home.socket_path_file):
+            _drop_tmp(f)
+        old = read_manifest(home, builder)
+        if old and old["settings_file"] != os.fspath(target):
+            _unspawn_locked(home, builder, old)
+            old = None
+        files = [target, *([mcp_path] if mcp else []), *(Path(r["file"]) for r in _mcp_records(old) if r.get("file"))]
+        with _locked(home, [_file_key(f) for f in files]):
+            _drop_tmps(files)
+            manifest = _spawn_locked(home, builder, harness=harness, install=install, worktree=worktree, target=target,
+                                     mcp_path=mcp_path if mcp else None, mcp_standalone=settings_file is not None,
+                                     old=old, deadline_ms=deadline_ms, wake_wait_s=wake_wait_s, hold_s=hold_s,
+                                     intent=lambda m: _write_manifest(home, builder, m))
+            _write_manifest(home, builder, manifest)
+    return manifest
+
+
+def _write_manifest(home: Home, builder: str, manifest: dict[str, Any]) -> None:
+    """Atomically write ``builders/B.json`` (0600; B's lock held: a fixed temp name)."""
+    home.builders_dir.mkdir(parents=True, exist_ok=True)
+    _user_write(home.manifest(builder), _dump(manifest), mode=0o600)
+
+
+def _drop_tmps(files: Iterable[Path]) -> None:
+    """:func:`_drop_tmp` for each file (where its writes land: through a symlink)."""
+    for f in files:
+        try:
+            io = _through(f)
+        except ConfigError:
+            io = f
+        _drop_tmp(io)
+
+
+def _spawn_locked(home: Home, builder: str, *, harness: str, install: HookInstall, worktree: Path | None, target: Path,
+                  mcp_path: Path | None, mcp_standalone: bool, old: dict[str, Any] | None, deadline_ms: int,
+                  wake_wait_s: int, hold_s: int, intent: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """spawn's read-merge-write of the settings file ``target`` and the MCP config
+    ``mcp_path`` (None: no MCP; a worktree's ``.mcp.json``, or with ``mcp_standalone`` hookd's
+    own ``HOOKD_HOME/mcp/B.json``), their locks held. Every refusal comes before the first
+    write; right before it, ``intent`` gets the manifest with ``state: "spawning"`` (and the
+    MCP records this spawn undoes as ``previous_mcp``), so that a crash
+    from then on leaves what unspawn undoes. Returns the final manifest (not yet written)."""
+    io = _through(target)  # a symlinked settings file: written through, the link kept
+    settings, existed = _load_settings(io)
+    _check_hooks_shape(target, settings)
+    install.check_settings(os.fspath(target), settings)
+    original = _original_text(io, existed)
+    had_hooks_key = "hooks" in settings
+    created_dir = not target.parent.exists()
+    _strip_tagged(settings, builder)
+    olds = _mcp_records(old)
+    _strip_mcp_keys_of(settings, olds)
+    mcp_rec: dict[str, Any] | None = None
+    mcp_obj: dict[str, Any] | None = None
+    if mcp_path is not None:
+        entry = mcp_entry(home, builder)
+        if not mcp_standalone:
+            same = next((r for r in olds if r.get("file") == os.fspath(mcp_path) and not r.get("skipped")), None)
+            mcp_obj, mcp_rec = _plan_mcp_json(mcp_path, builder, entry, same)
+        else:
+            mcp_obj = {"mcpServers": {MCP_SERVER: entry}}
+            mcp_rec = {"file": os.fspath(mcp_path), "standalone": True, "entry": entry,
+                       "claude_args": ["--mcp-config", os.fspath(mcp_path)]}
+    client, client_note = install_client(home)
+    command = hook_command(home, harness, builder, deadline_ms, client=client)
+    timeout_s = max(10, math.ceil(deadline_ms / 1000) * 2)
+    wake_command = hook_command(home, harness, builder, wake_wait_s * 1000, mode="wake", client=client) if wake_wait_s else None
+    permission_command = hook_command(home, harness, builder, hold_s * 1000, mode="hold", client=client) if hold_s else None
+    hooks = settings.setdefault("hooks", {})
+    generated = install.hook_settings(HookCommands(
+        command=command, timeout_s=timeout_s, wake=wake_command, wake_timeout_s=wake_wait_s + 60,
+        hold=permission_command, hold_timeout_s=hold_s + 60))
+    for event, groups in generated.items():
+        hooks[event] = hooks.get(event, []) + groups  # each a list: _check_hooks_shape
+    if mcp_rec is not None and not mcp_rec.get("skipped"):
+        mcp_rec["settings"] = _add_mcp_keys(settings, target)  # may refuse: nothing written yet
+
+    manifest = {
+        "builder": builder,
+        "harness": harness,
+        "worktree": os.fspath(worktree) if worktree else None,
+        "settings_file": os.fspath(target),
+        "command": command,
+        "client": client,
+        "deadline_ms": deadline_ms,
+        "wake_wait_s": wake_wait_s,
+        "hold_s": hold_s,
+        "events": list(install.events),
+        "created_file": old["created_file"] if old else not existed,
+        "created_dir": old.get("created_dir", False) if old else created_dir,
+        "added_hooks_key": old["added_hooks_key"] if old else not had_hooks_key,
+        # the file as it was before the first spawn: unspawn restores it byte for byte when
+        # nothing else changed meanwhile
+        "original": old.get("original") if old else original,
+        "mcp": mcp_rec,
+        "spawned_at": time.time(),
+    }
+    if install.warning is not None:
+        manifest["warning"] = install.warning
+    if client_note:
+        manifest["client_note"] = client_note
+    moved = [r for r in olds if mcp_rec is None or r.get("file") != mcp_rec["file"]]  # --no-mcp now, or elsewhere
+    intent({**manifest, "state": "spawning", **({"previous_mcp": moved} if moved else {})})
+
+    home.spool_dir(builder).mkdir(parents=True, exist_ok=True)
+    for rec in moved:
+        _undo_mcp_file(rec, builder)
+    if mcp_obj is not None and mcp_path is not None:
+        _write_settings(_through(mcp_path), mcp_obj)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _write_settings(io, settings)
+    return manifest
+
+
+def read_manifest(home: Home, builder: str) -> dict[str, Any] | None:
+    try:
+        return msgspec.json.decode(read_regular(home.manifest(builder), follow=False))
+    except FileNotFoundError:
+        return None
+
+
+def list_manifests(home: Home) -> list[dict[str, Any]]:
+    """Every spawned builder's manifest, by builder id."""
+    out = []
+    if home.builders_dir.is_dir():
+        for f in sorted(home.builders_dir.glob("*.json")):
+            try:
+                out.append(msgspec.json.decode(read_regular(f, follow=False)))
+            except (OSError, msgspec.DecodeError):
+                continue
+    return out
+
+
+def unspawn(home: Home, builder: str) -> dict[str, Any]:
+    """Remove exactly what `spawn` added for ``builder``. Raises NotFound when the builder
+    was never spawned in this home, ConfigError when its settings file is no longer JSON or
+    is a dangling symlink (nothing changed then). Returns ``{"builder", "settings_file",
+    "removed", "mcp_removed"}`` (hook handlers removed; whether hookd's MCP server entry was).
+    Safe to run beside other spawns and unspawns of the same files (see the module doc)."""
+    if read_manifest(home, builder) is None:  # before the lock: it would create run/locks
+        if os.path.lexists(_tmp_of(home.manifest(builder))):  # a spawn killed while recording its intent
+            with _locked(home, [_builder_key(builder)]):
+                _drop_tmp(home.manifest(builder))
+        raise NotFound(f"builder {builder!r} was not spawned in {home.root}")
+    with _locked(home, [_builder_key(builder)]):
+        _drop_tmp(home.manifest(builder))
+        m = read_manifest(home, builder)
+        if m is None:  # a concurrent unspawn got there first
+            raise NotFound(f"builder {builder!r} was not spawned in {home.root}")
+        return _unspawn_locked(home, builder, m)
+
+
+def _unspawn_locked(home: Home, builder: str, m: dict[str, Any]) -> dict[str, Any]:
+    """unspawn with ``builder``'s lock held and its manifest ``m`` read: takes the locks of
+    the files ``m`` names, undoes them, removes the manifest."""
+    target = Path(m["settings_file"])
+    records = _mcp_records(m)  # with those an interrupted spawn was moving away from
+    files = [target, *(Path(r["file"]) for r in records if r.get("file"))]
+    removed = 0
+    with _locked(home, [_file_key(f) for f in files]):
+        io = _through(target)  # before any write: it may refuse
+        settings, existed = _load_settings(io)
+        _drop_tmps(files)
+        mcp_removed = False
+        for rec in records:  # before any write: it may refuse
+            mcp_removed = _undo_mcp_file(rec, builder) or mcp_removed
+        if existed:
+            removed = _strip_tagged(settings, builder)
+            keys_removed = _strip_mcp_keys_of(settings, records)
+            if m.get("added_hooks_key") and settings.get("hooks") == {}:
+                del settings["hooks"]
+            original = m.get("original")
+            if m.get("created_file") and not settings and io == target:
+                target.unlink()
+            elif original is not None and _parses_to(original, settings):
+                _user_write(io, original.encode("utf-8", errors="surrogateescape"), mode=io.stat().st_mode & 0o777)
+            elif removed or keys_removed:
+                _write_settings(io, settings)
+        if m.get("created_dir"):
+            with contextlib.suppress(OSError):
+                target.parent.rmdir()  # only if empty (also what an interrupted spawn made, and nothing else)
+    home.manifest(builder).unlink()
+    spool = home.spool_dir(builder)
+    if spool.is_dir() and not any(spool.iterdir()):
+        spool.rmdir()
+    return {"builder": builder, "settings_file": os.fspath(target), "removed": removed, "mcp_removed": mcp_removed}
