@@ -59,7 +59,7 @@ class InProc:
 
     home: the hookd home (created as ``hookd serve`` creates it); settings: the daemon's
     settings (default ``Settings()``); notify_overrides: as ``hookd serve``'s notification
-    options (:func:`hookd.watchers.notify.load_config`). After :meth:`start`: ``core``,
+    options (:func:`hookd.watchers.notify_config.load_config`). After :meth:`start`: ``core``,
     ``store``, ``app``, ``token``, ``endpoint``.
     """
 
@@ -96,10 +96,10 @@ class InProc:
         return self
 
     async def _open(self) -> None:
-        from hookd.watchers import notify
+        from hookd.watchers.notify_config import load_config
 
         home, settings = self.home, self.settings
-        notify_config = notify.load_config(home, self.notify_overrides)
+        notify_config = load_config(home, self.notify_overrides)
         home.ensure()
         self.token = home.read_token()
         # no TCP port: the endpoint names port 0 (no hook client reads it in this tier)

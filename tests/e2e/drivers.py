@@ -549,7 +549,7 @@ class TmuxClaude:
         """Type ``text`` literally (no key-name interpretation)."""
         self._tmux("send-keys", "-t", self.target, "-l", text)
 
-    def submit(self, text: str, timeout: float = 10.0) -> None:
+    def submit(self, text: str, timeout: float = 30.0) -> None:
         """Type ``text`` at the prompt, wait until it is visible on screen,
         then press Enter. Raises ``TimeoutError`` if the text never shows."""
         self.send_text(text)

@@ -418,7 +418,12 @@ def test_tui_desk_allow_resolves_at_once_while_the_command_runs(rig, tmux_bin, t
     assert "the desk answered first" in refused["data"]["reason"]
     sent = [e for e in ev if e["kind"] in ("notification_sent", "notification_failed")
             and e["data"].get("key") == f"interaction:{p['id']}"]
-    assert sent == [] and not alerts.exists()
+    if sent:  # only when the desk's Enter came after the alert was due (a busy machine), never after it
+        [pending] = about(ev, "permission_pending", p["id"])
+        assert pending["at"] + NOTIFY_AFTER_S <= resolved["at"] and [e["data"].get("step") for e in sent] == [0], sent
+        assert alerts.exists()
+    else:
+        assert not alerts.exists()
 
 
 # ============= 7. every tool a PermissionRequest can hold: a remote allow or deny takes effect

@@ -293,8 +293,11 @@ def test_tui_escape_on_question_menu(rig, tmux_bin):
         assert about(ev, "question_pending", ESC_ASK)[0]["builder"] == "b-esc"
 
         press_once(tui, "Escape", lambda s: "Enter to select" not in s)
-        tui.wait_for_screen("Declined to answer Claude's questions", timeout=10)
+        tui.wait_for_screen("Declined to answer Claude's questions", timeout=30)
         # A further turn: its Stop hook proves every hook of the escaped turn had its chance.
+        # Typed once the idle prompt is back: on a busy machine a key typed while the TUI
+        # still redraws after the menu was lost ("arry on")
+        tui.wait_ready(timeout=30)
         tui.submit("carry on")
         tui.wait_for_screen("NEXT-TURN-ESC-55", timeout=30)
         ev = r.wait_hook("Stop")
