@@ -602,7 +602,10 @@ def test_client_large_spool_write_never_keeps_the_hook_past_its_deadline(tmp_pat
     whole: the write happens in a detached writer the hook does not wait for past its
     deadline. (Order, not time: an implementation that writes before it exits cannot end
     before its own rename.)"""
-    deadline_s = 8 if client_kind == "bash" else 2  # (the bash client reads ~1 MB/s)
+    # long enough that strace attaches before the deadline on a busy machine (the bash client
+    # reads ~1 MB/s when idle; at load 6 its 3 MB took most of 8 s and it was done before
+    # strace attached): the test is about order, the deadline only has to come after that
+    deadline_s = 30 if client_kind == "bash" else 10
     cmd = spawn(home, worktree, "--deadline", str(deadline_s))["PostToolUse"]
     obj = json.loads((TUI / "005-PostToolUse.json").read_bytes())
     obj["tool_response"] = {"stdout": "z" * (3 * 1024 * 1024), "stderr": "", "interrupted": False}
@@ -619,7 +622,8 @@ def test_client_large_spool_write_never_keeps_the_hook_past_its_deadline(tmp_pat
                                    "-e", "trace=rename,renameat,renameat2",
                                    "-e", "inject=rename,renameat,renameat2:delay_enter=10s"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_until(lambda: traced(pid), 60, what="strace to attach")
+        wait_until(lambda: traced(pid), 60,
+                   what=lambda: f"strace to attach (the client's exit status: {c.proc.poll()})")
         assert c.proc.stdout is not None and c.proc.stderr is not None
         out = c.proc.stdout.read()  # until the hook's stdout closes ...
         err = c.proc.stderr.read()
