@@ -144,6 +144,21 @@ def test_relative_worktree_through_a_symlink_and_dotdot_is_stored_as_its_physica
     assert (real / "wt" / ".claude" / "settings.local.json").is_file()
 
 
+def test_a_worktree_that_does_not_exist_is_refused_saying_to_create_it(home: Path, tmp_path: Path) -> None:
+    """`hookd spawn B --worktree DIR` of a missing DIR: exit 2, one sentence that says to create
+    it first; a path that is a file is refused too (by the option's type). Nothing is written
+    either way."""
+    missing = tmp_path / "proj-b1"
+    r = hookd_cli(home, "spawn", "b1", "--worktree", str(missing))
+    assert r.returncode == 2 and "does not exist: create it first" in r.stderr, r
+    assert not missing.exists()
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    r = hookd_cli(home, "spawn", "b1", "--worktree", str(afile))
+    assert r.returncode == 2 and "is a file" in r.stderr, r
+    assert afile.read_text() == "x"
+
+
 def test_unspawn_removes_only_its_own_builder(home: Path, worktree: Path) -> None:
     target = settings_path(worktree)
     target.parent.mkdir()

@@ -157,6 +157,9 @@ def spawn(
         # the physical path: what Claude Code reports as a session's cwd and what claw
         # fingerprints (".." and symlinks resolved; the same directory either way)
         worktree = Path(os.path.realpath(worktree.expanduser()))
+        if not worktree.exists():
+            raise ConfigError(f"worktree {worktree} does not exist: create it first "
+                              "(mkdir -p, or git worktree add), then spawn")
         if not worktree.is_dir():
             raise ConfigError(f"worktree {worktree} is not a directory")
     if settings_file is None:
