@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +50,17 @@ def worktree(tmp_path: Path) -> Path:
     w = tmp_path / "worktree"
     w.mkdir()
     return w
+
+
+def stage_installed(dest: Path) -> Path:
+    """A copy of the package at ``dest/hookd`` laid out as it is installed (``harness/`` as
+    ``hookd.harness``, ``hooks/`` as ``hookd.hooks``; no bytecode, no static files): what
+    import-linter and mypy read, as they walk only the package's own folder. Returns ``dest``."""
+    ignore = shutil.ignore_patterns("__pycache__", "static")
+    shutil.copytree(REPO / "hookd", dest / "hookd", ignore=ignore)
+    shutil.copytree(REPO / "harness", dest / "hookd" / "harness", ignore=ignore)
+    shutil.copytree(REPO / "hooks", dest / "hookd" / "hooks", ignore=ignore)
+    return dest
 
 
 def hookd_cli(home: Path, *args: str, input: bytes | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:

@@ -21,6 +21,8 @@ from hookd.core.claw import CLAW_HTTP
 from hookd.harness import base, claude_code, claude_code_hooks, claw, claw_http, install, registry
 from hookd.spawn import INSTALLS
 
+from .conftest import stage_installed
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -154,10 +156,7 @@ def test_import_contracts_hold(tmp_path):
     lint = shutil.which("lint-imports", path=os.path.dirname(sys.executable)) or shutil.which("lint-imports")
     if lint is None:
         pytest.skip("import-linter is not installed (pip install -e '.[test]')")
-    stage = tmp_path / "stage"
-    ignore = shutil.ignore_patterns("__pycache__", "static")
-    shutil.copytree(ROOT / "hookd", stage / "hookd", ignore=ignore)
-    shutil.copytree(ROOT / "harness", stage / "hookd" / "harness", ignore=ignore)
+    stage = stage_installed(tmp_path / "stage")
     env = {**os.environ, "PYTHONPATH": str(stage)}
     r = subprocess.run([lint, "--no-cache", str(ROOT / "pyproject.toml")], cwd=stage, env=env,
                        capture_output=True, text=True, timeout=300)

@@ -35,6 +35,21 @@ PROMPT = "002-UserPromptSubmit.json"
 pytestmark = pytest.mark.daemon
 
 
+def one_hook_output(out: str, event: str) -> str:
+    """``out`` after checking it is nothing or one JSON document of ``event``'s
+    hookSpecificOutput alone (never a systemMessage)."""
+    if out:
+        doc = json.loads(out)
+        assert doc["hookSpecificOutput"]["hookEventName"] == event
+        assert set(doc) == {"hookSpecificOutput"} and "systemMessage" not in out
+    return out
+
+
+def context_of(out: str) -> str | None:
+    """The additionalContext a hook's output carries, None for no output."""
+    return json.loads(out)["hookSpecificOutput"]["additionalContext"] if out else None
+
+
 class Builder:
     """A spawned builder whose hooks are run like Claude Code runs them."""
 
@@ -49,16 +64,10 @@ class Builder:
         cmd = settings_command(self.settings, p["hook_event_name"])
         r = run_hook(cmd, json.dumps(p).encode(), self.worktree)
         assert r.returncode == 0 and r.stderr == b""
-        out = r.stdout.decode()
-        if out:
-            doc = json.loads(out)
-            assert doc["hookSpecificOutput"]["hookEventName"] == p["hook_event_name"]
-            assert set(doc) == {"hookSpecificOutput"} and "systemMessage" not in out
-        return out
+        return one_hook_output(r.stdout.decode(), p["hook_event_name"])
 
     def context(self, p: dict[str, Any]) -> str | None:
-        out = self.hook(p)
-        return json.loads(out)["hookSpecificOutput"]["additionalContext"] if out else None
+        return context_of(self.hook(p))
 
     def send(self, text: str, *args: str) -> dict[str, Any]:
         r = hookd_cli(self.home, "send", self.name, text, "--author", "alice", "--json", *args)

@@ -22,7 +22,7 @@ from hookd.spawn import spawn
 
 from .conftest import wait_until
 from .inproc import WAIT_S, InProc
-from .test_inbox import AUQ_POST, AUQ_PRE, BASH_POST, PROMPT, STOP, payload
+from .test_inbox import AUQ_POST, AUQ_PRE, BASH_POST, PROMPT, STOP, context_of, one_hook_output, payload
 
 pytestmark = pytest.mark.inproc
 
@@ -38,16 +38,10 @@ class Builder:
         """Post the hook for ``p``; assert a 200 with one JSON document or nothing; return the body."""
         r = self.app.hook(p, self.name)
         assert r.status_code == 200, r.text
-        out = r.text
-        if out:
-            doc = json.loads(out)
-            assert doc["hookSpecificOutput"]["hookEventName"] == p["hook_event_name"]
-            assert set(doc) == {"hookSpecificOutput"} and "systemMessage" not in out
-        return out
+        return one_hook_output(r.text, p["hook_event_name"])
 
     def context(self, p: dict[str, Any]) -> str | None:
-        out = self.hook(p)
-        return json.loads(out)["hookSpecificOutput"]["additionalContext"] if out else None
+        return context_of(self.hook(p))
 
     def post(self, text: str, *, key: str | None = None, session_id: str | None = None,
              agent_id: str | None = None, builder: str | None = None) -> httpx.Response:

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from .conftest import REPO
+from .conftest import REPO, stage_installed
 
 
 def test_ruff_finds_nothing_in_the_package():
@@ -30,11 +30,7 @@ def test_mypy_finds_nothing_in_the_package(tmp_path):
     mypy = shutil.which("mypy", path=os.path.dirname(sys.executable)) or shutil.which("mypy")
     if mypy is None:
         pytest.skip("mypy is not installed (pip install -e '.[test]')")
-    stage = tmp_path / "stage"
-    ignore = shutil.ignore_patterns("__pycache__", "static")
-    shutil.copytree(REPO / "hookd", stage / "hookd", ignore=ignore)
-    shutil.copytree(REPO / "harness", stage / "hookd" / "harness", ignore=ignore)
-    shutil.copytree(REPO / "hooks", stage / "hookd" / "hooks", ignore=ignore)
+    stage = stage_installed(tmp_path / "stage")
     r = subprocess.run([mypy, "--config-file", str(REPO / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache")],
                        cwd=stage, capture_output=True, text=True, timeout=600)
     out = (r.stdout + r.stderr).replace("hookd/harness/", "harness/").replace("hookd/hooks/", "hooks/")
