@@ -69,7 +69,7 @@ from hookd.spawn.files import (
     _load_settings,
     _locked,
     _original_text,
-    _parses_to,
+    _restore,
     _strip_tagged,
     _through,
     _tmp_of,
@@ -346,13 +346,7 @@ def _unspawn_locked(home: Home, builder: str, m: dict[str, Any]) -> dict[str, An
             keys_removed = _strip_mcp_keys_of(settings, records)
             if m.get("added_hooks_key") and settings.get("hooks") == {}:
                 del settings["hooks"]
-            original = m.get("original")
-            if m.get("created_file") and not settings and io == target:
-                target.unlink()
-            elif original is not None and _parses_to(original, settings):
-                _user_write(io, original.encode("utf-8", errors="surrogateescape"), mode=io.stat().st_mode & 0o777)
-            elif removed or keys_removed:
-                _write_settings(io, settings)
+            _restore(io, target, settings, m, bool(removed or keys_removed))
         if m.get("created_dir"):
             with contextlib.suppress(OSError):
                 target.parent.rmdir()  # only if empty (also what an interrupted spawn made, and nothing else)

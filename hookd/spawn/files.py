@@ -234,3 +234,18 @@ def _parses_to(text: str, settings: dict[str, Any]) -> bool:
         return msgspec.json.decode(text.encode("utf-8", errors="surrogateescape")) == settings if text.strip() else settings == {}
     except msgspec.DecodeError:
         return False
+
+
+def _restore(io: Path, path: Path, obj: dict[str, Any], record: dict[str, Any], changed: bool) -> None:
+    """Undo hookd's edit of the user's JSON file ``path`` (written through ``io``, its target when
+    it is a symlink) once hookd's entries are stripped from ``obj``: removed when hookd created
+    it and nothing is left; its original text back when that still parses to ``obj`` (the user's
+    bytes, formatting and all); else ``obj`` written when ``changed``. ``record``: the manifest's
+    ``created_file`` and ``original`` for this file."""
+    original = record.get("original")
+    if record.get("created_file") and not obj and io == path:
+        path.unlink()
+    elif original is not None and _parses_to(original, obj):
+        _user_write(io, original.encode("utf-8", errors="surrogateescape"), mode=io.stat().st_mode & 0o777)
+    elif changed:
+        _write_settings(io, obj)

@@ -12,7 +12,7 @@ from typing import Any
 
 from hookd.config import Home
 from hookd.models import ConfigError
-from hookd.spawn.files import _load_settings, _original_text, _parses_to, _through, _user_write, _write_settings
+from hookd.spawn.files import _load_settings, _original_text, _restore, _through
 
 
 #: The MCP server's name in Claude Code's config (its tools are ``mcp__hookd__<tool>``).
@@ -192,11 +192,5 @@ def _undo_mcp_file(rec: dict[str, Any] | None, builder: str) -> bool:
         removed = True
         if rec.get("added_servers_key") and not servers:
             del obj["mcpServers"]
-    original = rec.get("original")
-    if rec.get("created_file") and not obj and io == path:
-        path.unlink()
-    elif original is not None and _parses_to(original, obj):
-        _user_write(io, original.encode("utf-8", errors="surrogateescape"), mode=io.stat().st_mode & 0o777)
-    elif removed:
-        _write_settings(io, obj)
+    _restore(io, path, obj, rec, removed)
     return removed
