@@ -313,6 +313,51 @@ def test_hooks_arriving_together_share_a_commit_and_are_all_answered(tmp_path: P
         d.kill()
 
 
+@pytest.mark.parametrize("fastpath", ["1", "0"])
+def test_a_client_that_half_closes_after_its_request_still_gets_its_reply(fastpath: str, tmp_path: Path) -> None:
+    """A client may shut down its writing side once its request is sent (stdin ended): the
+    reply still comes. 20 hooks whose rest and EOF arrive together while the daemon is stopped:
+    on the ASGI path every reply is written by a task after the EOF was read, on the fast path
+    those that waited for a group commit are; each is answered 200 and stored once."""
+    env = {**os.environ, "HOOKD_FASTPATH": fastpath}
+    d = DaemonProcess(tmp_path / "home", env=env).start()
+    try:
+        h = d.home
+        payload = (TUI / "004-PreToolUse.json").read_bytes()
+        requests, socks = [], []
+        for i in range(20):
+            data = chunked(payload.replace(b"toolu_", b"toolu_%03d" % i), f"half-{i}")
+            requests.append(data)
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(30)
+            s.connect(os.fspath(h.socket_path))
+            s.sendall(data[: len(data) // 2])
+            socks.append(s)
+        with api(h) as c:  # accepted after the 20 (the backlog is served in order)
+            c.get("/v1/status")
+        assert d.proc is not None
+        os.kill(d.proc.pid, signal.SIGSTOP)
+        try:
+            for s, data in zip(socks, requests):
+                s.sendall(data[len(data) // 2:])
+                s.shutdown(socket.SHUT_WR)
+        finally:
+            os.kill(d.proc.pid, signal.SIGCONT)
+        replies = []
+        for s in socks:
+            out = b""
+            while chunk := s.recv(65536):
+                out += chunk
+            s.close()
+            replies.append(reply(out) if out else (None, b""))
+        assert replies == [(200, b"")] * 20
+        with api(h) as c:
+            assert c.get("/v1/status")["counts"]["hook_events"] == 20
+    finally:
+        d.stop()
+        d.kill()
+
+
 def test_resume_drives_a_started_coroutine_as_a_task_would() -> None:
     """hookd.http.fastpath._resume, which finishes a fast-path hook that had to wait (its first step
     ran in the protocol's callback): a future's result reaches the coroutine, so does its

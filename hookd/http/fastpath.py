@@ -169,10 +169,23 @@ class HttpProtocol(HttpToolsProtocol):
             return
         self.flow.resume_reading()
 
-    def eof_received(self) -> None:
-        if self._replied and self._reply_read is not None and not self._reply_read.done():
-            self._reply_read.set_result(True)
-        super().eof_received()  # (it returns None: the transport closes)
+    def eof_received(self) -> bool | None:  # type: ignore[override]  # asyncio's Protocol may return True
+        if self._replied:
+            if self._reply_read is not None and not self._reply_read.done():
+                self._reply_read.set_result(True)
+            return super().eof_received()  # (it returns None: the transport closes)
+        # The client shut down its writing side with its request sent (a hook client whose stdin
+        # ended may): the reply is still to be written, so the connection stays open (True) and
+        # the reply closes it. uvicorn's own closes it here, and a reply written by a task after
+        # this (every ASGI reply; a fast-path hook that waited for a group commit) was lost.
+        hook = self._hook
+        if hook is not None:
+            hook.start("cut")  # (a no-op once started; else what arrived is stored, and refused)
+            return True
+        cycle = self.cycle
+        if cycle is not None and not cycle.more_body and not cycle.response_complete:
+            return True
+        return super().eof_received()
 
     def shutdown(self) -> None:
         if self._hook is not None:
