@@ -99,12 +99,12 @@ def mcp_ready(argv: list[str], cwd: str, env: dict[str, str]) -> float:
             raise SystemExit(f"hookd mcp exited {p.returncode} at stdin's end")
 
 
-def serve_ready(root: Path, n: list[int]) -> tuple[float, float]:
+def serve_ready(root: Path, n: list[int], env: dict[str, str]) -> tuple[float, float]:
     """``hookd serve`` in a fresh home (hookd.daemonproc.DaemonProcess): seconds from spawn to
     its socket answering ``/v1/status``, and the daemon's CPU seconds by then (``/proc``). It is
     then stopped (SIGTERM), untimed."""
     n[0] += 1
-    d = DaemonProcess(root / f"serve-{n[0]}")
+    d = DaemonProcess(root / f"serve-{n[0]}", env=env)
     t0 = time.perf_counter()
     d.start()
     t1 = time.perf_counter()
@@ -141,8 +141,9 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="hookd-bench-cli-"))
     home, down, wt = tmp / "home", tmp / "home-down", tmp / "wt"
     wt.mkdir()
-    env = {k: v for k, v in os.environ.items() if k != "HOOKD_HOME"}
-    daemon = DaemonProcess(home)
+    # as installed: bytecode cached (the warm-up rounds write what is missing or stale)
+    env = {k: v for k, v in os.environ.items() if k not in ("HOOKD_HOME", "PYTHONDONTWRITEBYTECODE")}
+    daemon = DaemonProcess(home, env=env)
     result: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
                                           "uname": " ".join(os.uname()[i] for i in (0, 2, 4))},
                               "runs": args.runs, "warmup": args.warmup, "hookd": hookd[0],
@@ -163,7 +164,7 @@ def main() -> int:
             "hookd status (daemon up)": lambda: run_once([*hookd, *h, "status"], 0, env),
             "hookd status (daemon down)": lambda: run_once([*hookd, *d, "status"], 3, env),
             "hookd mcp (to tools/list)": lambda: mcp_ready(mcp_argv, os.fspath(wt), env),
-            "hookd serve (to ready)": lambda: serve_ready(tmp, served),
+            "hookd serve (to ready)": lambda: serve_ready(tmp, served, env),
         }
         served = [0]
         samples: dict[str, list[float]] = {k: [] for k in cases}
