@@ -11,8 +11,10 @@ the screen, set a window title, hide or reorder words. ``--json`` output is exac
 The commands live in ``hookd.cli`` (the daemon and the agents' set-up: ``serve``, ``spawn``,
 ``unspawn``, ``status``, ``open``, ``mcp``), ``hookd.cli_read`` (what the daemon knows),
 ``hookd.cli_steer`` (a human's words to agents) and ``hookd.cli_dev`` (replay, drift, notify
-test); their shared helpers in ``hookd.cli_render``. Each imports what a command needs beyond
-them inside that command, so ``hookd --help`` stays quick.
+test); their shared helpers in ``hookd.cli_render``. The other modules' commands are imported
+only when named (:data:`LAZY_COMMANDS`: a new command there needs its line), and a command
+imports what it needs beyond click and the helpers inside its body or helper, so that each call
+loads only its own (``tests/test_cli_startup.py``, ``bench/cli.py``).
 """
 
 from __future__ import annotations
@@ -32,9 +34,9 @@ if TYPE_CHECKING:
     from hookd.models import HookdError
 
 #: Commands defined in the other CLI modules, imported only when named (``hookd --help`` and
-#: shell completion import them all): a command imports only what it needs, so ``hookd
-#: --version`` loads click alone and ``hookd questions`` neither ``hookd.cli_steer`` nor
-#: ``hookd.cli_dev``. docs/decisions.md "The CLI starts fast".
+#: shell completion import them all), so that ``hookd --version`` loads click and the printing
+#: helpers only, and ``hookd questions`` neither ``hookd.cli_steer`` nor ``hookd.cli_dev``.
+#: docs/decisions.md "The CLI starts fast".
 LAZY_COMMANDS = {
     "questions": "hookd.cli_read:questions", "lanes": "hookd.cli_read:lanes", "events": "hookd.cli_read:events",
     "inbox": "hookd.cli_read:inbox", "tail": "hookd.cli_read:tail",
