@@ -92,11 +92,12 @@ class Client:
         return _not_running(self.home)
 
     def _request(self, method: str, target: str, body: bytes | None = None,
-                 headers: dict[str, str] | None = None, timeout: float | None = None
+                 headers: dict[str, str] | None = None, timeout: float | None = None, stream: bool = False
                  ) -> tuple[_UnixConnection, http.client.HTTPResponse]:
         """Send one request on a fresh connection; returns it with the reply's head read.
-        Raises DaemonNotRunning, HookdError (untrusted socket, no answer in time)."""
-        conn = _UnixConnection(self.home, self.timeout if timeout is None else timeout)
+        timeout: seconds (default the client's); stream: none at all. Raises DaemonNotRunning,
+        HookdError (untrusted socket, no answer in time)."""
+        conn = _UnixConnection(self.home, None if stream else self.timeout if timeout is None else timeout)
         self._open = conn
         try:
             conn.connect()
@@ -150,12 +151,11 @@ class Client:
 
     def lines(self, path: str, **params: Any) -> Iterator[dict[str, Any]]:
         """Stream JSON lines (``/v1/events?follow=1``) until the daemon ends the stream (no
-        timeout between lines)."""
-        conn, r = self._request("GET", _target(path, params), timeout=self.timeout)
+        timeout: a followed stream may stay quiet for hours)."""
+        conn, r = self._request("GET", _target(path, params), stream=True)
         try:
             if r.status >= 400:
                 _raise_for(r.status, r.read())
-            conn.sock.settimeout(None)  # a followed stream may stay quiet for hours
             while True:
                 try:
                     line = r.readline()
