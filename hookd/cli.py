@@ -11,33 +11,68 @@ the screen, set a window title, hide or reorder words. ``--json`` output is exac
 The commands live in ``hookd.cli`` (the daemon and the agents' set-up: ``serve``, ``spawn``,
 ``unspawn``, ``status``, ``open``, ``mcp``), ``hookd.cli_read`` (what the daemon knows),
 ``hookd.cli_steer`` (a human's words to agents) and ``hookd.cli_dev`` (replay, drift, notify
-test); their shared helpers in ``hookd.cli_render``. Each imports what a command needs beyond
-them inside that command, so ``hookd --help`` stays quick.
+test); their shared helpers in ``hookd.cli_render``. The other modules' commands are imported
+only when named (:data:`LAZY_COMMANDS`: a new command there needs its line), and a command
+imports what it needs beyond click and the helpers inside its body or helper, so that each call
+loads only its own (``tests/test_cli_startup.py``, ``bench/cli.py``).
 """
 
 from __future__ import annotations
 
+import importlib
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from hookd import __version__
-from hookd.cli_dev import drift, notify, replay
-from hookd.cli_read import events, inbox, lanes, questions, tail
 from hookd.cli_render import _client, _echo_json, _log_to_stderr, _out, _table, _when
-from hookd.cli_steer import answer, ask, preanswer, send
-from hookd.config import Home
-from hookd.models import HookdError
 from hookd.untrusted import visible
+
+if TYPE_CHECKING:
+    from hookd.models import HookdError
+
+#: Commands defined in the other CLI modules, imported only when named (``hookd --help`` and
+#: shell completion import them all), so that ``hookd --version`` loads click and the printing
+#: helpers only, and ``hookd questions`` neither ``hookd.cli_steer`` nor ``hookd.cli_dev``.
+#: docs/decisions.md "The CLI starts fast".
+LAZY_COMMANDS = {
+    "questions": "hookd.cli_read:questions", "lanes": "hookd.cli_read:lanes", "events": "hookd.cli_read:events",
+    "inbox": "hookd.cli_read:inbox", "tail": "hookd.cli_read:tail",
+    "send": "hookd.cli_steer:send", "answer": "hookd.cli_steer:answer", "ask": "hookd.cli_steer:ask",
+    "preanswer": "hookd.cli_steer:preanswer",
+    "replay": "hookd.cli_dev:replay", "drift": "hookd.cli_dev:drift", "notify": "hookd.cli_dev:notify",
+}
+
+
+def _hookd_error() -> type[HookdError]:
+    """hookd's error class, imported when an exception is being matched (not at start)."""
+    from hookd.models import HookdError
+
+    return HookdError
 
 
 class _Group(click.Group):
+    """The ``hookd`` group: its own commands plus :data:`LAZY_COMMANDS` (click's documented
+    lazy-loading pattern), and hookd's errors as one sentence and an exit code."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *LAZY_COMMANDS])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        where = LAZY_COMMANDS.get(cmd_name)
+        if where is None:
+            return super().get_command(ctx, cmd_name)
+        module, _, name = where.partition(":")
+        command = getattr(importlib.import_module(module), name)
+        assert isinstance(command, click.Command), where
+        return command
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except HookdError as e:
+        except _hookd_error() as e:
             _out(f"hookd: {visible(e.message)}", err=True)
             ctx.exit(e.exit_code)
         except UnicodeEncodeError as e:
@@ -56,6 +91,8 @@ class _Group(click.Group):
 @click.pass_context
 def main(ctx: click.Context, home: Path | None) -> None:
     """hookd: the local hook bridge between coding agents and the humans who steer them."""
+    from hookd.config import Home
+
     ctx.obj = Home.resolve(home)
 
 
@@ -213,6 +250,3 @@ def mcp(ctx: click.Context, builder: str, log_level: str) -> None:
     _log_to_stderr(log_level, "%(asctime)s hookd-mcp %(levelname)s %(message)s")
     run_mcp(ctx.obj, check_builder_id(builder))
 
-
-for _command in (questions, lanes, events, inbox, tail, send, answer, ask, preanswer, replay, drift, notify):
-    main.add_command(_command)

@@ -8,18 +8,16 @@ daemon's client (``_client``). The names are underscored: they belong to the CLI
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import sys
 import urllib.parse
 from typing import Any
 
 import click
-import msgspec
-from tabulate import tabulate
 
 from hookd.untrusted import json_escape_visible, visible
 
-_enc = msgspec.json.Encoder()
+# msgspec, tabulate and logging are imported by the helpers that use them: a command that
+# prints no table does not pay for tabulate (docs/decisions.md "The CLI starts fast").
 
 
 
@@ -39,20 +37,23 @@ def _seg(value: str) -> str:
 
 def _table(rows: list[list[Any]], headers: list[str]) -> str:
     """tabulate's plain table, every text cell shown with :func:`visible` (one line per row)."""
+    from tabulate import tabulate
+
     return tabulate([[visible(c) if isinstance(c, str) else c for c in r] for r in rows], headers=headers)
 
 
 
-class _VisibleFormatter(logging.Formatter):
-    """Log lines whose message (not the traceback) is shown with :func:`visible`."""
-
-    def formatMessage(self, record: logging.LogRecord) -> str:
-        record.message = visible(record.message)
-        return super().formatMessage(record)
-
-
-
 def _log_to_stderr(level: str, fmt: str) -> None:
+    """Log to stderr at ``level``, each message shown with :func:`visible`."""
+    import logging
+
+    class _VisibleFormatter(logging.Formatter):
+        """Log lines whose message (not the traceback) is shown with :func:`visible`."""
+
+        def formatMessage(self, record: logging.LogRecord) -> str:
+            record.message = visible(record.message)
+            return super().formatMessage(record)
+
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_VisibleFormatter(fmt))
     logging.basicConfig(level=level.upper(), handlers=[handler])
@@ -62,7 +63,9 @@ def _log_to_stderr(level: str, fmt: str) -> None:
 def _echo_json(obj: Any) -> None:
     """JSON, exact: the characters JSON leaves raw that a terminal may act on (DEL, C1, bidi)
     are written as ``\\uXXXX`` escapes, which decode to the same text."""
-    click.echo(json_escape_visible(_enc.encode(obj).decode()))
+    import msgspec
+
+    click.echo(json_escape_visible(msgspec.json.encode(obj).decode()))
 
 
 

@@ -1,48 +1,51 @@
-"""The CLI's HTTP client: httpx over the daemon's Unix socket (``Client``; ``AsyncClient``
-for asyncio callers such as ``hookd mcp``).
+"""The CLI's HTTP client: the standard library's ``http.client`` over the daemon's Unix socket
+(``Client``), one connection per request.
 
 Raises DaemonNotRunning (with the command that starts it) when nothing listens, HookdError
-when the socket's directory is not this user's alone (nothing is sent), and turns the API's
-error shape back into the matching HookdError.
+when the socket's directory is not this user's alone (nothing is sent) or when the daemon
+does not answer within the timeout, and turns the API's error shape back into the matching
+HookdError.
+
+Not httpx: importing it costs the CLI more than the rest of a short command together
+(docs/decisions.md "The CLI starts fast"); the daemon's replies need nothing beyond HTTP/1.1.
 """
 
 from __future__ import annotations
 
+import http.client
 import shlex
+import socket
+import urllib.parse
 from typing import Any, Iterator
 
-import httpx
 import msgspec
 
 from hookd.config import Home
 from hookd.models import DaemonNotRunning, HookdError
 
 _ERRORS = {cls.code: cls for cls in HookdError.__subclasses__()}
-_UNREACHABLE = (httpx.ConnectError, FileNotFoundError, httpx.RemoteProtocolError)
+#: What connecting to a socket nobody listens on raises (a missing file, a refused connection,
+#: the daemon closing the connection before its reply: stopping).
+_UNREACHABLE = (FileNotFoundError, ConnectionRefusedError, ConnectionResetError, http.client.RemoteDisconnected)
 
 
-class _Transport(httpx.HTTPTransport):
-    """httpx over the home's Unix socket, only while its directory is this user's alone."""
+class _UnixConnection(http.client.HTTPConnection):
+    """HTTP/1.1 over the home's Unix socket, only while its directory is this user's alone."""
 
-    def __init__(self, home: Home):
-        super().__init__(uds=str(home.socket_path))
+    def __init__(self, home: Home, timeout: float | None):
+        super().__init__("hookd", timeout=timeout)
         self.home = home
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def connect(self) -> None:
         _check_socket(self.home)
-        return super().handle_request(request)
-
-
-class _AsyncTransport(httpx.AsyncHTTPTransport):
-    """:class:`_Transport` for asyncio callers."""
-
-    def __init__(self, home: Home):
-        super().__init__(uds=str(home.socket_path))
-        self.home = home
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        _check_socket(self.home)
-        return await super().handle_async_request(request)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(self.timeout)
+            sock.connect(str(self.home.socket_path))
+        except BaseException:
+            sock.close()
+            raise
+        self.sock = sock
 
 
 def _check_socket(home: Home) -> None:
@@ -59,16 +62,21 @@ def _not_running(home: Home) -> DaemonNotRunning:
     )
 
 
-def _raise_for(r: httpx.Response, body: bytes) -> None:
+def _raise_for(status: int, body: bytes) -> None:
     """Raise the HookdError an error reply (``{"error": {"code", "message"}}``) stands for."""
-    if r.status_code < 400:
+    if status < 400:
         return
     try:
         err = msgspec.json.decode(body)["error"]
         cls = _ERRORS.get(err["code"], HookdError)
         raise cls(err["message"])
     except (msgspec.DecodeError, KeyError, TypeError):
-        raise HookdError(f"daemon answered HTTP {r.status_code}") from None
+        raise HookdError(f"daemon answered HTTP {status}") from None
+
+
+def _target(path: str, params: dict[str, Any]) -> str:
+    query = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
+    return f"{path}?{query}" if query else path
 
 
 class Client:
@@ -76,81 +84,100 @@ class Client:
 
     def __init__(self, home: Home, timeout: float | None = 10.0):
         self.home = home
-        self._http = httpx.Client(transport=_Transport(home), base_url="http://hookd", timeout=timeout)
+        self.timeout = timeout
+        self._open: _UnixConnection | None = None  # the connection of a request under way
+        self._aborted = False
 
     def _not_running(self) -> DaemonNotRunning:
         return _not_running(self.home)
 
-    def _raise_for(self, r: httpx.Response) -> None:
-        _raise_for(r, r.read() if r.status_code >= 400 else b"")
+    def _request(self, method: str, target: str, body: bytes | None = None,
+                 headers: dict[str, str] | None = None, timeout: float | None = None, stream: bool = False
+                 ) -> tuple[_UnixConnection, http.client.HTTPResponse]:
+        """Send one request on a fresh connection; returns it with the reply's head read.
+        timeout: seconds (default the client's); stream: none at all. Raises DaemonNotRunning,
+        HookdError (untrusted socket, no answer in time)."""
+        conn = _UnixConnection(self.home, None if stream else self.timeout if timeout is None else timeout)
+        self._open = conn
+        try:
+            conn.connect()
+            if self._aborted:
+                raise HookdError("the request to hookd was broken off")
+            conn.request(method, target, body=body, headers=headers or {})
+            return conn, conn.getresponse()
+        except _UNREACHABLE:
+            conn.close()
+            raise self._not_running() from None
+        except TimeoutError:
+            conn.close()
+            raise HookdError(f"hookd did not answer within {conn.timeout:g} s (socket {self.home.socket_path})") from None
+        except BaseException:
+            conn.close()
+            raise
+
+    def _call(self, method: str, target: str, body: bytes | None = None,
+              headers: dict[str, str] | None = None, timeout: float | None = None
+              ) -> tuple[bytes, http.client.HTTPMessage]:
+        conn, r = self._request(method, target, body, headers, timeout)
+        try:
+            data = r.read()
+        except (ConnectionResetError, http.client.IncompleteRead):
+            raise self._not_running() from None
+        except TimeoutError:
+            raise HookdError(f"hookd did not answer within {conn.timeout:g} s (socket {self.home.socket_path})") from None
+        finally:
+            conn.close()
+        _raise_for(r.status, data)
+        return data, r.headers
 
     def get(self, path: str, **params: Any) -> Any:
         return self.get_with_headers(path, **params)[0]
 
-    def get_with_headers(self, path: str, **params: Any) -> tuple[Any, httpx.Headers]:
-        """GET and decode JSON; also returns the reply's headers (e.g. ``x-total-count``)."""
-        try:
-            r = self._http.get(path, params={k: v for k, v in params.items() if v is not None})
-        except (httpx.ConnectError, FileNotFoundError, httpx.RemoteProtocolError):
-            raise self._not_running() from None
-        self._raise_for(r)
-        return msgspec.json.decode(r.content), r.headers
+    def get_with_headers(self, path: str, **params: Any) -> tuple[Any, http.client.HTTPMessage]:
+        """GET and decode JSON; also returns the reply's headers (``.get("x-total-count")``,
+        names case-insensitive)."""
+        data, headers = self._call("GET", _target(path, params))
+        return msgspec.json.decode(data), headers
 
-    def post_json(self, path: str, obj: Any) -> Any:
-        """POST a JSON body; returns the decoded JSON reply."""
-        return msgspec.json.decode(self.post(path, msgspec.json.encode(obj), {"content-type": "application/json"}))
+    def post_json(self, path: str, obj: Any, timeout: float | None = None) -> Any:
+        """POST a JSON body; returns the decoded JSON reply. timeout: seconds for this request
+        (default: the client's)."""
+        return msgspec.json.decode(self.post(path, msgspec.json.encode(obj), {"content-type": "application/json"},
+                                             timeout=timeout))
 
-    def post(self, path: str, body: bytes, headers: dict[str, str] | None = None) -> bytes:
-        try:
-            r = self._http.post(path, content=body, headers=headers)
-        except (httpx.ConnectError, FileNotFoundError, httpx.RemoteProtocolError):
-            raise self._not_running() from None
-        self._raise_for(r)
-        return r.content
+    def post(self, path: str, body: bytes, headers: dict[str, str] | None = None,
+             timeout: float | None = None) -> bytes:
+        return self._call("POST", path, body, headers, timeout)[0]
 
     def lines(self, path: str, **params: Any) -> Iterator[dict[str, Any]]:
-        """Stream JSON lines (``/v1/events?follow=1``) until the daemon ends the stream."""
+        """Stream JSON lines (``/v1/events?follow=1``) until the daemon ends the stream (no
+        timeout: a followed stream may stay quiet for hours)."""
+        conn, r = self._request("GET", _target(path, params), stream=True)
         try:
-            with self._http.stream("GET", path, params=params, timeout=None) as r:
-                self._raise_for(r)
-                for line in r.iter_lines():
-                    if line:
-                        yield msgspec.json.decode(line)
-        except (httpx.ConnectError, FileNotFoundError):
-            raise self._not_running() from None
-        except (httpx.RemoteProtocolError, httpx.ReadError):
-            return
+            if r.status >= 400:
+                _raise_for(r.status, r.read())
+            while True:
+                try:
+                    line = r.readline()
+                except (ConnectionResetError, http.client.IncompleteRead, OSError):
+                    return
+                if not line:
+                    return
+                if line.strip():
+                    yield msgspec.json.decode(line)
+        finally:
+            conn.close()
+
+    def abort(self) -> None:
+        """Break off the request under way from another thread (its caller then gets
+        DaemonNotRunning or HookdError): ``hookd mcp`` when the agent cancels a wait."""
+        self._aborted = True
+        conn = self._open
+        if conn is not None and conn.sock is not None:
+            try:
+                conn.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def close(self) -> None:
-        self._http.close()
-
-
-class AsyncClient:
-    """The asyncio twin of :class:`Client` (JSON POST and GET only), for callers that must not
-    block their event loop while the daemon waits (``POST /v1/interactions/await``).
-    timeout: default seconds per request; ``post_json(..., timeout=)`` overrides it."""
-
-    def __init__(self, home: Home, timeout: float | None = 10.0):
-        self.home = home
-        self._http = httpx.AsyncClient(transport=_AsyncTransport(home), base_url="http://hookd", timeout=timeout)
-
-    async def get(self, path: str, **params: Any) -> Any:
-        try:
-            r = await self._http.get(path, params={k: v for k, v in params.items() if v is not None})
-        except _UNREACHABLE:
-            raise _not_running(self.home) from None
-        _raise_for(r, r.content)
-        return msgspec.json.decode(r.content)
-
-    async def post_json(self, path: str, obj: Any, timeout: Any = httpx.USE_CLIENT_DEFAULT) -> Any:
-        """POST a JSON body; returns the decoded JSON reply. Raises DaemonNotRunning, HookdError."""
-        try:
-            r = await self._http.post(path, content=msgspec.json.encode(obj),
-                                      headers={"content-type": "application/json"}, timeout=timeout)
-        except _UNREACHABLE:
-            raise _not_running(self.home) from None
-        _raise_for(r, r.content)
-        return msgspec.json.decode(r.content)
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
+        """Nothing stays open between requests; kept for callers that close their client."""

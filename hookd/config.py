@@ -28,15 +28,12 @@ each read when used.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import pwd
 import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-
-import platformdirs
 
 from hookd.models import ConfigError
 
@@ -65,6 +62,8 @@ def default_home() -> Path:
     env = os.environ.get("HOOKD_HOME")
     if env:
         return Path(env)
+    import platformdirs  # here: a CLI call with --home or HOOKD_HOME does not import it
+
     return Path(platformdirs.user_data_dir("hookd", appauthor=False))
 
 
@@ -185,6 +184,8 @@ class Home:
         directory is, or can be made, a private directory of this user's, and a fresh
         unpredictable one when another user planted the predictable one
         (hookd.daemon._socket_location)."""
+        import hashlib  # here: only a long home's socket needs it (OpenSSL's load is not free)
+
         name = f"{hashlib.sha256(os.fsencode(self.root)).hexdigest()[:16]}.sock"
         out = []
         runtime = runtime_dir()

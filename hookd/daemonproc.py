@@ -76,13 +76,11 @@ class DaemonProcess:
     def _status_ok(self) -> bool:
         from hookd.client import Client
 
-        import httpx
-
         c = Client(self.home, timeout=2)
         try:
             # ours, not another daemon still serving this home (this one would then refuse)
             return c.get("/v1/status").get("pid") == (self.proc.pid if self.proc is not None else None)
-        except (HookdError, httpx.TimeoutException):  # (busy starting: asked again)
+        except HookdError:  # not listening yet, or busy starting (no answer in 2 s): asked again
             return False
         finally:
             c.close()

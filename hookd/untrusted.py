@@ -25,8 +25,6 @@ import re
 import stat
 from typing import Any
 
-import msgspec
-
 # --- JSON with lone surrogates ----------------------------------------------------------------
 
 #: A backslash escape in a JSON string: a surrogate pair, a lone surrogate, or any other
@@ -67,6 +65,8 @@ def decode_json(raw: bytes | bytearray | memoryview | str, type: Any = Any) -> A
     """``msgspec.json.decode(raw, type=type)``, except that a lone surrogate escape decodes
     as U+FFFD. Raises msgspec.DecodeError / ValidationError (and RecursionError) exactly as
     msgspec does for anything else."""
+    import msgspec  # here: the CLI's output helpers (visible) need no JSON decoder
+
     try:
         return msgspec.json.decode(raw, type=type)
     except msgspec.DecodeError:

@@ -6,7 +6,9 @@ ask -> an id at once and a pending ``async`` interaction in the daemon (with the
 from ``CLAUDE_CODE_SESSION_ID``); a CLI answer -> await_answers returns it (and its inbox copy
 is adopted, so it is not injected again); nothing answered -> await_answers returns after its
 timeout naming the pending ids; check_answers never waits; bad arguments and a daemon that is
-down give an error result and the server keeps serving.
+down give an error result and the server keeps serving. Spoken to line by line: a protocol
+version it does not offer gets the newest; a cancelled wait gets no reply and holds nothing up;
+stdin's end ends the server, a wait under way or not.
 """
 
 from __future__ import annotations
@@ -247,3 +249,66 @@ def test_describe_await_names_closed_ids_with_their_state() -> None:
                            "pending": [], "timed_out": False}, 3)
     assert text.startswith("Closed without an answer: ask_1 (expired).")
     assert json.loads(text.splitlines()[1])["closed"][0]["state"] == "expired"
+
+
+class RawServer:
+    """``hookd mcp`` spoken to line by line (JSON-RPC over its stdin/stdout), for what the SDK's
+    client does not let a test do: a version it does not offer, a cancellation, stdin's end."""
+
+    def __init__(self, entry: dict[str, Any], cwd: Path, errlog: Path):
+        import subprocess
+
+        self.err = open(errlog, "wb")
+        self.proc = subprocess.Popen([entry["command"], *entry["args"]], cwd=cwd, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.err)
+
+    def send(self, msg: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", **msg}).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def reply(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line, "the server closed its stdout"
+        return json.loads(line)
+
+    def close(self) -> int:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        rc = self.proc.wait(30)
+        self.err.close()
+        return rc
+
+
+def test_cancelled_wait_gets_no_reply_and_the_server_keeps_answering(
+        daemon: DaemonProcess, spawned: dict, worktree: Path, tmp_path: Path) -> None:
+    s = RawServer(spawned, worktree, tmp_path / "mcp.err")
+    try:
+        s.send({"id": 1, "method": "initialize", "params": {"protocolVersion": "2099-01-01", "capabilities": {},
+                                                            "clientInfo": {"name": "t", "version": "1"}}})
+        r = s.reply()
+        assert r["id"] == 1 and r["result"]["protocolVersion"] == "2025-11-25"  # not offered: the newest
+        assert r["result"]["capabilities"] == {"tools": {"listChanged": False}}
+        s.send({"method": "notifications/initialized"})
+        s.send({"id": 2, "method": "tools/call", "params": {"name": "ask_user_async", "arguments": {"question": "Q?"}}})
+        r = s.reply()
+        assert r["id"] == 2 and not r["result"]["isError"]
+        [iid] = set(ASK_ID.findall(r["result"]["content"][0]["text"]))
+        s.send({"id": 3, "method": "tools/call", "params": {"name": "await_answers", "arguments": {"timeout_s": 600}}})
+        s.send({"id": 4, "method": "ping"})
+        assert s.reply() == {"jsonrpc": "2.0", "id": 4, "result": {}}  # the wait holds nothing up
+        s.send({"method": "notifications/cancelled", "params": {"requestId": 3, "reason": "user interrupted"}})
+        s.send({"id": 5, "method": "tools/call", "params": {"name": "check_answers", "arguments": {"ids": [iid]}}})
+        r = s.reply()  # the next reply is 5's: 3 got none
+        assert r["id"] == 5 and r["result"]["content"][0]["text"].startswith(f"Still pending now: {iid}.")
+        s.send({"id": 6, "method": "resources/list"})
+        assert s.reply()["result"] == {"resources": []}
+        s.send({"id": 7, "method": "no/such"})
+        assert s.reply()["error"]["code"] == -32601
+        s.send({"id": 8, "method": "tools/call", "params": {"name": "await_answers", "arguments": {"timeout_s": 600}}})
+        s.send({"id": 9, "method": "ping"})
+        assert s.reply()["id"] == 9
+    finally:
+        assert s.close() == 0  # stdin's end ends the server, a 600 s wait under way or not
+    assert (tmp_path / "mcp.err").read_text() == ""

@@ -21,9 +21,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import msgspec
-from tenacity import AsyncRetrying, retry_if_not_exception_type, stop_after_attempt, wait_exponential
 
 from hookd.watchers.notify_channels import (
     Alert,
@@ -36,6 +34,8 @@ from hookd.watchers.notify_channels import (
 from hookd.watchers.notify_config import Channel, NotifyConfig
 
 if TYPE_CHECKING:
+    import httpx
+
     from hookd.core import Hookd
     from hookd.store import Tx
 
@@ -124,6 +124,8 @@ class Notifier:
         attempts = 0
         status, error = "sent", None
         try:
+            from tenacity import AsyncRetrying, retry_if_not_exception_type, stop_after_attempt, wait_exponential
+
             async for attempt in AsyncRetrying(
                 stop=stop_after_attempt(max(1, cfg.retry_attempts - attempts_before)),
                 wait=wait_exponential(multiplier=cfg.retry_initial_s, min=cfg.retry_initial_s, max=cfg.retry_max_s),
@@ -172,8 +174,11 @@ class Notifier:
     async def run(self) -> None:
         """Resume deliveries a restart interrupted, then evaluate the rules whenever
         something is committed or the next step falls due (no polling)."""
-        logging.getLogger("httpx").setLevel(logging.WARNING)  # its INFO lines carry webhook URLs (secrets)
-        self._http = httpx.AsyncClient()
+        if any(ch.url for ch in self.config.channels):  # webhooks share one client (httpx loaded only then)
+            import httpx
+
+            logging.getLogger("httpx").setLevel(logging.WARNING)  # its INFO lines carry webhook URLs (secrets)
+            self._http = httpx.AsyncClient()
         try:
             await self._resume()
             last = 0.0

@@ -9,14 +9,16 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import httpx
 import msgspec
 
 from hookd.models import Interaction, NotFound
 from hookd.untrusted import visible
 from hookd.watchers.notify_config import Channel, NotifyConfig
+
+if TYPE_CHECKING:
+    import httpx
 
 Rule = Literal["question_pending", "permission_pending", "idle_with_messages", "agent_dead", "test"]
 
@@ -155,6 +157,8 @@ async def deliver(ch: Channel, alert: Alert, http: httpx.AsyncClient | None = No
         await _run(ch.command, _enc.encode(alert), ch.timeout_s)
     else:
         assert ch.url is not None
+        import httpx  # here: a daemon with no webhook channel never loads it
+
         own = http is None
         client = http or httpx.AsyncClient()
         try:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +168,8 @@ def load_config(home: Any, overrides: dict[str, Any] | None = None,
     except OSError as e:
         raise ConfigError(f"cannot read {path}: {e.strerror}") from None
     if raw is not None:
+        import tomllib  # here: most homes have no config.toml
+
         try:
             doc = tomllib.loads(raw.decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:

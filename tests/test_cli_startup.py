@@ -1,0 +1,103 @@
+"""The CLI imports only what a command needs (issue 20 item 1): each command runs as a real
+process, as a user runs it, and reports every module it imported by its exit; heavy modules a
+command does not need must not be among them. No clock: how fast they start is
+`bench/cli.py`'s to judge; this guards the structure that makes them fast, so that a stray
+top-level import fails here instead of only in a benchmark.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hookd.daemonproc import DaemonProcess
+
+pytestmark = pytest.mark.daemon
+
+#: The CLI's entry point as the console script runs it, plus: every module imported by the
+#: time the process exits, one per line, into the file named by the first argument.
+RUN = """
+import atexit, sys
+out = sys.argv.pop(1)
+def dump():
+    with open(out, "w") as f:
+        f.write("\\n".join(sorted(sys.modules)))
+atexit.register(dump)
+sys.argv[0] = "hookd"
+from hookd.cli import main
+main()
+"""
+
+#: Never on a command's path: the old HTTP client, the MCP SDK and its models, the daemon's
+#: server stack.
+NEVER = {"httpx", "httpcore", "anyio", "mcp", "mcp_types", "pydantic", "pydantic_core", "starlette", "uvicorn",
+         "asyncio", "hookd.daemon", "hookd.core", "hookd.store", "hookd.http"}
+#: Printing a table needs tabulate, which reads its own version with importlib.metadata.
+TABLE = {"tabulate", "importlib.metadata"}
+
+
+def imported(tmp_path: Path, *args: str, stdin: bytes | None = None, rc: int = 0) -> tuple[set[str], str]:
+    """Run ``hookd ARGS`` in a fresh interpreter; the names of the modules it imported and of
+    their top-level packages, and its stdout."""
+    out = tmp_path / "modules.txt"
+    r = subprocess.run([sys.executable, "-P", "-c", RUN, os.fspath(out), *args], input=stdin,
+                       capture_output=True, timeout=120)
+    assert r.returncode == rc, r.stderr.decode()
+    names = out.read_text().split()
+    return set(names) | {n.split(".")[0] for n in names}, r.stdout.decode()
+
+
+def test_version_loads_click_and_nothing_of_hookd_beyond_its_entry(tmp_path: Path) -> None:
+    mods, out = imported(tmp_path, "--version")
+    assert out == "hookd, version 0.1.0\n"
+    assert "click" in mods
+    heavy = (NEVER | TABLE | {"msgspec", "http", "platformdirs", "hookd.models", "hookd.config", "hookd.client",
+                              "hookd.cli_read", "hookd.cli_steer", "hookd.cli_dev", "logging"}) & mods
+    assert not heavy, heavy
+
+
+def test_status_with_the_daemon_down_loads_no_table_and_no_server(tmp_path: Path) -> None:
+    mods, out = imported(tmp_path, "--home", os.fspath(tmp_path / "home"), "status", rc=3)
+    assert out == ""
+    heavy = (NEVER | TABLE | {"platformdirs", "hookd.cli_read", "hookd.cli_steer", "hookd.cli_dev"}) & mods
+    assert not heavy, heavy
+
+
+def test_questions_loads_its_own_commands_only_and_tabulate_only_for_a_table(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with DaemonProcess(home) as d:
+        mods, out = imported(tmp_path, "--home", os.fspath(home), "questions")
+        assert out == "no questions\n"
+        heavy = (NEVER | TABLE | {"hookd.cli_steer", "hookd.cli_dev", "hookd.spawn"}) & mods
+        assert not heavy, heavy
+
+        r = subprocess.run(d.cli_args("spawn", "b1", "--settings-file", os.fspath(tmp_path / "settings.json")),
+                           capture_output=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        d.client().post_json("/v1/builders/b1/asks", {"question": "Which database?"})
+        mods, out = imported(tmp_path, "--home", os.fspath(home), "questions")
+        assert "Which database?" in out
+        assert TABLE <= mods
+        heavy = (NEVER | {"hookd.cli_steer", "hookd.cli_dev", "hookd.spawn"}) & mods
+        assert not heavy, heavy
+
+
+def test_mcp_serves_its_tools_without_the_sdk(tmp_path: Path) -> None:
+    hello = b"".join(json.dumps(m).encode() + b"\n" for m in (
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ))
+    mods, out = imported(tmp_path, "--home", os.fspath(tmp_path / "home"), "mcp", "--builder", "b1", stdin=hello)
+    replies = [json.loads(line) for line in out.splitlines()]
+    assert [r["id"] for r in replies] == [1, 2]
+    assert replies[0]["result"]["protocolVersion"] == "2025-06-18"
+    assert [t["name"] for t in replies[1]["result"]["tools"]] == ["ask_user_async", "await_answers", "check_answers"]
+    heavy = (NEVER | TABLE | {"hookd.cli_read", "hookd.cli_steer", "hookd.cli_dev"}) & mods
+    assert not heavy, heavy
