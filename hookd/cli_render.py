@@ -31,8 +31,9 @@ _enc = msgspec.json.Encoder()
 
 class _Shown(str):
     """Text already made safe for a terminal (each part through :func:`visible`, then styled
-    by ``click.style``): ``_out`` and ``_table`` print it as it is. Made by ``_paint`` and
-    ``_line`` only."""
+    by ``click.style``): ``_out`` and ``_table`` print it as it is. Made by ``_paint``,
+    ``_line``, ``_lines`` and ``_table`` only: ``+`` with a str gives a plain str, which is
+    escaped again when printed (its colour codes shown as ``\\x1b``), so join with ``_line``."""
 
 
 
@@ -264,8 +265,7 @@ def _permission_lines(i: dict[str, Any]) -> list[_Shown]:
             if len(rows) > DETAIL_LINES:
                 out.append(_line(f"    ... ({len(rows) - DETAIL_LINES} more lines; --json has all)"))
     else:
-        out = [_line(_clip(f"{tool}: {_enc.encode(i.get('input')).decode()}", 80))]
-        out[0] = _line("  ", out[0])
+        out = [_line("  ", _clip(f"{tool}: {_enc.encode(i.get('input')).decode()}", 80))]
     if i.get("state") != "pending" and i.get("decision"):
         out.append(_line(f"  -> {i['decision']}", f": {i['message']}" if i.get("message") else ""))
     return out
@@ -280,6 +280,8 @@ def _interaction(i: dict[str, Any], now: float) -> _Shown:
     head: list[Any] = [_paint(i["id"], bold=True), f"  {i['kind']} from {i['builder']}, "]
     if i["state"] == "pending":
         head.append(_paint(f"waiting {_duration(now - i['created_at'])}", fg="yellow"))
+        if i.get("expires_at"):
+            head.append(f", expires in {_duration(i['expires_at'] - now)}")
     else:
         head.append(i["state"])
         if i.get("surface"):
@@ -288,6 +290,12 @@ def _interaction(i: dict[str, Any], now: float) -> _Shown:
             head.append(f", {_duration(now - i['resolved_at'])} ago")
     lines = [_line(*head)]
     lines += _permission_lines(i) if i["kind"] == "permission" else _question_lines(i)
+    if i["state"] == "pending" and i.get("received_at"):
+        # a remote answer kept for the inbox while the menu stays open at the desk
+        got = _answered({k: i.get(k) for k in ("answers", "decision", "message")}) or "-"
+        where = f" (as inbox message {i['inbox_message_id']})" if i.get("inbox_message_id") else ""
+        desk = "; the menu is still open at the desk" if i["kind"] == "question" else ""
+        lines.append(_line(f"  answered{_who(i)}{where}: {got}{desk}"))
     if i["state"] == "pending":
         commands = _answer_commands(i)
         width = max(len(what) for what, _ in commands) + 1

@@ -214,9 +214,9 @@ toolu_01MULTI  question from b1, waiting 3m
        Ham, smoked
        Cheese
   answer: hookd answer toolu_01MULTI --question 1 --option Red --question 2 --option 'Ham, smoked'"""),
-    (_question(id="ask_0a1b", kind="async", created_at=AT - 7380,
+    (_question(id="ask_0a1b", kind="async", created_at=AT - 7380, expires_at=NOW + 600,
                questions=[{"question": "Deploy now?", "header": None, "options": [], "multiSelect": False}]), """\
-ask_0a1b  async from b1, waiting 2h06m
+ask_0a1b  async from b1, waiting 2h06m, expires in 10m
   Deploy now?
   answer: hookd answer ask_0a1b --text TEXT"""),
     (_permission(), """\
@@ -241,6 +241,14 @@ pr_3f2a  permission from b1, waiting 12s
     +   new
   allow: hookd answer pr_3f2a --option allow
   deny:  hookd answer pr_3f2a --option deny --text MESSAGE"""),
+    (_question(surface="cli", actor="ana", received_at=AT + 60, inbox_message_id="m-3",
+               answers={"Which color do you prefer?": "Red"}), """\
+toolu_01ASK  question from b1, waiting 3m
+  Which color do you prefer?
+    Red   A warm color
+    Blue  A cool color
+  answered by cli (ana) (as inbox message m-3): Red; the menu is still open at the desk
+  answer: hookd answer toolu_01ASK --option Red"""),
     (_question(state="answered", surface="cli", actor="ana", resolved_at=AT + 65,
                answers={"Which color do you prefer?": "Blue"}), """\
 toolu_01ASK  question from b1, answered by cli (ana), 2m ago
@@ -258,7 +266,7 @@ pr_3f2a  permission from b1, answered by web (ana), 5s ago
   Bash: {"command":"rm -f README.md","description":"Remove the readme"}
   -> deny: not now"""),
 ], ids=["one-question", "two-questions-multi-select", "async-free-text", "permission", "permission-destructive",
-        "permission-diff", "answered", "dismissed", "permission-orphaned", "permission-denied"])
+        "permission-diff", "answered-kept-for-the-inbox", "answered", "dismissed", "permission-orphaned", "permission-denied"])
 def test_an_interaction_shows_its_options_its_wait_and_the_command(interaction: dict[str, Any], shown: str) -> None:
     assert click.unstyle(_interaction(interaction, NOW)) == shown  # as a pipe shows it
 
