@@ -21,7 +21,6 @@ from typing import Any
 
 import click
 import msgspec
-from tabulate import tabulate
 
 from hookd.untrusted import json_escape_visible, visible
 
@@ -85,6 +84,8 @@ def _seg(value: str) -> str:
 def _table(rows: list[list[Any]], headers: list[str]) -> _Shown:
     """tabulate's plain table, every text cell shown with :func:`visible` (one line per row);
     a ``_paint``-ed cell as it is (tabulate measures its width without the colour codes)."""
+    from tabulate import tabulate  # (only the commands that print a table pay for it)
+
     cells = [[c if isinstance(c, _Shown) else visible(c) if isinstance(c, str) else c for c in r] for r in rows]
     return _Shown(tabulate(cells, headers=[visible(h) for h in headers]))
 
@@ -251,13 +252,15 @@ def _question_lines(i: dict[str, Any]) -> list[_Shown]:
 
 
 def _permission_lines(i: dict[str, Any]) -> list[_Shown]:
-    """A permission prompt's tool input: its ``tool_view`` when the daemon sends one (summary,
-    a destructive mark, the detail indented), else the tool's name and input as JSON."""
+    """A permission prompt's tool input: its ``tool_view`` when the daemon sends one (the
+    tool's name and the summary, or the summary alone when it starts with the name; a
+    destructive mark; the detail indented), else the tool's name and input as JSON."""
     view = i.get("tool_view")
     tool = str(i.get("tool_name") or "?")
     if isinstance(view, dict) and isinstance(view.get("summary"), str):
         mark = _paint("[destructive]", fg="red", bold=True) if view.get("destructive") is True else ""
-        out = [_line(f"  {tool}: {view['summary']}", "  " if mark else "", mark)]
+        summary = view["summary"] if view["summary"].startswith(f"{tool} ") else f"{tool}: {view['summary']}"
+        out = [_line(f"  {summary}", "  " if mark else "", mark)]
         detail = view.get("detail")
         rows = str(detail).expandtabs(4).split("\n") if isinstance(detail, str) and detail.strip() else []
         if rows != [view["summary"]]:
@@ -265,7 +268,9 @@ def _permission_lines(i: dict[str, Any]) -> list[_Shown]:
             if len(rows) > DETAIL_LINES:
                 out.append(_line(f"    ... ({len(rows) - DETAIL_LINES} more lines; --json has all)"))
     else:
-        out = [_line("  ", _clip(f"{tool}: {_enc.encode(i.get('input')).decode()}", 80))]
+        import msgspec
+
+        out = [_line("  ", _clip(f"{tool}: {msgspec.json.encode(i.get('input')).decode()}", 80))]
     if i.get("state") != "pending" and i.get("decision"):
         out.append(_line(f"  -> {i['decision']}", f": {i['message']}" if i.get("message") else ""))
     return out
@@ -275,16 +280,19 @@ def _permission_lines(i: dict[str, Any]) -> list[_Shown]:
 def _interaction(i: dict[str, Any], now: float) -> _Shown:
     """What ``hookd questions`` prints of interaction ``i`` (an item of ``GET /v1/questions``)
     at UNIX time ``now``: a head line (id, kind, builder, how long it has waited, or how and
-    when it ended), the questions with their options (a permission prompt: its tool input),
-    and, while it is pending, the ``hookd answer`` commands that answer it."""
+    when it ended: the API's ``outcome`` and ``by`` words when it sends them, else ``state``
+    and ``by SURFACE (ACTOR)``), the questions with their options (a permission prompt: its
+    tool input), and, while it is pending, the ``hookd answer`` commands that answer it."""
     head: list[Any] = [_paint(i["id"], bold=True), f"  {i['kind']} from {i['builder']}, "]
     if i["state"] == "pending":
         head.append(_paint(f"waiting {_duration(now - i['created_at'])}", fg="yellow"))
         if i.get("expires_at"):
             head.append(f", expires in {_duration(i['expires_at'] - now)}")
     else:
-        head.append(i["state"])
-        if i.get("surface"):
+        head.append(i.get("outcome") or i["state"])
+        if i.get("by"):
+            head.append(f" {i['by']}")
+        elif i.get("surface"):
             head.append(f" by {i['surface']}" + (f" ({i['actor']})" if i.get("actor") else ""))
         if i.get("resolved_at"):
             head.append(f", {_duration(now - i['resolved_at'])} ago")
@@ -339,7 +347,9 @@ def _tool_input(tool: Any, value: Any) -> str:
         for key in ("command", "file_path", "url", "path", "pattern"):
             if isinstance(value.get(key), str):
                 return f"{tool}: {_clip(value[key], 80)}"
-    return f"{tool}: {_clip(_enc.encode(value).decode(), 80)}"
+    import msgspec
+
+    return f"{tool}: {_clip(msgspec.json.encode(value).decode(), 80)}"
 
 
 

@@ -231,10 +231,10 @@ pr_3f2a  permission from b1, waiting 12s
     Remove the readme
   deny:  hookd answer pr_3f2a --option deny --text MESSAGE
   allow: hookd answer pr_3f2a --option allow"""),
-    (_permission(tool_name="Edit", tool_view={"kind": "diff", "summary": "README.md", "destructive": False,
+    (_permission(tool_name="Edit", tool_view={"kind": "diff", "summary": "Edit README.md", "destructive": False,
                                               "detail": "--- a/README.md\n+++ b/README.md\n-old\n+\tnew"}), """\
 pr_3f2a  permission from b1, waiting 12s
-  Edit: README.md
+  Edit README.md
     --- a/README.md
     +++ b/README.md
     -old
@@ -265,8 +265,13 @@ pr_3f2a  permission from b1, orphaned, 3m ago
 pr_3f2a  permission from b1, answered by web (ana), 5s ago
   Bash: {"command":"rm -f README.md","description":"Remove the readme"}
   -> deny: not now"""),
+    (_permission(state="answered", decision="deny", message="not now", surface="web", actor="ana",
+                 resolved_at=AT + 180, outcome="denied", by="on the page by ana"), """\
+pr_3f2a  permission from b1, denied on the page by ana, 5s ago
+  Bash: {"command":"rm -f README.md","description":"Remove the readme"}
+  -> deny: not now"""),
 ], ids=["one-question", "two-questions-multi-select", "async-free-text", "permission", "permission-destructive",
-        "permission-diff", "answered-kept-for-the-inbox", "answered", "dismissed", "permission-orphaned", "permission-denied"])
+        "permission-diff", "answered-kept-for-the-inbox", "answered", "dismissed", "permission-orphaned", "permission-denied", "permission-denied-in-the-api's-words"])
 def test_an_interaction_shows_its_options_its_wait_and_the_command(interaction: dict[str, Any], shown: str) -> None:
     assert click.unstyle(_interaction(interaction, NOW)) == shown  # as a pipe shows it
 
