@@ -34,6 +34,8 @@ SID2 = "5a1e0c2b-0000-4000-8000-00000000b002"  # b2's
 ASK = "toolu_01ASK0000000000000000001"
 MULTI = "toolu_01MULTI"
 ASK2 = "toolu_01B2ASK"
+SID3 = "5a1e0c2b-0000-4000-8000-00000000b003"  # b3's
+ASK3, MULTI3 = "toolu_01B3ASK", "toolu_01B3MULTI"
 TOPPINGS = {"question": "Which toppings?", "header": "Toppings", "multiSelect": True,
             "options": [{"label": "Cheese"}, {"label": "Ham, smoked"}, {"label": "Olives"}]}
 
@@ -46,9 +48,10 @@ def _payload(name: str, **changes: Any) -> dict[str, Any]:
 
 class Rig:
     """The module's daemon with builders b1 (three interactions left pending: a question, a
-    call asking two questions, a Bash permission prompt) and b2 (a whole session: a message
+    call asking two questions, a Bash permission prompt), b2 (a whole session: a message
     delivered and adopted, a question answered from the CLI, then at the desk, which wins,
-    the session's end)."""
+    the session's end) and b3 (a question and a call asking two, for the printed commands to
+    answer). Each test reads its own builder's lines, so none depends on another's order."""
 
     def __init__(self, home: Path):
         self.home = home
@@ -73,7 +76,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory):
     d = DaemonProcess(root / "home").start()
     rig = Rig(root / "home")
     try:
-        for b in ("b1", "b2"):
+        for b in ("b1", "b2", "b3"):
             rig.cli("spawn", b, "--settings-file", os.fspath(root / f"{b}.json"))
         # b1: left pending
         rig.hook("b1", _payload("001-SessionStart.json"))
@@ -85,6 +88,9 @@ def rig(tmp_path_factory: pytest.TempPathFactory):
         perm.update(hook_event_name="PermissionRequest", permission_mode="default",
                     tool_input={"command": "ls -la", "description": "List files"})
         rig.hook("b1", perm)
+        # b3: the same two calls, answered with the commands `hookd questions` prints
+        rig.hook("b3", _payload("007-PreToolUse.json", session_id=SID3, tool_use_id=ASK3))
+        rig.hook("b3", {**multi, "session_id": SID3, "tool_use_id": MULTI3})
         # b2: a whole session
         rig.hook("b2", _payload("001-SessionStart.json", session_id=SID2))
         rig.hook("b2", _payload("002-UserPromptSubmit.json", session_id=SID2))
@@ -150,9 +156,10 @@ def test_answer_on_a_call_with_two_questions_says_how_to_answer_each_at_once(rig
 
 def test_the_printed_commands_are_accepted_as_printed(rig: Rig) -> None:
     out = rig.cli("questions").stdout
-    commands = [line.split(": ", 1)[1] for b in _blocks(out, "b1") for line in b.split("\n")
+    commands = [line.split(": ", 1)[1] for b in _blocks(out, "b3") for line in b.split("\n")
                 if line.startswith("  answer: ")]
-    assert len(commands) == 2
+    assert commands == [f"hookd answer {ASK3} --option Red",
+                        f"hookd answer {MULTI3} --question 1 --option Red --question 2 --option Cheese"]
     for command in commands:
         argv = shlex.split(command)
         assert argv[:2] == ["hookd", "answer"]
