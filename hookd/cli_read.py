@@ -5,20 +5,19 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import shlex
+import time
 from pathlib import Path
 from typing import Any
 
 import click
-import msgspec
 
-from hookd.cli_render import _client, _echo_json, _out, _seg, _table, _when
+from hookd.cli_render import (
+    _client, _duration, _echo_json, _event_line, _interaction, _lane_state, _lines, _out, _seg, _table,
+)
 from hookd.models import DaemonNotRunning
 from hookd.untrusted import visible
-
-_enc = msgspec.json.Encoder()
 
 
 
@@ -27,24 +26,15 @@ _enc = msgspec.json.Encoder()
 @click.option("--json", "as_json", is_flag=True, help="A JSON array of interactions.")
 @click.pass_context
 def questions(ctx: click.Context, state: str, as_json: bool) -> None:
-    """Questions and other interactions waiting on (or answered by) a human."""
+    """Questions and other interactions waiting on (or answered by) a human: each with its
+    options (a permission prompt: its tool input), how long it has waited, and the
+    `hookd answer` command that answers it."""
     items = _client(ctx).get("/v1/questions", state=state)
     if as_json:
         _echo_json(items)
         return
-    rows = []
-    for i in items:
-        if i["kind"] == "permission":
-            text = f"{i['tool_name']}: {_enc.encode(i['input']).decode()}"
-            text = text if len(text) <= 80 else text[:77] + "..."
-            ans = (i["decision"] or "-") + (f": {i['message']}" if i.get("message") else "")
-        else:
-            qs = i["questions"] if isinstance(i["questions"], list) else []
-            text = "; ".join(str(q.get("question", "?")) for q in qs if isinstance(q, dict)) or "-"
-            ans = "; ".join(f"{v}" for v in (i["answers"] or {}).values()) or "-"
-        rows.append([i["id"], i["kind"], i["builder"], i["state"], text, ans, i["surface"] or "-", _when(i["created_at"])])
-    _out(_table(rows, ["id", "kind", "builder", "state", "question / input", "answer", "by", "asked"])
-         if rows else "no questions")
+    now = time.time()
+    _out(_lines([_interaction(i, now) for i in items], sep="\n\n") if items else "no questions")
 
 
 
@@ -58,8 +48,8 @@ def lanes(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         _echo_json(items)
         return
-    now = dt.datetime.now().timestamp()
-    rows = [[lane["builder"], lane["state"], f"{max(0, now - lane['since']):.0f} s", len(lane["pending"]), lane["queued"],
+    now = time.time()
+    rows = [[lane["builder"], _lane_state(lane["state"]), _duration(now - lane["since"]), len(lane["pending"]), lane["queued"],
              lane["session_id"] or "-", lane["detail"]] for lane in items]
     _out(_table(rows, ["builder", "lane", "for", "pending", "queued", "session", "detail"])
          if rows else "no builders")
@@ -83,17 +73,14 @@ def _stream_ended(ctx: click.Context, last_seq: int) -> None:
 @click.option("--json", "as_json", is_flag=True, help="JSON lines: seq, kind, builder, session_id, at, data.")
 @click.pass_context
 def events(ctx: click.Context, after: int, follow: bool, as_json: bool) -> None:
-    """hookd's event log, oldest first."""
+    """hookd's event log, oldest first: one line per event with the key fields of its kind."""
     client = _client(ctx)
 
     def show(e: dict[str, Any]) -> None:
         if as_json:
             _echo_json(e)
         else:
-            d = e["data"]
-            detail = " ".join(f"{k}={visible(d[k])}" for k in ("hook_event_name", "tool_name", "id", "outcome", "source")
-                              if d.get(k))
-            _out(f"{e['seq']:>6} {_when(e['at'])} {visible(e['kind']):<18} {visible(e['builder'] or '-')} {detail}")
+            _out(_event_line(e))
 
     if follow:
         last = after
@@ -160,5 +147,5 @@ def tail(ctx: click.Context, paths: tuple[Path, ...], builder: str, session_id: 
         for e in client.lines("/v1/events", after=after, follow=1):
             after = e["seq"]
             if e["builder"] == builder:
-                _out(f"{e['seq']:>6} {_when(e['at'])} {visible(e['kind']):<18} {visible(e.get('session_id') or '-')}")
+                _out(_event_line(e))
         _stream_ended(ctx, after)

@@ -1,15 +1,21 @@
 """What the CLI's commands share: printing for a human (every line through
-:func:`hookd.untrusted.visible`: ``_out``, ``_table``, ``_when``; logs by
+:func:`hookd.untrusted.visible`: ``_out``, ``_table``, ``_when``, ``_duration``; colour by
+``_paint``, shown only on a terminal and never with ``NO_COLOR``; logs by
 ``_log_to_stderr``), exact JSON (``_echo_json``), URL path segments (``_seg``) and the
-daemon's client (``_client``). The names are underscored: they belong to the CLI's modules
+daemon's client (``_client``); what ``hookd questions`` prints of an interaction
+(``_interaction``, with the ``hookd answer`` commands that answer it) and ``hookd events`` of
+an event (``_event_line``). The names are underscored: they belong to the CLI's modules
 (``hookd.cli`` and ``hookd.cli_*``), not to hookd's API.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import os
+import shlex
 import sys
 import urllib.parse
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -21,10 +27,49 @@ from hookd.untrusted import json_escape_visible, visible
 
 
 
+class _Shown(str):
+    """Text already made safe for a terminal (each part through :func:`visible`, then styled
+    by ``click.style``): ``_out`` and ``_table`` print it as it is. Made by ``_paint``,
+    ``_line``, ``_lines`` and ``_table`` only: ``+`` with a str gives a plain str, which is
+    escaped again when printed (its colour codes shown as ``\\x1b``), so join with ``_line``."""
+
+
+
+def _paint(text: Any, **style: Any) -> _Shown:
+    """``text`` through :func:`visible`, styled with ``click.style(**style)`` (``fg``,
+    ``bold``, ``dim``...): shown in colour on a terminal, plain in a pipe or with ``NO_COLOR``."""
+    shown = visible(text)
+    return _Shown(click.style(shown, **style) if style else shown)
+
+
+
+def _line(*parts: Any) -> _Shown:
+    """One printable text of ``parts``: ``_paint`` results as they are, anything else through
+    :func:`visible` (a line break inside a part is shown as ``\\n``)."""
+    return _Shown("".join(p if isinstance(p, _Shown) else visible(p) for p in parts))
+
+
+
+def _lines(lines: list[_Shown], sep: str = "\n") -> _Shown:
+    """``lines`` (each made by ``_line``/``_paint``) as one text, joined by ``sep`` (line
+    breaks only)."""
+    return _Shown(sep.join(lines))
+
+
+
+def _colour() -> bool | None:
+    """click's ``color`` for human output: False when ``NO_COLOR`` is set and not empty
+    (no-color.org), else None: click keeps styles on a terminal and strips them in a pipe."""
+    return False if os.environ.get("NO_COLOR") else None
+
+
+
 def _out(text: Any, err: bool = False, nl: bool = True) -> None:
     """Print text for a human: each line's control and bidi characters escaped (the line
-    breaks of ``text`` itself kept)."""
-    click.echo("\n".join(visible(line) for line in str(text).split("\n")), err=err, nl=nl)
+    breaks of ``text`` itself kept); a ``_Shown`` text (``_line``, ``_paint``, ``_lines``) as
+    it is. Colour only on a terminal, and never with ``NO_COLOR`` (:func:`_colour`)."""
+    shown = text if isinstance(text, _Shown) else "\n".join(visible(line) for line in str(text).split("\n"))
+    click.echo(shown, err=err, nl=nl, color=_colour())
 
 
 
@@ -35,11 +80,13 @@ def _seg(value: str) -> str:
 
 
 
-def _table(rows: list[list[Any]], headers: list[str]) -> str:
-    """tabulate's plain table, every text cell shown with :func:`visible` (one line per row)."""
-    from tabulate import tabulate
+def _table(rows: list[list[Any]], headers: list[str]) -> _Shown:
+    """tabulate's plain table, every text cell shown with :func:`visible` (one line per row);
+    a ``_paint``-ed cell as it is (tabulate measures its width without the colour codes)."""
+    from tabulate import tabulate  # (only the commands that print a table pay for it)
 
-    return tabulate([[visible(c) if isinstance(c, str) else c for c in r] for r in rows], headers=headers)
+    cells = [[c if isinstance(c, _Shown) else visible(c) if isinstance(c, str) else c for c in r] for r in rows]
+    return _Shown(tabulate(cells, headers=[visible(h) for h in headers]))
 
 
 
@@ -70,9 +117,46 @@ def _echo_json(obj: Any) -> None:
 
 
 def _when(ts: float | None) -> str:
+    """Local date and time of UNIX seconds ``ts`` (``2026-12-02 19:40:01``), or ``-``."""
     if ts is None:
         return "-"
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+
+def _duration(seconds: float) -> str:
+    """A span of ``seconds`` for a human, rounded down to its two largest units: ``12s``,
+    ``55m``, ``2h03m``, ``3d04h`` (under a minute in seconds, under an hour in minutes; a
+    negative span, a clock step, is ``0s``). The one formatter of the CLI's durations."""
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    m = s // 60
+    if m < 60:
+        return f"{m}m"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h}h{m:02d}m"
+    d, h = divmod(h, 24)
+    return f"{d}d{h:02d}h"
+
+
+
+#: How each lane state is coloured on a terminal (``_paint``'s style): waiting on a human
+#: stands out, stalled and dead are red, working is green; the others are plain.
+LANE_STYLE: dict[str, dict[str, Any]] = {
+    "working": {"fg": "green"},
+    "waiting_question": {"fg": "yellow", "bold": True},
+    "waiting_permission": {"fg": "yellow", "bold": True},
+    "stalled": {"fg": "red", "bold": True},
+    "dead": {"fg": "red"},
+}
+
+
+
+def _lane_state(state: Any) -> _Shown:
+    """A lane state (``working``, ``waiting_question``...), coloured by LANE_STYLE."""
+    return _paint(state if state is not None else "-", **LANE_STYLE.get(str(state), {}))
 
 
 
@@ -80,3 +164,325 @@ def _client(ctx: click.Context) -> Any:
     from hookd.client import Client
 
     return Client(ctx.obj)
+
+
+
+# --- what `hookd questions` shows of an interaction -------------------------------------------
+
+#: an option's description is shown up to this many characters (then clipped with "...")
+DESCRIPTION_CHARS = 60
+#: a permission prompt's ``tool_view.detail`` is shown up to this many lines (``--json``: all)
+DETAIL_LINES = 20
+
+
+def _clip(text: Any, n: int) -> str:
+    s = str(text)
+    return s if len(s) <= n else s[: n - 3] + "..."
+
+
+
+def _questions(i: dict[str, Any]) -> list[dict[str, Any]]:
+    qs = i.get("questions")
+    return [q for q in qs if isinstance(q, dict)] if isinstance(qs, list) else []
+
+
+
+def _options(q: dict[str, Any]) -> list[tuple[str, str]]:
+    """(label, description) of each option of question ``q`` (description "" when none)."""
+    opts = q.get("options")
+    if not isinstance(opts, list):
+        return []
+    return [(str(o["label"]), str(o.get("description") or "")) for o in opts
+            if isinstance(o, dict) and o.get("label") is not None]
+
+
+
+def _destructive(i: dict[str, Any]) -> bool:
+    view = i.get("tool_view")
+    return isinstance(view, dict) and view.get("destructive") is True
+
+
+
+def _answer_commands(i: dict[str, Any]) -> list[tuple[str, str]]:
+    """The ``hookd answer`` commands that answer pending interaction ``i`` (an item of
+    ``GET /v1/questions``), as (what, command line) pairs, shell-quoted: a question's with the
+    first option of each question (``--question N`` before each when it asks several;
+    ``--text TEXT`` where a question has no options); a permission prompt's allow and deny,
+    deny first when its ``tool_view`` marks it destructive."""
+    base = f"hookd answer {shlex.quote(str(i['id']))}"
+    if i.get("kind") == "permission":
+        pair = [("allow", f"{base} --option allow"), ("deny", f"{base} --option deny --text MESSAGE")]
+        return pair[::-1] if _destructive(i) else pair
+
+    def one(q: dict[str, Any]) -> str:
+        opts = _options(q)
+        return f"--option {shlex.quote(opts[0][0])}" if opts else "--text TEXT"
+
+    qs = _questions(i)
+    if len(qs) <= 1:
+        return [("answer", f"{base} {one(qs[0]) if qs else '--text TEXT'}")]
+    return [("answer", base + "".join(f" --question {n} {one(q)}" for n, q in enumerate(qs, 1)))]
+
+
+
+def _question_lines(i: dict[str, Any]) -> list[_Shown]:
+    qs = _questions(i)
+    answers = i.get("answers")
+    answers = answers if isinstance(answers, dict) else {}
+    out: list[_Shown] = []
+    for n, q in enumerate(qs, 1):
+        text = str(q.get("question", "?"))
+        number = f"{n}. " if len(qs) > 1 else ""
+        if i.get("state") != "pending":
+            got = answers.get(text)
+            out.append(_line(f"  {number}{text}", "" if got is None else f" -> {got}"))
+            continue
+        multi = _paint("(multi-select: repeat --option)", dim=True) if q.get("multiSelect") else ""
+        out.append(_line(f"  {number}{text}", " " if multi else "", multi))
+        opts = _options(q)
+        width = max((len(label) for label, _ in opts), default=0)
+        indent = " " * (4 + len(number))
+        for label, desc in opts:
+            if desc:
+                out.append(_line(f"{indent}{label:<{width}}  ", _paint(_clip(desc, DESCRIPTION_CHARS), dim=True)))
+            else:
+                out.append(_line(f"{indent}{label}"))
+    if not qs:
+        out.append(_line("  (no readable questions; --json has what was asked)"))
+    return out
+
+
+
+def _permission_lines(i: dict[str, Any]) -> list[_Shown]:
+    """A permission prompt's tool input: its ``tool_view`` when the daemon sends one (the
+    tool's name and the summary, or the summary alone when it starts with the name; a
+    destructive mark; the detail indented), else the tool's name and input as JSON."""
+    view = i.get("tool_view")
+    tool = str(i.get("tool_name") or "?")
+    if isinstance(view, dict) and isinstance(view.get("summary"), str):
+        mark = _paint("[destructive]", fg="red", bold=True) if view.get("destructive") is True else ""
+        summary = view["summary"] if view["summary"].startswith(f"{tool} ") else f"{tool}: {view['summary']}"
+        out = [_line(f"  {summary}", "  " if mark else "", mark)]
+        detail = view.get("detail")
+        rows = str(detail).expandtabs(4).split("\n") if isinstance(detail, str) and detail.strip() else []
+        if rows != [view["summary"]]:
+            out += [_line(f"    {row}") for row in rows[:DETAIL_LINES]]
+            if len(rows) > DETAIL_LINES:
+                out.append(_line(f"    ... ({len(rows) - DETAIL_LINES} more lines; --json has all)"))
+    else:
+        import msgspec
+
+        out = [_line("  ", _clip(f"{tool}: {msgspec.json.encode(i.get('input')).decode()}", 80))]
+    if i.get("state") != "pending" and i.get("decision"):
+        out.append(_line(f"  -> {i['decision']}", f": {i['message']}" if i.get("message") else ""))
+    return out
+
+
+
+def _interaction(i: dict[str, Any], now: float) -> _Shown:
+    """What ``hookd questions`` prints of interaction ``i`` (an item of ``GET /v1/questions``)
+    at UNIX time ``now``: a head line (id, kind, builder, how long it has waited, or how and
+    when it ended: the API's ``outcome`` and ``by`` words when it sends them, else ``state``
+    and ``by SURFACE (ACTOR)``), the questions with their options (a permission prompt: its
+    tool input), and, while it is pending, the ``hookd answer`` commands that answer it."""
+    head: list[Any] = [_paint(i["id"], bold=True), f"  {i['kind']} from {i['builder']}, "]
+    if i["state"] == "pending":
+        head.append(_paint(f"waiting {_duration(now - i['created_at'])}", fg="yellow"))
+        if i.get("expires_at"):
+            head.append(f", expires in {_duration(i['expires_at'] - now)}")
+    else:
+        head.append(i.get("outcome") or i["state"])
+        if i.get("by"):
+            head.append(f" {i['by']}")
+        elif i.get("surface"):
+            head.append(f" by {i['surface']}" + (f" ({i['actor']})" if i.get("actor") else ""))
+        if i.get("resolved_at"):
+            head.append(f", {_duration(now - i['resolved_at'])} ago")
+    lines = [_line(*head)]
+    lines += _permission_lines(i) if i["kind"] == "permission" else _question_lines(i)
+    if i["state"] == "pending" and i.get("received_at"):
+        # a remote answer kept for the inbox while the menu stays open at the desk
+        got = _answered({k: i.get(k) for k in ("answers", "decision", "message")}) or "-"
+        where = f" (as inbox message {i['inbox_message_id']})" if i.get("inbox_message_id") else ""
+        desk = "; the menu is still open at the desk" if i["kind"] == "question" else ""
+        lines.append(_line(f"  answered{_who(i)}{where}: {got}{desk}"))
+    if i["state"] == "pending":
+        commands = _answer_commands(i)
+        width = max(len(what) for what, _ in commands) + 1
+        lines += [_line(f"  {what + ':':<{width}} ", _paint(cmd, bold=True)) for what, cmd in commands]
+    return _lines(lines)
+
+
+
+# --- what `hookd events` shows of an event ----------------------------------------------------
+
+def _ids(v: Any) -> str:
+    return ",".join(str(x) for x in v) if isinstance(v, list) and v else "-"
+
+
+
+def _given(v: Any) -> bool:
+    return v is not None and v != "" and v != [] and v != {}
+
+
+
+def _answered(d: dict[str, Any]) -> str:
+    """An answer in an event's data: a permission's decision (and deny message), or the
+    questions' answers joined with "; " (clipped)."""
+    if _given(d.get("decision")):
+        return str(d["decision"]) + (f": {_clip(d['message'], 60)}" if _given(d.get("message")) else "")
+    answers = d.get("answers")
+    return _clip("; ".join(str(a) for a in answers.values()), 80) if isinstance(answers, dict) and answers else ""
+
+
+
+def _who(d: dict[str, Any]) -> str:
+    """`` by SURFACE (ACTOR)`` of an event's data, or what of it is there."""
+    by = f" by {d['surface']}" if _given(d.get("surface")) else ""
+    return by + (f" ({d['actor']})" if _given(d.get("actor")) else "")
+
+
+
+def _tool_input(tool: Any, value: Any) -> str:
+    """A tool input in a few words: its command, file path or URL, else its JSON (clipped)."""
+    if isinstance(value, dict):
+        for key in ("command", "file_path", "url", "path", "pattern"):
+            if isinstance(value.get(key), str):
+                return f"{tool}: {_clip(value[key], 80)}"
+    import msgspec
+
+    return f"{tool}: {_clip(msgspec.json.encode(value).decode(), 80)}"
+
+
+
+def _first_question(d: dict[str, Any]) -> str:
+    qs = d.get("questions")
+    texts = [str(q.get("question", "?")) for q in qs if isinstance(q, dict)] if isinstance(qs, list) else []
+    if not texts:
+        return "-"
+    return _clip(texts[0], 80) + (f" (+{len(texts) - 1} more)" if len(texts) > 1 else "")
+
+
+
+def _resolved(d: dict[str, Any]) -> str:
+    got = _answered(d)
+    return (f"{d.get('id')} {d.get('outcome')}{_who(d)}" + (f": {got}" if got else "")
+            + (f" (inferred from {d['inferred_from']})" if _given(d.get("inferred_from")) else ""))
+
+
+
+def _hook(d: dict[str, Any]) -> str:
+    words = " ".join(str(d[k]) for k in ("hook_event_name", "tool_name", "tool_use_id") if _given(d.get(k)))
+    if _given(d.get("agent_id")):
+        words += f" agent {d['agent_id']}"
+    if _given(d.get("source")) and d["source"] != "live":
+        words += f" (from the {d['source']})"
+    if _given(d.get("stale_session_id")):
+        words += f" (sent as session {d['stale_session_id']})"
+    return words
+
+
+
+def _damaged(d: dict[str, Any]) -> str:
+    counts = [f"{k.replace('_', ' ')} {d[k]}" for k in ("spliced", "nul_padded", "invalid_utf8", "torn", "truncated",
+                                                          "rotated", "unknown_rows") if d.get(k)]
+    return f"{d.get('path')}: {', '.join(counts) or 'damaged'}"
+
+
+
+def _notification(d: dict[str, Any]) -> str:
+    failed = f": {_clip(d['error'], 80)}" if _given(d.get("error")) else ""
+    tries = f" after {d['attempts']} attempts" if isinstance(d.get("attempts"), int) and d["attempts"] > 1 else ""
+    return f"{d.get('rule')} step {d.get('step')} to {d.get('channel')} ({d.get('type')}){tries}{failed}"
+
+
+
+def _lane(d: dict[str, Any]) -> _Shown:
+    why = f" ({d['detail']})" if _given(d.get("detail")) else ""
+    return _line(_lane_state(d.get("from")), " -> ", _lane_state(d.get("to")), why)
+
+
+
+def _queued(d: dict[str, Any]) -> str:
+    words = f"{d.get('id')} by {d.get('author')}"
+    if _given(d.get("answer_to")):
+        words += f", answer to {d['answer_to']}"
+    if _given(d.get("late_answer_to")):
+        words += f", late answer to {d['late_answer_to']}"
+    if _given(d.get("agent_id")):
+        words += f", for agent {d['agent_id']}"
+    return words + (f", {d['chars']} chars" if isinstance(d.get("chars"), int) else "")
+
+
+
+def _delivered(d: dict[str, Any]) -> str:
+    words = f"{_ids(d.get('ids'))} at {d.get('via')}"
+    if _given(d.get("redelivered")):
+        words += f", offered again: {_ids(d['redelivered'])}"
+    return words + (f", {d['waiting']} still queued" if d.get("waiting") else "")
+
+
+
+def _kept(d: dict[str, Any]) -> str:
+    return f"; kept as inbox message {d['message_id']}" if _given(d.get("message_id")) else ""
+
+
+#: Each event kind's key fields in words (docs/events.md): ``(data, session_id) -> text``.
+EVENT_SUMMARY: dict[str, Callable[[dict[str, Any], str], Any]] = {
+    "hook_received": lambda d, s: _hook(d),
+    "session_started": lambda d, s: f"{s} ({d.get('source')})"
+    + (f" from {d['parent_session_id']}" if _given(d.get("parent_session_id")) else ""),
+    "session_ended": lambda d, s: f"{s} ({d.get('reason') or 'no reason given'})",
+    "session_linked": lambda d, s: f"{s} from {d.get('parent_session_id')} (via {d.get('via')})",
+    "inbox_queued": lambda d, s: _queued(d),
+    "inbox_delivered": lambda d, s: _delivered(d),
+    "inbox_adopted": lambda d, s: f"{_ids(d.get('ids'))} via {d.get('via')}",
+    "inbox_requeued": lambda d, s: f"{_ids(d.get('ids'))} queued again after {d.get('via')}",
+    "question_pending": lambda d, s: f"{d.get('id')}: {_first_question(d)} (via {d.get('via')})",
+    "question_resolved": lambda d, s: _resolved(d),
+    "permission_pending": lambda d, s: f"{d.get('id')} {_tool_input(d.get('tool_name'), d.get('tool_input'))}"
+    + (f" (mode {d['permission_mode']})" if _given(d.get("permission_mode")) else ""),
+    "permission_resolved": lambda d, s: _resolved(d),
+    "human_input_requested": lambda d, s: f"{d.get('id')}: {_clip(d.get('question'), 80)}"
+    + (f" ({' | '.join(str(o) for o in d['options'])})" if _given(d.get("options")) else ""),
+    "interaction_answered": lambda d, s: f"{d.get('id')}{_who(d)}: {_answered(d) or '-'}; delivery: {d.get('delivery')}",
+    "answer_delivered": lambda d, s: f"{d.get('id')} via {d.get('via')}",
+    "answer_adopted": lambda d, s: f"{d.get('id')} via {d.get('via')}",
+    "answer_superseded": lambda d, s: f"{d.get('id')} {d.get('outcome')} at the desk: {d.get('reason')}{_kept(d)}",
+    "answer_refused": lambda d, s: f"{d.get('id')}: {d.get('reason')}{_kept(d)}",
+    "answer_preregistered": lambda d, s: f"{d.get('id')}: {_clip(d.get('question'), 60)} -> {_clip(d.get('answer'), 60)}",
+    "hook_invalid": lambda d, s: f"{d.get('harness')}: {_clip(d.get('error'), 100)} ({d.get('bytes')} bytes)",
+    "notification_sent": lambda d, s: _notification(d),
+    "notification_failed": lambda d, s: _notification(d),
+    "lane_changed": lambda d, s: _lane(d),
+    "hooks_unarmed": lambda d, s: f"{s}: no hook from this session yet; following {d.get('transcript_path')}",
+    "hooks_armed": lambda d, s: f"{s}: hooks arrive again (at {d.get('hook_event_name')})",
+    "turn_interrupted": lambda d, s: f"{s}: {d.get('marker')}",
+    "transcript_damaged": lambda d, s: _damaged(d),
+    "transcript_unknown_rows": lambda d, s: _damaged(d),
+    "transcript_followed": lambda d, s: f"{d.get('path')} ({d.get('reason')})",
+    "transcript_refused": lambda d, s: f"{d.get('path')}: {d.get('reason')}",
+    "storage_recovered": lambda d, s: f"after {_duration(d.get('after_s') or 0)}: {d.get('refused')} writes refused"
+    + f" ({d.get('error')}: {_clip(d.get('message'), 80)})",
+    "interaction_id_reused": lambda d, s: f"{d.get('tool_use_id')} recorded as {d.get('id')} "
+    + f"(already {(d.get('first') or {}).get('id')} of {(d.get('first') or {}).get('builder')})",
+}
+
+
+
+def _event_summary(e: dict[str, Any]) -> Any:
+    d = e["data"] if isinstance(e.get("data"), dict) else {}
+    summary = EVENT_SUMMARY.get(e["kind"])
+    if summary is not None:
+        return summary(d, e.get("session_id") or "-")
+    # a kind this CLI does not know (a newer daemon): its data's usual keys
+    return " ".join(f"{k}={d[k]}" for k in ("hook_event_name", "tool_name", "id", "outcome", "source") if _given(d.get(k)))
+
+
+
+def _event_line(e: dict[str, Any]) -> _Shown:
+    """What ``hookd events`` prints of event ``e`` (a line of ``GET /v1/events``): seq, local
+    time, kind, builder, then the key fields of its kind in words (EVENT_SUMMARY), e.g.
+    ``lane_changed b1 working -> waiting_question (...)``, ``inbox_delivered b1 m-3,m-4 at
+    Stop``, ``session_ended b1 s-1 (prompt_input_exit)``."""
+    return _line(f"{e['seq']:>6} {_when(e['at'])} {e['kind']:<21} {e['builder'] or '-'} ", _event_summary(e))

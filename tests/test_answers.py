@@ -240,10 +240,13 @@ def test_multi_question_answer_by_cli_groups(rig: Rig) -> None:
         "question": "Which toppings?", "header": "Toppings", "multiSelect": True,
         "options": [{"label": "Cheese"}, {"label": "Ham, smoked"}, {"label": "Olives"}]})
     rig.hook(pre)
+    each = ("toolu_01MULTI asks 2 questions; answer each question: --question 1 --option LABEL --question 2 "
+            "--option LABEL [--option LABEL]... (1: 'Which color do you prefer?', options: Red, Blue; "
+            "2: 'Which toppings?', multi-select, options: Cheese, 'Ham, smoked', Olives)")
     r = rig.answer("toolu_01MULTI", "--option", "Red")
-    assert r.returncode == 2 and "asks 2 questions; name one" in r.stderr and "2: 'Which toppings?'" in r.stderr
+    assert (r.returncode, r.stderr) == (2, f"hookd: {each}\n")
     r = rig.answer("toolu_01MULTI", "--question", "1", "--option", "Red")
-    assert r.returncode == 2 and "missing: 'Which toppings?'" in r.stderr
+    assert (r.returncode, r.stderr) == (2, f"hookd: this answer leaves out 'Which toppings?': {each}\n")
     got = rig.answer_json("toolu_01MULTI", "--question", "1", "--option", "Red",
                           "--question", "Which toppings?", "--option", "Ham, smoked", "--option", "Cheese",
                           "--text", "extra basil")

@@ -9,6 +9,7 @@ becomes of it: :mod:`hookd.core.outcomes`.
 
 from __future__ import annotations
 
+import shlex
 import time
 from datetime import datetime, timezone
 from typing import Any
@@ -37,9 +38,27 @@ def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _find_question(qs: list[Question], key: str) -> Question:
+def _each_question(iid: str, qs: list[Question]) -> str:
+    """How to answer every question of ``iid`` in one call, in ``hookd answer``'s flags, then
+    each question with its options (shell-quoted as they are typed), e.g. ``toolu_1 asks 2
+    questions; answer each question: --question 1 --option LABEL --question 2 --option LABEL
+    [--option LABEL]... (1: 'Which color?', options: Red, Blue; 2: 'Which toppings?',
+    multi-select, options: Cheese, 'Ham, smoked')``."""
+    form, listing = [], []
+    for n, q in enumerate(qs, 1):
+        labels = ", ".join(shlex.quote(o.label) for o in q.options)
+        if not q.options:
+            form.append(f"--question {n} --text TEXT")
+        else:
+            form.append(f"--question {n} --option LABEL" + (" [--option LABEL]..." if q.multiSelect else ""))
+        listing.append(f"{n}: {q.question!r}" + (", multi-select" if q.multiSelect else "")
+                       + (f", options: {labels}" if labels else ", free text"))
+    return f"{iid} asks {len(qs)} questions; answer each question: {' '.join(form)} ({'; '.join(listing)})"
+
+
+def _find_question(iid: str, qs: list[Question], key: str) -> Question:
     """The question ``key`` names: its exact text, its 1-based number, or "" when there is
-    only one. Raises BadRequest listing the questions."""
+    only one. Raises BadRequest: with none named of several, how to answer each of them."""
     if key == "" and len(qs) == 1:
         return qs[0]
     for q in qs:
@@ -47,9 +66,9 @@ def _find_question(qs: list[Question], key: str) -> Question:
             return q
     if key.isdigit() and 1 <= int(key) <= len(qs):
         return qs[int(key) - 1]
-    listing = "; ".join(f"{n}: {q.question!r}" for n, q in enumerate(qs, 1))
     if key == "":
-        raise BadRequest(f"this interaction asks {len(qs)} questions; name one (--question TEXT or NUMBER): {listing}")
+        raise BadRequest(_each_question(iid, qs))
+    listing = "; ".join(f"{n}: {q.question!r}" for n, q in enumerate(qs, 1))
     raise BadRequest(f"no question {key!r} in this interaction; its questions: {listing}")
 
 
@@ -106,7 +125,7 @@ def normalize_answer(i: Interaction, req: AnswerRequest) -> tuple[dict[str, str]
         if req.options or req.text is not None or req.question is not None:
             raise BadRequest("give either answers, or question/options/text, not both")
         for key, v in req.answers.items():
-            q = _find_question(qs, key)
+            q = _find_question(i.id, qs, key)
             names = [o.label for o in q.options]
             if isinstance(v, str):
                 labels, text = ([v], None) if v in names else ([], v)
@@ -117,13 +136,13 @@ def normalize_answer(i: Interaction, req: AnswerRequest) -> tuple[dict[str, str]
             texts.append(text)
             parts[q.question] = _one_answer(q, labels, text)
     else:
-        q = _find_question(qs, req.question or "")
+        q = _find_question(i.id, qs, req.question or "")
         texts.append(req.text)
         parts[q.question] = _one_answer(q, list(req.options), req.text)
     check_answer_size(texts)
     missing = [q.question for q in qs if q.question not in parts]
     if missing:
-        raise BadRequest(f"answer every question of {i.id}; missing: {'; '.join(repr(m) for m in missing)}")
+        raise BadRequest(f"this answer leaves out {'; '.join(repr(m) for m in missing)}: {_each_question(i.id, qs)}")
     answers = {q.question: parts[q.question] for q in qs}
     return answers, decode_answers(i.questions, answers), None, None
 
