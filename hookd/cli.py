@@ -172,7 +172,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
         _out(f"holding a PermissionRequest hook for: {visible(', '.join(s['held']))} (answer with `hookd answer ID`)")
     if s["builders"]:
         rows = [[b["builder"], b["harness"], b.get("client") or "", b["hooks_seen"], b["pending"],
-                 _when(b["last_hook_at"]), b.get("warning") or ""] for b in s["builders"]]
+                 _when(b["last_hook_at"]),
+                 f"unspawned at {_when(b['unspawned_at'])}" if b.get("unspawned_at") else b.get("warning") or ""]
+                for b in s["builders"]]
         _out(_table(rows, ["builder", "harness", "client", "hooks", "pending", "last hook", "note"]))
         for b in s["builders"]:  # why a hook client fell back to bash: a line of its own, beside any warning
             if b.get("client_note"):
