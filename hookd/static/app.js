@@ -347,6 +347,7 @@ function insertSorted(list, el, key, desc) {
 }
 
 function upsert(i) {
+  if (S.signedOut) return;  // (a read answered before the sign-out fills nothing)
   const old = S.interactions.get(i.id);
   if (old && old.revision > i.revision) return;  // never go back to an older read
   S.interactions.set(i.id, i);
@@ -522,12 +523,14 @@ function composeRow(builder, draft) {
 
 async function loadLanes() {
   const [lanes, status] = await Promise.all([api("GET", "/v1/lanes"), api("GET", "/v1/status")]);
+  if (S.signedOut) return;
   S.lanes = lanes;
   S.builders = new Map(status.builders.map((b) => [b.builder, b]));
   renderLanes();
 }
 
 function upsertMessage(m) {
+  if (S.signedOut) return;
   const k = S.messages.findIndex((x) => x.id === m.id);
   if (k >= 0) S.messages[k] = m; else S.messages.push(m);
   renderInbox();
@@ -567,7 +570,7 @@ function renderInbox() {
       h("td", {}, m.author),
       h("td", {}, since(m.created_at, " ago")),
       h("td", {class: "text"}, m.text),
-      h("td", {class: "actions"}, cancelButton(m))));
+      h("td", {class: "msg-actions"}, cancelButton(m))));
   }
   labelCells($("inbox"));
   $("inbox-empty").hidden = S.messages.length > 0;
@@ -581,7 +584,9 @@ function renderInbox() {
 }
 
 async function loadInbox() {
-  S.messages = await api("GET", `/v1/messages?limit=${MESSAGES_MAX}`);
+  const messages = await api("GET", `/v1/messages?limit=${MESSAGES_MAX}`);
+  if (S.signedOut) return;
+  S.messages = messages;
   renderInbox();
 }
 
