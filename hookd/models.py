@@ -6,6 +6,7 @@ events are snake_case (``question_pending``).
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 import msgspec
@@ -52,10 +53,12 @@ def by_text(surface: str | None, actor: str | None) -> str | None:
     return " ".join(words) or None
 
 
+@functools.cache
 def os_user() -> str:
     """The name of the user this process runs as (the password database's entry for the uid,
     else ``getpass.getuser()``, else ``uid <n>``): the default actor and author of what a
-    human sends through the CLI, the API and the page (the daemon and its CLI run as one user)."""
+    human sends through the CLI, the API and the page (the daemon and its CLI run as one user).
+    Looked up once per process."""
     import os
 
     try:
