@@ -26,7 +26,7 @@ import click
 from hookd import __version__
 from hookd.cli_dev import drift, notify, replay
 from hookd.cli_read import events, inbox, lanes, questions, tail
-from hookd.cli_render import _client, _echo_json, _log_to_stderr, _out, _table, _when
+from hookd.cli_render import _client, _echo_json, _log_to_stderr, _out, _seg, _table, _when
 from hookd.cli_steer import answer, ask, preanswer, send
 from hookd.config import Home
 from hookd.models import HookdError
@@ -137,6 +137,10 @@ def unspawn(ctx: click.Context, builder: str, as_json: bool) -> None:
     from hookd.spawn import unspawn as do_unspawn
 
     r = do_unspawn(ctx.obj, builder)
+    try:  # a running daemon shows the lane as unspawned at once (builder_unspawned); none: later
+        _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/unspawned", {})
+    except Exception:  # noqa: BLE001 - best effort: the daemon down, or any failure, changes nothing done
+        pass
     if as_json:
         _echo_json(r)
     else:

@@ -120,6 +120,8 @@ def test_a_delivered_message_cannot_be_taken_back(rig: Rig, home: Path) -> None:
 def test_an_unspawned_builder_is_left_out_of_lanes_and_a_send_to_it_refused(rig: Rig, home: Path) -> None:
     code, out, err = cli(home, "unspawn", "b1")
     assert code == 0, err
+    evs = [json.loads(line) for line in hookd_cli(home, "events", "--json").stdout.splitlines()]
+    assert [e["builder"] for e in evs if e["kind"] == "builder_unspawned"] == ["b1"]  # the daemon was told
     code, out, err = cli(home, "lanes")
     assert (code, out, err) == (0, "no builders\n", "(1 unspawned builder not shown; --all shows them)\n")
     code, out, err = cli(home, "lanes", "--all")

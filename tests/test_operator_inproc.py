@@ -155,7 +155,12 @@ def test_an_unspawned_builder_is_shown_so_and_a_send_to_it_refused(rig: Rig) -> 
     rig.hook(BASH_POST)  # seen: it has a lane (working)
     assert [(lane["builder"], lane["state"]) for lane in rig.app.get("/v1/lanes")] == [("b1", "working")]
     home = Home.resolve(rig.app.home.root)
+    assert rig.api("POST", "/v1/builders/b1/unspawned", {}).status_code == 404  # not unspawned
     unspawn(home, "b1")
+    told = rig.api("POST", "/v1/builders/b1/unspawned", {})  # what `hookd unspawn` sends next
+    assert told.status_code == 200 and told.json()["builder"] == "b1"
+    [ev] = kinds(rig, "builder_unspawned")
+    assert (ev["builder"], ev["data"]) == ("b1", {"unspawned_at": told.json()["unspawned_at"]})
     [lane] = rig.app.get("/v1/lanes")
     assert lane["state"] == "unspawned" and lane["detail"].startswith("unspawned at ")
     assert lane["detail"].endswith("(was working: last hook PostToolUse)")

@@ -364,9 +364,7 @@ def test_cancel_a_queued_message_the_words_on_a_card_and_an_unspawned_lane(
     expect(delivered.locator("button.cancel-msg")).to_have_count(0)
     # item 7: unspawned
     assert hookd_cli(home, "unspawn", "b1").returncode == 0
-    page.reload()  # (unspawn writes a file in the home, no event: the page learns it when it reads the lanes)
-    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
-    page.locator('#tabs button[data-view="lanes"]').click()
+    page.locator('#tabs button[data-view="lanes"]').click()  # live: unspawn told the daemon (builder_unspawned)
     lane = page.locator('#lanes tr.lane[data-builder="b1"]')
     expect(lane).to_have_attribute("data-state", "unspawned")
     expect(lane.locator(".lane-state")).to_have_text("unspawned")

@@ -169,6 +169,7 @@ class RestApi:
             Route("/v1/builders/{builder}/transcripts", self.tail, methods=["POST"]),
             Route("/v1/events", self.events),
             Route("/v1/builders/{builder}/messages", self.send, methods=["POST"]),
+            Route("/v1/builders/{builder}/unspawned", self.unspawned, methods=["POST"]),
             Route("/v1/messages", self.messages),
             Route("/v1/messages/{id}/cancel", self.cancel, methods=["POST"]),
             Route("/v1/lanes", self.lanes),
@@ -209,6 +210,21 @@ class RestApi:
             author=body.author if body.author is not None else os_user(),
         )
         return json_response({"message": message, "created": created}, 201 if created else 200)
+
+    async def unspawned(self, request: Request) -> Response:
+        """`hookd unspawn` tells a running daemon (no body): records ``builder_unspawned`` so that
+        lanes and the page learn it now. 404 unless ``unspawned/<id>.json`` says so."""
+        builder = check_builder_id(request.path_params["builder"])
+        at = await asyncio.to_thread(unspawned_at, self.core.home, builder)
+        if at is None:
+            raise NotFound(f"builder {builder!r} is not unspawned")
+
+        def tx_fn(tx: Any) -> None:
+            tx.append_event("builder_unspawned", builder, None, time.time(), {"unspawned_at": at})
+
+        await self.core.store.write(tx_fn)
+        await self.core.bus.publish()
+        return json_response({"builder": builder, "unspawned_at": at})
 
     async def cancel(self, request: Request) -> Response:
         body = decode_body(await read_api_body(request) or b"{}", CancelRequest, "cancel")

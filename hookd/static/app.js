@@ -19,7 +19,7 @@ const INTERACTION_EVENTS = new Set([
 const LANE_EVENTS = new Set([
   "lane_changed", "hook_received", "session_started", "session_ended", "hooks_unarmed", "hooks_armed",
   "question_pending", "question_resolved", "permission_pending", "permission_resolved", "human_input_requested",
-  "inbox_queued", "inbox_delivered", "inbox_cancelled",
+  "inbox_queued", "inbox_delivered", "inbox_cancelled", "builder_unspawned",
 ]);
 const INBOX_EVENTS = new Set(["inbox_queued", "inbox_delivered", "inbox_adopted", "inbox_cancelled",
                               "answer_superseded", "answer_refused"]);
