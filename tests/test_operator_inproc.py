@@ -133,6 +133,21 @@ def test_a_cancelled_message_is_not_drained_by_claw_http(inproc: InProc, worktre
         assert (d.json()["ids"], d.json()["text"], d.json()["continue"]) == ([], "", False)
 
 
+def test_an_idle_wake_skips_a_cancelled_message(inproc: InProc, worktree: Path) -> None:
+    """The idle wake (an async Stop hook held until a message comes) takes from the same query:
+    a message taken back before the agent stopped never wakes it; the next one does, alone."""
+    spawn(Home.resolve(inproc.home.root), "b1", worktree=worktree, wake_wait_s=60)
+    assert inproc.hook(BASH_POST).status_code == 200
+    inproc.request("POST", "/v1/builders/b1/messages", json={"text": "never mind"})
+    assert inproc.request("POST", "/v1/messages/m-1/cancel", json={}).json()["cancelled"] is True
+    assert inproc.hook(STOP).text == ""  # the regular Stop hook: nothing to block with
+    wake = inproc.submit_hook(STOP, route="/wake", deadline_ms=60_000)
+    inproc.request("POST", "/v1/builders/b1/messages", json={"text": "wake up, please"})
+    r = wake.result(60)
+    assert "[human msg m-2 " in r.text and "wake up, please" in r.text and "never mind" not in r.text
+    assert [m["state"] for m in inproc.inbox("b1")] == ["cancelled", "delivered"]
+
+
 def test_an_answer_queued_instead_says_how_to_take_it_back(inproc: InProc, worktree: Path) -> None:
     """No hook holds the question (holding off): the answer is queued as a message, and the
     receipt says how to take it back; taken back, the next boundary carries nothing."""
