@@ -315,6 +315,7 @@ def unspawn(home: Home, builder: str) -> dict[str, Any]:
     was never spawned in this home, ConfigError when its settings file is no longer JSON or
     is a dangling symlink (nothing changed then). Returns ``{"builder", "settings_file",
     "removed", "mcp_removed"}`` (hook handlers removed; whether hookd's MCP server entry was).
+    Leaves ``unspawned/<id>.json`` in the home (:func:`unspawned_at`; the next spawn removes it).
     Safe to run beside other spawns and unspawns of the same files (see the module doc)."""
     if read_manifest(home, builder) is None:  # before the lock: it would create run/locks
         if os.path.lexists(_tmp_of(home.manifest(builder))):  # a spawn killed while recording its intent
