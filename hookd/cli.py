@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from hookd import __version__
-from hookd.cli_render import _client, _echo_json, _log_to_stderr, _out, _table, _when
+from hookd.cli_render import _client, _echo_json, _log_to_stderr, _out, _seg, _table, _when
 from hookd.untrusted import visible
 
 if TYPE_CHECKING:
@@ -174,6 +174,10 @@ def unspawn(ctx: click.Context, builder: str, as_json: bool) -> None:
     from hookd.spawn import unspawn as do_unspawn
 
     r = do_unspawn(ctx.obj, builder)
+    try:  # a running daemon shows the lane as unspawned at once (builder_unspawned); none: later
+        _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/unspawned", {})
+    except Exception:  # noqa: BLE001 - best effort: the daemon down, or any failure, changes nothing done
+        pass
     if as_json:
         _echo_json(r)
     else:
@@ -209,7 +213,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
         _out(f"holding a PermissionRequest hook for: {visible(', '.join(s['held']))} (answer with `hookd answer ID`)")
     if s["builders"]:
         rows = [[b["builder"], b["harness"], b.get("client") or "", b["hooks_seen"], b["pending"],
-                 _when(b["last_hook_at"]), b.get("warning") or ""] for b in s["builders"]]
+                 _when(b["last_hook_at"]),
+                 f"unspawned at {_when(b['unspawned_at'])}" if b.get("unspawned_at") else b.get("warning") or ""]
+                for b in s["builders"]]
         _out(_table(rows, ["builder", "harness", "client", "hooks", "pending", "last hook", "note"]))
         for b in s["builders"]:  # why a hook client fell back to bash: a line of its own, beside any warning
             if b.get("client_note"):

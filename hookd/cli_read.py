@@ -16,7 +16,7 @@ import click
 from hookd.cli_render import (
     _client, _duration, _echo_json, _event_line, _interaction, _lane_state, _lines, _out, _seg, _table,
 )
-from hookd.models import DaemonNotRunning
+from hookd.models import DaemonNotRunning, os_user
 from hookd.untrusted import visible
 
 
@@ -39,15 +39,21 @@ def questions(ctx: click.Context, state: str, as_json: bool) -> None:
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="A JSON array of lanes.")
+@click.option("--all", "show_all", is_flag=True, help="Also the builders that were unspawned.")
+@click.option("--json", "as_json", is_flag=True, help="A JSON array of lanes (unspawned ones too).")
 @click.pass_context
-def lanes(ctx: click.Context, as_json: bool) -> None:
+def lanes(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     """Every builder's lane: working, waiting_question, waiting_permission, idle, stalled,
-    ended or dead; those waiting on a human first."""
+    ended or dead; those waiting on a human first. A builder unspawned (`hookd unspawn`) is
+    shown, as unspawned, only with --all."""
     items = _client(ctx).get("/v1/lanes")
     if as_json:
         _echo_json(items)
         return
+    hidden = 0 if show_all else sum(1 for lane in items if lane["state"] == "unspawned")
+    if hidden:
+        items = [lane for lane in items if lane["state"] != "unspawned"]
+        _out(f"({hidden} unspawned builder{'s' if hidden > 1 else ''} not shown; --all shows them)", err=True)
     now = time.time()
     rows = [[lane["builder"], _lane_state(lane["state"]), _duration(now - lane["since"]), len(lane["pending"]), lane["queued"],
              lane["session_id"] or "-", lane["detail"]] for lane in items]
@@ -98,13 +104,30 @@ def events(ctx: click.Context, after: int, follow: bool, as_json: bool) -> None:
 
 
 
-@click.command()
+class _InboxGroup(click.Group):
+    """``hookd inbox [B]`` is ``hookd inbox list [B]``; ``hookd inbox cancel ID`` takes a
+    queued message back."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h")):
+            args = ["list", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_InboxGroup)
+def inbox() -> None:
+    """Messages queued for builders and what became of them: `hookd inbox [B]` lists them
+    (queued, delivered, adopted, cancelled); `hookd inbox cancel ID` takes a queued one back."""
+
+
+@inbox.command("list")
 @click.argument("builder", required=False)
 @click.option("--limit", type=click.IntRange(1), default=1000, show_default=True, help="Show the newest N.")
 @click.option("--json", "as_json", is_flag=True, help="A JSON array of messages.")
 @click.pass_context
-def inbox(ctx: click.Context, builder: str | None, limit: int, as_json: bool) -> None:
-    """Messages queued for builders and what became of them (queued, delivered, adopted)."""
+def inbox_list(ctx: click.Context, builder: str | None, limit: int, as_json: bool) -> None:
+    """Messages queued for builders and what became of them (queued, delivered, adopted,
+    cancelled); `hookd inbox [B]` for short."""
     items, headers = _client(ctx).get_with_headers("/v1/messages", builder=builder, limit=limit)
     total = int(headers.get("x-total-count", len(items)))
     if total > len(items):
@@ -115,6 +138,25 @@ def inbox(ctx: click.Context, builder: str | None, limit: int, as_json: bool) ->
     rows = [[m["id"], m["builder"], m["state"], m["delivered_via"] or "-", m["deliveries"], m["author"],
              (m["text"][:50] + "...") if len(m["text"]) > 50 else m["text"]] for m in items]
     _out(_table(rows, ["id", "builder", "state", "via", "offers", "author", "text"]) if rows else "no messages")
+
+
+
+@inbox.command("cancel")
+@click.argument("message_id")
+@click.option("--actor", default=os_user, show_default="your user name", metavar="NAME",
+              help="Who takes it back (recorded in the inbox_cancelled event).")
+@click.option("--json", "as_json", is_flag=True, help="Print {message, cancelled} as JSON.")
+@click.pass_context
+def inbox_cancel(ctx: click.Context, message_id: str, actor: str, as_json: bool) -> None:
+    """Take back MESSAGE_ID (m-3), still queued: it is never delivered. Refused (exit 2) once
+    delivered (the agent may have read it)."""
+    r = _client(ctx).post_json(f"/v1/messages/{_seg(message_id)}/cancel", {"actor": actor, "surface": "cli"})
+    if as_json:
+        _echo_json(r)
+        return
+    m = r["message"]
+    _out(f"cancelled {m['id']} for {m['builder']}: it will not be delivered" if r["cancelled"]
+         else f"{m['id']} for {m['builder']} was already cancelled")
 
 
 

@@ -4,13 +4,16 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import click
 
 from hookd.cli_render import _client, _echo_json, _out, _seg
+from hookd.models import os_user
 from hookd.untrusted import visible
+
+#: What --actor defaults to, as --help shows it.
+_ME = "your user name"
 
 
 
@@ -20,14 +23,18 @@ from hookd.untrusted import visible
 @click.option("--id", "key", help="Idempotency key: the same key and text again returns the first receipt.")
 @click.option("--session", "session_id", help="Deliver only to this session of the builder.")
 @click.option("--agent", "agent_id", help="Deliver only to this subagent (its agent_id).")
-@click.option("--author", default=lambda: os.environ.get("USER") or "human", show_default="$USER",
-              help="Who the agent is told the message is from.")
+@click.option("--actor", "--author", "author", default=os_user, show_default=_ME, metavar="NAME",
+              help="Who the agent is told the message is from (--author: the same).")
+@click.option("--force", is_flag=True, help="Queue it even for a builder that was unspawned.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def send(ctx: click.Context, builder: str, text: str, key: str | None, session_id: str | None,
-         agent_id: str | None, author: str, as_json: bool) -> None:
-    """Queue TEXT for BUILDER's agent; it is delivered at the agent's next turn boundary."""
-    body = {"text": text, "id": key, "session_id": session_id, "agent_id": agent_id, "author": author}
+         agent_id: str | None, author: str, force: bool, as_json: bool) -> None:
+    """Queue TEXT for BUILDER's agent; it is delivered at the agent's next turn boundary.
+    Refused (exit 2) for a builder that was unspawned, unless --force."""
+    body: dict[str, Any] = {"text": text, "id": key, "session_id": session_id, "agent_id": agent_id, "author": author}
+    if force:
+        body["force"] = True
     r = _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/messages", body)
     if as_json:
         _echo_json(r)
@@ -71,7 +78,7 @@ class _AnswerCommand(click.Command):
                    "needed when the interaction asks several.")
 @click.option("--response-id", help="Idempotency key: the same key and answer again returns the first receipt.")
 @click.option("--revision", type=int, help="Refuse unless the interaction is still at this revision (what you saw).")
-@click.option("--actor", default=lambda: os.environ.get("USER") or None, show_default="$USER",
+@click.option("--actor", default=os_user, show_default=_ME, metavar="NAME",
               help="Who answers (recorded; named in inbox copies).")
 @click.option("--json", "as_json", is_flag=True, help="Print the receipt as JSON.")
 @click.pass_context
@@ -116,7 +123,8 @@ def answer(ctx: click.Context, interaction_id: str, options: tuple[str, ...], te
 @click.argument("question")
 @click.option("--option", "options", multiple=True, metavar="LABEL", help="An answer option (repeat).")
 @click.option("--expires-in", type=float, help="Seconds until it expires unanswered.")
-@click.option("--author", default=lambda: os.environ.get("USER") or None, show_default="$USER")
+@click.option("--actor", "--author", "author", default=os_user, show_default=_ME, metavar="NAME",
+              help="Who asks (--author: the same).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def ask(ctx: click.Context, builder: str, question: str, options: tuple[str, ...], expires_in: float | None,
@@ -138,7 +146,7 @@ def ask(ctx: click.Context, builder: str, question: str, options: tuple[str, ...
 @click.option("--question", required=True, help="The exact question text the agent will ask.")
 @click.option("--option", "options", multiple=True, metavar="LABEL", help="The answer's label(s).")
 @click.option("--text", help="Free-text answer.")
-@click.option("--actor", default=lambda: os.environ.get("USER") or None, show_default="$USER")
+@click.option("--actor", default=os_user, show_default=_ME, metavar="NAME", help="Who answers (recorded).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def preanswer(ctx: click.Context, builder: str, question: str, options: tuple[str, ...], text: str | None,

@@ -11,6 +11,8 @@
                           the home's own run/hookd.sock would be too long to bind (written by
                           `serve` where it bound it, and by `spawn` when none is recorded)
       builders/<id>.json  spawn manifests: what `hookd spawn` added, so `unspawn` can undo it
+      unspawned/<id>.json what `hookd unspawn` removed and when (lanes and `hookd send` tell an
+                          unspawned builder from one never spawned; `spawn` removes it)
       mcp/<id>.json       standalone MCP config (`claude --mcp-config`) of a --settings-file spawn
       spool/<id>/         payloads hook clients could not deliver (ingested by `serve`; when
                           it cannot be written, clients spool outside the home:
@@ -135,6 +137,11 @@ class Home:
 
     def manifest(self, builder: str) -> Path:
         return self.builders_dir / f"{check_builder_id(builder)}.json"
+
+    def unspawned_file(self, builder: str) -> Path:
+        """``unspawned/<id>.json``: written by ``unspawn`` (``{"builder", "unspawned_at",
+        "harness", "worktree", "settings_file"}``), removed by the next ``spawn``."""
+        return self.root / "unspawned" / f"{check_builder_id(builder)}.json"
 
     def mcp_config(self, builder: str) -> Path:
         """The standalone MCP config (``claude --mcp-config PATH``) of a ``--settings-file``

@@ -6,6 +6,7 @@ events are snake_case (``question_pending``).
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 import msgspec
@@ -19,6 +20,59 @@ TERMINAL_STATES = ("answered", "dismissed", "denied", "empty", "expired", "super
 #: turn state (Claude Code's ``idle_prompt`` Notification comes ~60 s after a turn ended, its
 #: ``permission_prompt`` while a dialog waits); a lane's last hook is the newest other one.
 NOT_ACTIVITY_HOOKS = frozenset({"Notification"})
+
+
+#: How an interaction stands, in the words the CLI, the API (``outcome``), the page and the
+#: docs use (docs/events.md "One vocabulary"): the stored ``state``, except that a permission
+#: prompt answered (stored ``answered`` with ``decision``) is ``allowed`` or ``denied``.
+OUTCOMES = ("pending", "answered", "allowed", "denied", "dismissed", "empty", "expired", "superseded", "orphaned")
+
+#: Where an answer came from (the stored ``surface``) -> the words shown for it.
+SURFACE_TEXT = {
+    "terminal": "at the desk",
+    "cli": "from the CLI",
+    "web": "on the page",
+    "api": "through the API",
+    "hook": "pre-answered",
+}
+
+
+def outcome_of(kind: str, state: str, decision: str | None) -> str:
+    """The word for how an interaction stands (one of :data:`OUTCOMES`): ``allowed`` /
+    ``denied`` for a permission prompt's decision, else its ``state``."""
+    if kind == "permission" and state == "answered" and decision in ("allow", "deny"):
+        return "allowed" if decision == "allow" else "denied"
+    return state
+
+
+def by_text(surface: str | None, actor: str | None) -> str | None:
+    """Who answered, where, in words: ``"from the CLI by ana"``, ``"at the desk"``, ``"by
+    ana"``; None when neither is known. An unknown surface is ``"via <surface>"``."""
+    where = (SURFACE_TEXT.get(surface) or f"via {surface}") if surface else None
+    words = [w for w in (where, f"by {actor}" if actor else None) if w]
+    return " ".join(words) or None
+
+
+@functools.cache
+def os_user() -> str:
+    """The name of the user this process runs as (the password database's entry for the uid,
+    else ``getpass.getuser()``, else ``uid <n>``): the default actor and author of what a
+    human sends through the CLI, the API and the page (the daemon and its CLI run as one user).
+    Looked up once per process."""
+    import os
+
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError):
+        pass
+    try:
+        import getpass
+
+        return getpass.getuser()
+    except Exception:  # (no LOGNAME/USER and no passwd entry)
+        return f"uid {os.getuid()}"
 
 
 def resolved_event(kind: str) -> str:
@@ -117,6 +171,14 @@ class Interaction(msgspec.Struct):
     delivered_via: str | None = None
     adopted_at: float | None = None
     inbox_message_id: str | None = None
+    #: derived, never stored: :func:`outcome_of` (``allowed`` / ``denied`` for a permission
+    #: prompt's decision, else ``state``) and :func:`by_text` (``"from the CLI by ana"``)
+    outcome: str | None = None
+    by: str | None = None
+
+    def __post_init__(self) -> None:
+        self.outcome = outcome_of(self.kind, self.state, self.decision)
+        self.by = by_text(self.surface, self.actor)
 
 
 class InboxMessage(msgspec.Struct, frozen=True):

@@ -182,10 +182,10 @@ def test_desk_first_releases_the_held_hook_at_once(rig: Rig) -> None:
     # a remote answer now is refused with the reason, and kept for the builder
     r = rig.answer(ASK_ID, "--option", "Red")
     assert r.returncode == 2
-    assert "already answered by terminal" in r.stderr and "kept as inbox message m-1" in r.stderr
+    assert "already answered at the desk" in r.stderr and "kept as inbox message m-1" in r.stderr
     [m] = rig.inbox()
     assert m["state"] == "queued"
-    assert m["text"] == f"[Late answer to question {ASK_ID} (not used: already answered at the terminal: Blue)]\nQ: {Q}\nA: Red"
+    assert m["text"] == f"[Late answer to question {ASK_ID} (not used: already answered at the desk: Blue)]\nQ: {Q}\nA: Red"
 
 
 def test_esc_at_the_desk_sigterms_the_held_hook_and_dismisses(rig: Rig) -> None:

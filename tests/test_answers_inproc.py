@@ -19,6 +19,7 @@ import pytest
 
 from hookd.config import Home
 from hookd.harness.base import encode_answer
+from hookd.models import os_user
 from hookd.spawn import spawn
 
 from .conftest import wait_until
@@ -192,7 +193,7 @@ def test_second_answer_is_refused_and_kept(rig: Rig) -> None:
     rig.hook(AUQ_PRE)
     rig.answer_json(ASK_ID, options=["Red"])
     r = rig.answer(ASK_ID, text="Green, actually")
-    assert "already answered by cli" in refused(r)
+    assert f"already answered from the CLI by {os_user()}" in refused(r)
     assert rig.interaction(ASK_ID)["answers"] == {Q: "Red"}
     [m] = rig.inbox()
     assert m["text"].endswith("A: Green, actually")

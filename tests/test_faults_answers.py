@@ -230,7 +230,7 @@ def test_an_inbox_answer_never_contradicts_the_desk_unexplained(
         assert out == "" and (m["state"], m["adopted_via"]) == ("adopted", "desk")
         return
     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
-    late = f"[Late answer to question {ASK_ID} (not used: already answered at the terminal: Blue)]\nQ: {Q}\nA: Red"
+    late = f"[Late answer to question {ASK_ID} (not used: already answered at the desk: Blue)]\nQ: {Q}\nA: Red"
     assert late in context and f"[Answer to question {ASK_ID}]" not in context
     assert m["text"] == late and m["state"] == "delivered"
     [sup] = about(events(rig.home), "answer_superseded", ASK_ID)

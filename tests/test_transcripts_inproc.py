@@ -206,7 +206,7 @@ def test_answer_to_a_question_seen_only_in_a_transcript_is_queued_not_claimed(in
     [sup] = [e for e in evs if e["kind"] == "answer_superseded"]
     assert (sup["data"]["message_id"], sup["data"]["remote"]) == (receipt["message_id"], None)
     [m] = inproc.get("/v1/messages", limit=1000)
-    assert m["text"].startswith(f"[Late answer to question {ASK} (not used: already answered at the terminal: Blue)]")
+    assert m["text"].startswith(f"[Late answer to question {ASK} (not used: already answered at the desk: Blue)]")
 
 
 def test_session_that_stops_writing_is_still_flagged_unarmed(inproc: InProc, worktree: Path, tmp_path: Path) -> None:

@@ -324,6 +324,62 @@ def test_a_message_sent_from_a_lane_is_delivered(page: Page, builder: Builder, h
     shot(page, "inbox")
 
 
+def test_cancel_a_queued_message_the_words_on_a_card_and_an_unspawned_lane(
+        page: Page, builder: Builder, home: Path) -> None:
+    """Issue 20 items 4, 6, 7 on the page: a deny from the CLI reads "denied" "from the CLI by
+    <user>" (no --actor: the OS user); a queued message has **Cancel** (taken back, never
+    delivered; a delivered one has none); an unspawned builder's lane says so and its message
+    box shows the refusal."""
+    builder.hook(payload("001-SessionStart.json"))
+    held = builder.start_hook(bash_permission("rm -f README.md"))
+    pid = wait_until(lambda: [q["id"] for q in questions(home, "pending") if q["kind"] == "permission"], 60,
+                     what="a pending permission prompt")[0]
+    builder.held(pid)
+    assert hookd_cli(home, "answer", pid, "--option", "deny", "--text", "keep the README").returncode == 0
+    finish(held)
+    done = page.locator(f'#history-list article[data-id="{pid}"]')
+    expect(done.locator(".badge")).to_have_text("denied")
+    user = page.evaluate("hookdPage.user")
+    expect(done.locator(".by")).to_have_text(f"from the CLI by {user}")
+    shot(page, "history-denied-from-the-cli")
+    # item 6: take back a queued message
+    assert hookd_cli(home, "send", "b1", "never mind the changelog").returncode == 0
+    page.locator('#tabs button[data-view="inbox"]').click()
+    row = page.locator('#inbox tbody tr[data-id="m-1"]')
+    expect(row).to_have_attribute("data-state", "queued")
+    shot(page, "inbox-queued-with-cancel")
+    row.locator("button.cancel-msg").click()
+    expect(row).to_have_attribute("data-state", "cancelled")
+    expect(page.locator("#toast")).to_have_text("Cancelled m-1: it will not be delivered to b1.")
+    expect(row.locator("button.cancel-msg")).to_have_count(0)
+    expect(page.locator("#count-inbox")).to_have_text("0")
+    [ev] = [e for e in events(home) if e["kind"] == "inbox_cancelled"]
+    assert ev["data"] == {"id": "m-1", "actor": user, "surface": "web"}
+    shot(page, "inbox-cancelled")
+    assert builder.hook(payload("002-UserPromptSubmit.json")) == ""  # the next boundary: nothing
+    assert hookd_cli(home, "send", "b1", "do update the changelog").returncode == 0
+    assert "do update the changelog" in builder.hook(payload("002-UserPromptSubmit.json"))
+    delivered = page.locator('#inbox tbody tr[data-id="m-2"]')
+    expect(delivered).to_have_attribute("data-state", "delivered")
+    expect(delivered.locator("button.cancel-msg")).to_have_count(0)
+    # item 7: unspawned
+    assert hookd_cli(home, "unspawn", "b1").returncode == 0
+    page.locator('#tabs button[data-view="lanes"]').click()  # live: unspawn told the daemon (builder_unspawned)
+    lane = page.locator('#lanes tr.lane[data-builder="b1"]')
+    expect(lane).to_have_attribute("data-state", "unspawned")
+    expect(lane.locator(".lane-state")).to_have_text("unspawned")
+    lane.locator("button.message-btn").click()
+    compose = page.locator('#lanes tr.compose[data-builder="b1"]')
+    compose.locator("textarea").fill("are you there?")
+    compose.locator("button.send").click()
+    note = compose.locator(".note")
+    expect(note).to_contain_text("b1 was unspawned at ")
+    expect(note).to_contain_text("spawn it again, or send with --force to queue it anyway")
+    expect(note).to_have_class(re.compile(r"\berror\b"))
+    shot(page, "lanes-unspawned-send-refused")
+    assert [m["id"] for m in json.loads(hookd_cli(home, "inbox", "--json").stdout)] == ["m-1", "m-2"]
+
+
 def test_reconnects_after_a_daemon_restart_without_missed_or_doubled_cards(
         page: Page, builder: Builder, daemon: DaemonProcess, home: Path) -> None:
     port = daemon_port(home)

@@ -22,7 +22,16 @@ from hookd.core.limits import MAX_ANSWER_CHARS, check_answer_size, check_name
 from hookd.core.outcomes import MAX_HOOK_REPLY, hook_body, late_reason, questions_of, queue_answer, session_remote
 from hookd.core.state import Waiters
 from hookd.harness.base import Question, decode_answers, encode_answer
-from hookd.models import AnswerRequest, BadRequest, Conflict, Interaction, NotFound, Selection, resolved_event
+from hookd.models import (
+    AnswerRequest,
+    BadRequest,
+    Conflict,
+    Interaction,
+    NotFound,
+    Selection,
+    os_user,
+    resolved_event,
+)
 from hookd.store import Store, Tx
 
 #: (re-exported: the limits an answer is checked against)
@@ -174,6 +183,8 @@ class Answers:
             raise BadRequest(f"surface must be one of {', '.join(SURFACES)}")
         if req.response_id is not None and not 0 < len(req.response_id) <= 200:
             raise BadRequest("response_id must be 1 to 200 characters")
+        if req.actor is None:  # (the daemon's user: the only one its socket and token let in)
+            req = msgspec.structs.replace(req, actor=os_user())
         (status, receipt), events = await self.store.write(self._answer_tx, interaction_id, req, surface, time.time())
         if events:
             await self.bus.publish()
@@ -207,10 +218,10 @@ class Answers:
         if i.state == "pending" and req.revision is not None and req.revision != i.revision:
             raise Conflict(f"{i.id} is at revision {i.revision}, not {req.revision} (it changed since you saw"
                            " it, or that revision never existed); look at it again")
-        author = req.actor or "human"
+        author = req.actor or os_user()
         if i.state != "pending":
-            by = f" by {i.surface}" if i.surface else ""
-            reason = f"{i.id} is already {i.state}{by} at {_iso(i.resolved_at or at)}"
+            by = f" {i.by}" if i.by else ""
+            reason = f"{i.id} is already {i.outcome}{by} at {_iso(i.resolved_at or at)}"
             if i.surface == "terminal":
                 reason = "the desk answered first: " + reason
             return self._keep_late(tx, i, req, content, answers, decision, message, author, at, reason)
@@ -228,7 +239,8 @@ class Answers:
             m = queue_answer(tx, i, answers, decision, message, author, at)
             receipt = {"interaction": msgspec.to_builtins(i), "response_id": req.response_id, "duplicate": False,
                        "delivery": "inbox", "message_id": m,
-                       "warning": reason + f"; your answer was queued as inbox message {m} instead"}
+                       "warning": reason + f"; your answer was queued as inbox message {m} instead"
+                                  f" ({take_back(m)})"}
             if req.response_id is not None:
                 tx.insert_response(req.response_id, i.id, content, msgspec.json.encode(receipt), at)
             return "ok", receipt
@@ -283,7 +295,7 @@ class Answers:
         message_id = None
         if i.kind != "permission" or message is not None:
             message_id = queue_answer(tx, i, answers, decision, message, author, at, late=late or late_reason(i))
-            reason += f"; your answer was kept as inbox message {message_id} for {i.builder}"
+            reason += f"; your answer was kept as inbox message {message_id} for {i.builder}; {take_back(message_id)}"
         tx.append_event("answer_refused", i.builder, i.session_id, at, {
             "id": i.id, "kind": i.kind, "reason": reason, "message_id": message_id, "response_id": req.response_id,
         })
@@ -291,6 +303,11 @@ class Answers:
         if req.response_id is not None:
             tx.insert_response(req.response_id, i.id, content, msgspec.json.encode(receipt), at)
         return "refused", receipt
+
+
+def take_back(message_id: str) -> str:
+    """How a human retracts a queued message: ``take it back: hookd inbox cancel <id>``."""
+    return f"take it back: hookd inbox cancel {message_id}"
 
 
 def _no_hook_reason(tx: Tx, i: Interaction, reply: int) -> str:

@@ -109,6 +109,37 @@ class Inbox:
             await self.bus.publish()
         return message, created
 
+    async def cancel_message(self, message_id: str, *, actor: str, surface: str = "api") -> tuple[InboxMessage, bool]:
+        """Take back queued message ``message_id`` (a human's, or an answer kept as one): it
+        is never delivered. Returns (message, cancelled): cancelled False when it already was
+        (idempotent). ``actor``: who took it back; ``surface``: ``cli`` | ``api`` | ``web``.
+        Raises NotFound (no such message) or Conflict (delivered or adopted: the agent may
+        have read it, so it cannot be taken back)."""
+        check_name("actor", actor)
+
+        def tx_fn(tx: Tx) -> tuple[InboxMessage, bool]:
+            m = tx.message(message_id)
+            if m is None:
+                raise NotFound(f"no inbox message {message_id!r}")
+            if m.state == "cancelled":
+                return m, False
+            if not tx.cancel_message(message_id, time.time()):
+                how = f" by {m.delivered_via}" if m.delivered_via else ""
+                when = f" at {_iso(m.delivered_at)}" if m.delivered_at is not None else ""
+                raise Conflict(f"{message_id} was already {m.state}{how}{when}, so it cannot be taken back"
+                               f" (the agent may have read it); send {m.builder} a correction instead")
+            done = tx.message(message_id)
+            assert done is not None
+            tx.append_event("inbox_cancelled", done.builder, done.session_id, done.cancelled_at or time.time(), {
+                "id": done.id, "actor": actor, "surface": surface,
+            })
+            return done, True
+
+        (message, cancelled), _ = await self.store.write(tx_fn)
+        if cancelled:
+            await self.bus.publish()
+        return message, cancelled
+
     def deliver(self, tx: Tx, builder: str, p: Payload, at: float, adapter: Adapter) -> bytes:
         """Claim the builder's deliverable messages for this hook and render them as its
         stdout, in the hook's own transaction (DESIGN.md "Inbox and delivery"). Where and how

@@ -18,7 +18,7 @@ import msgspec
 
 from hookd.harness.base import Payload, Question, RemoteAnswers
 from hookd.harness.registry import ADAPTERS
-from hookd.models import Interaction, Selection
+from hookd.models import Interaction, Selection, by_text
 from hookd.store import Tx
 
 #: Largest reply (bytes) a remote answer may make a hook print. The compiled client reads at
@@ -88,7 +88,8 @@ def late_reason(i: Interaction) -> str:
     """Why a late answer to ``i`` was not used, for the agent: what happened instead."""
     if i.state == "answered":
         what = i.decision if i.kind == "permission" else "; ".join(str(a) for a in (i.answers or {}).values())
-        return f"already answered at the {i.surface or 'desk'}: {clip(what, 300)}" if what else "already answered"
+        how = f"already {i.outcome} {i.by or 'at the desk'}"
+        return f"{how}: {clip(what, 300)}" if what and i.kind != "permission" else how
     return f"the question was already {i.state}"
 
 
@@ -154,7 +155,8 @@ def inbox_answers_after(tx: Tx, i: Any, at: float, *, outcome: str, answers: Any
             continue
         if outcome == "answered":
             what = "; ".join(str(a) for a in (answers or {}).values())
-            late = f"already answered at the {surface or 'desk'}: {clip(what, 300)}" if what else "already answered"
+            how = f"already answered {by_text(surface, None) or 'at the desk'}"
+            late = f"{how}: {clip(what, 300)}" if what else how
         else:
             late = f"the question was already {outcome}"
         if not tx.set_message_text(m.id, answer_head(i, late) + m.text[len(head):]):

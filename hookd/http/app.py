@@ -36,9 +36,13 @@ Routes (all errors: ``{"error": {"code", "message"}}`` with a 4xx/5xx status,
   (``{"paths", "session_id"?}``: follow these transcripts too; 201 with rows read, and ``refused``: why a
   file is not read);
 - ``POST /v1/builders/{builder}/messages`` (``{"text", "id"?, "session_id"?, "agent_id"?,
-  "author"?}``; 201 created, 200 for a repeated key with the same content, 409 otherwise),
-  ``GET /v1/messages?builder=``;
-- ``GET /v1/lanes`` (every builder's lane, those waiting on a human first),
+  "author"?, "force"?}``; 201 created, 200 for a repeated key with the same content, 409
+  otherwise, and for a builder that was unspawned unless ``force``),
+  ``GET /v1/messages?builder=``; ``POST /v1/builders/{builder}/unspawned`` (``hookd unspawn``
+  tells a running daemon: ``builder_unspawned``); ``POST /v1/messages/{id}/cancel`` (``{"actor"?, "surface"?}``:
+  200 ``{message, cancelled}``, 409 once delivered);
+- ``GET /v1/lanes`` (every builder's lane, those waiting on a human first; ``unspawned`` for a
+  builder `hookd unspawn` removed),
   ``GET /v1/status``, ``GET /v1/questions?state=pending|resolved|all``,
   ``GET /v1/transcripts`` (every tailed file: path, builder, session, offset, rows read),
   ``GET /v1/interactions/{id}``, ``GET /v1/events?after=SEQ&limit=N[&follow=1]``

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Callable
 from typing import Any, AsyncIterator
 
@@ -17,9 +18,9 @@ from starlette.routing import Route
 from hookd.config import check_builder_id
 from hookd.http.responses import enc, json_response
 from hookd.http.status import core_status
-from hookd.models import AnswerRequest, BadRequest, NotFound, PayloadTooLarge
+from hookd.models import AnswerRequest, BadRequest, Conflict, NotFound, PayloadTooLarge, os_user
 from hookd.core import Hookd
-from hookd.spawn import read_manifest
+from hookd.spawn import list_unspawned, read_manifest, unspawned_at
 from hookd.untrusted import decode_json
 
 
@@ -65,7 +66,18 @@ class SendRequest(msgspec.Struct, forbid_unknown_fields=True):
     id: str | None = None
     session_id: str | None = None
     agent_id: str | None = None
-    author: str = "human"
+    #: who the agent is told the message is from (None: the daemon's user, :func:`os_user`)
+    author: str | None = None
+    #: queue it even for a builder that was unspawned (its agent has no hooks of hookd's)
+    force: bool = False
+
+
+class CancelRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """Body of ``POST /v1/messages/{id}/cancel`` (may be empty): who takes the message back
+    (None: the daemon's user) and where (``cli`` | ``api`` | ``web``)."""
+
+    actor: str | None = None
+    surface: str = "api"
 
 
 #: Most rows one list request returns (``limit``): a negative limit would be no limit at all.
@@ -114,7 +126,20 @@ async def read_api_body(request: Request, limit: int = MAX_API_BODY) -> bytes:
     return bytes(buf)
 
 
-_LANE_RANK = {"stalled": 0, "dead": 1, "waiting_question": 2, "waiting_permission": 3, "idle": 4, "working": 5, "ended": 6}
+_LANE_RANK = {"stalled": 0, "dead": 1, "waiting_question": 2, "waiting_permission": 3, "idle": 4, "working": 5, "ended": 6,
+              "unspawned": 7}
+
+
+def _hm(ts: float) -> str:
+    """``ts`` (UNIX seconds) as local ``YYYY-MM-DD HH:MM``."""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+
+
+def _unspawned(lane: Any, at: float) -> Any:
+    """``lane`` of a builder unspawned at ``at``: state ``unspawned``, since then, the lane it
+    would have in its detail."""
+    return msgspec.structs.replace(lane, state="unspawned", since=at, due=None,
+                                   detail=f"unspawned at {_hm(at)} (was {lane.state}: {lane.detail})")
 
 
 def _lane_order(lane: Any) -> tuple[int, float]:
@@ -144,7 +169,9 @@ class RestApi:
             Route("/v1/builders/{builder}/transcripts", self.tail, methods=["POST"]),
             Route("/v1/events", self.events),
             Route("/v1/builders/{builder}/messages", self.send, methods=["POST"]),
+            Route("/v1/builders/{builder}/unspawned", self.unspawned, methods=["POST"]),
             Route("/v1/messages", self.messages),
+            Route("/v1/messages/{id}/cancel", self.cancel, methods=["POST"]),
             Route("/v1/lanes", self.lanes),
             Route("/v1/transcripts", self.transcripts),
         ]
@@ -173,11 +200,39 @@ class RestApi:
     async def send(self, request: Request) -> Response:
         builder = await self.known_builder(request)
         body = decode_body(await read_api_body(request), SendRequest, "message")
+        if not body.force:
+            gone = await asyncio.to_thread(unspawned_at, self.core.home, builder)
+            if gone is not None:
+                raise Conflict(f"{builder} was unspawned at {_hm(gone)}: its agent has no hooks of hookd's, so the"
+                               f" message would wait forever; spawn it again, or send with --force to queue it anyway")
         message, created = await self.core.send_message(
             builder, body.text, key=body.id, session_id=body.session_id, agent_id=body.agent_id,
-            author=body.author,
+            author=body.author if body.author is not None else os_user(),
         )
         return json_response({"message": message, "created": created}, 201 if created else 200)
+
+    async def unspawned(self, request: Request) -> Response:
+        """`hookd unspawn` tells a running daemon (no body): records ``builder_unspawned`` so that
+        lanes and the page learn it now. 404 unless ``unspawned/<id>.json`` says so."""
+        builder = check_builder_id(request.path_params["builder"])
+        at = await asyncio.to_thread(unspawned_at, self.core.home, builder)
+        if at is None:
+            raise NotFound(f"builder {builder!r} is not unspawned")
+
+        def tx_fn(tx: Any) -> None:
+            tx.append_event("builder_unspawned", builder, None, time.time(), {"unspawned_at": at})
+
+        await self.core.store.write(tx_fn)
+        await self.core.bus.publish()
+        return json_response({"builder": builder, "unspawned_at": at})
+
+    async def cancel(self, request: Request) -> Response:
+        body = decode_body(await read_api_body(request) or b"{}", CancelRequest, "cancel")
+        if body.surface not in ("cli", "api", "web"):
+            raise BadRequest("surface must be one of cli, api, web")
+        message, cancelled = await self.core.cancel_message(
+            request.path_params["id"], actor=body.actor if body.actor is not None else os_user(), surface=body.surface)
+        return json_response({"message": message, "cancelled": cancelled})
 
     async def known_builder(self, request: Request) -> str:
         builder = check_builder_id(request.path_params["builder"])
@@ -232,7 +287,11 @@ class RestApi:
         watch = core.lanes
         if watch is None:
             raise BadRequest("lanes are not being watched")
-        lanes = sorted(await watch.compute(), key=_lane_order)
+        lanes = await watch.compute()
+        gone = await asyncio.to_thread(list_unspawned, self.core.home)
+        if gone:  # (a lane of a builder unspawned: its agent has no hooks of hookd's any more)
+            lanes = [_unspawned(lane, gone[lane.builder]) if lane.builder in gone else lane for lane in lanes]
+        lanes = sorted(lanes, key=_lane_order)
         parts = []
         for i in range(0, len(lanes), 500):  # encoded 500 lanes per turn of the event loop
             if i:

@@ -11,7 +11,7 @@ from hookd import __version__
 from hookd.config import Home
 from hookd.models import StorageUnavailable
 from hookd.core import Hookd
-from hookd.spawn import list_manifests
+from hookd.spawn import list_manifests, list_unspawned
 
 
 async def core_status(core: Hookd, fastpath: bool = True) -> dict[str, Any]:
@@ -30,13 +30,13 @@ async def core_status(core: Hookd, fastpath: bool = True) -> dict[str, Any]:
     except StorageUnavailable as e:
         storage["read_error"] = e.message
         stats, counts, migrations = {}, {}, []
-    manifests, spooled = await asyncio.to_thread(_status_files, core.home)
+    manifests, spooled, gone = await asyncio.to_thread(_status_files, core.home)
     builders = []
     for m in manifests:
         s = stats.pop(m["builder"], None)
-        builders.append(_builder_status(m["builder"], m, s))
+        builders.append(_builder_status(m["builder"], m, s, None))
     for b, s in sorted(stats.items()):
-        builders.append(_builder_status(b, None, s))
+        builders.append(_builder_status(b, None, s, gone.get(b)))
     return {
         "version": __version__,
         "pid": os.getpid(),
@@ -56,12 +56,15 @@ async def core_status(core: Hookd, fastpath: bool = True) -> dict[str, Any]:
     }
 
 
-def _status_files(home: Home) -> tuple[list[dict[str, Any]], int]:
-    """(every spawn manifest, payloads in the spool): status's file reads, in a thread."""
-    return list_manifests(home), sum(1 for root in home.spool_roots() for d in root.glob("*/*.json"))
+def _status_files(home: Home) -> tuple[list[dict[str, Any]], int, dict[str, float]]:
+    """(every spawn manifest, payloads in the spool, the unspawned builders and when): status's
+    file reads, in a thread."""
+    return (list_manifests(home), sum(1 for root in home.spool_roots() for d in root.glob("*/*.json")),
+            list_unspawned(home))
 
 
-def _builder_status(builder: str, manifest: dict | None, stats: dict | None) -> dict[str, Any]:
+def _builder_status(builder: str, manifest: dict | None, stats: dict | None,
+                    unspawned_at: float | None) -> dict[str, Any]:
     hooks_seen = stats["hooks_seen"] if stats else 0
     out: dict[str, Any] = {
         "builder": builder,
@@ -69,6 +72,8 @@ def _builder_status(builder: str, manifest: dict | None, stats: dict | None) -> 
         "worktree": (manifest or {}).get("worktree"),
         "settings_file": (manifest or {}).get("settings_file"),
         "spawned": manifest is not None,
+        # when `hookd unspawn` removed its hooks (UNIX seconds); None: spawned, or never was
+        "unspawned_at": unspawned_at,
         # the hook client spawn wrote: "c" (compiled) or "bash"; None when not spawned (or
         # a harness with no hook client); client_note: why it fell back to bash
         "client": (manifest or {}).get("client"),

@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import getpass
 import hashlib
 import hmac
 import logging
@@ -72,7 +71,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from hookd.config import Home, write_private
-from hookd.models import BadRequest, HookdError, Unauthorized
+from hookd.models import BadRequest, HookdError, Unauthorized, os_user
 from hookd.untrusted import decode_json, read_regular
 
 #: Seconds a one-time sign-in code stays valid.
@@ -352,10 +351,7 @@ class WebPage:
         home = getattr(core, "home", None)  # None: an app built only to list its routes
         self.auth = WebAuth(token, revoked_file=home.root / "web-revoked.json" if home is not None else None)
         self.should_exit = should_exit or (lambda: False)
-        try:
-            self.user = getpass.getuser()
-        except Exception:  # no passwd entry, no LOGNAME
-            self.user = "human"
+        self.user = os_user()  # who the page answers as: the same name the CLI defaults to
 
     def routes(self) -> list[BaseRoute]:
         return [

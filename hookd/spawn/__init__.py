@@ -47,7 +47,7 @@ from typing import Any
 
 import msgspec
 
-from hookd.config import DEFAULT_DEADLINE_MS, Home, check_builder_id
+from hookd.config import BUILDER_ID_RE, DEFAULT_DEADLINE_MS, Home, check_builder_id
 from hookd.harness.install import HookCommands, HookInstall
 from hookd.harness.registry import ADAPTERS, DEFAULT_HARNESS
 from hookd.models import ConfigError, NotFound
@@ -189,6 +189,8 @@ def spawn(
                                      old=old, deadline_ms=deadline_ms, wake_wait_s=wake_wait_s, hold_s=hold_s,
                                      intent=lambda m: _write_manifest(home, builder, m))
             _write_manifest(home, builder, manifest)
+        with contextlib.suppress(FileNotFoundError):
+            home.unspawned_file(builder).unlink()  # spawned again: no longer unspawned
     return manifest
 
 
@@ -313,6 +315,7 @@ def unspawn(home: Home, builder: str) -> dict[str, Any]:
     was never spawned in this home, ConfigError when its settings file is no longer JSON or
     is a dangling symlink (nothing changed then). Returns ``{"builder", "settings_file",
     "removed", "mcp_removed"}`` (hook handlers removed; whether hookd's MCP server entry was).
+    Leaves ``unspawned/<id>.json`` in the home (:func:`unspawned_at`; the next spawn removes it).
     Safe to run beside other spawns and unspawns of the same files (see the module doc)."""
     if read_manifest(home, builder) is None:  # before the lock: it would create run/locks
         if os.path.lexists(_tmp_of(home.manifest(builder))):  # a spawn killed while recording its intent
@@ -324,7 +327,33 @@ def unspawn(home: Home, builder: str) -> dict[str, Any]:
         m = read_manifest(home, builder)
         if m is None:  # a concurrent unspawn got there first
             raise NotFound(f"builder {builder!r} was not spawned in {home.root}")
-        return _unspawn_locked(home, builder, m)
+        r = _unspawn_locked(home, builder, m)
+        mark = home.unspawned_file(builder)
+        mark.parent.mkdir(mode=0o700, exist_ok=True)
+        _user_write(mark, _dump({"builder": builder, "unspawned_at": time.time(), "harness": m.get("harness"),
+                                 "worktree": m.get("worktree"), "settings_file": m.get("settings_file")}), mode=0o600)
+        return r
+
+
+def unspawned_at(home: Home, builder: str) -> float | None:
+    """When ``builder`` was unspawned (UNIX seconds; ``unspawned/<id>.json``), or None: spawned
+    (again), or never."""
+    try:
+        return float(msgspec.json.decode(read_regular(home.unspawned_file(builder), follow=False))["unspawned_at"])
+    except (OSError, msgspec.DecodeError, KeyError, TypeError, ValueError):
+        return None
+
+
+def list_unspawned(home: Home) -> dict[str, float]:
+    """Every unspawned builder (``unspawned/*.json``) -> when it was unspawned (UNIX seconds)."""
+    out: dict[str, float] = {}
+    d = home.root / "unspawned"
+    if d.is_dir():
+        for f in sorted(d.glob("*.json")):
+            at = unspawned_at(home, f.name[:-5]) if BUILDER_ID_RE.match(f.name[:-5]) else None
+            if at is not None:
+                out[f.name[:-5]] = at
+    return out
 
 
 def _unspawn_locked(home: Home, builder: str, m: dict[str, Any]) -> dict[str, Any]:

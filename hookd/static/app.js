@@ -19,9 +19,10 @@ const INTERACTION_EVENTS = new Set([
 const LANE_EVENTS = new Set([
   "lane_changed", "hook_received", "session_started", "session_ended", "hooks_unarmed", "hooks_armed",
   "question_pending", "question_resolved", "permission_pending", "permission_resolved", "human_input_requested",
-  "inbox_queued", "inbox_delivered",
+  "inbox_queued", "inbox_delivered", "inbox_cancelled", "builder_unspawned",
 ]);
-const INBOX_EVENTS = new Set(["inbox_queued", "inbox_delivered", "inbox_adopted", "answer_superseded", "answer_refused"]);
+const INBOX_EVENTS = new Set(["inbox_queued", "inbox_delivered", "inbox_adopted", "inbox_cancelled",
+                              "answer_superseded", "answer_refused"]);
 const WAITING = new Set(["stalled", "dead", "waiting_question", "waiting_permission"]);
 
 // Everything the page knows. window.hookdPage exposes it for diagnostics (the browser tests
@@ -239,21 +240,16 @@ async function submit(card, body) {
   }
 }
 
-// How an interaction ended, as History shows it: allowed / denied (a permission), answered,
-// dismissed, expired, superseded, orphaned, empty.
+// How an interaction ended (allowed / denied for a permission prompt, answered, dismissed,
+// expired, superseded, orphaned, empty) and who answered where ("on the page by ana", "from the
+// CLI by ana", "at the desk"): the API's `outcome` and `by`, the words the CLI prints too
+// (hookd.models.outcome_of, by_text); none of them is mapped here.
 function outcomeOf(i) {
-  if (i.kind === "permission" && i.decision === "deny") return "denied";
-  if (i.kind === "permission" && i.decision === "allow") return "allowed";
-  return i.state;
+  return i.outcome || i.state;
 }
 
-// Who answered, where: "on the page by ana", "from the CLI", "at the desk"; "" when unknown.
-const SURFACE_TEXT = {web: "on the page", cli: "from the CLI", api: "through the API", terminal: "at the desk",
-                      hook: "by a hook"};
-
 function byText(i) {
-  const where = i.surface ? SURFACE_TEXT[i.surface] || `via ${i.surface}` : null;
-  return [where, i.actor ? `by ${i.actor}` : null].filter(Boolean).join(" ");
+  return i.by || "";
 }
 
 function hasOptions(i, question) {
@@ -351,6 +347,7 @@ function insertSorted(list, el, key, desc) {
 }
 
 function upsert(i) {
+  if (S.signedOut) return;  // (a read answered before the sign-out fills nothing)
   const old = S.interactions.get(i.id);
   if (old && old.revision > i.revision) return;  // never go back to an older read
   S.interactions.set(i.id, i);
@@ -503,7 +500,7 @@ function composeRow(builder, draft) {
     setNote("Sending…", "note");
     try {
       const r = await api("POST", `/v1/builders/${encodeURIComponent(builder)}/messages`,
-        {text, id: composeKeys.get(builder), author: S.user || "human"});
+        {text, id: composeKeys.get(builder), author: S.user || undefined});
       composeKeys.delete(builder);
       const box = live("textarea");
       if (box && box.value.trim() === text) box.value = "";
@@ -520,21 +517,45 @@ function composeRow(builder, draft) {
   const mine = S.messages.filter((m) => m.builder === builder).slice(-5).reverse();
   const list = h("ul", {class: "lane-messages"}, mine.map((m) =>
     h("li", {"data-id": m.id, "data-state": m.state}, h("span", {class: `msg-state state-${m.state}`}, m.state), " ",
-      h("code", {}, m.id), " ", m.text)));
+      h("code", {}, m.id), " ", m.text, " ", cancelButton(m))));
   return h("tr", {class: "compose", "data-builder": builder}, h("td", {colspan: 9}, form, list));
 }
 
 async function loadLanes() {
   const [lanes, status] = await Promise.all([api("GET", "/v1/lanes"), api("GET", "/v1/status")]);
+  if (S.signedOut) return;
   S.lanes = lanes;
   S.builders = new Map(status.builders.map((b) => [b.builder, b]));
   renderLanes();
 }
 
 function upsertMessage(m) {
+  if (S.signedOut) return;
   const k = S.messages.findIndex((x) => x.id === m.id);
   if (k >= 0) S.messages[k] = m; else S.messages.push(m);
   renderInbox();
+}
+
+// Take back a queued message (POST /v1/messages/{id}/cancel): it is never delivered. Once
+// delivered the API refuses (the agent may have read it): the toast says so.
+function cancelButton(m) {
+  if (m.state !== "queued") return null;
+  const b = h("button", {type: "button", class: "cancel-msg", "data-id": m.id,
+                         title: "Take it back: it will not be delivered"}, "Cancel");
+  b.addEventListener("click", async () => {
+    b.disabled = true;
+    try {
+      const r = await api("POST", `/v1/messages/${encodeURIComponent(m.id)}/cancel`,
+                          {surface: "web", actor: S.user || undefined});
+      upsertMessage(r.message);
+      toast([`Cancelled ${r.message.id}: it will not be delivered to ${r.message.builder}.`], false);
+    } catch (e) {
+      b.disabled = false;
+      toast([e.message], true);
+      later("inbox", loadInbox, 100);
+    }
+  });
+  return b;
 }
 
 function renderInbox() {
@@ -548,7 +569,8 @@ function renderInbox() {
       h("td", {}, m.adopted_via ? `${m.delivered_via || "-"} / ${m.adopted_via}` : m.delivered_via || "-"),
       h("td", {}, m.author),
       h("td", {}, since(m.created_at, " ago")),
-      h("td", {class: "text"}, m.text)));
+      h("td", {class: "text"}, m.text),
+      h("td", {class: "msg-actions"}, cancelButton(m))));
   }
   labelCells($("inbox"));
   $("inbox-empty").hidden = S.messages.length > 0;
@@ -562,7 +584,9 @@ function renderInbox() {
 }
 
 async function loadInbox() {
-  S.messages = await api("GET", `/v1/messages?limit=${MESSAGES_MAX}`);
+  const messages = await api("GET", `/v1/messages?limit=${MESSAGES_MAX}`);
+  if (S.signedOut) return;
+  S.messages = messages;
   renderInbox();
 }
 

@@ -16,6 +16,17 @@ class InboxTx(TxBase):
         row = self._one(f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE builder=? AND idem_key=?", (builder, key))
         return _message(row) if row else None
 
+    def message(self, message_id: str) -> InboxMessage | None:
+        row = self._one(f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE id=?", (message_id,))
+        return _message(row) if row else None
+
+    def cancel_message(self, message_id: str, at: float) -> bool:
+        """Take back a still queued message (``cancelled``, ``cancelled_at``): no delivery,
+        redelivery or wake query selects it again. False when it is not queued."""
+        cur = self._db.execute("UPDATE inbox_messages SET state='cancelled', cancelled_at=? WHERE id=? AND state='queued'",
+                               (at, message_id))
+        return cur.rowcount == 1
+
     def insert_message(
         self, *, builder: str, session_id: str | None, agent_id: str | None, author: str,
         text: str, key: str | None, at: float,

@@ -227,10 +227,10 @@ def test_tui_desk_answer_releases_the_held_hook_at_its_post_tool_use(rig, tmux_b
     # a remote answer now is refused (exit 2) and its text kept for the builder
     late = answer_raw(r, DESK_ASK, "--option", "Red")
     assert late.returncode == 2, late
-    assert "already answered by terminal" in late.stderr and "kept as inbox message m-1" in late.stderr
+    assert "already answered at the desk" in late.stderr and "kept as inbox message m-1" in late.stderr
     [m] = json.loads(r.hookd.cli("inbox", "b-desk", "--json"))
     assert (m["id"], m["state"]) == ("m-1", "queued")
-    assert m["text"] == f"[Late answer to question {DESK_ASK} (not used: already answered at the terminal: Blue)]\nQ: {Q}\nA: Red"
+    assert m["text"] == f"[Late answer to question {DESK_ASK} (not used: already answered at the desk: Blue)]\nQ: {Q}\nA: Red"
     assert interaction(r, DESK_ASK)["answers"] == {Q: "Blue"}  # unchanged
 
 
@@ -553,7 +553,7 @@ def test_tui_inbox_answer_then_another_desk_answer_is_framed_as_not_used(rig, tm
 
     main = r.api.main_requests()
     assert len(main) == 2 and f'"{Q}"="Blue"' in main[1].tool_results()[INBOX_ASK]
-    late = f"[Late answer to question {INBOX_ASK} (not used: already answered at the terminal: Blue)]"
+    late = f"[Late answer to question {INBOX_ASK} (not used: already answered at the desk: Blue)]"
     assert main[1].contains(late) and not main[1].contains(f"[Answer to question {INBOX_ASK}]")
     [m] = json.loads(r.hookd.cli("inbox", "--json"))
     assert m["text"] == f"{late}\nQ: {Q}\nA: Red"

@@ -1,0 +1,144 @@
+"""The operator's words and second thoughts at the CLI (issue 20 items 4, 6, 7), against one real
+daemon for the module: `hookd questions` says "denied" "from the CLI by <you>" as the page does,
+`hookd inbox cancel` takes a message back, `hookd lanes` leaves an unspawned builder out unless
+`--all`, and `hookd send` to it is refused unless `--force`. Outputs are goldens: exact text
+where it is deterministic. What the API does is tests/test_operator_inproc.py."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from hookd.daemonproc import DaemonProcess
+from hookd.models import os_user
+
+from .conftest import hookd_cli, questions, wait_until
+from .test_answers import Rig, bash_perm, finish
+from .test_answers import payload as tui
+
+# one daemon for the module; its tests run in order on one worker (each builds on the last)
+pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("operator_cli")]
+
+ME = os_user()
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("operator") / "home"
+
+
+@pytest.fixture(scope="module")
+def daemon(home: Path) -> Iterator[DaemonProcess]:
+    d = DaemonProcess(home).start()
+    yield d
+    d.stop()
+    d.kill()
+
+
+@pytest.fixture(scope="module")
+def rig(home: Path, tmp_path_factory: pytest.TempPathFactory, daemon: DaemonProcess) -> Rig:
+    worktree = tmp_path_factory.mktemp("operator-wt")
+    r = Rig(home, worktree, hold=30)
+    r.hook(tui("001-SessionStart.json"))
+    return r
+
+
+def cli(home: Path, *args: str) -> tuple[int, str, str]:
+    r = hookd_cli(home, *args)
+    return r.returncode, r.stdout, r.stderr
+
+
+def when(text: str) -> str:
+    """``text`` with its local times (2026-12-02 19:52[:07]) as ``T``."""
+    return re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?", "T", text)
+
+
+def test_a_deny_from_the_cli_reads_denied_from_the_cli_by_you(rig: Rig, home: Path) -> None:
+    held = rig.start_hook(bash_perm("rm -f README.md"))
+    pid = wait_until(lambda: [q["id"] for q in questions(home, "pending") if q["kind"] == "permission"], 60,
+                     what="a pending permission prompt")[0]
+    rig.held(pid)
+    code, out, err = cli(home, "answer", pid, "--option", "deny", "--text", "keep the README")
+    assert (code, err) == (0, "")
+    finish(held)
+    [i] = [q for q in questions(home, "all") if q["id"] == pid]
+    assert (i["state"], i["outcome"], i["actor"], i["by"]) == ("answered", "denied", ME, f"from the CLI by {ME}")
+    code, out, err = cli(home, "questions", "--state", "all")
+    lines = when(out).splitlines()
+    assert lines[0].split() == ["id", "kind", "builder", "state", "question", "/", "input", "answer", "by", "asked"]
+    [row] = [line for line in lines if line.startswith(pid)]
+    assert row.split()[1:4] == ["permission", "b1", "denied"]
+    assert f"deny: keep the README  from the CLI by {ME}  T" in row
+    # a second answer: refused (exit 2), in the same words, with nothing kept (a bare decision)
+    code, out, err = cli(home, "answer", pid, "--option", "allow")
+    assert code == 2 and out == ""
+    assert when(err) == f"hookd: {pid} is already denied from the CLI by {ME} at " + err.split(" at ")[-1]
+
+
+def test_a_late_answer_kept_as_a_message_is_taken_back(rig: Rig, home: Path) -> None:
+    rig.hook(tui("007-PreToolUse.json"))
+    desk = tui("010-PostToolUse.json")  # the desk chose Blue
+    rig.hook(desk)
+    code, out, err = cli(home, "answer", "toolu_01ASK0000000000000000001", "--option", "Red", "--actor", "ana")
+    assert code == 2 and out == ""
+    assert re.fullmatch(
+        r"hookd: the desk answered first: toolu_01ASK0000000000000000001 is already answered at the desk at "
+        r"\S+Z; your answer was kept as inbox message m-1 for b1; take it back: hookd inbox cancel m-1\n", err), err
+    code, out, err = cli(home, "inbox", "cancel", "m-1")
+    assert (code, out, err) == (0, "cancelled m-1 for b1: it will not be delivered\n", "")
+    assert cli(home, "inbox", "cancel", "m-1") == (0, "m-1 for b1 was already cancelled\n", "")
+    code, out, err = cli(home, "inbox", "cancel", "m-1", "--json")
+    assert json.loads(out)["cancelled"] is False and json.loads(out)["message"]["state"] == "cancelled"
+    assert rig.hook(tui("012-Stop.json")) == ""  # the Stop would have carried it
+    code, out, err = cli(home, "inbox")  # the short form of `hookd inbox list`
+    assert out.splitlines()[2].split()[:6] == ["m-1", "b1", "cancelled", "-", "0", "ana"]
+    ev = _cancelled(home)
+    assert ev["data"] == {"id": "m-1", "actor": ME, "surface": "cli"}
+
+
+def _cancelled(home: Path) -> dict[str, Any]:
+    evs = [json.loads(line) for line in hookd_cli(home, "events", "--json").stdout.splitlines()]
+    [ev] = [e for e in evs if e["kind"] == "inbox_cancelled"]
+    return ev
+
+
+def test_a_delivered_message_cannot_be_taken_back(rig: Rig, home: Path) -> None:
+    code, out, err = cli(home, "send", "b1", "also update the changelog", "--actor", "ana")
+    assert (code, out, err) == (0, "queued m-2 for b1 (queued)\n", "")
+    assert "also update the changelog" in rig.hook(tui("002-UserPromptSubmit.json"))
+    code, out, err = cli(home, "inbox", "cancel", "m-2")
+    assert (code, out) == (2, "")
+    assert re.fullmatch(r"hookd: m-2 was already delivered by UserPromptSubmit at \S+Z, so it cannot be taken back"
+                        r" \(the agent may have read it\); send b1 a correction instead\n", err), err
+    assert cli(home, "inbox", "cancel", "m-99") == (1, "", "hookd: no inbox message 'm-99'\n")
+
+
+def test_an_unspawned_builder_is_left_out_of_lanes_and_a_send_to_it_refused(rig: Rig, home: Path) -> None:
+    code, out, err = cli(home, "unspawn", "b1")
+    assert code == 0, err
+    evs = [json.loads(line) for line in hookd_cli(home, "events", "--json").stdout.splitlines()]
+    assert [e["builder"] for e in evs if e["kind"] == "builder_unspawned"] == ["b1"]  # the daemon was told
+    code, out, err = cli(home, "lanes")
+    assert (code, out, err) == (0, "no builders\n", "(1 unspawned builder not shown; --all shows them)\n")
+    code, out, err = cli(home, "lanes", "--all")
+    lines = out.splitlines()
+    assert lines[0].split() == ["builder", "lane", "for", "pending", "queued", "session", "detail"]
+    assert lines[2].split()[:2] == ["b1", "unspawned"]
+    assert when(lines[2]).endswith("unspawned at T (was working: last hook UserPromptSubmit)")
+    code, out, err = cli(home, "status")
+    [row] = [line for line in out.splitlines() if line.startswith("b1 ")]
+    assert when(row).endswith("unspawned at T")
+    code, out, err = cli(home, "send", "b1", "are you there?")
+    assert (code, out) == (2, "")
+    assert when(err) == ("hookd: b1 was unspawned at T: its agent has no hooks of hookd's, so the message would"
+                         " wait forever; spawn it again, or send with --force to queue it anyway\n")
+    code, out, err = cli(home, "send", "b1", "are you there?", "--force")
+    assert (code, out, err) == (0, "queued m-3 for b1 (queued)\n", "")
+    code, out, err = cli(home, "spawn", "b1", "--worktree", str(rig.worktree), "--hold", "30")
+    assert code == 0, err
+    code, out, err = cli(home, "lanes")
+    assert err == "" and out.splitlines()[2].split()[:2] == ["b1", "working"]
