@@ -21,6 +21,8 @@ only these terms and the adapters' protocol, and finds an adapter by harness nam
   processes a held prompt watches (an adapter's ``remote_answers``, None when ``desk_only``);
 - what `hookd spawn` writes for a harness: an adapter's ``hook_installs``
   (:class:`hookd.harness.install.HookInstall`, by harness name).
+- :class:`ToolView`: a tool call as a person reads it (an adapter's ``present_tool``, built
+  with :mod:`hookd.harness.tool_views`).
 
 Pure: no I/O. Depends only on :mod:`hookd.models` and :mod:`hookd.harness.install`.
 """
@@ -28,7 +30,7 @@ Pure: no I/O. Depends only on :mod:`hookd.models` and :mod:`hookd.harness.instal
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
+from typing import Any, Iterable, Literal, Mapping, Protocol, runtime_checkable
 
 import msgspec
 
@@ -466,6 +468,22 @@ class RemoteAnswers(Protocol):
         ...
 
 
+class ToolView(msgspec.Struct, frozen=True):
+    """A tool call as a person reads it (an adapter's ``present_tool``; the API's
+    ``tool_view`` of a permission prompt). kind: ``command`` (detail: the shell command),
+    ``diff`` (detail: ``-``/``+``/`` `` lines under ``---``/``+++`` file headers), ``url``
+    (detail: the URL, then the agent's prompt about it) or ``json`` (detail: the input as
+    compact JSON); summary: one line to read first (at most ~160 characters); detail: the
+    whole of it (at most ~20,000 characters, the cut said); destructive: a rule of
+    :mod:`hookd.harness.tool_views` marks it (no action is offered as the default). Text
+    from the agent, exact: a renderer makes it safe to show."""
+
+    kind: Literal["command", "diff", "url", "json"]
+    summary: str
+    detail: str
+    destructive: bool
+
+
 def known_fields_of(models: Mapping[str, type[msgspec.Struct]], event_name: str) -> frozenset[str] | None:
     """The top-level payload fields the model of ``event_name`` in ``models`` declares, None
     when no model has that event (for an adapter's ``known_fields``)."""
@@ -533,6 +551,13 @@ class Adapter(Protocol):
     def known_fields(self, event_name: str) -> frozenset[str] | None:
         """The top-level payload fields ``parse`` knows for ``event_name`` (None: an event it
         has no model of), for `hookd drift`."""
+        ...
+
+    def present_tool(self, tool_name: str | None, tool_input: Any) -> ToolView:
+        """How a person reads a call of ``tool_name`` with ``tool_input`` (as the hook showed
+        it) on a permission prompt: the harness's tool names mapped onto
+        :mod:`hookd.harness.tool_views`' views; unknown tools as compact JSON. Pure, never
+        raises, reads no file."""
         ...
 
 
