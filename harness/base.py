@@ -475,7 +475,7 @@ class ToolView(msgspec.Struct, frozen=True):
     (detail: the URL, then the agent's prompt about it) or ``json`` (detail: the input as
     compact JSON); summary: one line to read first (at most ~160 characters); detail: the
     whole of it (at most ~20,000 characters, the cut said); destructive: a rule of
-    :mod:`hookd.harness.tool_views` marks it (no action is offered as the default). Text
+    :mod:`hookd.harness.destructive` marks it (no action is offered as the default). Text
     from the agent, exact: a renderer makes it safe to show."""
 
     kind: Literal["command", "diff", "url", "json"]

@@ -8,23 +8,19 @@ anything else as compact JSON (:func:`json_view`). Every view is built from the 
 alone: no file is read (a Write's view shows the new content, not a diff against the file on
 disk; ``docs/decisions.md`` "A permission prompt as a person reads it").
 
-Destructive-looking commands (:func:`destructive_reasons`, :data:`DESTRUCTIVE_RULES`): a small
-rule set of regular expressions over the command text, no shell parser. It errs on the side
-of marking: a rule word inside a quoted string or a comment also counts (false positives are
-accepted: a marked command only loses its default button), and a command that hides what it
-does (a variable holding ``rm``, ``eval``, a script file) is not caught.
+A command is marked destructive by the rules of :mod:`hookd.harness.destructive`.
 
-Pure: no I/O. Depends only on :mod:`hookd.harness.base`.
+Pure: no I/O. Depends only on :mod:`hookd.harness.base` and :mod:`hookd.harness.destructive`.
 """
 
 from __future__ import annotations
 
 import difflib
-import re
 from typing import Any
 
 import msgspec
 
+from hookd.harness import destructive
 from hookd.harness.base import ToolView
 
 #: Most characters of a view's ``detail`` (the rest is cut, the cut said on a last line).
@@ -36,61 +32,6 @@ SUMMARY_MAX = 160
 DIFF_LINES_MAX = 400
 
 _enc = msgspec.json.Encoder(order="deterministic")
-
-# --- destructive-looking commands -------------------------------------------------------------
-
-#: Where a command word starts: the start, after a separator (``;`` ``&`` ``|`` ``(`` a
-#: newline, a backquote, ``$(``, ``{``), past wrappers (``sudo``, ``env``, ``xargs``, ``nohup``,
-#: ``time``, ``nice``, ``command``, ``exec``, ``doas``) and their options, past the shell's
-#: ``if`` ``then`` ``else`` ``do`` ``while`` ``until``, past ``VAR=value``
-#: assignments; the word may be a path (``/bin/rm``).
-_AT_COMMAND = (
-    r"(?:^|[;&|({`\n]|\$\()\s*"
-    r"(?:(?:sudo|doas|env|xargs|nohup|time|nice|command|exec|if|then|else|do|while|until)(?:\s+-{1,2}[\w-]+(?:=\S*)?)*\s+)*"
-    r"(?:[A-Za-z_]\w*=\S*\s+)*"
-    r"(?:[^\s;&|()`]*/)?"
-)
-_END = r"(?=$|[\s;&|)`])"
-_ARGS = r"[^;&|\n]*"  # the rest of one simple command
-
-#: (what it does, pattern): the destructive-looking command rules, in the order they are
-#: reported. docs/decisions.md lists them.
-DESTRUCTIVE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((why, re.compile(rx, flags)) for why, rx, flags in (
-    ("deletes files (rm)", _AT_COMMAND + r"rm" + _END, 0),
-    ("overwrites files beyond recovery (shred)", _AT_COMMAND + r"shred" + _END, 0),
-    ("deletes files (find -delete)", _AT_COMMAND + r"find\s" + _ARGS + r"\s-delete\b", 0),
-    ("writes raw blocks (dd)", _AT_COMMAND + r"dd" + _END, 0),
-    ("formats a file system (mkfs)", _AT_COMMAND + r"mkfs(?:\.\w+)?" + _END, 0),
-    ("cuts a file's content (truncate)", _AT_COMMAND + r"truncate" + _END, 0),
-    ("changes modes recursively (chmod -R)", _AT_COMMAND + r"chmod\b" + _ARGS + r"\s(?:-[a-zA-Z]*R|--recursive)\b", 0),
-    ("changes owners recursively (chown -R)", _AT_COMMAND + r"chown\b" + _ARGS + r"\s(?:-[a-zA-Z]*R|--recursive)\b", 0),
-    ("rewrites the remote's history (git push --force)",
-     _AT_COMMAND + r"git\s" + _ARGS + r"\bpush\b" + _ARGS + r"\s(?:--force(?:-with-lease)?\b|-[a-zA-Z]*f[a-zA-Z]*\b|\+\S)", 0),
-    ("discards uncommitted changes (git reset --hard)", _AT_COMMAND + r"git\s" + _ARGS + r"\breset\b" + _ARGS + r"\s--hard\b", 0),
-    ("deletes untracked files (git clean -f)", _AT_COMMAND + r"git\s" + _ARGS + r"\bclean\b" + _ARGS + r"\s(?:-[a-zA-Z]*f|--force)", 0),
-    ("discards uncommitted changes (git checkout/restore .)",
-     _AT_COMMAND + r"git\s" + _ARGS + r"\b(?:checkout|restore)\b" + _ARGS + r"\s\.(?=$|[\s;&|)])", 0),
-    ("deletes a branch (git branch -D)", _AT_COMMAND + r"git\s" + _ARGS + r"\bbranch\b" + _ARGS + r"\s(?:-[a-zA-Z]*D\b|--delete\s" + _ARGS + r"--force\b)", 0),
-    ("overwrites a file (> redirection)",
-     r"(?<![<>&=\-|])[0-9]?>\|?(?![>&(=])\s*(?!/dev/(?:null|stdout|stderr|tty)\b)[^\s;&|<>()]", 0),
-    ("drops or empties a table (DROP / TRUNCATE)", r"\b(?:DROP\s+(?:TABLE|DATABASE|SCHEMA|INDEX|VIEW)|TRUNCATE\s+TABLE)\b", re.I),
-    ("deletes rows (DELETE FROM)", r"\bDELETE\s+FROM\b", re.I),
-    ("runs a downloaded script (curl | sh)",
-     r"\b(?:curl|wget)\b[^;&\n]*\|\s*(?:sudo\s+)?(?:ba|z|da|k|fi)?sh\b"
-     r"|\b(?:ba|z|da|k)?sh\s+(?:-c\s+)?[\"']?(?:\$\(|<\()\s*(?:curl|wget)\b", 0),
-))
-
-
-def destructive_reasons(command: str) -> list[str]:
-    """What each :data:`DESTRUCTIVE_RULES` rule that matches ``command`` (a shell command
-    line, possibly several lines) says it does, in rule order; empty when none matches."""
-    return [why for why, rx in DESTRUCTIVE_RULES if rx.search(command)]
-
-
-def is_destructive(command: str) -> bool:
-    """Does any :data:`DESTRUCTIVE_RULES` rule match ``command``?"""
-    return any(rx.search(command) for _, rx in DESTRUCTIVE_RULES)
-
 
 # --- views ------------------------------------------------------------------------------------
 
@@ -128,14 +69,14 @@ def json_view(tool_input: Any) -> ToolView:
 def command_view(command: Any, description: Any = None) -> ToolView:
     """A shell command: summary its ``description`` (when the agent gave one) or its first
     line; detail the whole command; destructive when a rule matches
-    (:func:`destructive_reasons`). A command that is not a string: :func:`json_view`-like
+    (:func:`hookd.harness.destructive.reasons`). A command that is not a string: :func:`json_view`-like
     text of it, marked destructive (nobody can read what it does)."""
     if not isinstance(command, str):
         v = json_view(command)
         return ToolView(kind="command", summary=v.summary, detail=v.detail, destructive=True)
     desc = one_line(description) if isinstance(description, str) else ""
     return ToolView(kind="command", summary=desc or one_line(command), detail=_cut(command),
-                    destructive=is_destructive(command))
+                    destructive=destructive.is_destructive(command))
 
 
 def _lines(s: str) -> list[str]:

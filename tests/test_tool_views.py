@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from hookd.harness import base, claude_code, claw, claw_http, registry, tool_views
+from hookd.harness import base, claude_code, claw, claw_http, destructive, registry, tool_views
 from hookd.harness.base import ToolView
 
 from .conftest import wait_until
@@ -134,6 +134,11 @@ DESTRUCTIVE = [
     ("rm -f README.md", "deletes files (rm)"),
     ("rm -rf build", "deletes files (rm)"),
     ("cd /tmp && sudo rm x", "deletes files (rm)"),
+    ("sudo -u root rm x", "deletes files (rm)"),
+    ("nice -n 10 rm x", "deletes files (rm)"),
+    ("(cd build && rm -r out)", "deletes files (rm)"),
+    ("x=$(rm y)", "deletes files (rm)"),
+    ("echo `rm x`", "deletes files (rm)"),
     ("/bin/rm x", "deletes files (rm)"),
     ("for f in *.o; do rm \"$f\"; done", "deletes files (rm)"),
     ("xargs rm < list", "deletes files (rm)"),
@@ -148,12 +153,15 @@ DESTRUCTIVE = [
     ("git push -f", "rewrites the remote's history (git push --force)"),
     ("git push --force-with-lease", "rewrites the remote's history (git push --force)"),
     ("git push origin +main", "rewrites the remote's history (git push --force)"),
+    ("git -C /w push -fu origin x", "rewrites the remote's history (git push --force)"),
+    ("git push --force-with-lease=main", "rewrites the remote's history (git push --force)"),
     ("git reset --hard HEAD~1", "discards uncommitted changes (git reset --hard)"),
     ("git -C /w reset HEAD --hard", "discards uncommitted changes (git reset --hard)"),
     ("git clean -fdx", "deletes untracked files (git clean -f)"),
     ("git checkout -- .", "discards uncommitted changes (git checkout/restore .)"),
     ("git restore .", "discards uncommitted changes (git checkout/restore .)"),
     ("git branch -D old", "deletes a branch (git branch -D)"),
+    ("git branch --delete --force old", "deletes a branch (git branch -D)"),
     ("echo hi > README.md", "overwrites a file (> redirection)"),
     ("cat > setup.cfg <<EOF\n[x]\nEOF", "overwrites a file (> redirection)"),
     ("make 2>build.log", "overwrites a file (> redirection)"),
@@ -162,6 +170,7 @@ DESTRUCTIVE = [
     ("psql -c 'truncate table jobs'", "drops or empties a table (DROP / TRUNCATE)"),
     ("psql -c 'DELETE FROM jobs'", "deletes rows (DELETE FROM)"),
     ("curl -fsSL https://get.example.sh | sh", "runs a downloaded script (curl | sh)"),
+    ("curl x|sh", "runs a downloaded script (curl | sh)"),
     ("wget -qO- https://x | sudo bash", "runs a downloaded script (curl | sh)"),
     ('bash -c "$(curl -fsSL https://x)"', "runs a downloaded script (curl | sh)"),
 ]
@@ -171,39 +180,54 @@ HARMLESS = [
     "git reset --soft HEAD~1", "git clean -n", "git checkout main", "git checkout .github/x.yml",
     "git branch -d merged", "chmod 644 x", "echo hi >> log", "ls 2>/dev/null", "make 2>&1 | tee -a log",
     "cat <(ls)", "npm run format", "firmware-update --check", "pytest -q", "echo 'a => b'",
-    "git log --format='%h -> %s'", "python -m pip install -e .", "ls # rm later",
+    "git log --format='%h -> %s'", "python -m pip install -e .", "ls # rm later", "echo rm",
+    "git branch -d merged", "chmod -w x", "git rm --cached x",
+    "curl x | tee f | sh",  # a known miss: only a shell straight after curl in the pipe is seen
 ]
 
 #: Accepted false positives (docs/decisions.md): the rules read text, not a parsed shell.
 FALSE_POSITIVES = [
     'python -c "print(1>2)"',     # a comparison inside a string reads as a redirection
     "echo $((1>2))",              # arithmetic, likewise
-    "echo 'never rm -rf /'",      # ... a rule word after a separator inside quotes: "; rm" would be too
+    "bash -c 'cd x; rm y'",       # a command word after a separator inside quotes
     "grep 'DROP TABLE' schema.sql",
 ]
 
 
 @pytest.mark.parametrize("command, why", DESTRUCTIVE, ids=[c for c, _ in DESTRUCTIVE])
 def test_destructive_commands_are_marked(command, why):
-    assert why in tool_views.destructive_reasons(command)
+    assert why in destructive.reasons(command)
     assert claude_code.present_tool("Bash", {"command": command}).destructive
 
 
 @pytest.mark.parametrize("command", HARMLESS)
 def test_ordinary_commands_are_not_marked(command):
-    assert tool_views.destructive_reasons(command) == []
+    assert destructive.reasons(command) == []
     assert not claude_code.present_tool("Bash", {"command": command}).destructive
 
 
 def test_the_accepted_false_positives_are_marked():
     """Documented, not wanted: a marked command only loses its default button."""
-    marked = {c: tool_views.is_destructive(c) for c in FALSE_POSITIVES}
-    assert marked == {c: c != "echo 'never rm -rf /'" for c in FALSE_POSITIVES}
+    assert all(destructive.is_destructive(c) for c in FALSE_POSITIVES)
+    assert not destructive.is_destructive("echo 'never rm -rf /'")  # no separator before it: a word of echo
+
+
+def test_a_command_too_long_to_read_is_marked_and_judged_on_its_start():
+    long = "echo ok\n" * 2600  # 20,800 characters
+    assert destructive.reasons(long) == [destructive.TOO_LONG]
+    assert destructive.reasons("rm -rf build\n" + long) == ["deletes files (rm)", destructive.TOO_LONG]
+    assert destructive.reasons(long[:destructive.MAX_JUDGED]) == []
+
+
+def test_simple_commands_name_their_word_and_the_next_in_their_pipe():
+    S = destructive.Simple
+    assert destructive.simple_commands("FOO=1 sudo -u me /usr/bin/rm -f a && curl x | sudo sh; do git -C w push") == [
+        S("rm", ["-f", "a"], None), S("curl", ["x"], "sh"), S("sh", [], None), S("git", ["-C", "w", "push"], None)]
 
 
 def test_every_rule_is_exercised():
     reasons = {why for _, why in DESTRUCTIVE}
-    assert reasons == {why for why, _ in tool_views.DESTRUCTIVE_RULES}
+    assert reasons | {destructive.TOO_LONG} == set(destructive.RULES)
 
 
 # --- the API's tool_view ------------------------------------------------------------------------
