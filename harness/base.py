@@ -469,14 +469,12 @@ class RemoteAnswers(Protocol):
 
 
 class ToolView(msgspec.Struct, frozen=True):
-    """A tool call as a person reads it (an adapter's ``present_tool``; the API's
-    ``tool_view`` of a permission prompt). kind: ``command`` (detail: the shell command),
-    ``diff`` (detail: ``-``/``+``/`` `` lines under ``---``/``+++`` file headers), ``url``
-    (detail: the URL, then the agent's prompt about it) or ``json`` (detail: the input as
-    compact JSON); summary: one line to read first (at most ~160 characters); detail: the
-    whole of it (at most ~20,000 characters, the cut said); destructive: a rule of
-    :mod:`hookd.harness.destructive` marks it (no action is offered as the default). Text
-    from the agent, exact: a renderer makes it safe to show."""
+    """A tool call as a person reads it (an adapter's ``present_tool``; the API's ``tool_view``).
+    kind: ``command`` (detail: the command), ``diff`` (``-``/``+``/`` `` lines under ``---``/``+++``
+    file headers), ``url`` (the URL, then the agent's prompt) or ``json`` (compact JSON);
+    summary: one line (<= ~160 characters); detail: the whole (<= ~20,000, the cut said);
+    destructive: :mod:`hookd.harness.destructive` marks it (no default action). The agent's
+    text, exact: a renderer makes it safe to show."""
 
     kind: Literal["command", "diff", "url", "json"]
     summary: str
@@ -554,10 +552,9 @@ class Adapter(Protocol):
         ...
 
     def present_tool(self, tool_name: str | None, tool_input: Any) -> ToolView:
-        """How a person reads a call of ``tool_name`` with ``tool_input`` (as the hook showed
-        it) on a permission prompt: the harness's tool names mapped onto
-        :mod:`hookd.harness.tool_views`' views; unknown tools as compact JSON. Pure, never
-        raises, reads no file."""
+        """A call of ``tool_name`` with ``tool_input`` (as the hook showed it) as a person reads
+        it: the harness's tools mapped onto :mod:`hookd.harness.tool_views`' views, unknown
+        ones compact JSON. Pure, never raises, reads no file."""
         ...
 
 

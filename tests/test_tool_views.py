@@ -266,3 +266,17 @@ def test_an_edit_prompt_is_a_diff_in_the_api(inproc: InProc):
     [perm] = [i for i in inproc.questions("pending") if i["kind"] == "permission"]
     assert perm["tool_view"] == {"kind": "diff", "summary": "Edit /w/README.md", "destructive": False,
                                  "detail": "--- /w/README.md\n+++ /w/README.md\n-old\n+new"}
+
+
+@pytest.mark.inproc
+def test_many_prompts_each_get_their_own_view_across_turns_of_the_loop(inproc: InProc, monkeypatch):
+    from hookd.http import views
+
+    monkeypatch.setattr(views, "CHUNK", 2)  # a turn of the event loop after every 2 views
+    commands = ["ls a", "rm b", "git status", "git push -f", "echo c"]
+    for c in commands:
+        assert inproc.hook(bash_perm(c)).status_code == 200
+    perms = [i for i in inproc.questions("pending") if i["kind"] == "permission"]
+    assert [(i["input"]["command"], i["tool_view"]["detail"], i["tool_view"]["destructive"]) for i in perms] == [
+        ("ls a", "ls a", False), ("rm b", "rm b", True), ("git status", "git status", False),
+        ("git push -f", "git push -f", True), ("echo c", "echo c", False)]

@@ -9,6 +9,7 @@ interactions get the field (questions keep their own shape).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import msgspec
@@ -18,13 +19,25 @@ from hookd.models import Interaction
 from hookd.store import Store
 
 
+#: Views rendered per turn of the event loop (a view costs ~0.1-0.5 ms: a long list of prompts
+#: must not hold every other request up).
+CHUNK = 100
+
+
 async def with_tool_views(store: Store, items: list[Any]) -> list[Any]:
     """``items`` (interactions: :class:`hookd.models.Interaction` or their JSON objects) with
     each permission prompt as a JSON object carrying ``tool_view``; the others unchanged.
-    One session lookup per session, whatever the number of prompts."""
+    One session lookup per session, whatever the number of prompts; :data:`CHUNK` views per
+    turn of the event loop."""
     harness_of: dict[str, str | None] = {}
     out = []
+    rendered = 0
     for i in items:
+        kind = i.kind if isinstance(i, Interaction) else i.get("kind") if isinstance(i, dict) else None
+        if kind == "permission":
+            rendered += 1
+            if rendered % CHUNK == 0:
+                await asyncio.sleep(0)
         out.append(await with_tool_view(store, i, harness_of))
     return out
 
