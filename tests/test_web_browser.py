@@ -257,6 +257,10 @@ def test_a_destructive_command_card_offers_no_default(page: Page, builder: Build
     assert allow.evaluate("b => getComputedStyle(b).color") == deny.evaluate("b => getComputedStyle(b).color")
     assert page.evaluate("document.activeElement === document.body")  # nothing focused: Enter does nothing
     shot(page, "pending-permission-destructive")
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: the card fits, nothing scrolls sideways
+    no_horizontal_overflow(page)
+    shot(page, "narrow-permission-destructive")
+    page.set_viewport_size({"width": 1200, "height": 820})
     deny.click()
     assert finish(held)["hookSpecificOutput"]["decision"]["behavior"] == "deny"
     done = page.locator(f'#history-list article[data-id="{pid}"]')
