@@ -36,9 +36,9 @@ from hookd.harness.base import (
     SessionStarted,
     ToolFinished,
     ToolResultSeen,
+    ToolView,
     TurnEnded,
     TurnMovedOn,
-    ToolView,
     TurnStarted,
     input_hash,
     question_result,
@@ -230,7 +230,6 @@ def present_tool(tool_name: str | None, tool_input: Any) -> ToolView:
     if tool_name == "WebFetch":
         return tool_views.url_view(f("url"), f("prompt"))
     return tool_views.json_view(tool_input)
-
 
 
 def parse(raw: bytes, *, builder: str | None = None, cwd: str | None = None) -> Base:

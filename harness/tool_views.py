@@ -79,14 +79,10 @@ def command_view(command: Any, description: Any = None) -> ToolView:
                     destructive=destructive.is_destructive(command))
 
 
-def _lines(s: str) -> list[str]:
-    return s.splitlines() or [""]
-
-
 def _hunk(old: str, new: str) -> list[str]:
     """The body of a diff from ``old`` to ``new`` (``-``, ``+`` and `` `` lines; no headers,
     no line numbers: the strings are parts of a file, not the file)."""
-    a, b = _lines(old), _lines(new)
+    a, b = old.splitlines(), new.splitlines()
     if len(a) > DIFF_LINES_MAX or len(b) > DIFF_LINES_MAX:
         return ["-" + x for x in a] + ["+" + x for x in b]
     out = []

@@ -280,3 +280,9 @@ def test_many_prompts_each_get_their_own_view_across_turns_of_the_loop(inproc: I
     assert [(i["input"]["command"], i["tool_view"]["detail"], i["tool_view"]["destructive"]) for i in perms] == [
         ("ls a", "ls a", False), ("rm b", "rm b", True), ("git status", "git status", False),
         ("git push -f", "git push -f", True), ("echo c", "echo c", False)]
+
+
+def test_an_edit_from_or_to_nothing_has_only_added_or_removed_lines():
+    assert view("Edit", {"file_path": "f", "old_string": "", "new_string": "x\ny"})["detail"] == "--- f\n+++ f\n+x\n+y"
+    assert view("Edit", {"file_path": "f", "old_string": "a", "new_string": ""})["detail"] == "--- f\n+++ f\n-a"
+    assert view("Edit", {"file_path": "f", "old_string": "a", "new_string": "a"})["detail"] == "--- f\n+++ f\n a"
