@@ -216,8 +216,10 @@ def known_fields(event_name: str) -> frozenset[str] | None:
 
 def present_tool(tool_name: str | None, tool_input: Any) -> ToolView:
     """A Claude Code 2.1.332 tool call as a person reads it: ``Bash`` a command with its
-    ``description``; ``Edit`` / ``MultiEdit`` / ``Write`` a diff of ``file_path``; ``WebFetch``
-    its ``url`` and ``prompt``; any other tool (``mcp__*`` too) compact JSON."""
+    ``description``; ``Edit`` / ``Write`` a diff of ``file_path``; ``WebFetch`` its ``url`` and
+    ``prompt``; any other tool (``mcp__*`` too) compact JSON. ``MultiEdit`` (``file_path``,
+    ``edits``: earlier versions' tool; the tool list in 2.1.332's recorded transcripts,
+    ``fixtures/claude-code/2.1.332/*/transcript.jsonl``, has none) is a diff per edit."""
     f = functools.partial(tool_views.field, tool_input)
     if tool_name == "Bash":
         return tool_views.command_view(f("command"), f("description"))
