@@ -21,6 +21,8 @@ only these terms and the adapters' protocol, and finds an adapter by harness nam
   processes a held prompt watches (an adapter's ``remote_answers``, None when ``desk_only``);
 - what `hookd spawn` writes for a harness: an adapter's ``hook_installs``
   (:class:`hookd.harness.install.HookInstall`, by harness name).
+- :class:`ToolView`: a tool call as a person reads it (an adapter's ``present_tool``, built
+  with :mod:`hookd.harness.tool_views`).
 
 Pure: no I/O. Depends only on :mod:`hookd.models` and :mod:`hookd.harness.install`.
 """
@@ -28,7 +30,7 @@ Pure: no I/O. Depends only on :mod:`hookd.models` and :mod:`hookd.harness.instal
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
+from typing import Any, Iterable, Literal, Mapping, Protocol, runtime_checkable
 
 import msgspec
 
@@ -466,6 +468,20 @@ class RemoteAnswers(Protocol):
         ...
 
 
+class ToolView(msgspec.Struct, frozen=True):
+    """A tool call as a person reads it (an adapter's ``present_tool``; the API's ``tool_view``).
+    kind: ``command`` (detail: the command), ``diff`` (``-``/``+``/`` `` lines under ``---``/``+++``
+    file headers), ``url`` (the URL, then the agent's prompt) or ``json`` (compact JSON);
+    summary: one line (<= ~160 characters); detail: the whole (<= ~20,000, the cut said);
+    destructive: :mod:`hookd.harness.destructive` marks it (no default action). The agent's
+    text, exact: a renderer makes it safe to show."""
+
+    kind: Literal["command", "diff", "url", "json"]
+    summary: str
+    detail: str
+    destructive: bool
+
+
 def known_fields_of(models: Mapping[str, type[msgspec.Struct]], event_name: str) -> frozenset[str] | None:
     """The top-level payload fields the model of ``event_name`` in ``models`` declares, None
     when no model has that event (for an adapter's ``known_fields``)."""
@@ -533,6 +549,12 @@ class Adapter(Protocol):
     def known_fields(self, event_name: str) -> frozenset[str] | None:
         """The top-level payload fields ``parse`` knows for ``event_name`` (None: an event it
         has no model of), for `hookd drift`."""
+        ...
+
+    def present_tool(self, tool_name: str | None, tool_input: Any) -> ToolView:
+        """A call of ``tool_name`` with ``tool_input`` (as the hook showed it) as a person reads
+        it: the harness's tools mapped onto :mod:`hookd.harness.tool_views`' views, unknown
+        ones compact JSON. Pure, never raises, reads no file."""
         ...
 
 

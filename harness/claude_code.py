@@ -9,6 +9,7 @@ Facts per Claude Code 2.1.332 (``shared/claude-code/README.md``, recorded fixtur
 - :func:`observe` turns a payload into :class:`~hookd.harness.base.Observation` s that the
   core applies; :func:`transcript_observations` does the same for a transcript row;
 - :func:`boundary` and :func:`render_context`: where and how queued messages reach the model;
+- :func:`present_tool`: a tool call on a permission prompt as a person reads it;
 - :mod:`hookd.harness.claude_code_hooks` (its ``remote_answers`` and ``hook_installs``): the
   remote-answer outputs, the tools a held prompt watches, and the ``hooks`` block that
   `hookd spawn` merges into settings (its ``hook_settings``).
@@ -16,6 +17,7 @@ Facts per Claude Code 2.1.332 (``shared/claude-code/README.md``, recorded fixtur
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Iterable, Mapping
 
@@ -34,6 +36,7 @@ from hookd.harness.base import (
     SessionStarted,
     ToolFinished,
     ToolResultSeen,
+    ToolView,
     TurnEnded,
     TurnMovedOn,
     TurnStarted,
@@ -42,7 +45,7 @@ from hookd.harness.base import (
     questions_hash,
     text,
 )
-from hookd.harness import claude_code_hooks
+from hookd.harness import claude_code_hooks, tool_views
 from hookd.harness.claude_code_hooks import REGISTERED_EVENTS as REGISTERED_EVENTS  # (re-exported)
 from hookd.harness.install import HookInstall
 from hookd.models import PayloadInvalid
@@ -210,6 +213,25 @@ def known_fields(event_name: str) -> frozenset[str] | None:
         return None
     return frozenset(f.encode_name for f in msgspec.structs.fields(model))
 
+
+def present_tool(tool_name: str | None, tool_input: Any) -> ToolView:
+    """A Claude Code 2.1.332 tool call as a person reads it: ``Bash`` a command with its
+    ``description``; ``Edit`` / ``Write`` a diff of ``file_path``; ``WebFetch`` its ``url`` and
+    ``prompt``; any other tool (``mcp__*`` too) compact JSON. ``MultiEdit`` (``file_path``,
+    ``edits``: earlier versions' tool; the tool list in 2.1.332's recorded transcripts,
+    ``fixtures/claude-code/2.1.332/*/transcript.jsonl``, has none) is a diff per edit."""
+    f = functools.partial(tool_views.field, tool_input)
+    if tool_name == "Bash":
+        return tool_views.command_view(f("command"), f("description"))
+    if tool_name == "Edit":
+        return tool_views.edit_view(f("file_path"), f("old_string"), f("new_string"), f("replace_all"))
+    if tool_name == "MultiEdit":
+        return tool_views.multi_edit_view(f("file_path"), f("edits"))
+    if tool_name == "Write":
+        return tool_views.write_view(f("file_path"), f("content"))
+    if tool_name == "WebFetch":
+        return tool_views.url_view(f("url"), f("prompt"))
+    return tool_views.json_view(tool_input)
 
 
 def parse(raw: bytes, *, builder: str | None = None, cwd: str | None = None) -> Base:

@@ -36,6 +36,7 @@ What claw gives a hook, and what hookd makes of it:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any, Iterable, Mapping
@@ -50,10 +51,12 @@ from hookd.harness.base import (
     RemoteAnswers,
     QuestionResolved,
     ToolResultSeen,
+    ToolView,
     known_fields_of,
     question_result,
     questions_hash,
 )
+from hookd.harness import tool_views
 from hookd.harness.install import HookCommands, HookInstall
 from hookd.models import ConfigError, PayloadInvalid
 from hookd.untrusted import decode_json, text_without_lone_surrogates
@@ -402,6 +405,26 @@ def known_fields(event_name: str) -> frozenset[str] | None:
     """Top-level payload fields claw's model of ``event_name`` knows, None if the event itself
     is unknown."""
     return known_fields_of(MODELS, event_name)
+
+
+def present_tool(tool_name: str | None, tool_input: Any) -> ToolView:
+    """A claw tool call as a person reads it (``shared/claw/README.md``: snake-case names for
+    its own tools, Claude-style names for the rest): ``bash`` a command (with its
+    ``description`` if any); ``edit_file`` / ``write_file`` (``path``) and Claude-style
+    ``Edit`` / ``MultiEdit`` / ``Write`` (``file_path``) a diff; ``WebFetch`` its ``url`` and
+    ``prompt``; anything else compact JSON."""
+    f = functools.partial(tool_views.field, tool_input)
+    if tool_name in ("bash", "Bash"):
+        return tool_views.command_view(f("command"), f("description"))
+    if tool_name in ("edit_file", "Edit"):
+        return tool_views.edit_view(f("path", "file_path"), f("old_string"), f("new_string"), f("replace_all"))
+    if tool_name == "MultiEdit":
+        return tool_views.multi_edit_view(f("file_path", "path"), f("edits"))
+    if tool_name in ("write_file", "Write"):
+        return tool_views.write_view(f("path", "file_path"), f("content"))
+    if tool_name == "WebFetch":
+        return tool_views.url_view(f("url"), f("prompt"))
+    return tool_views.json_view(tool_input)
 
 
 def hook_settings(command: str, *, flat: bool = False) -> dict[str, list[Any]]:

@@ -115,6 +115,10 @@ def known_fields(event_name: str) -> frozenset[str] | None:
     return known_fields_of(MODELS, event_name)
 
 
+#: A loop's tools are claw's (claw-http builds on claw's tool events): shown as claw shows them.
+present_tool = claw.present_tool
+
+
 def parse(raw: bytes, *, builder: str | None = None, cwd: str | None = None) -> Payload:
     """Decode one boundary payload (built by :mod:`hookd.http.claw`; builder, cwd: unused, the
     payload names its session). Raises PayloadInvalid."""

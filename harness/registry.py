@@ -9,8 +9,10 @@ harness: its module under ``harness/`` plus its line here (``docs/architecture.m
 
 from __future__ import annotations
 
-from hookd.harness import claude_code, claw, claw_http
-from hookd.harness.base import Adapter, TranscriptReader
+from typing import Any
+
+from hookd.harness import claude_code, claw, claw_http, tool_views
+from hookd.harness.base import Adapter, ToolView, TranscriptReader
 
 #: harness name -> its adapter (the names of the hook routes ``/v1/hooks/{harness}/...`` and of
 #: spooled payloads ``<id>.<harness>.json``; claw-code-go is claw with flat-string settings).
@@ -35,3 +37,11 @@ def reader_of(path: str) -> TranscriptReader:
     ``is_transcript`` claims it (claw's by its ``.claw/sessions/<fp>/`` folder), else the last
     (Claude Code's)."""
     return next((r for r in READERS[:-1] if r.is_transcript(path)), READERS[-1])
+
+
+def present_tool(harness: str | None, tool_name: str | None, tool_input: Any) -> ToolView:
+    """A tool call as a person reads it: the ``present_tool`` of ``harness``'s adapter (a
+    session's harness name); compact JSON (:func:`hookd.harness.tool_views.json_view`) when
+    the harness is unknown or None."""
+    adapter = ADAPTERS.get(harness) if harness is not None else None
+    return adapter.present_tool(tool_name, tool_input) if adapter is not None else tool_views.json_view(tool_input)

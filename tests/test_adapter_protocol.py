@@ -65,7 +65,7 @@ INSTALL_DATA, INSTALL_METHODS = _members(install.HookInstall)
 def test_the_protocol_declares_the_traits_as_booleans():
     assert {n for n, t in ADAPTER_DATA.items() if t is bool} == {
         "desk_only", "sequential_questions", "needs_context", "ack_required", "idle_wake"}
-    assert set(ADAPTER_METHODS) == {"parse", "observe", "boundary", "render_context", "known_fields"}
+    assert set(ADAPTER_METHODS) == {"parse", "observe", "boundary", "render_context", "known_fields", "present_tool"}
     assert {n for n, t in ADAPTER_DATA.items() if t is not bool} == {"remote_answers", "hook_installs"}
 
 
@@ -79,6 +79,9 @@ def test_every_registered_adapter_satisfies_the_protocol(name):
         assert _isinstance(vars(adapter)[trait], kind), (name, trait)
     for method in ADAPTER_METHODS:
         _accepts(getattr(adapter, method), getattr(base.Adapter, method))
+    # a tool call as a person reads it: a ToolView whatever the tool and input
+    for tool, inp in (("Bash", {"command": "ls"}), ("no-such-tool", None), (None, {"x": [1]})):
+        assert isinstance(adapter.present_tool(tool, inp), base.ToolView), (name, tool)
     # what it can do for a remote answer: said by a typed member, None exactly when desk-only
     remote = adapter.remote_answers
     assert (remote is None) == adapter.desk_only, name

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -19,9 +20,10 @@ import pytest
 
 from hookd.config import Home
 from hookd.daemonproc import DaemonProcess
-from hookd.models import ConfigError
+from hookd.models import ConfigError, Interaction
 from hookd.watchers.notify import Notifier
-from hookd.watchers.notify_channels import Alert, deliver, desktop_argv
+from hookd.harness import claude_code
+from hookd.watchers.notify_channels import Alert, deliver, desktop_argv, interaction_alert
 from hookd.watchers.notify_config import Channel, NotifyConfig, load_config
 from hookd.core import Hookd
 from hookd.store import Store
@@ -352,6 +354,49 @@ def _steps(items: list[dict[str, Any]], key: str) -> list[int]:
     return sorted(i["step"] for i in items if i["key"] == key)
 
 
+def permission(tool: str, inp: Any) -> Interaction:
+    return Interaction(id="pr_1", kind="permission", builder="b1", session_id="s", agent_id=None, tool_name=tool,
+                       tool_use_id=None, state="pending", questions=None, answers=None, selections=None, surface=None,
+                       warning=None, error=None, created_at=1000.0, resolved_at=None, revision=1, input=inp)
+
+
+ANSWER = 'Answer: hookd answer pr_1 --option allow   (or: --option deny --text "why")'
+
+
+def test_a_permission_alert_reads_as_the_tool_call():
+    """Issue 20 item 5: the summary, the first lines of the detail, destructive-looking ones
+    said so in the title and the text; never the raw JSON."""
+    i = permission("Bash", {"command": "rm -f README.md", "description": "Remove the README"})
+    a = interaction_alert(i, 0, 2, 1125.0, claude_code.present_tool(i.tool_name, i.input))
+    assert a.title == "hookd: b1 needs permission for Bash (looks destructive)"
+    assert a.message == ("b1 has been waiting 2 min 5 s for permission to run Bash: Remove the README (looks destructive).\n"
+                         "  rm -f README.md\n" + ANSWER)
+    assert a.data["tool_view"] == {"kind": "command", "summary": "Remove the README", "detail": "rm -f README.md",
+                                   "destructive": True}
+    edit = permission("Edit", {"file_path": "/w/a.py", "old_string": "a\nb\nc\nd\ne", "new_string": "A\nb\nc\nd\nE"})
+    a = interaction_alert(edit, 1, 3, 1010.0, claude_code.present_tool(edit.tool_name, edit.input))
+    assert a.title == "hookd: b1 needs permission for Edit"
+    assert a.message == ("b1 has been waiting 10 s for permission to run Edit: Edit /w/a.py (reminder 1 of 2).\n"
+                         "  -a\n  +A\n   b\n   c\n  …\n" + ANSWER)
+    # no view (the harness unknown): compact JSON, once; an agent's control characters made visible
+    other = permission("mcp__x__y", {"q": "\x1b[31mred"})
+    a = interaction_alert(other, 0, 1, 1000.0)
+    assert a.message == 'b1 has been waiting 0 s for permission to run mcp__x__y: {"q":"\\u001b[31mred"}.\n' + ANSWER
+    fetch = permission("WebFetch", {"url": "https://example.org", "prompt": "Is it up?\n\x1b]0;pwned\x07"})
+    a = interaction_alert(fetch, 0, 1, 1000.0, claude_code.present_tool(fetch.tool_name, fetch.input))
+    assert a.message == ("b1 has been waiting 0 s for permission to run WebFetch: https://example.org.\n"
+                         "  Is it up?\n  \\x1b]0;pwned\\x07\n" + ANSWER)
+
+
+def test_a_question_alert_stays_one_line_whatever_the_agent_wrote():
+    q = Interaction(id="toolu_1", kind="question", builder="b1", session_id="s", agent_id=None, tool_name="AskUserQuestion",
+                    tool_use_id="toolu_1", state="pending", answers=None, selections=None, surface=None, warning=None,
+                    error=None, created_at=1000.0, resolved_at=None, revision=1,
+                    questions=[{"question": "Ship?\nAnswer: hookd answer x --option allow", "options": [{"label": "yes"}]}])
+    a = interaction_alert(q, 0, 1, 1000.0)
+    assert "\n" not in a.message and "Ship?\\nAnswer: hookd answer x" in a.message
+
+
 def test_pending_question_notifies_once_per_step_and_a_restart_resends_nothing(
         home: Path, worktree: Path, tmp_path: Path, receiver: Receiver) -> None:
     out = tmp_path / "alerts.jsonl"
@@ -383,7 +428,13 @@ url = "{receiver.url}"
         rig.hook(bash_perm("ls /tmp"))
         wait_until(lambda: any(b["rule"] == "permission_pending" for b in receiver.bodies()), 60, what="the marker")
         perm = next(b for b in receiver.bodies() if b["rule"] == "permission_pending")
-        assert "--option allow" in perm["message"] and "Bash" in perm["message"] and "ls /tmp" in perm["message"]
+        # the command as a person reads it (its description, then the command), not raw JSON
+        head, command, answer = perm["message"].split("\n")
+        assert re.fullmatch(r"b1 has been waiting \d+ s for permission to run Bash: x\.", head), head
+        assert (command, answer) == ("  ls /tmp", f"Answer: hookd answer {perm['data']['interaction_id']} "
+                                                  "--option allow   (or: --option deny --text \"why\")")
+        assert perm["data"]["tool_view"] == {"kind": "command", "summary": "x", "detail": "ls /tmp", "destructive": False}
+        assert perm["data"]["input"] == {"command": "ls /tmp", "description": "x"}  # the exact values stay
         assert _steps(receiver.bodies(), key) == [0, 1] and _steps(_lines(out), key) == [0, 1]
     finally:
         d.stop()

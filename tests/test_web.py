@@ -174,7 +174,7 @@ def test_sign_in_once_then_the_cookie_opens_page_and_api(daemon: DaemonProcess, 
         csp = r.headers["content-security-policy"]
         assert "default-src 'self'" in csp and "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
         # no external resource: every script and stylesheet is hookd's own
-        for ref in ("/static/app.js", "/static/hookd.css"):
+        for ref in ("/static/toolview.js", "/static/app.js", "/static/hookd.css"):
             assert f'"{ref}"' in r.text and c.get(ref).status_code == 200
         assert "http://" not in r.text and "https://" not in r.text
         assert c.get("/v1/status").json()["tcp_port"] == _port(home)

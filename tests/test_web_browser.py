@@ -197,8 +197,10 @@ def test_permission_denied_with_a_message_in_the_browser(page: Page, builder: Bu
     builder.held(pid)
     card = page.locator(f'#pending-list article.permission[data-id="{pid}"]')
     expect(card.locator(".tool")).to_have_text("Bash")
-    shown = json.loads(card.locator("pre.input").inner_text())
-    assert shown == {"command": "rm -rf build", "description": "clean the build"}  # the exact input
+    expect(card.locator(".tv-summary")).to_have_text("clean the build")
+    expect(card.locator("pre.tv-command")).to_have_text("rm -rf build")
+    shown = json.loads(card.locator("details.raw-input pre.input").text_content() or "")
+    assert shown == {"command": "rm -rf build", "description": "clean the build"}  # the exact input, one click away
     card.locator("textarea.deny-message").fill("not now, use ls")
     shot(page, "pending-permission")
     card.locator("button.deny").click()
@@ -216,6 +218,114 @@ def test_permission_denied_with_a_message_in_the_browser(page: Page, builder: Bu
     page.locator("#toast a").click()  # "see History"
     expect(page.locator("#view-history")).to_be_visible()
     shot(page, "history-denied")
+
+
+def primary_buttons(card: Any) -> list[str]:
+    """The card's buttons drawn as the default action (the accent's fill), by text."""
+    accent = card.evaluate("e => getComputedStyle(document.documentElement).getPropertyValue('--accent').trim()")
+    fills = card.locator("button").evaluate_all(
+        "bs => bs.map((b) => [b.textContent, getComputedStyle(b).backgroundColor])")
+    probe = card.evaluate(f"e => {{ const d = document.createElement('div'); d.style.color = '{accent}';"
+                          " document.body.append(d); const c = getComputedStyle(d).color; d.remove(); return c; }")
+    return [text for text, fill in fills if fill == probe]
+
+
+def test_a_destructive_command_card_offers_no_default(page: Page, builder: Builder, daemon: DaemonProcess,
+                                                      home: Path) -> None:
+    """Issue 20 item 5: `rm -f README.md` reads as a command with its description, marked
+    "looks destructive", and neither Allow nor Deny is drawn as the default; an ordinary
+    command keeps Allow as the primary button."""
+    assert builder.hook(payload("001-SessionStart.json")) == ""
+    p = bash_permission("rm -f README.md")
+    p["tool_input"]["description"] = "Remove the README"
+    held = builder.start_hook(p)
+    pid = wait_until(lambda: [q["id"] for q in questions(home, "pending") if q["kind"] == "permission"], 60,
+                     what="a pending permission prompt")[0]
+    builder.held(pid)
+    card = page.locator(f'#pending-list article.permission[data-id="{pid}"]')
+    expect(card).to_have_class(re.compile(r"\bdestructive\b"))
+    expect(card.locator(".ask")).to_have_text("b1 wants to run Bash looks destructive")
+    expect(card.locator(".destructive-badge")).to_have_text("looks destructive")
+    expect(card.locator(".destructive-badge")).to_have_css("color", "rgb(180, 35, 24)")
+    expect(card.locator(".tv-summary")).to_have_text("Remove the README")
+    expect(card.locator(".tool-view pre.tv-command code")).to_have_text("rm -f README.md")
+    expect(card.locator("details.raw-input")).not_to_have_attribute("open", "")
+    assert card.locator("button.primary").count() == 0 and primary_buttons(card) == []
+    allow, deny = card.locator("button.allow"), card.locator("button.deny")
+    assert allow.evaluate("b => getComputedStyle(b).backgroundColor") == deny.evaluate(
+        "b => getComputedStyle(b).backgroundColor")
+    assert allow.evaluate("b => getComputedStyle(b).color") == deny.evaluate("b => getComputedStyle(b).color")
+    assert page.evaluate("document.activeElement === document.body")  # nothing focused: Enter does nothing
+    shot(page, "pending-permission-destructive")
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: the card fits, nothing scrolls sideways
+    no_horizontal_overflow(page)
+    shot(page, "narrow-permission-destructive")
+    page.set_viewport_size({"width": 1200, "height": 820})
+    deny.click()
+    assert finish(held)["hookSpecificOutput"]["decision"]["behavior"] == "deny"
+    done = page.locator(f'#history-list article[data-id="{pid}"]')
+    expect(done.locator(".ask")).to_have_text("Bash Remove the README looks destructive")
+    page.locator('#tabs button[data-view="history"]').click()
+    done.locator("details.tool-view-more summary").click()
+    expect(done.locator("pre.tv-command")).to_have_text("rm -f README.md")
+    shot(page, "history-permission-destructive")
+    page.locator('#tabs button[data-view="pending"]').click()
+    # an ordinary command: Allow is the default again
+    held = builder.start_hook(bash_permission("ls -la"))
+    card = page.locator("#pending-list article.permission")
+    expect(card).to_have_count(1)
+    expect(card).not_to_have_class(re.compile(r"\bdestructive\b"))
+    expect(card.locator(".destructive-badge")).to_have_count(0)
+    assert primary_buttons(card) == ["Allow"]
+    builder.held(card.get_attribute("data-id") or "?")
+    card.locator("button.allow").click()
+    assert finish(held)["hookSpecificOutput"]["decision"]["behavior"] == "allow"
+
+
+def test_an_edit_card_is_a_coloured_diff_and_a_fetch_shows_its_url_as_text(
+        page: Page, builder: Builder, daemon: DaemonProcess, home: Path) -> None:
+    """An Edit prompt reads as a diff of the file (removed lines red, added green); a WebFetch
+    prompt as its URL and prompt: an http(s) URL a link, a javascript: one plain text."""
+    assert builder.hook(payload("001-SessionStart.json")) == ""
+    edit = bash_permission("unused")
+    edit.update(tool_name="Edit", tool_input={"file_path": "/home/dev/proj/README.md",
+                                              "old_string": "# proj\nold intro\nend", "new_string": "# proj\nnew intro\nmore\nend"})
+    held = builder.start_hook(edit)
+    card = page.locator("#pending-list article.permission")
+    expect(card).to_have_count(1)
+    expect(card.locator(".tv-summary")).to_have_text("Edit /home/dev/proj/README.md")
+    lines = card.locator("pre.tv-diff .dl")
+    expect(lines).to_have_text(["--- /home/dev/proj/README.md", "+++ /home/dev/proj/README.md", " # proj",
+                                "-old intro", "+new intro", "+more", " end"])
+    assert [c.split()[-1] for c in lines.evaluate_all("ls => ls.map((l) => l.className)")] == [
+        "file", "file", "ctx", "del", "add", "add", "ctx"]
+    expect(card.locator("pre.tv-diff .del")).to_have_css("color", "rgb(180, 35, 24)")
+    expect(card.locator("pre.tv-diff .add").first).to_have_css("color", "rgb(19, 115, 51)")
+    assert primary_buttons(card) == ["Allow"]
+    builder.held(card.get_attribute("data-id") or "?")
+    shot(page, "pending-permission-edit")
+    card.locator("button.allow").click()
+    assert finish(held)["hookSpecificOutput"]["decision"]["behavior"] == "allow"
+    for url in ("javascript:alert(document.cookie)", "https://example.org/docs?q=<b>hooks</b>"):
+        fetch = bash_permission("unused")
+        fetch.update(tool_name="WebFetch", tool_input={"url": url, "prompt": "What changed?"})
+        held = builder.start_hook(fetch)
+        card = page.locator("#pending-list article.permission")
+        expect(card).to_have_count(1)
+        expect(card.locator(".tv-url")).to_have_text(url)
+        expect(card.locator(".tv-summary")).to_have_count(0)  # the URL once, not twice
+        expect(card.locator(".tv-prompt")).to_have_text("What changed?")
+        if url.startswith("javascript:"):
+            assert card.locator(".tv-url a").count() == 0  # never a link to a script
+        else:
+            link = card.locator(".tv-url a")
+            assert link.get_attribute("href") == "https://example.org/docs?q=%3Cb%3Ehooks%3C/b%3E"
+            assert link.get_attribute("rel") == "noopener noreferrer nofollow"
+            shot(page, "pending-permission-fetch")
+        builder.held(card.get_attribute("data-id") or "?")
+        card.locator("button.deny").click()
+        assert finish(held)["hookSpecificOutput"]["decision"]["behavior"] == "deny"
+        expect(page.locator("#pending-list article.permission")).to_have_count(0)
 
 
 def test_an_answer_or_message_over_the_limit_is_refused_and_the_page_says_so(

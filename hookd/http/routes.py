@@ -18,6 +18,7 @@ from starlette.routing import Route
 from hookd.config import check_builder_id
 from hookd.http.responses import enc, json_response
 from hookd.http.status import core_status
+from hookd.http.views import with_tool_view, with_tool_views
 from hookd.models import AnswerRequest, BadRequest, Conflict, NotFound, PayloadTooLarge, os_user
 from hookd.core import Hookd
 from hookd.spawn import list_unspawned, read_manifest, unspawned_at
@@ -189,13 +190,13 @@ class RestApi:
             raise BadRequest("limit must be an integer") from None
         if not 1 <= limit <= 100_000:
             raise BadRequest("limit must be between 1 and 100000")
-        return json_response(await self.core.store.interactions(state, limit))
+        return json_response(await with_tool_views(self.core.store, await self.core.store.interactions(state, limit)))
 
     async def interaction(self, request: Request) -> Response:
         i = await self.core.store.interaction(request.path_params["id"])
         if i is None:
             raise NotFound(f"no interaction {request.path_params['id']!r}")
-        return json_response(i)
+        return json_response(await with_tool_view(self.core.store, i))
 
     async def send(self, request: Request) -> Response:
         builder = await self.known_builder(request)
@@ -242,7 +243,10 @@ class RestApi:
 
     async def answer(self, request: Request) -> Response:
         body = decode_body(await read_api_body(request), AnswerRequest, "answer")
-        return json_response(await self.core.answer(request.path_params["id"], body, surface=body.surface))
+        receipt = await self.core.answer(request.path_params["id"], body, surface=body.surface)
+        if receipt.get("interaction") is not None:
+            receipt = {**receipt, "interaction": await with_tool_view(self.core.store, receipt["interaction"])}
+        return json_response(receipt)
 
     async def ask(self, request: Request) -> Response:
         builder = await self.known_builder(request)

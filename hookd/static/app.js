@@ -150,11 +150,19 @@ function pendingCard(i) {
   card.append(cardHead(i));
   const note = h("p", {class: "note", role: "status"});
   if (i.kind === "permission") {
-    card.append(h("p", {class: "ask"}, `${i.builder} wants to run `, h("strong", {}, i.tool_name || "a tool"), ":"));
-    card.append(h("pre", {class: "input"}, JSON.stringify(i.input, null, 2)));
+    // the tool call as a person reads it (toolview.js); a destructive-looking one offers no
+    // default: both buttons plain, neither primary
+    const v = i.tool_view;
+    const risky = !!(v && v.destructive);
+    if (risky) card.classList.add("destructive");
+    card.append(h("p", {class: "ask"}, `${i.builder} wants to run `, h("strong", {}, i.tool_name || "a tool"),
+      " ", toolViewBadge(v)));
+    card.append(...toolViewNodes(v, i.input));
+    card.append(h("details", {class: "raw-input"}, h("summary", {}, "input as sent (JSON)"),
+      h("pre", {class: "input"}, JSON.stringify(i.input, null, 2))));
     const msg = h("textarea", {class: "deny-message", rows: 2, placeholder: "Message to the agent (sent with Deny)",
                                "aria-label": "deny message"});
-    const allow = h("button", {type: "button", class: "allow"}, "Allow");
+    const allow = h("button", {type: "button", class: risky ? "allow" : "allow primary"}, "Allow");
     const deny = h("button", {type: "button", class: "deny"}, "Deny");
     allow.addEventListener("click", () => submit(card, {decision: "allow"}));
     deny.addEventListener("click", () => submit(card, {decision: "deny", message: msg.value.trim() || null}));
@@ -313,8 +321,13 @@ function historyCard(i) {
                              "data-surface": i.surface || ""});
   card.append(cardHead(i));
   if (i.kind === "permission") {
+    const v = i.tool_view;
     card.append(h("p", {class: "ask"}, h("strong", {}, i.tool_name || "tool"), " ",
-      h("code", {class: "input-inline"}, JSON.stringify(i.input))));
+      v && typeof v.summary === "string" ? h("span", {class: "tv-summary"}, v.summary)
+        : h("code", {class: "input-inline"}, JSON.stringify(i.input)), " ", toolViewBadge(v)));
+    if (v && typeof v.detail === "string" && !(v.kind === "command" && v.summary === v.detail)) {
+      card.append(h("details", {class: "tool-view-more"}, h("summary", {}, "the call"), toolViewBody(v)));
+    }
   }
   const outcome = outcomeOf(i);
   card.dataset.outcome = outcome;

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from hookd.harness.registry import present_tool
 from hookd.watchers.notify_channels import (
     Alert,
     NotifyFailed,
@@ -250,7 +251,11 @@ class Notifier:
             top = self._steps.get(key, (-1, 0.0))[0]
             due = [n for n, off in enumerate(cfg.steps_s) if fire_at + off <= now]
             if due and due[-1] > top:
-                await self._claim_and_send(interaction_alert(i, due[-1], len(cfg.steps_s), now))
+                view = None
+                if i.kind == "permission":  # the tool call as its harness's adapter shows it
+                    harness = await self.core.store.session_harness(i.session_id) if i.session_id else None
+                    view = present_tool(harness, i.tool_name, i.input)
+                await self._claim_and_send(interaction_alert(i, due[-1], len(cfg.steps_s), now, view))
                 top = max(top, due[-1])
             if top + 1 < len(cfg.steps_s):
                 t = fire_at + cfg.steps_s[top + 1]

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+from hookd.harness.base import ToolView
+from hookd.harness.tool_views import json_view
 from hookd.models import Interaction, NotFound
 from hookd.untrusted import visible
 from hookd.watchers.notify_config import Channel, NotifyConfig
@@ -46,7 +48,10 @@ class Alert(msgspec.Struct, kw_only=True):
     at: float = msgspec.field(default_factory=time.time)
 
     def __post_init__(self) -> None:
-        self.title, self.message = visible(self.title), visible(self.message)
+        # the message may have lines of its own (a permission prompt's command or diff): each
+        # line is made safe, the line breaks between them kept
+        self.title = visible(self.title)
+        self.message = "\n".join(visible(line) for line in self.message.split("\n"))
 
 
 def duration(s: float) -> str:
@@ -59,18 +64,49 @@ def duration(s: float) -> str:
     return f"{s} s"
 
 
-def interaction_alert(i: Interaction, step: int, steps: int, now: float) -> Alert:
-    """The alert for a pending question or permission prompt."""
+#: Most lines of a permission prompt's tool call a notification shows under its summary.
+DETAIL_LINES = 4
+
+
+def view_lines(view: ToolView) -> list[str]:
+    """The first lines of ``view``'s detail a notification shows under its summary (at most
+    :data:`DETAIL_LINES`, each made safe and cut to 160 characters, ``…`` when more follow):
+    not what the summary already says (a command without a description, a URL, a diff's
+    file headers)."""
+    lines = view.detail.split("\n")
+    if view.kind == "command" and view.detail == view.summary:
+        lines = []
+    elif view.kind == "url":
+        lines = lines[1:]
+    elif view.kind == "diff":
+        lines = [x for x in lines if not x.startswith(("--- ", "+++ "))]
+    elif view.kind == "json":
+        lines = [] if view.detail == view.summary else lines
+    lines = [x for x in lines if x.strip()]
+    shown = [visible(x if len(x) <= 160 else x[:159] + "…") for x in lines[:DETAIL_LINES]]
+    if len(lines) > DETAIL_LINES:
+        shown.append("…")
+    return shown
+
+
+def interaction_alert(i: Interaction, step: int, steps: int, now: float, view: ToolView | None = None) -> Alert:
+    """The alert for a pending question or permission prompt. view: a permission prompt's
+    tool call as a person reads it (its adapter's ``present_tool``; None: compact JSON of the
+    input): its summary, the first lines of its detail (:func:`view_lines`) on lines of their
+    own, and whether it looks destructive."""
     waited = duration(now - i.created_at)
     nth = f" (reminder {step} of {steps - 1})" if step else ""
     if i.kind == "permission":
-        inp = _enc.encode(i.input).decode() if i.input is not None else ""
-        inp = inp if len(inp) <= 200 else inp[:197] + "..."
+        view = view if view is not None else json_view(i.input)
         rule = "permission_pending"
-        title = f"hookd: {i.builder} needs permission for {i.tool_name}"
-        message = (f"{i.builder} has been waiting {waited} for permission to run {i.tool_name} {inp}{nth}. "
-                   f"Answer: hookd answer {i.id} --option allow   (or: --option deny --text \"why\")")
-        what: Any = {"tool_name": i.tool_name, "input": i.input}
+        risky = " (looks destructive)" if view.destructive else ""
+        title = f"hookd: {i.builder} needs permission for {i.tool_name}{risky}"
+        message = "\n".join([
+            f"{i.builder} has been waiting {waited} for permission to run {i.tool_name}: "
+            f"{visible(view.summary)}{risky}{nth}.",
+            *("  " + x for x in view_lines(view)),
+            f"Answer: hookd answer {i.id} --option allow   (or: --option deny --text \"why\")"])
+        what: Any = {"tool_name": i.tool_name, "input": i.input, "tool_view": msgspec.to_builtins(view)}
     else:
         qs = [q for q in (i.questions or []) if isinstance(q, dict)]
         text = "; ".join(str(q.get("question", "?")) for q in qs) or "a question"
@@ -78,9 +114,9 @@ def interaction_alert(i: Interaction, step: int, steps: int, now: float) -> Aler
         rule = "question_pending"
         title = f"hookd: {i.builder} is waiting for your answer"
         how = (f"--option {_shell_word(opts[0])}" if opts else "--text \"...\"")
-        message = (f"{i.builder} has been waiting {waited} for an answer to: {text}"
-                   + (f" (options: {', '.join(map(str, opts))})" if opts else "") + f"{nth}. "
-                   f"Answer: hookd answer {i.id} {how}")
+        message = visible(f"{i.builder} has been waiting {waited} for an answer to: {text}"
+                          + (f" (options: {', '.join(map(str, opts))})" if opts else "") + f"{nth}. "
+                          f"Answer: hookd answer {i.id} {how}")  # one line: the agent's text has no say
         what = {"questions": [q.get("question") for q in qs]}
     return Alert(key=f"interaction:{i.id}", rule=rule, step=step, builder=i.builder, session_id=i.session_id,
                  title=title, message=message, at=now,
