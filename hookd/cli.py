@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from hookd import __version__
-from hookd.cli_render import _client, _echo_json, _log_to_stderr, _out, _seg, _table, _when
+from hookd.cli_render import _client, _duration, _echo_json, _log_to_stderr, _out, _seg, _table, _when
 from hookd.untrusted import visible
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         _echo_json(s)
         return
-    _out(f"hookd {s['version']} pid {s['pid']}, up {s['uptime_s']:.0f} s, home {s['home']}")
+    _out(f"hookd {s['version']} pid {s['pid']}, up {_duration(s['uptime_s'])}, home {s['home']}")
     _out(f"socket {s['socket']}, hook port 127.0.0.1:{s['tcp_port']}")
     c = s["counts"]
     _out(f"{c.get('hook_events', '?')} hook events, {c.get('events', '?')} events, "

@@ -337,9 +337,14 @@ def _answered(d: dict[str, Any]) -> str:
 
 
 def _who(d: dict[str, Any]) -> str:
-    """`` by SURFACE (ACTOR)`` of an event's data, or what of it is there."""
-    by = f" by {d['surface']}" if _given(d.get("surface")) else ""
-    return by + (f" ({d['actor']})" if _given(d.get("actor")) else "")
+    """`` from the CLI by ana`` of an event's data (:func:`hookd.models.by_text`: the words the
+    page and the API's ``by`` use), or what of it is there."""
+    from hookd.models import by_text
+
+    surface = d.get("surface") if _given(d.get("surface")) else None
+    actor = d.get("actor") if _given(d.get("actor")) else None
+    by = by_text(str(surface) if surface is not None else None, str(actor) if actor is not None else None)
+    return f" {by}" if by else ""
 
 
 
@@ -365,8 +370,14 @@ def _first_question(d: dict[str, Any]) -> str:
 
 
 def _resolved(d: dict[str, Any]) -> str:
-    got = _answered(d)
-    return (f"{d.get('id')} {d.get('outcome')}{_who(d)}" + (f": {got}" if got else "")
+    from hookd.models import outcome_of
+
+    outcome, got = d.get("outcome"), _answered(d)
+    if d.get("kind") == "permission" and isinstance(outcome, str) and d.get("decision") in ("allow", "deny"):
+        # the words the API's ``outcome`` and the page use: allowed / denied (and the deny's message)
+        outcome = outcome_of("permission", outcome, str(d["decision"]))
+        got = _clip(d["message"], 60) if outcome == "denied" and _given(d.get("message")) else ""
+    return (f"{d.get('id')} {outcome}{_who(d)}" + (f": {got}" if got else "")
             + (f" (inferred from {d['inferred_from']})" if _given(d.get("inferred_from")) else ""))
 
 
@@ -464,6 +475,8 @@ EVENT_SUMMARY: dict[str, Callable[[dict[str, Any], str], Any]] = {
     "transcript_refused": lambda d, s: f"{d.get('path')}: {d.get('reason')}",
     "storage_recovered": lambda d, s: f"after {_duration(d.get('after_s') or 0)}: {d.get('refused')} writes refused"
     + f" ({d.get('error')}: {_clip(d.get('message'), 80)})",
+    "inbox_cancelled": lambda d, s: f"{d.get('id')} taken back{_who(d)}",
+    "builder_unspawned": lambda d, s: f"hooks removed at {_when(d.get('unspawned_at'))}",
     "interaction_id_reused": lambda d, s: f"{d.get('tool_use_id')} recorded as {d.get('id')} "
     + f"(already {(d.get('first') or {}).get('id')} of {(d.get('first') or {}).get('builder')})",
 }

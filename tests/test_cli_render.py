@@ -79,7 +79,7 @@ EVENTS: list[tuple[str, dict[str, Any], str]] = [
      "toolu_2: Which color do you prefer? (+1 more) (via transcript)"),
     ("question_resolved", {"id": "toolu_1", "kind": "question", "tool_use_id": "toolu_1", "outcome": "answered",
                            "answers": {"Which color do you prefer?": "Blue"}, "selections": [], "surface": "cli",
-                           "actor": "ana"}, "toolu_1 answered by cli (ana): Blue"),
+                           "actor": "ana"}, "toolu_1 answered from the CLI by ana: Blue"),
     ("question_resolved", {"id": "toolu_1", "kind": "question", "tool_use_id": "toolu_1", "outcome": "dismissed",
                            "answers": None, "selections": None, "surface": None, "warning": "...",
                            "inferred_from": "Stop"}, "toolu_1 dismissed (inferred from Stop)"),
@@ -90,17 +90,17 @@ EVENTS: list[tuple[str, dict[str, Any], str]] = [
                             "input_hash": "h", "permission_mode": None}, 'pr_2 mcp__x__y: {"n":1}'),
     ("permission_resolved", {"id": "pr_1", "kind": "permission", "tool_name": "Bash", "tool_use_id": None,
                              "outcome": "answered", "decision": "allow", "surface": "terminal",
-                             "inferred_from": "tool running"}, "pr_1 answered by terminal: allow (inferred from tool running)"),
+                             "inferred_from": "tool running"}, "pr_1 allowed at the desk (inferred from tool running)"),
     ("permission_resolved", {"id": "pr_1", "kind": "permission", "tool_use_id": None, "outcome": "answered",
                              "answers": None, "selections": None, "decision": "deny", "message": "not now",
-                             "surface": "cli", "actor": "ana"}, "pr_1 answered by cli (ana): deny: not now"),
+                             "surface": "cli", "actor": "ana"}, "pr_1 denied from the CLI by ana: not now"),
     ("human_input_requested", {"id": "ask_1", "kind": "async", "async": True, "question": "Ship it?",
                                "options": ["yes", "no"], "expires_at": None, "author": None},
      "ask_1: Ship it? (yes | no)"),
     ("interaction_answered", {"id": "toolu_1", "kind": "question", "tool_use_id": "toolu_1", "surface": "cli",
                               "actor": "ana", "response_id": None, "answers": {"Which color do you prefer?": "Red"},
                               "decision": None, "message": None, "delivery": "hook"},
-     "toolu_1 by cli (ana): Red; delivery: hook"),
+     "toolu_1 from the CLI by ana: Red; delivery: hook"),
     ("answer_delivered", {"id": "pr_1", "kind": "permission", "via": "PermissionRequest"}, "pr_1 via PermissionRequest"),
     ("answer_adopted", {"id": "toolu_1", "kind": "question", "via": "PostToolUse", "tool_use_id": "toolu_1"},
      "toolu_1 via PostToolUse"),
@@ -137,6 +137,8 @@ EVENTS: list[tuple[str, dict[str, Any], str]] = [
      "/p.jsonl: a FIFO, not a regular file"),
     ("storage_recovered", {"error": "disk_full", "message": "database or disk is full", "since": AT, "refused": 3,
                            "after_s": 125.5}, "after 2m: 3 writes refused (disk_full: database or disk is full)"),
+    ("inbox_cancelled", {"id": "m-3", "actor": "ana", "surface": "cli"}, "m-3 taken back from the CLI by ana"),
+    ("builder_unspawned", {"unspawned_at": AT}, f"hooks removed at {WHEN}"),
     ("interaction_id_reused", {"id": "toolu_1~0a1b2c3d", "tool_use_id": "toolu_1", "via": "PreToolUse",
                                "first": {"id": "toolu_1", "builder": "b2", "session_id": "s-9"}, "reason": "..."},
      "toolu_1 recorded as toolu_1~0a1b2c3d (already toolu_1 of b2)"),
@@ -247,7 +249,7 @@ toolu_01ASK  question from b1, waiting 3m
   Which color do you prefer?
     Red   A warm color
     Blue  A cool color
-  answered by cli (ana) (as inbox message m-3): Red; the menu is still open at the desk
+  answered from the CLI by ana (as inbox message m-3): Red; the menu is still open at the desk
   answer: hookd answer toolu_01ASK --option Red"""),
     (_question(state="answered", surface="cli", actor="ana", resolved_at=AT + 65,
                answers={"Which color do you prefer?": "Blue"}), """\
