@@ -99,6 +99,7 @@ class Hookd:
         self.ingest_spool = self.spool.ingest_spool
         self.send_message = self.inbox.send_message
         self.cancel_message = self.inbox.cancel_message
+        self.builder_unspawned = self.inbox.builder_unspawned
         self.wake = self.inbox.wake
         self.apply_transcript = self.transcripts.apply_transcript
         self.transcript_followed = self.transcripts.transcript_followed

@@ -109,6 +109,17 @@ class Inbox:
             await self.bus.publish()
         return message, created
 
+    async def builder_unspawned(self, builder: str, at: float) -> None:
+        """Record that `hookd unspawn` removed ``builder``'s hooks at ``at`` (epoch seconds; the
+        CLI tells a running daemon): event ``builder_unspawned``, so lanes and the page learn it now
+        and a send to it is refused."""
+
+        def tx_fn(tx: Tx) -> None:
+            tx.append_event("builder_unspawned", builder, None, time.time(), {"unspawned_at": at})
+
+        await self.store.write(tx_fn)
+        await self.bus.publish()
+
     async def cancel_message(self, message_id: str, *, actor: str, surface: str = "api") -> tuple[InboxMessage, bool]:
         """Take back queued message ``message_id`` (a human's, or an answer kept as one): it
         is never delivered. Returns (message, cancelled): cancelled False when it already was

@@ -219,12 +219,7 @@ class RestApi:
         at = await asyncio.to_thread(unspawned_at, self.core.home, builder)
         if at is None:
             raise NotFound(f"builder {builder!r} is not unspawned")
-
-        def tx_fn(tx: Any) -> None:
-            tx.append_event("builder_unspawned", builder, None, time.time(), {"unspawned_at": at})
-
-        await self.core.store.write(tx_fn)
-        await self.core.bus.publish()
+        await self.core.builder_unspawned(builder, at)
         return json_response({"builder": builder, "unspawned_at": at})
 
     async def cancel(self, request: Request) -> Response:
