@@ -161,6 +161,10 @@ class Holds:
 
     def _hook_delivered_tx(self, tx: Tx, iid: str, at: float) -> None:
         i = tx.interaction(iid)
+        if i is not None and i.adopted_at is not None and i.adopted_at < at:
+            # the client read the reply before the tool ran: the tool's own hook adopting the
+            # answer was taken first, its client's close seen after (a busy daemon)
+            at = i.adopted_at
         if i is not None and tx.mark_answer_delivered(iid, via="PermissionRequest", at=at):
             tx.append_event("answer_delivered", i.builder, i.session_id, at,
                             {"id": iid, "kind": i.kind, "via": "PermissionRequest"})
