@@ -149,9 +149,6 @@ def test_the_unix_connection_made_sets_what_uvicorns_sets() -> None:
             "expect_100_continue", "cycle"} <= init, init
     assert "url" in _assigned(HttpToolsProtocol.on_message_begin)
     assert {"transport", "scope"} <= _assigned(RequestResponseCycle.__init__)
-    # eof_received keeps a connection open while its request's reply is still to be written
-    assert {"more_body", "response_complete"} <= _assigned(RequestResponseCycle.__init__)
-    assert "self.cycle.more_body = False" in inspect.getsource(HttpToolsProtocol.on_message_complete)
 
 
 class _Transport:

@@ -174,16 +174,14 @@ class HttpProtocol(HttpToolsProtocol):
             if self._reply_read is not None and not self._reply_read.done():
                 self._reply_read.set_result(True)
             return super().eof_received()  # (it returns None: the transport closes)
-        # The client shut down its writing side with its request sent (a hook client whose stdin
-        # ended may): the reply is still to be written, so the connection stays open (True) and
-        # the reply closes it. uvicorn's own closes it here, and a reply written by a task after
-        # this (every ASGI reply; a fast-path hook that waited for a group commit) was lost.
+        # A fast-path hook's client shut down its writing side (or went away): its reply, still
+        # to be written when the hook waited for a group commit, goes out and closes the
+        # connection (True keeps it open until then; uvicorn's own closes it here, and the reply
+        # of a client that only half-closed was lost). On the ASGI path an EOF stays what uvicorn
+        # makes it, the client gone: a held hook, an idle wake and an event stream end on it.
         hook = self._hook
         if hook is not None:
             hook.start("cut")  # (a no-op once started; else what arrived is stored, and refused)
-            return True
-        cycle = self.cycle
-        if cycle is not None and not cycle.more_body and not cycle.response_complete:
             return True
         return super().eof_received()
 
