@@ -291,11 +291,10 @@ def _interaction(i: dict[str, Any], now: float) -> _Shown:
         if i.get("expires_at"):
             head.append(f", expires in {_duration(i['expires_at'] - now)}")
     else:
-        head.append(i.get("outcome") or i["state"])
-        if i.get("by"):
-            head.append(f" {i['by']}")
-        elif i.get("surface"):
-            head.append(f" by {i['surface']}" + (f" ({i['actor']})" if i.get("actor") else ""))
+        from hookd.models import outcome_of
+
+        head.append(i.get("outcome") or outcome_of(i["kind"], i["state"], i.get("decision")))
+        head.append(f" {i['by']}" if i.get("by") else _who(i))  # (a daemon that sends no ``by``: the same words)
         if i.get("resolved_at"):
             head.append(f", {_duration(now - i['resolved_at'])} ago")
     lines = [_line(*head)]

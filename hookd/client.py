@@ -111,6 +111,11 @@ class Client:
         except TimeoutError:
             conn.close()
             raise HookdError(f"hookd did not answer within {conn.timeout:g} s (socket {self.home.socket_path})") from None
+        except OSError:
+            conn.close()
+            if self._aborted:  # abort() shut the socket down under the request (a broken pipe, a reset)
+                raise HookdError("the request to hookd was broken off") from None
+            raise
         except BaseException:
             conn.close()
             raise

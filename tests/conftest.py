@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from hookd.config import Home
 from hookd.daemonproc import DaemonProcess, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
@@ -88,15 +89,29 @@ def run_hook(command: str, payload: bytes, cwd: Path, timeout: float = 30) -> su
 
 
 def questions(home: Path, state: str = "all") -> list[dict[str, Any]]:
-    r = hookd_cli(home, "questions", "--state", state, "--json")
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
+    """The daemon's interactions: ``GET /v1/questions`` over its socket, what `hookd questions
+    --json` prints, read in this process (a CLI process per look cost the suite an interpreter
+    start each; the CLI's own output is tested where it is the point: test_cli_output,
+    test_operator, test_cli_edges)."""
+    from hookd.client import Client
+
+    c = Client(Home.resolve(home))
+    try:
+        return c.get("/v1/questions", state=state)
+    finally:
+        c.close()
 
 
 def events(home: Path) -> list[dict[str, Any]]:
-    r = hookd_cli(home, "events", "--json")
-    assert r.returncode == 0, r.stderr
-    return [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
+    """The daemon's event log (``GET /v1/events``, what `hookd events --json` prints), read in
+    this process."""
+    from hookd.client import Client
+
+    c = Client(Home.resolve(home))
+    try:
+        return list(c.lines("/v1/events", after=0, limit=100000))
+    finally:
+        c.close()
 
 
 @pytest.hookimpl(wrapper=True)

@@ -13,7 +13,7 @@ import pytest
 
 from hookd.daemonproc import DaemonProcess
 from hookd.harness import base, claw
-from hookd.models import PayloadInvalid
+from hookd.models import PayloadInvalid, os_user
 
 from .conftest import events, hookd_cli, questions, wait_until
 from .fake_claw import FakeClaw, fingerprint, merge_hook_feedback, parse_output
@@ -221,7 +221,7 @@ def test_fake_claw_message_reaches_next_tool_result_once(daemon: DaemonProcess, 
     second = fc.bash("echo two")
     assert_clean(second)
     assert second.output.startswith("two\n\n\nHook feedback:\n" + base._HEADER)
-    assert f"[human msg {mid} from human at " in second.output and second.output.endswith("also update the changelog")
+    assert f"[human msg {mid} from {os_user()} at " in second.output and second.output.endswith("also update the changelog")
     assert second.output.count("also update the changelog") == 1
     third = fc.bash("echo three")
     assert third.output == "three\n"  # exactly once

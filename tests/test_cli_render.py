@@ -253,7 +253,7 @@ toolu_01ASK  question from b1, waiting 3m
   answer: hookd answer toolu_01ASK --option Red"""),
     (_question(state="answered", surface="cli", actor="ana", resolved_at=AT + 65,
                answers={"Which color do you prefer?": "Blue"}), """\
-toolu_01ASK  question from b1, answered by cli (ana), 2m ago
+toolu_01ASK  question from b1, answered from the CLI by ana, 2m ago
   Which color do you prefer? -> Blue"""),
     (_question(id="toolu_01MULTI", questions=MULTI, state="dismissed", resolved_at=AT), """\
 toolu_01MULTI  question from b1, dismissed, 3m ago
@@ -264,7 +264,7 @@ pr_3f2a  permission from b1, orphaned, 3m ago
   Bash: {"command":"rm -f README.md","description":"Remove the readme"}"""),
     (_permission(state="answered", decision="deny", message="not now", surface="web", actor="ana",
                  resolved_at=AT + 180), """\
-pr_3f2a  permission from b1, answered by web (ana), 5s ago
+pr_3f2a  permission from b1, denied on the page by ana, 5s ago
   Bash: {"command":"rm -f README.md","description":"Remove the readme"}
   -> deny: not now"""),
     (_permission(state="answered", decision="deny", message="not now", surface="web", actor="ana",

@@ -39,7 +39,7 @@ from hookd.daemonproc import DaemonProcess, wait_until
 from hookd.core import Hookd
 from hookd.store import Store
 
-from .conftest import TUI, hookd_cli, run_hook, settings_command
+from .conftest import TUI, events, hookd_cli, run_hook, settings_command
 
 pytestmark = pytest.mark.daemon
 
@@ -272,8 +272,11 @@ def test_disk_full_refuses_with_503_keeps_serving_and_loses_nothing(tmp_path: Pa
         back_s = time.monotonic() - t0
         assert out.post() == 200  # and it goes on: the writer was not wedged
         assert log_lines(d, "Traceback") == 0, d.log.read_text()[-3000:]
-        rec = [e for e in _events(home) if e["kind"] == "storage_recovered"]
-        assert rec and rec[0]["data"]["error"].startswith("SQLITE_"), rec
+        # the outage is recorded by the retry task's next write, after the write that found
+        # storage back (hookd.storage_health.retry_until_back): waited for, not assumed done
+        rec = wait_until(lambda: [e for e in _events(home) if e["kind"] == "storage_recovered"], 30,
+                         what="the storage_recovered event")
+        assert rec[0]["data"]["error"].startswith("SQLITE_"), rec
         if how == "tmpfs":
             assert log_lines(d, "storage is back") == 1 and len(rec) == 1, rec
             assert rec[0]["data"]["refused"] >= len(out.refused)
@@ -284,9 +287,7 @@ def test_disk_full_refuses_with_503_keeps_serving_and_loses_nothing(tmp_path: Pa
 
 
 def _events(home: Home) -> list[dict[str, Any]]:
-    r = hookd_cli(home.root, "events", "--json")
-    assert r.returncode == 0, r.stderr
-    return [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
+    return events(home.root)
 
 
 # --- a lock held by another connection ----------------------------------------------------

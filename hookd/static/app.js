@@ -39,6 +39,7 @@ const S = {
   es: null,
   backoff: 500,
   signedOut: false,
+  signingOut: false,
   connects: 0,
   loaded: false,    // the API was read at least once (before: no empty state is claimed)
   live: false,      // the event stream is up and the views are current
@@ -660,6 +661,8 @@ function setConn(state, text) {
 function signedOut(byUser) {
   if (S.signedOut) return;
   S.signedOut = true;
+  // a read refused (401) while the sign-out's own request is under way is that sign-out
+  byUser = byUser || S.signingOut;
   if (S.es) S.es.close();
   for (const t of Object.values(timers)) clearTimeout(t);
   S.interactions.clear();
@@ -747,6 +750,7 @@ async function start() {
   window.addEventListener("hashchange", () => showView(location.hash.slice(1) || "pending"));
   showView(location.hash.slice(1) || "pending");
   $("signout").addEventListener("click", async () => {
+    S.signingOut = true;
     await api("POST", "/web/signout").catch(() => {});
     signedOut(true);
   });
