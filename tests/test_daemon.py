@@ -137,7 +137,11 @@ def test_kill_9_loses_nothing_acknowledged(home):
     d.kill()
     d.start()
     try:
-        assert events(home) == before
+        after = events(home)
+        # every acknowledged event kept, once, in order; the restarted daemon's lane watcher may
+        # have recorded its own view since (the agent's process is gone): lane changes only
+        assert after[:len(before)] == before
+        assert {e["kind"] for e in after[len(before):]} <= {"lane_changed"}, after[len(before):]
         [q] = questions(home)
         assert q["state"] == "answered" and q["answers"] == {"Which color do you prefer?": "Blue"}
     finally:
