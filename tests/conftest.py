@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures" / "claude-code" / "2.1.332"
 TUI = FIXTURES / "tui-ask-answered-at-terminal" / "hooks"
 
-__all__ = ["REPO", "FIXTURES", "TUI", "wait_until", "run_hook", "hookd_cli"]
+__all__ = ["REPO", "FIXTURES", "TUI", "wait_until", "run_hook", "hookd_cli", "hookd_run"]
 
 
 @pytest.fixture
@@ -71,6 +71,20 @@ def hookd_cli(home: Path, *args: str, input: bytes | None = None, timeout: float
         input=input, capture_output=True, timeout=timeout,
         text=input is None,
     )
+
+
+def hookd_run(home: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The `hookd` CLI against ``home`` run in this process (click's CliRunner: the same
+    parsing, commands and output, without an interpreter's start, which was most of the CPU
+    a test spent on a CLI call): for tests where the CLI's process is not the point (a builder
+    spawned to have hooks, an answer sent to reach the agent). Never raises on exit code; an
+    exception the CLI does not turn into an exit code fails the test."""
+    from click.testing import CliRunner
+
+    from hookd.cli import main
+
+    r = CliRunner().invoke(main, ["--home", os.fspath(home), *args], input=input, catch_exceptions=False)
+    return subprocess.CompletedProcess(["hookd", *args], r.exit_code, r.stdout, r.stderr)
 
 
 def settings_command(settings_file: Path, event: str) -> str:

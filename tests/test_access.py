@@ -30,7 +30,7 @@ from hookd.config import Home
 from hookd.daemonproc import DaemonProcess
 
 from .apiroutes import all_routes, harnesses, public_paths
-from .conftest import TUI, hookd_cli, run_hook, settings_command
+from .conftest import TUI, hookd_cli, hookd_run, run_hook, settings_command
 
 pytestmark = pytest.mark.daemon
 
@@ -233,7 +233,7 @@ def test_tokens_are_never_logged_stored_or_echoed(home: Path, worktree: Path, tm
         port, token = _endpoint(home)
         ep = Home.resolve(home).read_endpoint()
         hook_token, proof = ep.hook_token, ep.proof
-        assert hookd_cli(home, "spawn", "b1", "--worktree", os.fspath(worktree)).returncode == 0
+        assert hookd_run(home, "spawn", "b1", "--worktree", os.fspath(worktree)).returncode == 0
         command = settings_command(worktree / ".claude" / "settings.local.json", "PreToolUse")
         for name in ("001-SessionStart.json", "004-PreToolUse.json", "007-PreToolUse.json", "012-Stop.json"):
             r = run_hook(command, (TUI / name).read_bytes(), worktree)
@@ -281,7 +281,7 @@ def test_generated_files_that_embed_the_token_are_private(daemon: DaemonProcess,
     settings = tmp_path / "standalone.json"
     for args in (["b1", "--worktree", os.fspath(worktree)], ["b2", "--settings-file", os.fspath(settings)],
                  ["b3", "--worktree", os.fspath(worktree), "--wake-wait", "60"]):
-        assert hookd_cli(home, "spawn", *args).returncode == 0
+        assert hookd_run(home, "spawn", *args).returncode == 0
     _, token = _endpoint(home)
     h = Home.resolve(home)
     ep = h.read_endpoint()
@@ -366,7 +366,7 @@ def test_hostile_worktree_and_home_names_cannot_inject(name: str, tmp_path: Path
     cwd.mkdir()
     d = DaemonProcess(home).start()
     try:
-        r = hookd_cli(home, "spawn", "b1", "--worktree", os.fspath(worktree))
+        r = hookd_run(home, "spawn", "b1", "--worktree", os.fspath(worktree))
         assert r.returncode == 0, r.stderr
         settings = worktree / ".claude" / "settings.local.json"
         # (the PermissionRequest after the PostToolUse: the desk answered, nothing to hold)
@@ -400,7 +400,7 @@ def test_hostile_worktree_and_home_names_cannot_inject(name: str, tmp_path: Path
 ], ids=repr)
 def test_hostile_builder_ids_are_refused_with_a_clear_error(builder: str, daemon: DaemonProcess, home: Path,
                                                            worktree: Path, tmp_path: Path) -> None:
-    r = hookd_cli(home, "spawn", "--worktree", os.fspath(worktree), "--", builder)
+    r = hookd_run(home, "spawn", "--worktree", os.fspath(worktree), "--", builder)
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     assert "invalid builder id" in r.stderr and "letters, digits" in r.stderr
     assert not (worktree / ".claude").exists() and not (worktree / ".mcp.json").exists()
@@ -413,7 +413,7 @@ def test_hostile_builder_ids_are_refused_with_a_clear_error(builder: str, daemon
     assert resp.status_code in (400, 404), resp.text
     assert set(resp.json()) == {"error"} and resp.json()["error"]["message"]
     # and the client itself, handed such an id, exits 0 silently without calling anyone
-    assert hookd_cli(home, "spawn", "ok", "--worktree", os.fspath(worktree)).returncode == 0
+    assert hookd_run(home, "spawn", "ok", "--worktree", os.fspath(worktree)).returncode == 0
     client = Home.resolve(home).client_script
     res = subprocess.run(["bash", "-p", os.fspath(client), "claude-code", builder, "5000"], cwd=tmp_path,
                          input=(TUI / "001-SessionStart.json").read_bytes(), capture_output=True, timeout=30)

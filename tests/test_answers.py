@@ -21,7 +21,7 @@ import pytest
 from hookd.config import Home
 from hookd.daemonproc import DaemonProcess
 
-from .conftest import TUI, events, hookd_cli, questions, run_hook, settings_command, wait_until
+from .conftest import TUI, events, hookd_cli, hookd_run, questions, run_hook, settings_command, wait_until
 
 SID = "346f6e3a-edc5-468f-856d-23ceddca3ede"
 ASK_ID = "toolu_01ASK0000000000000000001"
@@ -70,7 +70,7 @@ class Rig:
 
     def __init__(self, home: Path, worktree: Path, hold: int = 30, name: str = "b1"):
         self.home, self.worktree, self.name = home, worktree, name
-        r = hookd_cli(home, "spawn", name, "--worktree", str(worktree), "--hold", str(hold))
+        r = hookd_run(home, "spawn", name, "--worktree", str(worktree), "--hold", str(hold))
         assert r.returncode == 0, r.stderr
         self.settings = worktree / ".claude" / "settings.local.json"
 

@@ -40,7 +40,7 @@ from hookd.core.ingest import MAX_PAYLOAD
 
 from . import hardening_stats
 from .apiroutes import PATH_VALUES, RouteInfo, harnesses, hook_routes, rest_routes
-from .conftest import REPO, TUI, hookd_cli
+from .conftest import REPO, TUI, hookd_run
 from .hookoutput import check_error, check_hook_output
 
 # one daemon for the module, and the last test checks what all the others did to it: under
@@ -250,7 +250,7 @@ def fuzzd(tmp_path_factory: pytest.TempPathFactory):
     return)."""
     home = tmp_path_factory.mktemp("fuzz") / "home"
     d = DaemonProcess(home).start()
-    assert hookd_cli(home, "spawn", "b1", "--settings-file", os.fspath(home.parent / "s.json")).returncode == 0
+    assert hookd_run(home, "spawn", "b1", "--settings-file", os.fspath(home.parent / "s.json")).returncode == 0
     c = _client(home)
     for name in ("001-SessionStart.json", "002-UserPromptSubmit.json", "007-PreToolUse.json"):
         assert c.post("/v1/hooks/claude-code/b1", content=(TUI / name).read_bytes()).status_code == 200

@@ -15,7 +15,7 @@ from hookd.daemonproc import DaemonProcess
 from hookd.harness import base, claw
 from hookd.models import PayloadInvalid, os_user
 
-from .conftest import events, hookd_cli, questions, wait_until
+from .conftest import events, hookd_cli, hookd_run, questions, wait_until
 from .fake_claw import FakeClaw, fingerprint, merge_hook_feedback, parse_output
 
 pytestmark = pytest.mark.daemon
@@ -94,7 +94,7 @@ def test_spawn_claw_merges_object_form_hooks_and_unspawn_restores(home: Path, wo
     target.parent.mkdir()
     original = '{\n  "model": "x",\n  "hooks": {"PostToolUse": [{"matcher": "bash", "hooks": [{"type": "command", "command": "echo mine"}]}]}\n}\n'
     target.write_text(original)
-    r = hookd_cli(home, "spawn", "b1", "--worktree", str(worktree), "--harness", "claw", "--json")
+    r = hookd_run(home, "spawn", "b1", "--worktree", str(worktree), "--harness", "claw", "--json")
     assert r.returncode == 0, r.stderr
     m = json.loads(r.stdout)
     assert m["settings_file"] == str(target) and m["events"] == ["PreToolUse", "PostToolUse", "PostToolUseFailure"]
@@ -110,7 +110,7 @@ def test_spawn_claw_merges_object_form_hooks_and_unspawn_restores(home: Path, wo
         assert h["command"].endswith("# hookd builder=b1") and " claw b1 " in h["command"]
     assert not (worktree / ".claude").exists()  # claw does not read .claude/
     # idempotent
-    assert hookd_cli(home, "spawn", "b1", "--worktree", str(worktree), "--harness", "claw").returncode == 0
+    assert hookd_run(home, "spawn", "b1", "--worktree", str(worktree), "--harness", "claw").returncode == 0
     assert claw_settings(worktree) == s
     r = hookd_cli(home, "unspawn", "b1", "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["removed"] == 3
@@ -118,17 +118,17 @@ def test_spawn_claw_merges_object_form_hooks_and_unspawn_restores(home: Path, wo
 
 
 def test_spawn_claw_refusals(home: Path, worktree: Path, tmp_path: Path):
-    r = hookd_cli(home, "spawn", "b1", "--settings-file", str(tmp_path / "s.json"), "--harness", "claw")
+    r = hookd_run(home, "spawn", "b1", "--settings-file", str(tmp_path / "s.json"), "--harness", "claw")
     assert r.returncode == 2 and "--worktree" in r.stderr
     bad = worktree / ".claw" / "settings.local.json"
     bad.parent.mkdir()
     bad.write_text("{not json")
-    r = hookd_cli(home, "spawn", "b1", "--worktree", str(worktree), "--harness", "claw")
+    r = hookd_run(home, "spawn", "b1", "--worktree", str(worktree), "--harness", "claw")
     assert r.returncode == 2 and "not strict JSON" in r.stderr and bad.read_text() == "{not json"
 
 
 def test_spawn_claw_code_go_flat_strings_with_warning(home: Path, worktree: Path):
-    r = hookd_cli(home, "spawn", "b1", "--worktree", str(worktree), "--harness", "claw-code-go")
+    r = hookd_run(home, "spawn", "b1", "--worktree", str(worktree), "--harness", "claw-code-go")
     assert r.returncode == 0, r.stderr
     assert "warning" in r.stderr and "Claude Code rejects the flat form" in r.stderr
     s = json.loads((worktree / ".claude" / "settings.local.json").read_text())
@@ -138,9 +138,9 @@ def test_spawn_claw_code_go_flat_strings_with_warning(home: Path, worktree: Path
     assert hookd_cli(home, "unspawn", "b1").returncode == 0
     assert not (worktree / ".claude" / "settings.local.json").exists()
     # a file with Claude Code's object form would be skipped whole by claw-code-go: refused
-    assert hookd_cli(home, "spawn", "cc1", "--worktree", str(worktree), "--no-mcp").returncode == 0
+    assert hookd_run(home, "spawn", "cc1", "--worktree", str(worktree), "--no-mcp").returncode == 0
     before = (worktree / ".claude" / "settings.local.json").read_text()
-    r = hookd_cli(home, "spawn", "b2", "--worktree", str(worktree), "--harness", "claw-code-go")
+    r = hookd_run(home, "spawn", "b2", "--worktree", str(worktree), "--harness", "claw-code-go")
     assert r.returncode == 2 and "object-form" in r.stderr
     assert (worktree / ".claude" / "settings.local.json").read_text() == before
 
@@ -156,7 +156,7 @@ def claw_env(tmp_path: Path) -> dict[str, str]:
 
 @pytest.fixture
 def spawned(home: Path, worktree: Path) -> Path:
-    r = hookd_cli(home, "spawn", "b1", "--worktree", str(worktree), "--harness", "claw")
+    r = hookd_run(home, "spawn", "b1", "--worktree", str(worktree), "--harness", "claw")
     assert r.returncode == 0, r.stderr
     return worktree
 
@@ -266,7 +266,7 @@ def test_fake_claw_cwd_with_odd_characters(client: str, daemon: DaemonProcess, h
     monkeypatch.setenv("HOOKD_HOOK_CLIENT", client)  # each client percent-encodes X-Hookd-Cwd
     w = tmp_path / "my wörk%tree 'x'"
     w.mkdir()
-    assert hookd_cli(home, "spawn", "b2", "--worktree", str(w), "--harness", "claw").returncode == 0
+    assert hookd_run(home, "spawn", "b2", "--worktree", str(w), "--harness", "claw").returncode == 0
     fc = FakeClaw(w, claw_env(tmp_path))
     assert_clean(fc.bash("true"))
     wait_until(lambda: kinds(home, "session_started"), 60)
@@ -326,7 +326,7 @@ def test_claw_session_file_without_hooks_is_a_claw_session(daemon: DaemonProcess
     """No hooks (the builder is known, claw has no hookd settings): a question in claw's
     session file, followed with `hookd tail FOLDER`, opens a question of a session recorded
     as claw's (not Claude Code's)."""
-    assert hookd_cli(home, "spawn", "b1", "--settings-file", str(tmp_path / "unused.json"), "--no-mcp").returncode == 0
+    assert hookd_run(home, "spawn", "b1", "--settings-file", str(tmp_path / "unused.json"), "--no-mcp").returncode == 0
     fc = FakeClaw(worktree, claw_env(tmp_path))
     assert fc.settings_files() == [] or not fc.hooks("PreToolUse", "AskUserQuestion")
     r = hookd_cli(home, "tail", str(fc.session_file.parent), "--builder", "b1")

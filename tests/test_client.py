@@ -28,7 +28,7 @@ from hookd.config import Endpoint, Home, process_start
 from hookd.daemonproc import DaemonProcess
 from hookd.harness import claude_code as cc
 
-from tests.conftest import TUI, hookd_cli, questions, run_hook, settings_command, wait_until
+from tests.conftest import TUI, hookd_cli, hookd_run, questions, run_hook, settings_command, wait_until
 
 pytestmark = pytest.mark.daemon
 
@@ -52,7 +52,7 @@ def client_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
 
 def spawn(home: Path, worktree: Path, *extra: str, builder: str = BUILDER) -> dict[str, str]:
     """`hookd spawn` for ``builder``; returns the generated command per registered event."""
-    r = hookd_cli(home, "spawn", builder, "--worktree", os.fspath(worktree), *extra)
+    r = hookd_run(home, "spawn", builder, "--worktree", os.fspath(worktree), *extra)
     assert r.returncode == 0, r.stderr
     settings = worktree / ".claude" / "settings.local.json"
     return {ev: settings_command(settings, ev) for ev in cc.REGISTERED_EVENTS}

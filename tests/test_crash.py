@@ -39,7 +39,7 @@ import pytest
 from hookd.config import Home
 from hookd.daemonproc import DaemonProcess, wait_until
 
-from .conftest import TUI, hookd_cli, settings_command
+from .conftest import TUI, hookd_run, settings_command
 
 pytestmark = [pytest.mark.daemon, pytest.mark.slow]
 
@@ -214,7 +214,7 @@ def test_kill_9_under_load_loses_and_duplicates_nothing_acknowledged(tmp_path: P
     rng = random.Random(8)  # fixed: the same kill points in every run
     commands: dict[str, str] = {}
     for b in ("b0", "b1", "b2"):
-        assert hookd_cli(home, "spawn", b, "--settings-file", os.fspath(tmp_path / f"{b}.json"),
+        assert hookd_run(home, "spawn", b, "--settings-file", os.fspath(tmp_path / f"{b}.json"),
                          "--hold", "0").returncode == 0
     for event in ("PreToolUse", "PostToolUse"):
         commands[event] = settings_command(tmp_path / "b0.json", event)
@@ -274,7 +274,7 @@ def test_held_permission_request_fails_open_in_time_and_is_reconciled(tmp_path: 
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     settings = tmp_path / "b1.json"
-    assert hookd_cli(home, "spawn", "b1", "--settings-file", os.fspath(settings), "--hold", "30").returncode == 0
+    assert hookd_run(home, "spawn", "b1", "--settings-file", os.fspath(settings), "--hold", "30").returncode == 0
     d = DaemonProcess(home).start()
     try:
         sess, tid = "held-session", "toolu_held_1"

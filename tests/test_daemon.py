@@ -16,7 +16,7 @@ import pytest
 from hookd.config import Home
 from hookd.daemonproc import DaemonProcess
 
-from .conftest import TUI, events, hookd_cli, questions, wait_until
+from .conftest import TUI, events, hookd_cli, hookd_run, questions
 
 pytestmark = pytest.mark.daemon
 
@@ -149,7 +149,7 @@ def test_kill_9_loses_nothing_acknowledged(home):
 
 
 def test_status_lists_spawned_builder_with_no_hooks_as_not_yet_armed(daemon, home, worktree):
-    assert hookd_cli(home, "spawn", "b7", "--worktree", str(worktree)).returncode == 0
+    assert hookd_run(home, "spawn", "b7", "--worktree", str(worktree)).returncode == 0
     s = json.loads(hookd_cli(home, "status", "--json").stdout)
     [b] = s["builders"]
     assert b["builder"] == "b7" and b["spawned"] and b["hooks_seen"] == 0
@@ -159,13 +159,13 @@ def test_status_lists_spawned_builder_with_no_hooks_as_not_yet_armed(daemon, hom
 def test_status_names_each_builders_hook_client(daemon, home, worktree, tmp_path, monkeypatch):
     """Which client each builder's hooks run (the manifest's), and why one fell back to bash."""
     monkeypatch.setenv("HOOKD_HOOK_CLIENT", "bash")
-    assert hookd_cli(home, "spawn", "b-bash", "--settings-file", str(tmp_path / "bash.json")).returncode == 0
+    assert hookd_run(home, "spawn", "b-bash", "--settings-file", str(tmp_path / "bash.json")).returncode == 0
     monkeypatch.setenv("HOOKD_HOOK_CLIENT", "auto")
     monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
     monkeypatch.setenv("PATH", str(tmp_path))  # no cc, gcc or clang either: bash, with a note
-    assert hookd_cli(home, "spawn", "b-fallback", "--settings-file", str(tmp_path / "fallback.json")).returncode == 0
+    assert hookd_run(home, "spawn", "b-fallback", "--settings-file", str(tmp_path / "fallback.json")).returncode == 0
     monkeypatch.undo()
-    default = hookd_cli(home, "spawn", "b-default", "--worktree", str(worktree))
+    default = hookd_run(home, "spawn", "b-default", "--worktree", str(worktree))
     assert default.returncode == 0
     want_default = json.loads(Home.resolve(home).manifest("b-default").read_text())["client"]
     s = json.loads(hookd_cli(home, "status", "--json").stdout)

@@ -40,7 +40,7 @@ import pytest
 from hookd.config import Endpoint, Home, process_start
 from hookd.daemonproc import DaemonProcess
 
-from tests.conftest import TUI, hookd_cli, run_hook, settings_command, wait_until
+from tests.conftest import TUI, hookd_cli, hookd_run, run_hook, settings_command, wait_until
 from tests.test_answers import bash_perm
 from tests.test_client import (
     ASK_ID,
@@ -656,7 +656,7 @@ def test_hold_survives_a_daemon_restart_and_prints_the_remote_answer(home: Path,
     posts its payload again (same delivery id) and is held again for the same interaction;
     the remote answer given to the new daemon is what it prints. One interaction, one
     PermissionRequest stored, the answer delivered once."""
-    r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree), "--hold", "60")
+    r = hookd_run(home, "spawn", "b-1", "--worktree", os.fspath(worktree), "--hold", "60")
     assert r.returncode == 0, r.stderr
     command = settings_command(worktree / ".claude" / "settings.local.json", "PermissionRequest")
     d = DaemonProcess(home).start()
@@ -695,7 +695,7 @@ def test_hold_survives_a_daemon_restart_and_prints_the_remote_answer(home: Path,
 def test_hold_without_a_next_daemon_exits_at_its_deadline(home: Path, worktree: Path, client_kind: str) -> None:
     """The daemon stops for good: the released hook keeps trying to reach a next daemon until
     its deadline, then exits 0 with nothing printed and nothing spooled (its payload is stored)."""
-    r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree), "--hold", "5")
+    r = hookd_run(home, "spawn", "b-1", "--worktree", os.fspath(worktree), "--hold", "5")
     assert r.returncode == 0, r.stderr
     command = settings_command(worktree / ".claude" / "settings.local.json", "PermissionRequest")
     d = DaemonProcess(home).start()

@@ -22,7 +22,7 @@ import pytest
 from hookd.config import Home
 from hookd.daemonproc import DaemonProcess
 
-from .conftest import FIXTURES, TUI, events, hookd_cli, questions, run_hook, settings_command, wait_until
+from .conftest import FIXTURES, TUI, events, hookd_cli, hookd_run, questions, run_hook, settings_command, wait_until
 
 pytestmark = pytest.mark.daemon
 
@@ -63,7 +63,7 @@ def test_fifo_device_and_directory_transcripts_are_refused_and_tailing_goes_on(
         home: Path, worktree: Path, tmp_path: Path) -> None:
     d = DaemonProcess(home).start()
     try:
-        assert hookd_cli(home, "spawn", "b1", "--worktree", str(worktree)).returncode == 0
+        assert hookd_run(home, "spawn", "b1", "--worktree", str(worktree)).returncode == 0
         settings = worktree / ".claude" / "settings.local.json"
         hostile = tmp_path / "hostile"
         hostile.mkdir()
@@ -98,7 +98,7 @@ def test_fifo_device_and_directory_transcripts_are_refused_and_tailing_goes_on(
 
 
 def test_a_fifo_in_the_spool_neither_stops_startup_nor_the_spool(home: Path, worktree: Path) -> None:
-    assert hookd_cli(home, "spawn", "b1", "--worktree", str(worktree)).returncode == 0
+    assert hookd_run(home, "spawn", "b1", "--worktree", str(worktree)).returncode == 0
     h = Home.resolve(home)
     spool = h.spool_dir("b1")
     spool.mkdir(parents=True, exist_ok=True)
@@ -151,7 +151,7 @@ def test_fifos_for_config_toml_a_manifest_and_a_settings_file_are_refused_not_wa
     try:
         other = tmp_path / "other"
         other.mkdir()
-        assert hookd_cli(home, "spawn", "b2", "--worktree", str(other)).returncode == 0
+        assert hookd_run(home, "spawn", "b2", "--worktree", str(other)).returncode == 0
         os.mkfifo(h.builders_dir / "planted.json")  # a manifest that is no file
         st = hookd_cli(home, "status", "--json", timeout=60)
         assert st.returncode == 0, st.stderr
@@ -195,7 +195,7 @@ def _raw_hooks(home: Path) -> list[bytes]:
 
 def test_payloads_with_lone_surrogates_parse_and_the_answer_and_message_get_through(
         home: Path, worktree: Path, daemon: DaemonProcess) -> None:
-    assert hookd_cli(home, "spawn", "b1", "--worktree", str(worktree)).returncode == 0
+    assert hookd_run(home, "spawn", "b1", "--worktree", str(worktree)).returncode == 0
     settings = worktree / ".claude" / "settings.local.json"
     pre, post = _with_lone_surrogates("007-PreToolUse.json"), _with_lone_surrogates("008-PostToolUse.json")
     assert b'"Which color do you prefer? \\ud83d"' in pre and b"\\ude00 tail" in post
@@ -373,7 +373,7 @@ def test_hookd_tail_of_a_fifo_says_it_is_not_followed(home: Path, tmp_path: Path
     and exits 2, instead of saying it follows it; a regular file beside it is followed."""
     d = DaemonProcess(home).start()
     try:
-        assert hookd_cli(home, "spawn", "b1", "--settings-file", str(tmp_path / "b1.json")).returncode == 0
+        assert hookd_run(home, "spawn", "b1", "--settings-file", str(tmp_path / "b1.json")).returncode == 0
         fifo, good = tmp_path / "planted.jsonl", tmp_path / "good.jsonl"
         os.mkfifo(fifo)
         good.write_bytes(b"")
@@ -388,7 +388,7 @@ def test_hookd_tail_of_a_fifo_says_it_is_not_followed(home: Path, tmp_path: Path
 def test_arguments_that_are_not_utf8_are_refused_in_one_sentence(daemon: Any, home: Path, tmp_path: Path) -> None:
     """Bytes that are not UTF-8 on the command line (a pasted terminal sequence) get one
     sentence and exit 2 from every command that sends text, never a traceback."""
-    assert hookd_cli(home, "spawn", "b1", "--settings-file", str(tmp_path / "b1.json")).returncode == 0
+    assert hookd_run(home, "spawn", "b1", "--settings-file", str(tmp_path / "b1.json")).returncode == 0
     for args in ([b"send", b"b1", b"bad \x9b byte"], [b"ask", b"b1", b"Deploy \xff?"],
                  [b"answer", b"x\xff", b"--option", b"a"], [b"preanswer", b"b1", b"--question", b"q\xfe", b"--text", b"a"]):
         r = subprocess.run([os.fsencode(sys.executable), b"-m", b"hookd", b"--home", os.fsencode(home), *args],

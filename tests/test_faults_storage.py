@@ -39,7 +39,7 @@ from hookd.daemonproc import DaemonProcess, wait_until
 from hookd.core import Hookd
 from hookd.store import Store
 
-from .conftest import TUI, events, hookd_cli, run_hook, settings_command
+from .conftest import TUI, events, hookd_cli, hookd_run, run_hook, settings_command
 
 pytestmark = pytest.mark.daemon
 
@@ -617,7 +617,7 @@ def test_hooks_through_the_client_while_storage_is_broken_nothing_missing(tmp_pa
     try:
         home = d.home
         settings = tmp_path / "b1.json"
-        assert hookd_cli(home_dir, "spawn", "b1", "--settings-file", str(settings)).returncode == 0
+        assert hookd_run(home_dir, "spawn", "b1", "--settings-file", str(settings)).returncode == 0
         command = settings_command(settings, "PreToolUse")
         other = _lock(home) if fault == "locked" else None
         if fault == "rlimit":

@@ -15,7 +15,7 @@ import pytest
 
 from hookd.daemonproc import DaemonProcess
 
-from .conftest import TUI, events, hookd_cli, run_hook, settings_command, wait_until
+from .conftest import TUI, events, hookd_cli, hookd_run, run_hook, settings_command, wait_until
 
 SID = "346f6e3a-edc5-468f-856d-23ceddca3ede"
 
@@ -55,7 +55,7 @@ class Builder:
 
     def __init__(self, home: Path, worktree: Path, name: str = "b1"):
         self.home, self.worktree, self.name = home, worktree, name
-        r = hookd_cli(home, "spawn", name, "--worktree", str(worktree))
+        r = hookd_run(home, "spawn", name, "--worktree", str(worktree))
         assert r.returncode == 0, r.stderr
         self.settings = worktree / ".claude" / "settings.local.json"
 

@@ -30,7 +30,7 @@ from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
 from hookd.daemonproc import DaemonProcess  # noqa: E402
-from tests.conftest import hookd_cli  # noqa: E402
+from tests.conftest import hookd_cli, hookd_run  # noqa: E402
 
 pytestmark = pytest.mark.daemon
 
@@ -66,7 +66,7 @@ def result_json(text: str) -> dict[str, Any]:
 @pytest.fixture
 def spawned(home: Path, worktree: Path) -> dict[str, Any]:
     """The builder spawned into the worktree; returns hookd's ``.mcp.json`` entry."""
-    r = hookd_cli(home, "spawn", BUILDER, "--worktree", os.fspath(worktree))
+    r = hookd_run(home, "spawn", BUILDER, "--worktree", os.fspath(worktree))
     assert r.returncode == 0, r.stderr
     return json.loads((worktree / ".mcp.json").read_text())["mcpServers"]["hookd"]
 

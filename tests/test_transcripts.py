@@ -15,7 +15,7 @@ import pytest
 
 from hookd.daemonproc import DaemonProcess
 
-from .conftest import FIXTURES, TUI, events, hookd_cli, questions, run_hook, settings_command, wait_until
+from .conftest import FIXTURES, TUI, events, hookd_cli, hookd_run, questions, run_hook, settings_command, wait_until
 
 pytestmark = pytest.mark.daemon
 
@@ -48,7 +48,7 @@ def about(evs: list[dict[str, Any]], kind: str, iid: str) -> list[dict[str, Any]
 
 def spawn_with_transcript(home: Path, worktree: Path, transcript: Path) -> Path:
     """Spawn b1 and run its SessionStart hook reporting ``transcript`` (as Claude Code does)."""
-    assert hookd_cli(home, "spawn", "b1", "--worktree", str(worktree)).returncode == 0
+    assert hookd_run(home, "spawn", "b1", "--worktree", str(worktree)).returncode == 0
     settings = worktree / ".claude" / "settings.local.json"
     start = json.loads((TUI / "001-SessionStart.json").read_bytes())
     start["transcript_path"] = str(transcript)
@@ -86,7 +86,7 @@ def test_projects_folder_new_sessions_are_found_also_after_a_restart(home: Path,
     old = (datetime.now(timezone.utc) - timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     d = DaemonProcess(home).start()
     try:
-        assert hookd_cli(home, "spawn", "b1", "--worktree", str(worktree)).returncode == 0
+        assert hookd_run(home, "spawn", "b1", "--worktree", str(worktree)).returncode == 0
         r = hookd_cli(home, "tail", str(folder), "--builder", "b1")
         assert r.returncode == 0 and "0 transcripts now, and new ones" in r.stdout, r.stdout + r.stderr
         (folder / "s-0007.jsonl").write_bytes(line(dict(use, sessionId="s-0007", timestamp=old)))

@@ -13,7 +13,7 @@ import pytest
 
 from hookd.config import Home
 
-from .conftest import TUI, events, hookd_cli, run_hook, wait_until
+from .conftest import TUI, events, hookd_cli, hookd_run, run_hook, wait_until
 
 pytestmark = pytest.mark.daemon
 
@@ -40,7 +40,7 @@ def handlers(worktree: Path) -> tuple[str, str]:
 @pytest.fixture
 def idle(daemon, home, worktree) -> dict[str, Any]:
     """A builder whose agent just stopped (its regular Stop hook ran, nothing queued)."""
-    r = hookd_cli(home, "spawn", "b1", "--worktree", str(worktree), "--wake-wait", "60")
+    r = hookd_run(home, "spawn", "b1", "--worktree", str(worktree), "--wake-wait", "60")
     assert r.returncode == 0, r.stderr
     regular, wake = handlers(worktree)
     assert run_hook(regular, json.dumps(STOP).encode(), worktree).stdout == b""
@@ -123,7 +123,7 @@ def test_wake_with_the_daemon_down_exits_0_and_spools_nothing(idle, home, worktr
 
 
 def test_idle_wake_is_opt_in(daemon, home, worktree):
-    assert hookd_cli(home, "spawn", "b2", "--worktree", str(worktree)).returncode == 0
+    assert hookd_run(home, "spawn", "b2", "--worktree", str(worktree)).returncode == 0
     data = json.loads((worktree / ".claude" / "settings.local.json").read_text())
     assert not [h for g in data["hooks"]["Stop"] for h in g["hooks"] if h.get("asyncRewake")]
 

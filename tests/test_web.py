@@ -19,7 +19,7 @@ from hookd.daemonproc import DaemonProcess
 from hookd.devtools.feed import fresh_ids
 from hookd.http.web import CODE_TTL_S, SESSION_TTL_S, SignInNeeded, WebAuth, should_open_browser
 
-from .conftest import FIXTURES, hookd_cli, wait_until
+from .conftest import FIXTURES, hookd_cli, hookd_run, wait_until
 
 pytestmark = pytest.mark.daemon
 
@@ -179,7 +179,7 @@ def test_sign_in_once_then_the_cookie_opens_page_and_api(daemon: DaemonProcess, 
         assert "http://" not in r.text and "https://" not in r.text
         assert c.get("/v1/status").json()["tcp_port"] == _port(home)
         assert c.get("/v1/web/session").json()["user"]
-        hookd_cli(home, "spawn", "b1", "--settings-file", str(home.parent / "b1.json"), "--no-mcp")
+        hookd_run(home, "spawn", "b1", "--settings-file", str(home.parent / "b1.json"), "--no-mcp")
         # state-changing requests: the page's header, same origin
         body = {"text": "hello", "author": "web-test"}
         assert c.post("/v1/builders/b1/messages", json=body).status_code == 403
@@ -241,7 +241,7 @@ def _sse(c: httpx.Client, url: str, n: int, headers: dict[str, str] | None = Non
 
 
 def test_sse_resumes_after_the_last_event_id(daemon: DaemonProcess, home: Path) -> None:
-    hookd_cli(home, "spawn", "b1", "--settings-file", str(home.parent / "b1.json"), "--no-mcp")
+    hookd_run(home, "spawn", "b1", "--settings-file", str(home.parent / "b1.json"), "--no-mcp")
     for q in ("one?", "two?", "three?"):
         assert hookd_cli(home, "ask", "b1", q).returncode == 0
     c, _ = sign_in(home)
@@ -272,7 +272,7 @@ def test_replay_into_a_builder_waits_for_the_answer_and_the_tool_gets_it(daemon:
     """What docs/usage.md's walk-through does: the recorded question reaches the running daemon,
     the PermissionRequest waits for an answer from anywhere, and the recorded PostToolUse then
     carries that answer (adopted, not superseded by the recording's own "Blue")."""
-    assert hookd_cli(home, "spawn", "demo", "--settings-file", str(tmp_path / "demo.json"), "--hold", "60",
+    assert hookd_run(home, "spawn", "demo", "--settings-file", str(tmp_path / "demo.json"), "--hold", "60",
                      "--no-mcp").returncode == 0
     proc = subprocess.Popen([sys.executable, "-m", "hookd", "--home", str(home), "replay", str(SCENARIO), "--into", "demo"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

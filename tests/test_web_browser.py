@@ -21,7 +21,7 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from hookd.daemonproc import DaemonProcess
 
-from .conftest import REPO, TUI, events, hookd_cli, questions, run_hook, settings_command, wait_until
+from .conftest import REPO, TUI, events, hookd_cli, hookd_run, questions, run_hook, settings_command, wait_until
 from .test_answers import Rig as Builder
 
 pytestmark = pytest.mark.daemon
@@ -624,7 +624,7 @@ def test_narrow_screen_settings_file_lane_and_an_answer_queued_as_a_message(
     overflows the screen, the tabs fit on one row, and each lane and message is a card of
     labelled values (no table to scroll sideways), the settings file shown whole."""
     settings = tmp_path / "b2.json"
-    assert hookd_cli(home, "spawn", "b2", "--settings-file", str(settings), "--hold", "0",
+    assert hookd_run(home, "spawn", "b2", "--settings-file", str(settings), "--hold", "0",
                      "--no-mcp").returncode == 0
     for name in ("001-SessionStart.json", "007-PreToolUse.json", "008-PermissionRequest.json"):
         p = payload(name)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +54,11 @@ class _Hookd:
         self.daemon.kill()
 
     def cli(self, *args: str) -> str:
-        """Run ``hookd --home HOME ARGS``; returns stdout; fails the test on a non-zero exit."""
-        proc = subprocess.run([sys.executable, "-m", "hookd", "--home", os.fspath(self.home), *args],
-                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-                              check=False)
+        """Run ``hookd --home HOME ARGS`` (in this process: tests.conftest.hookd_run); returns
+        stdout; fails the test on a non-zero exit."""
+        from ..conftest import hookd_run
+
+        proc = hookd_run(self.home, *args)
         assert proc.returncode == 0, f"hookd {' '.join(args)} -> {proc.returncode}: {proc.stderr}"
         return proc.stdout
 

@@ -206,6 +206,16 @@ def transcript_rows(path: str | os.PathLike) -> list[dict[str, Any]]:
     return rows
 
 
+def wait_transcript_result(r: Any, tool_use_id: str, timeout: float = 30) -> list[dict]:
+    """Wait until the session's transcript holds the tool_result of ``tool_use_id`` (Claude
+    Code writes its transcript rows after the screen shows the turn, and rows not yet written
+    when the session is ended are lost); returns those rows."""
+    def rows() -> list[dict]:
+        sessions = r.builder_status()["sessions"]
+        return tool_result_rows(transcript_rows(sessions[0]["transcript_path"]), tool_use_id) if sessions else []
+    return wait_until(rows, timeout, 0.1, f"the transcript's tool_result of {tool_use_id}")
+
+
 def tool_result_rows(rows: list[dict], tool_use_id: str) -> list[dict]:
     """Transcript ``user`` rows holding a tool_result for ``tool_use_id``."""
     out = []
@@ -391,6 +401,8 @@ def test_tui_multiselect_and_free_text_answers(rig, tmux_bin):
         tui.wait_for_screen("FINAL-MULTI-321", timeout=30)
         ev = r.wait_events(lambda ev: about(ev, "question_resolved", MULTI_ASK),
                            "question_resolved")
+        # Claude Code writes its transcript behind the screen: read before the session ends
+        wait_transcript_result(r, MULTI_ASK)
 
     expected_answers = {Q_MULTI: "Olives, Cheese", Q_CITY: FREE_TEXT}
     # Claude Code's own record: the transcript's toolUseResult and the model's tool_result.
