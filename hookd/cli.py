@@ -181,8 +181,11 @@ def unspawn(ctx: click.Context, builder: str, as_json: bool) -> None:
     if as_json:
         _echo_json(r)
     else:
-        mcp = " and hookd's MCP server" if r.get("mcp_removed") else ""
-        _out(f"unspawned {builder}: removed {r['removed']} hook entries{mcp} from {r['settings_file']}")
+        where = [f for f in r.get("mcp_files") or [] if f != r["settings_file"]]
+        mcp = ("; hookd's MCP server from " + ", ".join(where) if where
+               else " and hookd's MCP server" if r.get("mcp_removed") else "")
+        n = r["removed"]
+        _out(f"unspawned {builder}: removed {n} hook {'entry' if n == 1 else 'entries'} from {r['settings_file']}{mcp}")
 
 
 

@@ -125,20 +125,10 @@ def _when(ts: float | None) -> str:
 
 
 def _duration(seconds: float) -> str:
-    """A span of ``seconds`` for a human, rounded down to its two largest units: ``12s``,
-    ``55m``, ``2h03m``, ``3d04h`` (under a minute in seconds, under an hour in minutes; a
-    negative span, a clock step, is ``0s``). The one formatter of the CLI's durations."""
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s}s"
-    m = s // 60
-    if m < 60:
-        return f"{m}m"
-    h, m = divmod(m, 60)
-    if h < 24:
-        return f"{h}h{m:02d}m"
-    d, h = divmod(h, 24)
-    return f"{d}d{h:02d}h"
+    """A span of ``seconds`` for a human: :func:`hookd.clock.span` (``12s``, ``55m``, ``2h03m``)."""
+    from hookd.clock import span
+
+    return span(seconds)
 
 
 
@@ -440,7 +430,7 @@ def _kept(d: dict[str, Any]) -> str:
 #: Each event kind's key fields in words (docs/events.md): ``(data, session_id) -> text``.
 EVENT_SUMMARY: dict[str, Callable[[dict[str, Any], str], Any]] = {
     "hook_received": lambda d, s: _hook(d),
-    "session_started": lambda d, s: f"{s} ({d.get('source')})"
+    "session_started": lambda d, s: s + (f" ({d['source']})" if _given(d.get("source")) else "")
     + (f" from {d['parent_session_id']}" if _given(d.get("parent_session_id")) else ""),
     "session_ended": lambda d, s: f"{s} ({d.get('reason') or 'no reason given'})",
     "session_linked": lambda d, s: f"{s} from {d.get('parent_session_id')} (via {d.get('via')})",

@@ -40,7 +40,7 @@ def send(ctx: click.Context, builder: str, text: str, key: str | None, session_i
         _echo_json(r)
     else:
         m = r["message"]
-        _out(f"{'queued' if r['created'] else 'already queued'} {m['id']} for {builder} ({m['state']})")
+        _out(f"queued {m['id']} for {builder}" if r["created"] else f"{m['id']} for {builder} was already sent ({m['state']})")
 
 
 
@@ -66,6 +66,13 @@ class _AnswerCommand(click.Command):
         ctx.meta["answer_groups"] = [g for g in groups if g["question"] is not None or g["options"] or g["text"] is not None]
         return super().parse_args(ctx, args)
 
+
+
+#: What ``hookd answer`` says of where an answer went (the receipt's ``delivery``).
+_DELIVERY_WORDS = {
+    "hook": "goes to the agent through its hook",
+    "inbox": "goes to the agent through its inbox",
+}
 
 
 @click.command(cls=_AnswerCommand)
@@ -106,13 +113,14 @@ def answer(ctx: click.Context, interaction_id: str, options: tuple[str, ...], te
         _echo_json(r)
         return
     i = r["interaction"]
-    what = visible(i["decision"] if i["kind"] == "permission"
+    what = visible((i["decision"] or "-") + (f": {i['message']}" if i.get("message") else "") if i["kind"] == "permission"
                    else "; ".join(f"{q} -> {a}" for q, a in (i["answers"] or {}).items()))
     dup = " (repeated response id: first receipt)" if r["duplicate"] else ""
     if r["delivery"] == "inbox" and i["state"] == "pending":
         _out(f"queued as inbox message {r['message_id']} for {i['builder']}{dup}")
     else:
-        _out(f"answered {visible(i['id'])} ({i['kind']}, {i['builder']}): {what}; delivery: {r['delivery']}{dup}")
+        how = _DELIVERY_WORDS.get(r["delivery"], f"delivery: {r['delivery']}")
+        _out(f"answered {visible(i['id'])} ({i['kind']}, {i['builder']}): {what}; {how}{dup}")
     if r.get("warning"):
         _out(f"hookd: {visible(r['warning'])}", err=True)
 

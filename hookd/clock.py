@@ -24,6 +24,24 @@ from collections.abc import Callable
 _BOOT_ID = "/proc/sys/kernel/random/boot_id"
 
 
+def span(seconds: float) -> str:
+    """A span of ``seconds`` for a human, rounded down to its two largest units: ``12s``,
+    ``55m``, ``2h03m``, ``3d04h`` (under a minute in seconds, under an hour in minutes; a
+    negative span, a clock step, is ``0s``). The one formatter of the durations hookd shows
+    (the CLI, the lanes' details)."""
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    m = s // 60
+    if m < 60:
+        return f"{m}m"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h}h{m:02d}m"
+    d, h = divmod(h, 24)
+    return f"{d}d{h:02d}h"
+
+
 def boottime() -> float:
     """Seconds since boot, counting suspend (``CLOCK_BOOTTIME``; ``time.monotonic`` where the
     platform has none)."""

@@ -63,7 +63,8 @@ def test_a_deny_from_the_cli_reads_denied_from_the_cli_by_you(rig: Rig, home: Pa
                      what="a pending permission prompt")[0]
     rig.held(pid)
     code, out, err = cli(home, "answer", pid, "--option", "deny", "--text", "keep the README")
-    assert (code, err) == (0, "")
+    assert (code, out, err) == (0, f"answered {pid} (permission, b1): deny: keep the README;"
+                                   " goes to the agent through its hook\n", "")
     finish(held)
     [i] = [q for q in questions(home, "all") if q["id"] == pid]
     assert (i["state"], i["outcome"], i["actor"], i["by"]) == ("answered", "denied", ME, f"from the CLI by {ME}")
@@ -106,7 +107,7 @@ def _cancelled(home: Path) -> dict[str, Any]:
 
 def test_a_delivered_message_cannot_be_taken_back(rig: Rig, home: Path) -> None:
     code, out, err = cli(home, "send", "b1", "also update the changelog", "--actor", "ana")
-    assert (code, out, err) == (0, "queued m-2 for b1 (queued)\n", "")
+    assert (code, out, err) == (0, "queued m-2 for b1\n", "")
     assert "also update the changelog" in rig.hook(tui("002-UserPromptSubmit.json"))
     code, out, err = cli(home, "inbox", "cancel", "m-2")
     assert (code, out) == (2, "")
@@ -117,7 +118,9 @@ def test_a_delivered_message_cannot_be_taken_back(rig: Rig, home: Path) -> None:
 
 def test_an_unspawned_builder_is_left_out_of_lanes_and_a_send_to_it_refused(rig: Rig, home: Path) -> None:
     code, out, err = cli(home, "unspawn", "b1")
-    assert code == 0, err
+    settings = rig.worktree / ".claude" / "settings.local.json"
+    assert (code, out, err) == (0, f"unspawned b1: removed 11 hook entries from {settings};"
+                                   f" hookd's MCP server from {rig.worktree / '.mcp.json'}\n", "")
     evs = [json.loads(line) for line in hookd_cli(home, "events", "--json").stdout.splitlines()]
     assert [e["builder"] for e in evs if e["kind"] == "builder_unspawned"] == ["b1"]  # the daemon was told
     code, out, err = cli(home, "lanes")
@@ -135,7 +138,7 @@ def test_an_unspawned_builder_is_left_out_of_lanes_and_a_send_to_it_refused(rig:
     assert when(err) == ("hookd: b1 was unspawned at T: its agent has no hooks of hookd's, so the message would"
                          " wait forever; spawn it again, or send with --force to queue it anyway\n")
     code, out, err = cli(home, "send", "b1", "are you there?", "--force")
-    assert (code, out, err) == (0, "queued m-3 for b1 (queued)\n", "")
+    assert (code, out, err) == (0, "queued m-3 for b1\n", "")
     code, out, err = cli(home, "spawn", "b1", "--worktree", str(rig.worktree), "--hold", "30")
     assert code == 0, err
     code, out, err = cli(home, "lanes")

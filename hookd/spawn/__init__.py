@@ -314,7 +314,8 @@ def unspawn(home: Home, builder: str) -> dict[str, Any]:
     """Remove exactly what `spawn` added for ``builder``. Raises NotFound when the builder
     was never spawned in this home, ConfigError when its settings file is no longer JSON or
     is a dangling symlink (nothing changed then). Returns ``{"builder", "settings_file",
-    "removed", "mcp_removed"}`` (hook handlers removed; whether hookd's MCP server entry was).
+    "removed", "mcp_removed", "mcp_files"}`` (hook handlers removed; whether hookd's MCP server entry was,
+    and from which files).
     Leaves ``unspawned/<id>.json`` in the home (:func:`unspawned_at`; the next spawn removes it).
     Safe to run beside other spawns and unspawns of the same files (see the module doc)."""
     if read_manifest(home, builder) is None:  # before the lock: it would create run/locks
@@ -368,8 +369,12 @@ def _unspawn_locked(home: Home, builder: str, m: dict[str, Any]) -> dict[str, An
         settings, existed = _load_settings(io)
         _drop_tmps(files)
         mcp_removed = False
+        mcp_files: list[str] = []
         for rec in records:  # before any write: it may refuse
-            mcp_removed = _undo_mcp_file(rec, builder) or mcp_removed
+            if _undo_mcp_file(rec, builder):
+                mcp_removed = True
+                if rec.get("file"):
+                    mcp_files.append(str(rec["file"]))
         if existed:
             removed = _strip_tagged(settings, builder)
             keys_removed = _strip_mcp_keys_of(settings, records)
@@ -383,4 +388,5 @@ def _unspawn_locked(home: Home, builder: str, m: dict[str, Any]) -> dict[str, An
     spool = home.spool_dir(builder)
     if spool.is_dir() and not any(spool.iterdir()):
         spool.rmdir()
-    return {"builder": builder, "settings_file": os.fspath(target), "removed": removed, "mcp_removed": mcp_removed}
+    return {"builder": builder, "settings_file": os.fspath(target), "removed": removed, "mcp_removed": mcp_removed,
+            "mcp_files": mcp_files}

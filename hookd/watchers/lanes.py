@@ -22,6 +22,7 @@ from typing import Any
 import msgspec
 import psutil
 
+from hookd.clock import span
 from hookd.config import BUILDER_ID_RE
 from hookd.models import StorageUnavailable
 from hookd.settings import Settings
@@ -131,7 +132,7 @@ def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | N
         waited = now - first["created_at"]
         if waited >= question_after_s:
             return Lane(state="stalled", since=first["created_at"] + question_after_s,
-                        detail=f"{first['kind']} {first['id']} waiting on a human for {waited:.0f} s", **base)
+                        detail=f"{first['kind']} {first['id']} waiting on a human for {span(waited)}", **base)
         return Lane(state=kind, since=first["created_at"], detail=f"{first['kind']} {first['id']} is pending",
                     due=first["created_at"] + question_after_s, **base)
     if hook is None and s.get("turn_started_at") is not None:
@@ -152,14 +153,14 @@ def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | N
                     due=last_at + quiet_idle_s if quiet else None, **base)
     idle_since = s["interrupted_at"] if interrupted else last_at + (quiet_idle_s if quiet else 0)
     why = ("interrupted by the human" if interrupted else
-           f"no hook for {quiet_idle_s:.0f} s after its last tool (inferred: {s['harness']} has no end-of-turn hook)"
+           f"no hook for {span(quiet_idle_s)} after its last tool (inferred: {s['harness']} has no end-of-turn hook)"
            if quiet else "session started, no prompt yet" if hook and hook["hook_event_name"] == "SessionStart"
            else "its turn ended (as its transcript shows)" if seen_end else "its turn ended")
     if d["queued"] and d["oldest_queued_at"] is not None:
         waited = now - max(d["oldest_queued_at"], idle_since)
         if waited >= idle_inbox_after_s:
             return Lane(state="stalled", since=max(d["oldest_queued_at"], idle_since) + idle_inbox_after_s,
-                        detail=f"idle with {d['queued']} queued message(s) it cannot receive for {waited:.0f} s", **base)
+                        detail=f"idle with {d['queued']} queued message(s) it cannot receive for {span(waited)}", **base)
         return Lane(state="idle", since=idle_since, detail=f"{why}; {d['queued']} message(s) queued",
                     due=max(d["oldest_queued_at"], idle_since) + idle_inbox_after_s, **base)
     return Lane(state="idle", since=idle_since, detail="interrupted" if interrupted else why, **base)
