@@ -295,6 +295,8 @@ def _interaction(i: dict[str, Any], now: float) -> _Shown:
         where = f" (as inbox message {i['inbox_message_id']})" if i.get("inbox_message_id") else ""
         desk = "; the menu is still open at the desk" if i["kind"] == "question" else ""
         lines.append(_line(f"  answered{_who(i)}{where}: {got}{desk}"))
+    if i.get("warning"):  # what hookd could not be sure of (an empty answer, a denial read from a transcript)
+        lines.append(_line("  ", _paint("note:", fg="yellow"), f" {i['warning']}"))
     if i["state"] == "pending":
         commands = _answer_commands(i)
         width = max(len(what) for what, _ in commands) + 1
