@@ -163,6 +163,24 @@ def test_headless_refusal_resolves_denied_in_the_same_poll(inproc: InProc, workt
     assert resolved["data"]["answers"] is None  # "You chose Go." is not an answer anybody gave
 
 
+def test_a_result_without_its_answers_still_ends_the_question(inproc: InProc, worktree: Path, tmp_path: Path) -> None:
+    """Any tool_result for the call ends it: a row without ``toolUseResult`` (the answers) ends
+    the question as empty, with a warning, instead of leaving it pending and the lane stalled."""
+    t = tmp_path / "t.jsonl"
+    t.write_bytes(b"")
+    spawn_with_transcript(inproc, worktree, t)
+    use, _ = ask_rows()
+    bare = {"type": "user", "sessionId": SID, "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": ASK, "content": "User has answered your questions."}]}}
+    append(t, line(use) + line(bare))
+    q = wait_until(lambda: [q for q in inproc.questions() if q["id"] == ASK and q["state"] != "pending"], 60,
+                   what="the question ended")[0]
+    assert (q["state"], q["answers"], q["surface"]) == ("empty", None, None)
+    assert "without its answers" in q["warning"]
+    [resolved] = about(inproc.events(), "question_resolved", ASK)
+    assert resolved["data"]["outcome"] == "empty"
+
+
 def test_transcript_folder_created_after_session_start(inproc: InProc, worktree: Path, tmp_path: Path) -> None:
     t = tmp_path / "later" / "deeper" / "t.jsonl"
     spawn_with_transcript(inproc, worktree, t)  # the folder does not exist yet
