@@ -297,7 +297,11 @@ def _interaction(i: dict[str, Any], now: float) -> _Shown:
         lines.append(_line(f"  answered{_who(i)}{where}: {got}{desk}"))
     if i.get("warning"):  # what hookd could not be sure of (an empty answer, a denial read from a transcript)
         lines.append(_line("  ", _paint("note:", fg="yellow"), f" {i['warning']}"))
-    if i["state"] == "pending":
+    if i["state"] == "pending" and i["kind"] == "permission" and i.get("held") is False:
+        # no hook holds it (its hold ended, or none was spawned): the desk's dialog is the only way
+        lines.append(_line("  ", _paint("answer at the desk:", bold=True),
+                           " no hook is holding this prompt (an answer from here would be kept as a message)"))
+    elif i["state"] == "pending":
         commands = _answer_commands(i)
         width = max(len(what) for what, _ in commands) + 1
         lines += [_line(f"  {what + ':':<{width}} ", _paint(cmd, bold=True)) for what, cmd in commands]

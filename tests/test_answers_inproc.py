@@ -228,6 +228,7 @@ def test_permission_prompt_remote_deny_with_message(rig: Rig) -> None:
     held = rig.start_hook(bash_perm(cmd))
     p = pending_permission(rig)
     rig.held(p["id"])
+    assert [q["held"] for q in rig.app.questions("pending") if q["id"] == p["id"]] == [True]
     rig.answer_json(p["id"], options=["deny"], text="not now, use ls")
     status, out = finish(held)
     assert json.loads(out)["hookSpecificOutput"]["decision"] == {"behavior": "deny", "message": "not now, use ls"}
@@ -272,6 +273,7 @@ def test_permission_without_held_hook_is_refused(inproc: InProc, worktree: Path)
     rig = Rig(inproc, worktree, hold=0)
     rig.hook(bash_perm("ls -la /"))
     p = pending_permission(rig)
+    assert p["held"] is False  # what `hookd questions` shows: answer at the desk
     r = rig.answer(p["id"], options=["deny"], text="no")
     assert "only be answered at the desk" in refused(r)
     assert [m["text"] for m in rig.inbox()] == [

@@ -263,6 +263,10 @@ toolu_01MULTI  question from b1, dismissed, 3m ago
 toolu_01ASK  question from b1, empty, 3m ago
   Which color do you prefer?
   note: resolved with no answers and no human action seen"""),
+    (_permission(held=False), """\
+pr_3f2a  permission from b1, waiting 12s
+  Bash: {"command":"rm -f README.md","description":"Remove the readme"}
+  answer at the desk: no hook is holding this prompt (an answer from here would be kept as a message)"""),
     (_permission(state="orphaned", resolved_at=AT), """\
 pr_3f2a  permission from b1, orphaned, 3m ago
   Bash: {"command":"rm -f README.md","description":"Remove the readme"}"""),
@@ -277,7 +281,7 @@ pr_3f2a  permission from b1, denied on the page by ana, 5s ago
   Bash: {"command":"rm -f README.md","description":"Remove the readme"}
   -> deny: not now"""),
 ], ids=["one-question", "two-questions-multi-select", "async-free-text", "permission", "permission-destructive",
-        "permission-diff", "answered-kept-for-the-inbox", "answered", "dismissed", "empty-with-its-warning", "permission-orphaned", "permission-denied", "permission-denied-in-the-api's-words"])
+        "permission-diff", "answered-kept-for-the-inbox", "answered", "dismissed", "empty-with-its-warning", "permission-not-held", "permission-orphaned", "permission-denied", "permission-denied-in-the-api's-words"])
 def test_an_interaction_shows_its_options_its_wait_and_the_command(interaction: dict[str, Any], shown: str) -> None:
     assert click.unstyle(_interaction(interaction, NOW)) == shown  # as a pipe shows it
 

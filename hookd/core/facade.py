@@ -114,6 +114,7 @@ class Hookd:
         self.reattach = self.holds.reattach
         self.hold = self.holds.hold
         self.reply_read = self.holds.reply_read
+        self.holding = self.holds.holding
         self.claw_ack = self.claw.claw_ack
         self.claw_call = self.claw.claw_call
         self.claw_ask = self.claw.claw_ask

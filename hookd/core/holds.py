@@ -148,6 +148,10 @@ class Holds:
         tx.append_event("permission_resolved", i.builder, i.session_id, at, data)
         self.waiters.release_after(tx, iid)
 
+    def holding(self, iid: str) -> bool:
+        """Is a held hook waiting for interaction ``iid`` now (a remote answer reaches it)?"""
+        return self.waiters.waiting(iid)
+
     async def reply_read(self, iid: str, read: bool | None) -> None:
         """A held hook was sent the remote answer to ``iid`` (:meth:`hold`): ``read`` True when
         its client read the whole reply and closed (``answer_delivered``, via

@@ -190,7 +190,11 @@ class RestApi:
             raise BadRequest("limit must be an integer") from None
         if not 1 <= limit <= 100_000:
             raise BadRequest("limit must be between 1 and 100000")
-        return json_response(await with_tool_views(self.core.store, await self.core.store.interactions(state, limit)))
+        items = await with_tool_views(self.core.store, await self.core.store.interactions(state, limit))
+        for i in items:  # a pending permission prompt: whether a held hook would take a remote answer now
+            if isinstance(i, dict) and i.get("kind") == "permission" and i.get("state") == "pending":
+                i["held"] = self.core.holding(i["id"])
+        return json_response(items)
 
     async def interaction(self, request: Request) -> Response:
         i = await self.core.store.interaction(request.path_params["id"])
