@@ -99,9 +99,10 @@ def test_builder_ids_complete_from_the_manifests(rig: tuple[Path, str], line: st
 
 def test_builder_ids_complete_without_the_daemon(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    for b in ("b2", "b1"):
+    for b in ("b2", "b1", "b3"):
         assert hookd_cli(home, "spawn", b, "--settings-file", os.fspath(tmp_path / f"{b}.json")).returncode == 0
-    assert complete(home, "hookd send ") == ["b1", "b2"]
+    assert hookd_cli(home, "unspawn", "b3").returncode == 0
+    assert complete(home, "hookd send ") == ["b1", "b2"]  # sorted; an unspawned builder has no manifest
     assert complete(home, "hookd answer ") == []  # the daemon is down: nothing, and no error
     assert complete(home, "hookd inbox cancel ") == []
     assert complete(tmp_path / "nowhere", "hookd send ") == []  # no home at all: nothing either
