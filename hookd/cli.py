@@ -43,7 +43,7 @@ LAZY_COMMANDS = {
     "questions": "hookd.cli_read:questions", "lanes": "hookd.cli_read:lanes", "events": "hookd.cli_read:events",
     "inbox": "hookd.cli_read:inbox", "tail": "hookd.cli_read:tail",
     "send": "hookd.cli_steer:send", "answer": "hookd.cli_steer:answer", "ask": "hookd.cli_steer:ask",
-    "preanswer": "hookd.cli_steer:preanswer",
+    "preanswer": "hookd.cli_steer:preanswer", "watch": "hookd.cli_watch:watch",
     "replay": "hookd.cli_dev:replay", "drift": "hookd.cli_dev:drift", "notify": "hookd.cli_dev:notify",
 }
 
