@@ -8,15 +8,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hookd.client import Client
-from hookd.daemonproc import DaemonProcess
+from hookd.daemonproc import DaemonProcess, wait_until
 
-from .conftest import TUI, hookd_cli
+from .conftest import TUI, hookd_cli, questions, settings_command
 
 pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("cli_watch")]
 
@@ -30,20 +31,30 @@ def _hook(client: Client, builder: str, name: str, **changes: Any) -> None:
     client.post(f"/v1/hooks/claude-code/{builder}", json.dumps(p).encode(), {"content-type": "application/json"})
 
 
-def _permission(client: Client, builder: str, sid: str, command: str, description: str) -> None:
+def _held_permission(settings: Path, sid: str, command: str, description: str, cwd: Path) -> subprocess.Popen[bytes]:
+    """A Bash PermissionRequest (as 2.1.332 sends it: no tool_use_id) through the hook command
+    hookd generated, left running: the daemon holds it for a remote answer."""
     p = json.loads((TUI / "004-PreToolUse.json").read_bytes())
     del p["tool_use_id"]
     p.update(hook_event_name="PermissionRequest", permission_mode="default", session_id=sid,
              tool_input={"command": command, "description": description})
-    client.post(f"/v1/hooks/claude-code/{builder}", json.dumps(p).encode(), {"content-type": "application/json"})
+    proc = subprocess.Popen(["sh", "-c", settings_command(settings, "PermissionRequest")], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, start_new_session=True)
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(p).encode())
+    proc.stdin.close()
+    proc.stdin = None
+    return proc
 
 
 @pytest.fixture
 def rig(tmp_path: Path):
     """A daemon whose builder b1 asks a question (ASK) and b2 asks permission for a Bash
-    command; yields (home, the daemon, the permission prompt's id)."""
+    command (its PermissionRequest hook held); yields (home, the held hook, the permission
+    prompt's id)."""
     home = tmp_path / "home"
     d = DaemonProcess(home).start()
+    held = None
     try:
         for b in ("b1", "b2"):
             r = hookd_cli(home, "spawn", b, "--settings-file", os.fspath(tmp_path / f"{b}.json"))
@@ -52,12 +63,18 @@ def rig(tmp_path: Path):
         _hook(c, "b1", "001-SessionStart.json")
         _hook(c, "b1", "007-PreToolUse.json", tool_use_id=ASK)
         _hook(c, "b2", "001-SessionStart.json", session_id=SID2)
-        _permission(c, "b2", SID2, "ls -la", "List files")
-        [pr] = [i["id"] for i in c.get("/v1/questions", state="pending") if i["kind"] == "permission"]
-        yield home, d, pr
+        held = _held_permission(tmp_path / "b2.json", SID2, "ls -la", "List files", tmp_path)
+        pr = wait_until(lambda: [i["id"] for i in c.get("/v1/questions", state="pending") if i["kind"] == "permission"],
+                        60, what="the permission prompt")[0]
+        wait_until(lambda: pr in c.get("/v1/status").get("held", []), 60, what="its hook held")
+        yield home, held, pr
     finally:
         d.stop()
         d.kill()
+        if held is not None and held.poll() is None:
+            held.kill()
+        if held is not None:
+            held.communicate(timeout=30)
 
 
 def _clockless(text: str) -> str:
@@ -66,7 +83,7 @@ def _clockless(text: str) -> str:
     return re.sub(r"\b\d+(?:s|m|h\d\dm|d\d\dh)\b( *)", lambda m: "<d> " if m.group(1) else "<d>", text)
 
 
-def test_once_prints_one_plain_frame(rig: tuple[Path, DaemonProcess, str]) -> None:
+def test_once_prints_one_plain_frame(rig: tuple[Path, subprocess.Popen[bytes], str]) -> None:
     home, _, pr = rig
     r = hookd_cli(home, "watch", "--once")
     assert (r.returncode, r.stderr) == (0, "")
@@ -99,3 +116,91 @@ def test_once_with_nothing_waiting(tmp_path: Path) -> None:
         assert (r.returncode, r.stdout, r.stderr) == (0, "no builders\n\nnothing waits on a human\n", "")
     r = hookd_cli(home, "watch", "--once")
     assert r.returncode == 3 and r.stdout == "" and "hookd is not running" in r.stderr
+
+
+class Pty:
+    """`hookd watch` on a pseudo-terminal (120x40), its screen output collected by a thread."""
+
+    def __init__(self, home: Path):
+        import fcntl
+        import pty
+        import struct
+        import sys
+        import termios
+        import threading
+
+        self.master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+        env.pop("NO_COLOR", None)
+        self.proc = subprocess.Popen([sys.executable, "-P", "-m", "hookd", "--home", os.fspath(home), "watch",
+                                      "--actor", "ana"], stdin=slave, stdout=slave, stderr=slave, env=env,
+                                     start_new_session=True)
+        os.close(slave)
+        self.out = b""
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            self.out += data
+
+    def mark(self) -> int:
+        return len(self.out)
+
+    def shows(self, text: str, since: int = 0) -> bool:
+        plain = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", self.out[since:]).decode("utf-8", "replace")
+        return text in plain
+
+    def screen(self) -> str:
+        """The last 3,000 characters of output, escape sequences left out (for a failure)."""
+        return re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", self.out[-3000:]).decode("utf-8", "replace")
+
+    def keys(self, *keys: str) -> None:
+        for k in keys:
+            os.write(self.master, k.encode())
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(30)
+        os.close(self.master)
+
+
+def test_answered_from_the_keyboard(rig: tuple[Path, subprocess.Popen[bytes], str]) -> None:
+    home, held, pr = rig
+    term = Pty(home)
+    try:
+        wait_until(lambda: term.shows("waiting on a human: 2"), 30, what=lambda: term.out.decode("utf-8", "replace"))
+        since = term.mark()
+        term.keys("1", "\r")  # the question: its options
+        wait_until(lambda: term.shows(f"answer {ASK}: Which color do you prefer?", since), 30, what="the panel")
+        since = term.mark()
+        term.keys("2", "\r")  # Blue, Enter
+        wait_until(lambda: [i for i in questions(home) if i["id"] == ASK and i["state"] != "pending"], 30,
+                   what="the question answered")
+        wait_until(lambda: term.shows("waiting on a human: 1", since), 30, what="the view redrawn")
+        [done] = [i for i in questions(home) if i["id"] == ASK]
+        assert (done["answers"], done["surface"], done["actor"]) == ({"Which color do you prefer?": "Blue"}, "cli", "ana")
+        since = term.mark()
+        term.keys("\r", "\x1b[B", "\r")  # the permission prompt, down to deny, Enter: the message
+        wait_until(lambda: term.shows("deny message:", since), 30, what="the deny message prompt")
+        term.keys("not now, use ls", "\r")
+        wait_until(lambda: [i for i in questions(home) if i["id"] == pr and i["state"] != "pending"], 30,
+                   what=lambda: f"the permission prompt denied; screen: {term.screen()}")
+        [denied] = [i for i in questions(home) if i["id"] == pr]
+        assert (denied["decision"], denied["message"], denied["actor"]) == ("deny", "not now, use ls", "ana")
+        out, _ = held.communicate(timeout=30)  # the held hook returned the denial to Claude Code
+        decision = json.loads(out)["hookSpecificOutput"]["decision"]
+        assert (decision["behavior"], decision["message"]) == ("deny", "not now, use ls")
+        wait_until(lambda: term.shows("nothing waits on a human", since), 30, what="the view redrawn")
+        term.keys("q")
+        assert term.proc.wait(30) == 0
+    finally:
+        term.close()
