@@ -106,26 +106,27 @@ def _fetch(client: Any, view: _View) -> None:
 # --- drawing ----------------------------------------------------------------------------------
 
 def _frame(view: _View, now: float, live: bool = True) -> _Shown:
-    """One screen: the lanes table, what waits on a human (each item numbered, the picked one
-    marked when ``live``), the answering panel and the status and key lines when ``live``."""
+    """One screen: the lanes table and what waits on a human, each item numbered. ``live``:
+    the key and status lines first (a long list is cut at the screen's bottom, they are not),
+    the picked item marked; while answering, only that item and the answering panel."""
     rows = [[lane["builder"], _lane_state(lane["state"]), _duration(now - lane["since"]), len(lane["pending"]),
              lane["queued"], lane["detail"]] for lane in view.lanes]
     out = [_table(rows, ["builder", "lane", "for", "pending", "queued", "detail"]) if rows else _line("no builders"),
            _line("")]
     out.append(_paint(f"waiting on a human: {len(view.items)}", bold=True) if view.items
                else _line("nothing waits on a human"))
+    item = view.item() if live and view.mode != "browse" else None
     for n, i in enumerate(view.items, 1):
         picked = live and n - 1 == view.pick
-        out += [_line(""), _line(_paint(f"{'>' if picked else ' '} [{n}] ", bold=picked), _interaction(i, now))]
+        if item is None or i is item:
+            out += [_line(""), _line(_paint(f"{'>' if picked else ' '} [{n}] ", bold=picked), _interaction(i, now))]
     if not live:
         return _lines(out)
-    item = view.item()
-    if view.mode != "browse" and item is not None:
+    if item is not None:
         out += [_line(""), *_panel(view, item)]
     keys = {"browse": BROWSE_KEYS, "text": TEXT_KEYS}.get(view.mode) or (
         MULTI_KEYS if _multi(item, view.q) else CHOOSE_KEYS)
-    out += [_line(""), _line(view.status), _paint(keys, dim=True)]
-    return _lines(out)
+    return _lines([_paint(keys, dim=True), _line(view.status), *out])
 
 
 def _choices(item: dict[str, Any], q: int) -> list[tuple[str, str]]:
@@ -294,8 +295,11 @@ def _send(client: Any, answer: dict[str, Any], actor: str) -> str:
 
 
 def _read_key(fd: int) -> list[str]:
-    """The keys in what the terminal sent (an escape sequence is one key)."""
+    """The keys in what the terminal sent (an escape sequence is one key; ``quit`` when it
+    sent nothing: closed)."""
     data = os.read(fd, 64).decode("utf-8", "replace")
+    if not data:  # the terminal went away
+        return ["quit"]
     keys, n = [], 0
     while n < len(data):
         seq = next((s for s in ("\x1b[A", "\x1b[B", "\x1bOA", "\x1bOB") if data.startswith(s, n)), None)
@@ -316,10 +320,13 @@ def _run(ctx: click.Context, client: Any, actor: str) -> None:
     from rich.live import Live
     from rich.text import Text
 
+    from hookd.client import Client
+
     view, changed, ended = _View(), threading.Event(), threading.Event()
     after = client.get("/v1/status")["counts"]["events"]  # append-only: the count is the last seq
     _fetch(client, view)
-    threading.Thread(target=_follow, args=(client, after, changed, ended), daemon=True).start()
+    follower = Client(client.home)  # its own client: the stream's request stays open beside the others
+    threading.Thread(target=_follow, args=(follower, after, changed, ended), daemon=True).start()
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
     try:

@@ -1,7 +1,8 @@
 """`hookd watch`: the live view of lanes and of what waits on a human. `--once` (what a pipe
 gets too) prints one frame as plain text, snapshotted exactly against a real daemon (only what
 the clock decides replaced); the keyboard answer is driven once in a pseudo-terminal, the way a
-person at a tmux pane answers: pick the item, pick the option, Enter (a deny: type the message)."""
+person at a tmux pane answers: pick the item, pick the option, Enter (a deny: type the message);
+the keys' state machine on a call asking several questions, in this process."""
 
 from __future__ import annotations
 
@@ -109,6 +110,19 @@ waiting on a human: 2
 """
 
 
+def test_once_loads_no_rich(rig: tuple[Path, subprocess.Popen[bytes], str], tmp_path: Path) -> None:
+    """Rich is for the live view: a frame in a pipe does without it, and `hookd --version`
+    loads neither it nor `hookd.cli_watch` (tests/test_cli_startup.py's harness)."""
+    from .test_cli_startup import imported
+
+    home, _, _ = rig
+    mods, out = imported(tmp_path, "--home", os.fspath(home), "watch", "--once")
+    assert "waiting on a human: 2" in out
+    assert "hookd.cli_watch" in mods and "rich" not in mods
+    mods, _ = imported(tmp_path, "--version")
+    assert not {"hookd.cli_watch", "rich"} & mods
+
+
 def test_once_with_nothing_waiting(tmp_path: Path) -> None:
     home = tmp_path / "home"
     with DaemonProcess(home):
@@ -204,3 +218,29 @@ def test_answered_from_the_keyboard(rig: tuple[Path, subprocess.Popen[bytes], st
         assert term.proc.wait(30) == 0
     finally:
         term.close()
+
+
+def test_keys_answer_every_question_of_a_call_then_send_them_at_once() -> None:
+    """The keyboard's state machine (hookd.cli_watch._key) on a call asking two questions, the
+    second a multi-select: each is answered in turn, then one answer carries both; Esc goes
+    back and answers nothing."""
+    from hookd.cli_watch import _key, _View
+
+    call = {"id": "toolu_01MULTI", "kind": "question", "builder": "b1", "revision": 3, "questions": [
+        {"question": "Which color?", "options": [{"label": "Red"}, {"label": "Blue"}]},
+        {"question": "Which toppings?", "multiSelect": True,
+         "options": [{"label": "Cheese"}, {"label": "Ham"}, {"label": "Olives"}]},
+    ]}
+    other = {"id": "toolu_01OTHER", "kind": "question", "builder": "b2", "revision": 1,
+             "questions": [{"question": "Go?", "options": [{"label": "yes"}]}]}
+    view = _View(items=[other, call])
+    assert [_key(view, k) for k in ("down", "enter", "esc")] == [None, None, None]
+    assert (view.mode, view.pick) == ("browse", 1)
+    assert [_key(view, k) for k in ("enter", "down", "enter", "1", "down", "down", " ", "2", "2")] == [None] * 9
+    assert (view.mode, view.q, sorted(view.toggled)) == ("choose", 1, [0, 2])
+    assert _key(view, "enter") == {"id": "toolu_01MULTI", "body": {"revision": 3, "answers": {
+        "Which color?": {"options": ["Blue"], "text": None},
+        "Which toppings?": {"options": ["Cheese", "Olives"], "text": None},
+    }}}
+    assert (view.mode, view.status) == ("browse", "answering toolu_01MULTI...")
+    assert _key(view, "q") == "quit"
