@@ -1,3 +1,3 @@
 from hookd.cli import main
 
-main()
+main(prog_name="hookd")  # `python -m hookd` is `hookd`: its usage lines, its completion (_HOOKD_COMPLETE)

@@ -11,7 +11,8 @@ the screen, set a window title, hide or reorder words. ``--json`` output is exac
 The commands live in ``hookd.cli`` (the daemon and the agents' set-up: ``serve``, ``spawn``,
 ``unspawn``, ``status``, ``open``, ``mcp``), ``hookd.cli_read`` (what the daemon knows),
 ``hookd.cli_steer`` (a human's words to agents) and ``hookd.cli_dev`` (replay, drift, notify
-test); their shared helpers in ``hookd.cli_render``. The other modules' commands are imported
+test); their shared helpers in ``hookd.cli_render``, their shell completion callbacks in
+``hookd.cli_complete``. The other modules' commands are imported
 only when named (:data:`LAZY_COMMANDS`: a new command there needs its line), and a command
 imports what it needs beyond click and the helpers inside its body or helper, so that each call
 loads only its own (``tests/test_cli_startup.py``, ``bench/cli.py``).
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from hookd import __version__
+from hookd.cli_complete import builders
 from hookd.cli_render import _client, _duration, _echo_json, _log_to_stderr, _out, _seg, _table, _when
 from hookd.untrusted import visible
 
@@ -41,7 +43,7 @@ LAZY_COMMANDS = {
     "questions": "hookd.cli_read:questions", "lanes": "hookd.cli_read:lanes", "events": "hookd.cli_read:events",
     "inbox": "hookd.cli_read:inbox", "tail": "hookd.cli_read:tail",
     "send": "hookd.cli_steer:send", "answer": "hookd.cli_steer:answer", "ask": "hookd.cli_steer:ask",
-    "preanswer": "hookd.cli_steer:preanswer",
+    "preanswer": "hookd.cli_steer:preanswer", "watch": "hookd.cli_watch:watch",
     "replay": "hookd.cli_dev:replay", "drift": "hookd.cli_dev:drift", "notify": "hookd.cli_dev:notify",
 }
 
@@ -119,7 +121,7 @@ def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: 
 
 
 @main.command()
-@click.argument("builder")
+@click.argument("builder", shell_complete=builders)
 @click.option("--worktree", type=click.Path(path_type=Path, file_okay=False), help="The builder's worktree.")
 @click.option("--settings-file", type=click.Path(path_type=Path, dir_okay=False),
               help="Write a standalone settings file for `claude --settings PATH` instead.")
@@ -166,7 +168,7 @@ def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file
 
 
 @main.command()
-@click.argument("builder")
+@click.argument("builder", shell_complete=builders)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def unspawn(ctx: click.Context, builder: str, as_json: bool) -> None:
@@ -247,7 +249,7 @@ def open_page(ctx: click.Context, no_browser: bool, as_json: bool) -> None:
 
 
 @main.command()
-@click.option("--builder", required=True, help="The builder whose agent runs this server.")
+@click.option("--builder", required=True, shell_complete=builders, help="The builder whose agent runs this server.")
 @click.option("--log-level", default="warning", type=click.Choice(["debug", "info", "warning", "error"]))
 @click.pass_context
 def mcp(ctx: click.Context, builder: str, log_level: str) -> None:

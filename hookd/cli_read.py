@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from hookd.cli_complete import builders, queued_messages
 from hookd.cli_render import (
     _client, _duration, _echo_json, _event_line, _interaction, _lane_state, _lines, _out, _seg, _table,
 )
@@ -106,12 +107,19 @@ def events(ctx: click.Context, after: int, follow: bool, as_json: bool) -> None:
 
 class _InboxGroup(click.Group):
     """``hookd inbox [B]`` is ``hookd inbox list [B]``; ``hookd inbox cancel ID`` takes a
-    queued message back."""
+    queued message back. Completing ``hookd inbox `` offers both: the subcommands and the
+    builder ids."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args and ctx.resilient_parsing:  # a shell completing the word after `inbox`
+            return super().parse_args(ctx, args)
         if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h")):
             args = ["list", *args]
         return super().parse_args(ctx, args)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[Any]:
+        more = [] if incomplete.startswith("-") else builders(ctx, self.commands["list"].params[0], incomplete)
+        return [*super().shell_complete(ctx, incomplete), *more]
 
 
 @click.group(cls=_InboxGroup)
@@ -121,7 +129,7 @@ def inbox() -> None:
 
 
 @inbox.command("list")
-@click.argument("builder", required=False)
+@click.argument("builder", required=False, shell_complete=builders)
 @click.option("--limit", type=click.IntRange(1), default=1000, show_default=True, help="Show the newest N.")
 @click.option("--json", "as_json", is_flag=True, help="A JSON array of messages.")
 @click.pass_context
@@ -142,7 +150,7 @@ def inbox_list(ctx: click.Context, builder: str | None, limit: int, as_json: boo
 
 
 @inbox.command("cancel")
-@click.argument("message_id")
+@click.argument("message_id", shell_complete=queued_messages)
 @click.option("--actor", default=os_user, show_default="your user name", metavar="NAME",
               help="Who takes it back (recorded in the inbox_cancelled event).")
 @click.option("--json", "as_json", is_flag=True, help="Print {message, cancelled} as JSON.")
@@ -162,7 +170,7 @@ def inbox_cancel(ctx: click.Context, message_id: str, actor: str, as_json: bool)
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--builder", required=True, help="The builder these transcripts belong to.")
+@click.option("--builder", required=True, shell_complete=builders, help="The builder these transcripts belong to.")
 @click.option("--session", "session_id", help="When they are one session's transcript.")
 @click.option("--follow", "-f", is_flag=True, help="Then print the builder's events as they come.")
 @click.pass_context

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from hookd.cli_complete import builders, pending_interactions
 from hookd.cli_render import _client, _echo_json, _out, _seg
 from hookd.models import os_user
 from hookd.untrusted import visible
@@ -18,7 +19,7 @@ _ME = "your user name"
 
 
 @click.command()
-@click.argument("builder")
+@click.argument("builder", shell_complete=builders)
 @click.argument("text")
 @click.option("--id", "key", help="Idempotency key: the same key and text again returns the first receipt.")
 @click.option("--session", "session_id", help="Deliver only to this session of the builder.")
@@ -76,7 +77,7 @@ _DELIVERY_WORDS = {
 
 
 @click.command(cls=_AnswerCommand)
-@click.argument("interaction_id")
+@click.argument("interaction_id", shell_complete=pending_interactions)
 @click.option("--option", "options", multiple=True, metavar="LABEL",
               help="An option's label (repeat for multi-select); for a permission prompt: allow or deny.")
 @click.option("--text", help="Free text ('Other'); for a permission deny: the message shown to the model.")
@@ -127,7 +128,7 @@ def answer(ctx: click.Context, interaction_id: str, options: tuple[str, ...], te
 
 
 @click.command()
-@click.argument("builder")
+@click.argument("builder", shell_complete=builders)
 @click.argument("question")
 @click.option("--option", "options", multiple=True, metavar="LABEL", help="An answer option (repeat).")
 @click.option("--expires-in", type=float, help="Seconds until it expires unanswered.")
@@ -150,7 +151,7 @@ def ask(ctx: click.Context, builder: str, question: str, options: tuple[str, ...
 
 
 @click.command()
-@click.argument("builder")
+@click.argument("builder", shell_complete=builders)
 @click.option("--question", required=True, help="The exact question text the agent will ask.")
 @click.option("--option", "options", multiple=True, metavar="LABEL", help="The answer's label(s).")
 @click.option("--text", help="Free-text answer.")
