@@ -267,47 +267,58 @@ def test_a_body_that_never_ends_is_refused_after_the_body_timeout(fastpath: str,
         d.kill()
 
 
+PRE = (TUI / "004-PreToolUse.json").read_bytes()
+
+
+def finished_together(d: DaemonProcess, n: int, tag: str, *, half_close: bool = False) -> list[tuple[int | None, bytes]]:
+    """``n`` hooks (PRE with tool_use_ids ``toolu_000...``) whose last bytes arrive at once:
+    each connection accepted with half its body, then the rest written (and, with half_close,
+    our writing side shut down) while the daemon is stopped. Returns each reply's (status,
+    body), ``(None, b"")`` for a connection closed with no reply."""
+    h = d.home
+    requests, socks = [], []
+    for i in range(n):
+        data = chunked(PRE.replace(b"toolu_", b"toolu_%03d" % i), f"{tag}-{i}")
+        requests.append(data)
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(30)
+        s.connect(os.fspath(h.socket_path))
+        s.sendall(data[: len(data) // 2])
+        socks.append(s)
+    with api(h) as c:  # accepted after the n (the backlog is served in order), answered after them
+        c.get("/v1/status")
+    assert d.proc is not None
+    os.kill(d.proc.pid, signal.SIGSTOP)
+    try:
+        for s, data in zip(socks, requests):
+            s.sendall(data[len(data) // 2:])
+            if half_close:
+                s.shutdown(socket.SHUT_WR)
+    finally:
+        os.kill(d.proc.pid, signal.SIGCONT)
+    replies: list[tuple[int | None, bytes]] = []
+    for s in socks:
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+        s.close()
+        replies.append(reply(out) if out else (None, b""))
+    return replies
+
+
 def test_hooks_arriving_together_share_a_commit_and_are_all_answered(tmp_path: Path) -> None:
-    """60 hooks whose last bytes arrive at once (each connection accepted with half its body,
-    then the rest written while the daemon is stopped): the writes of one event-loop turn
-    share a group commit, so fast-path hooks wait for it and a task finishes them
-    (``fast_path.waited``). Every one is answered 200 and stored once, with its own events."""
+    """60 hooks whose last bytes arrive at once (:func:`finished_together`): the writes of one
+    event-loop turn share a group commit, so fast-path hooks wait for it and a task finishes
+    them (``fast_path.waited``). Every one is answered 200 and stored once, with its own events."""
     d = DaemonProcess(tmp_path / "home").start()
     try:
-        h = d.home
-        payload = (TUI / "004-PreToolUse.json").read_bytes()
-        requests, socks = [], []
-        for i in range(60):
-            data = chunked(payload.replace(b"toolu_", b"toolu_%03d" % i), f"together-{i}")
-            requests.append(data)
-            s = socket.socket(socket.AF_UNIX)
-            s.settimeout(30)
-            s.connect(os.fspath(h.socket_path))
-            s.sendall(data[: len(data) // 2])
-            socks.append(s)
-        with api(h) as c:  # accepted after the 60 (the backlog is served in order), answered after them
-            c.get("/v1/status")
-        assert d.proc is not None
-        os.kill(d.proc.pid, signal.SIGSTOP)
-        try:
-            for s, data in zip(socks, requests):
-                s.sendall(data[len(data) // 2:])
-        finally:
-            os.kill(d.proc.pid, signal.SIGCONT)
-        replies = []
-        for s in socks:
-            out = b""
-            while chunk := s.recv(65536):
-                out += chunk
-            s.close()
-            replies.append(reply(out))
-        assert replies == [(200, b"")] * 60
-        with api(h) as c:
+        assert finished_together(d, 60, "together") == [(200, b"")] * 60
+        with api(d.home) as c:
             st = c.get("/v1/status")
             received = [e for e in all_events(c) if e["kind"] == "hook_received"]
         assert st["counts"]["hook_events"] == 60
         assert sorted(e["data"]["tool_use_id"] for e in received) == sorted(
-            json.loads(payload)["tool_use_id"].replace("toolu_", "toolu_%03d" % i) for i in range(60))
+            json.loads(PRE)["tool_use_id"].replace("toolu_", "toolu_%03d" % i) for i in range(60))
         assert st["fast_path"]["hooks"] == 60 and 0 < st["fast_path"]["waited"] < 60, st["fast_path"]
     finally:
         d.stop()
@@ -316,42 +327,18 @@ def test_hooks_arriving_together_share_a_commit_and_are_all_answered(tmp_path: P
 
 def test_a_fast_path_client_that_half_closes_after_its_request_still_gets_its_reply(tmp_path: Path) -> None:
     """A client may shut down its writing side once its request is sent: on the fast path the
-    reply still comes. 20 hooks whose rest and EOF arrive together while the daemon is stopped:
-    those that wait for a group commit are answered by a task after the EOF was read; each is
-    answered 200 and stored once. (On the ASGI path an EOF is the client gone: HttpProtocol.eof_received.)"""
+    reply still comes. 20 hooks whose rest and EOF arrive together while the daemon is stopped
+    (:func:`finished_together`): those that wait for a group commit are answered by a task,
+    and the EOF is not read before (``_HookRequest.start`` pauses reading once the body is
+    there); each is answered 200 and stored once. On the ASGI path an EOF is the client gone
+    (uvicorn's ``eof_received``), which held hooks, idle wakes and event streams rely on."""
     d = DaemonProcess(tmp_path / "home").start()
     try:
-        h = d.home
-        payload = (TUI / "004-PreToolUse.json").read_bytes()
-        requests, socks = [], []
-        for i in range(20):
-            data = chunked(payload.replace(b"toolu_", b"toolu_%03d" % i), f"half-{i}")
-            requests.append(data)
-            s = socket.socket(socket.AF_UNIX)
-            s.settimeout(30)
-            s.connect(os.fspath(h.socket_path))
-            s.sendall(data[: len(data) // 2])
-            socks.append(s)
-        with api(h) as c:  # accepted after the 20 (the backlog is served in order)
-            c.get("/v1/status")
-        assert d.proc is not None
-        os.kill(d.proc.pid, signal.SIGSTOP)
-        try:
-            for s, data in zip(socks, requests):
-                s.sendall(data[len(data) // 2:])
-                s.shutdown(socket.SHUT_WR)
-        finally:
-            os.kill(d.proc.pid, signal.SIGCONT)
-        replies = []
-        for s in socks:
-            out = b""
-            while chunk := s.recv(65536):
-                out += chunk
-            s.close()
-            replies.append(reply(out) if out else (None, b""))
-        assert replies == [(200, b"")] * 20
-        with api(h) as c:
-            assert c.get("/v1/status")["counts"]["hook_events"] == 20
+        assert finished_together(d, 20, "half", half_close=True) == [(200, b"")] * 20
+        with api(d.home) as c:
+            st = c.get("/v1/status")
+        assert st["counts"]["hook_events"] == 20
+        assert st["fast_path"]["waited"] > 0, st["fast_path"]  # some replies came after the EOF
     finally:
         d.stop()
         d.kill()

@@ -169,21 +169,10 @@ class HttpProtocol(HttpToolsProtocol):
             return
         self.flow.resume_reading()
 
-    def eof_received(self) -> bool | None:  # type: ignore[override]  # asyncio's Protocol may return True
-        if self._replied:
-            if self._reply_read is not None and not self._reply_read.done():
-                self._reply_read.set_result(True)
-            return super().eof_received()  # (it returns None: the transport closes)
-        # A fast-path hook's client shut down its writing side (or went away): its reply, still
-        # to be written when the hook waited for a group commit, goes out and closes the
-        # connection (True keeps it open until then; uvicorn's own closes it here, and the reply
-        # of a client that only half-closed was lost). On the ASGI path an EOF stays what uvicorn
-        # makes it, the client gone: a held hook, an idle wake and an event stream end on it.
-        hook = self._hook
-        if hook is not None:
-            hook.start("cut")  # (a no-op once started; else what arrived is stored, and refused)
-            return True
-        return super().eof_received()
+    def eof_received(self) -> None:
+        if self._replied and self._reply_read is not None and not self._reply_read.done():
+            self._reply_read.set_result(True)
+        super().eof_received()  # (it returns None: the transport closes)
 
     def shutdown(self) -> None:
         if self._hook is not None:
