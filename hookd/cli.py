@@ -177,7 +177,7 @@ def unspawn(ctx: click.Context, builder: str, as_json: bool) -> None:
 
     r = do_unspawn(ctx.obj, builder)
     try:  # a running daemon shows the lane as unspawned at once (builder_unspawned); none: later
-        _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/unspawned", {})
+        _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/unspawned", {}, timeout=2)
     except Exception:  # noqa: BLE001 - best effort: the daemon down, or any failure, changes nothing done
         pass
     if as_json:

@@ -22,7 +22,7 @@ from hookd.client import Client
 from hookd.config import Home
 from hookd.daemonproc import DaemonProcess
 
-from .conftest import TUI, hookd_cli
+from .conftest import TUI, hookd_cli, hookd_run
 
 pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("cli_complete")]
 
@@ -61,7 +61,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory):
     d = DaemonProcess(home).start()
     try:
         for b in ("b1", "b2"):
-            r = hookd_cli(home, "spawn", b, "--settings-file", os.fspath(root / f"{b}.json"))
+            r = hookd_run(home, "spawn", b, "--settings-file", os.fspath(root / f"{b}.json"))
             assert r.returncode == 0, r.stderr
         c = d.client()
         _hook(c, "b1", "001-SessionStart.json")
@@ -100,7 +100,7 @@ def test_builder_ids_complete_from_the_manifests(rig: tuple[Path, str], line: st
 def test_builder_ids_complete_without_the_daemon(tmp_path: Path) -> None:
     home = tmp_path / "home"
     for b in ("b2", "b1", "b3"):
-        assert hookd_cli(home, "spawn", b, "--settings-file", os.fspath(tmp_path / f"{b}.json")).returncode == 0
+        assert hookd_run(home, "spawn", b, "--settings-file", os.fspath(tmp_path / f"{b}.json")).returncode == 0
     assert hookd_cli(home, "unspawn", "b3").returncode == 0
     assert complete(home, "hookd send ") == ["b1", "b2"]  # sorted; an unspawned builder has no manifest
     assert complete(home, "hookd answer ") == []  # the daemon is down: nothing, and no error

@@ -18,7 +18,7 @@ import pytest
 from hookd.client import Client
 from hookd.daemonproc import DaemonProcess, wait_until
 
-from .conftest import TUI, hookd_cli, questions, settings_command
+from .conftest import TUI, hookd_cli, hookd_run, questions, settings_command
 
 pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("cli_watch")]
 
@@ -58,7 +58,7 @@ def rig(tmp_path: Path):
     held = None
     try:
         for b in ("b1", "b2"):
-            r = hookd_cli(home, "spawn", b, "--settings-file", os.fspath(tmp_path / f"{b}.json"))
+            r = hookd_run(home, "spawn", b, "--settings-file", os.fspath(tmp_path / f"{b}.json"))
             assert r.returncode == 0, r.stderr
         c = d.client()
         _hook(c, "b1", "001-SessionStart.json")
