@@ -297,28 +297,23 @@ class Transcripts:
         i = tx.interaction_by_tool_use_id(ob.tool_use_id)
         if i is None or i.kind != "question":
             return
-        if not (ob.rejected or ob.is_error):
-            if i.state != "pending":
-                return
-            # the call has its result, but the row carries no answers (no toolUseResult): the
-            # question is over all the same (a pending one would stall the lane for good);
-            # what was answered is not known here
-            self.questions.question_resolved(tx, builder, p, QuestionResolved(
-                tool_use_id=ob.tool_use_id, tool_name=_ASK_TOOL, input_hash=i.input_hash or "", questions=i.questions,
-                outcome="empty", answers=None, selections=None, surface=None,
-                warning="the transcript shows the call's result without its answers (no toolUseResult): "
-                        "the question is over, what was answered is not known",
-                error=None,
-            ), at)
-            return
         if ob.rejected:
             outcome, surface, warning = "dismissed", "terminal", "rejected at the desk (Esc or No), as the transcript shows"
-        else:
+        elif ob.is_error:
             # no human was asked: the harness refused the tool (plain `claude -p`: "No such tool
             # available"; field case B05); the model may go on as if someone had answered
             outcome, surface = "denied", None
             warning = ("the harness refused the tool without asking anyone (its error is in `error`); "
                        "the model may proceed as if a human had answered")
+        elif i.state == "pending":
+            # the call has its result, but the row carries no answers (no toolUseResult): the
+            # question is over all the same (a pending one would stall the lane for good);
+            # what was answered is not known here
+            outcome, surface = "empty", None
+            warning = ("the transcript shows the call's result without its answers (no toolUseResult): "
+                       "the question is over, what was answered is not known")
+        else:
+            return
         self.questions.question_resolved(tx, builder, p, QuestionResolved(
             tool_use_id=ob.tool_use_id, tool_name=_ASK_TOOL, input_hash=i.input_hash or "", questions=i.questions,
             outcome=outcome, answers=None, selections=None, surface=surface, warning=warning,
