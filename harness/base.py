@@ -6,9 +6,10 @@ only these terms and the adapters' protocol, and finds an adapter by harness nam
 :data:`hookd.harness.registry.ADAPTERS`:
 
 - :class:`Adapter`: the hook path: ``parse`` raw bytes into a :class:`Payload`, ``observe``
-  it as :class:`Observation` s, say where its output reaches the model (``boundary``) and
-  render a delivery there (``render_context``); traits (``desk_only``, ...) say how the
-  harness's questions and deliveries behave;
+  it as :class:`Observation` s, say what each of its hook events means (``hook_kinds``:
+  :data:`HookKind`), where its output reaches the model (``boundary``) and render a delivery
+  there (``render_context``); traits (``desk_only``, ...) say how the harness's questions and
+  deliveries behave;
 - :class:`TranscriptReader`: an adapter whose harness writes transcripts hookd reads
   (:data:`hookd.harness.registry.READERS`);
 - the observations: what the core applies (one transaction per hook or transcript read);
@@ -56,6 +57,20 @@ class Payload(msgspec.Struct, kw_only=True):
     cwd: Any = None
     agent_id: str | None = None
     agent_type: Any = None
+
+
+#: What a hook event means in the agent's loop, whatever the harness calls it: an adapter's
+#: ``hook_kinds`` maps each of its event names that means one of these (an event it leaves out
+#: means none). ``session_start`` / ``session_end``: a session starts (or restarts) / ends;
+#: ``prompt``: a human's prompt starts a turn; ``turn_end`` / ``subagent_end``: the main
+#: agent's / a subagent's turn ends; ``tool_before``: a tool call is about to run (its output
+#: may answer a question call); ``permission``: a tool's permission prompt is up (its hook may
+#: be held for a remote answer); ``tool_after``: a tool call ran or failed; ``notice``: a
+#: notification, not the agent's own activity. The core and the watchers act on these, never
+#: on a harness's event names; the store records the kind beside the name
+#: (``hook_events.hook_kind``).
+HookKind = Literal["session_start", "session_end", "prompt", "turn_end", "subagent_end",
+                   "tool_before", "permission", "tool_after", "notice"]
 
 
 def text(v: Any) -> str | None:
@@ -443,6 +458,9 @@ class RemoteAnswers(Protocol):
     #: tools the harness runs as a child process of the agent's own: while a permission prompt
     #: for one is held, the tool's process showing (:meth:`runs_tool`) proves the desk allowed it
     child_process_tools: frozenset[str]
+    #: the hook event held for a remote answer (its ``hook_kinds`` kind: ``permission``), as the
+    #: harness names it: the ``via`` recorded when its held hook read the answer
+    hold_event: str
 
     def permission_reply(self, decision: str, tool_name: str | None, tool_input: Any,
                          message: str | None) -> bytes:
@@ -511,6 +529,9 @@ class Adapter(Protocol):
       (offered again after a re-register or a daemon restart);
     - ``idle_wake``: the harness has an idle agent's Stop hook that ``/wake`` may hold.
 
+    ``hook_kinds``: the harness's hook event names -> :data:`HookKind` (what each means to the
+    core and the lanes; an event not in it means none of them).
+
     What it can do for a remote answer and at spawn, a typed member each (never probed):
     ``remote_answers`` (None when ``desk_only``) and ``hook_installs`` (the harness names
     `hookd spawn` installs hooks for; empty when hookd installs none: claw-http's loops call
@@ -522,6 +543,7 @@ class Adapter(Protocol):
     needs_context: bool
     ack_required: bool
     idle_wake: bool
+    hook_kinds: Mapping[str, HookKind]
     remote_answers: RemoteAnswers | None
     hook_installs: Mapping[str, HookInstall]
 
