@@ -25,7 +25,8 @@ only these terms and the adapters' protocol, and finds an adapter by harness nam
 - :class:`ToolView`: a tool call as a person reads it (an adapter's ``present_tool``, built
   with :mod:`hookd.harness.tool_views`).
 
-Pure: no I/O. Depends only on :mod:`hookd.models` and :mod:`hookd.harness.install`.
+Pure: no I/O. Depends only on :mod:`hookd.models`, :mod:`hookd.harness.install` and
+:mod:`hookd.harness.answer_text`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Any, Iterable, Literal, Mapping, Protocol, runtime_checkable
 
 import msgspec
 
+from hookd.harness.answer_text import decode_multi
 from hookd.harness.install import HookInstall
 from hookd.models import Selection
 
@@ -286,78 +288,11 @@ def decode_answers(questions: Any, answers: dict[str, Any]) -> list[Selection]:
             if raw in names:
                 labels = [raw]
             elif q.multiSelect:
-                labels, other = _decode_multi(raw, names)
+                labels, other = decode_multi(raw, names)
             else:
                 other = raw
         out.append(Selection(question=text, raw=raw, labels=labels, other=other))
     return out
-
-
-def _decode_multi(raw: str, names: list[str]) -> tuple[list[str], str | None]:
-    """(labels, other) of one multi-select answer string."""
-    split = _split_labels(raw, names)  # every item a known label, unquoted
-    if split is not None:
-        return split, None
-    items = _split_quoted(raw)
-    if items is None:
-        return [], raw
-    labels = [i for i in items if i in names]
-    rest = [i for i in items if i not in names]
-    return labels, (", ".join(rest) if rest else None)
-
-
-def _split_quoted(raw: str) -> list[str] | None:
-    """Split ``a, "b, c", "say \\"hi\\""`` into items; None if the quoting is broken."""
-    items: list[str] = []
-    i, n = 0, len(raw)
-    while i < n:
-        if raw[i] == '"':
-            j, buf = i + 1, []
-            while j < n and raw[j] != '"':
-                if raw[j] == "\\" and j + 1 < n:
-                    j += 1
-                buf.append(raw[j])
-                j += 1
-            if j >= n:
-                return None
-            items.append("".join(buf))
-            i = j + 1
-        else:
-            j = raw.find(", ", i)
-            j = n if j < 0 else j
-            items.append(raw[i:j])
-            i = j
-        if i < n:
-            if not raw.startswith(", ", i):
-                return None
-            i += 2
-    return items
-
-
-def _split_labels(raw: str, names: list[str]) -> list[str] | None:
-    """Split ``raw`` into known labels joined by ", " (longest label first), or None."""
-    ordered = sorted(set(names), key=len, reverse=True)
-    memo: dict[int, list[str] | None] = {}
-
-    def at(i: int) -> list[str] | None:
-        if i in memo:
-            return memo[i]
-        result = None
-        for name in ordered:
-            if raw.startswith(name, i):
-                j = i + len(name)
-                if j == len(raw):
-                    result = [name]
-                    break
-                if raw.startswith(", ", j):
-                    rest = at(j + 2)
-                    if rest is not None:
-                        result = [name, *rest]
-                        break
-        memo[i] = result
-        return result
-
-    return at(0) if raw else None
 
 
 # --- observations of transcripts and tool results ------------------------------------------
