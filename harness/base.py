@@ -6,9 +6,10 @@ only these terms and the adapters' protocol, and finds an adapter by harness nam
 :data:`hookd.harness.registry.ADAPTERS`:
 
 - :class:`Adapter`: the hook path: ``parse`` raw bytes into a :class:`Payload`, ``observe``
-  it as :class:`Observation` s, say where its output reaches the model (``boundary``) and
-  render a delivery there (``render_context``); traits (``desk_only``, ...) say how the
-  harness's questions and deliveries behave;
+  it as :class:`Observation` s, say what each of its hook events means (``hook_kinds``:
+  :data:`HookKind`), where its output reaches the model (``boundary``) and render a delivery
+  there (``render_context``); traits (``desk_only``, ...) say how the harness's questions and
+  deliveries behave;
 - :class:`TranscriptReader`: an adapter whose harness writes transcripts hookd reads
   (:data:`hookd.harness.registry.READERS`);
 - the observations: what the core applies (one transaction per hook or transcript read);
@@ -24,7 +25,8 @@ only these terms and the adapters' protocol, and finds an adapter by harness nam
 - :class:`ToolView`: a tool call as a person reads it (an adapter's ``present_tool``, built
   with :mod:`hookd.harness.tool_views`).
 
-Pure: no I/O. Depends only on :mod:`hookd.models` and :mod:`hookd.harness.install`.
+Pure: no I/O. Depends only on :mod:`hookd.models`, :mod:`hookd.harness.install` and
+:mod:`hookd.harness.answer_text`.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Any, Iterable, Literal, Mapping, Protocol, runtime_checkable
 
 import msgspec
 
+from hookd.harness.answer_text import decode_multi
 from hookd.harness.install import HookInstall
 from hookd.models import Selection
 
@@ -56,6 +59,20 @@ class Payload(msgspec.Struct, kw_only=True):
     cwd: Any = None
     agent_id: str | None = None
     agent_type: Any = None
+
+
+#: What a hook event means in the agent's loop, whatever the harness calls it: an adapter's
+#: ``hook_kinds`` maps each of its event names that means one of these (an event it leaves out
+#: means none). ``session_start`` / ``session_end``: a session starts (or restarts) / ends;
+#: ``prompt``: a human's prompt starts a turn; ``turn_end`` / ``subagent_end``: the main
+#: agent's / a subagent's turn ends; ``tool_before``: a tool call is about to run (its output
+#: may answer a question call); ``permission``: a tool's permission prompt is up (its hook may
+#: be held for a remote answer); ``tool_after``: a tool call ran or failed; ``notice``: a
+#: notification, not the agent's own activity. The core and the watchers act on these, never
+#: on a harness's event names; the store records the kind beside the name
+#: (``hook_events.hook_kind``).
+HookKind = Literal["session_start", "session_end", "prompt", "turn_end", "subagent_end",
+                   "tool_before", "permission", "tool_after", "notice"]
 
 
 def text(v: Any) -> str | None:
@@ -271,78 +288,11 @@ def decode_answers(questions: Any, answers: dict[str, Any]) -> list[Selection]:
             if raw in names:
                 labels = [raw]
             elif q.multiSelect:
-                labels, other = _decode_multi(raw, names)
+                labels, other = decode_multi(raw, names)
             else:
                 other = raw
         out.append(Selection(question=text, raw=raw, labels=labels, other=other))
     return out
-
-
-def _decode_multi(raw: str, names: list[str]) -> tuple[list[str], str | None]:
-    """(labels, other) of one multi-select answer string."""
-    split = _split_labels(raw, names)  # every item a known label, unquoted
-    if split is not None:
-        return split, None
-    items = _split_quoted(raw)
-    if items is None:
-        return [], raw
-    labels = [i for i in items if i in names]
-    rest = [i for i in items if i not in names]
-    return labels, (", ".join(rest) if rest else None)
-
-
-def _split_quoted(raw: str) -> list[str] | None:
-    """Split ``a, "b, c", "say \\"hi\\""`` into items; None if the quoting is broken."""
-    items: list[str] = []
-    i, n = 0, len(raw)
-    while i < n:
-        if raw[i] == '"':
-            j, buf = i + 1, []
-            while j < n and raw[j] != '"':
-                if raw[j] == "\\" and j + 1 < n:
-                    j += 1
-                buf.append(raw[j])
-                j += 1
-            if j >= n:
-                return None
-            items.append("".join(buf))
-            i = j + 1
-        else:
-            j = raw.find(", ", i)
-            j = n if j < 0 else j
-            items.append(raw[i:j])
-            i = j
-        if i < n:
-            if not raw.startswith(", ", i):
-                return None
-            i += 2
-    return items
-
-
-def _split_labels(raw: str, names: list[str]) -> list[str] | None:
-    """Split ``raw`` into known labels joined by ", " (longest label first), or None."""
-    ordered = sorted(set(names), key=len, reverse=True)
-    memo: dict[int, list[str] | None] = {}
-
-    def at(i: int) -> list[str] | None:
-        if i in memo:
-            return memo[i]
-        result = None
-        for name in ordered:
-            if raw.startswith(name, i):
-                j = i + len(name)
-                if j == len(raw):
-                    result = [name]
-                    break
-                if raw.startswith(", ", j):
-                    rest = at(j + 2)
-                    if rest is not None:
-                        result = [name, *rest]
-                        break
-        memo[i] = result
-        return result
-
-    return at(0) if raw else None
 
 
 # --- observations of transcripts and tool results ------------------------------------------
@@ -443,6 +393,9 @@ class RemoteAnswers(Protocol):
     #: tools the harness runs as a child process of the agent's own: while a permission prompt
     #: for one is held, the tool's process showing (:meth:`runs_tool`) proves the desk allowed it
     child_process_tools: frozenset[str]
+    #: the hook event held for a remote answer (its ``hook_kinds`` kind: ``permission``), as the
+    #: harness names it: the ``via`` recorded when its held hook read the answer
+    hold_event: str
 
     def permission_reply(self, decision: str, tool_name: str | None, tool_input: Any,
                          message: str | None) -> bytes:
@@ -511,6 +464,9 @@ class Adapter(Protocol):
       (offered again after a re-register or a daemon restart);
     - ``idle_wake``: the harness has an idle agent's Stop hook that ``/wake`` may hold.
 
+    ``hook_kinds``: the harness's hook event names -> :data:`HookKind` (what each means to the
+    core and the lanes; an event not in it means none of them).
+
     What it can do for a remote answer and at spawn, a typed member each (never probed):
     ``remote_answers`` (None when ``desk_only``) and ``hook_installs`` (the harness names
     `hookd spawn` installs hooks for; empty when hookd installs none: claw-http's loops call
@@ -522,6 +478,7 @@ class Adapter(Protocol):
     needs_context: bool
     ack_required: bool
     idle_wake: bool
+    hook_kinds: Mapping[str, HookKind]
     remote_answers: RemoteAnswers | None
     hook_installs: Mapping[str, HookInstall]
 

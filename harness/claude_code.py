@@ -25,6 +25,7 @@ import msgspec
 
 from hookd.harness.base import (
     Compacting,
+    HookKind,
     Interrupted,
     Observation,
     Payload,
@@ -64,6 +65,16 @@ sequential_questions = False
 needs_context = False
 ack_required = False
 idle_wake = True
+#: What its hook events mean to the core (PreCompact, PostToolBatch, MessageDisplay: none of
+#: these; a compaction is the ``Compacting`` observation). Notification reports on the agent
+#: without being its activity (its ``idle_prompt`` comes ~60 s after a turn ended, its
+#: ``permission_prompt`` while a dialog waits): a ``notice``, which never moves a lane.
+hook_kinds: Mapping[str, HookKind] = {
+    "SessionStart": "session_start", "SessionEnd": "session_end", "UserPromptSubmit": "prompt",
+    "Stop": "turn_end", "SubagentStop": "subagent_end", "PreToolUse": "tool_before",
+    "PermissionRequest": "permission", "PostToolUse": "tool_after", "PostToolUseFailure": "tool_after",
+    "Notification": "notice",
+}
 #: A remote answer reaches the agent through hook output (:mod:`hookd.harness.claude_code_hooks`).
 remote_answers: RemoteAnswers | None = claude_code_hooks
 #: `hookd spawn --harness claude-code`: ``.claude/settings.local.json`` or a standalone file.

@@ -147,6 +147,8 @@ def hook_settings(
 
 #: (RemoteAnswers) the tools whose process a held permission prompt watches
 child_process_tools = RUNS_AS_CHILD
+#: (RemoteAnswers) the hook held for a remote answer
+hold_event = "PermissionRequest"
 
 
 def permission_reply(decision: str, tool_name: str | None, tool_input: Any, message: str | None) -> bytes:

@@ -45,6 +45,7 @@ import msgspec
 
 from hookd.harness.base import (
     DeliveredSeen,
+    HookKind,
     Observation,
     Payload,
     QuestionAsked,
@@ -86,6 +87,9 @@ sequential_questions = True
 ack_required = False
 #: No Stop hook: nothing to hold for an idle wake.
 idle_wake = False
+#: Only tool hooks exist: no session, prompt or end-of-turn hook.
+hook_kinds: Mapping[str, HookKind] = {"PreToolUse": "tool_before", "PostToolUse": "tool_after",
+                                      "PostToolUseFailure": "tool_after"}
 #: No hook carries a remote answer (``desk_only``).
 remote_answers: RemoteAnswers | None = None
 #: Tool events use this matcher: claw matches case-insensitive names, ``*`` is every tool.

@@ -32,6 +32,7 @@ import msgspec
 
 from hookd.harness import claw
 from hookd.harness.base import (
+    HookKind,
     Observation,
     Payload,
     RemoteAnswers,
@@ -61,6 +62,12 @@ sequential_questions = True
 ack_required = True
 #: No Stop hook: a loop asks for its messages itself (a drain).
 idle_wake = False
+#: What its calls mean (the routes of :mod:`hookd.http.claw` name them): register, stop and the
+#: tool calls; a drain (``Drain``) is only a boundary.
+hook_kinds: Mapping[str, HookKind] = {
+    "SessionStart": "session_start", "SessionEnd": "session_end", "PreToolUse": "tool_before",
+    "PostToolUse": "tool_after", "PostToolUseFailure": "tool_after",
+}
 #: No hook carries a remote answer (``desk_only``).
 remote_answers: RemoteAnswers | None = None
 #: Nothing to install: a loop calls hookd's claw-http API itself.

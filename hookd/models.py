@@ -16,10 +16,6 @@ InteractionState = Literal[
     "pending", "answered", "dismissed", "denied", "empty", "expired", "superseded", "orphaned"
 ]
 TERMINAL_STATES = ("answered", "dismissed", "denied", "empty", "expired", "superseded", "orphaned")
-#: Hook events that report on an agent without being its activity: they never move a lane's
-#: turn state (Claude Code's ``idle_prompt`` Notification comes ~60 s after a turn ended, its
-#: ``permission_prompt`` while a dialog waits); a lane's last hook is the newest other one.
-NOT_ACTIVITY_HOOKS = frozenset({"Notification"})
 
 
 #: How an interaction stands, in the words the CLI, the API (``outcome``), the page and the

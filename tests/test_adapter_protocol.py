@@ -4,6 +4,7 @@ nothing outside it, and the import contracts in pyproject.toml hold."""
 
 from __future__ import annotations
 
+import ast
 import inspect
 import os
 import re
@@ -66,7 +67,7 @@ def test_the_protocol_declares_the_traits_as_booleans():
     assert {n for n, t in ADAPTER_DATA.items() if t is bool} == {
         "desk_only", "sequential_questions", "needs_context", "ack_required", "idle_wake"}
     assert set(ADAPTER_METHODS) == {"parse", "observe", "boundary", "render_context", "known_fields", "present_tool"}
-    assert {n for n, t in ADAPTER_DATA.items() if t is not bool} == {"remote_answers", "hook_installs"}
+    assert {n for n, t in ADAPTER_DATA.items() if t is not bool} == {"hook_kinds", "remote_answers", "hook_installs"}
 
 
 @pytest.mark.parametrize("name", sorted(registry.ADAPTERS))
@@ -129,6 +130,57 @@ def test_the_traits_say_what_the_harnesses_do():
     assert (cc.ack_required, cl.ack_required, ch.ack_required) == (False, False, True)
     assert (cc.idle_wake, cl.idle_wake, ch.idle_wake) == (True, False, False)
     assert (cc.remote_answers, cl.remote_answers, ch.remote_answers) == (claude_code_hooks, None, None)
+    assert claude_code_hooks.hold_event == "PermissionRequest"
+
+
+def test_each_adapter_says_what_its_hook_events_mean():
+    """``hook_kinds``: each harness's own event names onto the kinds the core and the lanes act
+    on (harness/base.py ``HookKind``); every name is one its ``parse`` knows."""
+    kinds = set(typing.get_args(base.HookKind))
+    assert claude_code.hook_kinds == {
+        "SessionStart": "session_start", "SessionEnd": "session_end", "UserPromptSubmit": "prompt",
+        "Stop": "turn_end", "SubagentStop": "subagent_end", "PreToolUse": "tool_before",
+        "PermissionRequest": "permission", "PostToolUse": "tool_after", "PostToolUseFailure": "tool_after",
+        "Notification": "notice"}
+    assert claw.hook_kinds == {"PreToolUse": "tool_before", "PostToolUse": "tool_after",
+                               "PostToolUseFailure": "tool_after"}
+    assert claw_http.hook_kinds == {"SessionStart": "session_start", "SessionEnd": "session_end",
+                                    "PreToolUse": "tool_before", "PostToolUse": "tool_after",
+                                    "PostToolUseFailure": "tool_after"}
+    for name, adapter in registry.ADAPTERS.items():
+        assert set(adapter.hook_kinds.values()) <= kinds, name
+        assert all(adapter.known_fields(event) is not None for event in adapter.hook_kinds), name
+
+
+def _event_name_literals(source: str, names: Any) -> list[tuple[int, str]]:
+    """(line, text) of every string constant in ``source`` that ``names`` (a predicate) takes
+    for a harness's hook event name; docstrings (a statement that is only a string) are text
+    and are skipped."""
+    tree = ast.parse(source)
+    prose = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+    return [(n.lineno, n.value) for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in prose and names(n.value)]
+
+
+def _is_event_name(s: str) -> bool:
+    """Is ``s`` one of a registered harness's hook event names (in its ``hook_kinds``, or an
+    event its ``parse`` has a model of)?"""
+    return any(s in a.hook_kinds or a.known_fields(s) is not None for a in registry.ADAPTERS.values())
+
+
+def test_the_core_and_the_watchers_name_no_harness_event():
+    """The core and the watchers act on what a hook means (``hook_kinds``, the stored
+    ``hook_kind``, observations), never on a harness's name for it: a new harness whose events
+    are spelled otherwise (Gemini CLI's BeforeTool, AfterAgent, ...) needs no change there. A
+    recorded name passes through as data (``p.hook_event_name``), never as a literal."""
+    hits = [f"{f.relative_to(ROOT)}:{line}: {text!r}"
+            for pkg in ("core", "watchers") for f in sorted((ROOT / "hookd" / pkg).rglob("*.py"))
+            for line, text in _event_name_literals(f.read_text(), _is_event_name)]
+    assert hits == []
+    # the scan sees a literal where one is, and not in a docstring
+    sample = 'def f(p):\n    """A Stop hook."""\n    return p.hook_event_name == "Stop" or p.x in ("AfterAgent", "x")\n'
+    assert _event_name_literals(sample, _is_event_name) == [(3, "Stop")]
+    assert _event_name_literals(sample, lambda s: s in {"Stop", "AfterAgent"}) == [(3, "Stop"), (3, "AfterAgent")]
 
 
 def test_spawn_installs_what_the_adapters_declare():

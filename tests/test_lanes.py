@@ -199,7 +199,7 @@ def _inputs(**over: Any) -> dict[str, Any]:
                          "session": {"session_id": "s1", "started_at": 100.0, "ended_at": None, "end_reason": None,
                                      "agent_pid": None, "agent_started_at": None, "interrupted_at": None,
                                      "hooks_unarmed_at": None, "cwd": None, "harness": "claude-code"},
-                         "last_hook": {"hook_event_name": "PostToolUse", "at": 110.0}}
+                         "last_hook": {"hook_event_name": "PostToolUse", "kind": "tool_after", "at": 110.0}}
     d.update(over)
     return d
 
@@ -216,7 +216,7 @@ def test_derive_b25_another_sessions_activity_keeps_the_question_stall() -> None
 def test_derive_states_and_due_times() -> None:
     assert derive(_inputs(session=None, last_hook=None), now=1.0).state == "idle"
     assert derive(_inputs(), now=120.0, alive=lambda p, a: None).state == "working"
-    stop = _inputs(last_hook={"hook_event_name": "Stop", "at": 110.0}, queued=2, oldest_queued_at=115.0)
+    stop = _inputs(last_hook={"hook_event_name": "Stop", "kind": "turn_end", "at": 110.0}, queued=2, oldest_queued_at=115.0)
     lane = derive(stop, now=120.0, alive=lambda p, a: None, idle_inbox_after_s=120)
     assert (lane.state, lane.due) == ("idle", 235.0)
     assert derive(stop, now=236.0, alive=lambda p, a: None, idle_inbox_after_s=120).state == "stalled"
@@ -290,7 +290,7 @@ def test_derive_claw_turn_ends_by_silence_after_a_tool() -> None:
     assert (lane.state, lane.since, lane.due) == ("idle", 140.0, 260.0)
     assert "claw has no end-of-turn hook" in lane.detail
     assert derive(claw, now=261.0, alive=lambda p, a: None, quiet_idle_s=30, idle_inbox_after_s=120).state == "stalled"
-    claw["last_hook"] = {"hook_event_name": "PreToolUse", "at": 110.0}  # a tool still running
+    claw["last_hook"] = {"hook_event_name": "PreToolUse", "kind": "tool_before", "at": 110.0}  # a tool still running
     assert derive(claw, now=500.0, alive=lambda p, a: None, quiet_idle_s=30).state == "working"
     cc_lane = _inputs()
     assert derive(cc_lane, now=500.0, alive=lambda p, a: None, quiet_idle_s=30).state == "working"
@@ -307,7 +307,7 @@ def test_derive_transcript_only_turns() -> None:
     assert (lane.state, lane.since) == ("idle", 160.0) and "transcript" in lane.detail
     d["session"]["turn_started_at"] = 170.0  # the next prompt
     assert derive(d, now=200.0, alive=lambda p, a: None).state == "working"
-    hooked = _inputs(last_hook={"hook_event_name": "UserPromptSubmit", "at": 180.0})
+    hooked = _inputs(last_hook={"hook_event_name": "UserPromptSubmit", "kind": "prompt", "at": 180.0})
     hooked["session"].update(turn_started_at=150.0, turn_ended_at=190.0)
     assert derive(hooked, now=200.0, alive=lambda p, a: None).state == "working"  # hooks decide when they come
 

@@ -63,3 +63,53 @@ def test_events_keep_their_seq_through_0012_and_new_ones_follow_on(tmp_path: Pat
         assert c.execute("SELECT name FROM sqlite_master WHERE tbl_name='events' AND type='index'").fetchall() == []
     finally:
         c.close()
+
+
+def test_hook_kinds_of_rows_stored_before_0014_are_their_adapters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """0014 adds ``hook_events.hook_kind`` and fills it in for rows stored before it, by name
+    (as the lanes read those rows then, whatever the harness): Claude Code's spelling, which the
+    other harnesses of the time share, so every event a harness has gets its own adapter's kind
+    (None for an event that means none), and a lane's last hook skips a ``notice`` as it did by
+    name."""
+    from hookd.harness.registry import ADAPTERS
+
+    db = tmp_path / "hookd.db"
+    full = list(store_mod.MIGRATIONS)
+    monkeypatch.setattr(store_mod, "MIGRATIONS", [m for m in full if m[0] < "0014"])
+
+    async def open_close() -> None:
+        st = await Store(db).open()
+        await st.close()
+
+    asyncio.run(open_close())
+    rows = [(harness, name) for harness in ("claude-code", "claw", "claw-http")
+            for name in ("SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse",
+                         "PostToolUseFailure", "Stop", "SubagentStop", "PreCompact", "Drain", None, "SessionEnd",
+                         "Notification")]
+    c = sqlite3.connect(db)
+    with c:
+        c.execute("INSERT INTO sessions (id, builder, harness, started_at) VALUES ('s1', 'b1', 'claude-code', 1.0)")
+        c.executemany("INSERT INTO hook_events (builder, harness, source, received_at, raw, hook_event_name, session_id)"
+                      " VALUES (?, ?, 'live', ?, x'7b7d', ?, ?)",
+                      [("b1", h, 1.0 + i, n, "s1" if h == "claude-code" else None) for i, (h, n) in enumerate(rows)])
+    c.close()
+    monkeypatch.setattr(store_mod, "MIGRATIONS", full)
+
+    async def after() -> list[dict]:
+        st = await Store(db).open()
+        try:
+            return await st.lane_inputs(["b1"])
+        finally:
+            await st.close()
+
+    (lane,) = asyncio.run(after())
+    c = sqlite3.connect(db)
+    try:
+        got = c.execute("SELECT harness, hook_event_name, hook_kind FROM hook_events ORDER BY id").fetchall()
+    finally:
+        c.close()
+    assert got == [(h, n, ADAPTERS["claude-code"].hook_kinds.get(n) if n else None) for h, n in rows]
+    assert all(k == ADAPTERS[h].hook_kinds[n] for h, n, k in got if n in ADAPTERS[h].hook_kinds)
+    assert [k for _, _, k in got if k] and "notice" in {k for _, _, k in got}
+    # claude-code's newest rows: SessionEnd, then a Notification (a notice: not activity)
+    assert (lane["last_hook"]["hook_event_name"], lane["last_hook"]["kind"]) == ("SessionEnd", "session_end")

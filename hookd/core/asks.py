@@ -67,9 +67,10 @@ class Asks:
         pid = await write_publish(self.store, self.bus, tx_fn)
         return {"id": pid, "builder": builder, "question": question, "answer": answer}
 
-    def preanswered(self, tx: Tx, i: Interaction, at: float) -> bytes:
+    def preanswered(self, tx: Tx, i: Interaction, at: float, via: str) -> bytes:
         """A pre-registered answer for every question of a new AskUserQuestion: answer it
-        from its PreToolUse hook (returns the hook's stdout, rendered by the session's harness:
+        from the hook that sees the call before it runs (a ``tool_before`` hook, named ``via``
+        as its harness names it; returns the hook's stdout, rendered by the session's harness:
         ``preanswer_reply``; or b"")."""
         qs = questions_of(i)
         if not qs or not isinstance(i.input, dict):
@@ -90,11 +91,11 @@ class Asks:
         if not tx.record_answer(i.id, expected_revision=i.revision, answers=answers, selections=selections,
                                 decision=None, message=None, surface="hook", actor=actor, response_id=None, at=at):
             return b""
-        tx.mark_answer_delivered(i.id, via="PreToolUse", at=at)
+        tx.mark_answer_delivered(i.id, via=via, at=at)
         tx.use_preanswers([pre[q.question][0] for q in qs], i.id, at)
         tx.append_event("interaction_answered", i.builder, i.session_id, at, {
             "id": i.id, "kind": i.kind, "tool_use_id": i.tool_use_id, "surface": "hook", "actor": actor,
-            "response_id": None, "answers": answers, "decision": None, "message": None, "delivery": "PreToolUse",
+            "response_id": None, "answers": answers, "decision": None, "message": None, "delivery": via,
         })
         tx.append_event("question_resolved", i.builder, i.session_id, at, {
             "id": i.id, "kind": i.kind, "tool_use_id": i.tool_use_id, "outcome": "answered", "answers": answers,

@@ -26,6 +26,7 @@ from hookd.core.asks import Asks
 from hookd.core.bus import EventBus
 from hookd.core.inbox import Inbox
 from hookd.core.ingest import Ingest
+from hookd.harness.registry import ADAPTERS
 from hookd.models import BadRequest, Interaction, NotFound
 from hookd.store import Store
 
@@ -77,7 +78,8 @@ class Claw:
         messages this call delivered (a drain), framed as the model should read them.
         Raises BadRequest (invalid payload), PayloadInvalid."""
         check_session_id(sid)
-        if payload.get("hook_event_name") != "SessionStart":
+        register = ADAPTERS[CLAW_HTTP].hook_kinds.get(payload.get("hook_event_name", "")) == "session_start"
+        if not register:
             known = await self.store.session_builders([sid])
             if known.get(sid) != builder:
                 raise NotFound(f"no claw-http session {sid!r} of {builder!r}: register it first"
@@ -85,7 +87,7 @@ class Claw:
         acked = await self.claw_ack(builder, sid, ack or [])
         raw = msgspec.json.encode({**payload, "session_id": sid})
         res = await self.ingest.ingest_hook(CLAW_HTTP, builder, raw)
-        if payload.get("hook_event_name") == "SessionStart":
+        if register:
             self.inbox.registered(sid)
         out: dict[str, Any] = {"acked": acked, "ids": [], "text": "", "waiting": 0, "redelivered": [],
                                "events": [e.kind for e in res.events]}

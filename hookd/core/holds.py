@@ -16,7 +16,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from hookd.core.bus import EventBus, write_publish
-from hookd.core.outcomes import hook_body, remote_answers, supersede
+from hookd.core.outcomes import hook_body, remote_answers, session_remote, supersede
 from hookd.core.procs import child_running
 from hookd.core.state import DaemonStopping, HookCache, Waiters
 from hookd.harness.base import RemoteAnswers
@@ -165,13 +165,18 @@ class Holds:
 
     def _hook_delivered_tx(self, tx: Tx, iid: str, at: float) -> None:
         i = tx.interaction(iid)
-        if i is not None and i.adopted_at is not None and i.adopted_at < at:
+        if i is None:
+            return
+        if i.adopted_at is not None and i.adopted_at < at:
             # the client read the reply before the tool ran: the tool's own hook adopting the
             # answer was taken first, its client's close seen after (a busy daemon)
             at = i.adopted_at
-        if i is not None and tx.mark_answer_delivered(iid, via="PermissionRequest", at=at):
-            tx.append_event("answer_delivered", i.builder, i.session_id, at,
-                            {"id": iid, "kind": i.kind, "via": "PermissionRequest"})
+        # the held hook, as the session's harness names it (only a harness with remote answers
+        # holds a hook)
+        remote = session_remote(tx, i)
+        via = remote.hold_event if remote is not None else "held hook"
+        if tx.mark_answer_delivered(iid, via=via, at=at):
+            tx.append_event("answer_delivered", i.builder, i.session_id, at, {"id": iid, "kind": i.kind, "via": via})
 
     def _hook_gone_tx(self, tx: Tx, iid: str, at: float) -> None:
         """The held hook went away before the prompt closed: Claude Code SIGTERMs it when the

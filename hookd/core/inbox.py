@@ -23,6 +23,7 @@ from hookd.harness.base import (
     INJECTION_CAP,
     STOP_CAP,
     Adapter,
+    HookKind,
     Payload,
     frame_batch,
     frame_message,
@@ -151,18 +152,20 @@ class Inbox:
             await self.bus.publish()
         return message, cancelled
 
-    def deliver(self, tx: Tx, builder: str, p: Payload, at: float, adapter: Adapter) -> bytes:
+    def deliver(self, tx: Tx, builder: str, p: Payload, at: float, adapter: Adapter,
+                hook_kind: HookKind | None) -> bytes:
         """Claim the builder's deliverable messages for this hook and render them as its
         stdout, in the hook's own transaction (DESIGN.md "Inbox and delivery"). Where and how
         is the adapter's: ``adapter.boundary(p)`` (None: no delivery here; ``"final"``: the
-        Stop kind, capped at STOP_CAP in a row) and ``adapter.render_context``."""
+        Stop kind, capped at STOP_CAP in a row) and ``adapter.render_context``. hook_kind: what
+        the hook means (the adapter's ``hook_kinds``): a ``prompt`` starts a new human turn."""
         sid, agent, name = p.session_id, p.agent_id, p.hook_event_name
         assert sid is not None
         kind = adapter.boundary(p)
         if kind is None:
             return b""
         messages = tx.deliverable(builder, sid, agent, redeliver_before=self.redeliver_before(adapter, sid, tx.mono))
-        if name == "UserPromptSubmit":
+        if hook_kind == "prompt":
             tx.set_stop_deliveries(sid, 0)  # a new human turn
             if messages:
                 messages = self._drop_typed(tx, builder, p, messages, at)
@@ -278,7 +281,7 @@ class Inbox:
         if not adapter.idle_wake:
             raise BadRequest(f"idle wake is a Claude Code Stop hook; harness {harness!r} has none")
         p = adapter.parse(raw, builder=builder, cwd=None)
-        if p.hook_event_name != "Stop" or not p.session_id:
+        if adapter.hook_kinds.get(p.hook_event_name) != "turn_end" or not p.session_id:
             raise BadRequest("wake takes the main agent's Stop payload")
         sid, fp = p.session_id, fingerprint(raw)
         loop = asyncio.get_running_loop()

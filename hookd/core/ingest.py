@@ -26,6 +26,7 @@ from hookd.harness.base import (
     Adapter,
     Compacting,
     DeliveredSeen,
+    HookKind,
     Payload,
     PermissionAsked,
     QuestionAsked,
@@ -144,7 +145,7 @@ class Ingest:
             error = None
         except PayloadInvalid as e:
             payload, error = None, e
-        looked = self._look(builder, payload, source, agent_pid)
+        looked = self._look(adapter, builder, payload, source, agent_pid)
         box: list[asyncio.Future[bytes]] = []
         (hook_id, body, iid), events = await self.store.write(
             self._ingest_tx, adapter, harness, builder, raw, payload, error, at, source, delivery_id,
@@ -158,15 +159,17 @@ class Ingest:
             raise error
         return HookResult(body, events, hold=(iid, box[0]) if iid and box else None, hook_event_id=hook_id)
 
-    def _look(self, builder: str, p: Payload | None, source: str, agent_pid: int | None) -> _Looked:
+    def _look(self, adapter: Adapter, builder: str, p: Payload | None, source: str, agent_pid: int | None) -> _Looked:
         """What the transaction of a live hook needs from outside the database, read before it
-        (a transaction touches only SQLite): whether a Stop's transcript is a file, and the
+        (a transaction touches only SQLite): whether a ``turn_end`` hook's transcript is a file
+        (:data:`~hookd.harness.base.HookKind`, the adapter's ``hook_kinds``), and the
         agent process's start time when its pid may be recorded (once per session and pid: the
         cache says it is recorded unless the session is new to it, or the hook may be put under
         another session, :meth:`_canonical_session`)."""
         if p is None or source != "live" or not p.session_id:
             return _NOTHING_LOOKED
-        transcript = as_text(p.transcript_path) if p.hook_event_name == "Stop" else None
+        turn_end = adapter.hook_kinds.get(p.hook_event_name) == "turn_end"
+        transcript = as_text(p.transcript_path) if turn_end else None
         looked = _Looked(transcript_file=bool(transcript and os.path.isfile(transcript)))
         sid = p.session_id
         if agent_pid and (self.cache.pids.get(sid) != agent_pid or self.cache.latest.get(builder) != sid):
@@ -193,8 +196,9 @@ class Ingest:
             # bytes (whichever of the two arrives first is kept)
             return None, b"", None
         stale = None
+        kind = adapter.hook_kinds.get(payload.hook_event_name) if payload is not None else None
         if payload is not None and payload.session_id and self.cache.latest.get(builder) != payload.session_id:
-            payload, stale = self._canonical_session(tx, builder, payload, agent_pid if source == "live" else None)
+            payload, stale = self._canonical_session(tx, builder, payload, kind, agent_pid if source == "live" else None)
         hook_id = tx.insert_hook_event(
             delivery_id=delivery_id,
             builder=builder,
@@ -208,6 +212,7 @@ class Ingest:
             tool_use_id=getattr(payload, "tool_use_id", None),
             agent_id=getattr(payload, "agent_id", None),
             error=error.message if error else None,
+            hook_kind=kind,
         )
         if hook_id is None:
             return None, b"", None
@@ -225,10 +230,10 @@ class Ingest:
         if sid and self.cache.latest.get(builder) != sid:
             tx.after_commit.append(lambda: self.cache.latest.__setitem__(builder, sid))
         if sid:
-            # only a Stop's fingerprint is ever compared (by an idle wake of that Stop)
-            mark = (hook_id, fingerprint(raw) if payload.hook_event_name == "Stop" else b"")
+            # only a turn end's fingerprint is ever compared (by an idle wake of that hook)
+            mark = (hook_id, fingerprint(raw) if kind == "turn_end" else b"")
             tx.after_commit.append(lambda: self.cache.activity.__setitem__(sid, mark))
-        body, hold = self._apply(tx, adapter, harness, builder, payload, at, source, stale=stale,
+        body, hold = self._apply(tx, adapter, harness, builder, payload, kind, at, source, stale=stale,
                                  transcript_file=looked.transcript_file)
         if sid and agent_pid and source == "live" and self.cache.pids.get(sid) != agent_pid and looked.agent_looked:
             # after _apply, so the session row exists; the process's start time was read before
@@ -243,14 +248,15 @@ class Ingest:
         return hook_id, body, hold
 
     def _apply(
-        self, tx: Tx, adapter: Adapter, harness: str, builder: str, p: Payload, at: float, source: str,
-        stale: str | None = None, transcript_file: bool = False,
+        self, tx: Tx, adapter: Adapter, harness: str, builder: str, p: Payload, kind: HookKind | None,
+        at: float, source: str, stale: str | None = None, transcript_file: bool = False,
     ) -> tuple[bytes, str | None]:
         """Apply one parsed payload: what ``adapter.observe`` makes of it, then a delivery at
-        its boundary. Returns (hook stdout, id of the interaction a held PermissionRequest hook
-        waits on). stale: the session id the payload reported when :meth:`_canonical_session`
-        put it under its conversation's current one. transcript_file: a live Stop's reported
-        transcript is a file (read before the transaction)."""
+        its boundary. kind: what the hook means (the adapter's ``hook_kinds``). Returns (hook
+        stdout, id of the interaction a held permission hook waits on). stale: the session id
+        the payload reported when :meth:`_canonical_session` put it under its conversation's
+        current one. transcript_file: a live ``turn_end`` hook's reported transcript is a file
+        (read before the transaction)."""
         sid = p.session_id
         hook_data: dict[str, Any] = {"hook_event_name": p.hook_event_name, "source": source}
         for key in ("tool_name", "tool_use_id", "agent_id", "agent_type"):
@@ -269,7 +275,8 @@ class Ingest:
             if adapter.sequential_questions and isinstance(ob, (QuestionAsked, QuestionResolved)):
                 ob = self.questions.bind_sequential(tx, builder, p, ob, at)
             if isinstance(ob, QuestionAsked):
-                reply, hold = self.questions.question_asked(tx, builder, p, ob, at, desk_only=adapter.desk_only)
+                reply, hold = self.questions.question_asked(tx, builder, p, ob, at, desk_only=adapter.desk_only,
+                                                            hook_kind=kind)
             elif isinstance(ob, PermissionAsked):
                 hold = self.questions.permission_asked(tx, builder, p, ob, at)
             elif isinstance(ob, ToolFinished) and sid:
@@ -298,10 +305,10 @@ class Ingest:
         if source != "live":
             hold = None  # a spooled hook ran long ago: nothing waits on it
         elif reply:
-            return reply, None  # a pre-registered answer (PreToolUse)
+            return reply, None  # a pre-registered answer (a tool_before hook)
         name = p.hook_event_name
-        if name in ("Stop", "SubagentStop"):
-            transcript = as_text(p.transcript_path) if name == "Stop" else None
+        if kind in ("turn_end", "subagent_end"):
+            transcript = as_text(p.transcript_path) if kind == "turn_end" else None
             if transcript and source == "live" and transcript_file:
                 # proof from the transcript, read off the hook path once this commits
                 hook_id = tx.hook_event_id or 0
@@ -311,21 +318,23 @@ class Ingest:
                 # earlier in this turn, the weaker proof the issue allows
                 self.inbox.adopt_earlier(tx, builder, p, name, at)
         if source == "live":  # a spooled hook ran long ago: its output can reach no one
-            return self.inbox.deliver(tx, builder, p, at, adapter), hold
+            return self.inbox.deliver(tx, builder, p, at, adapter, kind), hold
         return b"", None
 
-    def _canonical_session(self, tx: Tx, builder: str, p: Payload, agent_pid: int | None) -> tuple[Payload, str | None]:
+    def _canonical_session(self, tx: Tx, builder: str, p: Payload, kind: HookKind | None,
+                           agent_pid: int | None) -> tuple[Payload, str | None]:
         """The payload under its conversation's current session, and the stale id it reported
         (None when it is not stale). Claude Code can report an earlier session id of the same
         conversation on some hooks (ids alternating seconds apart: anthropics/claude-code#58682).
         A hook's id is stale when (a) its ``tool_use_id`` is a call still open in another session
         of the same builder (a call belongs to one conversation), or (b) it is an earlier session
         of the same agent process (``CLAUDE_PID``) that has since started another one: the
-        process's current session is its live session with the newest hook. SessionStart and
-        SessionEnd are never moved (they start and end the sessions they name), nor is an id
-        hookd never saw from that process (a new session whose SessionStart came late)."""
+        process's current session is its live session with the newest hook. A ``session_start``
+        or ``session_end`` hook (``kind``) is never moved (they start and end the sessions they
+        name), nor is an id hookd never saw from that process (a new session whose start came
+        late)."""
         sid = p.session_id
-        if p.hook_event_name in ("SessionStart", "SessionEnd"):
+        if kind in ("session_start", "session_end"):
             return p, None
         current = None
         tool_use_id = getattr(p, "tool_use_id", None)

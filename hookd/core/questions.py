@@ -20,6 +20,7 @@ from hookd.core.asks import Asks
 from hookd.core.outcomes import inbox_answers_after, settle_remote
 from hookd.core.state import Waiters
 from hookd.harness.base import (
+    HookKind,
     Payload,
     PermissionAsked,
     QuestionAsked,
@@ -53,11 +54,14 @@ class Questions:
 
     def question_asked(
         self, tx: Tx, builder: str, p: Payload, ob: QuestionAsked, at: float, desk_only: bool = False,
+        hook_kind: HookKind | None = None,
     ) -> tuple[bytes, str | None]:
-        """Returns (hook stdout: a pre-registered answer at PreToolUse, or b""; the id a
-        PermissionRequest hook may hold for). desk_only: the harness reads the answer at its
-        own terminal (claw): no hook can carry one, so the question is marked as past its
-        prompt phase (a remote answer becomes an inbox message) and never pre-answered."""
+        """Returns (hook stdout: a pre-registered answer at a ``tool_before`` hook, or b""; the
+        id a ``permission`` hook may hold for). hook_kind: what the hook that showed the
+        question means (the adapter's ``hook_kinds``; None: a transcript row, or a hook that is
+        neither). desk_only: the harness reads the answer at its own terminal (claw): no hook
+        can carry one, so the question is marked as past its prompt phase (a remote answer
+        becomes an inbox message) and never pre-answered."""
         existing = None
         if ob.tool_use_id:
             key, existing = self._call_interaction(tx, builder, p, ob.tool_use_id, at)
@@ -92,18 +96,18 @@ class Questions:
             if desk_only:
                 tx.mark_permission_seen(existing.id, at)
                 return b"", None
-            if ob.via == "PermissionRequest":
+            if hook_kind == "permission":
                 tx.mark_permission_seen(existing.id, at)
                 return b"", existing.id if _holdable(existing) else None
             return b"", None
         i = self._open_question(tx, builder, p, ob.tool_use_id, ob.tool_name, ob.input_hash, ob.questions,
-                                ob.via, at, tool_input=ob.tool_input)
+                                ob.via, at, tool_input=ob.tool_input, permission_seen=hook_kind == "permission")
         if desk_only:
             tx.mark_permission_seen(i.id, at)
             return b"", None
-        if ob.via == "PreToolUse":
-            return self.asks.preanswered(tx, i, at), None
-        return b"", i.id if ob.via == "PermissionRequest" else None
+        if hook_kind == "tool_before":
+            return self.asks.preanswered(tx, i, at, via=ob.via), None
+        return b"", i.id if hook_kind == "permission" else None
 
     def _call_interaction(
         self, tx: Tx, builder: str, p: Payload, tool_use_id: str, at: float, *, head: bool = False,
@@ -144,6 +148,7 @@ class Questions:
     def _open_question(
         self, tx: Tx, builder: str, p: Payload, tool_use_id: str | None, tool_name: str,
         input_hash: str, questions: Any, via: str, at: float, tool_input: Any = None,
+        permission_seen: bool = False,
     ) -> Interaction:
         iid = tool_use_id or _synthetic_id(p.session_id, input_hash, tx.hook_event_id)
         i = Interaction(
@@ -152,7 +157,7 @@ class Questions:
             questions=questions, answers=None, selections=None, surface=None, warning=None,
             error=None, created_at=at, resolved_at=None, revision=1, input=tool_input, input_hash=input_hash,
         )
-        tx.insert_interaction(i, permission_seen_at=at if via == "PermissionRequest" else None)
+        tx.insert_interaction(i, permission_seen_at=at if permission_seen else None)
         data: dict[str, Any] = {"id": iid, "kind": "question", "tool_use_id": tool_use_id,
                                 "questions": questions, "via": via}
         if p.agent_id:

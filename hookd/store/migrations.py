@@ -301,6 +301,26 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "CREATE TABLE clock_boots (boot_id TEXT PRIMARY KEY, offset REAL NOT NULL, last REAL NOT NULL)",
         ],
     ),
+    (
+        # What a hook event means (hookd.harness.base.HookKind), written at ingest from the
+        # adapter's hook_kinds, so that readers (the lanes) act on the meaning, not on one
+        # harness's names. Rows stored before this migration came from the three harnesses of
+        # the time (claude-code, claw and claw-code-go, claw-http), which all spell these events
+        # as Claude Code does: their kinds are filled in from that spelling, once.
+        "0014_hook_kind",
+        [
+            "ALTER TABLE hook_events ADD COLUMN hook_kind TEXT",
+            "UPDATE hook_events SET hook_kind = CASE hook_event_name"
+            " WHEN 'SessionStart' THEN 'session_start' WHEN 'SessionEnd' THEN 'session_end'"
+            " WHEN 'UserPromptSubmit' THEN 'prompt' WHEN 'Stop' THEN 'turn_end'"
+            " WHEN 'SubagentStop' THEN 'subagent_end' WHEN 'PreToolUse' THEN 'tool_before'"
+            " WHEN 'PermissionRequest' THEN 'permission' WHEN 'PostToolUse' THEN 'tool_after'"
+            " WHEN 'PostToolUseFailure' THEN 'tool_after' WHEN 'Notification' THEN 'notice' END"
+            " WHERE hook_event_name IN ('SessionStart', 'SessionEnd', 'UserPromptSubmit', 'Stop',"
+            " 'SubagentStop', 'PreToolUse', 'PermissionRequest', 'PostToolUse', 'PostToolUseFailure',"
+            " 'Notification')",
+        ],
+    ),
 ]
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import aiosqlite
 
-from hookd.models import NOT_ACTIVITY_HOOKS, Event, InboxMessage, Interaction, StorageUnavailable
+from hookd.models import Event, InboxMessage, Interaction, StorageUnavailable
 from hookd.storage_health import storage_code
 from hookd.store.rows import _INTERACTION_COLS, _MESSAGE_COLS, _enc, _event, _interaction, _message
 
@@ -79,8 +79,8 @@ class Reads:
         """What a lane is derived from, per builder (see :mod:`hookd.watchers.lanes`), in the order of
         ``builders``: its current session (the one of its newest hook, else its newest
         transcript-only session) with the agent pid, end and interrupt times; the session's
-        newest main-agent hook that is agent activity (not one of
-        :data:`hookd.models.NOT_ACTIVITY_HOOKS`); its pending interactions (a list, or ``()`` when there are
+        newest main-agent hook that is agent activity (its ``hook_kind`` is not ``notice``) with
+        its name and kind; its pending interactions (a list, or ``()`` when there are
         none: one shared object, so that the dicts of most builders hold nothing the garbage
         collector tracks); its queued inbox messages.
 
@@ -104,13 +104,12 @@ class Reads:
             "  (SELECT s.id FROM sessions s WHERE s.builder=b.id ORDER BY s.started_at DESC LIMIT 1)) AS sid FROM b)"
             " SELECT cur.builder, s.id, s.started_at, s.ended_at, s.end_reason, s.agent_pid, s.agent_started_at,"
             " s.interrupted_at, s.hooks_unarmed_at, s.cwd, s.harness, s.turn_started_at, s.turn_ended_at,"
-            " lh.hook_event_name, lh.received_at, COALESCE(lh.received_mono, lh.received_at)"
+            " lh.hook_event_name, lh.received_at, COALESCE(lh.received_mono, lh.received_at), lh.hook_kind"
             " FROM cur LEFT JOIN sessions s ON s.id=cur.sid"
             " LEFT JOIN hook_events lh ON lh.id=(SELECT h.id FROM hook_events h WHERE h.session_id=s.id"
-            "   AND h.agent_id IS NULL"
-            f"   AND h.hook_event_name NOT IN ({','.join('?' * len(NOT_ACTIVITY_HOOKS))})"
+            "   AND h.agent_id IS NULL AND h.hook_kind IS NOT 'notice'"
             "   ORDER BY h.id DESC LIMIT 1)"
-            " ORDER BY cur.k", (names, *sorted(NOT_ACTIVITY_HOOKS)))
+            " ORDER BY cur.k", (names,))
         pending: dict[str, list[dict[str, Any]]] = {}
         for b, i, k, c, s_, m in await self._all(
                 "SELECT builder, id, kind, created_at, session_id, COALESCE(created_mono, created_at) FROM interactions"
@@ -127,7 +126,8 @@ class Reads:
             q = queued.get(b, (0, None, None))
             out.append({
                 "builder": b, "session": dict(zip(keys, r[1:13])) if r[1] is not None else None,
-                "last_hook": {"hook_event_name": r[13], "at": r[14], "mono": r[15]} if r[14] is not None else None,
+                "last_hook": {"hook_event_name": r[13], "at": r[14], "mono": r[15], "kind": r[16]}
+                if r[14] is not None else None,
                 "pending": pending.get(b, ()), "queued": q[0], "oldest_queued_at": q[1], "oldest_queued_mono": q[2],
             })
         return out

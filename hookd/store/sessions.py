@@ -27,14 +27,16 @@ class SessionsTx(TxBase):
         tool_use_id: str | None,
         agent_id: str | None,
         error: str | None,
+        hook_kind: str | None = None,
     ) -> int | None:
-        """Store one raw hook payload; None when ``delivery_id`` was already stored."""
+        """Store one raw hook payload; None when ``delivery_id`` was already stored. hook_kind:
+        what its adapter says the event means (:data:`hookd.harness.base.HookKind`), or None."""
         cur = self._db.execute(
             "INSERT INTO hook_events (delivery_id, builder, harness, source, received_at, raw,"
-            " hook_event_name, session_id, tool_name, tool_use_id, agent_id, error, received_mono)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(delivery_id) DO NOTHING",
+            " hook_event_name, session_id, tool_name, tool_use_id, agent_id, error, received_mono, hook_kind)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(delivery_id) DO NOTHING",
             (delivery_id, builder, harness, source, received_at, raw, hook_event_name,
-             session_id, tool_name, tool_use_id, agent_id, error, self.mono),
+             session_id, tool_name, tool_use_id, agent_id, error, self.mono, hook_kind),
         )
         if cur.rowcount == 0:
             return None

@@ -2,12 +2,15 @@
 liveness (DESIGN.md "Stall detection and notification"; issue 6).
 
 States: ``working`` (its turn is running), ``waiting_question`` / ``waiting_permission`` (an
-interaction of its session is pending), ``idle`` (its turn ended: Stop, or the human
-interrupted it: field case B27, ``idle`` with detail ``interrupted``, never ``stalled`` for
-that), ``stalled`` (waiting longer than ``question_after_s``, or idle with inbox messages queued
-longer than ``idle_inbox_after_s``: it cannot receive them), ``ended`` (SessionEnd), ``dead``
-(the agent process is gone and no SessionEnd came). :func:`derive` is pure; :class:`LaneWatch`
-recomputes lanes after commits and at due times, records them and emits ``lane_changed``.
+interaction of its session is pending), ``idle`` (its turn ended: a ``turn_end`` hook, or the
+human interrupted it: field case B27, ``idle`` with detail ``interrupted``, never ``stalled``
+for that), ``stalled`` (waiting longer than ``question_after_s``, or idle with inbox messages
+queued longer than ``idle_inbox_after_s``: it cannot receive them), ``ended`` (a
+``session_end`` hook), ``dead`` (the agent process is gone and no session end came). A hook's
+meaning is its ``hook_kind`` as the store recorded it (the adapter's ``hook_kinds``,
+:data:`hookd.harness.base.HookKind`), never its harness's name for it. :func:`derive` is pure;
+:class:`LaneWatch` recomputes lanes after commits and at due times, records them and emits
+``lane_changed``.
 """
 
 from __future__ import annotations
@@ -36,8 +39,9 @@ QUESTION_AFTER_S = 60.0
 #: Seconds an idle lane may hold queued inbox messages before it is ``stalled``
 #: (``[notify] idle_inbox_after_s``).
 IDLE_INBOX_AFTER_S = 120.0
-#: Hooks after which the agent's turn is over (the main agent).
-_TURN_OVER = frozenset({"Stop", "SessionStart", "SessionEnd"})
+#: Kinds of hook (:data:`hookd.harness.base.HookKind`, as the store recorded them) after which
+#: the agent's turn is over (the main agent).
+_TURN_OVER = frozenset({"turn_end", "session_start", "session_end"})
 #: Harnesses with no end-of-turn hook (claw: only tool hooks exist). Their turn is taken as
 #: over once ``quiet_idle_s`` seconds pass after a tool's Post hook with no further hook
 #: (:attr:`hookd.settings.Settings.quiet_idle_s`): the model answers the human without calling
@@ -45,7 +49,6 @@ _TURN_OVER = frozenset({"Stop", "SessionStart", "SessionEnd"})
 QUIET_IDLE_HARNESSES = frozenset({"claw", "claw-code-go"})
 #: The tunables' defaults (:class:`hookd.settings.Settings`), for :func:`derive`'s own default.
 _DEFAULTS = Settings()
-_TOOL_DONE = frozenset({"PostToolUse", "PostToolUseFailure"})
 #: Longest stretch (seconds) of lane work between two turns of the event loop: computing
 #: 10,000 lanes must not hold hooks back (bench/lanes.py).
 TURN_S = 0.002
@@ -119,8 +122,9 @@ def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | N
     if s is None:
         return Lane(state="idle", since=now, detail="no session yet", **base)
     last_at = hook["at"] if hook else s["started_at"]
-    if s["ended_at"] is not None and (hook is None or hook["hook_event_name"] == "SessionEnd" or hook["at"] <= s["ended_at"]):
-        return Lane(state="ended", since=s["ended_at"], detail=f"session ended ({s['end_reason'] or 'SessionEnd'})", **base)
+    if s["ended_at"] is not None and (hook is None or hook["kind"] == "session_end" or hook["at"] <= s["ended_at"]):
+        reason = f" ({s['end_reason']})" if s["end_reason"] else ""
+        return Lane(state="ended", since=s["ended_at"], detail=f"session ended{reason}", **base)
     if alive(s["agent_pid"], s["agent_started_at"]) is False:
         why = "the agent process is gone without a SessionEnd"
         if pending:
@@ -138,14 +142,14 @@ def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | N
     if hook is None and s.get("turn_started_at") is not None:
         last_at = s["turn_started_at"]  # no hook: the transcript's prompt row tells
     interrupted = s["interrupted_at"] is not None and s["interrupted_at"] >= last_at
-    turn_over = interrupted or (hook is not None and hook["hook_event_name"] in _TURN_OVER)
+    turn_over = interrupted or (hook is not None and hook["kind"] in _TURN_OVER)
     ended = s.get("turn_ended_at")
     seen_end = (hook is None and not turn_over and ended is not None
                 and (s.get("turn_started_at") is None or ended >= s["turn_started_at"]))
     if seen_end:
         turn_over, last_at = True, ended  # no hook: the transcript's end_turn row tells
     quiet = (not turn_over and s.get("harness") in QUIET_IDLE_HARNESSES and hook is not None
-             and hook["hook_event_name"] in _TOOL_DONE)
+             and hook["kind"] == "tool_after")
     if quiet and now - last_at >= quiet_idle_s:
         turn_over = True  # no end-of-turn hook exists: inferred from the silence after a tool
     if not turn_over:
@@ -154,7 +158,7 @@ def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | N
     idle_since = s["interrupted_at"] if interrupted else last_at + (quiet_idle_s if quiet else 0)
     why = ("interrupted by the human" if interrupted else
            f"no hook for {span(quiet_idle_s)} after its last tool (inferred: {s['harness']} has no end-of-turn hook)"
-           if quiet else "session started, no prompt yet" if hook and hook["hook_event_name"] == "SessionStart"
+           if quiet else "session started, no prompt yet" if hook and hook["kind"] == "session_start"
            else "its turn ended (as its transcript shows)" if seen_end else "its turn ended")
     if d["queued"] and d["oldest_queued_at"] is not None:
         waited = now - max(d["oldest_queued_at"], idle_since)
