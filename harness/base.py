@@ -382,6 +382,36 @@ class TurnEnded(Observation, kw_only=True):
     ``system``/``turn_duration`` row (2.1.332)."""
 
 
+class ElicitationAsked(Observation, kw_only=True):
+    """A tool server asks the human for input (an MCP elicitation: Claude Code's Elicitation
+    hook). server: the MCP server's name; message: its request text; mode: ``form`` (fill
+    ``requested_schema``, a JSON Schema object of flat fields) or ``url`` (open ``url``);
+    elicitation_id: the server's id (url mode), None when it gave none."""
+
+    server: str
+    message: str | None
+    mode: str
+    url: str | None
+    elicitation_id: str | None
+    requested_schema: Any
+
+
+class ElicitationResolved(Observation, kw_only=True):
+    """The human answered an elicitation at the desk (Claude Code's ElicitationResult): action
+    ``accept`` (with ``content``: field -> value), ``decline`` or ``cancel``."""
+
+    server: str
+    elicitation_id: str | None
+    action: str
+    content: Any
+
+
+def elicitation_key(server: str, elicitation_id: str | None) -> str:
+    """What the request and its result share (the server and its id, when it gave one): the
+    :func:`input_hash` that matches an :class:`ElicitationResolved` to its request."""
+    return input_hash({"server": server, "elicitation_id": elicitation_id})
+
+
 class DeliveredSeen(Observation, kw_only=True):
     """Everything delivered to this session by earlier hooks reached the model: the harness
     appended it to a tool result, and this hook (a new tool call) came after the model read
@@ -465,6 +495,12 @@ class RemoteAnswers(Protocol):
     def runs_tool(self, tool_name: str | None, tool_input: Any, argv: list[str]) -> bool:
         """Is ``argv``, a child process of the agent, this tool call running? False for tools
         not in :attr:`child_process_tools`."""
+        ...
+
+    def elicitation_reply(self, action: str, content: dict[str, Any] | None) -> bytes:
+        """The held elicitation hook's output answering it: ``action`` (``accept`` |
+        ``decline`` | ``cancel``) and, with accept, ``content`` (field -> value, already
+        validated against the requested schema)."""
         ...
 
 

@@ -169,9 +169,10 @@ class Holds:
             # the client read the reply before the tool ran: the tool's own hook adopting the
             # answer was taken first, its client's close seen after (a busy daemon)
             at = i.adopted_at
-        if i is not None and tx.mark_answer_delivered(iid, via="PermissionRequest", at=at):
+        via = "Elicitation" if i is not None and i.kind == "elicitation" else "PermissionRequest"
+        if i is not None and tx.mark_answer_delivered(iid, via=via, at=at):
             tx.append_event("answer_delivered", i.builder, i.session_id, at,
-                            {"id": iid, "kind": i.kind, "via": "PermissionRequest"})
+                            {"id": iid, "kind": i.kind, "via": via})
 
     def _hook_gone_tx(self, tx: Tx, iid: str, at: float) -> None:
         """The held hook went away before the prompt closed: Claude Code SIGTERMs it when the
@@ -180,7 +181,9 @@ class Holds:
         if i is None:
             return
         if i.state == "pending":
-            warning = "the held PermissionRequest hook was cancelled (SIGTERM): Esc or No at the desk"
+            warning = ("the held Elicitation hook was cancelled (its timeout, or the tool call ended)"
+                       if i.kind == "elicitation" else
+                       "the held PermissionRequest hook was cancelled (SIGTERM): Esc or No at the desk")
             if tx.resolve_interaction(iid, expected_state="pending", state="dismissed", answers=None,
                                       selections=None, surface="terminal", warning=warning, error=None, at=at):
                 tx.append_event(resolved_event(i.kind), i.builder, i.session_id, at, {
