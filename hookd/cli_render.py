@@ -278,7 +278,7 @@ def _elicitation_lines(i: dict[str, Any]) -> list[_Shown]:
     """An elicitation: its server and message, then its url (url mode) or its form's fields
     (name, type, required, description; enum values), and once it ended the action and the
     content sent."""
-    shown = i.get("input") if isinstance(i.get("input"), dict) else {}
+    shown: dict[str, Any] = i["input"] if isinstance(i.get("input"), dict) else {}
     out = [_line(f"  {shown.get('server') or i.get('tool_name') or '?'} asks: ", str(shown.get("message") or ""))]
     if shown.get("mode") == "url":
         out.append(_line(f"    open: {shown.get('url')}"))

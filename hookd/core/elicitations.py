@@ -93,7 +93,7 @@ def normalize_elicitation(i: Interaction, req: AnswerRequest) -> tuple[dict[str,
             raise BadRequest(f"--option {action} takes no fields (only accept sends content)")
         return None, action
     content = dict(req.content or {})
-    schema = (i.input or {}).get("requested_schema") if isinstance(i.input, dict) else None
+    schema = i.input.get("requested_schema") if isinstance(i.input, dict) else None
     if isinstance(schema, dict):
         content = _coerce(content, schema)
         _validate(content, schema)
@@ -104,10 +104,11 @@ def _coerce(content: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     """A value given as text (``hookd answer --field``) read as its field's type where the
     schema says ``integer``, ``number`` or ``boolean`` (left as text when it does not read:
     the validation then says why)."""
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    props: dict[str, Any] = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
     out = {}
     for k, v in content.items():
-        t = props.get(k, {}).get("type") if isinstance(props.get(k), dict) else None
+        prop = props.get(k)
+        t = prop.get("type") if isinstance(prop, dict) else None
         if isinstance(v, str):
             try:
                 if t == "integer":
@@ -144,7 +145,7 @@ def schema_fields(shown: Any) -> list[dict[str, Any]]:
     schema = shown.get("requested_schema") if isinstance(shown, dict) else None
     if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
         return []
-    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    required: list[Any] = schema["required"] if isinstance(schema.get("required"), list) else []
     out = []
     for name, prop in schema["properties"].items():
         prop = prop if isinstance(prop, dict) else {}
