@@ -88,6 +88,7 @@ class ToolEvent(Base, kw_only=True):
     tool_name: str
     tool_input: Any = None
     tool_use_id: str | None = None
+    mcp_server: Any = None  # an ``mcp__*`` tool's server: ``{"name", "source"}`` (2.1.332)
 
 
 class PreToolUse(ToolEvent, kw_only=True):
