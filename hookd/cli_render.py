@@ -478,6 +478,9 @@ EVENT_SUMMARY: dict[str, Callable[[dict[str, Any], str], Any]] = {
     "permission_pending": lambda d, s: f"{d.get('id')} {_tool_input(d.get('tool_name'), d.get('tool_input'))}"
     + (f" (mode {d['permission_mode']})" if _given(d.get("permission_mode")) else ""),
     "permission_resolved": lambda d, s: _resolved(d),
+    "elicitation_pending": lambda d, s: f"{d.get('id')} from {d.get('server')}: {_clip(d.get('message'), 80)}"
+    + (f" (open {d['url']})" if _given(d.get("url")) else ""),
+    "elicitation_resolved": lambda d, s: _resolved(d),
     "human_input_requested": lambda d, s: f"{d.get('id')}: {_clip(d.get('question'), 80)}"
     + (f" ({' | '.join(str(o) for o in d['options'])})" if _given(d.get("options")) else ""),
     "interaction_answered": lambda d, s: f"{d.get('id')}{_who(d)}: {_answered(d) or '-'}; delivery: {d.get('delivery')}",
