@@ -149,6 +149,10 @@ def test_the_desk_answers_after_the_hold_ended(inproc: InProc, worktree: Path) -
     assert rig.hook(ELICIT) == ""
     i = rig.pending()
     assert i["held"] is False
+    unheld = rig.answer_content(i["id"], "accept", {"name": "Ada", "party": 3})
+    assert unheld.status_code == 409
+    assert unheld.json()["error"]["message"].startswith(f"no hook is holding {i['id']}")
+    assert rig.inbox() == []  # (nothing kept for the model: the content was the server's)
     rig.hook(result("accept", {"name": "Bo", "party": 2}))
     done = rig.interaction(i["id"])
     assert (done["state"], done["decision"], done["answers"], done["surface"]) == (
@@ -192,3 +196,12 @@ def test_hookd_questions_shows_the_form_and_the_commands() -> None:
             "resolved_at": 1060.0, "surface": "cli", "actor": "ana", "outcome": "answered", "by": "from the CLI by ana"}
     assert click.unstyle(_interaction(done, 1065.0)).splitlines()[0] == "el_0123  elicitation from b1, answered from the CLI by ana, 5s ago"
     assert click.unstyle(_interaction(done, 1065.0)).splitlines()[-1] == "  -> accept; name = Ada; party = 3"
+
+
+def test_an_elicitation_left_open_when_the_turn_ends_is_dismissed(inproc: InProc, worktree: Path) -> None:
+    rig = ElicitRig(inproc, worktree, hold=0)
+    rig.hook(ELICIT)
+    i = rig.pending()
+    rig.hook({**base("Stop"), "stop_hook_active": False, "last_assistant_message": "done"})
+    done = rig.interaction(i["id"])
+    assert (done["state"], done["warning"]) == ("dismissed", "no answer to the elicitation was seen before Stop")
