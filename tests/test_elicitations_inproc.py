@@ -9,6 +9,7 @@ resolves it when the desk answers (ElicitationResult). Payloads are shaped as Cl
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -205,3 +206,23 @@ def test_an_elicitation_left_open_when_the_turn_ends_is_dismissed(inproc: InProc
     rig.hook({**base("Stop"), "stop_hook_active": False, "last_assistant_message": "done"})
     done = rig.interaction(i["id"])
     assert (done["state"], done["warning"]) == ("dismissed", "no answer to the elicitation was seen before Stop")
+
+
+def test_the_desk_supersedes_a_remote_answer_no_hook_read(inproc: InProc, worktree: Path) -> None:
+    """A remote answer accepted as the hold ended (recorded, never read by a hook: the dialog
+    opened at the desk): the desk's ElicitationResult wins, the remote answer is kept as a
+    message, never dropped."""
+    rig = ElicitRig(inproc, worktree, hold=0)
+    rig.hook(ELICIT)
+    i = rig.pending()
+    ok, _ = inproc.call(inproc.core.store.write(lambda tx: tx.record_answer(
+        i["id"], expected_revision=i["revision"], answers={"name": "Ada", "party": 3}, selections=None,
+        decision="accept", message=None, surface="cli", actor="ana", response_id=None, at=time.time())))
+    assert ok
+    rig.hook(result("decline"))
+    done = rig.interaction(i["id"])
+    assert (done["state"], done["decision"], done["surface"], done["answers"]) == ("answered", "decline", "terminal", None)
+    [kept] = rig.inbox()
+    assert kept["text"] == (f"[Late answer to elicitation {i['id']} from booker (not used: the desk answered the"
+                            " elicitation (decline) after the hold ended)] accept; name = Ada; party = 3")
+    assert [e["kind"] for e in rig.events() if e["data"].get("id") == i["id"]][-1] == "answer_superseded"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from hookd.core.outcomes import supersede
 from hookd.core.state import Waiters
 from hookd.harness.base import ElicitationAsked, ElicitationResolved, Payload, elicitation_key
 from hookd.models import AnswerRequest, BadRequest, Interaction
@@ -60,14 +61,21 @@ def elicitation_resolved(tx: Tx, waiters: Waiters, builder: str, p: Payload, ob:
                          at: float) -> None:
     """The desk answered the session's newest open elicitation of that server (and id): it
     ends ``answered`` (accept, decline: the decision) or ``dismissed`` (cancel); a held hook
-    for it is let go. Nothing open (a hook answered it, or it is unknown): nothing happens."""
+    for it is let go. A remote answer accepted but never read by a hook (the hold ended as it
+    came) is superseded by the desk's (its text kept as an inbox message). Nothing open (a hook
+    answered it, or it is unknown): nothing happens."""
     i = tx.interaction_by_hash(builder=builder, session_id=p.session_id, tool_name=ob.server,
-                               input_hash=elicitation_key(ob.server, ob.elicitation_id), states=("pending",),
-                               since=0.0)
+                               input_hash=elicitation_key(ob.server, ob.elicitation_id),
+                               states=("pending", "answered"), since=0.0)
     if i is None or i.kind != "elicitation":
         return
     state = "dismissed" if ob.action == "cancel" else "answered"
     content = ob.content if ob.action == "accept" else None
+    if i.state == "answered":
+        if i.received_at is not None and i.delivered_at is None:
+            supersede(tx, i, at, state=state, answers=content, selections=None, decision=ob.action, error=None,
+                      reason=f"the desk answered the elicitation ({ob.action}) after the hold ended")
+        return
     if not tx.resolve_interaction(i.id, expected_state="pending", state=state, answers=content, selections=None,
                                   surface="terminal", warning=None, error=None, at=at, decision=ob.action):
         return

@@ -43,7 +43,7 @@ def answer_text(i: Interaction, answers: dict[str, str] | None, decision: str | 
     if i.kind == "permission":
         return lines[0] + f" {decision}" + (f": {message}" if message else "")
     if i.kind == "elicitation":
-        return lines[0] + f" {decision}"
+        return lines[0] + f" {decision}" + "".join(f"; {k} = {clip(str(v), 300)}" for k, v in (answers or {}).items())
     for q, a in (answers or {}).items():
         lines.append(f"Q: {clip(q, 500)}\nA: {a}")  # (the question is the agent's own text)
     return "\n".join(lines)
