@@ -5,7 +5,8 @@ The builder is spawned with ``hookd spawn`` (its Elicitation hook takes the hold
 official SDK (tests/e2e/mcp_elicit.py), which elicits a form (a name and a party size). While
 Claude Code waits on the held hook, ``hookd answer ID --option accept --field ...`` answers it;
 asserted: what the MCP server received (its results file: exactly that content), the tool
-result in the next model request, and hookd's record.
+result in the next model request, and hookd's record. In the TUI with a short hold window, the
+desk's dialog opens when the window ends and the desk's answer resolves the interaction.
 
 Facts of 2.1.332 these tests rely on (docs/harness-claude-code.md "MCP elicitation"): the
 Elicitation hook runs before any dialog and its ``hookSpecificOutput`` ``action``/``content``
@@ -23,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from .drivers import wait_until
-from .test_claude_code_scenarios import rig, text_turn, tool_turn  # noqa: F401  (rig: fixture)
+from .drivers import TmuxClaude, wait_until
+from .test_claude_code_scenarios import BYPASS, rig, text_turn, tool_turn  # noqa: F401  (rig: fixture)
 
 pytestmark = pytest.mark.e2e
 
@@ -68,3 +69,38 @@ def test_a_remote_answer_reaches_the_mcp_server_and_the_model(rig, tmp_path, ans
     assert done["delivered_at"] is not None
     # a hook answered: Claude Code fires no ElicitationResult
     assert "ElicitationResult" not in {h["hook_event_name"] for h in r.stored_hooks()}
+
+
+def test_tui_the_dialog_opens_when_the_hold_ends_and_the_desks_answer_resolves_it(
+        rig, tmp_path, tmux_bin):  # noqa: F811
+    """The TUI with holding on a short window (``--hold 5``): while hookd holds the Elicitation
+    hook the desk shows no form ("running Elicitation hook"); when the window ends the hook
+    returns nothing, the dialog opens, the desk fills it and accepts; ElicitationResult
+    resolves the interaction at the desk, and the server receives the desk's content."""
+    r = rig([tool_turn("toolu_el2", TOOL, {}), text_turn("FINAL-EL-DESK")], builder="b-el", form="worktree")
+    r.hookd.cli("spawn", "b-el", "--worktree", os.fspath(r.project), "--hold", "5")
+    results = tmp_path / "results.jsonl"
+    cfg = mcp_config(tmp_path, results)
+    with TmuxClaude(r.project, r.env, extra_args=(*BYPASS, "--mcp-config", os.fspath(cfg)),
+                    claude_bin=r.claude_bin, tmux=tmux_bin) as tui:
+        tui.wait_ready(timeout=30)
+        tui.submit("book a table")
+        [i] = wait_until(lambda: [q for q in r.questions() if q["kind"] == "elicitation" and q.get("held")], 60,
+                         message="a held elicitation")
+        screen = tui.wait_for_screen("running Elicitation hook", timeout=20)
+        assert "requests your input" not in screen
+        tui.wait_for_screen("requests your input", timeout=30)  # the hold ended: the dialog
+        assert [q for q in r.questions() if q["id"] == i["id"]][0]["held"] is False
+        tui.send_text("Bo")
+        tui.send_keys("Tab")
+        tui.send_text("2")
+        tui.wait_for_screen(lambda s: "Bo" in s and "Party: 2" in s, timeout=10)
+        tui.press_until("Enter", lambda s: "Accept" in s and "❯ Accept" in s, timeout=10)  # to the buttons
+        tui.press_until("Enter", lambda s: "requests your input" not in s, timeout=10)
+        tui.wait_for_screen("FINAL-EL-DESK", timeout=30)
+    assert [json.loads(line) for line in results.read_text().splitlines()] == [
+        {"action": "accept", "data": {"name": "Bo", "party": 2}}]
+    done = wait_until(lambda: [q for q in r.questions() if q["id"] == i["id"] and q["state"] != "pending"], 30,
+                      message="the elicitation resolved")[0]
+    assert (done["state"], done["decision"], done["answers"], done["surface"]) == (
+        "answered", "accept", {"name": "Bo", "party": 2}, "terminal")
