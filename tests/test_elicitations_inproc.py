@@ -193,6 +193,8 @@ def test_hookd_questions_shows_the_form_and_the_commands() -> None:
         "  decline: hookd answer el_0123 --option decline",
         "  cancel:  hookd answer el_0123 --option cancel",
     ])
+    unheld = click.unstyle(_interaction({**item, "held": False}, 1065.0)).splitlines()
+    assert unheld[-1] == "  answer at the desk: no hook is holding this elicitation"
     done = {**item, "state": "answered", "decision": "accept", "answers": {"name": "Ada", "party": 3},
             "resolved_at": 1060.0, "surface": "cli", "actor": "ana", "outcome": "answered", "by": "from the CLI by ana"}
     assert click.unstyle(_interaction(done, 1065.0)).splitlines()[0] == "el_0123  elicitation from b1, answered from the CLI by ana, 5s ago"
