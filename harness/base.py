@@ -332,6 +332,36 @@ class TurnEnded(Observation, kw_only=True):
     ``system``/``turn_duration`` row (2.1.332)."""
 
 
+class ElicitationAsked(Observation, kw_only=True):
+    """A tool server asks the human for input (an MCP elicitation: Claude Code's Elicitation
+    hook). server: the MCP server's name; message: its request text; mode: ``form`` (fill
+    ``requested_schema``, a JSON Schema object of flat fields) or ``url`` (open ``url``);
+    elicitation_id: the server's id (url mode), None when it gave none."""
+
+    server: str
+    message: str | None
+    mode: str
+    url: str | None
+    elicitation_id: str | None
+    requested_schema: Any
+
+
+class ElicitationResolved(Observation, kw_only=True):
+    """The human answered an elicitation at the desk (Claude Code's ElicitationResult): action
+    ``accept`` (with ``content``: field -> value), ``decline`` or ``cancel``."""
+
+    server: str
+    elicitation_id: str | None
+    action: str
+    content: Any
+
+
+def elicitation_key(server: str, elicitation_id: str | None) -> str:
+    """What the request and its result share (the server and its id, when it gave one): the
+    :func:`input_hash` that matches an :class:`ElicitationResolved` to its request."""
+    return input_hash({"server": server, "elicitation_id": elicitation_id})
+
+
 class DeliveredSeen(Observation, kw_only=True):
     """Everything delivered to this session by earlier hooks reached the model: the harness
     appended it to a tool result, and this hook (a new tool call) came after the model read
@@ -393,9 +423,10 @@ class RemoteAnswers(Protocol):
     #: tools the harness runs as a child process of the agent's own: while a permission prompt
     #: for one is held, the tool's process showing (:meth:`runs_tool`) proves the desk allowed it
     child_process_tools: frozenset[str]
-    #: the hook event held for a remote answer (its ``hook_kinds`` kind: ``permission``), as the
-    #: harness names it: the ``via`` recorded when its held hook read the answer
-    hold_event: str
+    #: interaction kind -> the hook event held for its remote answer, as the harness names it
+    #: (for a permission prompt, its ``hook_kinds`` kind ``permission``): the ``via`` recorded
+    #: when the held hook read the answer
+    hold_events: Mapping[str, str]
 
     def permission_reply(self, decision: str, tool_name: str | None, tool_input: Any,
                          message: str | None) -> bytes:
@@ -418,6 +449,12 @@ class RemoteAnswers(Protocol):
     def runs_tool(self, tool_name: str | None, tool_input: Any, argv: list[str]) -> bool:
         """Is ``argv``, a child process of the agent, this tool call running? False for tools
         not in :attr:`child_process_tools`."""
+        ...
+
+    def elicitation_reply(self, action: str, content: dict[str, Any] | None) -> bytes:
+        """The held elicitation hook's output answering it: ``action`` (``accept`` |
+        ``decline`` | ``cancel``) and, with accept, ``content`` (field -> value, already
+        validated against the requested schema)."""
         ...
 
 

@@ -29,6 +29,8 @@ from hookd.harness.base import (
     Interrupted,
     Observation,
     Payload,
+    ElicitationAsked,
+    ElicitationResolved,
     PermissionAsked,
     QuestionAsked,
     QuestionResolved,
@@ -97,6 +99,7 @@ class ToolEvent(Base, kw_only=True):
     tool_name: str
     tool_input: Any = None
     tool_use_id: str | None = None
+    mcp_server: Any = None  # an ``mcp__*`` tool's server: ``{"name", "source"}`` (2.1.332)
 
 
 class PreToolUse(ToolEvent, kw_only=True):
@@ -160,6 +163,28 @@ class PreCompact(Base, kw_only=True):
     custom_instructions: Any = None
 
 
+class Elicitation(Base, kw_only=True):
+    """An MCP server asks the user for input (2.1.332: the hook runs before the dialog, which
+    shows only when no hook answers; docs/harness-claude-code.md "MCP elicitation")."""
+
+    mcp_server_name: str
+    message: Any = None
+    mode: Any = None  # form | url
+    url: Any = None
+    elicitation_id: str | None = None
+    requested_schema: Any = None
+
+
+class ElicitationResult(Base, kw_only=True):
+    """How the user answered an elicitation at the dialog (not sent when a hook answered)."""
+
+    mcp_server_name: str
+    elicitation_id: str | None = None
+    mode: Any = None
+    action: Any = None  # accept | decline | cancel
+    content: Any = None
+
+
 class MessageDisplay(Base, kw_only=True):
     turn_id: Any = None
     message_id: Any = None
@@ -184,6 +209,8 @@ MODELS: dict[str, type[Base]] = {
         Notification,
         PreCompact,
         MessageDisplay,
+        Elicitation,
+        ElicitationResult,
     )
 }
 
@@ -293,6 +320,18 @@ def observe(p: Payload) -> list[Observation]:
         obs.append(TurnMovedOn(agent_id=p.agent_id, all_agents=False, outcome="dismissed", via=p.hook_event_name))
     elif isinstance(p, PreCompact):
         obs.append(Compacting(via=p.hook_event_name))
+    elif isinstance(p, Elicitation):
+        obs.append(ElicitationAsked(
+            server=p.mcp_server_name, message=text(p.message), mode=text(p.mode) or "form",
+            url=text(p.url), elicitation_id=p.elicitation_id, requested_schema=p.requested_schema,
+        ))
+    elif isinstance(p, ElicitationResult):
+        action = text(p.action)
+        obs.append(ElicitationResolved(
+            server=p.mcp_server_name, elicitation_id=p.elicitation_id,
+            action=action if action in ("accept", "decline", "cancel") else "cancel",
+            content=p.content if isinstance(p.content, dict) else None,
+        ))
     elif isinstance(p, ToolEvent) and p.tool_name == ASK_TOOL:
         questions = _questions_of(p.tool_input)
         h = questions_hash(questions)

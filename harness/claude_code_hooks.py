@@ -28,11 +28,16 @@ REGISTERED_EVENTS = (
     "SubagentStop",
     "PreCompact",
     "SessionEnd",
+    "Elicitation",
+    "ElicitationResult",
 )
 # Events that take no matcher in Claude Code's settings.
 NO_MATCHER_EVENTS = frozenset({"UserPromptSubmit", "Stop", "SubagentStop", "PostToolBatch"})
 # Tool events: matcher ".*" (a regex) covers every tool including mcp__server__tool.
 TOOL_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure"})
+# Events held for a remote answer by the hold command (2.1.332 runs PermissionRequest beside its
+# dialog; Elicitation before its dialog, which shows only once the hook returns nothing).
+HELD_EVENTS = ("PermissionRequest", "Elicitation")
 
 
 # --- answers ---------------------------------------------------------------------------
@@ -120,14 +125,16 @@ def hook_settings(
     wake_command: the idle-wake Stop hook (``async`` + ``asyncRewake``), timeout in seconds.
     permission_command: the PermissionRequest command when it holds for a remote answer
     (its client deadline is the hold window), with Claude Code's timeout above that window:
-    the prompt stays usable at the desk meanwhile (2.1.332 runs it beside the dialog).
+    the prompt stays usable at the desk meanwhile (2.1.332 runs it beside the dialog). The
+    Elicitation hook takes the same command (:data:`HELD_EVENTS`); 2.1.332 shows an
+    elicitation's dialog only after its hooks return nothing.
     """
     out: dict[str, list[dict[str, Any]]] = {}
     for event in REGISTERED_EVENTS:
         group: dict[str, Any] = {}
         if event not in NO_MATCHER_EVENTS:
             group["matcher"] = ".*" if event in TOOL_EVENTS else ""
-        if event == "PermissionRequest" and permission_command is not None:
+        if event in HELD_EVENTS and permission_command is not None:
             group["hooks"] = [{"type": "command", "command": permission_command, "timeout": permission_timeout_s}]
         else:
             group["hooks"] = [{"type": "command", "command": command, "timeout": timeout_s}]
@@ -147,8 +154,8 @@ def hook_settings(
 
 #: (RemoteAnswers) the tools whose process a held permission prompt watches
 child_process_tools = RUNS_AS_CHILD
-#: (RemoteAnswers) the hook held for a remote answer
-hold_event = "PermissionRequest"
+#: (RemoteAnswers) the hook held for each kind's remote answer (:data:`HELD_EVENTS`)
+hold_events = {"permission": "PermissionRequest", "question": "PermissionRequest", "elicitation": "Elicitation"}
 
 
 def permission_reply(decision: str, tool_name: str | None, tool_input: Any, message: str | None) -> bytes:
@@ -170,6 +177,16 @@ def preanswer_reply(tool_input: dict[str, Any], answers: dict[str, str]) -> byte
     """The PreToolUse hook's stdout answering an AskUserQuestion before its menu shows
     (:func:`pre_tool_answer` of the input plus ``answers``)."""
     return pre_tool_answer({**tool_input, "answers": answers})
+
+
+def elicitation_reply(action: str, content: dict[str, Any] | None) -> bytes:
+    """The held Elicitation hook's stdout: ``hookSpecificOutput.action`` (``accept`` |
+    ``decline`` | ``cancel``) and, with accept, ``content`` (2.1.332 sends both to the MCP
+    server as the elicitation's result, and fires no ElicitationResult hook then)."""
+    out: dict[str, Any] = {"hookEventName": "Elicitation", "action": action}
+    if action == "accept":
+        out["content"] = content or {}
+    return msgspec.json.encode({"hookSpecificOutput": out})
 
 
 class _Install:

@@ -200,6 +200,11 @@ def _answer_commands(i: dict[str, Any]) -> list[tuple[str, str]]:
     ``--text TEXT`` where a question has no options); a permission prompt's allow and deny,
     deny first when its ``tool_view`` marks it destructive."""
     base = f"hookd answer {shlex.quote(str(i['id']))}"
+    if i.get("kind") == "elicitation":
+        fields = "".join(f" --field {shlex.quote(str(f.get('name')))}=VALUE" for f in i.get("fields") or []
+                         if isinstance(f, dict))
+        return [("accept", f"{base} --option accept{fields}"), ("decline", f"{base} --option decline"),
+                ("cancel", f"{base} --option cancel")]
     if i.get("kind") == "permission":
         pair = [("allow", f"{base} --option allow"), ("deny", f"{base} --option deny --text MESSAGE")]
         return pair[::-1] if _destructive(i) else pair
@@ -269,6 +274,27 @@ def _permission_lines(i: dict[str, Any]) -> list[_Shown]:
 
 
 
+def _elicitation_lines(i: dict[str, Any]) -> list[_Shown]:
+    """An elicitation: its server and message, then its url (url mode) or its form's fields
+    (name, type, required, description; enum values), and once it ended the action and the
+    content sent."""
+    shown: dict[str, Any] = i["input"] if isinstance(i.get("input"), dict) else {}
+    out = [_line(f"  {shown.get('server') or i.get('tool_name') or '?'} asks: ", str(shown.get("message") or ""))]
+    if shown.get("mode") == "url":
+        out.append(_line(f"    open: {shown.get('url')}"))
+    for f in i.get("fields") or []:
+        kind = str(f.get("type") or "any") + ("" if f.get("required") else ", optional")
+        desc = f.get("description") or f.get("title") or ""
+        choice = f" one of {', '.join(str(e) for e in f['enum'])}" if isinstance(f.get("enum"), list) else ""
+        out.append(_line(f"    {f.get('name')} ({kind}){choice}", "  " if desc else "",
+                         _paint(_clip(str(desc), DESCRIPTION_CHARS), dim=True) if desc else ""))
+    if i.get("state") != "pending" and i.get("decision"):
+        got = "".join(f"; {k} = {v}" for k, v in (i.get("answers") or {}).items())
+        out.append(_line(f"  -> {i['decision']}{got}"))
+    return out
+
+
+
 def _interaction(i: dict[str, Any], now: float) -> _Shown:
     """What ``hookd questions`` prints of interaction ``i`` (an item of ``GET /v1/questions``)
     at UNIX time ``now``: a head line (id, kind, builder, how long it has waited, or how and
@@ -288,7 +314,10 @@ def _interaction(i: dict[str, Any], now: float) -> _Shown:
         if i.get("resolved_at"):
             head.append(f", {_duration(now - i['resolved_at'])} ago")
     lines = [_line(*head)]
-    lines += _permission_lines(i) if i["kind"] == "permission" else _question_lines(i)
+    if i["kind"] == "elicitation":
+        lines += _elicitation_lines(i)
+    else:
+        lines += _permission_lines(i) if i["kind"] == "permission" else _question_lines(i)
     if i["state"] == "pending" and i.get("received_at"):
         # a remote answer kept for the inbox while the menu stays open at the desk
         got = _answered({k: i.get(k) for k in ("answers", "decision", "message")}) or "-"
@@ -297,10 +326,10 @@ def _interaction(i: dict[str, Any], now: float) -> _Shown:
         lines.append(_line(f"  answered{_who(i)}{where}: {got}{desk}"))
     if i.get("warning"):  # what hookd could not be sure of (an empty answer, a denial read from a transcript)
         lines.append(_line("  ", _paint("note:", fg="yellow"), f" {i['warning']}"))
-    if i["state"] == "pending" and i["kind"] == "permission" and i.get("held") is False:
+    if i["state"] == "pending" and i["kind"] in ("permission", "elicitation") and i.get("held") is False:
         # no hook holds it (its hold ended, or none was spawned): the desk's dialog is the only way
-        lines.append(_line("  ", _paint("answer at the desk:", bold=True),
-                           " no hook is holding this prompt (an answer from here would be kept as a message)"))
+        what = "prompt (an answer from here would be kept as a message)" if i["kind"] == "permission" else "elicitation"
+        lines.append(_line("  ", _paint("answer at the desk:", bold=True), f" no hook is holding this {what}"))
     elif i["state"] == "pending":
         commands = _answer_commands(i)
         width = max(len(what) for what, _ in commands) + 1
@@ -372,6 +401,8 @@ def _resolved(d: dict[str, Any]) -> str:
         # the words the API's ``outcome`` and the page use: allowed / denied (and the deny's message)
         outcome = outcome_of("permission", outcome, str(d["decision"]))
         got = _clip(d["message"], 60) if outcome == "denied" and _given(d.get("message")) else ""
+    if d.get("kind") == "elicitation" and isinstance(d.get("answers"), dict):
+        got = _clip(f"{d.get('decision')}" + "".join(f"; {k} = {v}" for k, v in d["answers"].items()), 80)
     return (f"{d.get('id')} {outcome}{_who(d)}" + (f": {got}" if got else "")
             + (f" (inferred from {d['inferred_from']})" if _given(d.get("inferred_from")) else ""))
 
@@ -449,6 +480,9 @@ EVENT_SUMMARY: dict[str, Callable[[dict[str, Any], str], Any]] = {
     "permission_pending": lambda d, s: f"{d.get('id')} {_tool_input(d.get('tool_name'), d.get('tool_input'))}"
     + (f" (mode {d['permission_mode']})" if _given(d.get("permission_mode")) else ""),
     "permission_resolved": lambda d, s: _resolved(d),
+    "elicitation_pending": lambda d, s: f"{d.get('id')} from {d.get('server')}: {_clip(d.get('message'), 80)}"
+    + (f" (open {d['url']})" if _given(d.get("url")) else ""),
+    "elicitation_resolved": lambda d, s: _resolved(d),
     "human_input_requested": lambda d, s: f"{d.get('id')}: {_clip(d.get('question'), 80)}"
     + (f" ({' | '.join(str(o) for o in d['options'])})" if _given(d.get("options")) else ""),
     "interaction_answered": lambda d, s: f"{d.get('id')}{_who(d)}: {_answered(d) or '-'}; delivery: {d.get('delivery')}",

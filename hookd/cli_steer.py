@@ -84,6 +84,8 @@ _DELIVERY_WORDS = {
 @click.option("--question", "questions", multiple=True, metavar="TEXT",
               help="Which question the following --option/--text answer (its text or number); "
                    "needed when the interaction asks several.")
+@click.option("--field", "fields", multiple=True, metavar="NAME=VALUE",
+              help="An elicitation's field, with --option accept (repeat; the value is read as the field's type).")
 @click.option("--response-id", help="Idempotency key: the same key and answer again returns the first receipt.")
 @click.option("--revision", type=int, help="Refuse unless the interaction is still at this revision (what you saw).")
 @click.option("--actor", default=os_user, show_default=_ME, metavar="NAME",
@@ -91,10 +93,11 @@ _DELIVERY_WORDS = {
 @click.option("--json", "as_json", is_flag=True, help="Print the receipt as JSON.")
 @click.pass_context
 def answer(ctx: click.Context, interaction_id: str, options: tuple[str, ...], text: str | None,
-           questions: tuple[str, ...], response_id: str | None, revision: int | None, actor: str | None,
-           as_json: bool) -> None:
+           questions: tuple[str, ...], fields: tuple[str, ...], response_id: str | None, revision: int | None,
+           actor: str | None, as_json: bool) -> None:
     """Answer INTERACTION_ID (an id or tool_use_id from `hookd questions`): a question, a
-    permission prompt (--option allow | --option deny --text MESSAGE) or an async ask.
+    permission prompt (--option allow | --option deny --text MESSAGE), an elicitation
+    (--option accept --field NAME=VALUE ... | --option decline | --option cancel) or an async ask.
     A question asked in a terminal gets the answer through its held PermissionRequest hook
     (the menu closes with it); refused (exit 2) when it was already answered or expired, and
     then your answer is kept as an inbox message for the builder."""
@@ -109,13 +112,24 @@ def answer(ctx: click.Context, interaction_id: str, options: tuple[str, ...], te
         body["answers"] = answers
     else:
         body.update({"question": questions[0] if questions else None, "options": list(options), "text": text})
+    if fields:
+        content: dict[str, str] = {}
+        for f in fields:
+            name, eq, value = f.partition("=")
+            if not eq or not name:
+                raise click.UsageError(f"--field takes NAME=VALUE, not {f!r}")
+            content[name] = value
+        body["content"] = content
     r = _client(ctx).post_json(f"/v1/interactions/{_seg(interaction_id)}/answer", body)
     if as_json:
         _echo_json(r)
         return
     i = r["interaction"]
-    what = visible((i["decision"] or "-") + (f": {i['message']}" if i.get("message") else "") if i["kind"] == "permission"
-                   else "; ".join(f"{q} -> {a}" for q, a in (i["answers"] or {}).items()))
+    if i["kind"] == "elicitation":
+        what = visible((i["decision"] or "-") + "".join(f"; {k} = {v}" for k, v in (i["answers"] or {}).items()))
+    else:
+        what = visible((i["decision"] or "-") + (f": {i['message']}" if i.get("message") else "") if i["kind"] == "permission"
+                       else "; ".join(f"{q} -> {a}" for q, a in (i["answers"] or {}).items()))
     dup = " (repeated response id: first receipt)" if r["duplicate"] else ""
     if r["delivery"] == "inbox" and i["state"] == "pending":
         _out(f"queued as inbox message {r['message_id']} for {i['builder']}{dup}")

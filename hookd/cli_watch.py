@@ -134,12 +134,14 @@ def _choices(item: dict[str, Any], q: int) -> list[tuple[str, str]]:
     question's options (question ``q`` of the item)."""
     if item["kind"] == "permission":
         return [("allow", ""), ("deny", "then the message shown to the model")]
+    if item["kind"] == "elicitation":  # (accept takes fields: the command `hookd questions` prints)
+        return [("decline", ""), ("cancel", "to accept, use the hookd answer command shown with its fields")]
     qs = _questions(item)
     return _options(qs[q]) if q < len(qs) else []
 
 
 def _multi(item: dict[str, Any] | None, q: int) -> bool:
-    qs = [] if item is None or item["kind"] == "permission" else _questions(item)
+    qs = [] if item is None or item["kind"] in ("permission", "elicitation") else _questions(item)
     return q < len(qs) and qs[q].get("multiSelect") is True
 
 
@@ -147,8 +149,8 @@ def _panel(view: _View, item: dict[str, Any]) -> list[_Shown]:
     """The answering panel of ``item``: the question (or the tool) and its choices, the one
     highlighted marked; in text mode what was typed so far."""
     qs = _questions(item)
-    if item["kind"] == "permission":
-        head = f"answer {item['id']} (permission from {item['builder']}: {item.get('tool_name') or '?'})"
+    if item["kind"] in ("permission", "elicitation"):
+        head = f"answer {item['id']} ({item['kind']} from {item['builder']}: {item.get('tool_name') or '?'})"
     else:
         number = f" (question {view.q + 1} of {len(qs)})" if len(qs) > 1 else ""
         head = f"answer {item['id']}{number}: {qs[view.q].get('question', '?') if qs else '?'}"
@@ -215,6 +217,8 @@ def _choose_key(view: _View, key: str) -> dict[str, Any] | str | None:
     elif key == " " and multi:
         view.toggled ^= {view.option}
     elif key == "enter":
+        if item["kind"] == "elicitation":
+            return _answer(view, item, {"options": [choices[view.option][0]], "text": None})
         if item["kind"] == "permission":
             if choices[view.option][0] == "deny":
                 view.mode = "text"

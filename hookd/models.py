@@ -72,9 +72,11 @@ def os_user() -> str:
 
 
 def resolved_event(kind: str) -> str:
-    """The event that ends an interaction of ``kind``: ``permission_resolved`` or
-    ``question_resolved``."""
-    return "permission_resolved" if kind == "permission" else "question_resolved"
+    """The event that ends an interaction of ``kind``: ``permission_resolved``,
+    ``elicitation_resolved`` or ``question_resolved``."""
+    if kind in ("permission", "elicitation"):
+        return f"{kind}_resolved"
+    return "question_resolved"
 
 
 class Event(msgspec.Struct, frozen=True):
@@ -123,8 +125,11 @@ class Interaction(msgspec.Struct):
     """Something a human must answer (DESIGN.md "Interactions").
 
     kind: ``question`` (a native AskUserQuestion call), ``permission`` (a tool permission
-    prompt, Claude Code PermissionRequest) or ``async`` (asked through ``hookd mcp``'s
-    ``ask_user_async``: the agent keeps working).
+    prompt, Claude Code PermissionRequest), ``async`` (asked through ``hookd mcp``'s
+    ``ask_user_async``: the agent keeps working) or ``elicitation`` (a tool server asks for a
+    form or a URL: an MCP elicitation; tool_name is the server's name, input
+    ``{"server", "message", "mode", "url", "elicitation_id", "requested_schema"}``, decision
+    ``accept`` | ``decline`` | ``cancel`` and answers the accepted content, field -> value).
     id: the harness's ``tool_use_id`` when the first observation carried it, else ``pr_…``
     (first seen through a PermissionRequest) or ``ask_…`` (async); questions: as asked
     (Claude Code ``tool_input.questions`` shape); answers: question text -> answer string
@@ -139,7 +144,7 @@ class Interaction(msgspec.Struct):
     """
 
     id: str
-    kind: Literal["question", "async", "permission"]
+    kind: Literal["question", "async", "permission", "elicitation"]
     builder: str
     session_id: str | None
     agent_id: str | None
@@ -219,7 +224,9 @@ class AnswerRequest(msgspec.Struct, forbid_unknown_fields=True):
     answers: question text (or 1-based number, or "" for the only question) -> an option
     label or free text (string), labels (list), or :class:`AnswerPart`; or, for one question,
     question/options/text like the CLI flags. Permission prompts: decision ``allow`` | ``deny``
-    (or one option) and message (or text) for deny. response_id: idempotency key; actor: who
+    (or one option) and message (or text) for deny. Elicitations: decision (or one option)
+    ``accept`` | ``decline`` | ``cancel`` and, with accept, content (field -> value, checked
+    against the requested schema). response_id: idempotency key; actor: who
     answers (free text, e.g. a user name); revision / input_hash: what the human saw (a
     mismatch is refused with 409); surface: ``cli`` | ``api`` | ``web``.
     """
@@ -230,6 +237,7 @@ class AnswerRequest(msgspec.Struct, forbid_unknown_fields=True):
     text: str | None = None
     decision: str | None = None
     message: str | None = None
+    content: dict[str, Any] | None = None
     response_id: str | None = None
     actor: str | None = None
     revision: int | None = None

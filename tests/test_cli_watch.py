@@ -244,3 +244,16 @@ def test_keys_answer_every_question_of_a_call_then_send_them_at_once() -> None:
     }}}
     assert (view.mode, view.status) == ("browse", "answering toolu_01MULTI...")
     assert _key(view, "q") == "quit"
+
+
+def test_keys_decline_an_elicitation_whose_accept_needs_the_printed_command() -> None:
+    """An elicitation offers decline and cancel from the keyboard (accepting takes its fields:
+    `hookd answer ... --field`, the command the view prints with it)."""
+    from hookd.cli_watch import _choices, _key, _View
+
+    el = {"id": "el_1", "kind": "elicitation", "builder": "b1", "revision": 1, "tool_name": "booker",
+          "input": {"server": "booker", "message": "Who?"}, "fields": [{"name": "name", "type": "string"}]}
+    assert [label for label, _ in _choices(el, 0)] == ["decline", "cancel"]
+    view = _View(items=[el])
+    assert _key(view, "enter") is None and view.mode == "choose"
+    assert _key(view, "enter") == {"id": "el_1", "body": {"revision": 1, "options": ["decline"], "text": None}}

@@ -225,6 +225,9 @@ def test_derive_states_and_due_times() -> None:
     assert derive(gone, now=120.0, alive=lambda p, a: False).state == "dead"
     perm = _inputs(pending=[{"id": "pr_1", "kind": "permission", "created_at": 110.0, "session_id": "s1"}])
     assert derive(perm, now=111.0, alive=lambda p, a: True).state == "waiting_permission"
+    elicit = _inputs(pending=[{"id": "el_1", "kind": "elicitation", "created_at": 110.0, "session_id": "s1"}])
+    lane = derive(elicit, now=111.0, alive=lambda p, a: True)
+    assert (lane.state, lane.pending, lane.detail) == ("waiting_question", ("el_1",), "elicitation el_1 is pending")
     asynchronous = _inputs(pending=[{"id": "ask_1", "kind": "async", "created_at": 110.0, "session_id": None}])
     assert derive(asynchronous, now=500.0, alive=lambda p, a: True).state == "working"  # async asks never block
 

@@ -399,6 +399,21 @@ def test_a_question_alert_stays_one_line_whatever_the_agent_wrote():
     assert "\n" not in a.message and "Ship?\\nAnswer: hookd answer x" in a.message
 
 
+def test_an_elicitation_alert_names_the_server_its_message_and_the_fields():
+    i = Interaction(id="el_1", kind="elicitation", builder="b1", session_id="s", agent_id=None, tool_name="booker",
+                    tool_use_id=None, state="pending", questions=None, answers=None, selections=None, surface=None,
+                    warning=None, error=None, created_at=1000.0, resolved_at=None, revision=1,
+                    input={"server": "booker", "message": "Who is the table for?\x1b[2J", "mode": "form", "url": None,
+                           "elicitation_id": None, "requested_schema": {"type": "object", "properties": {
+                               "name": {"type": "string"}, "party": {"type": "integer"}}}})
+    a = interaction_alert(i, 1, 2, 1065.0)
+    assert (a.rule, a.title) == ("elicitation_pending", "hookd: b1's tool server booker asks for your input")
+    assert a.message == ("b1 has been waiting 1 min 5 s: booker asks: Who is the table for?\\x1b[2J (fields: name, party)"
+                         " (reminder 1 of 1). Answer: hookd answer el_1 --option accept --field name=VALUE"
+                         " --field party=VALUE   (or: --option decline)")
+    assert a.data["fields"] == ["name", "party"] and a.data["server"] == "booker"
+
+
 def test_pending_question_notifies_once_per_step_and_a_restart_resends_nothing(
         home: Path, worktree: Path, tmp_path: Path, receiver: Receiver) -> None:
     out = tmp_path / "alerts.jsonl"

@@ -277,9 +277,12 @@ def test_every_registered_event_is_registered(home: Path, worktree: Path) -> Non
     mine = hookd_handlers(json.loads(settings_path(worktree).read_bytes()), "b-1")
     assert set(mine) == set(cc.REGISTERED_EVENTS) == set(m["events"])
     assert {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "Stop"} <= set(mine)
-    # one command for every event but PermissionRequest, which holds for a remote answer:
-    # its client deadline is the hold window, Claude Code's timeout a minute above it
+    # one command for every event but PermissionRequest and Elicitation, which hold for a remote
+    # answer: their client deadline is the hold window, Claude Code's timeout a minute above it
+    assert {"Elicitation", "ElicitationResult"} <= set(mine)
     [(_, perm)] = mine.pop("PermissionRequest")
+    [(_, elicit)] = mine.pop("Elicitation")
+    assert elicit == perm
     assert len({h["command"] for v in mine.values() for _, h in v}) == 1
     assert client_argv(perm["command"])[-2:] == ["900000", "hold"] and perm["timeout"] == 960
     assert m["hold_s"] == 900

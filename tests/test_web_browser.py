@@ -220,6 +220,42 @@ def test_permission_denied_with_a_message_in_the_browser(page: Page, builder: Bu
     shot(page, "history-denied")
 
 
+ELICIT = REPO / "fixtures" / "claude-code" / "2.1.332" / "print-mcp-elicitation-cancelled" / "hooks"
+
+
+def test_an_elicitation_card_is_a_small_form_sent_through_the_held_hook(page: Page, builder: Builder,
+                                                                        daemon: DaemonProcess, home: Path) -> None:
+    """The recorded Elicitation (an MCP server asks for a name and a party size): a card with
+    the server, its message and one input per field; a party over the schema's maximum is
+    refused with the daemon's words; Accept with a fitting one sends exactly that content."""
+    assert builder.hook(json.loads((ELICIT / "001-SessionStart.json").read_bytes())) == ""
+    held = builder.start_hook(json.loads((ELICIT / "004-Elicitation.json").read_bytes()))
+    eid = wait_until(lambda: [q["id"] for q in questions(home, "pending") if q["kind"] == "elicitation"], 60,
+                     what="a pending elicitation")[0]
+    builder.held(eid)
+    card = page.locator(f'#pending-list article.elicitation[data-id="{eid}"]')
+    expect(card.locator(".kind")).to_have_text("elicitation")
+    expect(card.locator(".tool")).to_have_text("booker")
+    expect(card.locator(".elicit-message")).to_have_text("Who is the table for?")
+    expect(card.locator("label.field .olabel")).to_have_text(["Name *", "Party *"])
+    card.locator('input[name="name"]').fill("Ada")
+    card.locator('input[name="party"]').fill("20")
+    card.locator("button.accept").click()
+    expect(card.locator(".note")).to_have_text(
+        "the content does not fit the requested schema: party: 20 is greater than the maximum of 12")
+    card.locator('input[name="party"]').fill("3")
+    shot(page, "pending-elicitation")
+    card.locator("button.accept").click()
+    expect(page.locator("#toast")).to_have_text("accept: booker — see History")
+    assert finish(held) == {"hookSpecificOutput": {"hookEventName": "Elicitation", "action": "accept",
+                                                   "content": {"name": "Ada", "party": 3}}}
+    done = page.locator(f'#history-list article[data-id="{eid}"]')
+    expect(done.locator("dd.answer")).to_have_text(["accept", "Ada", "3"])
+    expect(done).to_have_attribute("data-surface", "web")
+    page.locator("#toast a").click()
+    shot(page, "history-elicitation")
+
+
 def primary_buttons(card: Any) -> list[str]:
     """The card's buttons drawn as the default action (the accent's fill), by text."""
     accent = card.evaluate("e => getComputedStyle(document.documentElement).getPropertyValue('--accent').trim()")

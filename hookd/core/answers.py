@@ -18,6 +18,7 @@ import msgspec
 
 from hookd.core.asks import Asks
 from hookd.core.bus import EventBus
+from hookd.core.elicitations import normalize_elicitation
 from hookd.core.limits import MAX_ANSWER_CHARS, check_answer_size, check_name
 from hookd.core.outcomes import MAX_HOOK_REPLY, hook_body, late_reason, questions_of, queue_answer, session_remote
 from hookd.core.state import Waiters
@@ -110,6 +111,11 @@ def normalize_answer(i: Interaction, req: AnswerRequest) -> tuple[dict[str, str]
     Raises BadRequest with what is wrong.
     """
     check_name("actor", req.actor)
+    if i.kind == "elicitation":
+        content, action = normalize_elicitation(i, req)
+        return content, None, action, None
+    if req.content is not None:
+        raise BadRequest(f"{i.id} is a {i.kind}: fields (content) answer an elicitation only")
     if i.kind == "permission":
         if req.answers is not None or len(req.options) > 1:
             raise BadRequest("a permission prompt takes --option allow or --option deny [--text MESSAGE]")
@@ -232,9 +238,9 @@ class Answers:
             route = None  # never offered to a hook that cannot take it whole
         if route is None:
             reason = _no_hook_reason(tx, i, reply)
-            if i.kind == "permission":
+            if i.kind in ("permission", "elicitation"):
                 return self._keep_late(tx, i, req, content, answers, decision, message, author, at, reason,
-                                       late="no hook was holding the permission prompt")
+                                       late=f"no hook was holding the {_WHAT[i.kind]}")
             # a question: the text still reaches the agent, as a message
             m = queue_answer(tx, i, answers, decision, message, author, at)
             receipt = {"interaction": msgspec.to_builtins(i), "response_id": req.response_id, "duplicate": False,
@@ -293,7 +299,7 @@ class Answers:
         its deny message (a bare allow/deny means nothing to the model). The refusal is the
         receipt of its response_id."""
         message_id = None
-        if i.kind != "permission" or message is not None:
+        if i.kind not in ("permission", "elicitation") or message is not None:
             message_id = queue_answer(tx, i, answers, decision, message, author, at, late=late or late_reason(i))
             reason += f"; your answer was kept as inbox message {message_id} for {i.builder}; {take_back(message_id)}"
         tx.append_event("answer_refused", i.builder, i.session_id, at, {
@@ -303,6 +309,10 @@ class Answers:
         if req.response_id is not None:
             tx.insert_response(req.response_id, i.id, content, msgspec.json.encode(receipt), at)
         return "refused", receipt
+
+
+#: what an interaction of a kind no hook held is called, for the human
+_WHAT = {"permission": "permission prompt", "elicitation": "elicitation"}
 
 
 def take_back(message_id: str) -> str:

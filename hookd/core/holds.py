@@ -171,10 +171,10 @@ class Holds:
             # the client read the reply before the tool ran: the tool's own hook adopting the
             # answer was taken first, its client's close seen after (a busy daemon)
             at = i.adopted_at
-        # the held hook, as the session's harness names it (only a harness with remote answers
-        # holds a hook)
+        # the held hook, as the session's harness names it for this kind of interaction (only a
+        # harness with remote answers holds a hook)
         remote = session_remote(tx, i)
-        via = remote.hold_event if remote is not None else "held hook"
+        via = remote.hold_events.get(i.kind, "held hook") if remote is not None else "held hook"
         if tx.mark_answer_delivered(iid, via=via, at=at):
             tx.append_event("answer_delivered", i.builder, i.session_id, at, {"id": iid, "kind": i.kind, "via": via})
 
@@ -185,7 +185,9 @@ class Holds:
         if i is None:
             return
         if i.state == "pending":
-            warning = "the held PermissionRequest hook was cancelled (SIGTERM): Esc or No at the desk"
+            warning = ("the held Elicitation hook was cancelled (its timeout, or the tool call ended)"
+                       if i.kind == "elicitation" else
+                       "the held PermissionRequest hook was cancelled (SIGTERM): Esc or No at the desk")
             if tx.resolve_interaction(iid, expected_state="pending", state="dismissed", answers=None,
                                       selections=None, surface="terminal", warning=warning, error=None, at=at):
                 tx.append_event(resolved_event(i.kind), i.builder, i.session_id, at, {

@@ -18,11 +18,14 @@ import msgspec
 
 from hookd.config import Home
 from hookd.core.bus import EventBus
+from hookd.core.elicitations import elicitation_asked, elicitation_resolved
 from hookd.core.inbox import Inbox
 from hookd.core.procs import process_started_at
 from hookd.core.questions import Questions
 from hookd.core.state import HookCache, Waiters, fingerprint
 from hookd.harness.base import (
+    ElicitationAsked,
+    ElicitationResolved,
     Adapter,
     Compacting,
     DeliveredSeen,
@@ -279,6 +282,10 @@ class Ingest:
                                                             hook_kind=kind)
             elif isinstance(ob, PermissionAsked):
                 hold = self.questions.permission_asked(tx, builder, p, ob, at)
+            elif isinstance(ob, ElicitationAsked):
+                hold = elicitation_asked(tx, builder, p, ob, at)
+            elif isinstance(ob, ElicitationResolved):
+                elicitation_resolved(tx, self.waiters, builder, p, ob, at)
             elif isinstance(ob, ToolFinished) and sid:
                 self.questions.tool_finished(tx, builder, p, ob, at)
             elif isinstance(ob, QuestionResolved):

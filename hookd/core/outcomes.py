@@ -42,6 +42,8 @@ def answer_text(i: Interaction, answers: dict[str, str] | None, decision: str | 
     lines = [answer_head(i, late)]
     if i.kind == "permission":
         return lines[0] + f" {decision}" + (f": {message}" if message else "")
+    if i.kind == "elicitation":
+        return lines[0] + f" {decision}" + "".join(f"; {k} = {clip(str(v), 300)}" for k, v in (answers or {}).items())
     for q, a in (answers or {}).items():
         lines.append(f"Q: {clip(q, 500)}\nA: {a}")  # (the question is the agent's own text)
     return "\n".join(lines)
@@ -53,6 +55,8 @@ def answer_head(i: Interaction, late: str | None = None) -> str:
     head = f"Late answer to {{}} (not used: {late})" if late else "Answer to {}"
     if i.kind == "permission":
         return "[" + head.format(f"permission prompt {i.id} for {i.tool_name}") + "]"
+    if i.kind == "elicitation":
+        return "[" + head.format(f"elicitation {i.id} from {i.tool_name}") + "]"
     return "[" + head.format(f"question {i.id}") + "]"
 
 
@@ -77,6 +81,9 @@ def hook_body(i: Interaction, remote: RemoteAnswers) -> bytes:
     """The held hook's stdout for a remote answer to ``i``, rendered by its harness's
     ``remote``: a permission's decision (``remote.permission_reply``), or a question's answers
     (``remote.question_reply``: the original input plus every answer)."""
+    if i.kind == "elicitation":
+        assert i.decision in ("accept", "decline", "cancel")
+        return remote.elicitation_reply(i.decision, i.answers)
     if i.kind == "permission":
         assert i.decision in ("allow", "deny")
         return remote.permission_reply(i.decision, i.tool_name, i.input, i.message)
@@ -87,9 +94,9 @@ def hook_body(i: Interaction, remote: RemoteAnswers) -> bytes:
 def late_reason(i: Interaction) -> str:
     """Why a late answer to ``i`` was not used, for the agent: what happened instead."""
     if i.state == "answered":
-        what = i.decision if i.kind == "permission" else "; ".join(str(a) for a in (i.answers or {}).values())
+        what = i.decision if i.kind in ("permission", "elicitation") else "; ".join(str(a) for a in (i.answers or {}).values())
         how = f"already {i.outcome} {i.by or 'at the desk'}"
-        return f"{how}: {clip(what, 300)}" if what and i.kind != "permission" else how
+        return f"{how}: {clip(what, 300)}" if what and i.kind not in ("permission", "elicitation") else how
     return f"the question was already {i.state}"
 
 

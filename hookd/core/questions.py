@@ -299,6 +299,8 @@ class Questions:
                 continue  # asked so that the agent keeps working: outlives its turn
             if ob.outcome == "orphaned":
                 warning = f"the session ended ({ob.via}) while the question was open"
+            elif i.kind == "elicitation":
+                warning = f"no answer to the elicitation was seen before {ob.via}"
             else:
                 warning = (f"no PostToolUse or PostToolUseFailure arrived for this call before {ob.via}; "
                            "Claude Code fires no hook when the question menu is escaped")

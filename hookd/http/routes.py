@@ -192,7 +192,7 @@ class RestApi:
             raise BadRequest("limit must be between 1 and 100000")
         items = await with_tool_views(self.core.store, await self.core.store.interactions(state, limit))
         for i in items:  # a pending permission prompt: whether a held hook would take a remote answer now
-            if isinstance(i, dict) and i.get("kind") == "permission" and i.get("state") == "pending":
+            if isinstance(i, dict) and i.get("kind") in ("permission", "elicitation") and i.get("state") == "pending":
                 i["held"] = self.core.holding(i["id"])
         return json_response(items)
 

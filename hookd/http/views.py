@@ -4,7 +4,9 @@ harness the interaction's session was recorded under
 (:func:`hookd.harness.registry.present_tool`; compact JSON when that harness is unknown).
 
 Computed when read, from the stored input (no file is read); only ``permission``
-interactions get the field (questions keep their own shape).
+interactions get the field (questions keep their own shape). An ``elicitation`` gets
+``fields`` instead: its requested schema's fields
+(:func:`hookd.core.elicitations.schema_fields`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from hookd.core.elicitations import schema_fields
 from hookd.harness.registry import present_tool
 from hookd.models import Interaction
 from hookd.store import Store
@@ -47,6 +50,8 @@ async def with_tool_view(store: Store, i: Any, harness_of: dict[str, str | None]
     prompt as a JSON object with ``tool_view`` added, anything else as given. harness_of: a
     cache of session id -> harness name shared across calls."""
     d = msgspec.to_builtins(i) if isinstance(i, Interaction) else i
+    if isinstance(d, dict) and d.get("kind") == "elicitation":
+        return {**d, "fields": schema_fields(d.get("input"))}
     if not isinstance(d, dict) or d.get("kind") != "permission":
         return i
     sid = d.get("session_id")

@@ -13,13 +13,14 @@ const HISTORY_MAX = 100;
 const MESSAGES_MAX = 200;
 const INTERACTION_EVENTS = new Set([
   "question_pending", "question_resolved", "permission_pending", "permission_resolved",
+  "elicitation_pending", "elicitation_resolved",
   "human_input_requested", "interaction_answered", "answer_delivered", "answer_adopted",
   "answer_superseded", "answer_refused",
 ]);
 const LANE_EVENTS = new Set([
   "lane_changed", "hook_received", "session_started", "session_ended", "hooks_unarmed", "hooks_armed",
   "question_pending", "question_resolved", "permission_pending", "permission_resolved", "human_input_requested",
-  "inbox_queued", "inbox_delivered", "inbox_cancelled", "builder_unspawned",
+  "elicitation_pending", "elicitation_resolved", "inbox_queued", "inbox_delivered", "inbox_cancelled", "builder_unspawned",
 ]);
 const INBOX_EVENTS = new Set(["inbox_queued", "inbox_delivered", "inbox_adopted", "inbox_cancelled",
                               "answer_superseded", "answer_refused"]);
@@ -135,13 +136,69 @@ function signature(i) {
 }
 
 function cardHead(i) {
-  const kind = i.kind === "permission" ? "permission" : i.kind === "async" ? "async question" : "question";
+  const kind = i.kind === "permission" ? "permission" : i.kind === "async" ? "async question"
+    : i.kind === "elicitation" ? "elicitation" : "question";
   return h("header", {class: "card-head"},
     h("span", {class: "kind"}, kind),
     h("span", {class: "builder"}, i.builder),
-    i.tool_name && i.kind === "permission" ? h("span", {class: "tool"}, i.tool_name) : null,
+    i.tool_name && (i.kind === "permission" || i.kind === "elicitation") ? h("span", {class: "tool"}, i.tool_name) : null,
     h("span", {class: "age"}, "asked ", since(i.created_at, " ago")),
     h("code", {class: "iid"}, i.id));
+}
+
+// An elicitation's form field (GET /v1/questions' `fields`): a select for an enum, a checkbox
+// for a boolean, a number input for integer / number, else text. Its value as JSON: the daemon
+// checks the whole against the server's schema.
+function fieldInput(f) {
+  const attrs = {name: f.name, "aria-label": f.title || f.name, "data-type": f.type || ""};
+  if (Array.isArray(f.enum)) {
+    return h("select", attrs, ...(f.required ? [] : [h("option", {value: ""}, "")]),
+             ...f.enum.map((v) => h("option", {value: String(v)}, String(v))));
+  }
+  if (f.type === "boolean") return h("input", {...attrs, type: "checkbox"});
+  if (f.type === "integer" || f.type === "number") {
+    return h("input", {...attrs, type: "number", step: f.type === "integer" ? "1" : "any"});
+  }
+  return h("input", {...attrs, type: "text"});
+}
+
+function fieldValue(input) {
+  if (input.type === "checkbox") return input.checked;
+  if (input.value === "") return undefined;
+  if (input.dataset.type === "integer" || input.dataset.type === "number") return Number(input.value);
+  return input.value;
+}
+
+function elicitationCard(i, card, note) {
+  const shown = i.input || {};
+  card.append(h("p", {class: "ask"}, h("strong", {}, shown.server || i.tool_name || "a tool server"),
+    " asks ", i.builder, "'s human:"));
+  card.append(h("p", {class: "qtext elicit-message"}, shown.message || ""));
+  if (shown.mode === "url") card.append(h("p", {}, "Open: ", h("code", {class: "elicit-url"}, shown.url || "")));
+  const form = h("form", {class: "answer elicitation-form"});
+  for (const f of Array.isArray(i.fields) ? i.fields : []) {
+    const input = fieldInput(f);
+    form.append(h("label", {class: "field"},
+      h("span", {class: "olabel"}, f.title || f.name, f.required ? " *" : ""), input,
+      f.description ? h("span", {class: "odesc"}, f.description) : null));
+  }
+  const accept = h("button", {type: "submit", class: "accept primary"}, "Accept");
+  const decline = h("button", {type: "button", class: "decline"}, "Decline");
+  const cancel = h("button", {type: "button", class: "cancel"}, "Cancel");
+  decline.addEventListener("click", () => submit(card, {decision: "decline"}));
+  cancel.addEventListener("click", () => submit(card, {decision: "cancel"}));
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const content = {};
+    for (const input of form.querySelectorAll("[name]")) {
+      const v = fieldValue(input);
+      if (v !== undefined) content[input.name] = v;
+    }
+    submit(card, {decision: "accept", content});
+  });
+  form.append(h("div", {class: "actions"}, accept, decline, cancel, note));
+  card.append(form);
+  return card;
 }
 
 function pendingCard(i) {
@@ -150,6 +207,7 @@ function pendingCard(i) {
   card.responseId = freshId("web-");
   card.append(cardHead(i));
   const note = h("p", {class: "note", role: "status"});
+  if (i.kind === "elicitation") return elicitationCard(i, card, note);
   if (i.kind === "permission") {
     // the tool call as a person reads it (toolview.js); a destructive-looking one offers no
     // default: both buttons plain, neither primary
@@ -312,6 +370,7 @@ function confirmAnswer(i, r) {
   const link = h("a", {href: "#history"}, "see History");
   let what;
   if (i.kind === "permission") what = `${i.decision === "deny" ? "Denied" : "Allowed"} ${i.tool_name || "the tool"}`;
+  else if (i.kind === "elicitation") what = `${i.decision || "answered"}: ${i.tool_name || "the tool server"}`;
   else what = `Answered ${answerSummary(i)}`.trim();
   const queued = r.delivery === "inbox" && r.message_id ? ` (queued for ${i.builder}'s next turn as ${r.message_id})` : "";
   toast([`${what}${queued} — `, link], false);
@@ -335,6 +394,13 @@ function historyCard(i) {
   const what = h("dl", {class: "answers"});
   if (i.kind === "permission") {
     if (i.message) what.append(h("dt", {}, "message"), h("dd", {class: "answer"}, i.message));
+  } else if (i.kind === "elicitation") {
+    card.append(h("p", {class: "ask"}, h("strong", {}, i.tool_name || "tool server"), " ",
+      (i.input && i.input.message) || ""));
+    if (i.decision) what.append(h("dt", {}, "action"), h("dd", {class: "answer"}, i.decision));
+    for (const [k, v] of Object.entries(i.answers || {})) {
+      what.append(h("dt", {}, k), h("dd", {class: "answer"}, typeof v === "string" ? v : JSON.stringify(v)));
+    }
   } else {
     for (const [q, nodes] of answerRows(i)) what.append(h("dt", {}, q), h("dd", {class: "answer"}, nodes));
   }

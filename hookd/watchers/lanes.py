@@ -116,7 +116,7 @@ def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | N
     sid = s["session_id"] if s else None
     # any session of the builder: a second session's activity never hides a first one's
     # question (field case B25)
-    pending = [p for p in d["pending"] if p["kind"] in ("question", "permission")]
+    pending = [p for p in d["pending"] if p["kind"] in ("question", "permission", "elicitation")]
     base = {"builder": b, "session_id": sid, "pending": tuple(p["id"] for p in pending), "queued": d["queued"],
             "agent_pid": s["agent_pid"] if s else None}
     if s is None:
@@ -132,7 +132,7 @@ def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | N
         return Lane(state="dead", since=now, detail=why, **base)
     if pending:
         first = pending[0]
-        kind = "waiting_question" if first["kind"] == "question" else "waiting_permission"
+        kind = "waiting_permission" if first["kind"] == "permission" else "waiting_question"
         waited = now - first["created_at"]
         if waited >= question_after_s:
             return Lane(state="stalled", since=first["created_at"] + question_after_s,

@@ -22,7 +22,7 @@ from hookd.watchers.notify_config import Channel, NotifyConfig
 if TYPE_CHECKING:
     import httpx
 
-Rule = Literal["question_pending", "permission_pending", "idle_with_messages", "agent_dead", "test"]
+Rule = Literal["question_pending", "permission_pending", "elicitation_pending", "idle_with_messages", "agent_dead", "test"]
 
 _enc = msgspec.json.Encoder(order="sorted")
 
@@ -90,13 +90,26 @@ def view_lines(view: ToolView) -> list[str]:
 
 
 def interaction_alert(i: Interaction, step: int, steps: int, now: float, view: ToolView | None = None) -> Alert:
-    """The alert for a pending question or permission prompt. view: a permission prompt's
+    """The alert for a pending question, permission prompt or elicitation (its server, message
+    and fields, the answer command). view: a permission prompt's
     tool call as a person reads it (its adapter's ``present_tool``; None: compact JSON of the
     input): its summary, the first lines of its detail (:func:`view_lines`) on lines of their
     own, and whether it looks destructive."""
     waited = duration(now - i.created_at)
     nth = f" (reminder {step} of {steps - 1})" if step else ""
-    if i.kind == "permission":
+    if i.kind == "elicitation":
+        shown = i.input if isinstance(i.input, dict) else {}
+        fields = shown.get("requested_schema", {}).get("properties") if isinstance(shown.get("requested_schema"), dict) else None
+        names = list(fields) if isinstance(fields, dict) else []
+        rule = "elicitation_pending"
+        title = f"hookd: {i.builder}'s tool server {i.tool_name} asks for your input"
+        how = "".join(f" --field {_shell_word(n)}=VALUE" for n in names)
+        message = visible(f"{i.builder} has been waiting {waited}: {i.tool_name} asks: {shown.get('message') or '-'}"
+                          + (f" (fields: {', '.join(map(str, names))})" if names else "")
+                          + (f" (open {shown.get('url')})" if shown.get("url") else "") + f"{nth}. "
+                          f"Answer: hookd answer {i.id} --option accept{how}   (or: --option decline)")
+        what: Any = {"server": i.tool_name, "message": shown.get("message"), "fields": names}
+    elif i.kind == "permission":
         view = view if view is not None else json_view(i.input)
         rule = "permission_pending"
         risky = " (looks destructive)" if view.destructive else ""
@@ -106,7 +119,7 @@ def interaction_alert(i: Interaction, step: int, steps: int, now: float, view: T
             f"{visible(view.summary)}{risky}{nth}.",
             *("  " + x for x in view_lines(view)),
             f"Answer: hookd answer {i.id} --option allow   (or: --option deny --text \"why\")"])
-        what: Any = {"tool_name": i.tool_name, "input": i.input, "tool_view": msgspec.to_builtins(view)}
+        what = {"tool_name": i.tool_name, "input": i.input, "tool_view": msgspec.to_builtins(view)}
     else:
         qs = [q for q in (i.questions or []) if isinstance(q, dict)]
         text = "; ".join(str(q.get("question", "?")) for q in qs) or "a question"

@@ -246,6 +246,43 @@ def drive_tui(run: Run) -> None:
     _check_turns(run, 3)
 
 
+ELICIT_ID = "toolu_01ELICIT00000000000000001"
+ELICIT_TEXT = "The booking was cancelled. FINAL-ELICIT-456"
+ELICIT_SERVER = Path(__file__).with_name("mcp_elicit.py")
+
+
+def mcp_elicitation_script() -> dict:
+    """One call of the MCP tool ``mcp__booker__book_table`` (tests/e2e/mcp_elicit.py: it
+    elicits a form, a name and a party size), then a final text."""
+    return {
+        "turns": [
+            {"content": [{"type": "tool_use", "id": ELICIT_ID, "name": "mcp__booker__book_table", "input": {}}]},
+            {"content": [{"type": "text", "text": ELICIT_TEXT}]},
+        ],
+        "fallback_text": "SCRIPT-EXHAUSTED",
+        "side_text": "ok",
+    }
+
+
+def drive_print_elicitation(run: Run) -> None:
+    """Headless ``claude -p`` with the eliciting MCP server (``--mcp-config`` in the private
+    tree): no hook answers and ``-p`` has no dialog, so Claude Code cancels the elicitation
+    (ElicitationResult ``cancel``, a Notification ``elicitation_response``) and the tool
+    returns; the server's results file says what it received."""
+    results = run.home.parent / "tmp" / "elicit-results.jsonl"
+    cfg = run.home.parent / "tmp" / "mcp.json"
+    cfg.write_text(json.dumps({"mcpServers": {"booker": {
+        "command": sys.executable, "args": [str(ELICIT_SERVER), str(results)]}}}))
+    res = run_print("Book a table.", run.cwd, run.env, extra_args=(*BYPASS, "--mcp-config", str(cfg)),
+                    timeout=run.timeout, claude_bin=run.claude_bin)
+    if res.returncode != 0 or not res.result or ELICIT_TEXT not in str(res.result.get("result")):
+        raise RuntimeError(f"claude -p failed ({res.returncode}): {res.stderr[-2000:]}")
+    got = [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
+    if got != [{"action": "cancel", "data": None}]:
+        raise RuntimeError(f"the MCP server received {got}, expected one cancel")
+    _check_turns(run, 2)
+
+
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("print-bash-then-ask",
              "headless -p: Bash, then an AskUserQuestion attempt that fails in -p, then text",
@@ -256,6 +293,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("tui-ask-answered-at-terminal",
              "TUI in tmux: Bash, then AskUserQuestion answered 'Blue' at the menu",
              bash_then_ask_script, drive_tui, needs_tmux=True, hook_order=TEXT_THEN_TOOL_ORDER),
+    Scenario("print-mcp-elicitation-cancelled",
+             "headless -p: an MCP tool elicits a form; nothing answers, Claude Code cancels it",
+             mcp_elicitation_script, drive_print_elicitation),
 )}
 
 
