@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -155,7 +156,7 @@ def hook_settings(
 #: (RemoteAnswers) the tools whose process a held permission prompt watches
 child_process_tools = RUNS_AS_CHILD
 #: (RemoteAnswers) the hook held for each kind's remote answer (:data:`HELD_EVENTS`)
-hold_events = {"permission": "PermissionRequest", "question": "PermissionRequest", "elicitation": "Elicitation"}
+hold_events: Mapping[str, str] = {"permission": "PermissionRequest", "question": "PermissionRequest", "elicitation": "Elicitation"}
 
 
 def permission_reply(decision: str, tool_name: str | None, tool_input: Any, message: str | None) -> bytes:
