@@ -36,6 +36,8 @@ MULTI = "toolu_01MULTI"
 ASK2 = "toolu_01B2ASK"
 SID3 = "5a1e0c2b-0000-4000-8000-00000000b003"  # b3's
 ASK3, MULTI3 = "toolu_01B3ASK", "toolu_01B3MULTI"
+SID4A, SID4B = "5a1e0c2b-0000-4000-8000-0000000b004a", "5a1e0c2b-0000-4000-8000-0000000b004b"  # b4's two
+ASK4 = "toolu_01B4ASK"
 TOPPINGS = {"question": "Which toppings?", "header": "Toppings", "multiSelect": True,
             "options": [{"label": "Cheese"}, {"label": "Ham, smoked"}, {"label": "Olives"}]}
 
@@ -48,7 +50,8 @@ def _payload(name: str, **changes: Any) -> dict[str, Any]:
 
 class Rig:
     """The module's daemon with builders b1 (three interactions left pending: a question, a
-    call asking two questions, a Bash permission prompt), b2 (a whole session: a message
+    call asking two questions, a Bash permission prompt), b4 (a question pending in one session
+    while another session works), b2 (a whole session: a message
     delivered and adopted, a question answered from the CLI, then at the desk, which wins,
     the session's end) and b3 (a question and a call asking two, for the printed commands to
     answer). Each test reads its own builder's lines, so none depends on another's order."""
@@ -76,7 +79,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory):
     d = DaemonProcess(root / "home").start()
     rig = Rig(root / "home")
     try:
-        for b in ("b1", "b2", "b3"):
+        for b in ("b1", "b2", "b3", "b4"):
             rig.cli("spawn", b, "--settings-file", os.fspath(root / f"{b}.json"))
         # b1: left pending
         rig.hook("b1", _payload("001-SessionStart.json"))
@@ -91,6 +94,10 @@ def rig(tmp_path_factory: pytest.TempPathFactory):
         # b3: the same two calls, answered with the commands `hookd questions` prints
         rig.hook("b3", _payload("007-PreToolUse.json", session_id=SID3, tool_use_id=ASK3))
         rig.hook("b3", {**multi, "session_id": SID3, "tool_use_id": MULTI3})
+        # b4: a question left pending in its first session, then a second session at work
+        rig.hook("b4", _payload("007-PreToolUse.json", session_id=SID4A, tool_use_id=ASK4))
+        rig.hook("b4", _payload("001-SessionStart.json", session_id=SID4B))
+        rig.hook("b4", _payload("004-PreToolUse.json", session_id=SID4B))
         # b2: a whole session
         rig.hook("b2", _payload("001-SessionStart.json", session_id=SID2))
         rig.hook("b2", _payload("002-UserPromptSubmit.json", session_id=SID2))
@@ -213,6 +220,15 @@ def test_lanes_say_how_long_in_human_units(rig: Rig) -> None:
     cells = {row.split()[0]: row.split(None, 6) for row in rows}
     assert re.fullmatch(r"\d+s|\d+m", cells["b2"][2]), cells  # (a seconds-old lane: not "3331 s")
     assert cells["b2"][:2] + cells["b2"][3:] == ["b2", "ended", "0", "0", SID2, "session ended (prompt_input_exit)"]
+
+
+def test_lanes_name_the_session_the_lane_waits_on(rig: Rig) -> None:
+    """b4's newest hook is its second session's; its lane waits on the first one's question."""
+    lane = next(x for x in json.loads(rig.cli("lanes", "--json").stdout) if x["builder"] == "b4")
+    assert (lane["state"], lane["session_id"], lane["pending"]) == ("waiting_question", SID4A, [ASK4])
+    [row] = [r for r in rig.cli("lanes").stdout.splitlines() if r.startswith("b4 ")]
+    assert row.split(None, 6)[:2] + row.split(None, 6)[3:] == [
+        "b4", "waiting_question", "1", "0", SID4A, f"question {ASK4} is pending"]
 
 
 def _on_a_terminal(rig: Rig, *args: str, env: dict[str, str]) -> str:
