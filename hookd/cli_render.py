@@ -424,7 +424,7 @@ def _queued(d: dict[str, Any]) -> str:
 def _delivered(d: dict[str, Any]) -> str:
     words = f"{_ids(d.get('ids'))} at {d.get('via')}"
     if _given(d.get("redelivered")):
-        words += f", offered again: {_ids(d['redelivered'])}"
+        words += f", delivered again: {_ids(d['redelivered'])}"
     return words + (f", {d['waiting']} still queued" if d.get("waiting") else "")
 
 

@@ -263,3 +263,14 @@ def test_colour_on_a_terminal_only_and_never_with_no_color(rig: Rig) -> None:
     plain = _on_a_terminal(rig, "lanes", env={"NO_COLOR": "1"})
     assert "\x1b" not in plain and " waiting_" in plain and " ended " in plain
     # (in a pipe: no colour in any call of this module, Rig.cli)
+
+
+def test_inbox_counts_deliveries_in_the_apis_word(rig: Rig) -> None:
+    """The column is the API's field, `deliveries` (how often the message was delivered)."""
+    assert rig.cli("inbox", "b2").stdout == """\
+id    builder    state    via            deliveries  author    text
+----  ---------  -------  -----------  ------------  --------  -----------------------------------------------------
+m-1   b2         adopted  PostToolUse             1  ana       also update the changelog
+m-2   b2         adopted  PostToolUse             1  ana       [Late answer to question toolu_01B2ASK (not used: ...
+"""
+    assert [m["deliveries"] for m in json.loads(rig.cli("inbox", "b2", "--json").stdout)] == [1, 1]

@@ -68,7 +68,7 @@ EVENTS: list[tuple[str, dict[str, Any], str]] = [
     ("inbox_delivered", {"ids": ["m-3", "m-4"], "via": "Stop", "chars": 300, "redelivered": [], "waiting": 0},
      "m-3,m-4 at Stop"),
     ("inbox_delivered", {"ids": ["m-3"], "via": "PostToolUse", "chars": 9, "redelivered": ["m-3"], "waiting": 2},
-     "m-3 at PostToolUse, offered again: m-3, 2 still queued"),
+     "m-3 at PostToolUse, delivered again: m-3, 2 still queued"),
     ("inbox_adopted", {"ids": ["m-3", "m-4"], "via": "transcript"}, "m-3,m-4 via transcript"),
     ("inbox_requeued", {"ids": ["m-5"], "via": "PreCompact", "reason": "delivered but not adopted ..."},
      "m-5 queued again after PreCompact"),
