@@ -10,7 +10,6 @@ an event (``_event_line``). The names are underscored: they belong to the CLI's 
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import shlex
 import sys
@@ -117,10 +116,11 @@ def _echo_json(obj: Any) -> None:
 
 
 def _when(ts: float | None) -> str:
-    """Local date and time of UNIX seconds ``ts`` (``2026-12-02 19:40:01``), or ``-``."""
-    if ts is None:
-        return "-"
-    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+    """Local date and time of UNIX seconds ``ts`` with its UTC offset
+    (``2026-12-02 19:40:01 +01:00``), or ``-``: :func:`hookd.clock.when`."""
+    from hookd.clock import when
+
+    return when(ts)
 
 
 

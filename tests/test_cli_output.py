@@ -178,7 +178,7 @@ def _event_lines(rig: Rig, builder: str) -> list[str]:
     """`hookd events` lines of ``builder`` without their seq and time, lane changes left out
     (when the lane watch records one depends on timing)."""
     out = rig.cli("events").stdout
-    head = re.compile(r"^ *\d+ \d{4}-\d\d-\d\d \d\d:\d\d:\d\d (\S+) +(\S+) (.*)$")
+    head = re.compile(r"^ *\d+ \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d\d:\d\d (\S+) +(\S+) (.*)$")
     rows = [m.groups() for m in map(head.match, out.splitlines())]
     assert None not in rows, out
     return [f"{kind} {summary}" for kind, b, summary in rows if b == builder and kind != "lane_changed"]

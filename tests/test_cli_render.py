@@ -7,6 +7,8 @@ tests/test_cli_output.py. Expected text is exact: these are goldens, reviewed li
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
+from hookd.clock import when
 from hookd.cli_render import (
     EVENT_SUMMARY, _answer_commands, _duration, _event_line, _interaction, _lane_state, _line, _out, _paint, _table,
 )
@@ -26,7 +29,29 @@ pytestmark = pytest.mark.inproc
 REPO = Path(__file__).resolve().parent.parent
 AT = 1_790_000_000.0  # the events' and interactions' time; NOW is 185 s later
 NOW = AT + 185
-WHEN = __import__("datetime").datetime.fromtimestamp(AT).strftime("%Y-%m-%d %H:%M:%S")  # local time, as printed
+WHEN = "2026-09-21 19:43:20 +05:30"  # AT as printed in the zone _zone sets (14:13:20 UTC)
+
+
+@pytest.fixture(autouse=True)
+def _zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The module's tests run in India's zone (+05:30, no summer time): times are printed as
+    local time with that offset."""
+    monkeypatch.setenv("TZ", "IST-5:30")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.parametrize(("tz", "shown"), [
+    ("UTC0", "2026-09-21 14:13:20 +00:00"),
+    ("EST5EDT,M3.2.0,M11.1.0", "2026-09-21 10:13:20 -04:00"),  # New York, in summer time
+    ("IST-5:30", "2026-09-21 19:43:20 +05:30"),
+])
+def test_times_are_local_with_their_offset(monkeypatch: pytest.MonkeyPatch, tz: str, shown: str) -> None:
+    monkeypatch.setenv("TZ", tz)
+    time.tzset()
+    assert when(AT) == shown and when(None) == "-"
 
 
 @pytest.mark.parametrize(("seconds", "shown"), [
