@@ -429,6 +429,40 @@ def _delivered(d: dict[str, Any]) -> str:
 
 
 
+#: How an answer reaches the agent, in words (``interaction_answered``'s ``delivery``, the
+#: receipt's): the words ``hookd answer`` prints; ``PreToolUse``: an answer registered before the
+#: question was asked, handed over as the agent asked it.
+DELIVERY_WORDS = {
+    "hook": "goes to the agent through its hook",
+    "inbox": "goes to the agent through its inbox",
+    "PreToolUse": "went to the agent through its hook as it asked",
+}
+
+
+def _delivery(d: dict[str, Any]) -> str:
+    how = d.get("delivery")
+    return DELIVERY_WORDS.get(str(how), f"delivery: {how}") if _given(how) else "not delivered"
+
+
+def _handed(d: dict[str, Any]) -> str:
+    """``answer_delivered``: a hook holding the prompt (``via`` PermissionRequest) or asking
+    the question (PreToolUse) handed the answer over; ``--json`` keeps ``via``."""
+    how = "through its hook" if d.get("via") in ("PermissionRequest", "PreToolUse") else f"({d.get('via')})"
+    return f"{d.get('id')} reached the agent {how}"
+
+
+def _taken_up(d: dict[str, Any]) -> str:
+    """``answer_adopted``: the answered tool call's own hook (``via`` PostToolUse or
+    PostToolUseFailure) came back, or the turn went on past it (a denied call: Stop...)."""
+    after = "its tool call ended" if str(d.get("via")).startswith("PostToolUse") else "its turn went on"
+    return f"{d.get('id')} taken up by the agent ({after})"
+
+
+def _seen(d: dict[str, Any]) -> str:
+    """How hookd saw a question asked: through the agent's hook, or only in its transcript."""
+    return "seen in its transcript" if d.get("via") == "transcript" else "seen through its hook"
+
+
 def _kept(d: dict[str, Any]) -> str:
     return f"; kept as inbox message {d['message_id']}" if _given(d.get("message_id")) else ""
 
@@ -444,16 +478,16 @@ EVENT_SUMMARY: dict[str, Callable[[dict[str, Any], str], Any]] = {
     "inbox_delivered": lambda d, s: _delivered(d),
     "inbox_adopted": lambda d, s: f"{_ids(d.get('ids'))} via {d.get('via')}",
     "inbox_requeued": lambda d, s: f"{_ids(d.get('ids'))} queued again after {d.get('via')}",
-    "question_pending": lambda d, s: f"{d.get('id')}: {_first_question(d)} (via {d.get('via')})",
+    "question_pending": lambda d, s: f"{d.get('id')}: {_first_question(d)} ({_seen(d)})",
     "question_resolved": lambda d, s: _resolved(d),
     "permission_pending": lambda d, s: f"{d.get('id')} {_tool_input(d.get('tool_name'), d.get('tool_input'))}"
     + (f" (mode {d['permission_mode']})" if _given(d.get("permission_mode")) else ""),
     "permission_resolved": lambda d, s: _resolved(d),
     "human_input_requested": lambda d, s: f"{d.get('id')}: {_clip(d.get('question'), 80)}"
     + (f" ({' | '.join(str(o) for o in d['options'])})" if _given(d.get("options")) else ""),
-    "interaction_answered": lambda d, s: f"{d.get('id')}{_who(d)}: {_answered(d) or '-'}; delivery: {d.get('delivery')}",
-    "answer_delivered": lambda d, s: f"{d.get('id')} via {d.get('via')}",
-    "answer_adopted": lambda d, s: f"{d.get('id')} via {d.get('via')}",
+    "interaction_answered": lambda d, s: f"{d.get('id')}{_who(d)}: {_answered(d) or '-'}; {_delivery(d)}",
+    "answer_delivered": lambda d, s: _handed(d),
+    "answer_adopted": lambda d, s: _taken_up(d),
     "answer_superseded": lambda d, s: f"{d.get('id')} {d.get('outcome')} at the desk: {d.get('reason')}{_kept(d)}",
     "answer_refused": lambda d, s: f"{d.get('id')}: {d.get('reason')}{_kept(d)}",
     "answer_preregistered": lambda d, s: f"{d.get('id')}: {_clip(d.get('question'), 60)} -> {_clip(d.get('answer'), 60)}",
