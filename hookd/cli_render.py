@@ -132,6 +132,18 @@ def _duration(seconds: float) -> str:
 
 
 
+#: The hook client a builder's hooks run (a spawn manifest's and ``GET /v1/status``' ``client``),
+#: in words: ``hookd status``' "hook client" column, ``hookd spawn``'s line.
+HOOK_CLIENT_WORDS = {"c": "compiled", "bash": "bash script"}
+
+
+def _hook_client(kind: Any) -> str:
+    """``c`` -> ``compiled``, ``bash`` -> ``bash script``; ``-`` when none (not spawned, or a
+    harness without a hook client); another value as it is."""
+    return HOOK_CLIENT_WORDS.get(str(kind), str(kind)) if kind else "-"
+
+
+
 #: How each lane state is coloured on a terminal (``_paint``'s style): waiting on a human
 #: stands out, stalled and dead are red, working is green; the others are plain.
 LANE_STYLE: dict[str, dict[str, Any]] = {

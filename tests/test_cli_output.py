@@ -274,3 +274,16 @@ m-1   b2         adopted  PostToolUse             1  ana       also update the c
 m-2   b2         adopted  PostToolUse             1  ana       [Late answer to question toolu_01B2ASK (not used: ...
 """
     assert [m["deliveries"] for m in json.loads(rig.cli("inbox", "b2", "--json").stdout)] == [1, 1]
+
+
+def test_status_names_the_hook_client_in_words(rig: Rig) -> None:
+    """The column says what it is (`hook client`) and each value what a person knows it as."""
+    words = {"c": "compiled", "bash": "bash script"}
+    clients = {b["builder"]: b["client"] for b in json.loads(rig.cli("status", "--json").stdout)["builders"]}
+    lines = rig.cli("status").stdout.splitlines()
+    header = next(line for line in lines if line.startswith("builder "))
+    assert re.split(r"\s{2,}", header.strip()) == ["builder", "harness", "hook client", "hooks", "pending", "last hook",
+                                                    "note"]
+    for b in ("b1", "b2", "b3", "b4"):
+        row = next(line for line in lines if line.startswith(f"{b} "))
+        assert re.split(r"\s{2,}", row)[:3] == [b, "claude-code", words[clients[b]]], row
