@@ -463,11 +463,11 @@ def _handed(d: dict[str, Any]) -> str:
     return f"{d.get('id')} reached the agent {how}"
 
 
-def _taken_up(d: dict[str, Any]) -> str:
+def _adopted(d: dict[str, Any]) -> str:
     """``answer_adopted``: the answered tool call's own hook (``via`` PostToolUse or
     PostToolUseFailure) came back, or the turn went on past it (a denied call: Stop...)."""
     after = "its tool call ended" if str(d.get("via")).startswith("PostToolUse") else "its turn went on"
-    return f"{d.get('id')} taken up by the agent ({after})"
+    return f"{d.get('id')} adopted by the agent ({after})"
 
 
 def _seen(d: dict[str, Any]) -> str:
@@ -499,7 +499,7 @@ EVENT_SUMMARY: dict[str, Callable[[dict[str, Any], str], Any]] = {
     + (f" ({' | '.join(str(o) for o in d['options'])})" if _given(d.get("options")) else ""),
     "interaction_answered": lambda d, s: f"{d.get('id')}{_who(d)}: {_answered(d) or '-'}; {_delivery(d)}",
     "answer_delivered": lambda d, s: _handed(d),
-    "answer_adopted": lambda d, s: _taken_up(d),
+    "answer_adopted": lambda d, s: _adopted(d),
     "answer_superseded": lambda d, s: f"{d.get('id')} {d.get('outcome')} at the desk: {d.get('reason')}{_kept(d)}",
     "answer_refused": lambda d, s: f"{d.get('id')}: {d.get('reason')}{_kept(d)}",
     "answer_preregistered": lambda d, s: f"{d.get('id')}: {_clip(d.get('question'), 60)} -> {_clip(d.get('answer'), 60)}",
