@@ -324,7 +324,11 @@ class Interrupted(Observation, kw_only=True):
 
 class TurnStarted(Observation, kw_only=True):
     """A human (or SDK) prompt row of the main agent: a turn begins (transcript-only sessions
-    have no UserPromptSubmit hook to say so)."""
+    have no UserPromptSubmit hook to say so). text: what the human wrote (its text blocks
+    joined by a line break), None when the row carries none; a queued inbox message with the
+    same text reached the model as this prompt (field case B30)."""
+
+    text: str | None = None
 
 
 class TurnEnded(Observation, kw_only=True):

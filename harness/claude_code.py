@@ -443,7 +443,8 @@ def transcript_observations(row: dict[str, Any]) -> list[Observation]:
     """Classify one transcript row (Claude Code 2.1.332). Pure. An AskUserQuestion
     ``tool_use`` gives QuestionAsked (``via: "transcript"``); a ``tool_result`` gives
     ToolResultSeen; an interrupt marker gives Interrupted; a main-agent prompt row gives
-    TurnStarted, an ``end_turn`` assistant row or a ``turn_duration`` row TurnEnded.
+    TurnStarted (with the human's text), an ``end_turn`` assistant row or a ``turn_duration``
+    row TurnEnded.
     Compaction summaries (``isCompactSummary``) never give anything: their text only tells
     about questions."""
     kind = row.get("type")
@@ -457,7 +458,7 @@ def transcript_observations(row: dict[str, Any]) -> list[Observation]:
     if isinstance(content, str):
         if kind == "user" and content.strip() in INTERRUPT_MARKERS:
             return [Interrupted(marker=content)]
-        return [TurnStarted()] if kind == "user" and main and not row.get("isMeta") else []
+        return [TurnStarted(text=content)] if kind == "user" and main and not row.get("isMeta") else []
     if not isinstance(content, list):
         return []
     obs: list[Observation] = []
@@ -467,7 +468,8 @@ def transcript_observations(row: dict[str, Any]) -> list[Observation]:
             and any(isinstance(b, dict) and b.get("type") == "text" for b in content)
             and not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
             and not any(isinstance(b, dict) and str(b.get("text", "")).strip() in INTERRUPT_MARKERS for b in content)):
-        obs.append(TurnStarted())
+        obs.append(TurnStarted(text="\n".join(str(b.get("text", "")) for b in content
+                                              if isinstance(b, dict) and b.get("type") == "text")))
     for block in content:
         if not isinstance(block, dict):
             continue

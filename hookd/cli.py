@@ -29,7 +29,9 @@ import click
 
 from hookd import __version__
 from hookd.cli_complete import builders
-from hookd.cli_render import _client, _duration, _echo_json, _log_to_stderr, _out, _seg, _table, _when
+from hookd.cli_render import (
+    _client, _duration, _echo_json, _hook_client, _log_to_stderr, _out, _seg, _table, _when,
+)
 from hookd.untrusted import visible
 
 if TYPE_CHECKING:
@@ -151,8 +153,8 @@ def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file
     if as_json:
         _echo_json(m)
         return
-    client = "compiled" if m.get("client") == "c" else "bash"
-    _out(f"spawned {builder}: hooks for {len(m['events'])} events in {m['settings_file']} ({client} hook client)")
+    _out(f"spawned {builder}: hooks for {len(m['events'])} events in {m['settings_file']} "
+         f"(hook client: {_hook_client(m.get('client'))})")
     if m.get("client_note"):
         _out(f"hookd: note: {m['client_note']}", err=True)
     if m.get("warning"):
@@ -217,14 +219,14 @@ def status(ctx: click.Context, as_json: bool) -> None:
     if s.get("held"):
         _out(f"holding a PermissionRequest hook for: {visible(', '.join(s['held']))} (answer with `hookd answer ID`)")
     if s["builders"]:
-        rows = [[b["builder"], b["harness"], b.get("client") or "", b["hooks_seen"], b["pending"],
+        rows = [[b["builder"], b["harness"], _hook_client(b.get("client")), b["hooks_seen"], b["pending"],
                  _when(b["last_hook_at"]),
                  f"unspawned at {_when(b['unspawned_at'])}" if b.get("unspawned_at") else b.get("warning") or ""]
                 for b in s["builders"]]
-        _out(_table(rows, ["builder", "harness", "client", "hooks", "pending", "last hook", "note"]))
+        _out(_table(rows, ["builder", "harness", "hook client", "hooks", "pending", "last hook", "note"]))
         for b in s["builders"]:  # why a hook client fell back to bash: a line of its own, beside any warning
             if b.get("client_note"):
-                _out(f"{b['builder']}: hook client {b.get('client') or '-'}: {visible(b['client_note'])}")
+                _out(f"{b['builder']}: hook client {_hook_client(b.get('client'))}: {visible(b['client_note'])}")
 
 
 

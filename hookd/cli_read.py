@@ -145,7 +145,7 @@ def inbox_list(ctx: click.Context, builder: str | None, limit: int, as_json: boo
         return
     rows = [[m["id"], m["builder"], m["state"], m["delivered_via"] or "-", m["deliveries"], m["author"],
              (m["text"][:50] + "...") if len(m["text"]) > 50 else m["text"]] for m in items]
-    _out(_table(rows, ["id", "builder", "state", "via", "offers", "author", "text"]) if rows else "no messages")
+    _out(_table(rows, ["id", "builder", "state", "via", "deliveries", "author", "text"]) if rows else "no messages")
 
 
 

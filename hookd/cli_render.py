@@ -10,7 +10,6 @@ an event (``_event_line``). The names are underscored: they belong to the CLI's 
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import shlex
 import sys
@@ -117,10 +116,11 @@ def _echo_json(obj: Any) -> None:
 
 
 def _when(ts: float | None) -> str:
-    """Local date and time of UNIX seconds ``ts`` (``2026-12-02 19:40:01``), or ``-``."""
-    if ts is None:
-        return "-"
-    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+    """Local date and time of UNIX seconds ``ts`` with its UTC offset
+    (``2026-12-02 19:40:01 +01:00``), or ``-``: :func:`hookd.clock.when`."""
+    from hookd.clock import when
+
+    return when(ts)
 
 
 
@@ -129,6 +129,18 @@ def _duration(seconds: float) -> str:
     from hookd.clock import span
 
     return span(seconds)
+
+
+
+#: The hook client a builder's hooks run (a spawn manifest's and ``GET /v1/status``' ``client``),
+#: in words: ``hookd status``' "hook client" column, ``hookd spawn``'s line.
+HOOK_CLIENT_WORDS = {"c": "compiled", "bash": "bash script"}
+
+
+def _hook_client(kind: Any) -> str:
+    """``c`` -> ``compiled``, ``bash`` -> ``bash script``; ``-`` when none (not spawned, or a
+    harness without a hook client); another value as it is."""
+    return HOOK_CLIENT_WORDS.get(str(kind), str(kind)) if kind else "-"
 
 
 
@@ -455,9 +467,43 @@ def _queued(d: dict[str, Any]) -> str:
 def _delivered(d: dict[str, Any]) -> str:
     words = f"{_ids(d.get('ids'))} at {d.get('via')}"
     if _given(d.get("redelivered")):
-        words += f", offered again: {_ids(d['redelivered'])}"
+        words += f", delivered again: {_ids(d['redelivered'])}"
     return words + (f", {d['waiting']} still queued" if d.get("waiting") else "")
 
+
+
+#: How an answer reaches the agent, in words (``interaction_answered``'s ``delivery``, the
+#: receipt's): the words ``hookd answer`` prints; ``PreToolUse``: an answer registered before the
+#: question was asked, handed over as the agent asked it.
+DELIVERY_WORDS = {
+    "hook": "goes to the agent through its hook",
+    "inbox": "goes to the agent through its inbox",
+    "PreToolUse": "went to the agent through its hook as it asked",
+}
+
+
+def _delivery(d: dict[str, Any]) -> str:
+    how = d.get("delivery")
+    return DELIVERY_WORDS.get(str(how), f"delivery: {how}") if _given(how) else "not delivered"
+
+
+def _handed(d: dict[str, Any]) -> str:
+    """``answer_delivered``: a hook holding the prompt (``via`` PermissionRequest) or asking
+    the question (PreToolUse) handed the answer over; ``--json`` keeps ``via``."""
+    how = "through its hook" if d.get("via") in ("PermissionRequest", "PreToolUse") else f"({d.get('via')})"
+    return f"{d.get('id')} reached the agent {how}"
+
+
+def _adopted(d: dict[str, Any]) -> str:
+    """``answer_adopted``: the answered tool call's own hook (``via`` PostToolUse or
+    PostToolUseFailure) came back, or the turn went on past it (a denied call: Stop...)."""
+    after = "its tool call ended" if str(d.get("via")).startswith("PostToolUse") else "its turn went on"
+    return f"{d.get('id')} adopted by the agent ({after})"
+
+
+def _seen(d: dict[str, Any]) -> str:
+    """How hookd saw a question asked: through the agent's hook, or only in its transcript."""
+    return "seen in its transcript" if d.get("via") == "transcript" else "seen through its hook"
 
 
 def _kept(d: dict[str, Any]) -> str:
@@ -475,7 +521,7 @@ EVENT_SUMMARY: dict[str, Callable[[dict[str, Any], str], Any]] = {
     "inbox_delivered": lambda d, s: _delivered(d),
     "inbox_adopted": lambda d, s: f"{_ids(d.get('ids'))} via {d.get('via')}",
     "inbox_requeued": lambda d, s: f"{_ids(d.get('ids'))} queued again after {d.get('via')}",
-    "question_pending": lambda d, s: f"{d.get('id')}: {_first_question(d)} (via {d.get('via')})",
+    "question_pending": lambda d, s: f"{d.get('id')}: {_first_question(d)} ({_seen(d)})",
     "question_resolved": lambda d, s: _resolved(d),
     "permission_pending": lambda d, s: f"{d.get('id')} {_tool_input(d.get('tool_name'), d.get('tool_input'))}"
     + (f" (mode {d['permission_mode']})" if _given(d.get("permission_mode")) else ""),
@@ -485,9 +531,9 @@ EVENT_SUMMARY: dict[str, Callable[[dict[str, Any], str], Any]] = {
     "elicitation_resolved": lambda d, s: _resolved(d),
     "human_input_requested": lambda d, s: f"{d.get('id')}: {_clip(d.get('question'), 80)}"
     + (f" ({' | '.join(str(o) for o in d['options'])})" if _given(d.get("options")) else ""),
-    "interaction_answered": lambda d, s: f"{d.get('id')}{_who(d)}: {_answered(d) or '-'}; delivery: {d.get('delivery')}",
-    "answer_delivered": lambda d, s: f"{d.get('id')} via {d.get('via')}",
-    "answer_adopted": lambda d, s: f"{d.get('id')} via {d.get('via')}",
+    "interaction_answered": lambda d, s: f"{d.get('id')}{_who(d)}: {_answered(d) or '-'}; {_delivery(d)}",
+    "answer_delivered": lambda d, s: _handed(d),
+    "answer_adopted": lambda d, s: _adopted(d),
     "answer_superseded": lambda d, s: f"{d.get('id')} {d.get('outcome')} at the desk: {d.get('reason')}{_kept(d)}",
     "answer_refused": lambda d, s: f"{d.get('id')}: {d.get('reason')}{_kept(d)}",
     "answer_preregistered": lambda d, s: f"{d.get('id')}: {_clip(d.get('question'), 60)} -> {_clip(d.get('answer'), 60)}",

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from hookd.cli_complete import builders, pending_interactions
-from hookd.cli_render import _client, _echo_json, _out, _seg
+from hookd.cli_render import _client, _delivery, _echo_json, _out, _seg
 from hookd.models import os_user
 from hookd.untrusted import visible
 
@@ -67,13 +67,6 @@ class _AnswerCommand(click.Command):
         ctx.meta["answer_groups"] = [g for g in groups if g["question"] is not None or g["options"] or g["text"] is not None]
         return super().parse_args(ctx, args)
 
-
-
-#: What ``hookd answer`` says of where an answer went (the receipt's ``delivery``).
-_DELIVERY_WORDS = {
-    "hook": "goes to the agent through its hook",
-    "inbox": "goes to the agent through its inbox",
-}
 
 
 @click.command(cls=_AnswerCommand)
@@ -134,7 +127,7 @@ def answer(ctx: click.Context, interaction_id: str, options: tuple[str, ...], te
     if r["delivery"] == "inbox" and i["state"] == "pending":
         _out(f"queued as inbox message {r['message_id']} for {i['builder']}{dup}")
     else:
-        how = _DELIVERY_WORDS.get(r["delivery"], f"delivery: {r['delivery']}")
+        how = _delivery(r)
         _out(f"answered {visible(i['id'])} ({i['kind']}, {i['builder']}): {what}; {how}{dup}")
     if r.get("warning"):
         _out(f"hookd: {visible(r['warning'])}", err=True)

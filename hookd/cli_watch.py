@@ -9,7 +9,9 @@ plain text (no colour in a pipe or with ``NO_COLOR``) and exits. A frame is made
 ``hookd.cli_render``'s pieces (``_interaction``, ``_duration``, ``_lane_state``), so it reads
 as ``hookd lanes`` and ``hookd questions`` do.
 
-Keys (:func:`_key`): up/down, ``j``/``k`` or a digit pick an item, Enter opens it; then
+Keys (:func:`_key`): up/down, ``j``/``k`` or a digit pick an item, Enter opens it; a frame
+taller than the terminal is a window that follows the picked item (and, while answering, the
+answering panel), PgUp/PgDn and Home/End scroll it (:func:`_window`); then
 up/down or a digit pick an option (space or the digit toggles one of a multi-select), Enter
 answers (a call asking several questions: each in turn, then all at once); ``deny`` asks for
 the message shown to the model (Enter sends, Esc goes back); a question without options asks
@@ -26,13 +28,14 @@ import shlex
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import click
 
 from hookd.cli_render import (
-    _client, _duration, _interaction, _lane_state, _line, _lines, _options, _out, _paint, _questions, _seg, _Shown,
+    _client, _delivery, _duration, _interaction, _lane_state, _line, _lines, _options, _out, _paint, _questions, _seg, _Shown,
     _table,
 )
 from hookd.models import DaemonNotRunning, os_user
@@ -40,9 +43,9 @@ from hookd.models import DaemonNotRunning, os_user
 #: Seconds between redraws when nothing happens (the lanes' and the waits' durations tick).
 TICK_S = 1.0
 
-BROWSE_KEYS = "up/down or 1-9: pick   Enter: answer   q: quit"
-CHOOSE_KEYS = "up/down or 1-9: option   Enter: answer   Esc: back"
-MULTI_KEYS = "up/down: option   space or 1-9: toggle   Enter: answer   Esc: back"
+BROWSE_KEYS = "up/down or 1-9: pick   Enter: answer   PgUp/PgDn: scroll   q: quit"
+CHOOSE_KEYS = "up/down or 1-9: option   Enter: answer   Esc: back   PgUp/PgDn: scroll"
+MULTI_KEYS = "up/down: option   space or 1-9: toggle   Enter: answer   Esc: back   PgUp/PgDn: scroll"
 TEXT_KEYS = "Enter: send   Esc: back"
 
 
@@ -51,7 +54,10 @@ class _View:
     """What the live view shows and where the keyboard is: ``mode`` browse (``pick``: the
     item), choose (``q``: which question of the item, ``option``: the highlighted option,
     ``toggled``: a multi-select's ticked ones, ``answers``: the questions answered so far) or
-    text (``text``: typed so far, for a deny message or a free-text answer)."""
+    text (``text``: typed so far, for a deny message or a free-text answer). A frame taller
+    than the screen shows lines from ``top`` (an index of its body's lines); ``follow``: keep
+    the picked item (the answering panel) in sight, until PgUp/PgDn (``scroll``: pages asked
+    for, applied at the next draw, which knows the lines' heights)."""
 
     lanes: list[dict[str, Any]] = field(default_factory=list)
     items: list[dict[str, Any]] = field(default_factory=list)
@@ -64,6 +70,9 @@ class _View:
     answers: dict[str, Any] = field(default_factory=dict)
     text: str = ""
     status: str = ""
+    top: int = 0
+    follow: bool = True
+    scroll: int = 0
 
     def item(self) -> dict[str, Any] | None:
         return next((i for i in self.items if i["id"] == self.item_id), None)
@@ -105,28 +114,95 @@ def _fetch(client: Any, view: _View) -> None:
 
 # --- drawing ----------------------------------------------------------------------------------
 
-def _frame(view: _View, now: float, live: bool = True) -> _Shown:
+def _frame(view: _View, now: float, live: bool = True, height: int | None = None,
+           rows_of: Callable[[_Shown], int] | None = None) -> _Shown:
     """One screen: the lanes table and what waits on a human, each item numbered. ``live``:
-    the key and status lines first (a long list is cut at the screen's bottom, they are not),
-    the picked item marked; while answering, only that item and the answering panel."""
+    the key and status lines first, the picked item marked; while answering, only that item
+    and the answering panel. ``height`` (rows; None: no limit): the lines below the key and
+    status lines are a window of that many rows (:func:`_window`); ``rows_of(line)``: the rows
+    a line takes on the terminal (wrapped; default 1)."""
     rows = [[lane["builder"], _lane_state(lane["state"]), _duration(now - lane["since"]), len(lane["pending"]),
              lane["queued"], lane["detail"]] for lane in view.lanes]
-    out = [_table(rows, ["builder", "lane", "for", "pending", "queued", "detail"]) if rows else _line("no builders"),
-           _line("")]
+    table = _table(rows, ["builder", "lane", "for", "pending", "queued", "detail"]) if rows else _line("no builders")
+    out = [*_split(table), _line("")]
     out.append(_paint(f"waiting on a human: {len(view.items)}", bold=True) if view.items
                else _line("nothing waits on a human"))
     item = view.item() if live and view.mode != "browse" else None
+    focus = (0, 0)  # the lines of out to keep in sight: [start, end)
     for n, i in enumerate(view.items, 1):
         picked = live and n - 1 == view.pick
         if item is None or i is item:
-            out += [_line(""), _line(_paint(f"{'>' if picked else ' '} [{n}] ", bold=picked), _interaction(i, now))]
+            out.append(_line(""))
+            start = len(out)
+            out += _split(_line(_paint(f"{'>' if picked else ' '} [{n}] ", bold=picked), _interaction(i, now)))
+            if picked:
+                focus = (start, len(out))
     if not live:
         return _lines(out)
     if item is not None:
-        out += [_line(""), *_panel(view, item)]
+        out.append(_line(""))
+        start = len(out)
+        out += _panel(view, item)
+        focus = (start, len(out))
     keys = {"browse": BROWSE_KEYS, "text": TEXT_KEYS}.get(view.mode) or (
         MULTI_KEYS if _multi(item, view.q) else CHOOSE_KEYS)
-    return _lines([_paint(keys, dim=True), _line(view.status), *out])
+    head = [_paint(keys, dim=True), _line(view.status)]
+    if height is not None:
+        out = _window(view, out, focus, height - len(head), rows_of or (lambda line: 1))
+    return _lines([*head, *out])
+
+
+def _split(text: _Shown) -> list[_Shown]:
+    """The lines of ``text`` (a ``_Shown`` of several: a table, an interaction), each still shown as it is."""
+    return [_Shown(line) for line in text.split("\n")]
+
+
+def _window(view: _View, lines: list[_Shown], focus: tuple[int, int], height: int,
+            rows_of: Callable[[_Shown], int]) -> list[_Shown]:
+    """The ``lines`` that fit ``height`` rows: all when they fit; else, from ``view.top``, as
+    many whole lines as fit in two rows less, between a line saying how many lines are above
+    (PgUp) and one saying how many below (PgDn). ``view.follow``: ``top`` moves so that the
+    ``focus`` lines (``[start, end)``: the picked item, the answering panel) are in sight (their
+    start when they are taller than the window); ``view.scroll`` pages are applied (then 0)."""
+    rows = [max(1, rows_of(line)) for line in lines]
+    if sum(rows) <= height:
+        view.top, view.scroll = 0, 0
+        return lines
+    room = max(1, height - 2)
+
+    def fits(top: int) -> int:
+        """How many lines from ``top`` fit (at least one)."""
+        n, used = 0, 0
+        while top + n < len(lines) and used + rows[top + n] <= room:
+            used += rows[top + n]
+            n += 1
+        return max(1, n)
+
+    def back(top: int) -> int:
+        """The top whose window ends where the one at ``top`` starts (one page up)."""
+        used = 0
+        while top > 0 and used + rows[top - 1] <= room:
+            used += rows[top - 1]
+            top -= 1
+        return top
+
+    last = back(len(lines))  # the top that shows the last line at the bottom
+    while view.scroll > 0 and view.top < last:
+        view.top, view.scroll = min(last, view.top + fits(view.top)), view.scroll - 1
+    while view.scroll < 0 and view.top > 0:
+        view.top, view.scroll = back(view.top), view.scroll + 1
+    view.scroll = 0
+    start, end = focus
+    if view.follow and end > start:
+        if start < view.top:
+            view.top = start
+        while view.top < start and view.top + fits(view.top) < end:
+            view.top += 1  # (the focus's end in sight, its start kept)
+    view.top = max(0, min(view.top, last))
+    n = fits(view.top)
+    above, below = view.top, len(lines) - view.top - n
+    return [_paint(f"  ({above} lines above: PgUp)" if above else "", dim=True), *lines[view.top:view.top + n],
+            _paint(f"  ({below} lines below: PgDn)" if below else "", dim=True)]
 
 
 def _choices(item: dict[str, Any], q: int) -> list[tuple[str, str]]:
@@ -171,13 +247,25 @@ def _panel(view: _View, item: dict[str, Any]) -> list[_Shown]:
 
 #: Key names of the escape sequences and control bytes a terminal sends.
 KEYS = {"\x1b[A": "up", "\x1bOA": "up", "\x1b[B": "down", "\x1bOB": "down", "\r": "enter", "\n": "enter",
-        "\x1b": "esc", "\x7f": "backspace", "\x08": "backspace", "\x03": "quit"}
+        "\x1b": "esc", "\x7f": "backspace", "\x08": "backspace", "\x03": "quit",
+        "\x1b[5~": "pgup", "\x1b[6~": "pgdn", "\x1b[H": "home", "\x1bOH": "home", "\x1b[1~": "home",
+        "\x1b[7~": "home", "\x1b[F": "end", "\x1bOF": "end", "\x1b[4~": "end", "\x1b[8~": "end"}
+
+
+#: Keys that scroll a frame taller than the screen, in pages (Home and End: all the way).
+SCROLL_KEYS = {"pgup": -1, "pgdn": 1, "home": -10**6, "end": 10**6}
 
 
 def _key(view: _View, key: str) -> dict[str, Any] | str | None:
     """Apply ``key`` (a name of :data:`KEYS` or one character) to ``view``. Returns ``"quit"``,
     an answer to send (``{"id", "body"}``: the body of ``POST /v1/interactions/{id}/answer``
-    without actor and surface) or None."""
+    without actor and surface) or None. PgUp/PgDn/Home/End scroll (in every mode); any other
+    key brings the picked item (the answering panel) back in sight."""
+    if key in SCROLL_KEYS:
+        view.scroll += SCROLL_KEYS[key]
+        view.follow = False
+        return None
+    view.follow = True
     if view.mode == "text":
         return _text_key(view, key)
     if view.mode == "choose":
@@ -295,7 +383,7 @@ def _send(client: Any, answer: dict[str, Any], actor: str) -> str:
     i = r["interaction"]
     if r["delivery"] == "inbox" and i["state"] == "pending":
         return f"{i['id']}: queued as inbox message {r['message_id']} for {i['builder']}"
-    return f"answered {i['id']} ({i['kind']}, {i['builder']}); delivery: {r['delivery']}"
+    return f"answered {i['id']} ({i['kind']}, {i['builder']}); {_delivery(r)}"
 
 
 def _read_key(fd: int) -> list[str]:
@@ -306,11 +394,16 @@ def _read_key(fd: int) -> list[str]:
         return ["quit"]
     keys, n = [], 0
     while n < len(data):
-        seq = next((s for s in ("\x1b[A", "\x1b[B", "\x1bOA", "\x1bOB") if data.startswith(s, n)), None)
-        if seq is None and data[n] == "\x1b" and n + 1 < len(data) and data[n + 1] in "[O":
-            seq = data[n:n + 3]  # another sequence (left, right...): ignored as a whole
+        seq = None
+        if data[n] == "\x1b" and data.startswith("O", n + 1):
+            seq = data[n:n + 3]  # SS3: ESC O and one letter
+        elif data[n] == "\x1b" and data.startswith("[", n + 1):
+            end = n + 2  # CSI: ESC [, parameters (digits, ;), one final character
+            while end < len(data) and (data[end].isdigit() or data[end] == ";"):
+                end += 1
+            seq = data[n:end + 1]
         one = seq or data[n]
-        keys.append(KEYS.get(one, one))
+        keys.append(KEYS.get(one, one if len(one) == 1 else "other"))  # (another sequence: ignored as a whole)
         n += len(one)
     return keys
 
@@ -335,9 +428,15 @@ def _run(ctx: click.Context, client: Any, actor: str) -> None:
     saved = termios.tcgetattr(fd)
     try:
         tty.setcbreak(fd)
-        with Live(console=Console(), screen=True, auto_refresh=False) as live:
+        console = Console()
+
+        def rows_of(line: _Shown) -> int:  # as Live will wrap it at the terminal's width now
+            return len(Text.from_ansi(line).wrap(console, console.width))
+
+        with Live(console=console, screen=True, auto_refresh=False) as live:
             while not ended.is_set():
-                live.update(Text.from_ansi(_frame(view, time.time())), refresh=True)
+                frame = _frame(view, time.time(), height=console.height, rows_of=rows_of)
+                live.update(Text.from_ansi(frame), refresh=True)
                 ready, _, _ = select.select([fd], [], [], TICK_S)
                 for key in _read_key(fd) if ready else []:
                     what = _key(view, key)

@@ -42,6 +42,20 @@ def span(seconds: float) -> str:
     return f"{d}d{h:02d}h"
 
 
+def when(ts: float | None) -> str:
+    """UNIX seconds ``ts`` as local date and time with the zone's offset from UTC, to the
+    second: ``2026-12-02 19:40:01 +01:00`` (``+00:00`` on a machine set to UTC), ``-`` for None.
+    The one formatter of the times hookd shows a person (the CLI, the lanes' details);
+    ``--json`` and the API keep UNIX seconds."""
+    if ts is None:
+        return "-"
+    t = time.localtime(ts)
+    off = t.tm_gmtoff or 0
+    sign = "-" if off < 0 else "+"
+    h, m = divmod(abs(off) // 60, 60)
+    return f"{time.strftime('%Y-%m-%d %H:%M:%S', t)} {sign}{h:02d}:{m:02d}"
+
+
 def boottime() -> float:
     """Seconds since boot, counting suspend (``CLOCK_BOOTTIME``; ``time.monotonic`` where the
     platform has none)."""

@@ -188,7 +188,7 @@ class InboxMessage(msgspec.Struct, frozen=True):
     id: ``m-<n>``; session_id / agent_id: scope (None: the main agent of any session);
     state: ``queued`` -> ``delivered`` (by ``delivered_hook_event_id``, ``delivered_via`` the
     hook event name) -> ``adopted`` (``adopted_via``: the proof) or ``cancelled``;
-    deliveries: how often it was offered (more than 1: redelivered, recognisable by its id in
+    deliveries: how often it was delivered (more than 1: redelivered, recognisable by its id in
     the text); times are UNIX seconds.
     """
 

@@ -15,7 +15,9 @@
  * bytes were stored). Anything else (a 5xx, a 4xx without that header, no reply, a torn one)
  * and a daemon that cannot be reached or is not trusted: the payload goes to
  * HOOKD_HOME/spool/BUILDER/ (temp file + rename), or, when that cannot be written (a full
- * disk), to a private spool outside the home (spool_outside); the daemon ingests both.
+ * disk), to a private spool outside the home (spool_outside); the daemon ingests both. A
+ * payload still arriving at the deadline is left to a detached reader (detach), which spools
+ * it whole once it has arrived; the hook itself ends at the deadline.
  * hold mode (the PermissionRequest hook): the daemon may hold the reply, up to DEADLINE_MS,
  * for a human's remote answer. A daemon that stops (a restart) lets it go with a 2xx carrying
  * X-Hookd-Hold: <interaction id>: the client then reconnects, within its deadline, and posts
@@ -62,6 +64,7 @@
 #define REPLY_MAX (1 << 20)      /* the daemon's replies are small; more is not ours */
 #define SPOOL_INLINE_MAX (1 << 20) /* larger payloads are spooled by a detached writer */
 #define RETRY_MS 50              /* a held hook whose daemon restarts retries this often */
+#define DETACH_MS 60000          /* a payload still arriving at the deadline is read this much longer */
 
 static const char *harness, *builder, *mode = "hook";
 static char home[4096];          /* HOOKD_HOME */
@@ -97,6 +100,7 @@ static int slice_ms(void) {
 static volatile sig_atomic_t stopped;
 static void on_signal(int sig) { (void)sig; stopped = 1; }
 static void spool(void);
+static void detach(void);
 static int whole(void);
 
 /* poll(2), except that a stop signal (before or during the wait: the handler is installed
@@ -236,6 +240,49 @@ static void write_spool(void) {
     spool_outside(d);
 }
 
+/* stdio on /dev/null, signals ignored, its own session: a child the harness neither waits for
+ * (its pipes are closed here) nor stops (its signals go to the hook's process group) */
+static void disown_self(int keep_stdin) {
+    struct sigaction ign;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGTERM, &ign, NULL);
+    sigaction(SIGINT, &ign, NULL);
+    sigaction(SIGHUP, &ign, NULL);
+    setsid();
+    int nul = open("/dev/null", O_RDWR);
+    if (nul >= 0) {
+        if (!keep_stdin) dup2(nul, 0);
+        dup2(nul, 1);
+        dup2(nul, 2);
+        if (nul > 2) close(nul);
+    }
+    if (sock >= 0) close(sock);  /* the daemon sees this hook go when it goes */
+    sock = -1;
+}
+
+/* The deadline passed while the payload was still arriving (field case B15(b): 3 bytes every
+ * 200 ms). The harness is released now: this process exits 0 having printed nothing. A
+ * detached child keeps stdin and reads on, until EOF, one whole object, or DETACH_MS more,
+ * then spools what it has (the whole payload: the daemon records it once; the body the daemon
+ * was cut off with is stored raw under <id>~cut). Returns only when there is no child (fork
+ * failed): then what has arrived is spooled as before. */
+static void detach(void) {
+    pid_t c = fork();
+    if (c < 0) return;
+    if (c > 0) _exit(0);
+    disown_self(1);
+    end_us = mono_us() + (long long)DETACH_MS * 1000;
+    while (!in_eof && !whole()) {
+        int rc = read_more();
+        if (rc == 2) break;
+        if (rc == 0) in_eof = 1;
+    }
+    writing = 1;
+    write_spool();
+    _exit(0);
+}
+
 /* the daemon may not have the payload: keep it for it, then exit 0 */
 static void spool(void) {
     if (strcmp(mode, "wake") == 0 || stored) _exit(0);
@@ -247,6 +294,7 @@ static void spool(void) {
         if (rc == 0) in_eof = 1;
     }
     if (!blen) _exit(0);
+    if (!in_eof && !whole()) detach();  /* the deadline, with the payload still arriving */
     writing = 1;
     if (blen <= SPOOL_INLINE_MAX) {
         write_spool();
@@ -263,21 +311,8 @@ static void spool(void) {
         _exit(0);
     }
     if (c == 0) {
-        struct sigaction ign;
-        memset(&ign, 0, sizeof ign);
-        ign.sa_handler = SIG_IGN;
-        sigaction(SIGTERM, &ign, NULL);
-        sigaction(SIGINT, &ign, NULL);
-        sigaction(SIGHUP, &ign, NULL);
-        setsid();
-        int nul = open("/dev/null", O_RDWR);
-        if (nul >= 0) {
-            dup2(nul, 0);
-            dup2(nul, 1);
-            dup2(nul, 2);
-        }
+        disown_self(0);
         close(p[0]);
-        if (sock >= 0) close(sock);  /* the daemon sees this hook go when it goes */
         write_spool();
         _exit(0);  /* closes p[1]: the parent's poll sees the end */
     }

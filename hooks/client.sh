@@ -20,7 +20,9 @@
 # payload durable ends the client without a spool: a 2xx (its body, one JSON object, is
 # printed) or a 4xx carrying X-Hookd-Stored. Otherwise the payload goes to
 # HOOKD_HOME/spool/BUILDER/ (temp file + rename), or, when that cannot be written (a full
-# disk), to a private spool outside the home (spool_outside); the daemon ingests both. A held
+# disk), to a private spool outside the home (spool_outside); the daemon ingests both. A
+# payload still arriving at the deadline is left to a detached reader (detach), which spools
+# it whole once it has arrived; the hook itself ends at the deadline. A held
 # PermissionRequest hook whose daemon restarts (a 2xx with X-Hookd-Hold: <id>) reconnects and
 # posts the payload again (same delivery id, that header) within its deadline. Only bash
 # builtins run on the live path (plus `mv` and, for payloads over 64 KiB, a `sleep` watchdog).
@@ -102,6 +104,29 @@ write_spool() {
   spool_outside "/tmp/hookd-$EUID"
 }
 
+# The deadline passed while the payload was still arriving (field case B15(b): 3 bytes every
+# 200 ms). The harness is released now: this process exits 0 having printed nothing. A detached
+# reader (its own process group, deaf to the harness's signals, off the harness's stdout and
+# stderr and off the daemon's socket) keeps stdin and reads on, until EOF, one whole object or
+# 60 s more, then spools what it has (the whole payload: the daemon records it once; the body
+# the daemon was cut off with is stored raw under <id>~cut).
+detach() {
+  exec 1>/dev/null 3>&- 4>&-
+  set -m
+  {
+    trap '' TERM INT HUP
+    end=$(( ${EPOCHREALTIME/./} + 60000000 ))
+    while (( eof == 0 )) && ! whole; do
+      read_more; rc=$?
+      (( rc == 2 )) && break
+      (( rc == 0 )) && eof=1
+    done
+    writing=1
+    write_spool
+  } &
+  exit 0
+}
+
 # the daemon may not have the payload: keep it for it, then exit 0
 spool() {
   local rc
@@ -114,6 +139,7 @@ spool() {
     (( rc == 0 )) && eof=1
   done
   [[ -n $buf ]] || exit 0
+  (( eof == 0 )) && ! whole && detach  # the deadline, with the payload still arriving
   writing=1
   if (( ${#buf} <= 1048576 )); then
     write_spool

@@ -36,6 +36,8 @@ MULTI = "toolu_01MULTI"
 ASK2 = "toolu_01B2ASK"
 SID3 = "5a1e0c2b-0000-4000-8000-00000000b003"  # b3's
 ASK3, MULTI3 = "toolu_01B3ASK", "toolu_01B3MULTI"
+SID4A, SID4B = "5a1e0c2b-0000-4000-8000-0000000b004a", "5a1e0c2b-0000-4000-8000-0000000b004b"  # b4's two
+ASK4 = "toolu_01B4ASK"
 TOPPINGS = {"question": "Which toppings?", "header": "Toppings", "multiSelect": True,
             "options": [{"label": "Cheese"}, {"label": "Ham, smoked"}, {"label": "Olives"}]}
 
@@ -48,7 +50,8 @@ def _payload(name: str, **changes: Any) -> dict[str, Any]:
 
 class Rig:
     """The module's daemon with builders b1 (three interactions left pending: a question, a
-    call asking two questions, a Bash permission prompt), b2 (a whole session: a message
+    call asking two questions, a Bash permission prompt), b4 (a question pending in one session
+    while another session works), b2 (a whole session: a message
     delivered and adopted, a question answered from the CLI, then at the desk, which wins,
     the session's end) and b3 (a question and a call asking two, for the printed commands to
     answer). Each test reads its own builder's lines, so none depends on another's order."""
@@ -76,7 +79,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory):
     d = DaemonProcess(root / "home").start()
     rig = Rig(root / "home")
     try:
-        for b in ("b1", "b2", "b3"):
+        for b in ("b1", "b2", "b3", "b4"):
             rig.cli("spawn", b, "--settings-file", os.fspath(root / f"{b}.json"))
         # b1: left pending
         rig.hook("b1", _payload("001-SessionStart.json"))
@@ -91,6 +94,10 @@ def rig(tmp_path_factory: pytest.TempPathFactory):
         # b3: the same two calls, answered with the commands `hookd questions` prints
         rig.hook("b3", _payload("007-PreToolUse.json", session_id=SID3, tool_use_id=ASK3))
         rig.hook("b3", {**multi, "session_id": SID3, "tool_use_id": MULTI3})
+        # b4: a question left pending in its first session, then a second session at work
+        rig.hook("b4", _payload("007-PreToolUse.json", session_id=SID4A, tool_use_id=ASK4))
+        rig.hook("b4", _payload("001-SessionStart.json", session_id=SID4B))
+        rig.hook("b4", _payload("004-PreToolUse.json", session_id=SID4B))
         # b2: a whole session
         rig.hook("b2", _payload("001-SessionStart.json", session_id=SID2))
         rig.hook("b2", _payload("002-UserPromptSubmit.json", session_id=SID2))
@@ -171,7 +178,7 @@ def _event_lines(rig: Rig, builder: str) -> list[str]:
     """`hookd events` lines of ``builder`` without their seq and time, lane changes left out
     (when the lane watch records one depends on timing)."""
     out = rig.cli("events").stdout
-    head = re.compile(r"^ *\d+ \d{4}-\d\d-\d\d \d\d:\d\d:\d\d (\S+) +(\S+) (.*)$")
+    head = re.compile(r"^ *\d+ \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d\d:\d\d (\S+) +(\S+) (.*)$")
     rows = [m.groups() for m in map(head.match, out.splitlines())]
     assert None not in rows, out
     return [f"{kind} {summary}" for kind, b, summary in rows if b == builder and kind != "lane_changed"]
@@ -187,8 +194,8 @@ def test_events_say_what_matters_in_one_line_each(rig: Rig) -> None:
         "hook_received PostToolUse Bash toolu_01BASH000000000000000001",
         "inbox_delivered m-1 at PostToolUse",
         f"hook_received PreToolUse AskUserQuestion {ASK2}",
-        f"question_pending {ASK2}: Which color do you prefer? (via PreToolUse)",
-        f"interaction_answered {ASK2} from the CLI by ana: Red; delivery: hook",
+        f"question_pending {ASK2}: Which color do you prefer? (seen through its hook)",
+        f"interaction_answered {ASK2} from the CLI by ana: Red; goes to the agent through its hook",
         f"question_resolved {ASK2} answered from the CLI by ana: Red",
         f"hook_received PostToolUse AskUserQuestion {ASK2}",
         f"inbox_queued m-2 by ana, late answer to {ASK2}, 112 chars",
@@ -213,6 +220,15 @@ def test_lanes_say_how_long_in_human_units(rig: Rig) -> None:
     cells = {row.split()[0]: row.split(None, 6) for row in rows}
     assert re.fullmatch(r"\d+s|\d+m", cells["b2"][2]), cells  # (a seconds-old lane: not "3331 s")
     assert cells["b2"][:2] + cells["b2"][3:] == ["b2", "ended", "0", "0", SID2, "session ended (prompt_input_exit)"]
+
+
+def test_lanes_name_the_session_the_lane_waits_on(rig: Rig) -> None:
+    """b4's newest hook is its second session's; its lane waits on the first one's question."""
+    lane = next(x for x in json.loads(rig.cli("lanes", "--json").stdout) if x["builder"] == "b4")
+    assert (lane["state"], lane["session_id"], lane["pending"]) == ("waiting_question", SID4A, [ASK4])
+    [row] = [r for r in rig.cli("lanes").stdout.splitlines() if r.startswith("b4 ")]
+    assert row.split(None, 6)[:2] + row.split(None, 6)[3:] == [
+        "b4", "waiting_question", "1", "0", SID4A, f"question {ASK4} is pending"]
 
 
 def _on_a_terminal(rig: Rig, *args: str, env: dict[str, str]) -> str:
@@ -247,3 +263,27 @@ def test_colour_on_a_terminal_only_and_never_with_no_color(rig: Rig) -> None:
     plain = _on_a_terminal(rig, "lanes", env={"NO_COLOR": "1"})
     assert "\x1b" not in plain and " waiting_" in plain and " ended " in plain
     # (in a pipe: no colour in any call of this module, Rig.cli)
+
+
+def test_inbox_counts_deliveries_in_the_apis_word(rig: Rig) -> None:
+    """The column is the API's field, `deliveries` (how often the message was delivered)."""
+    assert rig.cli("inbox", "b2").stdout == """\
+id    builder    state    via            deliveries  author    text
+----  ---------  -------  -----------  ------------  --------  -----------------------------------------------------
+m-1   b2         adopted  PostToolUse             1  ana       also update the changelog
+m-2   b2         adopted  PostToolUse             1  ana       [Late answer to question toolu_01B2ASK (not used: ...
+"""
+    assert [m["deliveries"] for m in json.loads(rig.cli("inbox", "b2", "--json").stdout)] == [1, 1]
+
+
+def test_status_names_the_hook_client_in_words(rig: Rig) -> None:
+    """The column says what it is (`hook client`) and each value what a person knows it as."""
+    words = {"c": "compiled", "bash": "bash script"}
+    clients = {b["builder"]: b["client"] for b in json.loads(rig.cli("status", "--json").stdout)["builders"]}
+    lines = rig.cli("status").stdout.splitlines()
+    header = next(line for line in lines if line.startswith("builder "))
+    assert re.split(r"\s{2,}", header.strip()) == ["builder", "harness", "hook client", "hooks", "pending", "last hook",
+                                                    "note"]
+    for b in ("b1", "b2", "b3", "b4"):
+        row = next(line for line in lines if line.startswith(f"{b} "))
+        assert re.split(r"\s{2,}", row)[:3] == [b, "claude-code", words[clients[b]]], row

@@ -7,6 +7,8 @@ tests/test_cli_output.py. Expected text is exact: these are goldens, reviewed li
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
+from hookd.clock import when
 from hookd.cli_render import (
     EVENT_SUMMARY, _answer_commands, _duration, _event_line, _interaction, _lane_state, _line, _out, _paint, _table,
 )
@@ -26,7 +29,29 @@ pytestmark = pytest.mark.inproc
 REPO = Path(__file__).resolve().parent.parent
 AT = 1_790_000_000.0  # the events' and interactions' time; NOW is 185 s later
 NOW = AT + 185
-WHEN = __import__("datetime").datetime.fromtimestamp(AT).strftime("%Y-%m-%d %H:%M:%S")  # local time, as printed
+WHEN = "2026-09-21 19:43:20 +05:30"  # AT as printed in the zone _zone sets (14:13:20 UTC)
+
+
+@pytest.fixture(autouse=True)
+def _zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The module's tests run in India's zone (+05:30, no summer time): times are printed as
+    local time with that offset."""
+    monkeypatch.setenv("TZ", "IST-5:30")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.parametrize(("tz", "shown"), [
+    ("UTC0", "2026-09-21 14:13:20 +00:00"),
+    ("EST5EDT,M3.2.0,M11.1.0", "2026-09-21 10:13:20 -04:00"),  # New York, in summer time
+    ("IST-5:30", "2026-09-21 19:43:20 +05:30"),
+])
+def test_times_are_local_with_their_offset(monkeypatch: pytest.MonkeyPatch, tz: str, shown: str) -> None:
+    monkeypatch.setenv("TZ", tz)
+    time.tzset()
+    assert when(AT) == shown and when(None) == "-"
 
 
 @pytest.mark.parametrize(("seconds", "shown"), [
@@ -68,15 +93,15 @@ EVENTS: list[tuple[str, dict[str, Any], str]] = [
     ("inbox_delivered", {"ids": ["m-3", "m-4"], "via": "Stop", "chars": 300, "redelivered": [], "waiting": 0},
      "m-3,m-4 at Stop"),
     ("inbox_delivered", {"ids": ["m-3"], "via": "PostToolUse", "chars": 9, "redelivered": ["m-3"], "waiting": 2},
-     "m-3 at PostToolUse, offered again: m-3, 2 still queued"),
+     "m-3 at PostToolUse, delivered again: m-3, 2 still queued"),
     ("inbox_adopted", {"ids": ["m-3", "m-4"], "via": "transcript"}, "m-3,m-4 via transcript"),
     ("inbox_requeued", {"ids": ["m-5"], "via": "PreCompact", "reason": "delivered but not adopted ..."},
      "m-5 queued again after PreCompact"),
     ("question_pending", {"id": "toolu_1", "kind": "question", "tool_use_id": "toolu_1", "questions": Q1,
-                          "via": "PreToolUse"}, "toolu_1: Which color do you prefer? (via PreToolUse)"),
+                          "via": "PreToolUse"}, "toolu_1: Which color do you prefer? (seen through its hook)"),
     ("question_pending", {"id": "toolu_2", "kind": "question", "tool_use_id": "toolu_2", "via": "transcript",
                           "questions": Q1 + [{"question": "Which toppings?"}]},
-     "toolu_2: Which color do you prefer? (+1 more) (via transcript)"),
+     "toolu_2: Which color do you prefer? (+1 more) (seen in its transcript)"),
     ("question_resolved", {"id": "toolu_1", "kind": "question", "tool_use_id": "toolu_1", "outcome": "answered",
                            "answers": {"Which color do you prefer?": "Blue"}, "selections": [], "surface": "cli",
                            "actor": "ana"}, "toolu_1 answered from the CLI by ana: Blue"),
@@ -109,10 +134,17 @@ EVENTS: list[tuple[str, dict[str, Any], str]] = [
     ("interaction_answered", {"id": "toolu_1", "kind": "question", "tool_use_id": "toolu_1", "surface": "cli",
                               "actor": "ana", "response_id": None, "answers": {"Which color do you prefer?": "Red"},
                               "decision": None, "message": None, "delivery": "hook"},
-     "toolu_1 from the CLI by ana: Red; delivery: hook"),
-    ("answer_delivered", {"id": "pr_1", "kind": "permission", "via": "PermissionRequest"}, "pr_1 via PermissionRequest"),
+     "toolu_1 from the CLI by ana: Red; goes to the agent through its hook"),
+    ("interaction_answered", {"id": "toolu_2", "kind": "question", "tool_use_id": "toolu_2", "surface": "hook",
+                              "actor": "ana", "response_id": None, "answers": {"Which color do you prefer?": "Red"},
+                              "decision": None, "message": None, "delivery": "PreToolUse"},
+     "toolu_2 pre-answered by ana: Red; went to the agent through its hook as it asked"),
+    ("answer_delivered", {"id": "pr_1", "kind": "permission", "via": "PermissionRequest"},
+     "pr_1 reached the agent through its hook"),
     ("answer_adopted", {"id": "toolu_1", "kind": "question", "via": "PostToolUse", "tool_use_id": "toolu_1"},
-     "toolu_1 via PostToolUse"),
+     "toolu_1 adopted by the agent (its tool call ended)"),
+    ("answer_adopted", {"id": "pr_2", "kind": "permission", "via": "Stop", "tool_use_id": None},
+     "pr_2 adopted by the agent (its turn went on)"),
     ("answer_superseded", {"id": "toolu_1", "kind": "question", "outcome": "answered", "answers": {}, "selections": None,
                            "decision": None, "surface": "terminal", "remote": None, "message_id": "m-7",
                            "reason": "the desk answered first"},

@@ -133,9 +133,9 @@ def test_once_with_nothing_waiting(tmp_path: Path) -> None:
 
 
 class Pty:
-    """`hookd watch` on a pseudo-terminal (120x40), its screen output collected by a thread."""
+    """`hookd watch` on a pseudo-terminal (120x40 unless told), its screen output collected by a thread."""
 
-    def __init__(self, home: Path):
+    def __init__(self, home: Path, rows: int = 40, cols: int = 120):
         import fcntl
         import pty
         import struct
@@ -144,8 +144,8 @@ class Pty:
         import threading
 
         self.master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(cols), "LINES": str(rows)}
         env.pop("NO_COLOR", None)
         self.proc = subprocess.Popen([sys.executable, "-P", "-m", "hookd", "--home", os.fspath(home), "watch",
                                       "--actor", "ana"], stdin=slave, stdout=slave, stderr=slave, env=env,
@@ -257,3 +257,107 @@ def test_keys_decline_an_elicitation_whose_accept_needs_the_printed_command() ->
     view = _View(items=[el])
     assert _key(view, "enter") is None and view.mode == "choose"
     assert _key(view, "enter") == {"id": "el_1", "body": {"revision": 1, "options": ["decline"], "text": None}}
+
+
+def _asks(n: int) -> list[dict[str, Any]]:
+    """``n`` pending questions as ``GET /v1/questions`` lists them, 4 lines each in a frame."""
+    return [{"id": f"toolu_{k:02d}", "kind": "question", "builder": f"b{k}", "state": "pending", "revision": 1,
+             "created_at": 100.0, "questions": [{"question": f"Question {k}?", "options": [{"label": "yes"}]}]}
+            for k in range(1, n + 1)]
+
+
+def test_a_list_taller_than_the_screen_follows_the_pick_and_scrolls() -> None:
+    """12 questions (about 60 lines) in 16 rows: each pick brings its item into sight, the lines
+    above and below are counted, PgDn/PgUp/Home/End move the window, a key after scrolling
+    brings the pick back, and every line is under 16 rows whatever the wrapping."""
+    from hookd.cli_watch import _frame, _key, _View
+
+    view = _View(items=_asks(12))
+    plain = lambda **kw: __import__("click").unstyle(_frame(view, 200.0, height=16, **kw)).split("\n")  # noqa: E731
+    first = plain()
+    assert len(first) <= 16 and "> [1] toolu_01  question from b1, waiting 1m" in first, first
+    assert first[-1].startswith("  (") and first[-1].endswith(" lines below: PgDn)"), first
+    for k in range(2, 13):
+        _key(view, "down")
+        shown = plain()
+        assert len(shown) <= 16 and f"> [{k}] toolu_{k:02d}  question from b{k}, waiting 1m" in shown, (k, shown)
+        assert f"  answer: hookd answer toolu_{k:02d} --option yes" in shown, (k, shown)  # the whole item
+    assert plain()[-1] == "" and re.fullmatch(r"  \(\d+ lines above: PgUp\)", plain()[2])  # the end: nothing below
+    _key(view, "home")
+    top = plain()
+    assert top[2:6] == ["", "no builders", "", "waiting on a human: 12"], top  # nothing above
+    _key(view, "pgdn")
+    paged = plain()
+    assert re.fullmatch(r"  \(\d+ lines above: PgUp\)", paged[2]) and "> [12] toolu_12" not in "\n".join(paged)
+    _key(view, "pgup")
+    assert plain() == top
+    _key(view, "up")  # the pick (now 11) is brought back into sight
+    assert any(line.startswith("> [11] toolu_11") for line in plain())
+    # lines that wrap take more rows: still in sight, never more rows than the screen
+    wrapped = plain(rows_of=lambda line: 1 + len(__import__("click").unstyle(line)) // 30)
+    assert any(line.startswith("> [11] toolu_11") for line in wrapped)
+    assert sum(1 + len(line) // 30 for line in wrapped[2:]) <= 14
+    # answering: the item and its panel, in sight while its option is picked
+    _key(view, "enter")
+    assert "> 1. yes" in plain() and _key(view, "enter") == {"id": "toolu_11", "body": {
+        "options": ["yes"], "text": None, "revision": 1}}
+
+
+def test_the_keys_a_terminal_sends_for_scrolling() -> None:
+    from hookd.cli_watch import _read_key
+
+    r, w = os.pipe()
+    try:
+        os.write(w, b"\x1b[5~\x1b[6~\x1b[H\x1b[F\x1bOH\x1b[1~\x1b[4~\x1b[Bj\x1b[1;5Cq")
+        assert _read_key(r) == ["pgup", "pgdn", "home", "end", "home", "home", "end", "down", "j", "other", "q"]
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+@pytest.fixture
+def many(tmp_path: Path):
+    """A daemon with 12 questions pending, from b1..b12 (more than a 16-row terminal shows)."""
+    home = tmp_path / "home"
+    d = DaemonProcess(home).start()
+    try:
+        c = d.client()
+        for k in range(1, 13):
+            r = hookd_run(home, "spawn", f"b{k}", "--settings-file", os.fspath(tmp_path / f"b{k}.json"))
+            assert r.returncode == 0, r.stderr
+            sid = f"5a1e0c2b-0000-4000-8000-0000000000{k:02d}"
+            _hook(c, f"b{k}", "001-SessionStart.json", session_id=sid)
+            _hook(c, f"b{k}", "007-PreToolUse.json", session_id=sid, tool_use_id=f"toolu_01MANY{k:02d}")
+        wait_until(lambda: len(c.get("/v1/questions", state="pending")) == 12, 60, what="12 questions")
+        yield home
+    finally:
+        d.stop()
+        d.kill()
+
+
+def test_every_item_of_a_long_list_is_reached_and_answered_on_a_small_terminal(many: Path) -> None:
+    """80x16: the twelfth question is far below the screen's bottom; down arrows bring it into
+    sight (its head line and its options are drawn), and it is answered from there."""
+    home = many
+    term = Pty(home, rows=16, cols=80)
+    try:
+        wait_until(lambda: term.shows("waiting on a human: 12"), 30, what=lambda: term.screen())
+        assert not term.shows("[12]")  # below the screen
+        since = term.mark()
+        term.keys(*["\x1b[B"] * 11)
+        wait_until(lambda: term.shows("> [12] toolu_01MANY12", since), 30, what=lambda: term.screen())
+        wait_until(lambda: term.shows("answer: hookd answer toolu_01MANY12 --option Red", since), 30,
+                   what=lambda: term.screen())
+        since = term.mark()
+        term.keys("\r")
+        wait_until(lambda: term.shows("answer toolu_01MANY12: Which color do you prefer?", since), 30,
+                   what=lambda: term.screen())
+        term.keys("2", "\r")  # Blue
+        wait_until(lambda: [i for i in questions(home) if i["id"] == "toolu_01MANY12" and i["state"] != "pending"], 30,
+                   what=lambda: f"the twelfth question answered; screen: {term.screen()}")
+        [done] = [i for i in questions(home) if i["id"] == "toolu_01MANY12"]
+        assert (done["answers"], done["actor"]) == ({"Which color do you prefer?": "Blue"}, "ana")
+        term.keys("q")
+        assert term.proc.wait(30) == 0
+    finally:
+        term.close()

@@ -641,6 +641,44 @@ def test_object_fed_in_3_byte_chunks_every_200ms_is_recorded(daemon: DaemonProce
     assert daemon_up(home)
 
 
+#: Field case B15(b) against the default 5 s deadline: 260 bytes in 3-byte chunks every 200 ms
+#: take about 17 s to arrive.
+TRICKLED = b'{"hook_event_name":"Stop","session_id":"s-trickled","stop_hook_active":false,"pad":"'
+TRICKLED += b"x" * (258 - len(TRICKLED)) + b'"}'
+
+
+def test_payload_trickled_past_the_deadline_releases_the_harness_and_is_recorded_once(
+        daemon: DaemonProcess, home: Path, worktree: Path) -> None:
+    """B15(b), both promises: the hook (as the harness runs it: its stdout and stderr pipes
+    read to their end) is over, exit 0 and nothing printed, while the payload is still
+    arriving; a detached reader it left reads on to EOF and spools the whole payload, which the
+    daemon records once (the body it was cut off with at the deadline stays raw, a prefix)."""
+    assert len(TRICKLED) == 260
+    cmd = spawn(home, worktree)  # the default deadline, 5 s
+    c = HeldClient(cmd["Stop"], worktree)
+    writer = threading.Thread(target=paced_write, args=(c, TRICKLED))
+    writer.start()
+    try:
+        assert c.proc.stdout is not None and c.proc.stderr is not None
+        out, err = c.proc.stdout.read(), c.proc.stderr.read()  # to EOF: nothing of the client holds them
+        rc = c.proc.wait(30)
+        still_arriving = writer.is_alive()
+    finally:
+        writer.join()
+        c.kill()
+    assert (rc, out, err) == (0, b"", b"")
+    assert still_arriving, "the hook held the harness until the whole payload had arrived"
+    got = wait_until(lambda: kinds(home, "hook_received"), 90, what="the trickled payload recorded")
+    assert [(e["data"]["hook_event_name"], e["session_id"]) for e in got] == [("Stop", "s-trickled")]
+    wait_until(lambda: not spool_files(home), 60, what="the spool ingested")
+    stored = stored_hooks(home)
+    assert [(src, raw) for src, raw in stored if raw == TRICKLED] == [("spool", TRICKLED)]
+    cut = [raw for _, raw in stored if raw != TRICKLED]
+    assert len(cut) <= 1 and all(TRICKLED.startswith(raw) for raw in cut), cut  # what the daemon was cut off with
+    assert len(kinds(home, "hook_invalid")) == len(cut) and len(kinds(home, "hook_received")) == 1
+    assert daemon_up(home)
+
+
 def test_nothing_written_and_stdin_held_open_exits_at_deadline(daemon: DaemonProcess, home: Path, worktree: Path) -> None:
     cmd = spawn(home, worktree, "--deadline", "1")
     rc, out, err, elapsed = run_held(cmd["Stop"], worktree, b"", timeout=10)  # held well past the deadline
@@ -668,10 +706,10 @@ def run_held(command: str, cwd: Path, data: bytes, timeout: float) -> tuple[int,
 
 def test_half_a_payload_held_open_past_the_deadline_is_stored_once(daemon: DaemonProcess, home: Path,
                                                                    worktree: Path) -> None:
-    """Half an object, then stdin held open: at its deadline the client spools what it has
-    and goes; the daemon stores the body it was cut off with (if it had one) under
-    ``<id>~cut``. The two are the same bytes of one invocation: stored once, raw, as one
-    ``hook_invalid``."""
+    """Half an object, then stdin held open: at its deadline the client goes, and the reader
+    it leaves spools what has arrived once stdin ends (here: when the test lets go of it); the
+    daemon stores the body it was cut off with (if it had one) under ``<id>~cut``. The two are
+    the same bytes of one invocation: stored once, raw, as one ``hook_invalid``."""
     cmd = spawn(home, worktree, "--deadline", "1")
     half = ASK_PRE.read_bytes()[:300]
     assert run_held(cmd["PreToolUse"], worktree, half, timeout=10)[:3] == (0, b"", b"")

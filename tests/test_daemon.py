@@ -175,9 +175,11 @@ def test_status_names_each_builders_hook_client(daemon, home, worktree, tmp_path
     assert by["b-default"]["client"] == want_default and want_default in ("c", "bash")
     table = hookd_cli(home, "status").stdout
     header = next(line for line in table.splitlines() if line.startswith("builder"))
-    assert header.split()[:3] == ["builder", "harness", "client"]
+    assert header.split()[:4] == ["builder", "harness", "hook", "client"]
     row = next(line for line in table.splitlines() if line.startswith("b-bash "))
-    assert row.split()[2] == "bash"
+    assert row.split()[2:4] == ["bash", "script"]
+    note = next(line for line in table.splitlines() if line.startswith("b-fallback: "))
+    assert note.startswith("b-fallback: hook client bash script: ") and "compiler" in note
 
 
 def test_long_home_path_gets_a_short_socket(tmp_path):

@@ -210,7 +210,12 @@ def test_derive_b25_another_sessions_activity_keeps_the_question_stall() -> None
     d["session"]["session_id"] = "s-0014"
     lane = derive(d, now=200.0, alive=lambda pid, at: None, question_after_s=60)
     assert (lane.state, lane.pending) == ("stalled", ("toolu_A",))
-    assert derive(d, now=130.0, alive=lambda pid, at: None, question_after_s=60).state == "waiting_question"
+    waiting = derive(d, now=130.0, alive=lambda pid, at: None, question_after_s=60)
+    assert waiting.state == "waiting_question"
+    # the lane names the session it waits on (the question's), not the builder's newest one
+    assert (lane.session_id, waiting.session_id) == ("s-0013", "s-0013")
+    d["pending"] = []
+    assert derive(d, now=200.0, alive=lambda pid, at: None).session_id == "s-0014"  # no question: the newest
 
 
 def test_derive_states_and_due_times() -> None:

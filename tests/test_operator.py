@@ -53,8 +53,8 @@ def cli(home: Path, *args: str) -> tuple[int, str, str]:
 
 
 def when(text: str) -> str:
-    """``text`` with its local times (2026-12-02 19:52[:07]) as ``T``."""
-    return re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?", "T", text)
+    """``text`` with its local times (2026-12-02 19:52:07 +00:00) as ``T``."""
+    return re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d\d:\d\d", "T", text)
 
 
 def test_a_deny_from_the_cli_reads_denied_from_the_cli_by_you(rig: Rig, home: Path) -> None:

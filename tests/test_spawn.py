@@ -357,7 +357,7 @@ def test_without_a_compiler_spawn_uses_the_bash_client_and_says_so(home: Path, w
     monkeypatch.setenv("HOOKD_HOOK_CLIENT", "auto")
     r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
     assert r.returncode == 0, r.stderr
-    assert "(bash hook client)" in r.stdout
+    assert "(hook client: bash script)" in r.stdout
     assert r.stderr.startswith("hookd: note: C compiler") and "using the bash client" in r.stderr
     assert client_of(settings_command(settings_path(worktree), "PreToolUse")) == Home.resolve(home).client_script
     assert json.loads(Home.resolve(home).manifest("b-1").read_text())["client"] == "bash"

@@ -265,3 +265,50 @@ def test_fork_lineage_is_per_builder(inproc: InProc, tmp_path: Path) -> None:
         tail(inproc, d / f"{sid}.jsonl", b)
     linked = wait_until(lambda: [e for e in inproc.events() if e["kind"] == "session_linked"], 60, what="a link")
     assert [(e["session_id"], e["data"]["parent_session_id"]) for e in linked] == [("s-c", "s-a")]
+
+
+def _offset(app: InProc, t: Path) -> int:
+    """How far the daemon's tailer has read ``t`` (``GET /v1/transcripts``: past whole rows only)."""
+    return next((f["offset"] for f in app.get("/v1/transcripts") if f["path"] == str(t)), -1)
+
+
+def test_b30_text_the_human_typed_seen_only_in_the_transcript_is_not_sent_again(inproc: InProc, worktree: Path,
+                                                                                  tmp_path: Path) -> None:
+    """Field case B30's trigger: b1 is idle (its Stop came) with "use postgres" queued (m-1), no
+    UserPromptSubmit arrives, and the transcript gains Claude Code's queue-operation row and then
+    the human's own "use postgres" prompt row, written in chunks (a row torn across writes). m-1 is
+    adopted as typed (never sent); m-2, whose text the human also typed but earlier than it was
+    queued (a row dated before it), stays queued and is the only one the next boundary sends."""
+    t = tmp_path / "t.jsonl"
+    t.write_bytes(b"")
+    spawn_with_transcript(inproc, worktree, t)
+    hook(inproc, "012-Stop.json", transcript_path=str(t))
+    send = lambda text: inproc.request("POST", "/v1/builders/b1/messages",  # noqa: E731
+                                       json={"text": text, "author": "alice"}).json()["message"]
+    m1, m2 = send("use postgres"), send("and keep the tests green")
+    prompt = next(r for r in ROWS if r.get("type") == "user" and isinstance(r["message"]["content"], str))
+    iso = lambda at: datetime.fromtimestamp(at, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")  # noqa: E731
+    earlier = dict(prompt, uuid="b30-earlier", timestamp=iso(m2["created_at"] - 3600),
+                   message={"role": "user", "content": "and keep the tests green"})
+    enqueue = {"type": "queue-operation", "operation": "enqueue", "content": "use postgres", "sessionId": SID,
+               "timestamp": iso(m1["created_at"] + 1)}
+    typed = dict(prompt, uuid="b30-typed", timestamp=iso(m1["created_at"] + 2),
+                 message={"role": "user", "content": [{"type": "text", "text": "use postgres"}]})
+    data = line(earlier) + line(enqueue) + line(typed)
+    cut1, cut2 = len(line(earlier)) + 20, len(line(earlier) + line(enqueue)) + 30  # mid-row, twice
+    append(t, data[:cut1])
+    wait_until(lambda: _offset(inproc, t) == len(line(earlier)), 60, what="the first whole row read")
+    append(t, data[cut1:cut2])
+    wait_until(lambda: _offset(inproc, t) == len(line(earlier) + line(enqueue)), 60, what="the second row read")
+    assert inproc.inbox("b1")[0]["state"] == "queued"  # (the prompt row is still torn)
+    append(t, data[cut2:])
+    wait_until(lambda: inproc.inbox("b1")[0]["state"] != "queued", 60, what="m-1 adopted from the transcript")
+    box = {m["id"]: m for m in inproc.inbox("b1")}
+    assert [(box[m]["state"], box[m]["delivered_via"], box[m]["adopted_via"]) for m in ("m-1", "m-2")] == [
+        ("adopted", "typed", "typed"), ("queued", None, None)]
+    [adopted] = [e for e in inproc.events() if e["kind"] == "inbox_adopted"]
+    assert (adopted["data"], adopted["session_id"]) == ({"ids": ["m-1"], "via": "typed"}, SID)
+    # the next turn boundary carries m-2 only
+    post = json.loads((TUI / "005-PostToolUse.json").read_bytes())
+    r = inproc.hook(post)
+    assert r.status_code == 200 and "and keep the tests green" in r.text and "use postgres" not in r.text, r.text

@@ -176,7 +176,8 @@ def test_replayed_question_arrives_live_and_is_answered_in_the_browser(
     post = copy.deepcopy(payload("010-PostToolUse.json"))
     post["tool_input"]["answers"] = post["tool_response"]["answers"] = {Q: "Red"}
     assert builder.hook(post) == ""
-    expect(done.locator(".trail")).to_contain_text("adopted by the agent")
+    # how it reached the agent in the CLI's words (was "delivered via PermissionRequest")
+    expect(done.locator(".trail")).to_have_text("reached the agent through its hook · adopted by the agent")
     evs = events(home)
     assert len(about(evs, "interaction_answered", ASK_ID)) == 1
     assert about(evs, "answer_refused", ASK_ID) == [] and about(evs, "answer_superseded", ASK_ID) == []
@@ -185,7 +186,7 @@ def test_replayed_question_arrives_live_and_is_answered_in_the_browser(
     assert i["actor"] and i["response_id"].startswith("web-")
     assert page.locator("body").get_attribute("data-connects") == "1"  # never reloaded
     page.locator('#tabs button[data-view="history"]').click()
-    shot(page, "history")
+    shot(page, "history")  # (its trail: "reached the agent through its hook · adopted by the agent")
 
 
 def test_permission_denied_with_a_message_in_the_browser(page: Page, builder: Builder, daemon: DaemonProcess,

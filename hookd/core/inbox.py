@@ -189,13 +189,29 @@ class Inbox:
         prompt = as_text(getattr(p, "prompt", None)) or as_text(getattr(p, "user_prompt", None))
         if not prompt:
             return messages
-        typed = [m.id for m in messages if m.state == "queued" and m.text.strip() == prompt.strip()]
-        if not typed:
-            return messages
         assert p.session_id is not None
-        tx.adopt_typed(typed, p.session_id, at)
-        tx.append_event("inbox_adopted", builder, p.session_id, at, {"ids": typed, "via": "typed"})
+        typed = self._typed(tx, builder, p.session_id, prompt, messages, at)
         return [m for m in messages if m.id not in typed]
+
+    def typed_in_transcript(self, tx: Tx, builder: str, sid: str, text: str, typed_at: float, at: float) -> None:
+        """B30 without a UserPromptSubmit: the human's own prompt ``text`` seen in session
+        ``sid``'s transcript (a row written at ``typed_at``, UNIX seconds). Main-agent messages
+        queued for that session before then with the same text reached the model as that
+        prompt: adopted (``typed``), never sent. One written earlier than the message was
+        queued (a transcript read from its start) proves nothing about it."""
+        if not text.strip():
+            return
+        messages = [m for m in tx.deliverable(builder, sid, None, redeliver_before=0.0) if m.created_at <= typed_at]
+        self._typed(tx, builder, sid, text, messages, at)
+
+    def _typed(self, tx: Tx, builder: str, sid: str, prompt: str, messages: list[InboxMessage], at: float) -> list[str]:
+        """The ids of the queued ``messages`` whose text is ``prompt`` (spaces around either
+        ignored), adopted as ``typed`` (``inbox_adopted``)."""
+        typed = [m.id for m in messages if m.state == "queued" and m.text.strip() == prompt.strip()]
+        if typed:
+            tx.adopt_typed(typed, sid, at)
+            tx.append_event("inbox_adopted", builder, sid, at, {"ids": typed, "via": "typed"})
+        return typed
 
     def _claim(self, tx: Tx, builder: str, sid: str, messages: list[InboxMessage], *,
                hook_event_id: int | None, via: str, at: float) -> str:

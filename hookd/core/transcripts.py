@@ -196,6 +196,8 @@ class Transcripts:
                 t = _row_time(row) or at
                 if isinstance(ob, TurnStarted):
                     tx.set_transcript_turn(sid, started_at=t)
+                    if ob.text and agent is None:
+                        self.inbox.typed_in_transcript(tx, builder, sid, ob.text, t, at)
                 else:
                     tx.set_transcript_turn(sid, ended_at=t)
             elif isinstance(ob, Interrupted):

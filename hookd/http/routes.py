@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from collections.abc import Callable
 from typing import Any, AsyncIterator
 
@@ -15,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from hookd.clock import when
 from hookd.config import check_builder_id
 from hookd.http.responses import enc, json_response
 from hookd.http.status import core_status
@@ -132,8 +132,9 @@ _LANE_RANK = {"stalled": 0, "dead": 1, "waiting_question": 2, "waiting_permissio
 
 
 def _hm(ts: float) -> str:
-    """``ts`` (UNIX seconds) as local ``YYYY-MM-DD HH:MM``."""
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+    """``ts`` (UNIX seconds) as the daemon's local time with its UTC offset
+    (:func:`hookd.clock.when`: ``2026-12-02 19:40:01 +01:00``)."""
+    return when(ts)
 
 
 def _unspawned(lane: Any, at: float) -> Any:

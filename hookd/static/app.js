@@ -410,7 +410,10 @@ function historyCard(i) {
     by ? h("span", {class: "by"}, by) : null, " ", i.resolved_at ? since(i.resolved_at, " ago") : null));
   if (what.children.length) card.append(what);
   const trail = [];
-  if (i.delivered_at) trail.push(`delivered via ${i.delivered_via || "?"}`);
+  // how the answer reached the agent, in the CLI's words (hookd events, hookd answer): a hook
+  // (the held PermissionRequest, a pre-registered answer at PreToolUse) or the inbox
+  if (i.delivered_at) trail.push(i.delivered_via === "inbox" ? "reached the agent through its inbox"
+    : "reached the agent through its hook");
   if (i.adopted_at) trail.push("adopted by the agent");
   if (trail.length) card.append(h("p", {class: "trail"}, trail.join(" · ")));
   if (i.warning) card.append(h("p", {class: "note warn"}, i.warning));

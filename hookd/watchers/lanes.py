@@ -71,7 +71,9 @@ def _spawned(builders_dir: Any) -> list[str]:
 
 class Lane(msgspec.Struct, gc=False):
     """One builder's lane. since: UNIX seconds the state began (as far as hookd can tell);
-    due: when it changes by itself (a threshold passes), or None; detail: why, in words.
+    due: when it changes by itself (a threshold passes), or None; detail: why, in words;
+    session_id: the session its state comes from (the first pending question's or permission
+    prompt's while it waits on one, else the builder's current session), or None.
     (Not tracked by the garbage collector: a lane refers to no lane; 10,000 of them held by
     the watch must not lengthen every full collection, a pause of the hook path.)"""
 
@@ -133,6 +135,8 @@ def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | N
     if pending:
         first = pending[0]
         kind = "waiting_permission" if first["kind"] == "permission" else "waiting_question"
+        # the session the lane waits on is the question's, not the builder's newest one
+        base["session_id"] = first.get("session_id") or sid
         waited = now - first["created_at"]
         if waited >= question_after_s:
             return Lane(state="stalled", since=first["created_at"] + question_after_s,
