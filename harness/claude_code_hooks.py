@@ -28,11 +28,13 @@ REGISTERED_EVENTS = (
     "SubagentStop",
     "PreCompact",
     "SessionEnd",
+    "StopFailure",
+    "PermissionDenied",
 )
 # Events that take no matcher in Claude Code's settings.
 NO_MATCHER_EVENTS = frozenset({"UserPromptSubmit", "Stop", "SubagentStop", "PostToolBatch"})
 # Tool events: matcher ".*" (a regex) covers every tool including mcp__server__tool.
-TOOL_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure"})
+TOOL_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure", "PermissionDenied"})
 
 
 # --- answers ---------------------------------------------------------------------------
