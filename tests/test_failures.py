@@ -190,3 +190,20 @@ def test_a_failure_is_notified_once(alerting: tuple[Agent, Path]) -> None:
     assert [a["data"]["error"] for a in alerts] == ["billing_error", "rate_limit"]
     sent = [e for e in agent.app.events() if e["kind"] == "notification_sent"]
     assert len(sent) == 2
+
+
+def test_status_notes_a_failed_lane(agent: Agent) -> None:
+    from hookd.cli import _stopped
+
+    agent.hook(hook(FAILED, "001-SessionStart.json"))
+    agent.hook(hook(FAILED, "002-UserPromptSubmit.json"))
+    agent.recorded("working")
+    agent.hook(stop_failure("model_not_found"))
+    agent.recorded("failed")
+    [b] = agent.app.get("/v1/status")["builders"]
+    detail = "stopped by an API error (model_not_found): the model is unknown or not allowed: pick another (--model)"
+    assert b["lane"]["state"] == "failed" and b["lane"]["detail"] == detail
+    # the note column of `hookd status`
+    assert _stopped(b["lane"]) == f"failed: {detail}"
+    assert _stopped({"state": "working", "since": 1.0, "detail": "last hook PreToolUse"}) == ""
+    assert _stopped(None) == ""
