@@ -186,6 +186,37 @@ class TurnMovedOn(Observation, kw_only=True):
     via: str
 
 
+class TurnFailed(Observation, kw_only=True):
+    """The agent's turn ended on an error of the model's API, not a Stop (Claude Code's
+    StopFailure: the harness's own retries are over). ``error``: the harness's kind of error
+    (Claude Code 2.1.332: ``rate_limit``, ``overloaded``, ``server_error``,
+    ``authentication_failed``, ``billing_error``, ``invalid_request``, ``model_not_found``,
+    ``max_output_tokens``, ``unknown``, ...), None when it gave none; ``details``: its detail
+    text, if any; ``message``: the last assistant message (the error as the agent's screen
+    shows it), if any; ``transient``: waiting and prompting again may be enough (a rate limit,
+    an overloaded or failing server), else something must be fixed first (a login, billing,
+    the model's name); ``advice``: what a human should do, in a few words. The lane is
+    ``stalled`` (transient) or ``failed`` with it (:func:`hookd.watchers.lanes.derive`)."""
+
+    error: str | None
+    details: str | None
+    message: str | None
+    transient: bool
+    advice: str
+
+
+class PermissionRefused(Observation, kw_only=True):
+    """A tool call was refused without asking a human (Claude Code's PermissionDenied: auto
+    mode's safety check). ``reason``: the harness's words; ``server``: the MCP server of an
+    MCP tool, if any. Recorded for a human to see; nothing waits on an answer."""
+
+    tool_use_id: str | None
+    tool_name: str
+    tool_input: Any
+    reason: str | None
+    server: str | None = None
+
+
 def questions_hash(questions: Any) -> str:
     """Stable hash (hex, 24 chars) of a ``questions`` value (hookd's question shape).
 

@@ -32,6 +32,7 @@ from hookd.harness.base import (
     ElicitationAsked,
     ElicitationResolved,
     PermissionAsked,
+    PermissionRefused,
     QuestionAsked,
     QuestionResolved,
     RemoteAnswers,
@@ -41,6 +42,7 @@ from hookd.harness.base import (
     ToolResultSeen,
     ToolView,
     TurnEnded,
+    TurnFailed,
     TurnMovedOn,
     TurnStarted,
     input_hash,
@@ -152,6 +154,23 @@ class SubagentStop(Stop, kw_only=True):
     agent_transcript_path: Any = None
 
 
+class StopFailure(Base, kw_only=True):
+    """Fires instead of Stop when an API error ended the turn (its output is ignored: 2.1.332).
+    ``error``: one of the binary's enum (docs/harness-claude-code.md "StopFailure")."""
+
+    error: Any = None
+    error_details: Any = None
+    last_assistant_message: Any = None
+
+
+class PermissionDenied(ToolEvent, kw_only=True):
+    """Auto mode refused a tool call without asking (its safety check; ``reason``). The hook
+    may answer ``retry`` (hookd does not: docs/decisions.md "Denials the human did not see")."""
+
+    reason: Any = None
+    mcp_server: Any = None
+
+
 class Notification(Base, kw_only=True):
     message: Any = None
     notification_type: Any = None
@@ -206,6 +225,8 @@ MODELS: dict[str, type[Base]] = {
         SessionEnd,
         Stop,
         SubagentStop,
+        StopFailure,
+        PermissionDenied,
         Notification,
         PreCompact,
         MessageDisplay,
@@ -332,6 +353,14 @@ def observe(p: Payload) -> list[Observation]:
             action=action if action in ("accept", "decline", "cancel") else "cancel",
             content=p.content if isinstance(p.content, dict) else None,
         ))
+    elif isinstance(p, StopFailure):
+        error = text(p.error)
+        transient, advice = FAILURES.get(error or "", (False, "an API error: see its message"))
+        obs.append(TurnFailed(error=error, details=_detail_text(p.error_details),
+                              message=text(p.last_assistant_message), transient=transient, advice=advice))
+    elif isinstance(p, PermissionDenied):
+        obs.append(PermissionRefused(tool_use_id=p.tool_use_id, tool_name=p.tool_name, tool_input=p.tool_input,
+                                     reason=text(p.reason), server=text(p.mcp_server)))
     elif isinstance(p, ToolEvent) and p.tool_name == ASK_TOOL:
         questions = _questions_of(p.tool_input)
         h = questions_hash(questions)
@@ -375,6 +404,34 @@ def observe(p: Payload) -> list[Observation]:
             error=err if isinstance(err, str) or err is None else msgspec.json.encode(err).decode(),
         ))
     return obs
+
+
+#: StopFailure's ``error`` kinds (2.1.332's enum) -> (transient, what a human should do): the
+#: binary's own words for each where it has them (its "needs" texts), transient where waiting
+#: and prompting again is the remedy (docs/decisions.md "An agent stopped by an error").
+FAILURES: dict[str, tuple[bool, str]] = {
+    "rate_limit": (True, "rate limited: wait, then prompt it again"),
+    "overloaded": (True, "API overloaded: wait, then prompt it again"),
+    "server_error": (True, "API unavailable: prompt it again"),
+    "max_output_tokens": (True, "the reply hit its output limit: prompt it to go on"),
+    "authentication_failed": (False, "login required: run /login (or fix the API key)"),
+    "oauth_org_not_allowed": (False, "the organisation disabled this sign-in: use an API key or ask an admin"),
+    "account_on_hold": (False, "account on hold: see the message"),
+    "verification_required": (False, "account verification required: see the message"),
+    "billing_error": (False, "usage limit reached: check the plan"),
+    "cloud_credential_error": (False, "cloud credentials unavailable: check or refresh them"),
+    "invalid_request": (False, "invalid API request: see the message (too long: /compact)"),
+    "model_not_found": (False, "the model is unknown or not allowed: pick another (--model)"),
+    "unknown": (False, "an API error: see its message"),
+}
+
+
+def _detail_text(v: Any) -> str | None:
+    """StopFailure's ``error_details`` as text (a string in 2.1.332's schema; anything else as
+    compact JSON), None when absent."""
+    if v is None or isinstance(v, str):
+        return v
+    return msgspec.json.encode(v).decode()
 
 
 def _resolved_from_post(p: PostToolUse, questions: Any, h: str) -> QuestionResolved:

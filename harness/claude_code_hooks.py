@@ -31,11 +31,13 @@ REGISTERED_EVENTS = (
     "SessionEnd",
     "Elicitation",
     "ElicitationResult",
+    "StopFailure",
+    "PermissionDenied",
 )
 # Events that take no matcher in Claude Code's settings.
 NO_MATCHER_EVENTS = frozenset({"UserPromptSubmit", "Stop", "SubagentStop", "PostToolBatch"})
 # Tool events: matcher ".*" (a regex) covers every tool including mcp__server__tool.
-TOOL_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure"})
+TOOL_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure", "PermissionDenied"})
 # Events held for a remote answer by the hold command (2.1.332 runs PermissionRequest beside its
 # dialog; Elicitation before its dialog, which shows only once the hook returns nothing).
 HELD_EVENTS = ("PermissionRequest", "Elicitation")

@@ -221,13 +221,22 @@ def status(ctx: click.Context, as_json: bool) -> None:
     if s["builders"]:
         rows = [[b["builder"], b["harness"], _hook_client(b.get("client")), b["hooks_seen"], b["pending"],
                  _when(b["last_hook_at"]),
-                 f"unspawned at {_when(b['unspawned_at'])}" if b.get("unspawned_at") else b.get("warning") or ""]
+                 f"unspawned at {_when(b['unspawned_at'])}" if b.get("unspawned_at") else b.get("warning")
+                 or _stopped(b.get("lane"))]
                 for b in s["builders"]]
         _out(_table(rows, ["builder", "harness", "hook client", "hooks", "pending", "last hook", "note"]))
         for b in s["builders"]:  # why a hook client fell back to bash: a line of its own, beside any warning
             if b.get("client_note"):
                 _out(f"{b['builder']}: hook client {_hook_client(b.get('client'))}: {visible(b['client_note'])}")
 
+
+
+def _stopped(lane: dict | None) -> str:
+    """``status``'s note for a builder whose lane (as last recorded) needs a human: ``failed``
+    (an API error stopped the agent), ``stalled`` or ``dead``, with why; else ''."""
+    if lane and lane["state"] in ("failed", "stalled", "dead"):
+        return f"{lane['state']}: {lane.get('detail') or '-'}"
+    return ""
 
 
 @main.command("open")

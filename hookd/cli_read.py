@@ -45,7 +45,7 @@ def questions(ctx: click.Context, state: str, as_json: bool) -> None:
 @click.pass_context
 def lanes(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     """Every builder's lane: working, waiting_question, waiting_permission, idle, stalled,
-    ended or dead; those waiting on a human first. A builder unspawned (`hookd unspawn`) is
+    failed (an API error stopped the agent), ended or dead; those waiting on a human first. A builder unspawned (`hookd unspawn`) is
     shown, as unspawned, only with --all."""
     items = _client(ctx).get("/v1/lanes")
     if as_json:

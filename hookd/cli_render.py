@@ -145,12 +145,13 @@ def _hook_client(kind: Any) -> str:
 
 
 #: How each lane state is coloured on a terminal (``_paint``'s style): waiting on a human
-#: stands out, stalled and dead are red, working is green; the others are plain.
+#: stands out, stalled, failed and dead are red, working is green; the others are plain.
 LANE_STYLE: dict[str, dict[str, Any]] = {
     "working": {"fg": "green"},
     "waiting_question": {"fg": "yellow", "bold": True},
     "waiting_permission": {"fg": "yellow", "bold": True},
     "stalled": {"fg": "red", "bold": True},
+    "failed": {"fg": "red", "bold": True},
     "dead": {"fg": "red"},
 }
 
@@ -544,6 +545,10 @@ EVENT_SUMMARY: dict[str, Callable[[dict[str, Any], str], Any]] = {
     "hooks_unarmed": lambda d, s: f"{s}: no hook from this session yet; following {d.get('transcript_path')}",
     "hooks_armed": lambda d, s: f"{s}: hooks arrive again (at {d.get('hook_event_name')})",
     "turn_interrupted": lambda d, s: f"{s}: {d.get('marker')}",
+    "turn_failed": lambda d, s: f"{s}: {d.get('error') or 'unknown'}: {d.get('advice')}"
+    + (f" ({_clip(d['message'], 100)})" if _given(d.get("message")) else ""),
+    "permission_refused": lambda d, s: f"{d.get('tool_name')} {d.get('tool_use_id') or '-'}: "
+    + f"{_clip(d.get('what') or d.get('summary'), 80)} (refused without asking: {d.get('reason') or 'no reason given'})",
     "transcript_damaged": lambda d, s: _damaged(d),
     "transcript_unknown_rows": lambda d, s: _damaged(d),
     "transcript_followed": lambda d, s: f"{d.get('path')} ({d.get('reason')})",

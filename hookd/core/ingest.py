@@ -32,11 +32,13 @@ from hookd.harness.base import (
     HookKind,
     Payload,
     PermissionAsked,
+    PermissionRefused,
     QuestionAsked,
     QuestionResolved,
     SessionEnded,
     SessionStarted,
     ToolFinished,
+    TurnFailed,
     TurnMovedOn,
 )
 from hookd.harness.base import text as as_text
@@ -47,6 +49,9 @@ from hookd.store import Store, Tx
 #: SessionStart(compact) links to the session whose PreCompact came within this many seconds
 COMPACT_LINK_S = 600.0
 
+#: A refused tool call's command or URL is kept (event, lane) to this many characters.
+REFUSED_CHARS = 200
+
 #: Largest hook payload accepted (bytes).
 MAX_PAYLOAD = 64 * 1024 * 1024
 
@@ -54,6 +59,38 @@ MAX_PAYLOAD = 64 * 1024 * 1024
 #: its delivery id plus this (hookd.http.hooks.HookPath.ingest), so that the client's spooled copy
 #: is not taken for a duplicate; a spooled copy with the very same bytes is.
 CUT_SUFFIX = "~cut"
+
+
+def _turn_failed(tx: Tx, builder: str, sid: str, p: Payload, ob: TurnFailed, at: float) -> None:
+    """An API error ended a turn: the main agent's session remembers it (its lane says so until
+    the next hook) and ``turn_failed`` records it (a subagent's: only the event)."""
+    failure = {"error": ob.error, "details": ob.details, "message": ob.message, "transient": ob.transient,
+               "advice": ob.advice}
+    if p.agent_id is None:
+        tx.mark_failed(sid, at, failure)
+    data: dict[str, Any] = {**failure, "via": p.hook_event_name}
+    if p.agent_id is not None:
+        data["agent_id"] = p.agent_id
+    tx.append_event("turn_failed", builder, sid, at, data)
+
+
+def _permission_refused(tx: Tx, adapter: Adapter, builder: str, sid: str | None, p: Payload, ob: PermissionRefused,
+                        at: float) -> None:
+    """A tool call refused without asking anyone: ``permission_refused`` with the call as a
+    person reads it (the adapter's ``present_tool``), so that a human sees what was refused."""
+    view = adapter.present_tool(ob.tool_name, ob.tool_input)
+    # what it would have done: a command or a URL itself (its first line), else the summary
+    what = view.detail.split("\n", 1)[0][:REFUSED_CHARS] if view.kind in ("command", "url") else view.summary
+    data: dict[str, Any] = {"tool_use_id": ob.tool_use_id, "tool_name": ob.tool_name, "reason": ob.reason,
+                            "summary": view.summary, "what": what, "destructive": view.destructive,
+                            "via": p.hook_event_name}
+    if ob.server is not None:
+        data["server"] = ob.server
+    if p.agent_id is not None:
+        data["agent_id"] = p.agent_id
+    if sid and p.agent_id is None:
+        tx.mark_refused(sid, at, f"{ob.tool_name} {what} ({ob.reason or 'no reason given'})")
+    tx.append_event("permission_refused", builder, sid, at, data)
 
 
 def _cut_twin(delivery_id: str | None, source: str) -> str | None:
@@ -297,6 +334,10 @@ class Ingest:
                     tx.append_event("session_ended", builder, sid, at, {"reason": ob.reason})
             elif isinstance(ob, DeliveredSeen) and sid and source == "live":
                 self.inbox.adopt_earlier(tx, builder, p, ob.via, at)
+            elif isinstance(ob, TurnFailed) and sid:
+                _turn_failed(tx, builder, sid, p, ob, at)
+            elif isinstance(ob, PermissionRefused):
+                _permission_refused(tx, adapter, builder, sid, p, ob, at)
             elif isinstance(ob, Compacting) and sid:
                 tx.mark_compacting(sid, at)
                 # what was delivered and not yet adopted would reach only the compaction's

@@ -127,7 +127,7 @@ async def read_api_body(request: Request, limit: int = MAX_API_BODY) -> bytes:
     return bytes(buf)
 
 
-_LANE_RANK = {"stalled": 0, "dead": 1, "waiting_question": 2, "waiting_permission": 3, "idle": 4, "working": 5, "ended": 6,
+_LANE_RANK = {"stalled": 0, "failed": 0, "dead": 1, "waiting_question": 2, "waiting_permission": 3, "idle": 4, "working": 5, "ended": 6,
               "unspawned": 7}
 
 

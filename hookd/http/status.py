@@ -27,16 +27,17 @@ async def core_status(core: Hookd, fastpath: bool = True) -> dict[str, Any]:
         stats = await core.store.builder_stats()
         counts = await core.store.counts()
         migrations = await core.store.applied_migrations()
+        lanes = await core.store.lanes()
     except StorageUnavailable as e:
         storage["read_error"] = e.message
-        stats, counts, migrations = {}, {}, []
+        stats, counts, migrations, lanes = {}, {}, [], {}
     manifests, spooled, gone = await asyncio.to_thread(_status_files, core.home)
     builders = []
     for m in manifests:
         s = stats.pop(m["builder"], None)
-        builders.append(_builder_status(m["builder"], m, s, None))
+        builders.append(_builder_status(m["builder"], m, s, None, lanes.get(m["builder"])))
     for b, s in sorted(stats.items()):
-        builders.append(_builder_status(b, None, s, gone.get(b)))
+        builders.append(_builder_status(b, None, s, gone.get(b), lanes.get(b)))
     return {
         "version": __version__,
         "pid": os.getpid(),
@@ -64,7 +65,10 @@ def _status_files(home: Home) -> tuple[list[dict[str, Any]], int, dict[str, floa
 
 
 def _builder_status(builder: str, manifest: dict | None, stats: dict | None,
-                    unspawned_at: float | None) -> dict[str, Any]:
+                    unspawned_at: float | None, lane: tuple[str, float, str | None, str | None] | None = None,
+                    ) -> dict[str, Any]:
+    """One builder of ``GET /v1/status``; lane: its lane as last recorded (state, since,
+    session, detail), shown as ``lane`` (``{state, since, detail}``, None before the first)."""
     hooks_seen = stats["hooks_seen"] if stats else 0
     out: dict[str, Any] = {
         "builder": builder,
@@ -82,6 +86,7 @@ def _builder_status(builder: str, manifest: dict | None, stats: dict | None,
         "last_hook_at": (stats or {}).get("last_hook_at"),
         "pending": (stats or {}).get("pending", 0),
         "sessions": (stats or {}).get("sessions", []),
+        "lane": {"state": lane[0], "since": lane[1], "detail": lane[3]} if lane else None,
     }
     if manifest is not None and hooks_seen == 0:
         # Installed is not active (case B19): Claude Code snapshots hooks at session start.

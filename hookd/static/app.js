@@ -24,7 +24,7 @@ const LANE_EVENTS = new Set([
 ]);
 const INBOX_EVENTS = new Set(["inbox_queued", "inbox_delivered", "inbox_adopted", "inbox_cancelled",
                               "answer_superseded", "answer_refused"]);
-const WAITING = new Set(["stalled", "dead", "waiting_question", "waiting_permission"]);
+const WAITING = new Set(["stalled", "failed", "dead", "waiting_question", "waiting_permission"]);
 
 // Everything the page knows. window.hookdPage exposes it for diagnostics (the browser tests
 // read `seen`: every event seq received, in order).

@@ -321,6 +321,19 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             " 'Notification')",
         ],
     ),
+    (
+        # An agent stopped by an error of the model's API (Claude Code's StopFailure): when,
+        # and the error as JSON ({"error", "details", "message", "transient", "advice"}); the
+        # last tool call refused without asking anyone (PermissionDenied): when, and its line.
+        # For the session's lane.
+        "0015_turn_failed",
+        [
+            "ALTER TABLE sessions ADD COLUMN failed_at REAL",
+            "ALTER TABLE sessions ADD COLUMN failure TEXT",
+            "ALTER TABLE sessions ADD COLUMN refused_at REAL",
+            "ALTER TABLE sessions ADD COLUMN refused TEXT",
+        ],
+    ),
 ]
 
 

@@ -103,7 +103,8 @@ class Reads:
             "    WHERE h.builder=b.id AND h.session_id IS NOT NULL ORDER BY h.id DESC LIMIT 1)),"
             "  (SELECT s.id FROM sessions s WHERE s.builder=b.id ORDER BY s.started_at DESC LIMIT 1)) AS sid FROM b)"
             " SELECT cur.builder, s.id, s.started_at, s.ended_at, s.end_reason, s.agent_pid, s.agent_started_at,"
-            " s.interrupted_at, s.hooks_unarmed_at, s.cwd, s.harness, s.turn_started_at, s.turn_ended_at,"
+            " s.interrupted_at, s.hooks_unarmed_at, s.cwd, s.harness, s.turn_started_at, s.turn_ended_at, s.failed_at, s.failure,"
+            " s.refused_at, s.refused,"
             " lh.hook_event_name, lh.received_at, COALESCE(lh.received_mono, lh.received_at), lh.hook_kind"
             " FROM cur LEFT JOIN sessions s ON s.id=cur.sid"
             " LEFT JOIN hook_events lh ON lh.id=(SELECT h.id FROM hook_events h WHERE h.session_id=s.id"
@@ -119,15 +120,16 @@ class Reads:
             "SELECT builder, COUNT(*), MIN(created_at), MIN(COALESCE(created_mono, created_at)) FROM inbox_messages"
             f" WHERE state='queued' AND builder IN ({marks}) GROUP BY builder", (names,))}
         keys = ("session_id", "started_at", "ended_at", "end_reason", "agent_pid", "agent_started_at",
-                "interrupted_at", "hooks_unarmed_at", "cwd", "harness", "turn_started_at", "turn_ended_at")
+                "interrupted_at", "hooks_unarmed_at", "cwd", "harness", "turn_started_at", "turn_ended_at", "failed_at",
+                "failure", "refused_at", "refused")
         out = []
         for r in rows:
             b = r[0]
             q = queued.get(b, (0, None, None))
             out.append({
-                "builder": b, "session": dict(zip(keys, r[1:13])) if r[1] is not None else None,
-                "last_hook": {"hook_event_name": r[13], "at": r[14], "mono": r[15], "kind": r[16]}
-                if r[14] is not None else None,
+                "builder": b, "session": dict(zip(keys, r[1:17])) if r[1] is not None else None,
+                "last_hook": {"hook_event_name": r[17], "at": r[18], "mono": r[19], "kind": r[20]}
+                if r[18] is not None else None,
                 "pending": pending.get(b, ()), "queued": q[0], "oldest_queued_at": q[1], "oldest_queued_mono": q[2],
             })
         return out

@@ -3,6 +3,10 @@ tailed transcripts and lanes (the :class:`hookd.store.Tx` part :class:`SessionsT
 
 from __future__ import annotations
 
+from typing import Any
+
+import msgspec
+
 from hookd.models import Interaction
 from hookd.store.base import TxBase
 from hookd.store.rows import _INTERACTION_COLS, _interaction
@@ -94,6 +98,18 @@ class SessionsTx(TxBase):
         """PreCompact seen for ``session_id`` (the marker a SessionStart(compact) with a new
         session id is linked by: that payload carries no parent id)."""
         self._db.execute("UPDATE sessions SET compacting_at=?, compacting_mono=? WHERE id=?", (at, self.mono, session_id))
+
+    def mark_failed(self, session_id: str, at: float, failure: dict[str, Any]) -> None:
+        """The session's turn ended on an API error at ``at`` (UNIX seconds, the hook's own
+        received time: its lane compares the two); ``failure``: ``{"error", "details",
+        "message"}`` (stored as JSON)."""
+        self._db.execute("UPDATE sessions SET failed_at=?, failure=? WHERE id=?",
+                         (at, msgspec.json.encode(failure).decode(), session_id))
+
+    def mark_refused(self, session_id: str, at: float, line: str) -> None:
+        """A tool call of the session was refused without asking anyone at ``at`` (UNIX
+        seconds); ``line``: it as a person reads it (the lane shows the last one)."""
+        self._db.execute("UPDATE sessions SET refused_at=?, refused=? WHERE id=?", (at, line, session_id))
 
     def compacting_session(self, builder: str, since: float, exclude: str) -> str | None:
         """The builder's session with the newest PreCompact marker at or after ``since``

@@ -5,12 +5,14 @@ States: ``working`` (its turn is running), ``waiting_question`` / ``waiting_perm
 interaction of its session is pending), ``idle`` (its turn ended: a ``turn_end`` hook, or the
 human interrupted it: field case B27, ``idle`` with detail ``interrupted``, never ``stalled``
 for that), ``stalled`` (waiting longer than ``question_after_s``, or idle with inbox messages
-queued longer than ``idle_inbox_after_s``: it cannot receive them), ``ended`` (a
-``session_end`` hook), ``dead`` (the agent process is gone and no session end came). A hook's
-meaning is its ``hook_kind`` as the store recorded it (the adapter's ``hook_kinds``,
-:data:`hookd.harness.base.HookKind`), never its harness's name for it. :func:`derive` is pure;
-:class:`LaneWatch` recomputes lanes after commits and at due times, records them and emits
-``lane_changed``.
+queued longer than ``idle_inbox_after_s``: it cannot receive them; or its turn ended on a
+transient API error: a rate limit, an overloaded server), ``failed`` (its turn ended on an API
+error that needs a fix first: a login, billing, the model; the lane's ``failure`` names the
+error, until the next hook), ``ended`` (a ``session_end`` hook), ``dead`` (the agent process is
+gone and no session end came). A hook's meaning is its ``hook_kind`` as the store recorded it
+(the adapter's ``hook_kinds``, :data:`hookd.harness.base.HookKind`), never its harness's name
+for it. :func:`derive` is pure; :class:`LaneWatch` recomputes lanes after commits and at due
+times, records them and emits ``lane_changed``.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from hookd.settings import Settings
 
 log = logging.getLogger("hookd")
 
-LANE_STATES = ("working", "waiting_question", "waiting_permission", "idle", "stalled", "ended", "dead")
+LANE_STATES = ("working", "waiting_question", "waiting_permission", "idle", "stalled", "failed", "ended", "dead")
 #: Seconds a question or permission may wait before the lane is ``stalled`` (the daemon uses
 #: the notification settings: ``[notify] question_after_s``).
 QUESTION_AFTER_S = 60.0
@@ -86,6 +88,12 @@ class Lane(msgspec.Struct, gc=False):
     queued: int
     agent_pid: int | None
     due: float | None = None
+    #: the error that stopped the agent's turn (``failed``, or ``stalled`` for a transient one)
+    failure: str | None = None
+    #: the session's last tool call refused without asking anyone (auto mode's check), as a
+    #: person reads it, and when (UNIX seconds); the detail ends with it
+    refused: str | None = None
+    refused_at: float | None = None
 
 
 def agent_alive(pid: int | None, started_at: float | None) -> bool | None:
@@ -107,11 +115,24 @@ def agent_alive(pid: int | None, started_at: float | None) -> bool | None:
 def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | None], bool | None] = agent_alive,
            question_after_s: float = QUESTION_AFTER_S, idle_inbox_after_s: float = IDLE_INBOX_AFTER_S,
            quiet_idle_s: float = _DEFAULTS.quiet_idle_s, mono: float | None = None) -> Lane:
+    """The lane of one builder (:func:`_derive`), with the session's last tool call refused
+    without asking anyone, if any (``refused``; the detail ends with it)."""
+    lane = _derive(d, now, alive, question_after_s, idle_inbox_after_s, quiet_idle_s, mono)
+    s = d["session"]
+    if s is not None and s.get("refused"):
+        lane.refused, lane.refused_at = s["refused"], s["refused_at"]
+        lane.detail += f"; last refused without asking: {s['refused']}"
+    return lane
+
+
+def _derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | None], bool | None],
+            question_after_s: float, idle_inbox_after_s: float, quiet_idle_s: float, mono: float | None) -> Lane:
     """The lane of one builder from :meth:`hookd.store.Store.lane_inputs` data. Pure but for
     ``alive`` (injectable). Times in UNIX seconds; thresholds in seconds. mono: now on hookd's
     timeline (:meth:`hookd.clock.Clock.mono`): the hooks', questions' and messages' own
     timeline stamps then measure every threshold, so a wall-clock step moves only the times
     shown (``since``, ``due``: the wall clock's now less the time elapsed)."""
+    failure = _failure(d)  # (wall times, compared before the timeline's shift)
     if mono is not None:
         d = _on_timeline(d, now - mono)
     b, s, hook = d["builder"], d["session"], d["last_hook"]
@@ -143,6 +164,11 @@ def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | N
                         detail=f"{first['kind']} {first['id']} waiting on a human for {span(waited)}", **base)
         return Lane(state=kind, since=first["created_at"], detail=f"{first['kind']} {first['id']} is pending",
                     due=first["created_at"] + question_after_s, **base)
+    if failure is not None:
+        error = failure.get("error") or "unknown"
+        return Lane(state="stalled" if failure.get("transient") else "failed", since=s["failed_at"],
+                    detail=f"stopped by an API error ({error}): {failure.get('advice') or 'see its message'}",
+                    failure=error, **base)
     if hook is None and s.get("turn_started_at") is not None:
         last_at = s["turn_started_at"]  # no hook: the transcript's prompt row tells
     interrupted = s["interrupted_at"] is not None and s["interrupted_at"] >= last_at
@@ -172,6 +198,19 @@ def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | N
         return Lane(state="idle", since=idle_since, detail=f"{why}; {d['queued']} message(s) queued",
                     due=max(d["oldest_queued_at"], idle_since) + idle_inbox_after_s, **base)
     return Lane(state="idle", since=idle_since, detail="interrupted" if interrupted else why, **base)
+
+
+def _failure(d: dict[str, Any]) -> dict[str, Any] | None:
+    """The API error that ended the session's last turn (``sessions.failure``), or None when
+    none did or a hook came after it (the human prompted again)."""
+    s, hook = d["session"], d["last_hook"]
+    if s is None or s.get("failed_at") is None or (hook is not None and hook["at"] > s["failed_at"]):
+        return None
+    try:
+        failure = msgspec.json.decode(s.get("failure") or "{}")
+    except msgspec.DecodeError:
+        failure = None
+    return failure if isinstance(failure, dict) else {}
 
 
 def _on_timeline(d: dict[str, Any], shift: float) -> dict[str, Any]:
@@ -399,7 +438,8 @@ class LaneWatch:
 
 
 class LaneAlerts:
-    """Lane rules of detect-and-notify (issue 6): ``agent_dead`` at once when the agent is gone
+    """Lane rules of detect-and-notify (issue 6): ``agent_failed`` once when an API error
+    stopped the agent (issue 21; one step), ``agent_dead`` at once when the agent is gone
     with a question or permission prompt pending (one step: nothing to remind), and
     ``idle_with_messages`` with escalation while an idle lane holds queued messages past the
     threshold. Cleared when the lane leaves that state. Pending questions themselves are the
@@ -417,7 +457,14 @@ class LaneAlerts:
         key = self._raised.pop(lane.builder, None)
         if key is not None:
             await self.notifier.clear(key)
-        if lane.state == "dead" and lane.pending:
+        if lane.failure is not None and lane.state in ("failed", "stalled"):
+            key = f"lane:{lane.builder}:agent_failed:{lane.since:.3f}"  # once per failure
+            alert = Alert(key=key, rule="agent_failed", builder=lane.builder, session_id=lane.session_id,
+                          title=f"hookd: {lane.builder}'s agent stopped: {lane.failure}",
+                          message=f"{lane.builder}: {lane.detail}.",
+                          data={"error": lane.failure, "state": lane.state, "detail": lane.detail})
+            await self.notifier.raise_alert(alert, escalate=False)
+        elif lane.state == "dead" and lane.pending:
             key = f"lane:{lane.builder}:agent_dead:{lane.since:.0f}"
             alert = Alert(key=key, rule="agent_dead", builder=lane.builder, session_id=lane.session_id,
                           title=f"hookd: {lane.builder}'s agent is gone with a question open",

@@ -9,12 +9,17 @@ Scripts have the shape of the recorded fixtures' ``model-script.json``::
 
     {"turns": [{"content": [<content blocks>]}, ...],
      "fallback_text": "done",      # optional: answer once the turns are used up
-     "side_text": "ok"}            # optional: answer to side requests
+     "side_text": "ok",            # optional: answer to side requests
+     "main_error": {"status": 429, "type": "rate_limit_error", "message": "..."}}
+                                   # optional: every main request fails so (fail_main)
 
 Each *main* request consumes the next turn. A turn whose content holds a
 ``tool_use`` block ends with ``stop_reason: "tool_use"``, otherwise
 ``"end_turn"``. Requests carrying the header ``x-claude-code-agent-id``
-(subagents) consume turns of a separate per-agent script. Side requests that
+(subagents) consume turns of a separate per-agent script. ``fail_main(status,
+error_type, message)`` makes every main request an HTTP error with the API's
+error body until it is cleared (``fail_main(None)``), for the harness's own
+retries and its ``StopFailure``. Side requests that
 Claude Code makes on its own (session title, topic detection, ...) are
 recognised by substrings of their body and never consume a scripted turn.
 """
@@ -314,6 +319,11 @@ class FakeAnthropicAPI:
         self.side_text = side_text or self._main.script.get("side_text") or DEFAULT_SIDE_TEXT
         self.model = model
         self.requests: list[LoggedRequest] = []
+        #: (HTTP status, the API's error body) answered to every main request, or None
+        self.main_error: tuple[int, dict] | None = None
+        failure = self._main.script.get("main_error")
+        if isinstance(failure, dict):
+            self.fail_main(int(failure["status"]), failure.get("type", "api_error"), failure.get("message", "fake failure"))
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -371,6 +381,15 @@ class FakeAnthropicAPI:
         with self._lock:
             self._main = _Script(script)
             self.fallback_text = self._main.script.get("fallback_text") or self.fallback_text
+
+    def fail_main(self, status: int | None, error_type: str = "api_error", message: str = "fake failure") -> None:
+        """Answer every main request (no turn consumed) with HTTP ``status`` and the Messages
+        API's error body ``{"type": "error", "error": {"type": error_type, "message":
+        message}}`` (429 ``rate_limit_error``, 529 ``overloaded_error``, 401
+        ``authentication_error``, ...); ``None`` answers normally again."""
+        with self._lock:
+            self.main_error = None if status is None else (
+                status, {"type": "error", "error": {"type": error_type, "message": message}})
 
     def add_turns(self, *turns: Any) -> None:
         """Append turns (same shapes as in ``load_script``) to the main script."""
@@ -583,6 +602,12 @@ class _Handler(BaseHTTPRequestHandler):
                 "type": "invalid_request_error", "message": "body must be a JSON object"}})
             return
         req.kind, req.side_kind = classify_request(req.headers, req.body)
+        failure = self.fake.main_error if req.kind == "main" else None
+        if failure is not None:
+            req.status = failure[0]
+            self.fake._log(req)
+            self._send_json(*failure)
+            return
         req.turn, content = self.fake._answer_for(req.kind, req.agent_id, req.side_kind)
         req.status = 200
         self.fake._log(req)

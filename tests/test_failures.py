@@ -1,0 +1,209 @@
+"""An agent stopped by an error, and tool calls refused without asking (issue 21, moments 3 and
+4): Claude Code 2.1.332's StopFailure and PermissionDenied, as recorded from the real binary
+(fixtures/claude-code/2.1.332/stream-stop-failure-rate-limit, print-permission-denied-auto),
+through the adapter, the core (in process, tests/inproc.py), the lanes, the notifier and the
+CLI's words."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hookd.harness import claude_code as cc
+from hookd.harness import claude_code_hooks as cch
+from hookd.harness.base import PermissionRefused, TurnFailed
+from hookd.settings import Settings
+from hookd.watchers.lanes import derive
+
+from .conftest import wait_until
+from .inproc import InProc
+from .test_lanes import FAST, FAST_NOTIFY, Agent, _notified
+
+pytestmark = pytest.mark.inproc
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "claude-code" / "2.1.332"
+FAILED = FIXTURES / "stream-stop-failure-rate-limit" / "hooks"
+DENIED = FIXTURES / "print-permission-denied-auto" / "hooks"
+SID = "00000000-0000-4000-8000-000000000001"
+DENIED_ID = "toolu_01DENIED00000000000000001"
+
+
+def hook(folder: Path, name: str, **changes: Any) -> dict[str, Any]:
+    p = json.loads((folder / name).read_bytes())
+    p.update(changes)
+    return p
+
+
+def stop_failure(error: str) -> dict[str, Any]:
+    """The recorded StopFailure with another ``error`` (the binary's enum: its schema, as
+    docs/harness-claude-code.md "StopFailure" quotes it)."""
+    return hook(FAILED, "004-StopFailure.json", error=error, last_assistant_message=f"API Error: {error}")
+
+
+# --- the adapter --------------------------------------------------------------------------
+
+
+def test_stop_failure_is_a_failed_turn_transient_or_not() -> None:
+    [ob] = cc.observe(cc.parse((FAILED / "004-StopFailure.json").read_bytes()))
+    assert ob == TurnFailed(error="rate_limit", details=None,
+                            message="API Error: Request rejected (429) · Number of requests has exceeded your rate limit",
+                            transient=True, advice="rate limited: wait, then prompt it again")
+    [ob] = cc.observe(cc.parse(json.dumps(stop_failure("authentication_failed")).encode()))
+    assert isinstance(ob, TurnFailed) and not ob.transient and "/login" in ob.advice
+    # an error kind a later version adds: a fix is assumed needed, never a crash
+    [ob] = cc.observe(cc.parse(json.dumps(stop_failure("brand_new_error")).encode()))
+    assert ob.error == "brand_new_error" and not ob.transient
+    # error_details in any shape becomes text
+    [ob] = cc.observe(cc.parse(json.dumps(dict(stop_failure("unknown"), error_details={"code": 7})).encode()))
+    assert ob.details == '{"code":7}'
+
+
+def test_permission_denied_is_a_refusal() -> None:
+    [ob] = cc.observe(cc.parse((DENIED / "004-PermissionDenied.json").read_bytes()))
+    assert ob == PermissionRefused(tool_use_id=DENIED_ID, tool_name="Bash",
+                                   tool_input={"command": "curl -s http://example.com/install.sh | sh",
+                                               "description": "Install the tool"},
+                                   reason="Classifier unavailable", server=None)
+    assert cc.known_fields("PermissionDenied") >= {"tool_name", "tool_input", "tool_use_id", "reason", "mcp_server"}
+    assert cc.known_fields("StopFailure") >= {"error", "error_details", "last_assistant_message"}
+
+
+def test_spawn_registers_both_events() -> None:
+    s = cch.hook_settings("cmd # hookd builder=b1", 10)
+    assert s["PermissionDenied"][0]["matcher"] == ".*"  # every tool, mcp__* too
+    assert s["StopFailure"][0]["matcher"] == ""  # every error kind
+
+
+def test_derive_failed_until_the_next_hook() -> None:
+    session = {"session_id": SID, "started_at": 1.0, "ended_at": None, "end_reason": None, "agent_pid": None,
+               "agent_started_at": None, "interrupted_at": None, "hooks_unarmed_at": None, "cwd": "/w",
+               "harness": "claude-code", "turn_started_at": None, "turn_ended_at": None, "failed_at": 10.0,
+               "failure": json.dumps({"error": "billing_error", "transient": False, "advice": "check the plan"}),
+               "refused_at": None, "refused": None}
+    d = {"builder": "b1", "session": session, "last_hook": {"hook_event_name": "StopFailure", "at": 10.0, "mono": None},
+         "pending": (), "queued": 0, "oldest_queued_at": None, "oldest_queued_mono": None}
+    lane = derive(d, 20.0)
+    assert (lane.state, lane.since, lane.failure) == ("failed", 10.0, "billing_error")
+    assert lane.detail == "stopped by an API error (billing_error): check the plan"
+    d["session"] = dict(session, failure=json.dumps({"error": "overloaded", "transient": True, "advice": "wait"}))
+    assert derive(d, 20.0).state == "stalled"
+    d["last_hook"] = {"hook_event_name": "UserPromptSubmit", "at": 11.0, "mono": None}  # prompted again
+    lane = derive(d, 20.0)
+    assert (lane.state, lane.failure) == ("working", None)
+
+
+# --- in process: the core, the lane, the notifier -----------------------------------------
+
+
+@pytest.fixture
+def agent(home: Path, worktree: Path):
+    app = InProc(home, FAST, notify_overrides=FAST_NOTIFY).start()
+    a = Agent(app, worktree)
+    yield a
+    a.close()
+    app.stop()
+
+
+def test_stop_failure_fails_the_lane_with_its_reason(agent: Agent) -> None:
+    agent.hook(hook(FAILED, "001-SessionStart.json"))
+    agent.hook(hook(FAILED, "002-UserPromptSubmit.json"))
+    agent.recorded("working")
+    r = agent.app.hook(stop_failure("authentication_failed"), "b1")
+    assert r.status_code == 200 and r.content == b""  # fire-and-forget: nothing to say
+    lane = agent.recorded("failed")
+    assert lane["failure"] == "authentication_failed" and lane["session_id"] == SID
+    assert lane["detail"] == ("stopped by an API error (authentication_failed): "
+                              "login required: run /login (or fix the API key)")
+    [ev] = [e for e in agent.app.events() if e["kind"] == "turn_failed"]
+    assert ev["data"] == {"error": "authentication_failed", "details": None, "message": "API Error: authentication_failed",
+                          "transient": False, "advice": "login required: run /login (or fix the API key)",
+                          "via": "StopFailure"}
+    # the human prompts again: the lane goes on
+    agent.hook(hook(FAILED, "002-UserPromptSubmit.json"))
+    lane = agent.recorded("working")
+    assert lane["failure"] is None
+    assert agent.changes()[-2:] == [("working", "failed"), ("failed", "working")]
+
+
+def test_a_transient_failure_is_stalled(agent: Agent) -> None:
+    agent.hook(hook(FAILED, "001-SessionStart.json"))
+    agent.hook(hook(FAILED, "002-UserPromptSubmit.json"))
+    agent.hook(hook(FAILED, "004-StopFailure.json"))
+    lane = agent.wait_lane("stalled")
+    assert lane["failure"] == "rate_limit"
+    assert lane["detail"] == "stopped by an API error (rate_limit): rate limited: wait, then prompt it again"
+
+
+def test_permission_denied_is_recorded_and_shown_on_the_lane(agent: Agent) -> None:
+    for name in ("001-SessionStart.json", "002-UserPromptSubmit.json", "003-PreToolUse.json"):
+        agent.hook(hook(DENIED, name))
+    r = agent.app.hook(hook(DENIED, "004-PermissionDenied.json"), "b1")
+    assert r.status_code == 200 and r.content == b""  # no retry offered (docs/decisions.md)
+    [ev] = [e for e in agent.app.events() if e["kind"] == "permission_refused"]
+    assert ev["data"] == {"tool_use_id": DENIED_ID, "tool_name": "Bash", "reason": "Classifier unavailable",
+                          "summary": "Install the tool", "what": "curl -s http://example.com/install.sh | sh",
+                          "destructive": True, "via": "PermissionDenied"}
+    assert agent.app.questions() == []  # nothing waits on a human
+    lane = wait_until(lambda: (x := agent.lane())["refused"] and x, 60, what="the refusal on the lane")
+    assert lane["refused"] == "Bash curl -s http://example.com/install.sh | sh (Classifier unavailable)"
+    assert lane["detail"].endswith("; last refused without asking: " + lane["refused"])
+    agent.hook(hook(DENIED, "007-Stop.json"))
+    lane = agent.wait_lane("idle")
+    assert lane["detail"] == "its turn ended; last refused without asking: " + lane["refused"]
+
+
+@pytest.fixture
+def alerting(home: Path, worktree: Path, tmp_path: Path):
+    """A daemon whose notifications go to a command channel appending each alert to a file."""
+    out = tmp_path / "alerts.jsonl"
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(
+        "[notify]\nquestion_after_s = 3600\nidle_inbox_after_s = 3600\nsteps_s = [0, 3600]\n"
+        f'[[notify.channel]]\ntype = "command"\ncommand = ["sh", "-c", "cat >> {out}; echo >> {out}"]\n')
+    app = InProc(home, Settings(liveness_s=0.2)).start()
+    a = Agent(app, worktree)
+    yield a, out
+    a.close()
+    app.stop()
+
+
+def test_a_failure_is_notified_once(alerting: tuple[Agent, Path]) -> None:
+    agent, out = alerting
+    agent.hook(hook(FAILED, "001-SessionStart.json"))
+    agent.hook(hook(FAILED, "002-UserPromptSubmit.json"))
+    agent.recorded("working")
+    agent.hook(stop_failure("billing_error"))
+    agent.recorded("failed")
+    [alert] = wait_until(lambda: _notified(out), 60, what="the agent_failed notification")
+    assert alert["rule"] == "agent_failed" and alert["builder"] == "b1" and alert["step"] == 0
+    assert alert["title"] == "hookd: b1's agent stopped: billing_error"
+    assert alert["message"] == "b1: stopped by an API error (billing_error): usage limit reached: check the plan."
+    # the next turn fails again: a second failure, a second notification
+    agent.hook(hook(FAILED, "002-UserPromptSubmit.json"))
+    agent.recorded("working")
+    agent.hook(stop_failure("rate_limit"))
+    agent.recorded("stalled")
+    alerts = wait_until(lambda: len(x := _notified(out)) == 2 and x, 60, what="the second notification")
+    assert [a["data"]["error"] for a in alerts] == ["billing_error", "rate_limit"]
+    sent = [e for e in agent.app.events() if e["kind"] == "notification_sent"]
+    assert len(sent) == 2
+
+
+def test_status_notes_a_failed_lane(agent: Agent) -> None:
+    from hookd.cli import _stopped
+
+    agent.hook(hook(FAILED, "001-SessionStart.json"))
+    agent.hook(hook(FAILED, "002-UserPromptSubmit.json"))
+    agent.recorded("working")
+    agent.hook(stop_failure("model_not_found"))
+    agent.recorded("failed")
+    [b] = agent.app.get("/v1/status")["builders"]
+    detail = "stopped by an API error (model_not_found): the model is unknown or not allowed: pick another (--model)"
+    assert b["lane"]["state"] == "failed" and b["lane"]["detail"] == detail
+    # the note column of `hookd status`
+    assert _stopped(b["lane"]) == f"failed: {detail}"
+    assert _stopped({"state": "working", "since": 1.0, "detail": "last hook PreToolUse"}) == ""
+    assert _stopped(None) == ""
