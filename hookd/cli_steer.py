@@ -114,7 +114,7 @@ def answer(ctx: click.Context, interaction_id: str, options: tuple[str, ...], te
         _echo_json(r)
         return
     i = r["interaction"]
-    what = visible((i["decision"] or "-") + (f": {i['message']}" if i.get("message") else "") if i["kind"] == "permission"
+    what = visible((i["decision"] or "-") + (f": {i['message']}" if i.get("message") else "") if i["kind"] in ("permission", "plan")
                    else "; ".join(f"{q} -> {a}" for q, a in (i["answers"] or {}).items()))
     dup = " (repeated response id: first receipt)" if r["duplicate"] else ""
     if r["delivery"] == "inbox" and i["state"] == "pending":

@@ -37,10 +37,15 @@ SURFACE_TEXT = {
 }
 
 
+#: Interaction kinds answered with a decision (``allow`` | ``deny``) through a held permission
+#: prompt's hook: a tool's ``permission`` and a ``plan`` approval (hookd.core.plans).
+PROMPT_KINDS = ("permission", "plan")
+
+
 def outcome_of(kind: str, state: str, decision: str | None) -> str:
     """The word for how an interaction stands (one of :data:`OUTCOMES`): ``allowed`` /
-    ``denied`` for a permission prompt's decision, else its ``state``."""
-    if kind == "permission" and state == "answered" and decision in ("allow", "deny"):
+    ``denied`` for a permission prompt's (or a plan's) decision, else its ``state``."""
+    if kind in PROMPT_KINDS and state == "answered" and decision in ("allow", "deny"):
         return "allowed" if decision == "allow" else "denied"
     return state
 
@@ -76,9 +81,9 @@ def os_user() -> str:
 
 
 def resolved_event(kind: str) -> str:
-    """The event that ends an interaction of ``kind``: ``permission_resolved`` or
-    ``question_resolved``."""
-    return "permission_resolved" if kind == "permission" else "question_resolved"
+    """The event that ends an interaction of ``kind``: ``permission_resolved`` (a permission
+    prompt or a plan) or ``question_resolved``."""
+    return "permission_resolved" if kind in PROMPT_KINDS else "question_resolved"
 
 
 class Event(msgspec.Struct, frozen=True):
@@ -143,7 +148,7 @@ class Interaction(msgspec.Struct):
     """
 
     id: str
-    kind: Literal["question", "async", "permission"]
+    kind: Literal["question", "async", "permission", "plan"]
     builder: str
     session_id: str | None
     agent_id: str | None

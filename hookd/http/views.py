@@ -4,7 +4,9 @@ harness the interaction's session was recorded under
 (:func:`hookd.harness.registry.present_tool`; compact JSON when that harness is unknown).
 
 Computed when read, from the stored input (no file is read); only ``permission``
-interactions get the field (questions keep their own shape).
+interactions get the field (questions keep their own shape). A ``plan`` gets ``plan`` (its
+markdown text, None when the agent wrote none) and ``plan_path`` (the file it was read from)
+instead.
 """
 
 from __future__ import annotations
@@ -47,6 +49,11 @@ async def with_tool_view(store: Store, i: Any, harness_of: dict[str, str | None]
     prompt as a JSON object with ``tool_view`` added, anything else as given. harness_of: a
     cache of session id -> harness name shared across calls."""
     d = msgspec.to_builtins(i) if isinstance(i, Interaction) else i
+    if isinstance(d, dict) and d.get("kind") == "plan":
+        raw = d.get("input")
+        inp: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        plan, path = inp.get("plan"), inp.get("planFilePath")
+        return {**d, "plan": plan if isinstance(plan, str) else None, "plan_path": path if isinstance(path, str) else None}
     if not isinstance(d, dict) or d.get("kind") != "permission":
         return i
     sid = d.get("session_id")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+from hookd.core.plans import plan_text
 from hookd.harness.base import ToolView
 from hookd.harness.tool_views import json_view
 from hookd.models import Interaction, NotFound
@@ -22,7 +23,7 @@ from hookd.watchers.notify_config import Channel, NotifyConfig
 if TYPE_CHECKING:
     import httpx
 
-Rule = Literal["question_pending", "permission_pending", "idle_with_messages", "agent_dead", "test"]
+Rule = Literal["question_pending", "permission_pending", "plan_pending", "idle_with_messages", "agent_dead", "test"]
 
 _enc = msgspec.json.Encoder(order="sorted")
 
@@ -96,7 +97,18 @@ def interaction_alert(i: Interaction, step: int, steps: int, now: float, view: T
     own, and whether it looks destructive."""
     waited = duration(now - i.created_at)
     nth = f" (reminder {step} of {steps - 1})" if step else ""
-    if i.kind == "permission":
+    if i.kind == "plan":
+        plan, path = plan_text(i)
+        lines = [x for x in (plan or "").split("\n") if x.strip()]
+        shown = [visible(x if len(x) <= 160 else x[:159] + "…") for x in lines[:DETAIL_LINES]]
+        rule = "plan_pending"
+        title = f"hookd: {i.builder} asks you to approve its plan"
+        message = "\n".join([
+            f"{i.builder} has been waiting {waited} for you to approve its plan{nth}.",
+            *("  " + x for x in shown + (["…"] if len(lines) > DETAIL_LINES else [])),
+            f"Answer: hookd answer {i.id} --option auto   (or: --option manual; --option deny --text \"what to change\")"])
+        what: Any = {"plan": plan, "plan_path": path}
+    elif i.kind == "permission":
         view = view if view is not None else json_view(i.input)
         rule = "permission_pending"
         risky = " (looks destructive)" if view.destructive else ""
@@ -106,7 +118,7 @@ def interaction_alert(i: Interaction, step: int, steps: int, now: float, view: T
             f"{visible(view.summary)}{risky}{nth}.",
             *("  " + x for x in view_lines(view)),
             f"Answer: hookd answer {i.id} --option allow   (or: --option deny --text \"why\")"])
-        what: Any = {"tool_name": i.tool_name, "input": i.input, "tool_view": msgspec.to_builtins(view)}
+        what = {"tool_name": i.tool_name, "input": i.input, "tool_view": msgspec.to_builtins(view)}
     else:
         qs = [q for q in (i.questions or []) if isinstance(q, dict)]
         text = "; ".join(str(q.get("question", "?")) for q in qs) or "a question"
