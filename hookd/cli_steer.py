@@ -79,8 +79,10 @@ _DELIVERY_WORDS = {
 @click.command(cls=_AnswerCommand)
 @click.argument("interaction_id", shell_complete=pending_interactions)
 @click.option("--option", "options", multiple=True, metavar="LABEL",
-              help="An option's label (repeat for multi-select); for a permission prompt: allow or deny.")
-@click.option("--text", help="Free text ('Other'); for a permission deny: the message shown to the model.")
+              help="An option's label (repeat for multi-select); for a permission prompt: allow or deny; "
+                   "for a plan: auto, manual or deny.")
+@click.option("--text", help="Free text ('Other'); for a permission deny: the message shown to the model; "
+                             "for a plan sent back (deny): what to change.")
 @click.option("--question", "questions", multiple=True, metavar="TEXT",
               help="Which question the following --option/--text answer (its text or number); "
                    "needed when the interaction asks several.")
@@ -94,7 +96,8 @@ def answer(ctx: click.Context, interaction_id: str, options: tuple[str, ...], te
            questions: tuple[str, ...], response_id: str | None, revision: int | None, actor: str | None,
            as_json: bool) -> None:
     """Answer INTERACTION_ID (an id or tool_use_id from `hookd questions`): a question, a
-    permission prompt (--option allow | --option deny --text MESSAGE) or an async ask.
+    permission prompt (--option allow | --option deny --text MESSAGE), a plan (--option auto |
+    --option manual | --option deny --text FEEDBACK) or an async ask.
     A question asked in a terminal gets the answer through its held PermissionRequest hook
     (the menu closes with it); refused (exit 2) when it was already answered or expired, and
     then your answer is kept as an inbox message for the builder."""

@@ -58,6 +58,7 @@ function planPendingNodes(card, i, note) {
   const auto = h("button", {type: "button", class: "plan-auto primary"}, "Approve, auto mode");
   const manual = h("button", {type: "button", class: "plan-manual"}, "Approve, ask for each edit");
   const back = h("button", {type: "button", class: "plan-deny"}, "Send back");
+  fb.addEventListener("input", () => { if (note.className === "note error") { note.textContent = ""; note.className = "note"; } });
   auto.addEventListener("click", () => submit(card, {options: ["auto"]}));
   manual.addEventListener("click", () => submit(card, {options: ["manual"]}));
   back.addEventListener("click", () => {
