@@ -182,7 +182,7 @@ MODELS: dict[str, type[Base]] = {
 #: ignored by readers and listed by `hookd drift`.
 TRANSCRIPT_ROW_TYPES = frozenset({
     "user", "assistant", "attachment", "system", "queue-operation", "last-prompt", "mode",
-    "permission-mode", "file-history-snapshot", "api-request", "api-request-blob",
+    "permission-mode", "file-history-snapshot", "file-history-delta", "api-request", "api-request-blob",
     "api-request-shape", "cost-state", "tools-used", "atis-latch", "summary",
 })
 

@@ -131,15 +131,18 @@ def _frame(view: _View, now: float, live: bool = True) -> _Shown:
 
 def _choices(item: dict[str, Any], q: int) -> list[tuple[str, str]]:
     """The (label, description) pairs to choose from: a permission prompt's allow and deny, a
-    question's options (question ``q`` of the item)."""
+    question's options (question ``q`` of the item); a plan's three answers."""
     if item["kind"] == "permission":
         return [("allow", ""), ("deny", "then the message shown to the model")]
+    if item["kind"] == "plan":
+        return [("auto", "approve: the agent goes on in auto mode"), ("manual", "approve: each edit asks again"),
+                ("deny", "send it back, then what to change")]
     qs = _questions(item)
     return _options(qs[q]) if q < len(qs) else []
 
 
 def _multi(item: dict[str, Any] | None, q: int) -> bool:
-    qs = [] if item is None or item["kind"] == "permission" else _questions(item)
+    qs = [] if item is None or item["kind"] in ("permission", "plan") else _questions(item)
     return q < len(qs) and qs[q].get("multiSelect") is True
 
 
@@ -149,12 +152,14 @@ def _panel(view: _View, item: dict[str, Any]) -> list[_Shown]:
     qs = _questions(item)
     if item["kind"] == "permission":
         head = f"answer {item['id']} (permission from {item['builder']}: {item.get('tool_name') or '?'})"
+    elif item["kind"] == "plan":
+        head = f"answer {item['id']} (plan from {item['builder']})"
     else:
         number = f" (question {view.q + 1} of {len(qs)})" if len(qs) > 1 else ""
         head = f"answer {item['id']}{number}: {qs[view.q].get('question', '?') if qs else '?'}"
     out = [_paint(head, bold=True)]
     if view.mode == "text":
-        what = "deny message" if item["kind"] == "permission" else "your answer"
+        what = {"permission": "deny message", "plan": "what to change"}.get(item["kind"], "your answer")
         return [*out, _line(f"  {what}: ", view.text, _paint("_", dim=True))]
     multi = _multi(item, view.q)
     for n, (label, desc) in enumerate(_choices(item, view.q), 1):
@@ -215,11 +220,11 @@ def _choose_key(view: _View, key: str) -> dict[str, Any] | str | None:
     elif key == " " and multi:
         view.toggled ^= {view.option}
     elif key == "enter":
-        if item["kind"] == "permission":
+        if item["kind"] in ("permission", "plan"):
             if choices[view.option][0] == "deny":
                 view.mode = "text"
                 return None
-            return _answer(view, item, {"options": ["allow"], "text": None})
+            return _answer(view, item, {"options": [choices[view.option][0]], "text": None})
         picked = sorted(view.toggled) if multi else [view.option]
         return _next_question(view, item, [choices[n][0] for n in picked])
     return None
@@ -252,7 +257,7 @@ def _text_key(view: _View, key: str) -> dict[str, Any] | str | None:
         view.text = view.text[:-1]
     elif key == "enter":
         text = view.text or None
-        if item["kind"] == "permission":
+        if item["kind"] in ("permission", "plan"):
             return _answer(view, item, {"options": ["deny"], "text": text})
         return _next_question(view, item, None, text)
     elif len(key) == 1 and key.isprintable():

@@ -134,3 +134,18 @@ def test_hookd_questions_shows_the_plan_and_its_three_answers() -> None:
     done = {**item, "state": "answered", "decision": "allow", "answers": {"mode": "auto"}, "outcome": "allowed",
             "by": "from the CLI by ana", "resolved_at": 150.0}
     assert click.unstyle(_interaction(done, 160.0)).splitlines()[-1] == "  -> approved (auto)"
+
+
+def test_hookd_watch_answers_a_plan_from_the_keyboard() -> None:
+    """`hookd watch`'s keys (hookd.cli_watch._key) on a plan: Enter on the first choice
+    approves it in auto mode; the third asks what to change, then sends it back with that."""
+    from hookd.cli_watch import _key, _View
+
+    item = {"id": "pr_1", "kind": "plan", "builder": "b1", "revision": 2, "plan": PLAN, "plan_path": PLAN_PATH}
+    view = _View(items=[item])
+    assert _key(view, "enter") is None and view.mode == "choose"
+    assert _key(view, "enter") == {"id": "pr_1", "body": {"revision": 2, "options": ["auto"], "text": None}}
+    view = _View(items=[item])
+    assert [_key(view, k) for k in ("enter", "down", "down", "enter", "o", "k")] == [None] * 6
+    assert view.mode == "text" and view.text == "ok"
+    assert _key(view, "enter") == {"id": "pr_1", "body": {"revision": 2, "options": ["deny"], "text": "ok"}}
