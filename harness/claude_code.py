@@ -353,8 +353,8 @@ def _finished_input(p: PostToolUse | PostToolUseFailure) -> Any:
     the plan in ``tool_response`` (``{"plan", "filePath", ...}``) while its PermissionRequest
     showed ``{"plan", "planFilePath"}`` (2.1.332)."""
     resp = getattr(p, "tool_response", None)
-    if p.tool_name != PLAN_TOOL or p.tool_input != {} or not isinstance(resp, dict) or "filePath" not in resp:
-        return p.tool_input
+    if p.tool_name != PLAN_TOOL or p.tool_input != {} or not isinstance(resp, dict) or not isinstance(resp.get("plan"), str):
+        return p.tool_input  # (no plan file: the PermissionRequest showed ``{}`` too)
     return {"plan": resp.get("plan"), "planFilePath": resp.get("filePath")}
 
 

@@ -46,13 +46,15 @@ def plan_mode(i: Interaction) -> str | None:
 
 def normalize_plan_answer(req: AnswerRequest) -> tuple[dict[str, str] | None, None, str, str | None]:
     """(answers, selections, decision, message) of an answer to a plan. One option of
-    :data:`PLAN_CHOICES` (``decision`` ``allow`` means ``manual``; ``deny`` as a decision too);
+    :data:`PLAN_CHOICES` (``allow``, as an option or a decision, means ``manual``; ``deny`` as
+    a decision too);
     ``deny`` needs the feedback (``text`` or ``message``), an approval takes none. Raises
     BadRequest with the usage."""
     if req.answers is not None or len(req.options) > 1:
         raise BadRequest(PLAN_USAGE)
     by_decision = {"allow": "manual", "deny": "deny"}.get(req.decision) if req.decision is not None else None
-    choice = req.options[0] if req.options else by_decision
+    # ``allow`` as an option too: how a plan was answered while it was a permission prompt
+    choice = {"allow": "manual"}.get(req.options[0], req.options[0]) if req.options else by_decision
     if choice not in PLAN_CHOICES or (req.decision is not None and by_decision is None):
         raise BadRequest(PLAN_USAGE)
     if req.options and req.decision is not None and (choice == "deny") != (req.decision == "deny"):
