@@ -149,3 +149,32 @@ def test_hookd_watch_answers_a_plan_from_the_keyboard() -> None:
     assert [_key(view, k) for k in ("enter", "down", "down", "enter", "o", "k")] == [None] * 6
     assert view.mode == "text" and view.text == "ok"
     assert _key(view, "enter") == {"id": "pr_1", "body": {"revision": 2, "options": ["deny"], "text": "ok"}}
+
+
+def test_a_plan_alert_shows_its_first_lines_and_the_three_answers() -> None:
+    from hookd.models import Interaction
+    from hookd.watchers.notify_channels import interaction_alert
+
+    long_plan = PLAN + "\n".join(f"{n}. step {n}" for n in range(3, 9))
+    i = Interaction(id="pr_1", kind="plan", builder="b1", session_id="s", agent_id=None, tool_name="ExitPlanMode",
+                    tool_use_id=None, state="pending", questions=None, answers=None, selections=None, surface=None,
+                    warning=None, error=None, created_at=1000.0, resolved_at=None, revision=1,
+                    input={"plan": long_plan, "planFilePath": PLAN_PATH})
+    a = interaction_alert(i, 1, 3, 1125.0)
+    assert (a.rule, a.title) == ("plan_pending", "hookd: b1 asks you to approve its plan")
+    assert a.message == "\n".join([
+        "b1 has been waiting 2 min 5 s for you to approve its plan (reminder 1 of 2).",
+        "  # Plan", "  1. build the **thing**", "  2. ship it", "  3. step 3", "  …",
+        'Answer: hookd answer pr_1 --option auto   (or: --option manual; --option deny --text "what to change")'])
+    assert (a.data["kind"], a.data["plan"], a.data["plan_path"]) == ("plan", long_plan, PLAN_PATH)
+
+
+def test_a_lane_waiting_on_a_plan_is_waiting_permission(rig: Rig) -> None:
+    held = rig.start_hook(plan_perm())
+    p = pending_plan(rig)
+    rig.held(p["id"])
+    lane = wait_until(lambda: [ln for ln in rig.app.get("/v1/lanes") if ln["builder"] == "b1"
+                               and ln["state"] == "waiting_permission"], 60, what="b1 waiting on the plan")[0]
+    assert list(lane["pending"]) == [p["id"]]
+    rig.answer_json(p["id"], options=["manual"])
+    assert finish(held)[0] == 200
