@@ -117,7 +117,10 @@ def answer(ctx: click.Context, interaction_id: str, options: tuple[str, ...], te
         _echo_json(r)
         return
     i = r["interaction"]
-    what = visible((i["decision"] or "-") + (f": {i['message']}" if i.get("message") else "") if i["kind"] in ("permission", "plan")
+    decision = i["decision"] or "-"
+    if i["kind"] == "plan":  # approved (auto) / sent back: FEEDBACK
+        decision = f"approved ({(i['answers'] or {}).get('mode')})" if decision == "allow" else "sent back"
+    what = visible(decision + (f": {i['message']}" if i.get("message") else "") if i["kind"] in ("permission", "plan")
                    else "; ".join(f"{q} -> {a}" for q, a in (i["answers"] or {}).items()))
     dup = " (repeated response id: first receipt)" if r["duplicate"] else ""
     if r["delivery"] == "inbox" and i["state"] == "pending":

@@ -11,7 +11,6 @@ approval" has the facts.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -51,8 +50,9 @@ def pending_plan(r: Rig) -> dict[str, Any]:
     return wait_until(one, 20, 0.1, "a pending plan in hookd")
 
 
-def run_plan(r: Rig, tmux_bin: str, *answer: str) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
-    """Drive the TUI to the plan dialog, answer it with ``hookd answer ID ANSWER...``, wait
+def run_plan(r: Rig, tmux_bin: str, said: str, *answer: str) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+    """Drive the TUI to the plan dialog, answer it with ``hookd answer ID ANSWER...`` (which
+    prints ``said`` as what was answered), wait
     for the turn to end; returns (the plan as hookd lists it when pending, hookd's events, the
     screen at the end: its footer names the permission mode)."""
     with TmuxClaude(r.project, r.env, extra_args=["--permission-mode", "plan"], claude_bin=r.claude_bin,
@@ -62,7 +62,8 @@ def run_plan(r: Rig, tmux_bin: str, *answer: str) -> tuple[dict[str, Any], list[
         tui.wait_for_screen(DIALOG, timeout=30)
         p = pending_plan(r)
         wait_held(r, p["id"])
-        assert json.loads(r.hookd.cli("answer", p["id"], *answer, "--json"))["delivery"] == "hook"
+        out = r.hookd.cli("answer", p["id"], *answer)  # what a human reads of the receipt
+        assert out == f"answered {p['id']} (plan, {r.builder}): {said}; goes to the agent through its hook\n", out
         screen = tui.wait_for_screen(lambda s: "AFTER-PLAN-DONE" in s and " mode on" in s, timeout=30)
         ev = r.wait_events(lambda ev: about(ev, "answer_adopted", p["id"]), "answer_adopted", timeout=20)
     assert held(r) == []
@@ -74,7 +75,7 @@ def run_plan(r: Rig, tmux_bin: str, *answer: str) -> tuple[dict[str, Any], list[
 def test_tui_plan_approved_remotely_sets_the_mode(rig, tmux_bin, choice, footer):  # noqa: F811
     """The desk's "Yes, and use auto mode" / "Yes, manually approve edits", from the CLI."""
     r = rig({"turns": plan_turns()}, builder=f"b-plan-{choice}", form="worktree")
-    p, ev, screen = run_plan(r, tmux_bin, "--option", choice)
+    p, ev, screen = run_plan(r, tmux_bin, f"approved ({choice})", "--option", choice)
     assert (p["plan"], p["tool_name"]) == (PLAN, "ExitPlanMode") and p["plan_path"].endswith(".md")
     result = r.api.main_requests()[-2].tool_results()[PLAN_ID]
     assert result.startswith("User has approved your plan.") and "## Approved Plan:\n" + PLAN in result
@@ -90,7 +91,7 @@ def test_tui_plan_sent_back_with_feedback_reaches_the_model(rig, tmux_bin):  # n
     """The desk's "Tell Claude what to change", from the CLI: the feedback is the tool result."""
     r = rig({"turns": plan_turns()}, builder="b-plan-back", form="worktree")
     feedback = "add a rollback step, REMOTE-PLAN-FEEDBACK"
-    p, ev, screen = run_plan(r, tmux_bin, "--option", "deny", "--text", feedback)
+    p, ev, screen = run_plan(r, tmux_bin, f"sent back: {feedback}", "--option", "deny", "--text", feedback)
     block_text = r.api.main_requests()[2].tool_results()[PLAN_ID]
     assert block_text == feedback
     [i] = [q for q in r.questions() if q["id"] == p["id"]]
