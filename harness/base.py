@@ -131,6 +131,23 @@ class PermissionAsked(Observation, kw_only=True):
     permission_mode: str | None
 
 
+#: How a human approves a plan (:class:`PlanAsked`): ``auto`` the agent goes on in its
+#: harness's most autonomous mode that needs no prompt (Claude Code: auto mode), ``manual``
+#: every edit asks again (Claude Code: default, "manually approve edits").
+PLAN_MODES = ("auto", "manual")
+
+
+class PlanAsked(PermissionAsked, kw_only=True):
+    """A plan waiting on a human's approval before the agent leaves planning (Claude Code's
+    ExitPlanMode PermissionRequest): a permission prompt of its own kind, answered by approving
+    it in one of :data:`PLAN_MODES` or sending it back with feedback. plan: the plan's text
+    (markdown, the agent's own; None when the agent wrote none); plan_path: the file it was
+    read from, or None."""
+
+    plan: str | None
+    plan_path: str | None
+
+
 class ToolFinished(Observation, kw_only=True):
     """An ordinary tool call ended (Claude Code's PostToolUse, or PostToolUseFailure with
     ``failed``): the permission prompt for it, if any, is over. The input is hashed only when
@@ -468,6 +485,12 @@ class RemoteAnswers(Protocol):
         """The held permission prompt's hook output for ``decision`` (``allow`` | ``deny``)
         on ``tool_name`` with ``tool_input`` (as the hook showed it); ``message``: shown to
         the model on deny (None: the harness's default text)."""
+        ...
+
+    def plan_reply(self, decision: str, mode: str | None, tool_input: Any, message: str | None) -> bytes:
+        """The held plan approval's hook output: ``decision`` ``allow`` with ``mode`` (one of
+        :data:`PLAN_MODES`: the mode the agent goes on in) or ``deny`` with ``message`` (the
+        human's feedback, shown to the model); ``tool_input`` as the hook showed it."""
         ...
 
     def question_reply(self, tool_input: Any, questions: Any, answers: dict[str, Any]) -> bytes:

@@ -33,6 +33,7 @@ from hookd.harness.base import (
     ElicitationResolved,
     PermissionAsked,
     PermissionRefused,
+    PlanAsked,
     QuestionAsked,
     QuestionResolved,
     RemoteAnswers,
@@ -240,7 +241,7 @@ MODELS: dict[str, type[Base]] = {
 #: ignored by readers and listed by `hookd drift`.
 TRANSCRIPT_ROW_TYPES = frozenset({
     "user", "assistant", "attachment", "system", "queue-operation", "last-prompt", "mode",
-    "permission-mode", "file-history-snapshot", "api-request", "api-request-blob",
+    "permission-mode", "file-history-snapshot", "file-history-delta", "api-request", "api-request-blob",
     "api-request-shape", "cost-state", "tools-used", "atis-latch", "summary",
 })
 
@@ -391,6 +392,8 @@ def observe(p: Payload) -> list[Observation]:
                     error=p.error if isinstance(p.error, str) else msgspec.json.encode(p.error).decode(),
                 )
             )
+    elif isinstance(p, PermissionRequest) and p.tool_name == PLAN_TOOL:
+        obs.append(_plan_asked(p))
     elif isinstance(p, PermissionRequest) and isinstance(p.tool_name, str):
         obs.append(PermissionAsked(
             tool_name=p.tool_name, tool_input=p.tool_input, input_hash=input_hash(p.tool_input),
@@ -400,7 +403,7 @@ def observe(p: Payload) -> list[Observation]:
         failed = isinstance(p, PostToolUseFailure)
         err = getattr(p, "error", None) if failed else None
         obs.append(ToolFinished(
-            tool_use_id=p.tool_use_id, tool_name=p.tool_name, tool_input=p.tool_input, failed=failed,
+            tool_use_id=p.tool_use_id, tool_name=p.tool_name, tool_input=_finished_input(p), failed=failed,
             error=err if isinstance(err, str) or err is None else msgspec.json.encode(err).decode(),
         ))
     return obs
@@ -432,6 +435,34 @@ def _detail_text(v: Any) -> str | None:
     if v is None or isinstance(v, str):
         return v
     return msgspec.json.encode(v).decode()
+
+
+#: The tool that asks the human to approve a plan (its PermissionRequest is a :class:`PlanAsked`).
+PLAN_TOOL = "ExitPlanMode"
+
+
+def _plan_asked(p: PermissionRequest) -> PlanAsked:
+    """ExitPlanMode's PermissionRequest as a plan approval. 2.1.332 reads the plan from the
+    session's plan file: the hook's ``tool_input`` is ``{"plan": <the file's text>,
+    "planFilePath": <its path>}``, or ``{}`` when the model wrote no plan file (the model's own
+    ``plan`` input is dropped; docs/harness-claude-code.md "Plan approval")."""
+    ti = p.tool_input if isinstance(p.tool_input, dict) else {}
+    return PlanAsked(
+        tool_name=PLAN_TOOL, tool_input=p.tool_input, input_hash=input_hash(p.tool_input),
+        permission_mode=text(getattr(p, "permission_mode", None)),
+        plan=text(ti.get("plan")), plan_path=text(ti.get("planFilePath")),
+    )
+
+
+def _finished_input(p: PostToolUse | PostToolUseFailure) -> Any:
+    """The input a tool call's PermissionRequest showed, as far as its PostToolUse tells it:
+    the payload's ``tool_input``, except for ExitPlanMode, whose PostToolUse carries ``{}`` and
+    the plan in ``tool_response`` (``{"plan", "filePath", ...}``) while its PermissionRequest
+    showed ``{"plan", "planFilePath"}`` (2.1.332)."""
+    resp = getattr(p, "tool_response", None)
+    if p.tool_name != PLAN_TOOL or p.tool_input != {} or not isinstance(resp, dict) or not isinstance(resp.get("plan"), str):
+        return p.tool_input  # (no plan file: the PermissionRequest showed ``{}`` too)
+    return {"plan": resp.get("plan"), "planFilePath": resp.get("filePath")}
 
 
 def _resolved_from_post(p: PostToolUse, questions: Any, h: str) -> QuestionResolved:

@@ -158,7 +158,8 @@ def hook_settings(
 #: (RemoteAnswers) the tools whose process a held permission prompt watches
 child_process_tools = RUNS_AS_CHILD
 #: (RemoteAnswers) the hook held for each kind's remote answer (:data:`HELD_EVENTS`)
-hold_events: Mapping[str, str] = {"permission": "PermissionRequest", "question": "PermissionRequest", "elicitation": "Elicitation"}
+hold_events: Mapping[str, str] = {"permission": "PermissionRequest", "plan": "PermissionRequest", "question": "PermissionRequest",
+                                  "elicitation": "Elicitation"}
 
 
 def permission_reply(decision: str, tool_name: str | None, tool_input: Any, message: str | None) -> bytes:
@@ -167,6 +168,26 @@ def permission_reply(decision: str, tool_name: str | None, tool_input: Any, mess
     if decision == "allow":
         return permission_decision("allow", updated_input=allow_input(tool_name, tool_input))
     return permission_decision(decision, message=message)
+
+
+#: (plan_reply) the permission mode each of hookd's plan modes asks for: ``auto`` is the
+#: desk's "Yes, and use auto mode", ``manual`` its "Yes, manually approve edits" (default).
+PLAN_MODE_SETTINGS = {"auto": "auto", "manual": "default"}
+
+
+def plan_reply(decision: str, mode: str | None, tool_input: Any, message: str | None) -> bytes:
+    """The held ExitPlanMode PermissionRequest hook's stdout: an allow carries the input as
+    received (2.1.332 keeps the dialog open without it) and ``updatedPermissions`` with a
+    session ``setMode`` to :data:`PLAN_MODE_SETTINGS` of ``mode`` (without one the session goes
+    on in default mode); a deny carries the feedback as its ``message``, which is the tool
+    result the model reads, and the session stays in plan mode (docs/harness-claude-code.md
+    "Plan approval")."""
+    if decision != "allow":
+        return permission_decision("deny", message=message or "The plan was not approved (via hookd).")
+    decision_body: dict[str, Any] = {"behavior": "allow", "updatedInput": tool_input if isinstance(tool_input, dict) else {}}
+    setting = PLAN_MODE_SETTINGS.get(mode or "manual", "default")
+    decision_body["updatedPermissions"] = [{"type": "setMode", "mode": setting, "destination": "session"}]
+    return msgspec.json.encode({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision_body}})
 
 
 def question_reply(tool_input: Any, questions: Any, answers: dict[str, Any]) -> bytes:

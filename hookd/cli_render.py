@@ -176,6 +176,8 @@ def _client(ctx: click.Context) -> Any:
 DESCRIPTION_CHARS = 60
 #: a permission prompt's ``tool_view.detail`` is shown up to this many lines (``--json``: all)
 DETAIL_LINES = 20
+#: Most lines of a plan `hookd questions` shows (the API has it whole).
+PLAN_LINES = 40
 
 
 def _clip(text: Any, n: int) -> str:
@@ -218,6 +220,9 @@ def _answer_commands(i: dict[str, Any]) -> list[tuple[str, str]]:
                          if isinstance(f, dict))
         return [("accept", f"{base} --option accept{fields}"), ("decline", f"{base} --option decline"),
                 ("cancel", f"{base} --option cancel")]
+    if i.get("kind") == "plan":
+        return [("approve, auto mode", f"{base} --option auto"), ("approve, ask each edit", f"{base} --option manual"),
+                ("send back", f"{base} --option deny --text FEEDBACK")]
     if i.get("kind") == "permission":
         pair = [("allow", f"{base} --option allow"), ("deny", f"{base} --option deny --text MESSAGE")]
         return pair[::-1] if _destructive(i) else pair
@@ -307,6 +312,24 @@ def _elicitation_lines(i: dict[str, Any]) -> list[_Shown]:
     return out
 
 
+def _plan_lines(i: dict[str, Any]) -> list[_Shown]:
+    """A plan's text as written (markdown, shown plain; its first :data:`PLAN_LINES` lines),
+    the file it came from, and, once answered remotely, the choice."""
+    plan, path = i.get("plan"), i.get("plan_path")
+    rows = str(plan).expandtabs(4).rstrip("\n").split("\n") if isinstance(plan, str) and plan.strip() else []
+    out = [_line(f"    {row}" if row.strip() else "") for row in rows[:PLAN_LINES]]
+    if len(rows) > PLAN_LINES:
+        out.append(_line(f"    ... ({len(rows) - PLAN_LINES} more lines; --json has all)"))
+    if not rows:
+        out.append(_line("  (no plan text: the agent wrote no plan file)"))
+    if isinstance(path, str):
+        out.append(_line("  ", _paint(f"plan file: {path}", dim=True)))
+    if i.get("state") != "pending" and i.get("decision"):
+        mode = (i.get("answers") or {}).get("mode") if isinstance(i.get("answers"), dict) else None
+        got = f"approved ({mode})" if i["decision"] == "allow" else "sent back"
+        out.append(_line(f"  -> {got}", f": {i['message']}" if i.get("message") else ""))
+    return out
+
 
 def _interaction(i: dict[str, Any], now: float) -> _Shown:
     """What ``hookd questions`` prints of interaction ``i`` (an item of ``GET /v1/questions``)
@@ -330,7 +353,8 @@ def _interaction(i: dict[str, Any], now: float) -> _Shown:
     if i["kind"] == "elicitation":
         lines += _elicitation_lines(i)
     else:
-        lines += _permission_lines(i) if i["kind"] == "permission" else _question_lines(i)
+        lines += (_permission_lines(i) if i["kind"] == "permission" else _plan_lines(i) if i["kind"] == "plan"
+                  else _question_lines(i))
     if i["state"] == "pending" and i.get("received_at"):
         # a remote answer kept for the inbox while the menu stays open at the desk
         got = _answered({k: i.get(k) for k in ("answers", "decision", "message")}) or "-"
@@ -339,7 +363,7 @@ def _interaction(i: dict[str, Any], now: float) -> _Shown:
         lines.append(_line(f"  answered{_who(i)}{where}: {got}{desk}"))
     if i.get("warning"):  # what hookd could not be sure of (an empty answer, a denial read from a transcript)
         lines.append(_line("  ", _paint("note:", fg="yellow"), f" {i['warning']}"))
-    if i["state"] == "pending" and i["kind"] in ("permission", "elicitation") and i.get("held") is False:
+    if i["state"] == "pending" and i["kind"] in ("permission", "plan", "elicitation") and i.get("held") is False:
         # no hook holds it (its hold ended, or none was spawned): the desk's dialog is the only way
         what = "prompt (an answer from here would be kept as a message)" if i["kind"] == "permission" else "elicitation"
         lines.append(_line("  ", _paint("answer at the desk:", bold=True), f" no hook is holding this {what}"))
@@ -410,9 +434,9 @@ def _resolved(d: dict[str, Any]) -> str:
     from hookd.models import outcome_of
 
     outcome, got = d.get("outcome"), _answered(d)
-    if d.get("kind") == "permission" and isinstance(outcome, str) and d.get("decision") in ("allow", "deny"):
+    if d.get("kind") in ("permission", "plan") and isinstance(outcome, str) and d.get("decision") in ("allow", "deny"):
         # the words the API's ``outcome`` and the page use: allowed / denied (and the deny's message)
-        outcome = outcome_of("permission", outcome, str(d["decision"]))
+        outcome = outcome_of(str(d["kind"]), outcome, str(d["decision"]))
         got = _clip(d["message"], 60) if outcome == "denied" and _given(d.get("message")) else ""
     if d.get("kind") == "elicitation" and isinstance(d.get("answers"), dict):
         got = _clip(f"{d.get('decision')}" + "".join(f"; {k} = {v}" for k, v in d["answers"].items()), 80)

@@ -72,8 +72,10 @@ class _AnswerCommand(click.Command):
 @click.command(cls=_AnswerCommand)
 @click.argument("interaction_id", shell_complete=pending_interactions)
 @click.option("--option", "options", multiple=True, metavar="LABEL",
-              help="An option's label (repeat for multi-select); for a permission prompt: allow or deny.")
-@click.option("--text", help="Free text ('Other'); for a permission deny: the message shown to the model.")
+              help="An option's label (repeat for multi-select); for a permission prompt: allow or deny; "
+                   "for a plan: auto, manual or deny.")
+@click.option("--text", help="Free text ('Other'); for a permission deny: the message shown to the model; "
+                             "for a plan sent back (deny): what to change.")
 @click.option("--question", "questions", multiple=True, metavar="TEXT",
               help="Which question the following --option/--text answer (its text or number); "
                    "needed when the interaction asks several.")
@@ -89,8 +91,9 @@ def answer(ctx: click.Context, interaction_id: str, options: tuple[str, ...], te
            questions: tuple[str, ...], fields: tuple[str, ...], response_id: str | None, revision: int | None,
            actor: str | None, as_json: bool) -> None:
     """Answer INTERACTION_ID (an id or tool_use_id from `hookd questions`): a question, a
-    permission prompt (--option allow | --option deny --text MESSAGE), an elicitation
-    (--option accept --field NAME=VALUE ... | --option decline | --option cancel) or an async ask.
+    permission prompt (--option allow | --option deny --text MESSAGE), a plan (--option auto |
+    --option manual | --option deny --text FEEDBACK), an elicitation (--option accept --field
+    NAME=VALUE ... | --option decline | --option cancel) or an async ask.
     A question asked in a terminal gets the answer through its held PermissionRequest hook
     (the menu closes with it); refused (exit 2) when it was already answered or expired, and
     then your answer is kept as an inbox message for the builder."""
@@ -121,7 +124,10 @@ def answer(ctx: click.Context, interaction_id: str, options: tuple[str, ...], te
     if i["kind"] == "elicitation":
         what = visible((i["decision"] or "-") + "".join(f"; {k} = {v}" for k, v in (i["answers"] or {}).items()))
     else:
-        what = visible((i["decision"] or "-") + (f": {i['message']}" if i.get("message") else "") if i["kind"] == "permission"
+        decision = i["decision"] or "-"
+        if i["kind"] == "plan":  # approved (auto) / sent back: FEEDBACK
+            decision = f"approved ({(i['answers'] or {}).get('mode')})" if decision == "allow" else "sent back"
+        what = visible(decision + (f": {i['message']}" if i.get("message") else "") if i["kind"] in ("permission", "plan")
                        else "; ".join(f"{q} -> {a}" for q, a in (i["answers"] or {}).items()))
     dup = " (repeated response id: first receipt)" if r["duplicate"] else ""
     if r["delivery"] == "inbox" and i["state"] == "pending":

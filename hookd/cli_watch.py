@@ -207,17 +207,20 @@ def _window(view: _View, lines: list[_Shown], focus: tuple[int, int], height: in
 
 def _choices(item: dict[str, Any], q: int) -> list[tuple[str, str]]:
     """The (label, description) pairs to choose from: a permission prompt's allow and deny, a
-    question's options (question ``q`` of the item)."""
+    question's options (question ``q`` of the item); a plan's three answers."""
     if item["kind"] == "permission":
         return [("allow", ""), ("deny", "then the message shown to the model")]
     if item["kind"] == "elicitation":  # (accept takes fields: the command `hookd questions` prints)
         return [("decline", ""), ("cancel", "to accept, use the hookd answer command shown with its fields")]
+    if item["kind"] == "plan":
+        return [("auto", "approve: the agent goes on in auto mode"), ("manual", "approve: each edit asks again"),
+                ("deny", "send it back, then what to change")]
     qs = _questions(item)
     return _options(qs[q]) if q < len(qs) else []
 
 
 def _multi(item: dict[str, Any] | None, q: int) -> bool:
-    qs = [] if item is None or item["kind"] in ("permission", "elicitation") else _questions(item)
+    qs = [] if item is None or item["kind"] in ("permission", "plan", "elicitation") else _questions(item)
     return q < len(qs) and qs[q].get("multiSelect") is True
 
 
@@ -227,12 +230,14 @@ def _panel(view: _View, item: dict[str, Any]) -> list[_Shown]:
     qs = _questions(item)
     if item["kind"] in ("permission", "elicitation"):
         head = f"answer {item['id']} ({item['kind']} from {item['builder']}: {item.get('tool_name') or '?'})"
+    elif item["kind"] == "plan":
+        head = f"answer {item['id']} (plan from {item['builder']})"
     else:
         number = f" (question {view.q + 1} of {len(qs)})" if len(qs) > 1 else ""
         head = f"answer {item['id']}{number}: {qs[view.q].get('question', '?') if qs else '?'}"
     out = [_paint(head, bold=True)]
     if view.mode == "text":
-        what = "deny message" if item["kind"] == "permission" else "your answer"
+        what = {"permission": "deny message", "plan": "what to change"}.get(item["kind"], "your answer")
         return [*out, _line(f"  {what}: ", view.text, _paint("_", dim=True))]
     multi = _multi(item, view.q)
     for n, (label, desc) in enumerate(_choices(item, view.q), 1):
@@ -307,11 +312,11 @@ def _choose_key(view: _View, key: str) -> dict[str, Any] | str | None:
     elif key == "enter":
         if item["kind"] == "elicitation":
             return _answer(view, item, {"options": [choices[view.option][0]], "text": None})
-        if item["kind"] == "permission":
+        if item["kind"] in ("permission", "plan"):
             if choices[view.option][0] == "deny":
                 view.mode = "text"
                 return None
-            return _answer(view, item, {"options": ["allow"], "text": None})
+            return _answer(view, item, {"options": [choices[view.option][0]], "text": None})
         picked = sorted(view.toggled) if multi else [view.option]
         return _next_question(view, item, [choices[n][0] for n in picked])
     return None
@@ -344,7 +349,7 @@ def _text_key(view: _View, key: str) -> dict[str, Any] | str | None:
         view.text = view.text[:-1]
     elif key == "enter":
         text = view.text or None
-        if item["kind"] == "permission":
+        if item["kind"] in ("permission", "plan"):
             return _answer(view, item, {"options": ["deny"], "text": text})
         return _next_question(view, item, None, text)
     elif len(key) == 1 and key.isprintable():

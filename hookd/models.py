@@ -33,10 +33,19 @@ SURFACE_TEXT = {
 }
 
 
+#: Interaction kinds answered with a decision (``allow`` | ``deny``) through a held permission
+#: prompt's hook: a tool's ``permission`` and a ``plan`` approval (hookd.core.plans).
+PROMPT_KINDS = ("permission", "plan")
+#: Interaction kinds answered with a decision, not with answers to questions: the
+#: :data:`PROMPT_KINDS` and an MCP ``elicitation`` (``accept`` | ``decline`` | ``cancel``, with
+#: its form's content; hookd.core.elicitations).
+DECISION_KINDS = (*PROMPT_KINDS, "elicitation")
+
+
 def outcome_of(kind: str, state: str, decision: str | None) -> str:
     """The word for how an interaction stands (one of :data:`OUTCOMES`): ``allowed`` /
-    ``denied`` for a permission prompt's decision, else its ``state``."""
-    if kind == "permission" and state == "answered" and decision in ("allow", "deny"):
+    ``denied`` for a permission prompt's (or a plan's) decision, else its ``state``."""
+    if kind in PROMPT_KINDS and state == "answered" and decision in ("allow", "deny"):
         return "allowed" if decision == "allow" else "denied"
     return state
 
@@ -72,11 +81,11 @@ def os_user() -> str:
 
 
 def resolved_event(kind: str) -> str:
-    """The event that ends an interaction of ``kind``: ``permission_resolved``,
-    ``elicitation_resolved`` or ``question_resolved``."""
-    if kind in ("permission", "elicitation"):
-        return f"{kind}_resolved"
-    return "question_resolved"
+    """The event that ends an interaction of ``kind``: ``permission_resolved`` (a permission
+    prompt or a plan), ``elicitation_resolved`` or ``question_resolved``."""
+    if kind == "elicitation":
+        return "elicitation_resolved"
+    return "permission_resolved" if kind in PROMPT_KINDS else "question_resolved"
 
 
 class Event(msgspec.Struct, frozen=True):
@@ -144,7 +153,7 @@ class Interaction(msgspec.Struct):
     """
 
     id: str
-    kind: Literal["question", "async", "permission", "elicitation"]
+    kind: Literal["question", "async", "permission", "plan", "elicitation"]
     builder: str
     session_id: str | None
     agent_id: str | None

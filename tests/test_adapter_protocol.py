@@ -130,7 +130,8 @@ def test_the_traits_say_what_the_harnesses_do():
     assert (cc.ack_required, cl.ack_required, ch.ack_required) == (False, False, True)
     assert (cc.idle_wake, cl.idle_wake, ch.idle_wake) == (True, False, False)
     assert (cc.remote_answers, cl.remote_answers, ch.remote_answers) == (claude_code_hooks, None, None)
-    assert claude_code_hooks.hold_events == {"permission": "PermissionRequest", "question": "PermissionRequest",
+    assert claude_code_hooks.hold_events == {"permission": "PermissionRequest", "plan": "PermissionRequest",
+                                             "question": "PermissionRequest",
                                              "elicitation": "Elicitation"}
 
 

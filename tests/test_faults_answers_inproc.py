@@ -14,9 +14,10 @@ import pytest
 
 from hookd.core.outcomes import MAX_HOOK_REPLY
 
+from .conftest import wait_until
 from .inproc import InProc
 from .test_answers import ASK_ID, AUQ_PERM, AUQ_PRE, bash_perm
-from .test_answers_inproc import Rig, finish, pending_permission
+from .test_answers_inproc import Rig, finish
 
 pytestmark = pytest.mark.inproc
 
@@ -55,13 +56,17 @@ def test_a_reply_the_hook_cannot_take_whole_is_never_offered(rig: Rig) -> None:
 @pytest.mark.parametrize("tool_input", [{}, {"plan": "1. build\n2. ship"}])
 def test_exit_plan_mode_allow_carries_its_input(rig: Rig, tool_input: dict[str, Any]) -> None:
     """2.1.332 leaves the "Exit plan mode?" dialog open on a bare allow; it acts on an allow
-    with ``updatedInput``: the input exactly as the hook got it ({} in 2.1.332's payload)."""
+    with ``updatedInput``: the input exactly as the hook got it ({} in 2.1.332's payload when
+    the model wrote no plan file). ExitPlanMode is a ``plan`` (tests/test_plans_inproc.py);
+    ``allow``, how it was answered as a permission prompt, still approves it (``manual``: the
+    default mode, which is what a bare allow with its input gave)."""
     perm = bash_perm("x")
     perm.update(tool_name="ExitPlanMode", tool_input=tool_input, permission_mode="plan")
     held = rig.start_hook(perm)
-    p = pending_permission(rig)
+    p = wait_until(lambda: [q for q in rig.app.questions("pending") if q["kind"] == "plan"], 60, what="a plan")[0]
     rig.held(p["id"])
     rig.answer_json(p["id"], options=["allow"])
     status, out = finish(held)
     assert json.loads(out) == {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {
-        "behavior": "allow", "updatedInput": tool_input}}}
+        "behavior": "allow", "updatedInput": tool_input,
+        "updatedPermissions": [{"type": "setMode", "mode": "default", "destination": "session"}]}}}

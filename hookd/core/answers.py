@@ -21,6 +21,7 @@ from hookd.core.bus import EventBus
 from hookd.core.elicitations import normalize_elicitation
 from hookd.core.limits import MAX_ANSWER_CHARS, check_answer_size, check_name
 from hookd.core.outcomes import MAX_HOOK_REPLY, hook_body, late_reason, questions_of, queue_answer, session_remote
+from hookd.core.plans import normalize_plan_answer
 from hookd.core.state import Waiters
 from hookd.harness.base import Question, decode_answers, encode_answer
 from hookd.models import (
@@ -28,6 +29,7 @@ from hookd.models import (
     BadRequest,
     Conflict,
     Interaction,
+    DECISION_KINDS,
     NotFound,
     Selection,
     os_user,
@@ -107,7 +109,7 @@ def normalize_answer(i: Interaction, req: AnswerRequest) -> tuple[dict[str, str]
     Questions (``question``, ``async``): every question answered, labels among its options,
     one label or free text for single-select; answers text-keyed as Claude Code reports them.
     Permissions: ``decision`` (or one option) ``allow`` | ``deny``; ``message`` / ``text``
-    goes with deny. The free text (or deny message) is at most MAX_ANSWER_CHARS bytes as sent.
+    goes with deny. Plans: :func:`hookd.core.plans.normalize_plan_answer`. The free text (or deny message) is at most MAX_ANSWER_CHARS bytes as sent.
     Raises BadRequest with what is wrong.
     """
     check_name("actor", req.actor)
@@ -116,6 +118,10 @@ def normalize_answer(i: Interaction, req: AnswerRequest) -> tuple[dict[str, str]
         return content, None, action, None
     if req.content is not None:
         raise BadRequest(f"{i.id} is a {i.kind}: fields (content) answer an elicitation only")
+    if i.kind == "plan":
+        plan_answer = normalize_plan_answer(req)
+        check_answer_size([plan_answer[3]], "the feedback")
+        return plan_answer
     if i.kind == "permission":
         if req.answers is not None or len(req.options) > 1:
             raise BadRequest("a permission prompt takes --option allow or --option deny [--text MESSAGE]")
@@ -238,7 +244,7 @@ class Answers:
             route = None  # never offered to a hook that cannot take it whole
         if route is None:
             reason = _no_hook_reason(tx, i, reply)
-            if i.kind in ("permission", "elicitation"):
+            if i.kind in DECISION_KINDS:
                 return self._keep_late(tx, i, req, content, answers, decision, message, author, at, reason,
                                        late=f"no hook was holding the {_WHAT[i.kind]}")
             # a question: the text still reaches the agent, as a message
@@ -299,7 +305,7 @@ class Answers:
         its deny message (a bare allow/deny means nothing to the model). The refusal is the
         receipt of its response_id."""
         message_id = None
-        if i.kind not in ("permission", "elicitation") or message is not None:
+        if i.kind not in DECISION_KINDS or message is not None:
             message_id = queue_answer(tx, i, answers, decision, message, author, at, late=late or late_reason(i))
             reason += f"; your answer was kept as inbox message {message_id} for {i.builder}; {take_back(message_id)}"
         tx.append_event("answer_refused", i.builder, i.session_id, at, {
@@ -312,7 +318,7 @@ class Answers:
 
 
 #: what an interaction of a kind no hook held is called, for the human
-_WHAT = {"permission": "permission prompt", "elicitation": "elicitation"}
+_WHAT = {"permission": "permission prompt", "plan": "plan", "elicitation": "elicitation"}
 
 
 def take_back(message_id: str) -> str:

@@ -140,7 +140,7 @@ class Holds:
                                       selections=None, surface="terminal", warning=None, error=None, at=at,
                                       decision="allow"):
             return
-        data: dict[str, Any] = {"id": iid, "kind": "permission", "tool_name": i.tool_name, "tool_use_id": None,
+        data: dict[str, Any] = {"id": iid, "kind": i.kind, "tool_name": i.tool_name, "tool_use_id": None,
                                 "outcome": "answered", "decision": "allow", "surface": "terminal",
                                 "inferred_from": "tool running"}
         if i.agent_id:

@@ -18,7 +18,8 @@ import msgspec
 
 from hookd.harness.base import Payload, Question, RemoteAnswers
 from hookd.harness.registry import ADAPTERS
-from hookd.models import Interaction, Selection, by_text
+from hookd.core.plans import plan_body
+from hookd.models import DECISION_KINDS, PROMPT_KINDS, Interaction, Selection, by_text
 from hookd.store import Tx
 
 #: Largest reply (bytes) a remote answer may make a hook print. The compiled client reads at
@@ -40,6 +41,9 @@ def answer_text(i: Interaction, answers: dict[str, str] | None, decision: str | 
     """The inbox text of an answer: ``[Answer to question <id>] Q: ... A: ...``; a late one
     (``late``: why it was not used) says so: ``[Late answer to question <id> (not used: ...)]``."""
     lines = [answer_head(i, late)]
+    if i.kind == "plan":
+        mode = (answers or {}).get("mode")
+        return lines[0] + (f" approved ({mode})" if decision == "allow" else " sent back") + (f": {message}" if message else "")
     if i.kind == "permission":
         return lines[0] + f" {decision}" + (f": {message}" if message else "")
     if i.kind == "elicitation":
@@ -57,6 +61,8 @@ def answer_head(i: Interaction, late: str | None = None) -> str:
         return "[" + head.format(f"permission prompt {i.id} for {i.tool_name}") + "]"
     if i.kind == "elicitation":
         return "[" + head.format(f"elicitation {i.id} from {i.tool_name}") + "]"
+    if i.kind == "plan":
+        return "[" + head.format(f"plan {i.id}") + "]"
     return "[" + head.format(f"question {i.id}") + "]"
 
 
@@ -84,6 +90,8 @@ def hook_body(i: Interaction, remote: RemoteAnswers) -> bytes:
     if i.kind == "elicitation":
         assert i.decision in ("accept", "decline", "cancel")
         return remote.elicitation_reply(i.decision, i.answers)
+    if i.kind == "plan":
+        return plan_body(i, remote)
     if i.kind == "permission":
         assert i.decision in ("allow", "deny")
         return remote.permission_reply(i.decision, i.tool_name, i.input, i.message)
@@ -94,9 +102,9 @@ def hook_body(i: Interaction, remote: RemoteAnswers) -> bytes:
 def late_reason(i: Interaction) -> str:
     """Why a late answer to ``i`` was not used, for the agent: what happened instead."""
     if i.state == "answered":
-        what = i.decision if i.kind in ("permission", "elicitation") else "; ".join(str(a) for a in (i.answers or {}).values())
+        what = i.decision if i.kind in DECISION_KINDS else "; ".join(str(a) for a in (i.answers or {}).values())
         how = f"already {i.outcome} {i.by or 'at the desk'}"
-        return f"{how}: {clip(what, 300)}" if what and i.kind not in ("permission", "elicitation") else how
+        return f"{how}: {clip(what, 300)}" if what and i.kind not in DECISION_KINDS else how
     return f"the question was already {i.state}"
 
 
@@ -179,7 +187,7 @@ def settle_remote(tx: Tx, i: Interaction, p: Payload, at: float, *, outcome: str
                    answers: Any, selections: Any, decision: str | None, error: str | None) -> None:
     """The tool call of an interaction answered remotely ended: adopted when the tool got
     that answer, superseded when the desk won the race."""
-    if i.kind == "permission":
+    if i.kind in PROMPT_KINDS:
         same = decision == i.decision
     else:
         same = outcome == "answered" and _same_selections(i.selections, selections)

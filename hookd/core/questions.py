@@ -12,7 +12,7 @@ blocks it).
 from __future__ import annotations
 
 import hashlib
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
@@ -23,6 +23,7 @@ from hookd.harness.base import (
     HookKind,
     Payload,
     PermissionAsked,
+    PlanAsked,
     QuestionAsked,
     QuestionResolved,
     ToolFinished,
@@ -234,16 +235,19 @@ class Questions:
             tx.mark_permission_seen(existing.id, at)
             return existing.id if _holdable(existing) else None
         iid = _synthetic_id(sid, ob.input_hash, tx.hook_event_id)
+        kind: Literal["permission", "plan"] = "plan" if isinstance(ob, PlanAsked) else "permission"
         i = Interaction(
-            id=iid, kind="permission", builder=builder, session_id=sid, agent_id=p.agent_id,
+            id=iid, kind=kind, builder=builder, session_id=sid, agent_id=p.agent_id,
             tool_name=ob.tool_name, tool_use_id=None, state="pending", questions=None, answers=None,
             selections=None, surface=None, warning=None, error=None, created_at=at, resolved_at=None,
             revision=1, input=ob.tool_input, input_hash=ob.input_hash,
         )
         tx.insert_interaction(i, permission_seen_at=at)
-        data: dict[str, Any] = {"id": iid, "kind": "permission", "tool_name": ob.tool_name,
+        data: dict[str, Any] = {"id": iid, "kind": kind, "tool_name": ob.tool_name,
                                 "tool_input": ob.tool_input, "input_hash": ob.input_hash,
                                 "permission_mode": ob.permission_mode}
+        if isinstance(ob, PlanAsked):
+            data["plan"], data["plan_path"] = ob.plan, ob.plan_path
         if p.agent_id:
             data["agent_id"] = p.agent_id
         tx.append_event("permission_pending", builder, sid, at, data)
@@ -278,7 +282,7 @@ class Questions:
         ):
             return
         tx.append_event("permission_resolved", builder, sid, at, {
-            "id": i.id, "kind": "permission", "tool_name": i.tool_name, "tool_use_id": ob.tool_use_id,
+            "id": i.id, "kind": i.kind, "tool_name": i.tool_name, "tool_use_id": ob.tool_use_id,
             "outcome": "answered", "decision": "allow", "surface": "terminal",
             "tool_failed": ob.failed,
         })
@@ -301,6 +305,9 @@ class Questions:
                 warning = f"the session ended ({ob.via}) while the question was open"
             elif i.kind == "elicitation":
                 warning = f"no answer to the elicitation was seen before {ob.via}"
+            elif i.kind == "plan":
+                warning = (f"no tool result of this plan's call arrived before {ob.via}: "
+                           "the desk sent it back with feedback, or escaped it")
             else:
                 warning = (f"no PostToolUse or PostToolUseFailure arrived for this call before {ob.via}; "
                            "Claude Code fires no hook when the question menu is escaped")

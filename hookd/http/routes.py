@@ -19,7 +19,7 @@ from hookd.config import check_builder_id
 from hookd.http.responses import enc, json_response
 from hookd.http.status import core_status
 from hookd.http.views import with_tool_view, with_tool_views
-from hookd.models import AnswerRequest, BadRequest, Conflict, NotFound, PayloadTooLarge, os_user
+from hookd.models import DECISION_KINDS, AnswerRequest, BadRequest, Conflict, NotFound, PayloadTooLarge, os_user
 from hookd.core import Hookd
 from hookd.spawn import list_unspawned, read_manifest, unspawned_at
 from hookd.untrusted import decode_json
@@ -193,7 +193,7 @@ class RestApi:
             raise BadRequest("limit must be between 1 and 100000")
         items = await with_tool_views(self.core.store, await self.core.store.interactions(state, limit))
         for i in items:  # a pending permission prompt: whether a held hook would take a remote answer now
-            if isinstance(i, dict) and i.get("kind") in ("permission", "elicitation") and i.get("state") == "pending":
+            if isinstance(i, dict) and i.get("kind") in DECISION_KINDS and i.get("state") == "pending":
                 i["held"] = self.core.holding(i["id"])
         return json_response(items)
 

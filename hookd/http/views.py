@@ -6,7 +6,8 @@ harness the interaction's session was recorded under
 Computed when read, from the stored input (no file is read); only ``permission``
 interactions get the field (questions keep their own shape). An ``elicitation`` gets
 ``fields`` instead: its requested schema's fields
-(:func:`hookd.core.elicitations.schema_fields`).
+(:func:`hookd.core.elicitations.schema_fields`); a ``plan`` gets ``plan`` (its markdown text,
+None when the agent wrote none) and ``plan_path`` (the file it was read from).
 """
 
 from __future__ import annotations
@@ -52,6 +53,11 @@ async def with_tool_view(store: Store, i: Any, harness_of: dict[str, str | None]
     d = msgspec.to_builtins(i) if isinstance(i, Interaction) else i
     if isinstance(d, dict) and d.get("kind") == "elicitation":
         return {**d, "fields": schema_fields(d.get("input"))}
+    if isinstance(d, dict) and d.get("kind") == "plan":
+        raw = d.get("input")
+        inp: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        plan, path = inp.get("plan"), inp.get("planFilePath")
+        return {**d, "plan": plan if isinstance(plan, str) else None, "plan_path": path if isinstance(path, str) else None}
     if not isinstance(d, dict) or d.get("kind") != "permission":
         return i
     sid = d.get("session_id")

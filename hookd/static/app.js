@@ -136,7 +136,7 @@ function signature(i) {
 }
 
 function cardHead(i) {
-  const kind = i.kind === "permission" ? "permission" : i.kind === "async" ? "async question"
+  const kind = i.kind === "permission" || i.kind === "plan" ? i.kind : i.kind === "async" ? "async question"
     : i.kind === "elicitation" ? "elicitation" : "question";
   return h("header", {class: "card-head"},
     h("span", {class: "kind"}, kind),
@@ -208,6 +208,10 @@ function pendingCard(i) {
   card.append(cardHead(i));
   const note = h("p", {class: "note", role: "status"});
   if (i.kind === "elicitation") return elicitationCard(i, card, note);
+  if (i.kind === "plan") {
+    card.append(...planPendingNodes(card, i, note));
+    return card;
+  }
   if (i.kind === "permission") {
     // the tool call as a person reads it (toolview.js); a destructive-looking one offers no
     // default: both buttons plain, neither primary
@@ -371,6 +375,7 @@ function confirmAnswer(i, r) {
   let what;
   if (i.kind === "permission") what = `${i.decision === "deny" ? "Denied" : "Allowed"} ${i.tool_name || "the tool"}`;
   else if (i.kind === "elicitation") what = `${i.decision || "answered"}: ${i.tool_name || "the tool server"}`;
+  else if (i.kind === "plan") what = i.decision === "deny" ? "Sent the plan back" : `Approved the plan (${(i.answers || {}).mode || "manual"})`;
   else what = `Answered ${answerSummary(i)}`.trim();
   const queued = r.delivery === "inbox" && r.message_id ? ` (queued for ${i.builder}'s next turn as ${r.message_id})` : "";
   toast([`${what}${queued} — `, link], false);
@@ -392,7 +397,11 @@ function historyCard(i) {
   const outcome = outcomeOf(i);
   card.dataset.outcome = outcome;
   const what = h("dl", {class: "answers"});
-  if (i.kind === "permission") {
+  if (i.kind === "plan") {
+    if (i.plan) card.append(h("details", {class: "plan-more"}, h("summary", {}, "the plan"), planNodes(i.plan)));
+    if (i.decision === "allow" && i.answers && i.answers.mode) what.append(h("dt", {}, "mode"), h("dd", {class: "answer"}, i.answers.mode));
+    if (i.message) what.append(h("dt", {}, "feedback"), h("dd", {class: "answer"}, i.message));
+  } else if (i.kind === "permission") {
     if (i.message) what.append(h("dt", {}, "message"), h("dd", {class: "answer"}, i.message));
   } else if (i.kind === "elicitation") {
     card.append(h("p", {class: "ask"}, h("strong", {}, i.tool_name || "tool server"), " ",

@@ -129,7 +129,7 @@ class InteractionsTx(TxBase):
         answered remotely and not yet adopted, or allowed at the desk while its tool runs)?
         Cheap: spares hashing every tool input."""
         return self._one(
-            f"SELECT 1 FROM interactions WHERE session_id=? AND kind='permission' AND {_AWAITING_TOOL} LIMIT 1",
+            f"SELECT 1 FROM interactions WHERE session_id=? AND kind IN ('permission','plan') AND {_AWAITING_TOOL} LIMIT 1",
             (session_id,),
         ) is not None
 
@@ -137,7 +137,7 @@ class InteractionsTx(TxBase):
         """The newest permission prompt of this input still awaiting its tool result, created
         at or after ``since`` (hookd's timeline: :attr:`mono`)."""
         row = self._one(
-            f"SELECT {_INTERACTION_COLS} FROM interactions WHERE session_id=? AND kind='permission'"
+            f"SELECT {_INTERACTION_COLS} FROM interactions WHERE session_id=? AND kind IN ('permission','plan')"
             f" AND tool_name=? AND input_hash=? AND COALESCE(created_mono, created_at)>=? AND {_AWAITING_TOOL}"
             " ORDER BY COALESCE(created_mono, created_at) DESC LIMIT 1",
             (session_id, tool_name, input_hash, since),

@@ -186,7 +186,7 @@ class SessionsTx(TxBase):
 
     def delivered_denies(self, session_id: str, *, agent_id: str | None, all_agents: bool) -> list[Interaction]:
         """Remote permission denies a hook returned in this session, not yet adopted."""
-        sql = (f"SELECT {_INTERACTION_COLS} FROM interactions WHERE session_id=? AND kind='permission'"
+        sql = (f"SELECT {_INTERACTION_COLS} FROM interactions WHERE session_id=? AND kind IN ('permission','plan')"
                " AND state='answered' AND decision='deny' AND received_at IS NOT NULL"
                " AND delivered_at IS NOT NULL AND adopted_at IS NULL")
         args: tuple = (session_id,)

@@ -139,7 +139,7 @@ def _derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | 
     sid = s["session_id"] if s else None
     # any session of the builder: a second session's activity never hides a first one's
     # question (field case B25)
-    pending = [p for p in d["pending"] if p["kind"] in ("question", "permission", "elicitation")]
+    pending = [p for p in d["pending"] if p["kind"] in ("question", "permission", "plan", "elicitation")]
     base = {"builder": b, "session_id": sid, "pending": tuple(p["id"] for p in pending), "queued": d["queued"],
             "agent_pid": s["agent_pid"] if s else None}
     if s is None:

@@ -236,7 +236,7 @@ class Notifier:
             return None
         nxt: float | None = None
         pending = [i for i in await self.core.store.interactions("pending", limit=100000)
-                   if i.kind in ("question", "permission", "elicitation")]
+                   if i.kind in ("question", "permission", "plan", "elicitation")]
         open_keys = {f"interaction:{i.id}" for i in pending}
         for key in [k for k in self._steps if k.startswith("interaction:") and k not in open_keys]:
             await self.clear(key)  # resolved

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+from hookd.core.plans import plan_text
 from hookd.harness.base import ToolView
 from hookd.harness.tool_views import json_view
 from hookd.models import Interaction, NotFound
@@ -22,7 +23,7 @@ from hookd.watchers.notify_config import Channel, NotifyConfig
 if TYPE_CHECKING:
     import httpx
 
-Rule = Literal["question_pending", "permission_pending", "elicitation_pending", "idle_with_messages", "agent_dead", "test"]
+Rule = Literal["question_pending", "permission_pending", "plan_pending", "elicitation_pending", "idle_with_messages", "agent_dead", "test"]
 
 _enc = msgspec.json.Encoder(order="sorted")
 
@@ -109,6 +110,17 @@ def interaction_alert(i: Interaction, step: int, steps: int, now: float, view: T
                           + (f" (open {shown.get('url')})" if shown.get("url") else "") + f"{nth}. "
                           f"Answer: hookd answer {i.id} --option accept{how}   (or: --option decline)")
         what: Any = {"server": i.tool_name, "message": shown.get("message"), "fields": names}
+    elif i.kind == "plan":
+        plan, path = plan_text(i)
+        lines = [x for x in (plan or "").split("\n") if x.strip()]
+        preview = [visible(x if len(x) <= 160 else x[:159] + "…") for x in lines[:DETAIL_LINES]]
+        rule = "plan_pending"
+        title = f"hookd: {i.builder} asks you to approve its plan"
+        message = "\n".join([
+            f"{i.builder} has been waiting {waited} for you to approve its plan{nth}.",
+            *("  " + x for x in preview + (["…"] if len(lines) > DETAIL_LINES else [])),
+            f"Answer: hookd answer {i.id} --option auto   (or: --option manual; --option deny --text \"what to change\")"])
+        what = {"plan": plan, "plan_path": path}
     elif i.kind == "permission":
         view = view if view is not None else json_view(i.input)
         rule = "permission_pending"

@@ -22,12 +22,17 @@ error body until it is cleared (``fail_main(None)``), for the harness's own
 retries and its ``StopFailure``. Side requests that
 Claude Code makes on its own (session title, topic detection, ...) are
 recognised by substrings of their body and never consume a scripted turn.
+
+A string ``{plan_file}`` anywhere in a main turn's blocks is replaced, when that turn is
+served, by the plan file path the request names (plan mode's "Plan File Info": 2.1.332 picks a
+random file name per session, and its ExitPlanMode reads the plan from that file).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import re
 import threading
 import time
 import uuid
@@ -37,7 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Self
 
-__all__ = ["FakeAnthropicAPI", "LoggedRequest", "classify_request", "load_script"]
+__all__ = ["FakeAnthropicAPI", "LoggedRequest", "classify_request", "load_script", "plan_file_of"]
 
 DEFAULT_FALLBACK_TEXT = "done"
 DEFAULT_SIDE_TEXT = "ok"
@@ -62,6 +67,9 @@ TOOL_FREE_MARKERS: tuple[tuple[str, str], ...] = (
     ("tool_summary", "Write a short summary label describing what these tool calls"),
 )
 SIDE_QUERY_BETA = "claude-code-side-query"
+PLAN_FILE = "{plan_file}"
+# Plan mode's system reminder in 2.1.332 names the plan file in one of these two sentences.
+PLAN_FILE_RE = re.compile(r"(?:create your plan at|A plan file already exists at) (/\S+?\.md)")
 
 
 @dataclass
@@ -220,6 +228,23 @@ def load_script(script: Any) -> dict:
         turns.append(copy.deepcopy(turn))
     out["turns"] = turns
     return out
+
+
+def plan_file_of(body: Any) -> str | None:
+    """The plan file path a plan-mode request names (its last mention), or None."""
+    found = PLAN_FILE_RE.findall(json.dumps(body))
+    return json.loads(f'"{found[-1]}"') if found else None
+
+
+def _with_plan_file(content: list[dict], body: Any) -> list[dict]:
+    """``content`` with every ``{plan_file}`` replaced by the path ``body`` names."""
+    text = json.dumps(content)
+    if PLAN_FILE not in text:
+        return content
+    path = plan_file_of(body)
+    if path is None:
+        return content
+    return json.loads(text.replace(PLAN_FILE, json.dumps(path)[1:-1]))
 
 
 def _last_user_text(body: Any) -> str:
@@ -609,6 +634,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(*failure)
             return
         req.turn, content = self.fake._answer_for(req.kind, req.agent_id, req.side_kind)
+        if req.kind == "main":
+            content = _with_plan_file(content, req.body)
         req.status = 200
         self.fake._log(req)
         message = self.fake.build_message(content)

@@ -266,6 +266,28 @@ def mcp_elicitation_script() -> dict:
     }
 
 
+PLAN_TEXT = "# Plan\n\n1. build the **thing**\n2. ship it\n"
+PLAN_PROMPT = "Make a plan"
+
+
+def plan_script() -> dict:
+    """Plan mode: the plan file written (``{plan_file}``: the path the request names), then
+    ExitPlanMode, then Bash ``echo after-plan``, then a final text."""
+    return {
+        "turns": [
+            {"content": [{"type": "tool_use", "id": "toolu_01PLANWRITE000000000001", "name": "Write",
+                          "input": {"file_path": "{plan_file}", "content": PLAN_TEXT}}]},
+            {"content": [{"type": "tool_use", "id": "toolu_01PLANEXIT0000000000001", "name": "ExitPlanMode",
+                          "input": {}}]},
+            {"content": [{"type": "tool_use", "id": "toolu_01PLANAFTER000000000001", "name": "Bash",
+                          "input": {"command": "echo after-plan", "description": "Print after-plan"}}]},
+            {"content": [{"type": "text", "text": FINAL_TEXT}]},
+        ],
+        "fallback_text": "SCRIPT-EXHAUSTED",
+        "side_text": "ok",
+    }
+
+
 def drive_print_elicitation(run: Run) -> None:
     """Headless ``claude -p`` with the eliciting MCP server (``--mcp-config`` in the private
     tree): no hook answers and ``-p`` has no dialog, so Claude Code cancels the elicitation
@@ -335,6 +357,31 @@ def drive_denied(run: Run) -> None:
     _check_turns(run, 2)
 
 
+def drive_tui_plan(run: Run) -> None:
+    """The TUI in tmux, started in plan mode: the plan dialog's PermissionRequest and its
+    Notification ``permission_prompt`` are recorded, then "2. Yes, manually approve edits" is
+    chosen at the terminal (the default mode: "1. Yes, and use auto mode" adds auto mode's
+    notice row, whose place and parent in the transcript vary from run to run); ``/exit`` ends
+    the session."""
+    with TmuxClaude(run.cwd, run.env, extra_args=("--permission-mode", "plan"), claude_bin=run.claude_bin,
+                    tmux=run.tmux) as tui:
+        tui.wait_ready(timeout=30)
+        tui.submit(PLAN_PROMPT)
+        tui.wait_for_screen(lambda s: "Would you like to proceed?" in s and "1. Yes, and use auto mode" in s,
+                            timeout=run.timeout)
+        run.wait_for_hook("PermissionRequest")
+        run.wait_for_hook("Notification", timeout=30)
+        tui.send_keys("Down")
+        tui.wait_for_screen(r"❯ 2\. Yes, manually approve edits", timeout=10)
+        tui.press_until("Enter", lambda s: "Would you like to proceed?" not in s, timeout=10)
+        tui.wait_for_screen(FINAL_TEXT, timeout=run.timeout)
+        run.wait_for_hook("Stop")
+        tui.wait_ready(timeout=30)
+        tui.submit("/exit")
+        wait_until(tui.pane_dead, run.timeout, 0.05, "claude to exit after /exit")
+    _check_turns(run, 4)
+
+
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("stream-stop-failure-rate-limit",
              "stream-json host against an API answering 429: StopFailure (rate_limit) ends the turn",
@@ -354,6 +401,10 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("print-mcp-elicitation-cancelled",
              "headless -p: an MCP tool elicits a form; nothing answers, Claude Code cancels it",
              mcp_elicitation_script, drive_print_elicitation),
+    Scenario("tui-plan-approved-at-terminal",
+             "TUI in tmux, plan mode: the plan file written, ExitPlanMode approved at the desk "
+             "('Yes, manually approve edits'), then Bash and text",
+             plan_script, drive_tui_plan, needs_tmux=True),
 )}
 
 
@@ -525,6 +576,10 @@ API_ID_RE = re.compile(r"\b(msg|req)_([0-9A-Za-z]{12,})\b")
 HASH_RE = re.compile(r"\b[0-9a-f]{64}\b")
 ISO_RE = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z\b")
 FILLER = "lorem ipsum dolor sit amet "
+# a plan file: its name is random per session (plan mode's "Plan File Info")
+PLAN_FILE_RE = re.compile(r"\.claude/plans/([a-z0-9]+(?:-[a-z0-9]+)+)\.md")
+# a file-history backup's name: ``<16 hex>@v<N>`` (``file-history-snapshot`` rows)
+BACKUP_RE = re.compile(r"^([0-9a-f]{16})(?=@v\d+$)")
 FILLER_MIN_LEN = 400
 BASE_MS = 946684800000  # 2000-01-01T00:00:00Z
 BASE_DATE = "2000-01-01"
@@ -563,6 +618,8 @@ class Normaliser:
       64-hex hashes -> placeholders numbered by order of first appearance, same value ->
       same placeholder (``00000000-0000-4000-8000-000000000001``, ``msg_000...01``,
       ``000...01``); ``toolu_`` ids are left alone: they come from the model script;
+    * plan file names (random per session) -> ``plan-N``; file-history backup names (a hash
+      of the file's path) -> numbered placeholders;
     * ISO timestamps -> ``2000-01-01T00:00:NN.000Z`` numbered per occurrence (two rows
       written in the same millisecond in one run may be a millisecond apart in the next);
       the run's dates (``YYYY-MM-DD``) -> ``2000-01-01``.
@@ -589,6 +646,8 @@ class Normaliser:
         release = os.uname().release
         self.machine_subs = [(release, "0.0.0")] if len(release) >= 3 else []
         self.ids: dict[str, str] = {}
+        # plan file names (``<prompt words>-<two random words>``) -> ``plan-N``
+        self.plan_slugs: dict[str, str] = {}
         self.counters: dict[str, int] = {}
         self.clock = 0
         self.durations = 0
@@ -617,6 +676,14 @@ class Normaliser:
             self.ids[v] = f"{self._next('hash'):064d}"
         return self.ids[v]
 
+    def _backup(self, m: re.Match) -> str:
+        """A file-history backup's name (a hash of the file's path, which holds a plan file's
+        random name) -> a numbered placeholder of the same length."""
+        v = m.group(1)
+        if v not in self.ids:
+            self.ids[v] = f"{self._next('backup'):0{len(v)}d}"
+        return self.ids[v]
+
     def _tick(self) -> int:
         self.clock += 1
         return BASE_MS + self.clock * 1000
@@ -627,9 +694,15 @@ class Normaliser:
 
     # -- strings
     def machine(self, s: str) -> str:
-        """Private paths and the kernel release replaced (done before the filler decision,
-        so filler lengths do not depend on the machine)."""
+        """Private paths, the kernel release and plan file names replaced (done before the
+        filler decision, so filler lengths do not depend on the machine)."""
         for old, new in self.path_subs + self.machine_subs:
+            if old in s:
+                s = s.replace(old, new)
+        for m in PLAN_FILE_RE.finditer(s):
+            if m.group(1) not in self.plan_slugs:
+                self.plan_slugs[m.group(1)] = f"plan-{len(self.plan_slugs) + 1}"
+        for old, new in self.plan_slugs.items():
             if old in s:
                 s = s.replace(old, new)
         return s
@@ -651,6 +724,8 @@ class Normaliser:
 
     # -- values
     def value(self, v: Any, fill: bool = False, key: str = "") -> Any:
+        if isinstance(v, str) and key == "backupFileName":
+            return BACKUP_RE.sub(self._backup, v)
         if isinstance(v, str):
             return self.string(v, fill)
         if isinstance(v, bool) or v is None:

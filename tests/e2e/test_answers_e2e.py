@@ -114,7 +114,8 @@ def interaction(r: Rig, iid: str) -> dict[str, Any]:
 
 def pending_permission(r: Rig) -> dict[str, Any]:
     def one() -> dict[str, Any] | None:
-        ps = [q for q in r.questions() if q["kind"] == "permission" and q["state"] == "pending"]
+        # (ExitPlanMode's prompt is a ``plan``, answered with allow/deny as one: test_plans_e2e.py)
+        ps = [q for q in r.questions() if q["kind"] in ("permission", "plan") and q["state"] == "pending"]
         return ps[0] if ps else None
     return wait_until(one, 15, 0.1, "a pending permission prompt in hookd")
 
