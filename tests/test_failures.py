@@ -83,14 +83,14 @@ def test_derive_failed_until_the_next_hook() -> None:
                "harness": "claude-code", "turn_started_at": None, "turn_ended_at": None, "failed_at": 10.0,
                "failure": json.dumps({"error": "billing_error", "transient": False, "advice": "check the plan"}),
                "refused_at": None, "refused": None}
-    d = {"builder": "b1", "session": session, "last_hook": {"hook_event_name": "StopFailure", "at": 10.0, "mono": None},
+    d = {"builder": "b1", "session": session, "last_hook": {"hook_event_name": "StopFailure", "at": 10.0, "mono": None, "kind": None},
          "pending": (), "queued": 0, "oldest_queued_at": None, "oldest_queued_mono": None}
     lane = derive(d, 20.0)
     assert (lane.state, lane.since, lane.failure) == ("failed", 10.0, "billing_error")
     assert lane.detail == "stopped by an API error (billing_error): check the plan"
     d["session"] = dict(session, failure=json.dumps({"error": "overloaded", "transient": True, "advice": "wait"}))
     assert derive(d, 20.0).state == "stalled"
-    d["last_hook"] = {"hook_event_name": "UserPromptSubmit", "at": 11.0, "mono": None}  # prompted again
+    d["last_hook"] = {"hook_event_name": "UserPromptSubmit", "at": 11.0, "mono": None, "kind": "prompt"}  # prompted again
     lane = derive(d, 20.0)
     assert (lane.state, lane.failure) == ("working", None)
 

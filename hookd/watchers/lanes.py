@@ -29,7 +29,7 @@ import psutil
 
 from hookd.clock import span
 from hookd.config import BUILDER_ID_RE
-from hookd.models import StorageUnavailable
+from hookd.models import PROMPT_KINDS, StorageUnavailable
 from hookd.settings import Settings
 
 log = logging.getLogger("hookd")
@@ -155,7 +155,7 @@ def _derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | 
         return Lane(state="dead", since=now, detail=why, **base)
     if pending:
         first = pending[0]
-        kind = "waiting_permission" if first["kind"] == "permission" else "waiting_question"
+        kind = "waiting_permission" if first["kind"] in PROMPT_KINDS else "waiting_question"
         # the session the lane waits on is the question's, not the builder's newest one
         base["session_id"] = first.get("session_id") or sid
         waited = now - first["created_at"]
