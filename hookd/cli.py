@@ -33,7 +33,7 @@ from hookd.cli_render import _client, _duration, _echo_json, _log_to_stderr, _ou
 from hookd.untrusted import visible
 
 if TYPE_CHECKING:
-    from hookd.models import HookdError
+    from hookd.errors import HookdError
 
 #: Commands defined in the other CLI modules, imported only when named (``hookd --help`` and
 #: shell completion import them all), so that ``hookd --version`` loads click and the printing
@@ -50,7 +50,7 @@ LAZY_COMMANDS = {
 
 def _hookd_error() -> type[HookdError]:
     """hookd's error class, imported when an exception is being matched (not at start)."""
-    from hookd.models import HookdError
+    from hookd.errors import HookdError
 
     return HookdError
 

@@ -37,7 +37,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from hookd.models import ConfigError
+from hookd.errors import ConfigError
 
 #: Longest Unix socket path we bind (``sun_path`` is 108 bytes on Linux, 104 on macOS).
 MAX_SOCKET_PATH = 100
