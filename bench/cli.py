@@ -10,7 +10,8 @@ command once, in a rotated order, so all see the same machine), spawn to exit:
 - the floors: ``python -c pass`` (the interpreter's bare start, with ``site``) and
   ``python -S -c pass`` (without ``site``), with the interpreter hookd runs under;
 - ``hookd --version``, ``hookd questions`` (one pending question), ``hookd status``
-  with the daemon up, and with no daemon (exit 3, one sentence);
+  with the daemon up, and with no daemon (exit 3, one sentence): without ``--home``, as a user
+  runs them, the daemon's home being the default one (``XDG_DATA_HOME`` set to a temp dir: Linux);
 - ``hookd mcp``, with the exact command ``hookd spawn`` writes into ``.mcp.json``: spawn to
   the ``tools/list`` reply (``initialize``, ``notifications/initialized``, ``tools/list``
   written at once, as a client does), i.e. ready for Claude Code's first model request;
@@ -182,7 +183,9 @@ def main() -> int:
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="hookd-bench-cli-"))
-    home, down, wt = tmp / "home", tmp / "home-down", tmp / "wt"
+    # the CLI is run as a user runs it, without --home: its home is the default one, in the
+    # per-user data directory (XDG_DATA_HOME, here a temp dir)
+    home, down, wt = tmp / "data" / "hookd", tmp / "data-down" / "hookd", tmp / "wt"
     wt.mkdir()
     # as installed: bytecode cached (the warm-up rounds write what is missing or stale)
     env = {k: v for k, v in os.environ.items() if k not in ("HOOKD_HOME", "PYTHONDONTWRITEBYTECODE")}
@@ -206,14 +209,15 @@ def main() -> int:
         mcp_argv = [mcp_argv["command"], *mcp_argv["args"]]
         daemon.client().post_json("/v1/builders/bench/asks", {"question": "Which database?",
                                                               "options": ["postgres", "sqlite"]})
-        h, d = ["--home", os.fspath(home)], ["--home", os.fspath(down)]
+        up_env = {**env, "XDG_DATA_HOME": os.fspath(home.parent)}
+        down_env = {**env, "XDG_DATA_HOME": os.fspath(down.parent)}
         cases: dict[str, Callable[[], float | tuple[float, float]]] = {
             "python -c pass": lambda: run_once([py, "-c", "pass"], 0, env),
             "python -S -c pass": lambda: run_once([py, "-S", "-c", "pass"], 0, env),
             "hookd --version": lambda: run_once([*hookd, "--version"], 0, env),
-            "hookd questions": lambda: run_once([*hookd, *h, "questions"], 0, env),
-            "hookd status (daemon up)": lambda: run_once([*hookd, *h, "status"], 0, env),
-            "hookd status (daemon down)": lambda: run_once([*hookd, *d, "status"], 3, env),
+            "hookd questions": lambda: run_once([*hookd, "questions"], 0, up_env),
+            "hookd status (daemon up)": lambda: run_once([*hookd, "status"], 0, up_env),
+            "hookd status (daemon down)": lambda: run_once([*hookd, "status"], 3, down_env),
             "hookd mcp (to tools/list)": lambda: mcp_ready(mcp_argv, os.fspath(wt), env),
             "hookd serve (to ready)": lambda: serve_ready(hookd, tmp, served, env),
         }

@@ -73,6 +73,45 @@ def test_status_with_the_daemon_down_loads_no_table_and_no_server(tmp_path: Path
     assert not heavy, heavy
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the default home is computed without platformdirs on Linux")
+def test_the_default_home_is_found_without_platformdirs(tmp_path: Path) -> None:
+    """A user runs hookd without --home or HOOKD_HOME: the per-user data directory, found
+    without importing platformdirs (hookd.config.default_home)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("HOOKD_HOME", "XDG_DATA_HOME")}
+    for extra in ({"XDG_DATA_HOME": os.fspath(tmp_path / "data")}, {"HOME": os.fspath(tmp_path)}):
+        out = tmp_path / "modules.txt"
+        r = subprocess.run([sys.executable, "-P", "-c", RUN, os.fspath(out), "status"], env={**env, **extra},
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 3, r.stderr
+        where = tmp_path / "data" / "hookd" if "XDG_DATA_HOME" in extra else tmp_path / ".local" / "share" / "hookd"
+        assert f"hookd is not running for {where};" in r.stderr, r.stderr
+        assert "platformdirs" not in out.read_text().split()
+
+
+@pytest.mark.parametrize("xdg", [None, "", "  ", "/srv/data", "/srv/data/", "relative/data", "~/data"])
+@pytest.mark.parametrize("home", ["/home/ana", "/", "relative", None])
+def test_the_default_home_is_platformdirs_answer(xdg: str | None, home: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever XDG_DATA_HOME and HOME say, the default home is platformdirs' user data
+    directory for hookd (computed without it in the usual cases on Linux, asked otherwise)."""
+    import platformdirs
+
+    from hookd.config import default_home
+
+    monkeypatch.delenv("HOOKD_HOME", raising=False)
+    for name, value in (("XDG_DATA_HOME", xdg), ("HOME", home)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    try:
+        want = Path(platformdirs.user_data_dir("hookd", appauthor=False))
+    except RuntimeError:  # (no home directory platformdirs can find: default_home raises as it does)
+        with pytest.raises(RuntimeError):
+            default_home()
+        return
+    assert default_home() == want
+
+
 def test_questions_loads_its_own_commands_only_and_no_table(tmp_path: Path) -> None:
     home = tmp_path / "home"
     with DaemonProcess(home) as d:
