@@ -35,7 +35,7 @@ from hookd.cli_render import (
 from hookd.untrusted import visible
 
 if TYPE_CHECKING:
-    from hookd.models import HookdError
+    from hookd.errors import HookdError
 
 #: Commands defined in the other CLI modules, imported only when named (``hookd --help`` and
 #: shell completion import them all), so that ``hookd --version`` loads click and the printing
@@ -52,7 +52,7 @@ LAZY_COMMANDS = {
 
 def _hookd_error() -> type[HookdError]:
     """hookd's error class, imported when an exception is being matched (not at start)."""
-    from hookd.models import HookdError
+    from hookd.errors import HookdError
 
     return HookdError
 

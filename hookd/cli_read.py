@@ -17,7 +17,8 @@ from hookd.cli_complete import builders, queued_messages
 from hookd.cli_render import (
     _client, _duration, _echo_json, _event_line, _interaction, _lane_state, _lines, _out, _seg, _table,
 )
-from hookd.models import DaemonNotRunning, os_user
+from hookd.errors import DaemonNotRunning
+from hookd.vocabulary import os_user
 from hookd.untrusted import visible
 
 

@@ -21,8 +21,9 @@ import click
 
 from hookd.untrusted import json_escape_visible, visible
 
-# msgspec, tabulate and logging are imported by the helpers that use them: a command that
-# prints no table does not pay for tabulate (docs/decisions.md "The CLI starts fast").
+# msgspec (``--json`` only: its exact encoder), json, tabulate and logging are imported by the
+# helpers that use them: a command that prints no table does not pay for tabulate, nor one
+# printing for a human for msgspec (docs/decisions.md "The CLI starts fast").
 
 
 
@@ -112,6 +113,15 @@ def _echo_json(obj: Any) -> None:
     import msgspec
 
     click.echo(json_escape_visible(msgspec.json.encode(obj).decode()))
+
+
+
+def _json_text(value: Any) -> str:
+    """``value`` (decoded JSON) as compact JSON text to show (then clipped and made visible by
+    the caller), with the standard library's ``json``: printing loads no msgspec."""
+    import json
+
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 
@@ -283,9 +293,7 @@ def _permission_lines(i: dict[str, Any]) -> list[_Shown]:
             if len(rows) > DETAIL_LINES:
                 out.append(_line(f"    ... ({len(rows) - DETAIL_LINES} more lines; --json has all)"))
     else:
-        import msgspec
-
-        out = [_line("  ", _clip(f"{tool}: {msgspec.json.encode(i.get('input')).decode()}", 80))]
+        out = [_line("  ", _clip(f"{tool}: {_json_text(i.get('input'))}", 80))]
     if i.get("state") != "pending" and i.get("decision"):
         out.append(_line(f"  -> {i['decision']}", f": {i['message']}" if i.get("message") else ""))
     return out
@@ -343,7 +351,7 @@ def _interaction(i: dict[str, Any], now: float) -> _Shown:
         if i.get("expires_at"):
             head.append(f", expires in {_duration(i['expires_at'] - now)}")
     else:
-        from hookd.models import outcome_of
+        from hookd.vocabulary import outcome_of
 
         head.append(i.get("outcome") or outcome_of(i["kind"], i["state"], i.get("decision")))
         head.append(f" {i['by']}" if i.get("by") else _who(i))  # (a daemon that sends no ``by``: the same words)
@@ -398,9 +406,9 @@ def _answered(d: dict[str, Any]) -> str:
 
 
 def _who(d: dict[str, Any]) -> str:
-    """`` from the CLI by ana`` of an event's data (:func:`hookd.models.by_text`: the words the
+    """`` from the CLI by ana`` of an event's data (:func:`hookd.vocabulary.by_text`: the words the
     page and the API's ``by`` use), or what of it is there."""
-    from hookd.models import by_text
+    from hookd.vocabulary import by_text
 
     surface = d.get("surface") if _given(d.get("surface")) else None
     actor = d.get("actor") if _given(d.get("actor")) else None
@@ -415,9 +423,7 @@ def _tool_input(tool: Any, value: Any) -> str:
         for key in ("command", "file_path", "url", "path", "pattern"):
             if isinstance(value.get(key), str):
                 return f"{tool}: {_clip(value[key], 80)}"
-    import msgspec
-
-    return f"{tool}: {_clip(msgspec.json.encode(value).decode(), 80)}"
+    return f"{tool}: {_clip(_json_text(value), 80)}"
 
 
 
@@ -431,7 +437,7 @@ def _first_question(d: dict[str, Any]) -> str:
 
 
 def _resolved(d: dict[str, Any]) -> str:
-    from hookd.models import outcome_of
+    from hookd.vocabulary import outcome_of
 
     outcome, got = d.get("outcome"), _answered(d)
     if d.get("kind") in ("permission", "plan") and isinstance(outcome, str) and d.get("decision") in ("allow", "deny"):

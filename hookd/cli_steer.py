@@ -10,7 +10,7 @@ import click
 
 from hookd.cli_complete import builders, pending_interactions
 from hookd.cli_render import _client, _delivery, _echo_json, _out, _seg
-from hookd.models import os_user
+from hookd.vocabulary import os_user
 from hookd.untrusted import visible
 
 #: What --actor defaults to, as --help shows it.

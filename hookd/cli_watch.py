@@ -38,7 +38,8 @@ from hookd.cli_render import (
     _client, _delivery, _duration, _interaction, _lane_state, _line, _lines, _options, _out, _paint, _questions, _seg, _Shown,
     _table,
 )
-from hookd.models import DaemonNotRunning, os_user
+from hookd.errors import DaemonNotRunning
+from hookd.vocabulary import os_user
 
 #: Seconds between redraws when nothing happens (the lanes' and the waits' durations tick).
 TICK_S = 1.0
@@ -378,7 +379,7 @@ def _follow(client: Any, after: int, changed: threading.Event, ended: threading.
 
 def _send(client: Any, answer: dict[str, Any], actor: str) -> str:
     """POST the answer; the status line saying how it went (a refusal: its sentence)."""
-    from hookd.models import HookdError
+    from hookd.errors import HookdError
 
     try:
         r = client.post_json(f"/v1/interactions/{_seg(answer['id'])}/answer",

@@ -34,10 +34,11 @@ import os
 import pwd
 import re
 import stat
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from hookd.models import ConfigError
+from hookd.errors import ConfigError
 
 #: Longest Unix socket path we bind (``sun_path`` is 108 bytes on Linux, 104 on macOS).
 MAX_SOCKET_PATH = 100
@@ -60,11 +61,23 @@ def check_builder_id(builder: str) -> str:
 
 
 def default_home() -> Path:
-    """``HOOKD_HOME`` if set, else the per-user data directory (platformdirs)."""
+    """``HOOKD_HOME`` if set, else the per-user data directory (platformdirs'
+    ``user_data_dir("hookd")``: ``$XDG_DATA_HOME/hookd`` or ``~/.local/share/hookd`` on Linux).
+
+    On Linux the two usual cases (``XDG_DATA_HOME`` an absolute path; unset or blank with an
+    absolute ``HOME``) are computed here, as every platformdirs 4.x computes them, without
+    importing it (with the ``tempfile`` and ``shutil`` it loads: a CLI call's largest import
+    after click); any other case asks platformdirs."""
     env = os.environ.get("HOOKD_HOME")
     if env:
         return Path(env)
-    import platformdirs  # here: a CLI call with --home or HOOKD_HOME does not import it
+    if sys.platform.startswith("linux"):
+        xdg = os.environ.get("XDG_DATA_HOME", "")
+        if xdg.startswith("/"):
+            return Path(xdg, "hookd")
+        if not xdg.strip() and os.environ.get("HOME", "").startswith("/"):
+            return Path(os.path.expanduser("~/.local/share"), "hookd")
+    import platformdirs  # here: only for what the lines above leave open (not on Linux, an unusual XDG_DATA_HOME or HOME)
 
     return Path(platformdirs.user_data_dir("hookd", appauthor=False))
 

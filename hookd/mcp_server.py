@@ -37,7 +37,7 @@ from typing import Any, BinaryIO, Callable
 from hookd import __version__
 from hookd.client import Client
 from hookd.config import Home, check_builder_id
-from hookd.models import HookdError
+from hookd.errors import HookdError
 
 log = logging.getLogger("hookd.mcp")
 

@@ -1,4 +1,6 @@
-"""hookd's own record shapes and errors (msgspec structs), shared by core, API and CLI.
+"""hookd's own record shapes (msgspec structs), shared by core, API and CLI; it re-exports
+hookd's errors (:mod:`hookd.errors`) and words (:mod:`hookd.vocabulary`), which load no
+msgspec (the CLI's read path imports those alone).
 
 Names follow DESIGN.md: hook events keep the harness's spelling (``PreToolUse``); hookd's
 events are snake_case (``question_pending``).
@@ -6,86 +8,31 @@ events are snake_case (``question_pending``).
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Literal
 
 import msgspec
 
-# Interaction lifecycle (DESIGN.md "Interactions"): pending -> one terminal state.
-InteractionState = Literal[
-    "pending", "answered", "dismissed", "denied", "empty", "expired", "superseded", "orphaned"
-]
-TERMINAL_STATES = ("answered", "dismissed", "denied", "empty", "expired", "superseded", "orphaned")
-
-
-#: How an interaction stands, in the words the CLI, the API (``outcome``), the page and the
-#: docs use (docs/events.md "One vocabulary"): the stored ``state``, except that a permission
-#: prompt answered (stored ``answered`` with ``decision``) is ``allowed`` or ``denied``.
-OUTCOMES = ("pending", "answered", "allowed", "denied", "dismissed", "empty", "expired", "superseded", "orphaned")
-
-#: Where an answer came from (the stored ``surface``) -> the words shown for it.
-SURFACE_TEXT = {
-    "terminal": "at the desk",
-    "cli": "from the CLI",
-    "web": "on the page",
-    "api": "through the API",
-    "hook": "pre-answered",
-}
-
-
-#: Interaction kinds answered with a decision (``allow`` | ``deny``) through a held permission
-#: prompt's hook: a tool's ``permission`` and a ``plan`` approval (hookd.core.plans).
-PROMPT_KINDS = ("permission", "plan")
-#: Interaction kinds answered with a decision, not with answers to questions: the
-#: :data:`PROMPT_KINDS` and an MCP ``elicitation`` (``accept`` | ``decline`` | ``cancel``, with
-#: its form's content; hookd.core.elicitations).
-DECISION_KINDS = (*PROMPT_KINDS, "elicitation")
-
-
-def outcome_of(kind: str, state: str, decision: str | None) -> str:
-    """The word for how an interaction stands (one of :data:`OUTCOMES`): ``allowed`` /
-    ``denied`` for a permission prompt's (or a plan's) decision, else its ``state``."""
-    if kind in PROMPT_KINDS and state == "answered" and decision in ("allow", "deny"):
-        return "allowed" if decision == "allow" else "denied"
-    return state
-
-
-def by_text(surface: str | None, actor: str | None) -> str | None:
-    """Who answered, where, in words: ``"from the CLI by ana"``, ``"at the desk"``, ``"by
-    ana"``; None when neither is known. An unknown surface is ``"via <surface>"``."""
-    where = (SURFACE_TEXT.get(surface) or f"via {surface}") if surface else None
-    words = [w for w in (where, f"by {actor}" if actor else None) if w]
-    return " ".join(words) or None
-
-
-@functools.cache
-def os_user() -> str:
-    """The name of the user this process runs as (the password database's entry for the uid,
-    else ``getpass.getuser()``, else ``uid <n>``): the default actor and author of what a
-    human sends through the CLI, the API and the page (the daemon and its CLI run as one user).
-    Looked up once per process."""
-    import os
-
-    try:
-        import pwd
-
-        return pwd.getpwuid(os.getuid()).pw_name
-    except (ImportError, KeyError):
-        pass
-    try:
-        import getpass
-
-        return getpass.getuser()
-    except Exception:  # (no LOGNAME/USER and no passwd entry)
-        return f"uid {os.getuid()}"
-
-
-def resolved_event(kind: str) -> str:
-    """The event that ends an interaction of ``kind``: ``permission_resolved`` (a permission
-    prompt or a plan), ``elicitation_resolved`` or ``question_resolved``."""
-    if kind == "elicitation":
-        return "elicitation_resolved"
-    return "permission_resolved" if kind in PROMPT_KINDS else "question_resolved"
+from hookd.errors import AlreadyServing as AlreadyServing
+from hookd.errors import BadRequest as BadRequest
+from hookd.errors import ConfigError as ConfigError
+from hookd.errors import Conflict as Conflict
+from hookd.errors import DaemonNotRunning as DaemonNotRunning
+from hookd.errors import HookdError as HookdError
+from hookd.errors import NotFound as NotFound
+from hookd.errors import PayloadInvalid as PayloadInvalid
+from hookd.errors import PayloadTooLarge as PayloadTooLarge
+from hookd.errors import StorageUnavailable as StorageUnavailable
+from hookd.errors import Unauthorized as Unauthorized
+from hookd.vocabulary import DECISION_KINDS as DECISION_KINDS
+from hookd.vocabulary import OUTCOMES as OUTCOMES
+from hookd.vocabulary import PROMPT_KINDS as PROMPT_KINDS
+from hookd.vocabulary import SURFACE_TEXT as SURFACE_TEXT
+from hookd.vocabulary import TERMINAL_STATES as TERMINAL_STATES
+from hookd.vocabulary import InteractionState as InteractionState
+from hookd.vocabulary import by_text as by_text
+from hookd.vocabulary import os_user as os_user
+from hookd.vocabulary import outcome_of as outcome_of
+from hookd.vocabulary import resolved_event as resolved_event
 
 
 class Event(msgspec.Struct, frozen=True):
@@ -266,84 +213,3 @@ class ErrorResponse(msgspec.Struct, frozen=True):
     """The one JSON error shape of every API route: ``{"error": {"code", "message"}}``."""
 
     error: ErrorBody
-
-
-class HookdError(Exception):
-    """Base error. ``code`` is machine-readable, ``status`` the HTTP status, ``exit_code``
-    the CLI exit status."""
-
-    code = "error"
-    status = 500
-    exit_code = 1
-    #: the hook event id its raw bytes were stored under, when a hook was refused after
-    #: they were committed (``ErrorBody.stored``)
-    stored: int | None = None
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
-
-
-class PayloadInvalid(HookdError):
-    """A hook payload that is not one JSON object of the expected shape. ``session_id``:
-    the payload's session id when it could still be read."""
-
-    code = "payload_invalid"
-    status = 422
-    session_id: str | None = None
-
-
-class PayloadTooLarge(HookdError):
-    code = "payload_too_large"
-    status = 413
-    exit_code = 2
-
-
-class NotFound(HookdError):
-    code = "not_found"
-    status = 404
-
-
-class Conflict(HookdError):
-    code = "conflict"
-    status = 409
-    exit_code = 2
-
-
-class Unauthorized(HookdError):
-    code = "unauthorized"
-    status = 401
-
-
-class BadRequest(HookdError):
-    code = "bad_request"
-    status = 400
-    exit_code = 2
-
-
-class ConfigError(HookdError):
-    """Bad local configuration: a settings file that is not strict JSON, a bad builder id."""
-
-    code = "config_error"
-    status = 400
-    exit_code = 2
-
-
-class StorageUnavailable(HookdError):
-    """The database cannot commit (disk full, locked past the wait, corrupt, I/O error,
-    read-only, or its file deleted or replaced while the daemon runs): nothing was stored."""
-
-    code = "storage_unavailable"
-    status = 503
-
-
-class DaemonNotRunning(HookdError):
-    code = "daemon_not_running"
-    status = 503
-    exit_code = 3
-
-
-class AlreadyServing(HookdError):
-    code = "already_serving"
-    status = 409
-    exit_code = 4
