@@ -81,13 +81,16 @@ class Interaction(msgspec.Struct):
     """Something a human must answer (DESIGN.md "Interactions").
 
     kind: ``question`` (a native AskUserQuestion call), ``permission`` (a tool permission
-    prompt, Claude Code PermissionRequest), ``async`` (asked through ``hookd mcp``'s
+    prompt, Claude Code PermissionRequest), ``plan`` (a plan to approve before the agent
+    leaves planning, Claude Code ExitPlanMode: input.plan is the plan; decision ``allow`` with
+    answers ``{"mode": "auto" | "manual"}``, or ``deny`` with the feedback as message),
+    ``async`` (asked through ``hookd mcp``'s
     ``ask_user_async``: the agent keeps working) or ``elicitation`` (a tool server asks for a
     form or a URL: an MCP elicitation; tool_name is the server's name, input
     ``{"server", "message", "mode", "url", "elicitation_id", "requested_schema"}``, decision
     ``accept`` | ``decline`` | ``cancel`` and answers the accepted content, field -> value).
     id: the harness's ``tool_use_id`` when the first observation carried it, else ``pr_…``
-    (first seen through a PermissionRequest) or ``ask_…`` (async); questions: as asked
+    (first seen through a PermissionRequest), ``ask_…`` (async) or ``el_…`` (elicitation); questions: as asked
     (Claude Code ``tool_input.questions`` shape); answers: question text -> answer string
     exactly as the harness reports it (multi-select labels joined with ", "), or None.
     input: the tool input as shown to the human (permission and question); decision /
