@@ -93,8 +93,8 @@ def hookd_cli(home: Path, *args: str, input: bytes | None = None, timeout: float
     )
 
 
-def hookd_run(home: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
-    """The `hookd` CLI against ``home`` run in this process (click's CliRunner: the same
+def hookd_run(home: Path | None, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The `hookd` CLI against ``home`` (None: no ``--home``) run in this process (click's CliRunner: the same
     parsing, commands and output, without an interpreter's start, which was most of the CPU
     a test spent on a CLI call): for tests where the CLI's process is not the point (a builder
     spawned to have hooks, an answer sent to reach the agent). Never raises on exit code; an
@@ -103,7 +103,8 @@ def hookd_run(home: Path, *args: str, input: str | None = None) -> subprocess.Co
 
     from hookd.cli import main
 
-    r = CliRunner().invoke(main, ["--home", os.fspath(home), *args], input=input, catch_exceptions=False)
+    argv = [*(["--home", os.fspath(home)] if home is not None else []), *args]
+    r = CliRunner().invoke(main, argv, input=input, catch_exceptions=False)
     return subprocess.CompletedProcess(["hookd", *args], r.exit_code, r.stdout, r.stderr)
 
 
