@@ -41,6 +41,10 @@ class DaemonProcess:
     port: TCP port (0: any free port).
     """
 
+    #: How the child is started: ``subprocess.Popen`` (tests/conftest.py installs one that
+    #: forks a process which has imported the daemon already: tests/forkserve.py).
+    popen: Callable[..., "subprocess.Popen[bytes]"] = subprocess.Popen
+
     def __init__(self, home: Path | str, log: Path | None = None, port: int = 0, env: dict[str, str] | None = None):
         self.home = Home.resolve(home)
         self.log = log or (self.home.root / "serve.log")
@@ -59,7 +63,7 @@ class DaemonProcess:
         self.home.root.mkdir(parents=True, exist_ok=True)
         self.log.parent.mkdir(parents=True, exist_ok=True)
         logf = open(self.log, "ab")
-        self.proc = subprocess.Popen(
+        self.proc = self.popen(
             self.cli_args("serve", "--port", str(self.port)), stdout=logf, stderr=logf,
             stdin=subprocess.DEVNULL, env=self.env,
         )

@@ -22,6 +22,26 @@ TUI = FIXTURES / "tui-ask-answered-at-terminal" / "hooks"
 __all__ = ["REPO", "FIXTURES", "TUI", "wait_until", "run_hook", "hookd_cli", "hookd_run"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def forked_daemons():
+    """Every DaemonProcess of the run starts forked from its test's process, which imported the
+    daemon once (tests/forkserve.py), unless the test is marked ``exec_daemon`` or ``e2e``, or
+    ``HOOKD_TEST_DAEMON=exec``: then a new interpreter, as a user starts it."""
+    from . import forkserve
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(DaemonProcess, "popen", forkserve.ForkedServe)
+        yield
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """(Before any of the test's fixtures, module-scoped ones too: they start daemons.)"""
+    from . import forkserve
+
+    forkserve.exec_only = bool(item.get_closest_marker("exec_daemon") or item.get_closest_marker("e2e"))
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     return tmp_path / "home"
@@ -73,8 +93,8 @@ def hookd_cli(home: Path, *args: str, input: bytes | None = None, timeout: float
     )
 
 
-def hookd_run(home: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
-    """The `hookd` CLI against ``home`` run in this process (click's CliRunner: the same
+def hookd_run(home: Path | None, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The `hookd` CLI against ``home`` (None: no ``--home``) run in this process (click's CliRunner: the same
     parsing, commands and output, without an interpreter's start, which was most of the CPU
     a test spent on a CLI call): for tests where the CLI's process is not the point (a builder
     spawned to have hooks, an answer sent to reach the agent). Never raises on exit code; an
@@ -83,7 +103,8 @@ def hookd_run(home: Path, *args: str, input: str | None = None) -> subprocess.Co
 
     from hookd.cli import main
 
-    r = CliRunner().invoke(main, ["--home", os.fspath(home), *args], input=input, catch_exceptions=False)
+    argv = [*(["--home", os.fspath(home)] if home is not None else []), *args]
+    r = CliRunner().invoke(main, argv, input=input, catch_exceptions=False)
     return subprocess.CompletedProcess(["hookd", *args], r.exit_code, r.stdout, r.stderr)
 
 

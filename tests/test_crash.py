@@ -41,7 +41,7 @@ from hookd.daemonproc import DaemonProcess, wait_until
 
 from .conftest import TUI, hookd_run, settings_command
 
-pytestmark = [pytest.mark.daemon, pytest.mark.slow]
+pytestmark = [pytest.mark.daemon, pytest.mark.slow, pytest.mark.exec_daemon]  # a new interpreter per start: the crash and restart are the point
 
 ROUNDS = int(os.environ.get("HOOKD_CRASH_ROUNDS", "10"))
 PRE = json.loads((TUI / "007-PreToolUse.json").read_bytes())

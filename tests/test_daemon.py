@@ -18,7 +18,7 @@ from hookd.daemonproc import DaemonProcess
 
 from .conftest import TUI, events, hookd_cli, hookd_run, questions
 
-pytestmark = pytest.mark.daemon
+pytestmark = [pytest.mark.daemon, pytest.mark.exec_daemon]  # the start and the signals of a new interpreter
 
 
 def _tcp(home):

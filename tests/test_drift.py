@@ -1,4 +1,5 @@
-"""`hookd drift` on the recorded version and on a doctored copy of it."""
+"""`hookd drift` on the recorded version and on a doctored copy of it (in this process:
+hookd_run; the replays' daemons are processes of their own)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ import shutil
 
 import pytest
 
-from .conftest import FIXTURES, hookd_cli
+from .conftest import FIXTURES, hookd_run
 
 pytestmark = pytest.mark.daemon
 
 
 def test_recorded_version_has_no_drift(tmp_path):
-    r = hookd_cli(tmp_path / "h", "drift", str(FIXTURES), "--json", timeout=120)
+    r = hookd_run(tmp_path / "h", "drift", str(FIXTURES), "--json")
     assert r.returncode == 0, r.stdout + r.stderr
     rep = json.loads(r.stdout)
     assert rep["unknown_events"] == {} and rep["unknown_fields"] == {} and rep["unknown_row_types"] == {}
@@ -38,7 +39,7 @@ def test_unknown_events_fields_and_row_types_are_listed(tmp_path):
     with open(sc / "transcript.jsonl", "a") as f:
         f.write(json.dumps({"type": "hologram", "sessionId": "s"}) + "\n")
     # newest version folder is picked by version order, not by name order
-    r = hookd_cli(tmp_path / "h", "drift", "--fixtures", str(root), "--no-replay", "--json")
+    r = hookd_run(tmp_path / "h", "drift", "--fixtures", str(root), "--no-replay", "--json")
     rep = json.loads(r.stdout)
     assert rep["version_dir"].endswith("2.1.332")
     assert rep["unknown_events"] == {"FutureEvent": ["tui/015-FutureEvent.json"]}
@@ -50,7 +51,7 @@ def test_unknown_events_fields_and_row_types_are_listed(tmp_path):
 def test_parse_failure_fails_the_report(tmp_path):
     root, sc = _copy(tmp_path)
     (sc / "hooks" / "004-PreToolUse.json").write_text('{"hook_event_name": "PreToolUse", "tool_name": 7}')
-    r = hookd_cli(tmp_path / "h", "drift", "--fixtures", str(root), "--no-replay")
+    r = hookd_run(tmp_path / "h", "drift", "--fixtures", str(root), "--no-replay")
     assert r.returncode == 1
     assert "tui/004-PreToolUse.json: PreToolUse payload" in r.stdout and "result: FAIL" in r.stdout
 
@@ -59,16 +60,16 @@ def test_golden_mismatch_fails_the_report(tmp_path):
     root, sc = _copy(tmp_path)
     golden = sc / "expected-events.jsonl"
     golden.write_text(golden.read_text().replace('"Blue"}', '"Red"}'))
-    r = hookd_cli(tmp_path / "h", "drift", "--fixtures", str(root), timeout=120)
+    r = hookd_run(tmp_path / "h", "drift", "--fixtures", str(root))
     assert r.returncode == 1
     assert "golden mismatches: 1" in r.stdout and '"Red"' in r.stdout
 
 
 def test_no_replay_says_goldens_were_not_checked(tmp_path):
-    r = hookd_cli(tmp_path / "h", "drift", str(FIXTURES), "--no-replay")
+    r = hookd_run(tmp_path / "h", "drift", str(FIXTURES), "--no-replay")
     assert r.returncode == 0 and "golden mismatches: not checked (--no-replay)" in r.stdout
 
 
 def test_missing_fixtures_folder_is_a_clear_error(tmp_path):
-    r = hookd_cli(tmp_path / "h", "drift", "--fixtures", str(tmp_path / "nope"))
+    r = hookd_run(tmp_path / "h", "drift", "--fixtures", str(tmp_path / "nope"))
     assert r.returncode == 2 and "does not exist" in r.stderr and "Traceback" not in r.stderr

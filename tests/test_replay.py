@@ -19,6 +19,8 @@ import pytest
 from hookd.daemonproc import DaemonProcess
 from hookd.spawn import spawn
 
+from .conftest import hookd_run
+
 pytestmark = pytest.mark.daemon
 
 REPO = Path(__file__).resolve().parent.parent
@@ -30,10 +32,9 @@ GOLDEN = "expected-events.jsonl"
 
 
 def hookd_replay(scenario: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hookd", "replay", *args, str(scenario)],
-        capture_output=True, text=True, timeout=180, cwd=REPO,
-    )
+    """`hookd replay` in this process (hookd_run: its output and exit code without an
+    interpreter's start; its private daemon is a process of its own, as always)."""
+    return hookd_run(None, "replay", *args, str(scenario))
 
 
 def test_scenarios_found() -> None:

@@ -4,6 +4,10 @@ Merging into existing settings (other hooks and keys untouched; unspawn restores
 idempotent re-spawn, refusal of non-strict JSON, the ``--settings-file`` form, odd paths
 (quotes, ``$(...)``, backticks, non-ASCII) in both the worktree and HOOKD_HOME, matchers,
 registered events, the interpreter path; and case B20's slug/path helpers.
+
+`hookd spawn` and `hookd unspawn` run in this process (``hookd_run``: the same commands and
+output without an interpreter's start); where the process is the point (killed at each file
+operation, concurrent spawns) they are processes of their own.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from hookd.harness import claude_code as cc
 from hookd.harness import claude_code_hooks as cch
 from hookd.spawn import client_argv
 
-from tests.conftest import TUI, hookd_cli, run_hook, settings_command, wait_until
+from tests.conftest import TUI, hookd_run, run_hook, settings_command, wait_until
 
 pytestmark = pytest.mark.daemon
 
@@ -53,7 +57,7 @@ def settings_path(worktree: Path) -> Path:
 
 
 def spawn_ok(home: Path, builder: str, *args: str) -> dict[str, Any]:
-    r = hookd_cli(home, "spawn", builder, *args, "--json")
+    r = hookd_run(home, "spawn", builder, *args, "--json")
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
@@ -120,7 +124,7 @@ def test_merge_keeps_other_hooks_and_keys_and_unspawn_restores_them(home: Path, 
     assert {e: len(v) for e, v in mine.items()} == {e: 1 for e in cc.REGISTERED_EVENTS}
     assert merged["hooks"]["PostToolBatch"] == EXISTING["hooks"]["PostToolBatch"]  # not registered by hookd
 
-    r = hookd_cli(home, "unspawn", "b-1")
+    r = hookd_run(home, "unspawn", "b-1")
     assert r.returncode == 0, r.stderr
     restored = json.loads(target.read_bytes())
     assert restored == EXISTING
@@ -149,12 +153,12 @@ def test_a_worktree_that_does_not_exist_is_refused_saying_to_create_it(home: Pat
     it first; a path that is a file is refused too (by the option's type). Nothing is written
     either way."""
     missing = tmp_path / "proj-b1"
-    r = hookd_cli(home, "spawn", "b1", "--worktree", str(missing))
+    r = hookd_run(home, "spawn", "b1", "--worktree", str(missing))
     assert r.returncode == 2 and "does not exist: create it first" in r.stderr, r
     assert not missing.exists()
     afile = tmp_path / "afile"
     afile.write_text("x")
-    r = hookd_cli(home, "spawn", "b1", "--worktree", str(afile))
+    r = hookd_run(home, "spawn", "b1", "--worktree", str(afile))
     assert r.returncode == 2 and "is a file" in r.stderr, r
     assert afile.read_text() == "x"
 
@@ -167,9 +171,9 @@ def test_unspawn_removes_only_its_own_builder(home: Path, worktree: Path) -> Non
     after_one = json.loads(target.read_bytes())
     spawn_ok(home, "b-2", "--worktree", os.fspath(worktree))
     assert set(hookd_handlers(json.loads(target.read_bytes()), "b-2")) == set(cc.REGISTERED_EVENTS)
-    assert hookd_cli(home, "unspawn", "b-2").returncode == 0
+    assert hookd_run(home, "unspawn", "b-2").returncode == 0
     assert json.loads(target.read_bytes()) == after_one
-    assert hookd_cli(home, "unspawn", "b-1").returncode == 0
+    assert hookd_run(home, "unspawn", "b-1").returncode == 0
     assert json.loads(target.read_bytes()) == EXISTING
 
 
@@ -187,7 +191,7 @@ def test_respawn_is_idempotent(preexisting: bool, home: Path, worktree: Path) ->
     assert (home / "bin" / "hook-client").read_bytes() == client_first
     assert sum(len(v) for v in hookd_handlers(json.loads(first), wake=True).values()) == HANDLERS
     # and unspawn still knows whether it created the file
-    assert hookd_cli(home, "unspawn", "b-1").returncode == 0
+    assert hookd_run(home, "unspawn", "b-1").returncode == 0
     if preexisting:
         assert json.loads(target.read_bytes()) == EXISTING
     else:
@@ -208,7 +212,7 @@ def test_non_strict_json_is_refused_and_left_byte_identical(name: str, home: Pat
     target = settings_path(worktree)
     target.parent.mkdir()
     target.write_bytes(NOT_STRICT[name])
-    r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
+    r = hookd_run(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     assert r.stdout == ""
     assert os.fspath(target) in r.stderr and "untouched" in r.stderr
@@ -227,10 +231,10 @@ def test_settings_file_form_and_unspawn_removes_the_file_it_created(home: Path, 
     assert set(hookd_handlers(data, "b-7")) == set(cc.REGISTERED_EVENTS)
     mcp_config = home / "mcp" / "b-7.json"  # standalone, for claude --mcp-config
     assert m["mcp"]["file"] == os.fspath(mcp_config) and mcp_config.is_file()
-    r = hookd_cli(home, "unspawn", "b-7")
+    r = hookd_run(home, "unspawn", "b-7")
     assert r.returncode == 0, r.stderr
     assert not target.exists() and not mcp_config.exists()
-    r = hookd_cli(home, "unspawn", "b-7")
+    r = hookd_run(home, "unspawn", "b-7")
     assert r.returncode != 0 and "b-7" in r.stderr  # nothing left to undo
 
 
@@ -238,7 +242,7 @@ def test_settings_file_form_keeps_an_existing_file(home: Path, tmp_path: Path) -
     target = tmp_path / "settings.json"
     target.write_text(json.dumps(EXISTING))
     spawn_ok(home, "b-7", "--settings-file", os.fspath(target))
-    assert hookd_cli(home, "unspawn", "b-7").returncode == 0
+    assert hookd_run(home, "unspawn", "b-7").returncode == 0
     assert json.loads(target.read_bytes()) == EXISTING
 
 
@@ -247,7 +251,7 @@ def test_unspawn_of_a_file_spawn_created_removes_it(home: Path, worktree: Path) 
     assert not target.parent.exists()
     spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
     assert target.is_file()
-    r = hookd_cli(home, "unspawn", "b-1", "--json")
+    r = hookd_run(home, "unspawn", "b-1", "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["removed"] == HANDLERS
     assert not target.exists()
@@ -355,7 +359,7 @@ def test_without_a_compiler_spawn_uses_the_bash_client_and_says_so(home: Path, w
     monkeypatch.setenv("CC", os.fspath(tmp_path / "no-such-cc"))
     monkeypatch.setenv("XDG_CACHE_HOME", os.fspath(tmp_path / "cache"))
     monkeypatch.setenv("HOOKD_HOOK_CLIENT", "auto")
-    r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
+    r = hookd_run(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
     assert r.returncode == 0, r.stderr
     assert "(hook client: bash script)" in r.stdout
     assert r.stderr.startswith("hookd: note: C compiler") and "using the bash client" in r.stderr
@@ -365,10 +369,10 @@ def test_without_a_compiler_spawn_uses_the_bash_client_and_says_so(home: Path, w
     monkeypatch.setenv("HOOKD_HOOK_CLIENT", "c")
     other = tmp_path / "wt2"
     other.mkdir()
-    r = hookd_cli(home, "spawn", "b-2", "--worktree", os.fspath(other))
+    r = hookd_run(home, "spawn", "b-2", "--worktree", os.fspath(other))
     assert r.returncode != 0 and "HOOKD_HOOK_CLIENT=c: C compiler" in r.stderr and not settings_path(other).exists()
     monkeypatch.setenv("HOOKD_HOOK_CLIENT", "fast")
-    r = hookd_cli(home, "spawn", "b-2", "--worktree", os.fspath(other))
+    r = hookd_run(home, "spawn", "b-2", "--worktree", os.fspath(other))
     assert r.returncode != 0 and "HOOKD_HOOK_CLIENT must be auto, c or bash" in r.stderr
 
 
@@ -378,7 +382,7 @@ def test_unwritable_build_cache_falls_back_to_the_bash_client(home: Path, worktr
     blocker.write_text("a file where the cache directory should be")
     monkeypatch.setenv("XDG_CACHE_HOME", os.fspath(blocker))
     monkeypatch.setenv("HOOKD_HOOK_CLIENT", "auto")
-    r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
+    r = hookd_run(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
     assert r.returncode == 0, r.stderr
     assert "hookd: note: cannot build the compiled hook client in" in r.stderr and "Traceback" not in r.stderr
     assert client_of(settings_command(settings_path(worktree), "PreToolUse")) == Home.resolve(home).client_script
@@ -397,14 +401,14 @@ def test_a_home_that_cannot_run_the_built_client_falls_back_to_bash(home: Path, 
     monkeypatch.setenv("CC", os.fspath(cc))
     monkeypatch.setenv("XDG_CACHE_HOME", os.fspath(tmp_path / "cache"))
     monkeypatch.setenv("HOOKD_HOOK_CLIENT", "auto")
-    r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
+    r = hookd_run(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
     assert r.returncode == 0, r.stderr
     assert "the built client exited 126 with no arguments; using the bash client" in r.stderr
     h = Home.resolve(home)
     assert client_of(settings_command(settings_path(worktree), "PreToolUse")) == h.client_script
     assert not h.c_client.exists()
     monkeypatch.setenv("HOOKD_HOOK_CLIENT", "c")
-    r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
+    r = hookd_run(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
     assert r.returncode != 0 and "HOOKD_HOOK_CLIENT=c:" in r.stderr and "exited 126" in r.stderr
 
 
@@ -479,7 +483,7 @@ def test_odd_worktree_and_home_paths_are_quoted(tmp_path: Path, client_kind: str
         d.kill()
     for p in (Path.cwd(), worktree, tmp_path, root, home):
         assert not (p / "PWNED").exists() and not (p / "PWNED2").exists()
-    assert hookd_cli(home, "unspawn", "b-odd").returncode == 0
+    assert hookd_run(home, "unspawn", "b-odd").returncode == 0
     assert not settings.exists()
 
 
@@ -530,21 +534,21 @@ def test_unspawn_restores_the_original_file_byte_for_byte(home: Path, worktree: 
     settings.parent.mkdir()
     original = '{"permissions": {"allow": ["Bash(ls)"]},\n "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo mine"}]}]}}\n'
     settings.write_text(original)
-    assert hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree)).returncode == 0
+    assert hookd_run(home, "spawn", "b-1", "--worktree", os.fspath(worktree)).returncode == 0
     assert settings.read_text() != original
-    assert hookd_cli(home, "unspawn", "b-1").returncode == 0
+    assert hookd_run(home, "unspawn", "b-1").returncode == 0
     assert settings.read_text() == original
 
 
 def test_unspawn_removes_the_claude_dir_it_created(home: Path, worktree: Path) -> None:
-    assert hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree)).returncode == 0
+    assert hookd_run(home, "spawn", "b-1", "--worktree", os.fspath(worktree)).returncode == 0
     assert (worktree / ".claude").is_dir()
-    assert hookd_cli(home, "unspawn", "b-1").returncode == 0
+    assert hookd_run(home, "unspawn", "b-1").returncode == 0
     assert not (worktree / ".claude").exists()
 
 
 def test_command_fails_open_when_the_client_is_gone(home: Path, worktree: Path, client_kind: str) -> None:
-    assert hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree)).returncode == 0
+    assert hookd_run(home, "spawn", "b-1", "--worktree", os.fspath(worktree)).returncode == 0
     command = settings_command(settings_path(worktree), "PreToolUse")
     client_of(command).unlink()  # the home was moved or deleted
     r = run_hook(command, (TUI / "004-PreToolUse.json").read_bytes(), worktree)
@@ -578,7 +582,7 @@ def test_mcp_entry_merged_and_unspawn_restores_both_files_byte_for_byte(home: Pa
     assert s["enabledMcpjsonServers"] == ["docs", "hookd"]
     assert s["permissions"] == {"allow": ["Bash(ls)", "mcp__hookd"]}
 
-    r = hookd_cli(home, "unspawn", "b-1")
+    r = hookd_run(home, "unspawn", "b-1")
     assert r.returncode == 0, r.stderr
     assert "MCP server" in r.stdout
     assert mcp_json(worktree).read_text() == MCP_EXISTING
@@ -592,7 +596,7 @@ def test_mcp_json_created_by_spawn_is_removed_and_respawn_is_idempotent(home: Pa
     spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
     assert mcp_json(worktree).read_bytes() == first_mcp
     assert settings_path(worktree).read_bytes() == first_settings
-    assert hookd_cli(home, "unspawn", "b-1").returncode == 0
+    assert hookd_run(home, "unspawn", "b-1").returncode == 0
     assert sorted(p.name for p in worktree.iterdir()) == []  # .mcp.json and .claude/ gone
 
 
@@ -604,7 +608,7 @@ def test_mcp_keys_already_there_are_neither_doubled_nor_removed(home: Path, work
     spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
     s = json.loads(settings.read_bytes())
     assert s["enabledMcpjsonServers"] == ["hookd"] and s["permissions"]["allow"] == ["mcp__hookd"]
-    assert hookd_cli(home, "unspawn", "b-1").returncode == 0
+    assert hookd_run(home, "unspawn", "b-1").returncode == 0
     assert json.loads(settings.read_bytes()) == mine
 
 
@@ -617,7 +621,7 @@ def test_keys_added_later_by_the_user_survive_unspawn(home: Path, worktree: Path
     data = json.loads(mcp_json(worktree).read_bytes())
     data["mcpServers"]["docs"] = {"command": "docs-mcp"}
     mcp_json(worktree).write_text(json.dumps(data))
-    assert hookd_cli(home, "unspawn", "b-1").returncode == 0
+    assert hookd_run(home, "unspawn", "b-1").returncode == 0
     assert json.loads(settings_path(worktree).read_bytes()) == {
         "enabledMcpjsonServers": ["docs"], "permissions": {"allow": ["Bash(make)"]}}
     assert json.loads(mcp_json(worktree).read_bytes()) == {"mcpServers": {"docs": {"command": "docs-mcp"}}}
@@ -626,7 +630,7 @@ def test_keys_added_later_by_the_user_survive_unspawn(home: Path, worktree: Path
 @pytest.mark.parametrize("name", ["trailing-comma", "line-comment", "not-an-object"])
 def test_non_strict_mcp_json_is_refused_and_nothing_is_written(name: str, home: Path, worktree: Path) -> None:
     mcp_json(worktree).write_bytes(NOT_STRICT[name])
-    r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
+    r = hookd_run(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     assert os.fspath(mcp_json(worktree)) in r.stderr and "untouched" in r.stderr and "Traceback" not in r.stderr
     assert mcp_json(worktree).read_bytes() == NOT_STRICT[name]
@@ -643,7 +647,7 @@ def test_wrongly_typed_keys_are_refused(bad: dict, home: Path, worktree: Path) -
     target = mcp_json(worktree) if "mcpServers" in bad else settings_path(worktree)
     target.parent.mkdir(exist_ok=True)
     target.write_text(json.dumps(bad))
-    r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
+    r = hookd_run(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
     assert r.returncode == 2 and "untouched" in r.stderr, r.stderr
     assert json.loads(target.read_bytes()) == bad
     assert not (home / "builders" / "b-1.json").exists()
@@ -652,7 +656,7 @@ def test_wrongly_typed_keys_are_refused(bad: dict, home: Path, worktree: Path) -
 def test_a_hookd_server_hookd_did_not_write_is_refused(home: Path, worktree: Path) -> None:
     mine = {"mcpServers": {"hookd": {"command": "/opt/other-hookd"}}}
     mcp_json(worktree).write_text(json.dumps(mine))
-    r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
+    r = hookd_run(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
     assert r.returncode == 2 and "--no-mcp" in r.stderr, r.stderr
     assert json.loads(mcp_json(worktree).read_bytes()) == mine and not settings_path(worktree).exists()
 
@@ -660,13 +664,13 @@ def test_a_hookd_server_hookd_did_not_write_is_refused(home: Path, worktree: Pat
 def test_second_builder_in_the_same_worktree_gets_no_mcp_entry(home: Path, worktree: Path) -> None:
     spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
     after_one = (mcp_json(worktree).read_bytes(), settings_path(worktree).read_bytes())
-    r = hookd_cli(home, "spawn", "b-2", "--worktree", os.fspath(worktree))
+    r = hookd_run(home, "spawn", "b-2", "--worktree", os.fspath(worktree))
     assert r.returncode == 0, r.stderr
     assert "builder 'b-1'" in r.stderr and "no MCP server" in r.stderr
     assert mcp_json(worktree).read_bytes() == after_one[0]
-    assert hookd_cli(home, "unspawn", "b-2").returncode == 0
+    assert hookd_run(home, "unspawn", "b-2").returncode == 0
     assert (mcp_json(worktree).read_bytes(), settings_path(worktree).read_bytes()) == after_one
-    assert hookd_cli(home, "unspawn", "b-1").returncode == 0
+    assert hookd_run(home, "unspawn", "b-1").returncode == 0
     assert sorted(p.name for p in worktree.iterdir()) == []
 
 
@@ -682,7 +686,7 @@ def test_respawn_with_no_mcp_removes_what_mcp_added(home: Path, worktree: Path) 
     s = json.loads(settings.read_bytes())
     assert "enabledMcpjsonServers" not in s and s["permissions"] == EXISTING["permissions"]
     assert set(hookd_handlers(s, "b-1")) == set(cc.REGISTERED_EVENTS)
-    assert hookd_cli(home, "unspawn", "b-1").returncode == 0
+    assert hookd_run(home, "unspawn", "b-1").returncode == 0
     assert settings.read_text() == json.dumps(EXISTING, indent=4)
 
 
@@ -690,24 +694,24 @@ def test_settings_file_form_writes_a_standalone_mcp_config(home: Path, tmp_path:
     target = tmp_path / "settings.json"
     original = json.dumps(EXISTING, indent=1)
     target.write_text(original)
-    r = hookd_cli(home, "spawn", "b-7", "--settings-file", os.fspath(target))
+    r = hookd_run(home, "spawn", "b-7", "--settings-file", os.fspath(target))
     assert r.returncode == 0, r.stderr
     config = home.absolute() / "mcp" / "b-7.json"
     assert f"--mcp-config {config}" in r.stdout
     data = json.loads(config.read_bytes())
     assert list(data["mcpServers"]) == ["hookd"] and data["mcpServers"]["hookd"]["args"][-1] == "b-7"
-    m = json.loads(hookd_cli(home, "spawn", "b-7", "--settings-file", os.fspath(target), "--json").stdout)
+    m = json.loads(hookd_run(home, "spawn", "b-7", "--settings-file", os.fspath(target), "--json").stdout)
     assert m["mcp"]["claude_args"] == ["--mcp-config", os.fspath(config)]
     s = json.loads(target.read_bytes())
     assert s["enabledMcpjsonServers"] == ["hookd"] and s["permissions"]["allow"][-1] == "mcp__hookd"
     assert not mcp_json(worktree).exists()
-    assert hookd_cli(home, "unspawn", "b-7").returncode == 0
+    assert hookd_run(home, "unspawn", "b-7").returncode == 0
     assert target.read_text() == original and not config.exists()
     # a builder named like a manifest of another is no clash: configs live outside builders/
     spawn_ok(home, "b-7", "--settings-file", os.fspath(target))
     spawn_ok(home, "b-7.mcp", "--settings-file", os.fspath(tmp_path / "other.json"))
-    assert hookd_cli(home, "unspawn", "b-7").returncode == 0
-    assert hookd_cli(home, "unspawn", "b-7.mcp").returncode == 0
+    assert hookd_run(home, "unspawn", "b-7").returncode == 0
+    assert hookd_run(home, "unspawn", "b-7.mcp").returncode == 0
 
 
 def test_mcp_command_is_this_interpreter_not_a_shim(home: Path, worktree: Path) -> None:
@@ -843,7 +847,7 @@ def test_a_symlinked_file_is_written_through_and_stays_a_link(linked: str, home:
     spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))  # re-spawn: the same
     assert link.is_symlink() and os.readlink(link) == relative
 
-    r = hookd_cli(home, "unspawn", "b-1")
+    r = hookd_run(home, "unspawn", "b-1")
     assert r.returncode == 0, r.stderr
     assert link.is_symlink() and os.readlink(link) == relative
     assert real.read_text() == original  # byte for byte
@@ -860,7 +864,7 @@ def test_a_dangling_symlink_is_refused_by_spawn_and_unspawn(linked: str, home: P
     link = settings_path(worktree) if linked == "settings" else mcp_json(worktree)
     missing = tmp_path / "dotfiles" / "gone.json"
     link.symlink_to(missing)
-    r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
+    r = hookd_run(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     assert r.stdout == "" and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert os.fspath(link) in r.stderr and "symlink" in r.stderr and "untouched" in r.stderr
@@ -878,12 +882,12 @@ def test_a_dangling_symlink_is_refused_by_spawn_and_unspawn(linked: str, home: P
     other = mcp_json(worktree) if linked == "settings" else settings_path(worktree)
     other_before = other.read_bytes()
     missing.rename(missing.with_name("away.json"))
-    r = hookd_cli(home, "unspawn", "b-1")
+    r = hookd_run(home, "unspawn", "b-1")
     assert r.returncode == 2 and "symlink" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert other.read_bytes() == other_before and (home / "builders" / "b-1.json").exists()
     missing.with_name("away.json").rename(missing)
     assert missing.read_bytes() == spawned
-    r = hookd_cli(home, "unspawn", "b-1")
+    r = hookd_run(home, "unspawn", "b-1")
     assert r.returncode == 0, r.stderr
     assert link.is_symlink() and json.loads(missing.read_bytes()) == {}
 
@@ -915,7 +919,7 @@ def test_hooks_of_the_wrong_shape_are_refused_naming_the_key(name: str, home: Pa
     target.parent.mkdir()
     text = json.dumps({"model": "sonnet", **settings}, indent=2).encode()
     target.write_bytes(text)
-    r = hookd_cli(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
+    r = hookd_run(home, "spawn", "b-1", "--worktree", os.fspath(worktree))
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     assert r.stdout == "" and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert os.fspath(target) in r.stderr and key in r.stderr and f"not {got}" in r.stderr and "untouched" in r.stderr
@@ -940,7 +944,7 @@ def test_settings_file_with_a_worktree_writes_nothing_into_the_worktree(home: Pa
     W is only recorded (the lane's directory, by its physical path)."""
     target = tmp_path / "b-7.settings.json"
     (tmp_path / "wt-link").symlink_to(worktree, target_is_directory=True)
-    r = hookd_cli(home, "spawn", "b-7", "--settings-file", os.fspath(target), "--worktree", os.fspath(tmp_path / "wt-link"), "--json")
+    r = hookd_run(home, "spawn", "b-7", "--settings-file", os.fspath(target), "--worktree", os.fspath(tmp_path / "wt-link"), "--json")
     assert r.returncode == 0, r.stderr
     m = json.loads(r.stdout)
     config = home.absolute() / "mcp" / "b-7.json"
@@ -950,7 +954,7 @@ def test_settings_file_with_a_worktree_writes_nothing_into_the_worktree(home: Pa
     assert m["worktree"] == os.path.realpath(worktree) and m["settings_file"] == os.fspath(target)
     assert set(hookd_handlers(json.loads(target.read_bytes()), "b-7")) == set(cc.REGISTERED_EVENTS)
     assert list(worktree.iterdir()) == []
-    assert hookd_cli(home, "unspawn", "b-7").returncode == 0
+    assert hookd_run(home, "unspawn", "b-7").returncode == 0
     assert not target.exists() and not config.exists() and list(worktree.iterdir()) == []
 
 

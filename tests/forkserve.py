@@ -1,0 +1,135 @@
+"""`hookd serve` started by fork from the test's own process instead of a new interpreter.
+
+A daemon's start was mostly the interpreter importing the daemon (about 0.37 of 0.45 CPU-s
+per start, on the 2-core machine of docs/testing.md): every test that starts a daemon paid it
+again. ``ForkedServe`` is a ``subprocess.Popen`` whose child is a fork of this process, which
+has imported ``hookd.cli`` and ``hookd.daemon`` once; the child then runs the same
+``hookd --home HOME serve --port N`` as ``python -P -m hookd`` would (``hookd.cli.main``), on
+its own pid, sockets, database and log, with the given environment, stdin, stdout and stderr.
+It gets signals, is killed with SIGKILL and exits with the CLI's exit code as the real one.
+
+What it does not repeat is the interpreter's start and the imports: where that is the point
+(a module marked ``pytest.mark.exec_daemon``: the start-up and crash tests, the real Claude
+Code), and everywhere with ``HOOKD_TEST_DAEMON=exec``, DaemonProcess starts a new interpreter.
+tests/conftest.py installs it (``DaemonProcess.popen``).
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import gc
+import io
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import traceback
+import warnings
+from typing import Any
+
+#: Python's own signal dispositions at start-up (everything else: SIG_DFL)
+_FRESH = {signal.SIGINT: signal.default_int_handler, signal.SIGPIPE: signal.SIG_IGN,
+          signal.SIGXFSZ: signal.SIG_IGN}
+
+#: the warning filters as this module was imported (before pytest's per-test ones)
+_WARNINGS = list(warnings.filters)
+_kept: list[Any] = []
+
+#: set per test by tests/conftest.py: the test's module wants a new interpreter per daemon
+exec_only = False
+
+
+def wanted(args: Any) -> bool:
+    """Fork for ``python -P -m hookd ... serve ...`` (DaemonProcess.cli_args), unless this
+    test or the environment asks for a new interpreter."""
+    return (not exec_only and os.environ.get("HOOKD_TEST_DAEMON", "fork") != "exec"
+            and isinstance(args, list) and args[:4] == [sys.executable, "-P", "-m", "hookd"]
+            and "serve" in args)
+
+
+class ForkedServe(subprocess.Popen):  # type: ignore[type-arg]
+    """``subprocess.Popen(argv, ...)`` for DaemonProcess: forks when ``wanted(argv)``, else
+    starts the program as Popen does. Same object, methods and exit codes."""
+
+    def _execute_child(self, args, executable, preexec_fn, close_fds, pass_fds, cwd, env,  # type: ignore[override]
+                       startupinfo, creationflags, shell, p2cread, p2cwrite, c2pread, c2pwrite,
+                       errread, errwrite, *rest: Any) -> None:
+        if not wanted(args):
+            return super()._execute_child(args, executable, preexec_fn, close_fds, pass_fds, cwd, env,
+                                          startupinfo, creationflags, shell, p2cread, p2cwrite, c2pread,
+                                          c2pwrite, errread, errwrite, *rest)
+        import hookd.cli
+        import hookd.daemon  # noqa: F401 - imported once here, not in every child
+
+        fds = [p2cread, c2pwrite, errwrite]
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            _child(args[4:], fds, cwd, env)
+        self.pid = pid
+        self._child_created = True
+        self._close_pipe_fds(p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite)
+
+
+def _child(argv: list[str], fds: list[int], cwd: Any, env: Any) -> None:
+    code = 1
+    try:
+        gc.freeze()  # the parent's objects: never collected here (nor their pages copied)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for target, fd in enumerate(fds):
+            os.dup2(fd if fd != -1 else devnull, target)
+        # close_fds=True, except that each inherited number stays taken (by /dev/null): an
+        # object of the parent finalized here closes that number, never one the daemon opened
+        for name in os.listdir("/proc/self/fd"):
+            if int(name) > 2 and int(name) != devnull:
+                try:
+                    os.dup2(devnull, int(name), inheritable=False)
+                except OSError:  # (the directory listing's own fd, closed by now)
+                    pass
+        if cwd is not None:
+            os.chdir(cwd)
+        if env is not None:
+            os.environ.clear()
+            os.environ.update({os.fsdecode(k): os.fsdecode(v) for k, v in env.items()})
+        for sig in range(1, signal.NSIG):
+            try:
+                if sig in _FRESH or signal.getsignal(sig) not in (signal.SIG_DFL, None):
+                    signal.signal(sig, _FRESH.get(sig, signal.SIG_DFL))
+            except (OSError, ValueError):
+                pass
+        signal.pthread_sigmask(signal.SIG_SETMASK, set())
+        # the parent's streams and handlers stay referenced: not finalized here
+        _kept.extend([sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__])
+        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), errors="backslashreplace",
+                                      line_buffering=True)
+        sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+        root = logging.getLogger()  # as in a new interpreter: no handlers (pytest's are here)
+        for h in root.handlers[:]:
+            _kept.append(h)
+            root.removeHandler(h)
+        root.setLevel(logging.WARNING)
+        logging.disable(logging.NOTSET)
+        faulthandler.disable()  # (pytest's, on a stream of the parent)
+        warnings.filters[:] = _WARNINGS  # as at start-up, not as pytest set them for the test
+        import hookd.cli
+
+        try:
+            hookd.cli.main(argv, prog_name="hookd")
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            if not isinstance(e.code, int | None):
+                print(e.code, file=sys.stderr)
+        threading._shutdown()  # type: ignore[attr-defined]  # as at an interpreter's exit (not atexit's: the parent's)
+    except BaseException:  # noqa: BLE001 - as an uncaught exception would end the interpreter
+        traceback.print_exc()
+        code = 1
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
