@@ -14,8 +14,9 @@ from typing import Any
 import click
 
 from hookd.cli_complete import builders, queued_messages
+from hookd.cli_events import _event_line
 from hookd.cli_render import (
-    _client, _duration, _echo_json, _event_line, _interaction, _lane_state, _lines, _out, _seg, _table,
+    _client, _duration, _echo_json, _interaction, _lane_state, _lines, _out, _seg, _table,
 )
 from hookd.errors import DaemonNotRunning
 from hookd.vocabulary import os_user

@@ -18,9 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from hookd.clock import when
-from hookd.cli_render import (
-    EVENT_SUMMARY, _answer_commands, _duration, _event_line, _interaction, _lane_state, _line, _out, _paint, _table,
-)
+from hookd.cli_events import EVENT_SUMMARY, _event_line
+from hookd.cli_render import _answer_commands, _duration, _interaction, _lane_state, _line, _out, _paint, _table
 from hookd.core.answers import normalize_answer
 from hookd.models import AnswerRequest, BadRequest, Interaction
 
