@@ -416,12 +416,8 @@ class LaneWatch:
             await asyncio.sleep(0.05)  # debounce: one refresh for a burst of hooks
             dirty, retry = retry, set()
             try:
-                while True:
-                    evs = await self.core.store.events_after(seq, 5000)
-                    if not evs:
-                        break
-                    seq = evs[-1].seq
-                    dirty.update(e.builder for e in evs if e.builder and e.kind != "lane_changed")
+                seq, touched = await self.core.store.changed_builders(seq)
+                dirty |= touched
                 now = clock.wall()
                 dirty.update(b for b, lane in lanes.items() if lane.due is not None and lane.due <= now)
                 if live and now >= next_live:
