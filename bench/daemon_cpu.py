@@ -17,10 +17,13 @@ Reported:
   the moment its work for the run is done (the transcript followed to its end and the look at
   the session ``UNARMED_GRACE_S`` after its newest row passed), in ms per hook; and the same
   less the daemon's idle rate (measured over ``--idle-s`` s before the run) over that window;
-- the hook path's own CPU: a second fresh daemon is sent the same hooks' raw payloads back to
-  back over its Unix socket (a new connection each, as the compiled client), their
-  ``transcript_path`` pointed at a file that does not exist (so no transcript is followed): its
-  CPU over those requests per hook. The floor the first figure is judged against;
+- the hook path's own CPU: a fresh daemon is sent the same hooks' raw payloads over its Unix
+  socket (a new connection each, as the compiled client), their ``transcript_path`` pointed at
+  a file that does not exist (so no transcript is followed): its CPU per hook, back to back
+  (the warm hook path, ~0.3 ms) and, in another fresh daemon, at the session's own pace (each
+  hook at its offset in the session, then the same wait: the hook path as a session pays it,
+  caches cold after each idle gap, with the lanes, checkpoints and idle ticks of that time).
+  The session's figure less the paced one is what following the session's transcript costs;
 - the daemon's own handling time per hook (``GET /v1/debug/hook-timings``: from the whole body
   read to the reply handed over, wall time) and the run's wall time.
 
@@ -106,10 +109,12 @@ def hook_count(home: Path) -> int:
         return db.execute("SELECT count(*) FROM hook_events WHERE builder = ?", (BUILDER,)).fetchone()[0]
 
 
-def raw_hooks(home: Path) -> list[bytes]:
+def raw_hooks(home: Path) -> list[tuple[float, bytes]]:
+    """(seconds after the first hook it was received, raw payload) of every hook of the run."""
     with sqlite3.connect(Home.resolve(home).db) as db:
-        return [bytes(r[0]) for r in db.execute(
-            "SELECT raw FROM hook_events WHERE builder = ? ORDER BY id", (BUILDER,))]
+        rows = [(r[0], bytes(r[1])) for r in db.execute(
+            "SELECT received_at, raw FROM hook_events WHERE builder = ? ORDER BY id", (BUILDER,))]
+    return [(at - rows[0][0], raw) for at, raw in rows]
 
 
 def transcripts_done(daemon: DaemonProcess) -> bool:
@@ -119,11 +124,15 @@ def transcripts_done(daemon: DaemonProcess) -> bool:
                               for r in rows)
 
 
-def post_raw(home: Path, payloads: list[bytes]) -> None:
-    """Each payload as the compiled client sends it: a new Unix connection, one chunked POST."""
+def post_raw(home: Path, payloads: list[bytes], offsets: list[float] | None = None) -> None:
+    """Each payload as the compiled client sends it: a new Unix connection, one chunked POST;
+    back to back, or each at its offset (seconds after the first) when ``offsets`` is given."""
     h = Home.resolve(home)
     token, sock_path = h.read_endpoint().hook_token, os.fspath(h.socket_path)
+    t0 = time.monotonic()
     for i, payload in enumerate(payloads):
+        if offsets is not None and (pause := t0 + offsets[i] - time.monotonic()) > 0:
+            time.sleep(pause)  # the session's pace
         head = (f"POST /v1/hooks/claude-code/{BUILDER} HTTP/1.1\r\nHost: hookd\r\n"
                 f"Authorization: Bearer {token}\r\nX-Hookd-Delivery: {time.time_ns() // 1000}-{os.getpid()}-r{i}\r\n"
                 "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
@@ -210,13 +219,16 @@ def session_run(tmp: Path, calls: int, idle_s: float, profile: str | None) -> di
     return out
 
 
-def hook_path_floor(tmp: Path, raws: list[bytes]) -> dict[str, Any]:
-    """The same hooks posted back to back to a fresh daemon, no transcript to follow."""
-    home, proj = tmp / "floor-hookd", tmp / "floor-proj"
+def hook_path_floor(tmp: Path, hooks: list[tuple[float, bytes]], paced: bool) -> dict[str, Any]:
+    """The same hooks posted to a fresh daemon, with no transcript to follow (their
+    ``transcript_path`` names a file that does not exist): back to back, or ``paced`` at the
+    session's own pace (the daemon idle between hooks as in the session). Its CPU per hook."""
+    name = "paced" if paced else "floor"
+    home, proj = tmp / f"{name}-hookd", tmp / f"{name}-proj"
     proj.mkdir()
     missing = os.fspath(tmp / "no-such-transcript.jsonl")
     payloads = []
-    for raw in raws:
+    for _, raw in hooks:
         obj = json.loads(raw)
         if "transcript_path" in obj:
             obj["transcript_path"] = missing
@@ -228,13 +240,15 @@ def hook_path_floor(tmp: Path, raws: list[bytes]) -> dict[str, Any]:
     try:
         spawn_builder(daemon, proj)
         c0, t0 = cpu_s(proc), time.monotonic()
-        post_raw(home, payloads)
+        post_raw(home, payloads, [at for at, _ in hooks] if paced else None)
+        if paced:
+            time.sleep(UNARMED_GRACE_S + 1.0)  # the same window as the session's
         cpu, wall = cpu_s(proc) - c0, time.monotonic() - t0
     finally:
         daemon.stop(timeout=60)
         daemon.kill()
-    return {"floor_hooks": len(payloads), "floor_cpu_s": cpu, "floor_wall_s": wall,
-            "floor_cpu_ms_per_hook": cpu / len(payloads) * 1e3}
+    return {f"{name}_hooks": len(payloads), f"{name}_cpu_s": cpu, f"{name}_wall_s": wall,
+            f"{name}_cpu_ms_per_hook": cpu / len(payloads) * 1e3}
 
 
 def print_profile(path: Path, top: int) -> None:
@@ -280,9 +294,12 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="hookd-cpu-"))
     try:
         run = session_run(tmp, args.calls, args.idle_s, args.profile)
-        floor = hook_path_floor(tmp, run.pop("raws"))
-        result = {**run, **floor, "load_before": load[0], "load_after": os.getloadavg()[0]}
-        result["ratio_to_floor"] = result["cpu_less_idle_ms_per_hook"] / max(1e-9, result["floor_cpu_ms_per_hook"])
+        hooks = run.pop("raws")
+        floor = hook_path_floor(tmp, hooks, paced=False)
+        paced = hook_path_floor(tmp, hooks, paced=True)
+        result = {**run, **floor, **paced, "load_before": load[0], "load_after": os.getloadavg()[0]}
+        result["ratio_to_floor"] = result["cpu_ms_per_hook"] / max(1e-9, result["floor_cpu_ms_per_hook"])
+        result["ratio_to_paced"] = result["cpu_ms_per_hook"] / max(1e-9, result["paced_cpu_ms_per_hook"])
         prof, spy, trace = result.pop("profile", None), result.pop("pyspy", None), result.pop("strace", None)
         if args.json:
             print(json.dumps(result, indent=2))
@@ -292,8 +309,10 @@ def main() -> int:
             print(f"daemon CPU: {result['daemon_cpu_s'] * 1e3:.0f} ms = {result['cpu_ms_per_hook']:.2f} ms per hook "
                   f"(system {result['daemon_system_s'] * 1e3:.0f} ms); "
                   f"less idle ({result['idle_ms_per_s']:.1f} ms/s): {result['cpu_less_idle_ms_per_hook']:.2f} ms per hook")
-            print(f"hook path alone (same {result['floor_hooks']} payloads, no transcript): "
-                  f"{result['floor_cpu_ms_per_hook']:.2f} ms CPU per hook; ratio {result['ratio_to_floor']:.1f}x")
+            print(f"hook path alone (the same {result['floor_hooks']} payloads to a fresh daemon, no transcript): "
+                  f"back to back {result['floor_cpu_ms_per_hook']:.2f} ms CPU per hook (the session: "
+                  f"{result['ratio_to_floor']:.1f}x); at the session's pace {result['paced_cpu_ms_per_hook']:.2f} ms "
+                  f"(the session: {result['ratio_to_paced']:.1f}x)")
             print("daemon CPU by thread (ms): " + ", ".join(f"{k} {v:.0f}" for k, v in result["threads_ms"].items()))
             print(f"daemon handling time per hook (wall, body read to reply): {result['handling_ms_per_hook']:.3f} ms")
         if prof is not None:
