@@ -81,7 +81,9 @@ class Copies:
 
     def __init__(self) -> None:
         self.texts = [p.read_text() for p in FIXTURES]
-        self.sids = [json.loads(t.splitlines()[0])["sessionId"] for t in self.texts]
+        # the first row that names the session (newer recordings start with rows that name none)
+        self.sids = [next(sid for line in t.splitlines() if (sid := json.loads(line).get("sessionId")))
+                     for t in self.texts]
         self.n = 0
 
     def one(self, sid: str) -> bytes:

@@ -26,6 +26,7 @@ class EventBus:
         # (with a Condition, a hook's publish queued behind the woken waiters re-taking its
         # lock: bench/load.py saw 13 ms per hook with 50 builders back to back)
         self._event = asyncio.Event()
+        self._closed = asyncio.Event()
         self.version = 0
         self.closed = False
 
@@ -44,8 +45,13 @@ class EventBus:
         except TimeoutError:
             pass
 
+    async def wait_closed(self) -> None:
+        """Return once :meth:`close` was called (no wake-up at the publishes before)."""
+        await self._closed.wait()
+
     async def close(self) -> None:
         self.closed = True
+        self._closed.set()
         await self.publish()
 
 

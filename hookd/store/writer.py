@@ -11,7 +11,9 @@ power cut) because checkpoints are moved off the write path (``wal_autocheckpoin
 background thread runs passive checkpoints, and after one that copied everything the writer
 connection, lent to a thread meanwhile, records it in ``checkpoints``: that restarts the WAL,
 so the restart's fsync is never a hook's). Reads go through aiosqlite on a second
-connection (WAL readers never block the writer). Migrations are numbered and recorded in
+connection (WAL readers never block the writer); the few small ones the event loop needs
+after each commit (the lanes' refresh of the builders it touched) run at once on the writer
+connection (:meth:`Store._now`). Migrations are numbered and recorded in
 the same transaction that applies them.
 """
 
@@ -419,6 +421,23 @@ class Store(Reads):
         for fn_after in tx.after_commit:
             fn_after()
         return result, tx.events
+
+    def _now(self, sql: str, args: tuple = ()) -> list[tuple] | None:
+        """One small read on the writer connection, at once on the event loop's thread (its
+        page cache is the one the hooks' commits keep warm, and no thread hop: the lanes'
+        refresh after a commit); None while the connection is lent to the WAL restart's thread
+        or the store is closed (the read then goes to the reader connection). Outside any
+        transaction: writes run whole within one call on this thread, so it reads only what
+        was committed. Raises StorageUnavailable for a storage error, as :meth:`_all`."""
+        db = self._w
+        if db is None or db.in_transaction or (self._restarting is not None and not self._restarting.done()):
+            return None
+        try:
+            return db.execute(sql, args).fetchall()
+        except sqlite3.Error as e:
+            if storage_code(e) is None:
+                raise
+            raise StorageUnavailable(f"storage unavailable: cannot read the database: {e} ({storage_code(e)})") from e
 
     def storage(self) -> dict[str, Any]:
         """:attr:`health`'s status, and ``waiting``: writes waiting for their commit (for more

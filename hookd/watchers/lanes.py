@@ -56,6 +56,13 @@ _DEFAULTS = Settings()
 TURN_S = 0.002
 #: ... and at most this many lanes.
 TURN_LANES = 200
+#: Seconds the watch waits after a commit before it refreshes the lanes it touched (a burst of
+#: hooks is one refresh) ...
+DEBOUNCE_S = 0.05
+#: ... and at least this long after its last refresh: a lane changes within a quarter of a
+#: second, whatever the rate of hooks (an agent's tool calls back to back: a refresh per hook
+#: was about half of the daemon's own CPU per hook beside the hook path; bench/daemon_cpu.py).
+REFRESH_GAP_S = 0.25
 #: Most lanes recorded in one transaction.
 WRITE_CHUNK = 100
 #: A live agent's process is checked in full (start time, zombie) every this many liveness
@@ -390,8 +397,9 @@ class LaneWatch:
         return lanes
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Until ``stop``: after commits, refresh the builders whose events they added (at most
-        every 50 ms); at a lane's due time, and every ``liveness_s`` for lanes with a live agent,
+        """Until ``stop``: after commits, refresh the builders whose events they added
+        (:data:`DEBOUNCE_S` after the commit, :data:`REFRESH_GAP_S` after the last refresh at
+        the earliest); at a lane's due time, and every ``liveness_s`` for lanes with a live agent,
         refresh those; otherwise sleep."""
         bus = self.core.bus
         lanes: dict[str, Lane] = {}
@@ -399,6 +407,7 @@ class LaneWatch:
         clock = self.core.store.clock
         next_live = clock.wall() + self.liveness_s
         retry: set[str] = set()  # builders whose refresh the store refused
+        last = 0.0  # time.monotonic() of the last refresh after a wake
         while not stop.is_set() and not bus.closed:
             if seq is None:
                 try:
@@ -413,15 +422,14 @@ class LaneWatch:
             wake = min([*dues, next_live if live else now + 3600.0])
             version = bus.version
             await bus.wait(max(0.0, wake - now), since=version)
-            await asyncio.sleep(0.05)  # debounce: one refresh for a burst of hooks
+            # debounce: one refresh for a burst of hooks, and at most one per REFRESH_GAP_S
+            # while hooks keep coming (an agent's tool calls back to back)
+            await asyncio.sleep(max(DEBOUNCE_S, last + REFRESH_GAP_S - time.monotonic()))
+            last = time.monotonic()
             dirty, retry = retry, set()
             try:
-                while True:
-                    evs = await self.core.store.events_after(seq, 5000)
-                    if not evs:
-                        break
-                    seq = evs[-1].seq
-                    dirty.update(e.builder for e in evs if e.builder and e.kind != "lane_changed")
+                seq, touched = await self.core.store.changed_builders(seq)
+                dirty |= touched
                 now = clock.wall()
                 dirty.update(b for b, lane in lanes.items() if lane.due is not None and lane.due <= now)
                 if live and now >= next_live:

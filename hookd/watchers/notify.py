@@ -174,7 +174,8 @@ class Notifier:
     # rules -----------------------------------------------------------------------------
     async def run(self) -> None:
         """Resume deliveries a restart interrupted, then evaluate the rules whenever
-        something is committed or the next step falls due (no polling)."""
+        something is committed or the next step falls due (no polling); with no channel
+        configured, only wait for the bus to close."""
         if any(ch.url for ch in self.config.channels):  # webhooks share one client (httpx loaded only then)
             import httpx
 
@@ -182,6 +183,11 @@ class Notifier:
             self._http = httpx.AsyncClient()
         try:
             await self._resume()
+            if not self.config.channels:
+                # no channel, no rule can fire (raise_alert sends nothing): commits need no
+                # look, and a pass per hook would cost every hook a wake-up and two tasks
+                await self.core.bus.wait_closed()
+                return
             last = 0.0
             while not self.core.bus.closed and not self._closed:
                 version = self.core.bus.version

@@ -373,7 +373,9 @@ class Tailer:
             while True:
                 cur = await self._cursor(path)
                 try:
-                    r = await asyncio.to_thread(read_new, cur)
+                    # what an agent appended since the last read (a few rows) is read on the
+                    # loop: a trip to a thread costs more than the read; a catch-up in a thread
+                    r = read_new(cur) if _small_read(cur) else await asyncio.to_thread(read_new, cur)
                 except NotRegularFile as e:
                     self._refuse(path, builder, sid, f"{e.strerror}")
                     return total
@@ -527,6 +529,21 @@ class Tailer:
 
 #: bytes of a not-followed file checked for session ids per read (its first rows name the session)
 PEEK_BYTES = 64 * 1024
+#: Most unread bytes of a followed file read on the event loop (:meth:`Tailer.poll`); more
+#: (a catch-up, a long tool output's row) is read in a thread.
+INLINE_READ_BYTES = 256 * 1024
+
+
+def _small_read(cur: Cursor) -> bool:
+    """The next :func:`read_new` of ``cur`` has at most :data:`INLINE_READ_BYTES` to read, as
+    far as a ``stat`` tells (a missing or unreadable file: nothing to read; a file another
+    one replaced, or truncated: read from its start)."""
+    try:
+        st = os.stat(cur.path)
+    except OSError:
+        return True
+    same = (st.st_dev, st.st_ino) == (cur.dev, cur.ino) and st.st_size >= cur.offset
+    return st.st_size - (cur.offset if same else 0) <= INLINE_READ_BYTES
 
 
 def _subagents_dir(transcript: str) -> str | None:
