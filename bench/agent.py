@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -108,13 +109,28 @@ def run_once(claude: Path, cwd: Path, env: dict[str, str], debug: bool) -> tuple
     return wall, results
 
 
-def debug_ms(cc_home: Path, since: float) -> list[int]:
-    """Claude Code's own per-hook times (ms) from the debug logs written after ``since``."""
-    out: list[int] = []
+def debug_ms(cc_home: Path, since: float) -> list[float]:
+    """Claude Code's own per-hook times (ms) from the debug logs written after ``since``: a
+    command hook's ``finished with status S (N ms)``; an http hook's, which logs no duration,
+    from the timestamps of its ``HTTP hook POST to`` line and the next ``HTTP hook response``."""
+    out: list[float] = []
     for f in (cc_home / ".claude" / "debug").glob("*.txt"):
-        if f.stat().st_mtime >= since:
-            out += [int(m) for m in DEBUG_MS.findall(f.read_text(errors="replace"))]
+        if f.stat().st_mtime < since:
+            continue
+        posted: list[datetime] = []
+        for line in f.read_text(errors="replace").splitlines():
+            m = DEBUG_MS.search(line)
+            if m:
+                out.append(float(m.group(1)))
+            elif "Hooks: HTTP hook POST to" in line:
+                posted.append(_stamp(line))
+            elif "Hooks: HTTP hook response status" in line and posted:
+                out.append((_stamp(line) - posted.pop(0)).total_seconds() * 1000)
     return out
+
+
+def _stamp(line: str) -> datetime:
+    return datetime.fromisoformat(line.split(" ", 1)[0].replace("Z", "+00:00"))
 
 
 def main() -> int:
@@ -161,7 +177,7 @@ def main() -> int:
             walls: dict[str, list[float]] = {v: [] for v in variants}
             cpu: dict[str, float] = {v: 0.0 for v in variants}
             hooks: dict[str, int] = {v: 0 for v in variants}
-            dbg: dict[str, list[int]] = {v: [] for v in variants}
+            dbg: dict[str, list[float]] = {v: [] for v in variants}
             for rep in range(-a.warmup, a.reps):
                 for v in variants:
                     api.set_script(script(a.calls))
@@ -190,7 +206,7 @@ def main() -> int:
 
 
 def report(variants: list[str], walls: dict[str, list[float]], cpu: dict[str, float], hooks: dict[str, int],
-           dbg: dict[str, list[int]], a: argparse.Namespace) -> int:
+           dbg: dict[str, list[float]], a: argparse.Namespace) -> int:
     med = {v: statistics.median(walls[v]) for v in variants}
     rows: list[dict[str, Any]] = []
     for v in variants:
@@ -204,7 +220,7 @@ def report(variants: list[str], walls: dict[str, list[float]], cpu: dict[str, fl
             row["hooks_per_run"] = hooks[v] / a.reps
             row["daemon_cpu_ms_per_hook"] = round(cpu[v] / max(hooks[v], 1) * 1000, 3)
         if dbg[v]:
-            row["cc_hook_p50_ms"] = statistics.median(dbg[v])
+            row["cc_hook_p50_ms"] = round(statistics.median(dbg[v]), 1)
         rows.append(row)
     load = os.getloadavg()
     if a.json:
