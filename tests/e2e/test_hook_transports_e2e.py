@@ -99,3 +99,22 @@ def test_http_hooks_reach_hookd_and_carry_a_delivery(claude_bin, hookd: _Hookd, 
     [delivered] = [e for e in hookd.events() if e["kind"] == "inbox_delivered"]
     assert delivered["data"]["via"] == "PostToolUse"
     assert "HTTP-DELIVERED-NOTE" not in requests[0] and "HTTP-DELIVERED-NOTE" in requests[1]
+
+
+def test_http_hooks_while_the_daemon_is_down_are_lost_and_the_command_hooks_spool(
+        claude_bin, hookd: _Hookd, e2e_home: Path, e2e_project: Path):
+    """What `--hook-transport http` gives up (docs/decisions.md "Hook transports"): with the daemon
+    down the agent goes on, the tool calls' http hooks are gone (refused connections), and every
+    other hook, a command hook, is spooled and recorded once the daemon is back."""
+    m = json.loads(hookd.cli("spawn", "b-down", "--worktree", os.fspath(e2e_project), "--no-mcp",
+                             "--hook-transport", "http", "--json"))
+    env = hermetic_env(e2e_home, "http://127.0.0.1:9",
+                       {"HOOKD_HOOK_TOKEN": Path(m["http"]["token_file"]).read_text().strip()})
+    hookd.stop()
+    r, _ = _run(claude_bin, e2e_project, env, debug=True)
+    log = "\n".join(p.read_text() for p in (e2e_home / ".claude" / "debug").glob("*.txt"))
+    assert log.count("HTTP hook error: connect ECONNREFUSED") == 4  # PreToolUse, PostToolUse, twice
+    hookd.start()
+    got = wait_until(lambda: (x := _received(hookd, "b-down")) and len(x) >= 4 and x, 30, 0.1, "the spooled hooks")
+    assert [e["data"]["hook_event_name"] for e in got] == ["SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"]
+    assert {e["data"]["source"] for e in got} == {"spool"}
