@@ -222,3 +222,26 @@ def test_an_http_hooks_payload_is_taken_like_a_command_hooks(home: Path, worktre
     a, b = by[("b-http", "PreToolUse")], by[("b-cmd", "PreToolUse")]
     same = {k for k in a if k not in ("id", "delivery_id", "hook_event_id", "source")}
     assert {k: a[k] for k in same} == {k: b[k] for k in same} and a["source"] == b["source"] == "live"
+
+
+@pytest.mark.parametrize("transport", ["exec", "http"])
+def test_hookd_feed_plays_a_scenario_through_each_form(home: Path, worktree: Path, transport: str) -> None:
+    """`hookd feed` runs a spawned builder's hooks as the harness would: the exec form's argv
+    (quoted for ``sh -c``), and for an http hook the builder's shell-form command (the same
+    payload to the same daemon)."""
+    from hookd.devtools.feed import feed
+
+    scenario = TUI.parent
+    with DaemonProcess(home):
+        spawn_ok(home, "b-1", worktree, "--hook-transport", transport, "--hold", "0")
+        steps = list(feed(Home.resolve(home), scenario, "b-1"))
+        c = Client(Home.resolve(home))
+        try:
+            got = wait_until(lambda: (lambda g: len(g) >= len(steps) and g)(
+                [e for e in c.lines("/v1/events") if e["kind"] == "hook_received"]), 30, what="every fed hook")
+        finally:
+            c.close()
+    assert [s.event for s in steps] == ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreToolUse",
+                                        "PermissionRequest", "Notification", "PostToolUse", "Stop", "SessionEnd"]
+    assert all(s.returncode == 0 for s in steps)
+    assert [e["data"]["hook_event_name"] for e in got] == [s.event for s in steps]
