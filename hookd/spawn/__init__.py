@@ -286,9 +286,7 @@ def _spawn_locked(home: Home, builder: str, *, harness: str, install: HookInstal
         "wake_wait_s": wake_wait_s,
         "hold_s": hold_s,
         "transport": transport,
-        **({"argv": list(forms["argv"])} if forms.get("argv") else {}),
-        **({"http": {"url": forms["http_url"], "token_env": HTTP_TOKEN_ENV, "token_file": os.fspath(home.hook_token_file)}}
-           if forms.get("http_url") else {}),
+        **_transport_manifest(home, forms),
         "events": list(install.events),
         "created_file": old["created_file"] if old else not existed,
         "created_dir": old.get("created_dir", False) if old else created_dir,
@@ -336,6 +334,17 @@ def _transport_forms(home: Home, harness: str, builder: str, transport: str, cli
         home.read_hook_token()  # the daemon admits it from its next start on (made here when it has not run)
         out["http_url"] = f"http://127.0.0.1:{port}/v1/hooks/{harness}/{builder}"
         out["http_token_env"] = HTTP_TOKEN_ENV
+    return out
+
+
+def _transport_manifest(home: Home, forms: dict[str, Any]) -> dict[str, Any]:
+    """The manifest's record of a transport's forms: ``argv`` (the exec form of the hook
+    command), ``http`` (the url, the token's variable and file)."""
+    out: dict[str, Any] = {}
+    if forms.get("argv"):
+        out["argv"] = list(forms["argv"])
+    if forms.get("http_url"):
+        out["http"] = {"url": forms["http_url"], "token_env": HTTP_TOKEN_ENV, "token_file": os.fspath(home.hook_token_file)}
     return out
 
 
