@@ -38,6 +38,10 @@ REGISTERED_EVENTS = (
 NO_MATCHER_EVENTS = frozenset({"UserPromptSubmit", "Stop", "SubagentStop", "PostToolBatch"})
 # Tool events: matcher ".*" (a regex) covers every tool including mcp__server__tool.
 TOOL_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure", "PermissionDenied"})
+# Events that go to hookd as Claude Code's own http hooks with `hookd spawn --hook-transport
+# http` (docs/decisions.md "Hook transports"): the tool calls, which the transcript also holds.
+# Every other event stays a command hook, which spools while the daemon is down.
+HTTP_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
 # Events held for a remote answer by the hold command (2.1.332 runs PermissionRequest beside its
 # dialog; Elicitation before its dialog, which shows only once the hook returns nothing).
 HELD_EVENTS = ("PermissionRequest", "Elicitation")
@@ -213,6 +217,24 @@ def elicitation_reply(action: str, content: dict[str, Any] | None) -> bytes:
     return msgspec.json.encode({"hookSpecificOutput": out})
 
 
+def _transport(handler: dict[str, Any], cmds: HookCommands, event: str) -> dict[str, Any]:
+    """``handler`` (a shell-form command entry of :func:`hook_settings`) in the transport
+    ``cmds`` asks for: an http hook for :data:`HTTP_EVENTS` when ``cmds.http_url`` is set (its
+    bearer token read from the environment variable ``cmds.http_token_env``, which only
+    ``allowedEnvVars`` lets Claude Code interpolate; hookd's tag as the ``X-Hookd-Tag``
+    header), else the exec form (``command`` + ``args``) where ``cmds`` has one, else as is."""
+    cmd = handler["command"]
+    argv = {cmds.command: cmds.argv, cmds.wake: cmds.wake_argv, cmds.hold: cmds.hold_argv}.get(cmd)
+    if cmds.http_url is not None and event in HTTP_EVENTS and cmd == cmds.command:
+        return {"type": "http", "url": cmds.http_url, "timeout": handler["timeout"],
+                "headers": {"Authorization": f"Bearer ${cmds.http_token_env}", "X-Hookd-Tag": cmds.tag},
+                "allowedEnvVars": [cmds.http_token_env]}
+    if argv:
+        rest = {k: v for k, v in handler.items() if k not in ("type", "command")}
+        return {"type": "command", "command": argv[0], "args": list(argv[1:]), **rest}
+    return handler
+
+
 class _Install:
     """`hookd spawn --harness claude-code` (:class:`hookd.harness.install.HookInstall`): every
     hook of :data:`REGISTERED_EVENTS` in ``.claude/settings.local.json`` (or a standalone file
@@ -225,10 +247,14 @@ class _Install:
     hold = True
     events: tuple[str, ...] = REGISTERED_EVENTS
     warning: str | None = None
+    transports: tuple[str, ...] = ("sh", "exec", "http")  # 2.1.332: command + args, type "http"
 
     def hook_settings(self, cmds: HookCommands) -> dict[str, list[Any]]:
-        return dict(hook_settings(cmds.command, cmds.timeout_s, cmds.wake, cmds.wake_timeout_s, cmds.hold,
-                                  cmds.hold_timeout_s))
+        out = hook_settings(cmds.command, cmds.timeout_s, cmds.wake, cmds.wake_timeout_s, cmds.hold, cmds.hold_timeout_s)
+        for event, groups in out.items():
+            for group in groups:
+                group["hooks"] = [_transport(h, cmds, event) for h in group["hooks"]]
+        return dict(out)
 
     def check_settings(self, path: str, settings: dict[str, Any]) -> None:
         """Any settings file whose hooks have Claude Code's shape (spawn checks the shape)."""

@@ -460,6 +460,7 @@ class _Install:
     wake = False
     hold = False
     events: tuple[str, ...] = REGISTERED_EVENTS
+    transports: tuple[str, ...] = ("sh",)  # claw's hooks are shell strings only
 
     def __init__(self, *, flat: bool):
         self.flat = flat

@@ -14,7 +14,8 @@ import msgspec
 
 class HookCommands(msgspec.Struct, frozen=True, kw_only=True):
     """The hook commands `hookd spawn` generated for one builder (shell commands, the builder
-    id and hookd's tag baked in) and the harness's own timeout for each (seconds): ``command``
+    id and hookd's tag baked in; their exec form where asked) and the harness's own timeout for
+    each (seconds): ``command``
     for every hook; ``wake``: the idle-wake hook (None: none); ``hold``: the permission
     prompt's hook that holds for a remote answer (None: it does not hold)."""
 
@@ -24,6 +25,16 @@ class HookCommands(msgspec.Struct, frozen=True, kw_only=True):
     wake_timeout_s: int = 0
     hold: str | None = None
     hold_timeout_s: int = 0
+    #: the exec form of each command (``hookd spawn --hook-transport exec|http``: the
+    #: executable, then its arguments, hookd's tag the last; None: the shell form)
+    argv: tuple[str, ...] | None = None
+    wake_argv: tuple[str, ...] | None = None
+    hold_argv: tuple[str, ...] | None = None
+    #: ``--hook-transport http``: the URL the harness's http hooks post to (None: none), the
+    #: environment variable holding their bearer token, and hookd's tag (sent as a header)
+    http_url: str | None = None
+    http_token_env: str = "HOOKD_HOOK_TOKEN"
+    tag: str = ""
 
 
 @runtime_checkable
@@ -47,6 +58,10 @@ class HookInstall(Protocol):
     events: tuple[str, ...]
     #: what the manifest warns of (None: nothing)
     warning: str | None
+    #: the hook transports `hookd spawn --hook-transport` takes for it (``sh``: shell-form
+    #: command hooks, every harness; ``exec``: ``command`` + ``args``, no shell; ``http``: the
+    #: harness's own http hooks for some events)
+    transports: tuple[str, ...]
 
     def hook_settings(self, cmds: HookCommands) -> dict[str, list[Any]]:
         """The ``hooks`` entries to add: hook event -> the entries (appended to the file's)."""

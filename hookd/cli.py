@@ -140,16 +140,21 @@ def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: 
                    "stays usable at the desk (0: never wait).")
 @click.option("--mcp/--no-mcp", default=True, show_default=True,
               help="Register hookd's MCP server (ask_user_async, await_answers, check_answers) for the agent.")
+@click.option("--hook-transport", type=click.Choice(["sh", "exec", "http"]), default="sh", show_default=True,
+              help="How Claude Code runs each hook: sh (a shell command), exec (the client spawned directly, no "
+                   "shell), http (exec, and Claude Code's own http hooks for the tool events: not spooled while "
+                   "the daemon is down; the agent needs HOOKD_HOOK_TOKEN). See docs/usage.md.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
 @click.pass_context
 def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file: Path | None,
-          harness: str, deadline: float | None, wake_wait: int, hold: int, mcp: bool, as_json: bool) -> None:
+          harness: str, deadline: float | None, wake_wait: int, hold: int, mcp: bool, hook_transport: str,
+          as_json: bool) -> None:
     """Install hookd's hooks for BUILDER (idempotent; works while the daemon is down)."""
     from hookd.spawn import spawn as do_spawn
 
     m = do_spawn(ctx.obj, builder, worktree=worktree, settings_file=settings_file, harness=harness,
                  deadline_ms=None if deadline is None else int(deadline * 1000), wake_wait_s=wake_wait,
-                 hold_s=hold, mcp=mcp)
+                 hold_s=hold, mcp=mcp, transport=hook_transport)
     if as_json:
         _echo_json(m)
         return
@@ -157,6 +162,9 @@ def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file
          f"(hook client: {_hook_client(m.get('client'))})")
     if m.get("client_note"):
         _out(f"hookd: note: {m['client_note']}", err=True)
+    if m.get("http"):
+        env, token_file = m["http"]["token_env"], m["http"]["token_file"]
+        _out(f"http hooks post to {m['http']['url']}: start the agent with {env}=\"$(cat {shlex.quote(token_file)})\"")
     if m.get("warning"):
         _out(f"hookd: warning: {m['warning']}", err=True)
     rec = m.get("mcp")

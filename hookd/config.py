@@ -251,15 +251,31 @@ class Home:
 
     def read_token(self) -> str:
         """The bearer token, created (0600) on first use."""
-        try:
-            return self.token_file.read_text().strip()
-        except FileNotFoundError:
-            pass
-        import secrets
+        return _read_or_make(self.token_file)
 
-        token = secrets.token_urlsafe(32)
-        write_private(self.token_file, token + "\n")
-        return token
+    @property
+    def hook_token_file(self) -> Path:
+        """``hook-token``: the token Claude Code's ``type: "http"`` hooks send (``hookd spawn
+        --hook-transport http``); it admits the hook routes only, like the endpoint's."""
+        return self.root / "hook-token"
+
+    def read_hook_token(self) -> str:
+        """The http hooks' bearer token (:attr:`hook_token_file`), created (0600) on first use:
+        it outlives daemon restarts, since Claude Code reads it from its environment once."""
+        return _read_or_make(self.hook_token_file)
+
+
+def _read_or_make(path: Path) -> str:
+    """A token file's text, or a new token written there (0600) when there is none."""
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    import secrets
+
+    token = secrets.token_urlsafe(32)
+    write_private(path, token + "\n")
+    return token
 
 
 @dataclass(frozen=True)

@@ -205,6 +205,7 @@ async def _serve(home: Home, port: int, notify_config: Any = None, settings: Set
     """Bind, open the store, build the core and the app, and serve until the server stops."""
     settings = settings or Settings()
     token = home.read_token()
+    http_hook_token = home.read_hook_token()  # Claude Code's http hooks (spawn --hook-transport http)
     unix_sock, sock_path, sock_dir = _bind_unix(home)
     tcp_sock = bind_loopback(home, port, _bind_tcp)  # port 0: the last one first (an open page reconnects)
     tcp_port = tcp_sock.getsockname()[1]
@@ -215,7 +216,7 @@ async def _serve(home: Home, port: int, notify_config: Any = None, settings: Set
     server: Server | None = None
     lifespan = _lifespan(home, core, endpoint, notify_config, settings, sock_path)
     app = build_app(core, token=token, lifespan=lifespan, should_exit=lambda: server is not None and server.should_exit,
-                    endpoint=endpoint, settings=settings)
+                    endpoint=endpoint, settings=settings, http_hook_token=http_hook_token)
     config = uvicorn.Config(
         app,
         http=protocol(app.hooks, os.fspath(sock_path), settings),

@@ -2,6 +2,9 @@
  * bash client, hooks/client.sh, is used); do not edit the built copy (re-spawn rebuilds it).
  *
  * Usage (as the harness runs it, via sh -c): hook-client-c HARNESS BUILDER [DEADLINE_MS [hold|wake]]
+ *   or, exec form (no shell: Claude Code's `command` + `args`):
+ *   hook-client-c --home HOOKD_HOME HARNESS BUILDER DEADLINE_MS hook|hold|wake [# hookd builder=B]
+ *   (a home whose bin/ is gone: exit 0 at once; arguments after the mode are hookd's tag)
  *   stdin:  one hook payload (JSON bytes); may be held open, may arrive slowly
  *   stdout: the daemon's JSON reply, or nothing
  *   exit:   always 0 (wake mode: 2 when it wakes the agent); never runs longer than
@@ -32,7 +35,7 @@
  *
  * Nothing is baked in: one build serves every home. The home is where the client lives
  * (argv[0] is HOOKD_HOME/bin/hook-client-c: the generated command execs it by its absolute
- * path); the socket is HOOKD_HOME/run/hookd.sock, or, when that path is longer than
+ * path), or, in the exec form, the --home argument; the socket is HOOKD_HOME/run/hookd.sock, or, when that path is longer than
  * MAX_SOCKET_PATH (the daemon then binds a short path elsewhere), the path written in
  * HOOKD_HOME/bin/socket-path. Plain POSIX (poll, Unix sockets) plus the peer's credentials;
  * built with -static where the C library allows it.
@@ -504,13 +507,28 @@ int main(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
 
+    if (argc > 2 && strcmp(argv[1], "--home") == 0) {
+        /* the exec form (hook-client-c --home HOOKD_HOME HARNESS BUILDER MS MODE TAG, run from
+         * the build cache, not from the home): a home that was moved or deleted makes every
+         * hook a silent no-op (what the shell form's `[ -x client ] || exit 0` does) */
+        struct stat hs;
+        char bin[sizeof home + 8];
+        if (argv[2][0] != '/' || strlen(argv[2]) >= sizeof home) return 0;
+        snprintf(bin, sizeof bin, "%s/bin", argv[2]);
+        if (stat(bin, &hs) != 0 || !S_ISDIR(hs.st_mode)) return 0;
+        snprintf(home, sizeof home, "%s", argv[2]);
+        argv += 2;
+        argc -= 2;
+    } else {
+        if (argc < 3) return 0;
+        /* HOOKD_HOME: argv[0] minus "/bin/<name>" */
+        const char *slash = strrchr(argv[0], '/');
+        size_t hl0 = slash ? (size_t)(slash - argv[0]) : 0;
+        if (hl0 < 4 || hl0 >= sizeof home || strncmp(argv[0] + hl0 - 4, "/bin", 4) != 0) return 0;
+        memcpy(home, argv[0], hl0 - 4);
+        home[hl0 - 4] = 0;
+    }
     if (argc < 3) return 0;
-    /* HOOKD_HOME: argv[0] minus "/bin/<name>" */
-    const char *slash = strrchr(argv[0], '/');
-    size_t hl0 = slash ? (size_t)(slash - argv[0]) : 0;
-    if (hl0 < 4 || hl0 >= sizeof home || strncmp(argv[0] + hl0 - 4, "/bin", 4) != 0) return 0;
-    memcpy(home, argv[0], hl0 - 4);
-    home[hl0 - 4] = 0;
     harness = argv[1];
     builder = argv[2];
     const char *deadline = argc > 3 ? argv[3] : "5000";

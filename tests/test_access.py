@@ -81,7 +81,7 @@ def test_socket_dir_0700_socket_0600_token_files_0600(long_home: bool) -> None:
         for dpath in (h.socket_path.parent, h.run_dir, h.root):
             assert _mode(dpath) == 0o700, dpath
             assert os.lstat(dpath).st_uid == os.getuid()
-        for f in (h.token_file, h.endpoint_file, h.db):
+        for f in (h.token_file, h.hook_token_file, h.endpoint_file, h.db):
             assert _mode(f) == 0o600, f
         if os.geteuid() == 0:  # prove it as another user, not only by the mode bits
             probe = textwrap.dedent(f"""
@@ -192,9 +192,10 @@ def test_the_token_is_compared_in_constant_time() -> None:
     tree = ast.parse(src)
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
              and n.func.attr == "compare_digest" and isinstance(n.func.value, ast.Name) and n.func.value.id == "hmac"]
-    # one for the API token, one for the endpoint's hook token
+    # one for the API token, one for the endpoint's hook token, one for the home's hook-token
+    # (Claude Code's http hooks)
     compared = sorted(a.attr for c in calls for a in c.args if isinstance(a, ast.Attribute))
-    assert compared == ["_expected", "_hook_expected"]
+    assert compared == ["_expected", "_hook_expected", "_http_hook_expected"]
     # the expected values are never compared any other way (only `is not None` for the hook token)
     for n in ast.walk(tree):
         if isinstance(n, ast.Compare):
@@ -202,9 +203,12 @@ def test_the_token_is_compared_in_constant_time() -> None:
             assert "_expected" not in names, ast.unparse(n)
             if "_hook_expected" in names:
                 assert ast.unparse(n) == "self._hook_expected is not None", ast.unparse(n)
+            if "_http_hook_expected" in names:
+                assert ast.unparse(n) == "self._http_hook_expected is not None", ast.unparse(n)
     src_all = inspect.getsource(app)
     assert len(re.findall(r"\._expected\b", src_all)) == 2  # set once in __init__, read once by compare_digest
     assert len(re.findall(r"\._hook_expected\b", src_all)) == 3  # set, tested for None, compare_digest
+    assert len(re.findall(r"\._http_hook_expected\b", src_all)) == 3
 
 
 # --- tokens never logged, stored or echoed --------------------------------------------
@@ -280,7 +284,8 @@ def test_generated_files_that_embed_the_token_are_private(daemon: DaemonProcess,
                                                           tmp_path: Path) -> None:
     settings = tmp_path / "standalone.json"
     for args in (["b1", "--worktree", os.fspath(worktree)], ["b2", "--settings-file", os.fspath(settings)],
-                 ["b3", "--worktree", os.fspath(worktree), "--wake-wait", "60"]):
+                 ["b3", "--worktree", os.fspath(worktree), "--wake-wait", "60"],
+                 ["b4", "--worktree", os.fspath(worktree), "--hook-transport", "http"]):
         assert hookd_run(home, "spawn", *args).returncode == 0
     _, token = _endpoint(home)
     h = Home.resolve(home)
@@ -288,7 +293,9 @@ def test_generated_files_that_embed_the_token_are_private(daemon: DaemonProcess,
     files = _files_under(tmp_path)
     assert len(files) >= 8
     # the API token only in its file; the hook token and the proof only in the endpoint file
-    for secret, where in ((token, [h.token_file]), (ep.hook_token, [h.endpoint_file]), (ep.proof, [h.endpoint_file])):
+    # the http hooks' token only in its file: the settings name the variable, not the token
+    for secret, where in ((token, [h.token_file]), (ep.hook_token, [h.endpoint_file]), (ep.proof, [h.endpoint_file]),
+                          (h.read_hook_token(), [h.hook_token_file])):
         holders = [p for p in files if secret.encode() in p.read_bytes()]
         assert sorted(holders) == sorted(where)
         for p in holders:

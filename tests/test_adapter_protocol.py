@@ -194,6 +194,7 @@ def test_spawn_installs_what_the_adapters_declare():
     assert (cc.standalone, cc.mcp, cc.wake, cc.hold) == (True, True, True, True)
     assert not any(x.standalone or x.mcp or x.wake or x.hold for x in (rust, go))
     assert (cc.warning, rust.warning) == (None, None) and go.warning == claw.FLAT_WARNING
+    assert (cc.transports, rust.transports, go.transports) == (("sh", "exec", "http"), ("sh",), ("sh",))
     assert cc.events == claude_code.REGISTERED_EVENTS and rust.events == go.events == claw.REGISTERED_EVENTS
 
 

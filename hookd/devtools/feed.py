@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import shlex
 import subprocess
 import tempfile
 import uuid
@@ -45,15 +46,24 @@ class Step:
     stdout: bytes
 
 
-def hook_commands(settings_file: Path) -> dict[str, str]:
-    """Event name -> the hookd command in a spawned settings file (the tagged entry)."""
+def hook_commands(settings_file: Path, http_command: str = "") -> dict[str, str]:
+    """Event name -> the hookd command in a spawned settings file (the tagged entry), as ``sh
+    -c`` runs it: the shell form as written, the exec form (``command`` + ``args``, hookd's tag
+    the last argument) quoted word by word, an http hook (``X-Hookd-Tag``) as
+    ``http_command`` (the builder's shell-form command: the same payload to the same daemon;
+    skipped when empty)."""
     data = msgspec.json.decode(settings_file.read_bytes())
     out: dict[str, str] = {}
     for event, groups in (data.get("hooks") or {}).items():
         for group in groups:
             for h in group.get("hooks", []):
+                args = h.get("args")
                 if "# hookd builder=" in str(h.get("command", "")):
                     out.setdefault(event, h["command"])
+                elif isinstance(args, list) and args and str(args[-1]).startswith("# hookd builder="):
+                    out.setdefault(event, shlex.join([str(h["command"]), *map(str, args)]))
+                elif http_command and str((h.get("headers") or {}).get("X-Hookd-Tag", "")).startswith("# hookd builder="):
+                    out.setdefault(event, http_command)
     return out
 
 
@@ -100,7 +110,7 @@ def feed(home: Home, scenario: Path, builder: str, *, renew_ids: bool = True,
     settings = Path(manifest["settings_file"])
     if not settings.exists():
         raise ConfigError(f"{settings} (builder {builder}'s hooks) is gone: spawn it again")
-    commands = hook_commands(settings)
+    commands = hook_commands(settings, manifest.get("command") or "")
     files = sorted((scenario / "hooks").glob("*.json"))
     if not files:
         raise ConfigError(f"{scenario}/hooks has no *.json payloads")

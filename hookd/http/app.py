@@ -76,6 +76,8 @@ log = logging.getLogger("hookd")
 
 #: Paths the endpoint's hook token admits over TCP (the bash hook client, claw-http loops).
 HARNESS_PREFIXES = ("/v1/hooks/", "/v1/claw/")
+#: The path the home's hook-token admits over TCP (Claude Code's http hooks).
+HOOK_PREFIX = "/v1/hooks/"
 
 
 class HookdASGI:
@@ -91,13 +93,16 @@ class HookdASGI:
     """
 
     def __init__(self, app: Any, hooks: HookPath, token: str, web: WebAuth | None = None,
-                 endpoint: Endpoint | None = None):
+                 endpoint: Endpoint | None = None, http_hook_token: str | None = None):
         self.app = app
         self.hooks = hooks
         self._expected = f"Bearer {token}".encode()
         # the endpoint's hook token admits the harness routes only; its proof goes back on
         # every hook reply over TCP (hookd.config.Endpoint)
         self._hook_expected = f"Bearer {endpoint.hook_token}".encode() if endpoint else None
+        # the home's hook-token (Claude Code's http hooks: hookd spawn --hook-transport http)
+        # admits the hook route only
+        self._http_hook_expected = f"Bearer {http_hook_token}".encode() if http_hook_token else None
         self._proof = (b"x-hookd-proof", endpoint.proof.encode()) if endpoint else None
         self.web = web  # the operator page's session cookie also admits (hookd/http/web.py)
 
@@ -117,6 +122,10 @@ class HookdASGI:
                 self._hook_expected is not None
                 and scope["path"].startswith(HARNESS_PREFIXES)
                 and hmac.compare_digest(got, self._hook_expected)
+            ) and not (
+                self._http_hook_expected is not None
+                and scope["path"].startswith(HOOK_PREFIX)
+                and hmac.compare_digest(got, self._http_hook_expected)
             ):
                 refused = self.web.admit(scope) if self.web else Unauthorized("missing or wrong bearer token")
                 if refused is not None:
@@ -153,13 +162,15 @@ async def _on_error(request: Request, exc: Exception) -> Response:
 
 
 def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any = None,
-              endpoint: Endpoint | None = None, settings: Settings | None = None) -> HookdASGI:
+              endpoint: Endpoint | None = None, settings: Settings | None = None,
+              http_hook_token: str | None = None) -> HookdASGI:
     """The ASGI app (HookdASGI around Starlette) over ``core``. token: the home's bearer token;
     should_exit: callable telling followers that the server is shutting down; endpoint: this
     start's hook token and proof (None: no hook token); settings: the daemon's
     (:class:`hookd.settings.Settings`; default ``Settings()``): ``body_timeout_s``,
-    ``hook_timings`` and ``fastpath`` (reported by status). The hook path the fast path must
-    share is the result's ``hooks``."""
+    ``hook_timings`` and ``fastpath`` (reported by status); http_hook_token: the home's
+    ``hook-token`` (Claude Code's http hooks; None: not admitted). The hook path the fast
+    path must share is the result's ``hooks``."""
     settings = settings or Settings()
     rest = RestApi(core, fastpath=settings.fastpath, should_exit=should_exit)
     web = WebPage(core, token, should_exit)
@@ -172,4 +183,5 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
         exception_handlers={Exception: _on_error, HTTPException: _on_error, HookdError: _on_error},
         lifespan=lifespan,
     )
-    return HookdASGI(app, HookPath(core, settings), token, web=web.auth, endpoint=endpoint)
+    return HookdASGI(app, HookPath(core, settings), token, web=web.auth, endpoint=endpoint,
+                     http_hook_token=http_hook_token)

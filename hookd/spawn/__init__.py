@@ -56,8 +56,10 @@ from hookd.spawn.client import (
     build_program as build_program,
     c_compiler as c_compiler,
     client_argv as client_argv,
+    hook_argv,
     hook_command,
     install_client,
+    tag,
     write_client as write_client,
 )
 from hookd.spawn.files import (
@@ -99,6 +101,13 @@ DEFAULT_WAKE_WAIT_S = 0  # opt-in: see docs/decisions.md "Idle wake"
 #: Default window (seconds) a PermissionRequest hook holds for a remote answer; the prompt
 #: stays usable at the desk meanwhile. 0: never hold.
 DEFAULT_HOLD_S = 900
+#: ``--hook-transport``: ``sh`` (default: a shell-form command hook per event), ``exec`` (the
+#: same client spawned directly: ``command`` + ``args``), ``http`` (``exec``, and Claude Code's
+#: own http hooks for the tool events); docs/decisions.md "Hook transports"
+TRANSPORTS = ("sh", "exec", "http")
+DEFAULT_TRANSPORT = "sh"
+#: the environment variable an http hook reads its bearer token from (``HOOKD_HOME/hook-token``)
+HTTP_TOKEN_ENV = "HOOKD_HOOK_TOKEN"
 
 
 def spawn(
@@ -112,6 +121,7 @@ def spawn(
     wake_wait_s: int = DEFAULT_WAKE_WAIT_S,
     hold_s: int = DEFAULT_HOLD_S,
     mcp: bool = True,
+    transport: str = DEFAULT_TRANSPORT,
 ) -> dict[str, Any]:
     """Install hookd's hooks for ``builder``; idempotent. Returns the manifest.
 
@@ -137,11 +147,20 @@ def spawn(
     strings in ``W/.claude/settings.local.json`` (the manifest's ``warning`` says why that file
     then no longer serves Claude Code); refused when that file already holds object-form hooks.
     Both need ``worktree``.
+
+    transport (:data:`TRANSPORTS`, where the harness takes it: ``HookInstall.transports``):
+    ``exec`` writes each hook in the exec form (no ``sh -c``); ``http`` also makes the tool
+    events Claude Code's http hooks to the daemon's loopback port (``HOOKD_HOME/web-port``: the
+    daemon must have run once; refused otherwise), their token read from ``$HOOKD_HOOK_TOKEN``
+    (``HOOKD_HOME/hook-token``, the manifest's ``http``). Raises ConfigError for a transport
+    the harness does not take.
     """
     check_builder_id(builder)
     install = INSTALLS.get(harness)
     if install is None:
         raise ConfigError(f"unknown harness {harness!r}; supported: {', '.join(HARNESSES)}")
+    if transport not in install.transports:
+        raise ConfigError(f"{harness} takes --hook-transport {' or '.join(install.transports)}, not {transport!r}")
     if settings_file is not None and not install.standalone:
         raise ConfigError(f"{harness} reads hooks only from its working directory: give --worktree, not --settings-file")
     mcp, wake_wait_s, hold_s = mcp and install.mcp, wake_wait_s if install.wake else 0, hold_s if install.hold else 0
@@ -187,7 +206,7 @@ def spawn(
             manifest = _spawn_locked(home, builder, harness=harness, install=install, worktree=worktree, target=target,
                                      mcp_path=mcp_path if mcp else None, mcp_standalone=settings_file is not None,
                                      old=old, deadline_ms=deadline_ms, wake_wait_s=wake_wait_s, hold_s=hold_s,
-                                     intent=lambda m: _write_manifest(home, builder, m))
+                                     transport=transport, intent=lambda m: _write_manifest(home, builder, m))
             _write_manifest(home, builder, manifest)
         with contextlib.suppress(FileNotFoundError):
             home.unspawned_file(builder).unlink()  # spawned again: no longer unspawned
@@ -212,7 +231,8 @@ def _drop_tmps(files: Iterable[Path]) -> None:
 
 def _spawn_locked(home: Home, builder: str, *, harness: str, install: HookInstall, worktree: Path | None, target: Path,
                   mcp_path: Path | None, mcp_standalone: bool, old: dict[str, Any] | None, deadline_ms: int,
-                  wake_wait_s: int, hold_s: int, intent: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+                  wake_wait_s: int, hold_s: int, intent: Callable[[dict[str, Any]], None],
+                  transport: str = DEFAULT_TRANSPORT) -> dict[str, Any]:
     """spawn's read-merge-write of the settings file ``target`` and the MCP config
     ``mcp_path`` (None: no MCP; a worktree's ``.mcp.json``, or with ``mcp_standalone`` hookd's
     own ``HOOKD_HOME/mcp/B.json``), their locks held. Every refusal comes before the first
@@ -245,10 +265,11 @@ def _spawn_locked(home: Home, builder: str, *, harness: str, install: HookInstal
     timeout_s = max(10, math.ceil(deadline_ms / 1000) * 2)
     wake_command = hook_command(home, harness, builder, wake_wait_s * 1000, mode="wake", client=client) if wake_wait_s else None
     permission_command = hook_command(home, harness, builder, hold_s * 1000, mode="hold", client=client) if hold_s else None
+    forms = _transport_forms(home, harness, builder, transport, client, deadline_ms, wake_wait_s, hold_s)
     hooks = settings.setdefault("hooks", {})
     generated = install.hook_settings(HookCommands(
         command=command, timeout_s=timeout_s, wake=wake_command, wake_timeout_s=wake_wait_s + 60,
-        hold=permission_command, hold_timeout_s=hold_s + 60))
+        hold=permission_command, hold_timeout_s=hold_s + 60, tag=tag(builder), **forms))
     for event, groups in generated.items():
         hooks[event] = hooks.get(event, []) + groups  # each a list: _check_hooks_shape
     if mcp_rec is not None and not mcp_rec.get("skipped"):
@@ -264,6 +285,8 @@ def _spawn_locked(home: Home, builder: str, *, harness: str, install: HookInstal
         "deadline_ms": deadline_ms,
         "wake_wait_s": wake_wait_s,
         "hold_s": hold_s,
+        "transport": transport,
+        **_transport_manifest(home, forms),
         "events": list(install.events),
         "created_file": old["created_file"] if old else not existed,
         "created_dir": old.get("created_dir", False) if old else created_dir,
@@ -289,6 +312,40 @@ def _spawn_locked(home: Home, builder: str, *, harness: str, install: HookInstal
     target.parent.mkdir(parents=True, exist_ok=True)
     _write_settings(io, settings)
     return manifest
+
+
+def _transport_forms(home: Home, harness: str, builder: str, transport: str, client: str, deadline_ms: int,
+                     wake_wait_s: int, hold_s: int) -> dict[str, Any]:
+    """:class:`HookCommands`' exec-form and http fields for ``transport`` (empty for ``sh``).
+    Raises ConfigError for ``http`` when the daemon never bound its loopback port here."""
+    if transport == "sh":
+        return {}
+    out: dict[str, Any] = {
+        "argv": tuple(hook_argv(home, harness, builder, deadline_ms, client=client)),
+        "wake_argv": tuple(hook_argv(home, harness, builder, wake_wait_s * 1000, "wake", client)) if wake_wait_s else None,
+        "hold_argv": tuple(hook_argv(home, harness, builder, hold_s * 1000, "hold", client)) if hold_s else None,
+    }
+    if transport == "http":
+        try:
+            port = int(read_regular(home.root / "web-port", follow=False, limit=64).strip())
+        except (OSError, ValueError):
+            raise ConfigError("--hook-transport http needs the daemon's loopback port: start `hookd serve` once "
+                              "in this home, then spawn") from None
+        home.read_hook_token()  # the daemon admits it from its next start on (made here when it has not run)
+        out["http_url"] = f"http://127.0.0.1:{port}/v1/hooks/{harness}/{builder}"
+        out["http_token_env"] = HTTP_TOKEN_ENV
+    return out
+
+
+def _transport_manifest(home: Home, forms: dict[str, Any]) -> dict[str, Any]:
+    """The manifest's record of a transport's forms: ``argv`` (the exec form of the hook
+    command), ``http`` (the url, the token's variable and file)."""
+    out: dict[str, Any] = {}
+    if forms.get("argv"):
+        out["argv"] = list(forms["argv"])
+    if forms.get("http_url"):
+        out["http"] = {"url": forms["http_url"], "token_env": HTTP_TOKEN_ENV, "token_file": os.fspath(home.hook_token_file)}
+    return out
 
 
 def read_manifest(home: Home, builder: str) -> dict[str, Any] | None:

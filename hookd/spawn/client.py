@@ -211,6 +211,25 @@ def hook_command(home: Home, harness: str, builder: str, deadline_ms: int, mode:
     return f"{check} || exit 0; exec " + " ".join(parts) + " " + tag(builder)
 
 
+#: The exec form's bash client (no ``sh -c``): bash itself runs this guard, then sources the
+#: home's script (``$0``) with the hook's arguments; a missing script (the home was moved or
+#: deleted) is an exit 0, as the shell form's ``[ -r script ] || exit 0``.
+BASH_GUARD = '[ -r "$0" ] || exit 0; . "$0" "$@"'
+
+
+def hook_argv(home: Home, harness: str, builder: str, deadline_ms: int, mode: str = "hook", client: str = "bash") -> list[str]:
+    """The exec form of :func:`hook_command` (Claude Code 2.1.332's ``command`` + ``args``: the
+    first word is spawned directly, no shell), hookd's tag its last argument. ``client`` ``c``:
+    the compiled client's build in the user cache (:func:`build_c_client`; not the home's
+    copy, so that a moved or deleted home is the client's own no-op, ``--home``), ``bash``:
+    ``bash -p -c`` :data:`BASH_GUARD` with the home's script. The mode is always given (the
+    tag follows it). Raises ConfigError when the compiled client cannot be built."""
+    ms = str(deadline_ms)
+    if client == "c":
+        return [os.fspath(build_c_client()), "--home", os.fspath(home.root), harness, builder, ms, mode, tag(builder)]
+    return [bash_path(), "-p", "-c", BASH_GUARD, os.fspath(home.client_script), harness, builder, ms, mode, tag(builder)]
+
+
 def client_argv(command: str) -> list[str]:
     """The argv a generated command execs (``HOOKD_HOME/bin/hook-client-c HARNESS BUILDER
     MS`` or ``bash -p HOOKD_HOME/bin/hook-client HARNESS BUILDER MS``)."""

@@ -141,6 +141,20 @@ def _original_text(path: Path, existed: bool) -> str | None:
     return read_regular(path).decode("utf-8", errors="surrogateescape") if existed else None
 
 
+def is_tagged(handler: Any, marker: str) -> bool:
+    """Is ``handler`` (a hook entry) hookd's, tagged ``marker``? In each form `spawn` writes:
+    the shell form's ``command`` ends with it, the exec form's last ``args`` is it, an http
+    hook's ``X-Hookd-Tag`` header is it."""
+    if not isinstance(handler, dict):
+        return False
+    if str(handler.get("command", "")).endswith(marker):
+        return True
+    args, headers = handler.get("args"), handler.get("headers")
+    if isinstance(args, list) and args and args[-1] == marker:
+        return True
+    return isinstance(headers, dict) and headers.get("X-Hookd-Tag") == marker
+
+
 def _strip_tagged(settings: dict[str, Any], builder: str) -> int:
     """Remove hook handlers tagged for ``builder``; drop groups and events left empty.
     Returns how many handlers were removed."""
@@ -162,7 +176,7 @@ def _strip_tagged(settings: dict[str, Any], builder: str) -> int:
             if not isinstance(handlers, list):
                 kept_groups.append(g)
                 continue
-            kept = [h for h in handlers if not (isinstance(h, dict) and str(h.get("command", "")).endswith(marker))]
+            kept = [h for h in handlers if not is_tagged(h, marker)]
             removed += len(handlers) - len(kept)
             if kept or not handlers:
                 kept_groups.append({**g, "hooks": kept} if len(kept) != len(handlers) else g)
