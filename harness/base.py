@@ -35,6 +35,7 @@ from typing import Any, Iterable, Literal, Mapping, Protocol, runtime_checkable
 import msgspec
 
 from hookd.harness.install import HookInstall
+from hookd.harness.observations import AttentionAsked as AttentionAsked
 from hookd.harness.observations import Compacting as Compacting
 from hookd.harness.observations import decode_answers as decode_answers
 from hookd.harness.observations import DeliveredSeen as DeliveredSeen

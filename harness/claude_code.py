@@ -25,6 +25,7 @@ from typing import Any, Iterable, Mapping
 import msgspec
 
 from hookd.harness.base import (
+    AttentionAsked,
     Compacting,
     HookKind,
     Interrupted,
@@ -274,7 +275,32 @@ def observe(p: Payload) -> list[Observation]:
             tool_use_id=p.tool_use_id, tool_name=p.tool_name, tool_input=_finished_input(p), failed=failed,
             error=err if isinstance(err, str) or err is None else msgspec.json.encode(err).decode(),
         ))
+        if not failed and p.tool_name in ATTENTION_TOOLS:
+            attention = _attention_asked(p)
+            if attention is not None:
+                obs.append(attention)
     return obs
+
+
+#: The tools with which 2.1.332's model addresses its human itself (docs/harness-claude-code.md
+#: "The agent asking for attention"): PushNotification (a push: always urgent) and
+#: SendUserMessage (brief mode's channel for every reply: urgent when ``status`` is "proactive").
+PUSH_TOOL = "PushNotification"
+MESSAGE_TOOL = "SendUserMessage"
+ATTENTION_TOOLS = frozenset({PUSH_TOOL, MESSAGE_TOOL})
+
+
+def _attention_asked(p: PostToolUse | PostToolUseFailure) -> AttentionAsked | None:
+    """The call's ``message`` as an :class:`AttentionAsked` once the tool ran (its PostToolUse;
+    the PreToolUse of the same call is not observed, so a call is recorded once); None without
+    a message (the tools' schemas require one)."""
+    ti = p.tool_input if isinstance(p.tool_input, dict) else {}
+    message = text(ti.get("message"))
+    if not message:
+        return None
+    status = text(ti.get("status"))
+    return AttentionAsked(tool_use_id=p.tool_use_id, tool_name=p.tool_name, message=message, status=status,
+                          urgent=p.tool_name == PUSH_TOOL or status == "proactive")
 
 
 #: StopFailure's ``error`` kinds (2.1.332's enum) -> (transient, what a human should do): the

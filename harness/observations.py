@@ -182,6 +182,20 @@ class PermissionRefused(Observation, kw_only=True):
     server: str | None = None
 
 
+class AttentionAsked(Observation, kw_only=True):
+    """The agent itself asked for its human's attention through a tool of its harness (Claude
+    Code's PushNotification, or SendUserMessage in brief mode), after the call ran. ``message``:
+    the agent's text (untrusted); ``urgent``: the adapter's judgement that the agent is
+    initiating (a push; a message marked proactive) rather than replying to what was just
+    asked; ``status``: the harness's own word for it, if any. Nothing waits on an answer."""
+
+    tool_use_id: str | None
+    tool_name: str
+    message: str
+    urgent: bool
+    status: str | None = None
+
+
 def questions_hash(questions: Any) -> str:
     """Stable hash (hex, 24 chars) of a ``questions`` value (hookd's question shape).
 

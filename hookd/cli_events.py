@@ -156,6 +156,8 @@ EVENT_SUMMARY: dict[str, Callable[[dict[str, Any], str], Any]] = {
     + (f" ({_clip(d['message'], 100)})" if _given(d.get("message")) else ""),
     "permission_refused": lambda d, s: f"{d.get('tool_name')} {d.get('tool_use_id') or '-'}: "
     + f"{_clip(d.get('what') or d.get('summary'), 80)} (refused without asking: {d.get('reason') or 'no reason given'})",
+    "agent_notified": lambda d, s: f"{d.get('tool_name')} {d.get('tool_use_id') or '-'}"
+    + (f" ({d['status']})" if _given(d.get("status")) else "") + f": {_clip(' '.join(str(d.get('message')).split()), 100)}",
     "transcript_damaged": lambda d, s: _damaged(d),
     "transcript_unknown_rows": lambda d, s: _damaged(d),
     "transcript_followed": lambda d, s: f"{d.get('path')} ({d.get('reason')})",

@@ -188,7 +188,9 @@ def test_a_failure_is_notified_once(alerting: tuple[Agent, Path]) -> None:
     agent.recorded("stalled")
     alerts = wait_until(lambda: len(x := _notified(out)) == 2 and x, 60, what="the second notification")
     assert [a["data"]["error"] for a in alerts] == ["billing_error", "rate_limit"]
-    sent = [e for e in agent.app.events() if e["kind"] == "notification_sent"]
+    # notification_sent is recorded after the channel's process has written the file and exited
+    sent = wait_until(lambda: len(x := [e for e in agent.app.events() if e["kind"] == "notification_sent"]) >= 2 and x,
+                      60, what="two notification_sent events")
     assert len(sent) == 2
 
 

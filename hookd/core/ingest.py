@@ -20,10 +20,12 @@ from hookd.config import Home
 from hookd.core.bus import EventBus
 from hookd.core.elicitations import elicitation_asked, elicitation_resolved
 from hookd.core.inbox import Inbox
+from hookd.core.notices import agent_notified
 from hookd.core.procs import process_started_at
 from hookd.core.questions import Questions
 from hookd.core.state import HookCache, Waiters, fingerprint
 from hookd.harness.base import (
+    AttentionAsked,
     ElicitationAsked,
     ElicitationResolved,
     Adapter,
@@ -338,6 +340,8 @@ class Ingest:
                 _turn_failed(tx, builder, sid, p, ob, at)
             elif isinstance(ob, PermissionRefused):
                 _permission_refused(tx, adapter, builder, sid, p, ob, at)
+            elif isinstance(ob, AttentionAsked):
+                agent_notified(tx, builder, sid, p, ob, at)
             elif isinstance(ob, Compacting) and sid:
                 tx.mark_compacting(sid, at)
                 # what was delivered and not yet adopted would reach only the compaction's

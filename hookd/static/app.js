@@ -21,6 +21,7 @@ const LANE_EVENTS = new Set([
   "lane_changed", "hook_received", "session_started", "session_ended", "hooks_unarmed", "hooks_armed",
   "question_pending", "question_resolved", "permission_pending", "permission_resolved", "human_input_requested",
   "elicitation_pending", "elicitation_resolved", "inbox_queued", "inbox_delivered", "inbox_cancelled", "builder_unspawned",
+  "agent_notified",
 ]);
 const INBOX_EVENTS = new Set(["inbox_queued", "inbox_delivered", "inbox_adopted", "inbox_cancelled",
                               "answer_superseded", "answer_refused"]);
@@ -523,6 +524,16 @@ function labelCells(table) {
   }
 }
 
+// The agent's last message to its human (PushNotification, SendUserMessage: the lane's
+// `notified`) on a line of its own under the state; the detail then ends without it.
+function laneDetail(l) {
+  const said = l.notified ? `; the agent said: ${l.notified}` : "";
+  const detail = said && l.detail && l.detail.endsWith(said) ? l.detail.slice(0, -said.length) : l.detail;
+  return [detail ? h("div", {class: "detail"}, detail) : null,
+    l.notified ? h("div", {class: "agent-said"}, h("span", {class: "said-label"}, "the agent says: "),
+      h("q", {class: "said-text"}, l.notified), " ", since(l.notified_at, " ago")) : null];
+}
+
 function renderLanes() {
   const body = $("lanes").querySelector("tbody");
   const focused = document.activeElement && document.activeElement.closest("tr.compose");
@@ -547,7 +558,7 @@ function renderLanes() {
         : h("td", {class: "worktree", title: b.settings_file || ""},
             b.settings_file ? h("span", {class: "settings-file"}, `settings file: ${b.settings_file}`) : "-"),
       h("td", {}, h("span", {class: `lane-state state-${l.state}`, title: l.detail || ""}, l.state),
-        l.detail ? h("div", {class: "detail"}, l.detail) : null),
+        ...laneDetail(l)),
       h("td", {}, l.since ? since(l.since) : "-"),
       h("td", {class: "pending-count"}, String((l.pending || []).length)),
       h("td", {class: "queued-count"}, String(l.queued || 0)),

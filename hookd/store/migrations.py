@@ -334,6 +334,16 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "ALTER TABLE sessions ADD COLUMN refused TEXT",
         ],
     ),
+    (
+        # The agent's last message to its human (Claude Code's PushNotification, or
+        # SendUserMessage in brief mode: hookd.core.notices): when, and its first line. For
+        # the session's lane.
+        "0016_agent_notified",
+        [
+            "ALTER TABLE sessions ADD COLUMN notified_at REAL",
+            "ALTER TABLE sessions ADD COLUMN notified TEXT",
+        ],
+    ),
 ]
 
 

@@ -29,7 +29,7 @@ _LANE_SQL = (
     "  (SELECT s.id FROM sessions s WHERE s.builder=b.id ORDER BY s.started_at DESC LIMIT 1)) AS sid FROM b)"
     " SELECT cur.builder, s.id, s.started_at, s.ended_at, s.end_reason, s.agent_pid, s.agent_started_at,"
     " s.interrupted_at, s.hooks_unarmed_at, s.cwd, s.harness, s.turn_started_at, s.turn_ended_at, s.failed_at, s.failure,"
-    " s.refused_at, s.refused,"
+    " s.refused_at, s.refused, s.notified_at, s.notified,"
     " lh.hook_event_name, lh.received_at, COALESCE(lh.received_mono, lh.received_at), lh.hook_kind"
     " FROM cur LEFT JOIN sessions s ON s.id=cur.sid"
     " LEFT JOIN hook_events lh ON lh.id=(SELECT h.id FROM hook_events h WHERE h.session_id=s.id"
@@ -43,7 +43,7 @@ _LANE_SQL = (
 )
 _SESSION_KEYS = ("session_id", "started_at", "ended_at", "end_reason", "agent_pid", "agent_started_at",
                  "interrupted_at", "hooks_unarmed_at", "cwd", "harness", "turn_started_at", "turn_ended_at",
-                 "failed_at", "failure", "refused_at", "refused")
+                 "failed_at", "failure", "refused_at", "refused", "notified_at", "notified")
 
 
 def _lane_dicts(rows: list[tuple], pending_rows: list[tuple], queued_rows: list[tuple]) -> list[dict[str, Any]]:
@@ -52,14 +52,15 @@ def _lane_dicts(rows: list[tuple], pending_rows: list[tuple], queued_rows: list[
     for b, i, k, c, s_, m in pending_rows:
         pending.setdefault(b, []).append({"id": i, "kind": k, "created_at": c, "session_id": s_, "created_mono": m})
     queued = {b: (n, oldest, oldest_mono) for b, n, oldest, oldest_mono in queued_rows}
+    n = 1 + len(_SESSION_KEYS)  # the first column after the session's: the last hook's name
     out = []
     for r in rows:
         b = r[0]
         q = queued.get(b, (0, None, None))
         out.append({
-            "builder": b, "session": dict(zip(_SESSION_KEYS, r[1:17])) if r[1] is not None else None,
-            "last_hook": {"hook_event_name": r[17], "at": r[18], "mono": r[19], "kind": r[20]}
-            if r[18] is not None else None,
+            "builder": b, "session": dict(zip(_SESSION_KEYS, r[1:n])) if r[1] is not None else None,
+            "last_hook": {"hook_event_name": r[n], "at": r[n + 1], "mono": r[n + 2], "kind": r[n + 3]}
+            if r[n + 1] is not None else None,
             "pending": pending.get(b, ()), "queued": q[0], "oldest_queued_at": q[1], "oldest_queued_mono": q[2],
         })
     return out
@@ -212,6 +213,19 @@ class Reads:
             "SELECT seq, kind, builder, session_id, at, data FROM events WHERE seq>? ORDER BY seq LIMIT ?",
             (after, limit),
         )
+        return [_event(r) for r in rows]
+
+    async def last_event_seq(self) -> int:
+        """The newest event's ``seq`` (0: none yet): the index's end."""
+        (e,), = await self._all("SELECT COALESCE(MAX(seq), 0) FROM events")
+        return int(e)
+
+    async def events_of_kind(self, kind: str, after: int, upto: int, limit: int = 1000) -> list[Event]:
+        """The events of ``kind`` with ``after < seq <= upto``, oldest first (at most ``limit``):
+        a range of the primary key, so a reader that moves ``after`` on reads each row once."""
+        rows = await self._all(
+            "SELECT seq, kind, builder, session_id, at, data FROM events WHERE seq>? AND seq<=? AND kind=?"
+            " ORDER BY seq LIMIT ?", (after, upto, kind, limit))
         return [_event(r) for r in rows]
 
     async def builder_stats(self) -> dict[str, dict[str, Any]]:

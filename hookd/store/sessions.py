@@ -111,6 +111,11 @@ class SessionsTx(TxBase):
         seconds); ``line``: it as a person reads it (the lane shows the last one)."""
         self._db.execute("UPDATE sessions SET refused_at=?, refused=? WHERE id=?", (at, line, session_id))
 
+    def mark_notified(self, session_id: str, at: float, line: str) -> None:
+        """The session's agent addressed its human itself at ``at`` (UNIX seconds); ``line``:
+        the message's first line (the lane shows the last one)."""
+        self._db.execute("UPDATE sessions SET notified_at=?, notified=? WHERE id=?", (at, line, session_id))
+
     def compacting_session(self, builder: str, since: float, exclude: str) -> str | None:
         """The builder's session with the newest PreCompact marker at or after ``since``
         (hookd's timeline: :attr:`mono`), other than ``exclude``."""

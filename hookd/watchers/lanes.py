@@ -101,6 +101,10 @@ class Lane(msgspec.Struct, gc=False):
     #: person reads it, and when (UNIX seconds); the detail ends with it
     refused: str | None = None
     refused_at: float | None = None
+    #: the first line of the agent's last message to its human (PushNotification, or
+    #: SendUserMessage in brief mode), and when (UNIX seconds); the detail ends with it
+    notified: str | None = None
+    notified_at: float | None = None
 
 
 def agent_alive(pid: int | None, started_at: float | None) -> bool | None:
@@ -123,12 +127,16 @@ def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | N
            question_after_s: float = QUESTION_AFTER_S, idle_inbox_after_s: float = IDLE_INBOX_AFTER_S,
            quiet_idle_s: float = _DEFAULTS.quiet_idle_s, mono: float | None = None) -> Lane:
     """The lane of one builder (:func:`_derive`), with the session's last tool call refused
-    without asking anyone, if any (``refused``; the detail ends with it)."""
+    without asking anyone, if any (``refused``), and its agent's last message to its human
+    (``notified``); the detail ends with each."""
     lane = _derive(d, now, alive, question_after_s, idle_inbox_after_s, quiet_idle_s, mono)
     s = d["session"]
     if s is not None and s.get("refused"):
         lane.refused, lane.refused_at = s["refused"], s["refused_at"]
         lane.detail += f"; last refused without asking: {s['refused']}"
+    if s is not None and s.get("notified"):
+        lane.notified, lane.notified_at = s["notified"], s["notified_at"]
+        lane.detail += f"; the agent said: {s['notified']}"
     return lane
 
 

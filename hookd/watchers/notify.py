@@ -10,7 +10,8 @@ Subjects are keys (``interaction:<id>``, ``lane:<builder>:<rule>...``). Step ``n
 is claimed in the store (one transaction) before anything is sent, one row per channel, so a
 step goes out at most once per channel, across restarts; a delivery is retried with
 exponential backoff (tenacity) in a background task and stops when the subject is cleared.
-Interaction rules run here (:meth:`Notifier.run`); lanes raise their own alerts with
+Interaction rules run here (:meth:`Notifier.run`), and the agent's own messages
+(``agent_notified``: :mod:`hookd.watchers.notify_agent`); lanes raise their own alerts with
 :func:`raise_alert` and end them with :func:`clear`.
 """
 
@@ -32,6 +33,7 @@ from hookd.watchers.notify_channels import (
     duration,
     interaction_alert,
 )
+from hookd.watchers.notify_agent import AgentNotices
 from hookd.watchers.notify_config import Channel, NotifyConfig
 
 if TYPE_CHECKING:
@@ -69,6 +71,7 @@ class Notifier:
         self._wake = asyncio.Event()
         self._closed = False
         self._http: httpx.AsyncClient | None = None
+        self._agent = AgentNotices(core, config.agent_messages)
 
     # public API (lanes) ----------------------------------------------------------------
     async def raise_alert(self, alert: Alert, *, escalate: bool = True) -> bool:
@@ -241,6 +244,9 @@ class Notifier:
         if not cfg.channels:
             return None
         nxt: float | None = None
+        for alert in await self._agent.due(now):  # the agent's own messages: once, at once
+            await self._claim_and_send(alert)
+            self._steps.pop(alert.key, None)  # (no escalation to schedule)
         pending = [i for i in await self.core.store.interactions("pending", limit=100000)
                    if i.kind in ("question", "permission", "plan", "elicitation")]
         open_keys = {f"interaction:{i.id}" for i in pending}

@@ -5,6 +5,7 @@
     question_after_s = 60          # a question or permission prompt pending this long
     idle_inbox_after_s = 120       # an idle lane with queued inbox messages (lanes raise it)
     steps_s = [0, 300, 1800]       # escalation: offsets after a rule first fires
+    agent_messages = "proactive"   # the agent's own messages sent on: proactive | all | off
 
     [[notify.channel]]
     type = "desktop"               # notify-send (Linux) / osascript (macOS)
@@ -21,7 +22,8 @@
 
 Environment overrides (watchfiles style): ``HOOKD_NOTIFY_QUESTION_AFTER_S``,
 ``HOOKD_NOTIFY_IDLE_INBOX_AFTER_S``, ``HOOKD_NOTIFY_STEPS_S`` (comma-separated),
-``HOOKD_NOTIFY_RETRY_ATTEMPTS``, ``HOOKD_NOTIFY_RETRY_INITIAL_S``, ``HOOKD_NOTIFY_RETRY_MAX_S``.
+``HOOKD_NOTIFY_RETRY_ATTEMPTS``, ``HOOKD_NOTIFY_RETRY_INITIAL_S``, ``HOOKD_NOTIFY_RETRY_MAX_S``,
+``HOOKD_NOTIFY_AGENT_MESSAGES``.
 ``hookd serve`` flags override both. :func:`load_config` reads them (a bad value is a
 ConfigError naming the file or variable and the key).
 """
@@ -46,6 +48,8 @@ DEFAULT_RETRY_INITIAL_S = 1.0
 DEFAULT_RETRY_MAX_S = 60.0
 DEFAULT_TIMEOUT_S = 10.0
 CHANNEL_TYPES = ("desktop", "webhook", "command")
+#: ``agent_messages``: which of the agent's own messages (hookd.watchers.notify_agent) are sent
+AGENT_MESSAGES = ("proactive", "all", "off")
 WEBHOOK_FORMATS = ("json", "slack", "ntfy")
 
 
@@ -71,6 +75,7 @@ class NotifyConfig(msgspec.Struct, frozen=True, kw_only=True):
     retry_initial_s: float = DEFAULT_RETRY_INITIAL_S
     retry_max_s: float = DEFAULT_RETRY_MAX_S
     channels: tuple[Channel, ...] = ()
+    agent_messages: str = "proactive"
     path: str = ""
 
 
@@ -103,6 +108,12 @@ def _steps(where: str, value: Any) -> tuple[float, ...]:
     if any(b <= a for a, b in zip(steps, steps[1:])):
         raise ConfigError(f"{where} must be strictly increasing (got {value!r})")
     return steps
+
+
+def _agent_messages(where: str, value: Any) -> str:
+    if value not in AGENT_MESSAGES:
+        raise ConfigError(f"{where} must be one of {', '.join(AGENT_MESSAGES)} (got {value!r})")
+    return str(value)
 
 
 def _channel(where: str, t: Any) -> Channel:
@@ -186,12 +197,14 @@ def load_config(home: Any, overrides: dict[str, Any] | None = None,
             kw[key] = _number(where, value, kind, minimum)
         elif key == "steps_s":
             kw[key] = _steps(where, value)
+        elif key == "agent_messages":
+            kw[key] = _agent_messages(where, value)
         elif key == "channel":
             if not isinstance(value, list):
                 raise ConfigError(f"{where} must be an array of tables ([[notify.channel]])")
             kw["channels"] = tuple(_channel(f"{path}: notify.channel[{n}]", t) for n, t in enumerate(value, 1))
         else:
-            known = sorted([*_NUMBERS, "steps_s", "channel"])
+            known = sorted([*_NUMBERS, "steps_s", "channel", "agent_messages"])
             raise ConfigError(f"{where}: unknown key (known: {', '.join(known)})")
     for key, (kind, minimum) in _NUMBERS.items():
         var = f"HOOKD_NOTIFY_{key.upper()}"
@@ -207,6 +220,9 @@ def load_config(home: Any, overrides: dict[str, Any] | None = None,
         except ValueError:
             raise ConfigError(f"environment variable HOOKD_NOTIFY_STEPS_S must be comma-separated seconds (got {env['HOOKD_NOTIFY_STEPS_S']!r})") from None
         kw["steps_s"] = _steps("environment variable HOOKD_NOTIFY_STEPS_S", parts)
+    if "HOOKD_NOTIFY_AGENT_MESSAGES" in env:
+        kw["agent_messages"] = _agent_messages("environment variable HOOKD_NOTIFY_AGENT_MESSAGES",
+                                               env["HOOKD_NOTIFY_AGENT_MESSAGES"])
     for key, value in (overrides or {}).items():
         if value is None:
             continue

@@ -382,6 +382,31 @@ def drive_tui_plan(run: Run) -> None:
     _check_turns(run, 4)
 
 
+BRIEF_ID = "toolu_01BRIEF000000000000000001"
+BRIEF_TEXT = "The build is green; 2 flaky tests need your call before I merge."
+
+
+def brief_script() -> dict:
+    """Brief mode: one SendUserMessage (``status`` proactive), then a final text."""
+    return {"turns": [
+        {"content": [{"type": "tool_use", "id": BRIEF_ID, "name": "SendUserMessage",
+                      "input": {"message": BRIEF_TEXT, "status": "proactive"}}]},
+        {"content": [{"type": "text", "text": FINAL_TEXT}]},
+    ], "fallback_text": "SCRIPT-EXHAUSTED", "side_text": "ok"}
+
+
+def drive_brief(run: Run) -> None:
+    """Headless ``claude -p --brief`` with CLAUDE_CODE_BRIEF=1 (2.1.332 offers SendUserMessage
+    only to an entitled account, or with that variable: docs/harness-claude-code.md "The agent
+    asking for attention"): the model messages its human, the tool says "Message delivered to
+    user.", then the final text."""
+    res = run_print(FAILURE_PROMPT, run.cwd, run.env, extra_args=(*BYPASS, "--brief"),
+                    timeout=run.timeout, claude_bin=run.claude_bin)
+    if res.returncode != 0 or "PostToolUse" not in run.recorded():
+        raise RuntimeError(f"expected SendUserMessage to run ({res.returncode}): {run.recorded()} {res.stderr[-2000:]}")
+    _check_turns(run, 2)
+
+
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("stream-stop-failure-rate-limit",
              "stream-json host against an API answering 429: StopFailure (rate_limit) ends the turn",
@@ -405,6 +430,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "TUI in tmux, plan mode: the plan file written, ExitPlanMode approved at the desk "
              "('Yes, manually approve edits'), then Bash and text",
              plan_script, drive_tui_plan, needs_tmux=True),
+    Scenario("print-brief-send-user-message",
+             "headless -p in brief mode: the agent messages its human (SendUserMessage, proactive), then text",
+             brief_script, drive_brief, env={"CLAUDE_CODE_BRIEF": "1"}),
 )}
 
 
