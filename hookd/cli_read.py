@@ -48,7 +48,8 @@ def questions(ctx: click.Context, state: str, as_json: bool) -> None:
 def lanes(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     """Every builder's lane: working, waiting_question, waiting_permission, idle, stalled,
     failed (an API error stopped the agent), ended or dead; those waiting on a human first. A builder unspawned (`hookd unspawn`) is
-    shown, as unspawned, only with --all."""
+    shown, as unspawned, only with --all. Under a lane, one row per running subagent of its
+    agent (↳ its kind): working or waiting on a human, and its agent id."""
     items = _client(ctx).get("/v1/lanes")
     if as_json:
         _echo_json(items)
@@ -58,10 +59,21 @@ def lanes(ctx: click.Context, show_all: bool, as_json: bool) -> None:
         items = [lane for lane in items if lane["state"] != "unspawned"]
         _out(f"({hidden} unspawned builder{'s' if hidden > 1 else ''} not shown; --all shows them)", err=True)
     now = time.time()
-    rows = [[lane["builder"], _lane_state(lane["state"]), _duration(now - lane["since"]), len(lane["pending"]), lane["queued"],
-             lane["session_id"] or "-", lane["detail"]] for lane in items]
+    rows: list[list[Any]] = []
+    for lane in items:
+        rows.append([lane["builder"], _lane_state(lane["state"]), _duration(now - lane["since"]), len(lane["pending"]),
+                     lane["queued"], lane["session_id"] or "-", lane["detail"]])
+        rows += [_subagent_row(lane["builder"], s, now) for s in lane.get("subagents") or ()]
     _out(_table(rows, ["builder", "lane", "for", "pending", "queued", "session", "detail"])
          if rows else "no builders")
+
+
+def _subagent_row(builder: str, s: dict[str, Any], now: float) -> list[Any]:
+    """A running subagent's row under its builder's lane in ``hookd lanes``: its kind, what it
+    waits on (the lanes' words), how long it has run, its pending interactions, its id."""
+    waits = f"; waiting on {', '.join(s['pending'])}" if s["pending"] else ""
+    return [f"  ↳ {s['agent_type'] or 'subagent'}", _lane_state(s["waiting"]), _duration(now - s["started_at"]),
+            len(s["pending"]), "-", "-", f"{builder}'s subagent {s['agent_id']}{waits}"]
 
 
 

@@ -94,6 +94,9 @@ class Lane(msgspec.Struct, gc=False):
     #: person reads it, and when (UNIX seconds); the detail ends with it
     refused: str | None = None
     refused_at: float | None = None
+    #: the builder's running subagents (:class:`hookd.models.Subagent`: what each waits on),
+    #: filled in by ``GET /v1/lanes`` (hookd.http.routes), never by :func:`derive`
+    subagents: tuple[Any, ...] = ()
 
 
 def agent_alive(pid: int | None, started_at: float | None) -> bool | None:
