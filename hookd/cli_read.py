@@ -72,7 +72,7 @@ def _subagent_row(builder: str, s: dict[str, Any], now: float) -> list[Any]:
     """A running subagent's row under its builder's lane in ``hookd lanes``: its kind, what it
     waits on (the lanes' words), how long it has run, its pending interactions, its id."""
     waits = f"; waiting on {', '.join(s['pending'])}" if s["pending"] else ""
-    return [f"  ↳ {s['agent_type'] or 'subagent'}", _lane_state(s["waiting"]), _duration(now - s["started_at"]),
+    return [f"↳ {s['agent_type'] or 'subagent'}", _lane_state(s["waiting"]), _duration(now - s["started_at"]),
             len(s["pending"]), "-", "-", f"{builder}'s subagent {s['agent_id']}{waits}"]
 
 

@@ -38,7 +38,9 @@ class SubagentsTx(TxBase):
         """Subagent ``agent_id`` stopped (its stop hook): ended, ``stopped``. A subagent hookd
         did not know is recorded as started then. Returns False when it had already ended (a
         second copy of the hook)."""
-        self.subagent_running(builder, session_id, agent_id, agent_type, at)
+        self._db.execute(
+            "INSERT INTO subagents (session_id, agent_id, builder, agent_type, state, started_at)"
+            " VALUES (?, ?, ?, ?, 'running', ?) ON CONFLICT DO NOTHING", (session_id, agent_id, builder, agent_type, at))
         cur = self._db.execute(
             "UPDATE subagents SET state='ended', ended_at=?, end_reason='stopped',"
             " transcript_path=COALESCE(?, transcript_path) WHERE session_id=? AND agent_id=? AND state='running'",
