@@ -18,6 +18,8 @@ from hookd.cli_render import _interaction
 from hookd.harness import claude_code as cc
 from hookd.harness import claude_code_hooks as cch
 from hookd.harness.base import SubagentStarted, SubagentStopped, TurnMovedOn
+from hookd.models import Interaction
+from hookd.watchers.notify_channels import interaction_alert
 
 from .conftest import hookd_run, wait_until
 from .inproc import InProc
@@ -200,3 +202,15 @@ def test_a_subagent_of_a_dead_agent_is_not_listed(agent: Agent) -> None:
     agent.close()  # the agent's process is gone, no SessionEnd came
     lane = agent.wait_lane("dead")
     assert lane["subagents"] == []
+
+
+def test_a_subagents_permission_prompt_is_notified_as_the_subagents() -> None:
+    p = hook("008-PermissionRequest.json")
+    i = Interaction(id="pr_1", kind="permission", builder="b1", session_id=SID, agent_id=AGENT, tool_name="Bash",
+                    tool_use_id=None, state="pending", questions=None, answers=None, selections=None, surface=None,
+                    warning=None, error=None, created_at=100.0, resolved_at=None, revision=1, input=p["tool_input"],
+                    agent_type="general-purpose")
+    alert = interaction_alert(i, 0, 2, 190.0, cc.present_tool("Bash", p["tool_input"]))
+    assert alert.title == "hookd: b1's subagent general-purpose needs permission for Bash"
+    assert alert.message.splitlines()[0] == (
+        "b1's subagent general-purpose has been waiting 1 min 30 s for permission to run Bash: Touch a file.")
