@@ -16,7 +16,7 @@ import click
 from hookd.cli_complete import builders, queued_messages
 from hookd.cli_events import _event_line
 from hookd.cli_render import (
-    _client, _duration, _echo_json, _interaction, _lane_state, _lines, _out, _seg, _table,
+    _client, _duration, _echo_json, _interaction, _lane_state, _lines, _out, _seg, _subagent_row, _table,
 )
 from hookd.errors import DaemonNotRunning
 from hookd.vocabulary import os_user
@@ -67,13 +67,6 @@ def lanes(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     _out(_table(rows, ["builder", "lane", "for", "pending", "queued", "session", "detail"])
          if rows else "no builders")
 
-
-def _subagent_row(builder: str, s: dict[str, Any], now: float) -> list[Any]:
-    """A running subagent's row under its builder's lane in ``hookd lanes``: its kind, what it
-    waits on (the lanes' words), how long it has run, its pending interactions, its id."""
-    waits = f"; waiting on {', '.join(s['pending'])}" if s["pending"] else ""
-    return [f"↳ {s['agent_type'] or 'subagent'}", _lane_state(s["waiting"]), _duration(now - s["started_at"]),
-            len(s["pending"]), "-", "-", f"{builder}'s subagent {s['agent_id']}{waits}"]
 
 
 

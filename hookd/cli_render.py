@@ -172,6 +172,18 @@ def _lane_state(state: Any) -> _Shown:
 
 
 
+def _subagent_row(builder: str, s: dict[str, Any], now: float, session: bool = True) -> list[Any]:
+    """A running subagent's row (an item of a lane's ``subagents``) under its builder's lane in
+    ``hookd lanes`` (``session``: with that table's session column, ``-``) and ``hookd watch``:
+    its kind, what it waits on (the lanes' words), how long it has run, its pending
+    interactions, its agent id."""
+    waits = f"; waiting on {', '.join(s['pending'])}" if s["pending"] else ""
+    row = [f"↳ {s['agent_type'] or 'subagent'}", _lane_state(s["waiting"]), _duration(now - s["started_at"]),
+           len(s["pending"]), "-", "-", f"{builder}'s subagent {s['agent_id']}{waits}"]
+    return row if session else row[:5] + row[6:]
+
+
+
 def _client(ctx: click.Context) -> Any:
     from hookd.client import Client
 

@@ -214,3 +214,19 @@ def test_a_subagents_permission_prompt_is_notified_as_the_subagents() -> None:
     assert alert.title == "hookd: b1's subagent general-purpose needs permission for Bash"
     assert alert.message.splitlines()[0] == (
         "b1's subagent general-purpose has been waiting 1 min 30 s for permission to run Bash: Touch a file.")
+
+
+def test_hookd_watch_shows_a_lanes_subagents() -> None:
+    from hookd.cli_watch import _frame, _View
+
+    sub = {"builder": "b1", "session_id": SID, "agent_id": AGENT, "agent_type": "Explore", "state": "running",
+           "started_at": 40.0, "waiting": "working", "pending": []}
+    lane = {"builder": "b1", "state": "idle", "since": 90.0, "pending": [], "queued": 0, "detail": "its turn ended",
+            "subagents": [sub]}
+    frame = click.unstyle(_frame(_View(lanes=[lane]), 100.0, live=False))
+    assert frame.splitlines()[:4] == [
+        "builder    lane     for      pending  queued    detail",
+        "---------  -------  -----  ---------  --------  -------------------------------",
+        "b1         idle     10s            0  0         its turn ended",
+        f"↳ Explore  working  1m             0  -         b1's subagent {AGENT}",
+    ]
