@@ -146,14 +146,15 @@ def _unspawned(lane: Any, at: float) -> Any:
 
 def _with_subagents(lanes: list[Any], running: list[Subagent]) -> list[Any]:
     """``lanes`` with each builder's running subagents (``subagents``, oldest first), but for a
-    lane whose agent is gone (``dead``, ``ended``): its subagents went with it."""
+    lane whose agent is gone (``dead``, ``ended``: its subagents went with it) or no longer
+    hooked (``unspawned``: nothing would say that they ended)."""
     if not running:
         return lanes
     by: dict[str, list[Subagent]] = {}
     for s in running:
         by.setdefault(s.builder, []).append(s)
     return [msgspec.structs.replace(lane, subagents=tuple(by[lane.builder]))
-            if lane.builder in by and lane.state not in ("dead", "ended") else lane for lane in lanes]
+            if lane.builder in by and lane.state not in ("dead", "ended", "unspawned") else lane for lane in lanes]
 
 
 def _lane_order(lane: Any) -> tuple[int, float]:
