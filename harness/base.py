@@ -58,6 +58,8 @@ from hookd.harness.observations import QuestionResolved as QuestionResolved
 from hookd.harness.observations import questions_hash as questions_hash
 from hookd.harness.observations import SessionEnded as SessionEnded
 from hookd.harness.observations import SessionStarted as SessionStarted
+from hookd.harness.observations import SubagentStarted as SubagentStarted
+from hookd.harness.observations import SubagentStopped as SubagentStopped
 from hookd.harness.observations import text as text
 from hookd.harness.observations import ToolFinished as ToolFinished
 from hookd.harness.observations import ToolResultSeen as ToolResultSeen

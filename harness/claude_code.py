@@ -41,6 +41,8 @@ from hookd.harness.base import (
     RemoteAnswers,
     SessionEnded,
     SessionStarted,
+    SubagentStarted,
+    SubagentStopped,
     ToolFinished,
     ToolResultSeen,
     ToolView,
@@ -70,6 +72,8 @@ from hookd.harness.claude_code_payloads import (
     SessionStart,
     Stop,
     StopFailure,
+    SubagentStart,
+    SubagentStop,
     ToolEvent,
     UserPromptSubmit,
 )
@@ -207,8 +211,13 @@ def observe(p: Payload) -> list[Observation]:
     elif isinstance(p, SessionEnd):
         obs.append(TurnMovedOn(agent_id=None, all_agents=True, outcome="orphaned", via=p.hook_event_name))
         obs.append(SessionEnded(reason=text(p.reason)))
+    elif isinstance(p, SubagentStart) and p.agent_id:
+        obs.append(SubagentStarted(agent_id=p.agent_id, agent_type=text(p.agent_type)))
     elif isinstance(p, (Stop, UserPromptSubmit)):  # SubagentStop is a Stop
         obs.append(TurnMovedOn(agent_id=p.agent_id, all_agents=False, outcome="dismissed", via=p.hook_event_name))
+        if isinstance(p, SubagentStop) and p.agent_id:
+            obs.append(SubagentStopped(agent_id=p.agent_id, agent_type=text(p.agent_type),
+                                       transcript_path=text(p.agent_transcript_path)))
     elif isinstance(p, PreCompact):
         obs.append(Compacting(via=p.hook_event_name))
     elif isinstance(p, Elicitation):

@@ -26,6 +26,7 @@ REGISTERED_EVENTS = (
     "PostToolUseFailure",
     "Notification",
     "Stop",
+    "SubagentStart",
     "SubagentStop",
     "PreCompact",
     "SessionEnd",

@@ -79,6 +79,12 @@ class SubagentStop(Stop, kw_only=True):
     agent_transcript_path: Any = None
 
 
+class SubagentStart(Base, kw_only=True):
+    """A subagent started (an Agent tool call): ``agent_id`` and ``agent_type`` (the common
+    fields, here always given), no ``permission_mode``, no tool_use_id (2.1.332:
+    docs/harness-claude-code.md "Subagents")."""
+
+
 class StopFailure(Base, kw_only=True):
     """Fires instead of Stop when an API error ended the turn (its output is ignored: 2.1.332).
     ``error``: one of the binary's enum (docs/harness-claude-code.md "StopFailure")."""
@@ -149,6 +155,7 @@ MODELS: dict[str, type[Base]] = {
         SessionStart,
         SessionEnd,
         Stop,
+        SubagentStart,
         SubagentStop,
         StopFailure,
         PermissionDenied,

@@ -151,6 +151,24 @@ class TurnMovedOn(Observation, kw_only=True):
     via: str
 
 
+class SubagentStarted(Observation, kw_only=True):
+    """A subagent of the session's agent started (Claude Code's SubagentStart: an Agent tool
+    call's agent). agent_id: the harness's id of it (its hooks carry the same); agent_type:
+    what kind of agent (``general-purpose``, a custom agent's name), None when not given."""
+
+    agent_id: str
+    agent_type: str | None
+
+
+class SubagentStopped(Observation, kw_only=True):
+    """A subagent finished its work (Claude Code's SubagentStop). transcript_path: its own
+    transcript (2.1.332: ``<session>/subagents/agent-<id>.jsonl``), None when not given."""
+
+    agent_id: str
+    agent_type: str | None
+    transcript_path: str | None
+
+
 class TurnFailed(Observation, kw_only=True):
     """The agent's turn ended on an error of the model's API, not a Stop (Claude Code's
     StopFailure: the harness's own retries are over). ``error``: the harness's kind of error

@@ -151,6 +151,10 @@ EVENT_SUMMARY: dict[str, Callable[[dict[str, Any], str], Any]] = {
     "lane_changed": lambda d, s: _lane(d),
     "hooks_unarmed": lambda d, s: f"{s}: no hook from this session yet; following {d.get('transcript_path')}",
     "hooks_armed": lambda d, s: f"{s}: hooks arrive again (at {d.get('hook_event_name')})",
+    "subagent_started": lambda d, s: f"{d.get('agent_type') or 'subagent'} {d.get('agent_id')}"
+    + (" again" if d.get("restarted") else "") + f" (via {d.get('via')})",
+    "subagent_ended": lambda d, s: f"{d.get('agent_type') or 'subagent'} {d.get('agent_id')}: "
+    + ("stopped" if d.get("reason") == "stopped" else "its session ended first"),
     "turn_interrupted": lambda d, s: f"{s}: {d.get('marker')}",
     "turn_failed": lambda d, s: f"{s}: {d.get('error') or 'unknown'}: {d.get('advice')}"
     + (f" ({_clip(d['message'], 100)})" if _given(d.get("message")) else ""),

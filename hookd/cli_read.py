@@ -16,7 +16,7 @@ import click
 from hookd.cli_complete import builders, queued_messages
 from hookd.cli_events import _event_line
 from hookd.cli_render import (
-    _client, _duration, _echo_json, _interaction, _lane_state, _lines, _out, _seg, _table,
+    _client, _duration, _echo_json, _interaction, _lane_state, _lines, _out, _seg, _subagent_row, _table,
 )
 from hookd.errors import DaemonNotRunning
 from hookd.vocabulary import os_user
@@ -48,7 +48,8 @@ def questions(ctx: click.Context, state: str, as_json: bool) -> None:
 def lanes(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     """Every builder's lane: working, waiting_question, waiting_permission, idle, stalled,
     failed (an API error stopped the agent), ended or dead; those waiting on a human first. A builder unspawned (`hookd unspawn`) is
-    shown, as unspawned, only with --all."""
+    shown, as unspawned, only with --all. Under a lane, one row per running subagent of its
+    agent (↳ its kind): working or waiting on a human, and its agent id."""
     items = _client(ctx).get("/v1/lanes")
     if as_json:
         _echo_json(items)
@@ -58,10 +59,14 @@ def lanes(ctx: click.Context, show_all: bool, as_json: bool) -> None:
         items = [lane for lane in items if lane["state"] != "unspawned"]
         _out(f"({hidden} unspawned builder{'s' if hidden > 1 else ''} not shown; --all shows them)", err=True)
     now = time.time()
-    rows = [[lane["builder"], _lane_state(lane["state"]), _duration(now - lane["since"]), len(lane["pending"]), lane["queued"],
-             lane["session_id"] or "-", lane["detail"]] for lane in items]
+    rows: list[list[Any]] = []
+    for lane in items:
+        rows.append([lane["builder"], _lane_state(lane["state"]), _duration(now - lane["since"]), len(lane["pending"]),
+                     lane["queued"], lane["session_id"] or "-", lane["detail"]])
+        rows += [_subagent_row(lane["builder"], s, now) for s in lane.get("subagents") or ()]
     _out(_table(rows, ["builder", "lane", "for", "pending", "queued", "session", "detail"])
          if rows else "no builders")
+
 
 
 

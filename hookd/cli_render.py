@@ -172,6 +172,18 @@ def _lane_state(state: Any) -> _Shown:
 
 
 
+def _subagent_row(builder: str, s: dict[str, Any], now: float, session: bool = True) -> list[Any]:
+    """A running subagent's row (an item of a lane's ``subagents``) under its builder's lane in
+    ``hookd lanes`` (``session``: with that table's session column, ``-``) and ``hookd watch``:
+    its kind, what it waits on (the lanes' words), how long it has run, its pending
+    interactions, its agent id."""
+    waits = f"; waiting on {', '.join(s['pending'])}" if s["pending"] else ""
+    row = [f"↳ {s['agent_type'] or 'subagent'}", _lane_state(s["waiting"]), _duration(now - s["started_at"]),
+           len(s["pending"]), "-", "-", f"{builder}'s subagent {s['agent_id']}{waits}"]
+    return row if session else row[:5] + row[6:]
+
+
+
 def _client(ctx: click.Context) -> Any:
     from hookd.client import Client
 
@@ -344,7 +356,7 @@ def _interaction(i: dict[str, Any], now: float) -> _Shown:
     when it ended: the API's ``outcome`` and ``by`` words when it sends them, else ``state``
     and ``by SURFACE (ACTOR)``), the questions with their options (a permission prompt: its
     tool input), and, while it is pending, the ``hookd answer`` commands that answer it."""
-    head: list[Any] = [_paint(i["id"], bold=True), f"  {i['kind']} from {i['builder']}, "]
+    head: list[Any] = [_paint(i["id"], bold=True), f"  {i['kind']} from {_asker(i)}, "]
     if i["state"] == "pending":
         head.append(_paint(f"waiting {_duration(now - i['created_at'])}", fg="yellow"))
         if i.get("expires_at"):
@@ -379,6 +391,14 @@ def _interaction(i: dict[str, Any], now: float) -> _Shown:
         width = max(len(what) for what, _ in commands) + 1
         lines += [_line(f"  {what + ':':<{width}} ", _paint(cmd, bold=True)) for what, cmd in commands]
     return _lines(lines)
+
+
+def _asker(i: dict[str, Any]) -> str:
+    """Who asked: the builder (``b1``), or its subagent (``b1's subagent general-purpose
+    (a1b2c3)``: its kind and agent id) when a subagent's hook raised it."""
+    if not i.get("agent_id"):
+        return str(i["builder"])
+    return f"{i['builder']}'s subagent {i.get('agent_type') or 'of unknown type'} ({i['agent_id']})"
 
 
 # --- an answer in words: the interaction's block here, the event lines in hookd.cli_events ---

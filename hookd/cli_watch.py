@@ -36,7 +36,7 @@ import click
 
 from hookd.cli_render import (
     _client, _delivery, _duration, _interaction, _lane_state, _line, _lines, _options, _out, _paint, _questions, _seg, _Shown,
-    _table,
+    _subagent_row, _table,
 )
 from hookd.errors import DaemonNotRunning
 from hookd.vocabulary import os_user
@@ -122,8 +122,11 @@ def _frame(view: _View, now: float, live: bool = True, height: int | None = None
     and the answering panel. ``height`` (rows; None: no limit): the lines below the key and
     status lines are a window of that many rows (:func:`_window`); ``rows_of(line)``: the rows
     a line takes on the terminal (wrapped; default 1)."""
-    rows = [[lane["builder"], _lane_state(lane["state"]), _duration(now - lane["since"]), len(lane["pending"]),
-             lane["queued"], lane["detail"]] for lane in view.lanes]
+    rows: list[list[Any]] = []
+    for lane in view.lanes:
+        rows.append([lane["builder"], _lane_state(lane["state"]), _duration(now - lane["since"]), len(lane["pending"]),
+                     lane["queued"], lane["detail"]])
+        rows += [_subagent_row(lane["builder"], s, now, session=False) for s in lane.get("subagents") or ()]
     table = _table(rows, ["builder", "lane", "for", "pending", "queued", "detail"]) if rows else _line("no builders")
     out = [*_split(table), _line("")]
     out.append(_paint(f"waiting on a human: {len(view.items)}", bold=True) if view.items

@@ -131,6 +131,8 @@ class Interaction(msgspec.Struct):
     delivered_via: str | None = None
     adopted_at: float | None = None
     inbox_message_id: str | None = None
+    #: a subagent's interaction: what kind of agent asked (``general-purpose``; with agent_id)
+    agent_type: str | None = None
     #: derived, never stored: :func:`outcome_of` (``allowed`` / ``denied`` for a permission
     #: prompt's decision, else ``state``) and :func:`by_text` (``"from the CLI by ana"``)
     outcome: str | None = None
@@ -139,6 +141,32 @@ class Interaction(msgspec.Struct):
     def __post_init__(self) -> None:
         self.outcome = outcome_of(self.kind, self.state, self.decision)
         self.by = by_text(self.surface, self.actor)
+
+
+class Subagent(msgspec.Struct, frozen=True):
+    """A subagent of a builder's agent (Claude Code: an Agent tool call's agent), as hookd
+    recorded it from its hooks (issue 21 moment 5).
+
+    agent_id: the harness's id (its hooks carry it; ``hookd send --agent``); agent_type: what
+    kind of agent (``general-purpose``), or None; session_id: the session it runs in; state:
+    ``running`` or ``ended``; end_reason: ``stopped`` (its own stop hook) or ``session_ended``
+    (the session ended first); times in UNIX seconds; transcript_path: its own transcript
+    when its stop hook named it. While running: ``waiting`` is ``working``,
+    ``waiting_permission`` or ``waiting_question`` (a pending interaction of it; words of the
+    lanes) and ``pending`` the ids of its pending interactions, oldest first.
+    """
+
+    builder: str
+    session_id: str
+    agent_id: str
+    agent_type: str | None
+    state: Literal["running", "ended"]
+    started_at: float
+    ended_at: float | None = None
+    end_reason: str | None = None
+    transcript_path: str | None = None
+    waiting: str = "working"
+    pending: tuple[str, ...] = ()
 
 
 class InboxMessage(msgspec.Struct, frozen=True):

@@ -17,7 +17,7 @@ from typing import Any
 
 from hookd.core.outcomes import supersede
 from hookd.core.state import Waiters
-from hookd.harness.base import ElicitationAsked, ElicitationResolved, Payload, elicitation_key
+from hookd.harness.base import ElicitationAsked, ElicitationResolved, Payload, elicitation_key, text
 from hookd.models import AnswerRequest, BadRequest, Interaction
 from hookd.store import Tx
 
@@ -47,12 +47,12 @@ def elicitation_asked(tx: Tx, builder: str, p: Payload, ob: ElicitationAsked, at
         id=iid, kind="elicitation", builder=builder, session_id=sid, agent_id=p.agent_id,
         tool_name=ob.server, tool_use_id=None, state="pending", questions=None, answers=None,
         selections=None, surface=None, warning=None, error=None, created_at=at, resolved_at=None,
-        revision=1, input=shown, input_hash=key,
+        revision=1, input=shown, input_hash=key, agent_type=text(p.agent_type) if p.agent_id else None,
     )
     tx.insert_interaction(i, permission_seen_at=at)
     data: dict[str, Any] = {"id": iid, "kind": "elicitation", **shown}
     if p.agent_id:
-        data["agent_id"] = p.agent_id
+        data["agent_id"], data["agent_type"] = p.agent_id, i.agent_type
     tx.append_event("elicitation_pending", builder, sid, at, data)
     return iid
 

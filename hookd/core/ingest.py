@@ -22,6 +22,7 @@ from hookd.core.elicitations import elicitation_asked, elicitation_resolved
 from hookd.core.inbox import Inbox
 from hookd.core.notices import agent_notified
 from hookd.core.procs import process_started_at
+from hookd.core import subagents
 from hookd.core.questions import Questions
 from hookd.core.state import HookCache, Waiters, fingerprint
 from hookd.harness.base import (
@@ -39,6 +40,8 @@ from hookd.harness.base import (
     QuestionResolved,
     SessionEnded,
     SessionStarted,
+    SubagentStarted,
+    SubagentStopped,
     ToolFinished,
     TurnFailed,
     TurnMovedOn,
@@ -313,6 +316,8 @@ class Ingest:
             started = next((ob for ob in observations if isinstance(ob, SessionStarted)), None)
             self._track_session(tx, harness, builder, p, at, started)
         reply, hold = b"", None
+        if sid and p.agent_id and not any(isinstance(ob, (SubagentStarted, SubagentStopped)) for ob in observations):
+            subagents.seen(tx, builder, sid, p, at)  # a subagent first seen by another of its hooks
         for ob in observations:
             if adapter.sequential_questions and isinstance(ob, (QuestionAsked, QuestionResolved)):
                 ob = self.questions.bind_sequential(tx, builder, p, ob, at)
@@ -334,6 +339,11 @@ class Ingest:
             elif isinstance(ob, SessionEnded) and sid:
                 if tx.end_session(sid, at, ob.reason):
                     tx.append_event("session_ended", builder, sid, at, {"reason": ob.reason})
+                subagents.session_ended(tx, builder, sid, p.hook_event_name, at)
+            elif isinstance(ob, SubagentStarted) and sid:
+                subagents.running(tx, builder, sid, ob.agent_id, ob.agent_type, p.hook_event_name, at)
+            elif isinstance(ob, SubagentStopped) and sid:
+                subagents.stopped(tx, builder, sid, ob, p.hook_event_name, at)
             elif isinstance(ob, DeliveredSeen) and sid and source == "live":
                 self.inbox.adopt_earlier(tx, builder, p, ob.via, at)
             elif isinstance(ob, TurnFailed) and sid:

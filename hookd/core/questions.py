@@ -29,6 +29,7 @@ from hookd.harness.base import (
     ToolFinished,
     TurnMovedOn,
     input_hash,
+    text,
 )
 from hookd.models import TERMINAL_STATES, Interaction, InteractionHead, resolved_event
 from hookd.store import Tx
@@ -157,12 +158,13 @@ class Questions:
             agent_id=p.agent_id, tool_name=tool_name, tool_use_id=tool_use_id, state="pending",
             questions=questions, answers=None, selections=None, surface=None, warning=None,
             error=None, created_at=at, resolved_at=None, revision=1, input=tool_input, input_hash=input_hash,
+            agent_type=_agent_type(p),
         )
         tx.insert_interaction(i, permission_seen_at=at if permission_seen else None)
         data: dict[str, Any] = {"id": iid, "kind": "question", "tool_use_id": tool_use_id,
                                 "questions": questions, "via": via}
         if p.agent_id:
-            data["agent_id"] = p.agent_id
+            data["agent_id"], data["agent_type"] = p.agent_id, _agent_type(p)
         tx.append_event("question_pending", builder, p.session_id, at, data)
         return i
 
@@ -240,7 +242,7 @@ class Questions:
             id=iid, kind=kind, builder=builder, session_id=sid, agent_id=p.agent_id,
             tool_name=ob.tool_name, tool_use_id=None, state="pending", questions=None, answers=None,
             selections=None, surface=None, warning=None, error=None, created_at=at, resolved_at=None,
-            revision=1, input=ob.tool_input, input_hash=ob.input_hash,
+            revision=1, input=ob.tool_input, input_hash=ob.input_hash, agent_type=_agent_type(p),
         )
         tx.insert_interaction(i, permission_seen_at=at)
         data: dict[str, Any] = {"id": iid, "kind": kind, "tool_name": ob.tool_name,
@@ -249,7 +251,7 @@ class Questions:
         if isinstance(ob, PlanAsked):
             data["plan"], data["plan_path"] = ob.plan, ob.plan_path
         if p.agent_id:
-            data["agent_id"] = p.agent_id
+            data["agent_id"], data["agent_type"] = p.agent_id, _agent_type(p)
         tx.append_event("permission_pending", builder, sid, at, data)
         return iid
 
@@ -382,3 +384,8 @@ def _synthetic_id(session_id: str | None, input_hash: str, hook_event_id: int | 
     derived from the session, the input hash and the id of the hook event that opened it."""
     h = hashlib.sha256(f"{session_id}|{input_hash}|{hook_event_id}".encode()).hexdigest()[:20]
     return f"pr_{h}"
+
+
+def _agent_type(p: Payload) -> str | None:
+    """The kind of subagent that asked (``general-purpose``), None for the main agent."""
+    return text(p.agent_type) if p.agent_id else None

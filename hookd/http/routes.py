@@ -19,7 +19,7 @@ from hookd.config import check_builder_id
 from hookd.http.responses import enc, json_response
 from hookd.http.status import core_status
 from hookd.http.views import with_tool_view, with_tool_views
-from hookd.models import DECISION_KINDS, AnswerRequest, BadRequest, Conflict, NotFound, PayloadTooLarge, os_user
+from hookd.models import DECISION_KINDS, AnswerRequest, BadRequest, Conflict, NotFound, PayloadTooLarge, Subagent, os_user
 from hookd.core import Hookd
 from hookd.spawn import list_unspawned, read_manifest, unspawned_at
 from hookd.untrusted import decode_json
@@ -142,6 +142,19 @@ def _unspawned(lane: Any, at: float) -> Any:
     would have in its detail."""
     return msgspec.structs.replace(lane, state="unspawned", since=at, due=None,
                                    detail=f"unspawned at {_hm(at)} (was {lane.state}: {lane.detail})")
+
+
+def _with_subagents(lanes: list[Any], running: list[Subagent]) -> list[Any]:
+    """``lanes`` with each builder's running subagents (``subagents``, oldest first), but for a
+    lane whose agent is gone (``dead``, ``ended``: its subagents went with it) or no longer
+    hooked (``unspawned``: nothing would say that they ended)."""
+    if not running:
+        return lanes
+    by: dict[str, list[Subagent]] = {}
+    for s in running:
+        by.setdefault(s.builder, []).append(s)
+    return [msgspec.structs.replace(lane, subagents=tuple(by[lane.builder]))
+            if lane.builder in by and lane.state not in ("dead", "ended", "unspawned") else lane for lane in lanes]
 
 
 def _lane_order(lane: Any) -> tuple[int, float]:
@@ -295,6 +308,7 @@ class RestApi:
         gone = await asyncio.to_thread(list_unspawned, self.core.home)
         if gone:  # (a lane of a builder unspawned: its agent has no hooks of hookd's any more)
             lanes = [_unspawned(lane, gone[lane.builder]) if lane.builder in gone else lane for lane in lanes]
+        lanes = _with_subagents(lanes, await core.store.running_subagents())
         lanes = sorted(lanes, key=_lane_order)
         parts = []
         for i in range(0, len(lanes), 500):  # encoded 500 lanes per turn of the event loop

@@ -21,7 +21,7 @@ const LANE_EVENTS = new Set([
   "lane_changed", "hook_received", "session_started", "session_ended", "hooks_unarmed", "hooks_armed",
   "question_pending", "question_resolved", "permission_pending", "permission_resolved", "human_input_requested",
   "elicitation_pending", "elicitation_resolved", "inbox_queued", "inbox_delivered", "inbox_cancelled", "builder_unspawned",
-  "agent_notified",
+  "agent_notified", "subagent_started", "subagent_ended",
 ]);
 const INBOX_EVENTS = new Set(["inbox_queued", "inbox_delivered", "inbox_adopted", "inbox_cancelled",
                               "answer_superseded", "answer_refused"]);
@@ -142,6 +142,8 @@ function cardHead(i) {
   return h("header", {class: "card-head"},
     h("span", {class: "kind"}, kind),
     h("span", {class: "builder"}, i.builder),
+    i.agent_id ? h("span", {class: "subagent", "data-agent-id": i.agent_id},
+      `subagent ${i.agent_type || "of unknown type"} (${i.agent_id})`) : null,
     i.tool_name && (i.kind === "permission" || i.kind === "elicitation") ? h("span", {class: "tool"}, i.tool_name) : null,
     h("span", {class: "age"}, "asked ", since(i.created_at, " ago")),
     h("code", {class: "iid"}, i.id));
@@ -534,6 +536,17 @@ function laneDetail(l) {
       h("q", {class: "said-text"}, l.notified), " ", since(l.notified_at, " ago")) : null];
 }
 
+// a lane's running subagents (GET /v1/lanes' `subagents`): each one's kind, id, what it waits on
+function subagentList(l) {
+  const subs = l.subagents || [];
+  if (!subs.length) return null;
+  return h("ul", {class: "subagents"}, subs.map((s) =>
+    h("li", {"data-agent-id": s.agent_id, "data-state": s.waiting},
+      "↳ subagent ", h("strong", {}, s.agent_type || "of unknown type"), " ", h("code", {}, s.agent_id), " ",
+      h("span", {class: `lane-state state-${s.waiting}`}, s.waiting),
+      s.pending.length ? ` on ${s.pending.join(", ")}` : "", " ", since(s.started_at))));
+}
+
 function renderLanes() {
   const body = $("lanes").querySelector("tbody");
   const focused = document.activeElement && document.activeElement.closest("tr.compose");
@@ -558,7 +571,7 @@ function renderLanes() {
         : h("td", {class: "worktree", title: b.settings_file || ""},
             b.settings_file ? h("span", {class: "settings-file"}, `settings file: ${b.settings_file}`) : "-"),
       h("td", {}, h("span", {class: `lane-state state-${l.state}`, title: l.detail || ""}, l.state),
-        ...laneDetail(l)),
+        ...laneDetail(l), subagentList(l)),
       h("td", {}, l.since ? since(l.since) : "-"),
       h("td", {class: "pending-count"}, String((l.pending || []).length)),
       h("td", {class: "queued-count"}, String(l.queued || 0)),

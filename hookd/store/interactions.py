@@ -53,12 +53,12 @@ class InteractionsTx(TxBase):
         self._db.execute(
             "INSERT INTO interactions (id, kind, builder, session_id, agent_id, tool_name, tool_use_id,"
             " state, questions, answers, selections, surface, warning, error, created_at, resolved_at,"
-            " revision, input, input_hash, expires_at, permission_seen_at, created_mono)"
-            f" VALUES ({','.join('?' * 22)})",
+            " revision, input, input_hash, expires_at, permission_seen_at, created_mono, agent_type)"
+            f" VALUES ({','.join('?' * 23)})",
             (i.id, i.kind, i.builder, i.session_id, i.agent_id, i.tool_name, i.tool_use_id,
              i.state, _j(i.questions), _j(i.answers), _j(i.selections), i.surface, i.warning,
              i.error, i.created_at, i.resolved_at, i.revision, _j(i.input), i.input_hash,
-             i.expires_at, permission_seen_at, self.mono),
+             i.expires_at, permission_seen_at, self.mono, i.agent_type),
         )
 
     def interaction(self, interaction_id: str) -> Interaction | None:

@@ -344,6 +344,19 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "ALTER TABLE sessions ADD COLUMN notified TEXT",
         ],
     ),
+    (
+        # Subagents as lanes of their own (issue 21 moment 5): each subagent of a builder's
+        # agent from its hooks (running, ended: by its stop hook or its session's end), and
+        # the kind of agent that raised an interaction.
+        "0017_subagents",
+        [
+            "CREATE TABLE subagents (session_id TEXT NOT NULL, agent_id TEXT NOT NULL, builder TEXT NOT NULL,"
+            " agent_type TEXT, state TEXT NOT NULL, started_at REAL NOT NULL, ended_at REAL, end_reason TEXT,"
+            " transcript_path TEXT, PRIMARY KEY (session_id, agent_id))",
+            "CREATE INDEX subagents_running ON subagents (builder) WHERE state = 'running'",
+            "ALTER TABLE interactions ADD COLUMN agent_type TEXT",
+        ],
+    ),
 ]
 
 

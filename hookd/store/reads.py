@@ -9,7 +9,7 @@ from typing import Any
 
 import aiosqlite
 
-from hookd.models import Event, InboxMessage, Interaction, StorageUnavailable
+from hookd.models import PROMPT_KINDS, Event, InboxMessage, Interaction, StorageUnavailable, Subagent
 from hookd.storage_health import storage_code
 from hookd.store.rows import _INTERACTION_COLS, _MESSAGE_COLS, _enc, _event, _interaction, _message
 
@@ -278,6 +278,25 @@ class Reads:
         )
         (total,), = await self._all(f"SELECT COUNT(*) FROM inbox_messages {where}", args)
         return [_message(r[1:]) for r in rows], total
+
+    async def running_subagents(self) -> list[Subagent]:
+        """Every running subagent (:class:`hookd.models.Subagent`), oldest first, with what it
+        waits on: its pending interactions (same session and agent id), oldest first."""
+        pending: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        for sid, agent, iid, kind in await self._all(
+                "SELECT session_id, agent_id, id, kind FROM interactions WHERE state='pending' AND agent_id IS NOT NULL"
+                " ORDER BY created_at"):
+            pending.setdefault((sid, agent), []).append((iid, kind))
+        out = []
+        for sid, agent, b, agent_type, started in await self._all(
+                "SELECT session_id, agent_id, builder, agent_type, started_at FROM subagents WHERE state='running'"
+                " ORDER BY started_at"):
+            mine = pending.get((sid, agent), [])
+            waiting = ("working" if not mine else "waiting_permission" if mine[0][1] in PROMPT_KINDS
+                       else "waiting_question")
+            out.append(Subagent(builder=b, session_id=sid, agent_id=agent, agent_type=agent_type, state="running",
+                                started_at=started, waiting=waiting, pending=tuple(i for i, _ in mine)))
+        return out
 
     async def builder_known(self, builder: str) -> bool:
         return bool(await self._all("SELECT 1 FROM builders WHERE id=?", (builder,)))

@@ -26,7 +26,7 @@ _INTERACTION_COLS = (
     "id, kind, builder, session_id, agent_id, tool_name, tool_use_id, state, questions, "
     "answers, selections, surface, warning, error, created_at, resolved_at, revision, "
     "input, input_hash, decision, message, actor, response_id, expires_at, received_at, "
-    "delivered_at, delivered_via, adopted_at, inbox_message_id"
+    "delivered_at, delivered_via, adopted_at, inbox_message_id, agent_type"
 )
 
 
@@ -62,6 +62,7 @@ def _interaction(row: aiosqlite.Row | tuple) -> Interaction:
         delivered_via=row[26],
         adopted_at=row[27],
         inbox_message_id=row[28],
+        agent_type=row[29],
     )
 
 

@@ -105,6 +105,9 @@ class Lane(msgspec.Struct, gc=False):
     #: SendUserMessage in brief mode), and when (UNIX seconds); the detail ends with it
     notified: str | None = None
     notified_at: float | None = None
+    #: the builder's running subagents (:class:`hookd.models.Subagent`: what each waits on),
+    #: filled in by ``GET /v1/lanes`` (hookd.http.routes), never by :func:`derive`
+    subagents: tuple[Any, ...] = ()
 
 
 def agent_alive(pid: int | None, started_at: float | None) -> bool | None:

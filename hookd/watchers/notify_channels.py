@@ -125,9 +125,11 @@ def interaction_alert(i: Interaction, step: int, steps: int, now: float, view: T
         view = view if view is not None else json_view(i.input)
         rule = "permission_pending"
         risky = " (looks destructive)" if view.destructive else ""
-        title = f"hookd: {i.builder} needs permission for {i.tool_name}{risky}"
+        # a subagent's prompt says so: "b1's subagent general-purpose"
+        who = visible(f"{i.builder}'s subagent {i.agent_type or 'of unknown type'}") if i.agent_id else i.builder
+        title = f"hookd: {who} needs permission for {i.tool_name}{risky}"
         message = "\n".join([
-            f"{i.builder} has been waiting {waited} for permission to run {i.tool_name}: "
+            f"{who} has been waiting {waited} for permission to run {i.tool_name}: "
             f"{visible(view.summary)}{risky}{nth}.",
             *("  " + x for x in view_lines(view)),
             f"Answer: hookd answer {i.id} --option allow   (or: --option deny --text \"why\")"])

@@ -26,6 +26,10 @@ recognised by substrings of their body and never consume a scripted turn.
 A string ``{plan_file}`` anywhere in a main turn's blocks is replaced, when that turn is
 served, by the plan file path the request names (plan mode's "Plan File Info": 2.1.332 picks a
 random file name per session, and its ExitPlanMode reads the plan from that file).
+
+``main_gate(n)``, when set, is called (on the server's thread, before the answer) for every
+main request with the number of main requests answered before it: a test holds the main
+agent's next turn there until something else happened (a background subagent finished).
 """
 
 from __future__ import annotations
@@ -344,6 +348,9 @@ class FakeAnthropicAPI:
         self.side_text = side_text or self._main.script.get("side_text") or DEFAULT_SIDE_TEXT
         self.model = model
         self.requests: list[LoggedRequest] = []
+        #: called with the number of main requests answered so far before a main request is
+        #: answered, on the server's thread (it may block: the request waits), or None
+        self.main_gate: Callable[[int], None] | None = None
         #: (HTTP status, the API's error body) answered to every main request, or None
         self.main_error: tuple[int, dict] | None = None
         failure = self._main.script.get("main_error")
@@ -633,6 +640,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.fake._log(req)
             self._send_json(*failure)
             return
+        gate = self.fake.main_gate
+        if req.kind == "main" and gate is not None:
+            gate(len(self.fake.main_requests()))
         req.turn, content = self.fake._answer_for(req.kind, req.agent_id, req.side_kind)
         if req.kind == "main":
             content = _with_plan_file(content, req.body)

@@ -81,6 +81,7 @@ DEFAULT_OUT = REPO / "fixtures" / "claude-code"
 # Where the private tree ends up after normalisation (as in the committed fixtures).
 NORM_HOME = "/home/dev"
 NORM_PROJ = "/home/dev/proj"
+NORM_TMP = "/tmp"
 
 # Hook events of 2.1.332; used only when the binary's own list cannot be found.
 FALLBACK_EVENTS = (
@@ -404,6 +405,74 @@ def drive_brief(run: Run) -> None:
                     timeout=run.timeout, claude_bin=run.claude_bin)
     if res.returncode != 0 or "PostToolUse" not in run.recorded():
         raise RuntimeError(f"expected SendUserMessage to run ({res.returncode}): {run.recorded()} {res.stderr[-2000:]}")
+
+
+SUB_AGENT_CALL = "toolu_01SUBAGENTCALL0000000001"
+SUB_BASH_ID = "toolu_01SUBAGENTBASH0000000001"
+SUB_REPORT = "SUB-REPORT-321"
+
+
+def subagent_script() -> dict:
+    """The main agent calls the Agent tool (a ``general-purpose`` subagent, foreground); the
+    subagent (its own script: its requests carry ``x-claude-code-agent-id``) runs a Bash
+    command that asks for permission (``touch``), then reports; the main agent writes the
+    final text."""
+    return {"turns": [
+        {"content": [{"type": "tool_use", "id": SUB_AGENT_CALL, "name": "Agent",
+                      "input": {"description": "Touch a file", "prompt": "Touch sub-probe and report",
+                                "subagent_type": "general-purpose"}}]},
+        {"content": [{"type": "text", "text": FINAL_TEXT}]},
+    ], "subagent": {"turns": [
+        {"content": [{"type": "tool_use", "id": SUB_BASH_ID, "name": "Bash",
+                      "input": {"command": "touch sub-probe && echo sub-touched", "description": "Touch a file"}}]},
+        {"content": [{"type": "text", "text": SUB_REPORT}]},
+    ]}, "fallback_text": "SCRIPT-EXHAUSTED", "side_text": "ok"}
+
+
+# The subagent runs in the background (2.1.332 launches an Agent call asynchronously even
+# under a stream-json host): its hooks race the main agent's. The main agent's second turn is
+# held until the subagent's task is complete (drive_stream_subagent); SubagentStart completes
+# after the Agent call's PostToolUse, the subagent's PreToolUse (the second one) after the main
+# agent's PostToolBatch.
+SUBAGENT_ORDER = {"SubagentStart": {"after": "PostToolUse", "min": [1]},
+                  "PreToolUse": {"after": "PostToolBatch", "min": [0, 1]}}
+
+
+def _task_done(run: Run) -> bool:
+    """The session's transcript has queued a subagent's completed task notification."""
+    for p in (run.home / ".claude" / "projects").glob("*/*.jsonl"):
+        if "<status>completed</status>" in p.read_text(errors="replace"):
+            return True
+    return False
+
+
+def drive_stream_subagent(run: Run) -> None:
+    """A stream-json SDK host in the default permission mode: the subagent's Bash call asks;
+    the host allows it (``can_use_tool``) once its PermissionRequest hook (which carries the
+    subagent's ``agent_id``) is recorded; the main agent's second turn waits until the
+    subagent's task is complete (its notification queued in the transcript), so that the
+    main agent's Stop always finds it done; closing stdin ends the session."""
+    def gate(answered: int) -> None:
+        if answered == 1:
+            run.wait_for_hook("SubagentStop")
+            wait_until(lambda: _task_done(run), run.timeout, 0.02, "the subagent's task notification")
+
+    run.api.main_gate = gate
+
+    def decide(request: dict) -> dict:
+        run.wait_for_hook("PermissionRequest")
+        return {"behavior": "allow", "updatedInput": dict(request.get("input") or {})}
+
+    with StreamJsonHost(run.cwd, run.env, extra_args=("--permission-mode", "default"), on_can_use_tool=decide,
+                        claude_bin=run.claude_bin) as host:
+        host.send_user("Delegate: touch a file")
+        result = host.wait_for_result(timeout=run.timeout)
+        if FINAL_TEXT not in str(result.get("result")):
+            raise RuntimeError(f"unexpected result: {result}")
+        run.wait_for_hook("Stop")
+        host.close(timeout=run.timeout)
+    if "SubagentStart" not in run.recorded() or "SubagentStop" not in run.recorded():
+        raise RuntimeError(f"no subagent start and stop: {run.recorded()}")
     _check_turns(run, 2)
 
 
@@ -426,6 +495,10 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("print-mcp-elicitation-cancelled",
              "headless -p: an MCP tool elicits a form; nothing answers, Claude Code cancels it",
              mcp_elicitation_script, drive_print_elicitation),
+    Scenario("stream-subagent-permission-allowed",
+             "stream-json host, default mode: a general-purpose subagent's Bash call asks for permission "
+             "(its hooks carry agent_id), the host allows it, the subagent reports",
+             subagent_script, drive_stream_subagent, hook_order=SUBAGENT_ORDER),
     Scenario("tui-plan-approved-at-terminal",
              "TUI in tmux, plan mode: the plan file written, ExitPlanMode approved at the desk "
              "('Yes, manually approve edits'), then Bash and text",
@@ -577,7 +650,7 @@ def record_raw(scenario: Scenario, root: Path, claude_bin: Path, version: str,
     cwd.mkdir(parents=True)
     install_recording_hook(home, raw_hooks, hook_events(claude_bin), scenario.hook_order)
     script = scenario.script()
-    with FakeAnthropicAPI(script) as api:
+    with FakeAnthropicAPI(script, default_subagent_script=script.get("subagent")) as api:
         # TMPDIR inside the private tree: nothing Claude Code writes is left in /tmp.
         env = hermetic_env(home, api.url, {"TMPDIR": str(root / "tmp"), **scenario.env})
         (root / "tmp").mkdir()
@@ -602,6 +675,10 @@ def record_raw(scenario: Scenario, root: Path, claude_bin: Path, version: str,
 UUID_RE = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
 API_ID_RE = re.compile(r"\b(msg|req)_([0-9A-Za-z]{12,})\b")
 HASH_RE = re.compile(r"\b[0-9a-f]{64}\b")
+# a subagent's id (2.1.332: ``a`` and 16 random hex digits), in hooks, paths and headers
+AGENT_ID_RE = re.compile(r"\ba[0-9a-f]{16}\b")
+# how long a background agent ran, in its task notification's text (``<usage>``)
+TAG_DURATION_RE = re.compile(r"(<duration_ms>)\d+(</duration_ms>)")
 ISO_RE = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z\b")
 FILLER = "lorem ipsum dolor sit amet "
 # a plan file: its name is random per session (plan mode's "Plan File Info")
@@ -633,7 +710,7 @@ class Normaliser:
 
     Strings, in this order:
 
-    * machine: the private HOME (as given and resolved) -> ``/home/dev`` (so the cwd
+    * machine: the private TMPDIR -> ``/tmp``; the private HOME (as given and resolved) -> ``/home/dev`` (so the cwd
       ``HOME/proj`` -> ``/home/dev/proj``, the hook command -> ``/home/dev/bin/record-hook``),
       their projects slugs -> ``-home-dev[-proj]``; the kernel release
       (``os.uname().release``, part of ``osVersion``) -> ``0.0.0``;
@@ -645,7 +722,9 @@ class Normaliser:
     * UUIDs (session, prompt, row, turn, message, request ids), ``msg_``/``req_`` ids and
       64-hex hashes -> placeholders numbered by order of first appearance, same value ->
       same placeholder (``00000000-0000-4000-8000-000000000001``, ``msg_000...01``,
-      ``000...01``); ``toolu_`` ids are left alone: they come from the model script;
+      ``000...01``), subagent ids (``a`` + 16 hex) -> ``a0000000000000001``..., a task
+      notification's ``runId`` -> ``run-N``; ``toolu_`` ids are left alone: they come from
+      the model script;
     * plan file names (random per session) -> ``plan-N``; file-history backup names (a hash
       of the file's path) -> numbered placeholders;
     * ISO timestamps -> ``2000-01-01T00:00:NN.000Z`` numbered per occurrence (two rows
@@ -654,7 +733,8 @@ class Normaliser:
 
     Integers under epoch-millisecond keys (``sentAtMs``, ``startTime``, ...) take the same
     per-occurrence clock; numbers under duration keys (``duration_ms``, ``durationMs``,
-    ``totalAPIDuration``, ``toolInputStreamMs``, ...) become 1, 2, 3... per occurrence.
+    ``totalAPIDuration``, ``toolInputStreamMs``, ...) become 1, 2, 3... per occurrence, as
+    does a ``<duration_ms>`` tag's number in a string (a task notification's usage).
     Hook files are processed first (in order), then transcript rows (in the order of
     ``canonical_rows``), keys in document order, so the numbering is reproducible.
     """
@@ -664,6 +744,8 @@ class Normaliser:
         subs: list[tuple[str, str]] = []
         for h in homes:
             subs += [(h, NORM_HOME), (slug(h + "/proj"), slug(NORM_PROJ)), (slug(h), slug(NORM_HOME))]
+            # the run's TMPDIR (record_raw: beside HOME), where a background agent's output file is
+            subs.append((os.path.join(os.path.dirname(h), "tmp"), NORM_TMP))
         # longest first, so a path is never half-replaced by a shorter prefix
         self.path_subs = sorted(set(subs), key=lambda s: -len(s[0]))
         dates = sorted(d for d in dates if d != BASE_DATE)
@@ -712,6 +794,17 @@ class Normaliser:
             self.ids[v] = f"{self._next('backup'):0{len(v)}d}"
         return self.ids[v]
 
+    def _agent(self, m: re.Match) -> str:
+        """A subagent's id -> ``a`` and a number of 16 digits (``a0000000000000001``)."""
+        v = m.group(0)
+        if v not in self.ids:
+            self.ids[v] = f"a{self._next('agent'):016d}"
+        return self.ids[v]
+
+    def _tag_duration(self, m: re.Match) -> str:
+        self.durations += 1
+        return f"{m.group(1)}{self.durations}{m.group(2)}"
+
     def _tick(self) -> int:
         self.clock += 1
         return BASE_MS + self.clock * 1000
@@ -739,6 +832,8 @@ class Normaliser:
         s = UUID_RE.sub(self._uuid, s)
         s = API_ID_RE.sub(self._api_id, s)
         s = HASH_RE.sub(self._hash, s)
+        s = AGENT_ID_RE.sub(self._agent, s)
+        s = TAG_DURATION_RE.sub(self._tag_duration, s)
         s = ISO_RE.sub(self._iso, s)
         if self.date_re is not None:
             s = self.date_re.sub(BASE_DATE, s)
@@ -754,6 +849,10 @@ class Normaliser:
     def value(self, v: Any, fill: bool = False, key: str = "") -> Any:
         if isinstance(v, str) and key == "backupFileName":
             return BACKUP_RE.sub(self._backup, v)
+        if isinstance(v, str) and key == "runId":  # a task notification's run (random)
+            if v not in self.ids:
+                self.ids[v] = f"run-{self._next('run')}"
+            return self.ids[v]
         if isinstance(v, str):
             return self.string(v, fill)
         if isinstance(v, bool) or v is None:
