@@ -62,6 +62,9 @@ def lanes(ctx: click.Context, show_all: bool, as_json: bool) -> None:
              lane["session_id"] or "-", lane["detail"]] for lane in items]
     _out(_table(rows, ["builder", "lane", "for", "pending", "queued", "session", "detail"])
          if rows else "no builders")
+    for lane in items:  # hooks that stopped working (its detail says why): the command that restores them
+        if lane.get("hooks_changed"):
+            _out(f"{lane['builder']}: to restore its hooks: {lane['hooks_changed'].get('fix')}")
 
 
 

@@ -21,6 +21,7 @@ const LANE_EVENTS = new Set([
   "lane_changed", "hook_received", "session_started", "session_ended", "hooks_unarmed", "hooks_armed",
   "question_pending", "question_resolved", "permission_pending", "permission_resolved", "human_input_requested",
   "elicitation_pending", "elicitation_resolved", "inbox_queued", "inbox_delivered", "inbox_cancelled", "builder_unspawned",
+  "hooks_changed", "hooks_restored",
 ]);
 const INBOX_EVENTS = new Set(["inbox_queued", "inbox_delivered", "inbox_adopted", "inbox_cancelled",
                               "answer_superseded", "answer_refused"]);
@@ -518,7 +519,7 @@ function laneRows() {
 // stacks into a card and the names show beside the values (hookd.css)
 function labelCells(table) {
   const names = Array.from(table.querySelectorAll("thead th"), (th) => th.textContent.trim());
-  for (const tr of table.querySelectorAll("tbody tr:not(.compose)")) {
+  for (const tr of table.querySelectorAll("tbody tr:not(.compose):not(.hooks-changed)")) {
     Array.from(tr.children).forEach((td, k) => { if (names[k]) td.dataset.label = names[k]; });
   }
 }
@@ -553,6 +554,7 @@ function renderLanes() {
       h("td", {class: "queued-count"}, String(l.queued || 0)),
       h("td", {}, b.last_hook_at ? since(b.last_hook_at, " ago") : "-"),
       h("td", {}, btn)));
+    if (l.hooks_changed) body.append(hooksBanner(l));
     if (openCompose.has(l.builder)) body.append(composeRow(l.builder, drafts.get(l.builder) || ""));
   }
   labelCells($("lanes"));
@@ -562,6 +564,16 @@ function renderLanes() {
     if (ta) ta.focus();
   }
   counts();
+}
+
+// a lane whose hooks stopped working (GET /v1/lanes' hooks_changed): a banner under its row,
+// with why and the command that restores them
+function hooksBanner(l) {
+  const w = l.hooks_changed;
+  return h("tr", {class: "hooks-changed", "data-builder": l.builder},
+    h("td", {colspan: "9"}, h("div", {class: "banner hooks-changed", role: "alert"},
+      h("strong", {}, `${l.builder}'s hooks stopped working: `), w.reason || "",
+      h("div", {}, "To restore them: ", h("code", {class: "fix"}, w.fix || `hookd spawn ${l.builder} again`)))));
 }
 
 // the last note of each builder's compose row (sent, or why not): kept across re-renders of the

@@ -11,7 +11,7 @@ import aiosqlite
 
 from hookd.models import Event, InboxMessage, Interaction, StorageUnavailable
 from hookd.storage_health import storage_code
-from hookd.store.rows import _INTERACTION_COLS, _MESSAGE_COLS, _enc, _event, _interaction, _message
+from hookd.store.rows import _INTERACTION_COLS, _MESSAGE_COLS, _dec, _enc, _event, _interaction, _message
 
 
 class Reads:
@@ -227,6 +227,12 @@ class Reads:
         )
         (total,), = await self._all(f"SELECT COUNT(*) FROM inbox_messages {where}", args)
         return [_message(r[1:]) for r in rows], total
+
+    async def hooks_changed(self) -> dict[str, dict[str, Any]]:
+        """Every builder whose hooks stopped working (:mod:`hookd.core.hookhealth`) -> its
+        warning (``since``, UNIX seconds, and what the warning says)."""
+        return {b: {**_dec.decode(data), "since": since}
+                for b, since, data in await self._all("SELECT builder, since, data FROM hooks_changed")}
 
     async def builder_known(self, builder: str) -> bool:
         return bool(await self._all("SELECT 1 FROM builders WHERE id=?", (builder,)))

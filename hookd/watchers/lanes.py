@@ -94,6 +94,9 @@ class Lane(msgspec.Struct, gc=False):
     #: person reads it, and when (UNIX seconds); the detail ends with it
     refused: str | None = None
     refused_at: float | None = None
+    #: the builder's hooks stopped working (hookd.core.hookhealth's warning: ``signal``,
+    #: ``reason``, ``fix``, ``since``, ...), filled in by ``GET /v1/lanes``; None: they work
+    hooks_changed: dict[str, Any] | None = None
 
 
 def agent_alive(pid: int | None, started_at: float | None) -> bool | None:
