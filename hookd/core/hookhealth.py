@@ -56,7 +56,7 @@ class HookHealth:
         self.bus = bus
         self.tasks = tasks
         self._flagged: set[str] | None = None  # builders with the warning (loaded in the first transaction)
-        self._stopped_checks: dict[str, asyncio.TimerHandle] = {}  # sid -> its pending check
+        self._stopped_checks: dict[str, tuple[str, float]] = {}  # sid -> (builder, newest turn end) to check
 
     def _flags(self, tx: Tx) -> set[str]:
         if self._flagged is None:
@@ -166,22 +166,30 @@ class HookHealth:
         tx.after_commit.append(lambda: self._check_later(builder, sid, ended_at))
 
     def _check_later(self, builder: str, sid: str, ended_at: float) -> None:
-        if sid in self._stopped_checks:
+        """Check ``sid`` once its newest turn end's grace has passed (one pending check per
+        session, for its newest turn end)."""
+        pending = self._stopped_checks
+        if sid in pending:
+            pending[sid] = (builder, max(ended_at, pending[sid][1]))
             return
+        pending[sid] = (builder, ended_at)
 
         async def check() -> None:
-            self._stopped_checks.pop(sid, None)
+            builder_, due = pending[sid]
+            if due + STOPPED_GRACE_S > time.time():  # a later turn end came meanwhile
+                loop.call_later(due + STOPPED_GRACE_S - time.time() + 0.05, lambda: self.tasks.spawn(check()))
+                return
+            del pending[sid]
             try:
-                found = await asyncio.to_thread(self._check_files, builder)
-                _, events = await self.store.write(self._stopped_tx, builder, sid, ended_at, found)
+                found = await asyncio.to_thread(self._check_files, builder_)
+                _, events = await self.store.write(self._stopped_tx, builder_, sid, due, found)
                 if events:
                     await self.bus.publish()
             except Exception:  # noqa: BLE001 - the store is closing: the next turn checks again
                 pass
 
-        delay = max(0.0, ended_at + STOPPED_GRACE_S - time.time()) + 0.05
-        self._stopped_checks[sid] = asyncio.get_running_loop().call_later(
-            delay, lambda: self.tasks.spawn(check()))
+        loop = asyncio.get_running_loop()
+        loop.call_later(max(0.0, ended_at + STOPPED_GRACE_S - time.time()) + 0.05, lambda: self.tasks.spawn(check()))
 
     def _stopped_tx(self, tx: Tx, builder: str, sid: str, ended_at: float,
                     found: tuple[dict[str, Any], dict[str, Any] | None] | None) -> None:
