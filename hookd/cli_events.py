@@ -151,7 +151,7 @@ EVENT_SUMMARY: dict[str, Callable[[dict[str, Any], str], Any]] = {
     "lane_changed": lambda d, s: _lane(d),
     "hooks_unarmed": lambda d, s: f"{s}: no hook from this session yet; following {d.get('transcript_path')}",
     "hooks_armed": lambda d, s: f"{s}: hooks arrive again (at {d.get('hook_event_name')})",
-    "hooks_changed": lambda d, s: f"hooks stopped working ({d.get('signal')}): {_clip(d.get('reason'), 160)}; "
+    "hooks_changed": lambda d, s: f"hooks stopped working ({d.get('signal')}): {_clip(d.get('reason'), 1000)}; "
     + f"to restore them: {d.get('fix')}",
     "hooks_restored": lambda d, s: f"hooks work again: {d.get('reason')}",
     "turn_interrupted": lambda d, s: f"{s}: {d.get('marker')}",
