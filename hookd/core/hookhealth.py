@@ -12,8 +12,9 @@ spawn merged them, compared with the settings file):
   it wrote the entries again;
 - **hooks stopped arriving while the transcript moves**: a transcript read shows the main
   agent's turn ended (:class:`~hookd.harness.base.TurnEnded`) in a session that sent hooks
-  before, and :data:`STOPPED_GRACE_S` later no hook of that session arrived since the turn
-  began (hookd's hooks fire at every prompt and every turn's end).
+  before, and :data:`STOPPED_GRACE_S` later no hook of that session that is the agent's
+  activity (not a ``notice``: a settings change, a notification) arrived since the turn began
+  (hookd's hooks fire at every prompt and every turn's end).
 
 The warning is a row per builder (``hooks_changed`` table: since when, what it says) and the
 event ``hooks_changed`` (``signal``: ``settings`` or ``transcript``, ``reason``,
@@ -39,8 +40,8 @@ from hookd.store import Store, Tx
 #: take its deadline (5 s by default) when the machine is loaded.
 STOPPED_GRACE_S = 10.0
 #: A hook counts for a turn when it arrived at most this long before the turn's first row
-#: (seconds; UserPromptSubmit fires before the prompt's row is written).
-TURN_SLACK_S = 2.0
+#: (seconds; the prompt's UserPromptSubmit hook may come a little before the prompt's row).
+TURN_SLACK_S = 0.5
 #: Only a turn that ended this recently is checked (seconds): a transcript read from its start
 #: (a daemon started later) holds turns from before anything hookd can tell about.
 RECENT_S = 600.0

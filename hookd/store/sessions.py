@@ -241,8 +241,11 @@ class SessionsTx(TxBase):
         return cur.rowcount == 1
 
     def last_hook_at(self, session_id: str) -> float | None:
-        """When the newest hook event of ``session_id`` was received (UNIX seconds), or None."""
-        row = self._one("SELECT received_at FROM hook_events WHERE session_id=? ORDER BY id DESC LIMIT 1", (session_id,))
+        """When the newest hook event of ``session_id`` that is the agent's activity was received
+        (UNIX seconds; a hook of a kind other than ``notice``: a settings change or a
+        notification is no sign that the turn's hooks run), or None."""
+        row = self._one("SELECT received_at FROM hook_events WHERE session_id=? AND hook_kind IS NOT NULL"
+                        " AND hook_kind<>'notice' ORDER BY id DESC LIMIT 1", (session_id,))
         return row[0] if row else None
 
     def transcript_turn_started(self, session_id: str) -> float | None:
