@@ -29,6 +29,10 @@ from .test_lanes import _notified
 pytestmark = pytest.mark.inproc
 
 SID = "5a1e0c2b-0000-4000-8000-0000000h0001"
+#: the ConfigChange 2.1.332 sent for an edit of the project's settings.local.json (recorded:
+#: tests/e2e/record.py stream-settings-edited-mid-session)
+RECORDED = (Path(__file__).resolve().parent.parent / "fixtures" / "claude-code" / "2.1.332"
+            / "stream-settings-edited-mid-session" / "hooks" / "009-ConfigChange.json")
 
 
 def settings_of(worktree: Path) -> Path:
@@ -36,10 +40,12 @@ def settings_of(worktree: Path) -> Path:
 
 
 def config_change(worktree: Path, transcript: Path | None = None) -> dict[str, Any]:
-    """ConfigChange as 2.1.332 sends it for an edit of the worktree's settings.local.json."""
-    return {"session_id": SID, "transcript_path": str(transcript or worktree / "t.jsonl"), "cwd": str(worktree),
-            "prompt_id": "44dc36af-40e2-4458-80ce-d7d06cd058eb", "hook_event_name": "ConfigChange",
-            "source": "local_settings", "file_path": str(settings_of(worktree))}
+    """The recorded ConfigChange, as 2.1.332 sends it for an edit of this worktree's
+    settings.local.json."""
+    p = json.loads(RECORDED.read_bytes())
+    p.update(session_id=SID, transcript_path=str(transcript or worktree / "t.jsonl"), cwd=str(worktree),
+             file_path=str(settings_of(worktree)))
+    return p
 
 
 def session_start(worktree: Path, transcript: Path) -> dict[str, Any]:
@@ -67,9 +73,9 @@ def kinds(app: InProc, *names: str) -> list[dict[str, Any]]:
 # --- the adapter and spawn's record -----------------------------------------------------
 
 
-def test_config_change_is_a_settings_change_and_spawn_registers_it(tmp_path: Path) -> None:
-    p = cc.parse(json.dumps(config_change(tmp_path)).encode())
-    assert cc.observe(p) == [SettingsChanged(source="local_settings", file_path=str(settings_of(tmp_path)))]
+def test_config_change_is_a_settings_change_and_spawn_registers_it() -> None:
+    p = cc.parse(RECORDED.read_bytes())
+    assert cc.observe(p) == [SettingsChanged(source="local_settings", file_path="/home/dev/proj/.claude/settings.local.json")]
     assert cc.hook_kinds["ConfigChange"] == "notice"  # not the agent's activity
     assert cc.known_fields("ConfigChange") >= {"source", "file_path"}
     s = cch.hook_settings("cmd # hookd builder=b1", 10)
