@@ -548,7 +548,7 @@ function renderLanes() {
         : h("td", {class: "worktree", title: b.settings_file || ""},
             b.settings_file ? h("span", {class: "settings-file"}, `settings file: ${b.settings_file}`) : "-"),
       h("td", {}, h("span", {class: `lane-state state-${l.state}`, title: l.detail || ""}, l.state),
-        l.detail ? h("div", {class: "detail"}, l.detail) : null),
+        laneDetail(l) ? h("div", {class: "detail"}, laneDetail(l)) : null),
       h("td", {}, l.since ? since(l.since) : "-"),
       h("td", {class: "pending-count"}, String((l.pending || []).length)),
       h("td", {class: "queued-count"}, String(l.queued || 0)),
@@ -564,6 +564,12 @@ function renderLanes() {
     if (ta) ta.focus();
   }
   counts();
+}
+
+// the lane's detail; the hooks' warning it starts with is the banner's (hooksBanner)
+function laneDetail(l) {
+  const prefix = l.hooks_changed ? `hooks stopped working: ${l.hooks_changed.reason}; ` : null;
+  return prefix && (l.detail || "").startsWith(prefix) ? l.detail.slice(prefix.length) : l.detail;
 }
 
 // a lane whose hooks stopped working (GET /v1/lanes' hooks_changed): a banner under its row,
