@@ -69,7 +69,7 @@ def test_hookds_entries_removed_mid_session_warn_and_re_spawn_restores_them(clau
             s["hooks"] = {}
             settings.write_text(json.dumps(s, indent=2))
             [ev] = wait_until(lambda: _kinds(hookd, "hooks_changed"), 30, 0.1, "hooks_changed from ConfigChange")
-            assert seen() == 1
+            wait_until(lambda: seen() == 1, 30, 0.1, "the witness of the edit")
             assert (ev["data"]["signal"], ev["data"]["via"], ev["data"]["source"], ev["data"]["file_path"]) == (
                 "settings", "ConfigChange", "local_settings", os.fspath(settings))
             fix = f"hookd --home {hookd.home} spawn {BUILDER} --worktree {e2e_project}"
