@@ -19,7 +19,7 @@ from hookd.core import hookhealth
 from hookd.harness import claude_code as cc
 from hookd.harness import claude_code_hooks as cch
 from hookd.harness.base import SettingsChanged
-from hookd.spawn import read_manifest, spawn
+from hookd.spawn import read_manifest, spawn, unspawn
 from hookd.spawn.check import check_hooks, fix_command
 
 from .conftest import wait_until
@@ -180,6 +180,14 @@ def test_re_spawn_clears_the_warning_at_once(spawned: tuple[InProc, Path]) -> No
     assert (restored["data"]["reason"], restored["data"]["via"]) == ("spawn wrote hookd's entries again", "spawn")
     assert app.get("/v1/status")["builders"][0]["hooks_changed"] is None
     assert app.request("POST", "/v1/builders/nobody/spawned").status_code == 404
+    # flagged again, then unspawned: no hook of hookd's is expected any more, the warning ends
+    drop_hookd_entries(worktree)
+    app.hook(config_change(worktree))
+    wait_until(lambda: len(kinds(app, "hooks_changed")) == 2, 30, what="the second hooks_changed")
+    unspawn(Home.resolve(app.home.root), "b1")
+    assert app.request("POST", "/v1/builders/b1/unspawned").status_code == 200  # what `hookd unspawn` sends
+    assert kinds(app, "hooks_restored")[-1]["data"]["reason"] == "the builder is no longer spawned: no hook of hookd's is expected"
+    assert app.call(app.store.hooks_changed()) == {}
 
 
 def test_status_checks_the_file_itself(spawned: tuple[InProc, Path]) -> None:

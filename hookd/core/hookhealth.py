@@ -95,8 +95,7 @@ class HookHealth:
         builder has no spawn manifest). Never raises for a store that cannot commit."""
         found = await asyncio.to_thread(self._check_files, builder)
         if found is None:  # not spawned (any more): no hooks of hookd's expected
-            if self._flagged and builder in self._flagged:
-                await self._unspawned(builder, via)
+            await self._unspawned(builder, via)
             return None
         manifest, wrong = found
         extra = {k: v for k, v in (("source", source), ("file_path", file_path)) if v is not None}
