@@ -110,6 +110,8 @@ def _builder_status(builder: str, manifest: dict | None, stats: dict | None,
         "pending": (stats or {}).get("pending", 0),
         "sessions": (stats or {}).get("sessions", []),
         "lane": {"state": lane[0], "since": lane[1], "detail": lane[3]} if lane else None,
+        # its hooks stopped working (hookd.core.hookhealth; set by core_status for a spawned one)
+        "hooks_changed": None,
     }
     if manifest is not None and hooks_seen == 0:
         # Installed is not active (case B19): Claude Code snapshots hooks at session start.
