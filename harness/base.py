@@ -49,6 +49,7 @@ from hookd.harness.observations import Observation as Observation
 from hookd.harness.observations import Option as Option
 from hookd.harness.observations import PermissionAsked as PermissionAsked
 from hookd.harness.observations import PermissionRefused as PermissionRefused
+from hookd.harness.observations import SettingsChanged as SettingsChanged
 from hookd.harness.observations import PLAN_MODES as PLAN_MODES
 from hookd.harness.observations import PlanAsked as PlanAsked
 from hookd.harness.observations import Question as Question

@@ -43,6 +43,7 @@ from hookd.harness.base import (
     SessionStarted,
     SubagentStarted,
     SubagentStopped,
+    SettingsChanged,
     ToolFinished,
     ToolResultSeen,
     ToolView,
@@ -59,6 +60,7 @@ from hookd.harness import claude_code_hooks, tool_views
 from hookd.harness.claude_code_hooks import REGISTERED_EVENTS as REGISTERED_EVENTS  # (re-exported)
 from hookd.harness.claude_code_payloads import (
     Base,
+    ConfigChange,
     Elicitation,
     ElicitationResult,
     MODELS,
@@ -102,7 +104,7 @@ hook_kinds: Mapping[str, HookKind] = {
     "SessionStart": "session_start", "SessionEnd": "session_end", "UserPromptSubmit": "prompt",
     "Stop": "turn_end", "SubagentStop": "subagent_end", "PreToolUse": "tool_before",
     "PermissionRequest": "permission", "PostToolUse": "tool_after", "PostToolUseFailure": "tool_after",
-    "Notification": "notice",
+    "Notification": "notice", "ConfigChange": "notice",  # (a settings edit is not the agent's activity)
 }
 #: A remote answer reaches the agent through hook output (:mod:`hookd.harness.claude_code_hooks`).
 remote_answers: RemoteAnswers | None = claude_code_hooks
@@ -237,6 +239,8 @@ def observe(p: Payload) -> list[Observation]:
         transient, advice = FAILURES.get(error or "", (False, "an API error: see its message"))
         obs.append(TurnFailed(error=error, details=_detail_text(p.error_details),
                               message=text(p.last_assistant_message), transient=transient, advice=advice))
+    elif isinstance(p, ConfigChange):
+        obs.append(SettingsChanged(source=text(p.source), file_path=text(p.file_path)))
     elif isinstance(p, PermissionDenied):
         obs.append(PermissionRefused(tool_use_id=p.tool_use_id, tool_name=p.tool_name, tool_input=p.tool_input,
                                      reason=text(p.reason), server=text(p.mcp_server)))

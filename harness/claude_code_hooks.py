@@ -34,6 +34,7 @@ REGISTERED_EVENTS = (
     "ElicitationResult",
     "StopFailure",
     "PermissionDenied",
+    "ConfigChange",
 )
 # Events that take no matcher in Claude Code's settings.
 NO_MATCHER_EVENTS = frozenset({"UserPromptSubmit", "Stop", "SubagentStop", "PostToolBatch"})

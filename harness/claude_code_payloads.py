@@ -135,6 +135,16 @@ class ElicitationResult(Base, kw_only=True):
     content: Any = None
 
 
+class ConfigChange(Base, kw_only=True):
+    """A settings file changed while the session runs (2.1.332: fired by its settings watcher
+    before the change is applied, with the hooks as they were; docs/harness-claude-code.md
+    "ConfigChange"). ``source``: ``user_settings`` | ``project_settings`` | ``local_settings``
+    | ``policy_settings`` | ``skills``; ``file_path``: the file (absolute)."""
+
+    source: Any = None
+    file_path: Any = None
+
+
 class MessageDisplay(Base, kw_only=True):
     turn_id: Any = None
     message_id: Any = None
@@ -164,5 +174,6 @@ MODELS: dict[str, type[Base]] = {
         MessageDisplay,
         Elicitation,
         ElicitationResult,
+        ConfigChange,
     )
 }

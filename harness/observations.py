@@ -214,6 +214,16 @@ class AttentionAsked(Observation, kw_only=True):
     status: str | None = None
 
 
+class SettingsChanged(Observation, kw_only=True):
+    """A settings file the harness reads changed while the session runs (Claude Code's
+    ConfigChange). ``source``: the harness's word for which settings (``local_settings``,
+    ...); ``file_path``: the file as the harness reports it. The core never reads that path:
+    it checks the file spawn wrote against spawn's own record (:mod:`hookd.core.hookhealth`)."""
+
+    source: str | None
+    file_path: str | None
+
+
 def questions_hash(questions: Any) -> str:
     """Stable hash (hex, 24 chars) of a ``questions`` value (hookd's question shape).
 

@@ -155,6 +155,10 @@ def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file
     m = do_spawn(ctx.obj, builder, worktree=worktree, settings_file=settings_file, harness=harness,
                  deadline_ms=None if deadline is None else int(deadline * 1000), wake_wait_s=wake_wait,
                  hold_s=hold, mcp=mcp, transport=hook_transport)
+    try:  # a running daemon clears a hooks_changed warning at once (hooks_restored); none: at its next check
+        _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/spawned", {}, timeout=2)
+    except Exception:  # noqa: BLE001 - best effort: the daemon down, or any failure, changes nothing done
+        pass
     if as_json:
         _echo_json(m)
         return
@@ -229,10 +233,15 @@ def status(ctx: click.Context, as_json: bool) -> None:
     if s["builders"]:
         rows = [[b["builder"], b["harness"], _hook_client(b.get("client")), b["hooks_seen"], b["pending"],
                  _when(b["last_hook_at"]),
-                 f"unspawned at {_when(b['unspawned_at'])}" if b.get("unspawned_at") else b.get("warning")
-                 or _stopped(b.get("lane"))]
+                 f"unspawned at {_when(b['unspawned_at'])}" if b.get("unspawned_at") else
+                 "hooks stopped working (below)" if b.get("hooks_changed") else b.get("warning") or _stopped(b.get("lane"))]
                 for b in s["builders"]]
         _out(_table(rows, ["builder", "harness", "hook client", "hooks", "pending", "last hook", "note"]))
+        for b in s["builders"]:  # hooks that stopped working: why, and the command that restores them
+            w = b.get("hooks_changed")
+            if w:
+                _out(f"{b['builder']}: hooks stopped working: {w.get('reason')}")
+                _out(f"{b['builder']}: to restore them: {w.get('fix')}")
         for b in s["builders"]:  # why a hook client fell back to bash: a line of its own, beside any warning
             if b.get("client_note"):
                 _out(f"{b['builder']}: hook client {_hook_client(b.get('client'))}: {visible(b['client_note'])}")

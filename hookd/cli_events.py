@@ -155,6 +155,9 @@ EVENT_SUMMARY: dict[str, Callable[[dict[str, Any], str], Any]] = {
     + (" again" if d.get("restarted") else "") + f" (via {d.get('via')})",
     "subagent_ended": lambda d, s: f"{d.get('agent_type') or 'subagent'} {d.get('agent_id')}: "
     + ("stopped" if d.get("reason") == "stopped" else "its session ended first"),
+    "hooks_changed": lambda d, s: f"hooks stopped working ({d.get('signal')}): {_clip(d.get('reason'), 1000)}; "
+    + f"to restore them: {d.get('fix')}",
+    "hooks_restored": lambda d, s: f"hooks work again: {d.get('reason')}",
     "turn_interrupted": lambda d, s: f"{s}: {d.get('marker')}",
     "turn_failed": lambda d, s: f"{s}: {d.get('error') or 'unknown'}: {d.get('advice')}"
     + (f" ({_clip(d['message'], 100)})" if _given(d.get("message")) else ""),

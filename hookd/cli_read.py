@@ -66,6 +66,9 @@ def lanes(ctx: click.Context, show_all: bool, as_json: bool) -> None:
         rows += [_subagent_row(lane["builder"], s, now) for s in lane.get("subagents") or ()]
     _out(_table(rows, ["builder", "lane", "for", "pending", "queued", "session", "detail"])
          if rows else "no builders")
+    for lane in items:  # hooks that stopped working (its detail says why): the command that restores them
+        if lane.get("hooks_changed"):
+            _out(f"{lane['builder']}: to restore its hooks: {lane['hooks_changed'].get('fix')}")
 
 
 

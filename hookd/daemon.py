@@ -28,6 +28,7 @@ from hookd.config import (Endpoint, Home, atomic_write, ensure_private_dir, priv
 from hookd.http.app import build_app
 from hookd.http.fastpath import Server, protocol
 from hookd.http.web import bind_loopback
+from hookd.watchers.hookalerts import HookAlerts
 from hookd.watchers.lanes import LaneAlerts, LaneWatch
 from hookd.models import AlreadyServing, ConfigError
 from hookd.core import Hookd
@@ -278,6 +279,7 @@ def _lifespan(home: Home, core: Hookd, endpoint: Endpoint, notify_config: Any, s
         core.attach_lanes(lanes)
         laning = asyncio.create_task(lanes.run(stop_watch))
         retrying = asyncio.create_task(retry_until_back(core, stop_watch))
+        hook_alerts = asyncio.create_task(HookAlerts(core, notifier).run(stop_watch))
         await core.ingest_spool()
         # what start-up made (modules, the app) lives as long as the daemon: the garbage
         # collector's full passes, pauses of the hook path, need not walk it again and again
@@ -299,6 +301,7 @@ def _lifespan(home: Home, core: Hookd, endpoint: Endpoint, notify_config: Any, s
                 await asyncio.wait_for(tailing, 2)
             laning.cancel()
             retrying.cancel()
+            hook_alerts.cancel()
             core.release_all()
             await core.bus.close()
             await core.close()

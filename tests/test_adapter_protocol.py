@@ -143,7 +143,7 @@ def test_each_adapter_says_what_its_hook_events_mean():
         "SessionStart": "session_start", "SessionEnd": "session_end", "UserPromptSubmit": "prompt",
         "Stop": "turn_end", "SubagentStop": "subagent_end", "PreToolUse": "tool_before",
         "PermissionRequest": "permission", "PostToolUse": "tool_after", "PostToolUseFailure": "tool_after",
-        "Notification": "notice"}
+        "Notification": "notice", "ConfigChange": "notice"}
     assert claw.hook_kinds == {"PreToolUse": "tool_before", "PostToolUse": "tool_after",
                                "PostToolUseFailure": "tool_after"}
     assert claw_http.hook_kinds == {"SessionStart": "session_start", "SessionEnd": "session_end",

@@ -195,6 +195,11 @@ EVENTS: list[tuple[str, dict[str, Any], str]] = [
                            "after_s": 125.5}, "after 2m: 3 writes refused (disk_full: database or disk is full)"),
     ("inbox_cancelled", {"id": "m-3", "actor": "ana", "surface": "cli"}, "m-3 taken back from the CLI by ana"),
     ("builder_unspawned", {"unspawned_at": AT}, f"hooks removed at {WHEN}"),
+    ("hooks_changed", {"signal": "settings", "reason": "hookd's entries for Stop are gone in /w/.claude/settings.local.json",
+                       "fix": "hookd --home /h spawn b1 --worktree /w", "missing": ["Stop"], "changed": []},
+     "hooks stopped working (settings): hookd's entries for Stop are gone in /w/.claude/settings.local.json; "
+     "to restore them: hookd --home /h spawn b1 --worktree /w"),
+    ("hooks_restored", {"reason": "a hook arrived again", "via": "Stop", "since": AT}, "hooks work again: a hook arrived again"),
     ("interaction_id_reused", {"id": "toolu_1~0a1b2c3d", "tool_use_id": "toolu_1", "via": "PreToolUse",
                                "first": {"id": "toolu_1", "builder": "b2", "session_id": "s-9"}, "reason": "..."},
      "toolu_1 recorded as toolu_1~0a1b2c3d (already toolu_1 of b2)"),

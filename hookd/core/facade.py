@@ -17,6 +17,7 @@ from hookd.core.answers import Answers
 from hookd.core.asks import Asks
 from hookd.core.bus import EventBus, Tasks
 from hookd.core.claw import Claw
+from hookd.core.hookhealth import HookHealth
 from hookd.core.holds import Holds
 from hookd.core.inbox import Inbox
 from hookd.core.ingest import Ingest
@@ -91,6 +92,8 @@ class Hookd:
         self.answers = Answers(store, self.bus, waiters, self.asks)
         self.ingest = Ingest(home, store, self.bus, self.questions, self.inbox, waiters, cache)
         self.transcripts = Transcripts(store, self.bus, self.questions, self.inbox, cache)
+        self.health = HookHealth(home, store, self.bus, self.tasks)
+        self.ingest.health = self.transcripts.health = self.health
         self.spool = Spool(home, self.ingest)
         self.claw = Claw(store, self.bus, self.ingest, self.inbox, self.asks)
 
@@ -100,6 +103,7 @@ class Hookd:
         self.send_message = self.inbox.send_message
         self.cancel_message = self.inbox.cancel_message
         self.builder_unspawned = self.inbox.builder_unspawned
+        self.check_hooks = self.health.recheck
         self.wake = self.inbox.wake
         self.apply_transcript = self.transcripts.apply_transcript
         self.transcript_followed = self.transcripts.transcript_followed

@@ -19,6 +19,7 @@ import msgspec
 from hookd.config import Home
 from hookd.core.bus import EventBus
 from hookd.core.elicitations import elicitation_asked, elicitation_resolved
+from hookd.core.hookhealth import HookHealth
 from hookd.core.inbox import Inbox
 from hookd.core.notices import agent_notified
 from hookd.core.procs import process_started_at
@@ -152,6 +153,8 @@ class Ingest:
         self.waiters = waiters
         self.cache = cache
         self.on_transcript: Callable[[str, str, str], Any] | None = None
+        #: the hooks_changed warning (set by the facade; None: not tracked)
+        self.health: HookHealth | None = None
 
     async def ingest_hook(
         self,
@@ -312,6 +315,8 @@ class Ingest:
             hook_data["stale_session_id"] = stale
         tx.append_event("hook_received", builder, sid, at, hook_data)
         observations = adapter.observe(p)
+        if self.health is not None:
+            self.health.hook_seen(tx, builder, p, observations, at)
         if sid:
             started = next((ob for ob in observations if isinstance(ob, SessionStarted)), None)
             self._track_session(tx, harness, builder, p, at, started)

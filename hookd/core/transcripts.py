@@ -20,6 +20,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from hookd.core.bus import EventBus
+from hookd.core.hookhealth import HookHealth
 from hookd.core.inbox import Inbox
 from hookd.core.questions import Questions
 from hookd.core.state import HookCache
@@ -113,6 +114,8 @@ class Transcripts:
         self.inbox = inbox
         self.cache = cache
         self._unarmed_checks: dict[str, asyncio.TimerHandle] = {}  # sid -> its pending hooks_unarmed check
+        #: the hooks_changed warning (set by the facade; None: not tracked)
+        self.health: HookHealth | None = None
 
     async def apply_transcript(self, path: str, builder: str, session_id: str | None,
                                result: TranscriptRead) -> int:
@@ -200,6 +203,8 @@ class Transcripts:
                         self.inbox.typed_in_transcript(tx, builder, sid, ob.text, t, at)
                 else:
                     tx.set_transcript_turn(sid, ended_at=t)
+                    if self.health is not None and agent is None:
+                        self.health.turn_ended(tx, builder, sid, t)
             elif isinstance(ob, Interrupted):
                 tx.append_event("turn_interrupted", builder, sid, at, {"marker": ob.marker, "via": "transcript"})
                 if sid:

@@ -157,6 +157,13 @@ def _with_subagents(lanes: list[Any], running: list[Subagent]) -> list[Any]:
             if lane.builder in by and lane.state not in ("dead", "ended", "unspawned") else lane for lane in lanes]
 
 
+def _hooks_changed(lane: Any, warning: dict[str, Any]) -> Any:
+    """``lane`` of a builder whose hooks stopped working: the warning in ``hooks_changed`` and
+    first in its detail."""
+    return msgspec.structs.replace(lane, hooks_changed=warning,
+                                   detail=f"hooks stopped working: {warning.get('reason')}; {lane.detail}")
+
+
 def _lane_order(lane: Any) -> tuple[int, float]:
     """Lanes waiting on a human first, then the rest; oldest state first."""
     return (_LANE_RANK.get(lane.state, 9), lane.since)
@@ -185,6 +192,7 @@ class RestApi:
             Route("/v1/events", self.events),
             Route("/v1/builders/{builder}/messages", self.send, methods=["POST"]),
             Route("/v1/builders/{builder}/unspawned", self.unspawned, methods=["POST"]),
+            Route("/v1/builders/{builder}/spawned", self.spawned, methods=["POST"]),
             Route("/v1/messages", self.messages),
             Route("/v1/messages/{id}/cancel", self.cancel, methods=["POST"]),
             Route("/v1/lanes", self.lanes),
@@ -238,7 +246,19 @@ class RestApi:
         if at is None:
             raise NotFound(f"builder {builder!r} is not unspawned")
         await self.core.builder_unspawned(builder, at)
+        await self.core.check_hooks(builder, via="unspawn")  # a hooks_changed warning ends with the builder
         return json_response({"builder": builder, "unspawned_at": at})
+
+    async def spawned(self, request: Request) -> Response:
+        """`hookd spawn` tells a running daemon it wrote the builder's hooks (no body): the
+        settings file is compared with spawn's record at once, so a ``hooks_changed`` warning
+        clears now (``hooks_restored``). 404 unless the builder has a spawn manifest.
+        Returns ``{"builder", "hooks_changed"}`` (what is still wrong, or None)."""
+        builder = check_builder_id(request.path_params["builder"])
+        if await asyncio.to_thread(read_manifest, self.core.home, builder) is None:
+            raise NotFound(f"builder {builder!r} is not spawned")
+        wrong = await self.core.check_hooks(builder, via="spawn")
+        return json_response({"builder": builder, "hooks_changed": wrong})
 
     async def cancel(self, request: Request) -> Response:
         body = decode_body(await read_api_body(request) or b"{}", CancelRequest, "cancel")
@@ -309,6 +329,9 @@ class RestApi:
         if gone:  # (a lane of a builder unspawned: its agent has no hooks of hookd's any more)
             lanes = [_unspawned(lane, gone[lane.builder]) if lane.builder in gone else lane for lane in lanes]
         lanes = _with_subagents(lanes, await core.store.running_subagents())
+        warned = await core.store.hooks_changed()
+        if warned:  # (hookd.core.hookhealth: its hooks stopped working)
+            lanes = [_hooks_changed(lane, warned[lane.builder]) if lane.builder in warned else lane for lane in lanes]
         lanes = sorted(lanes, key=_lane_order)
         parts = []
         for i in range(0, len(lanes), 500):  # encoded 500 lanes per turn of the event loop

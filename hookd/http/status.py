@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from typing import Any
@@ -12,6 +13,7 @@ from hookd.config import Home
 from hookd.models import StorageUnavailable
 from hookd.core import Hookd
 from hookd.spawn import list_manifests, list_unspawned
+from hookd.spawn.check import check_hooks
 
 
 async def core_status(core: Hookd, fastpath: bool = True) -> dict[str, Any]:
@@ -19,7 +21,9 @@ async def core_status(core: Hookd, fastpath: bool = True) -> dict[str, Any]:
     interactions a PermissionRequest hook is held for (``held``), and ``storage``: whether
     the database commits (:meth:`hookd.store.Store.storage`; while it cannot
     be read either, ``read_error`` says so and the counts and builders read from it are
-    empty); ``fast_path``: whether the fast path is on (``fastpath``, from
+    empty); each spawned builder's ``hooks_changed``: its hooks stopped working (the settings
+    file compared with spawn's record now, or the daemon's warning; None: they work as far as
+    hookd can tell); ``fast_path``: whether the fast path is on (``fastpath``, from
     :attr:`hookd.settings.Settings.fastpath`) and the hooks it answered. Files (manifests, the
     spool) are read off the event loop."""
     storage = core.store.storage()
@@ -31,11 +35,27 @@ async def core_status(core: Hookd, fastpath: bool = True) -> dict[str, Any]:
     except StorageUnavailable as e:
         storage["read_error"] = e.message
         stats, counts, migrations, lanes = {}, {}, [], {}
-    manifests, spooled, gone = await asyncio.to_thread(_status_files, core.home)
+    manifests, spooled, gone, checks = await asyncio.to_thread(_status_files, core.home)
+    try:
+        warned = await core.store.hooks_changed()
+    except StorageUnavailable:
+        warned = {}
     builders = []
     for m in manifests:
-        s = stats.pop(m["builder"], None)
-        builders.append(_builder_status(m["builder"], m, s, None, lanes.get(m["builder"])))
+        b = m["builder"]
+        wrong = checks.get(b)
+        if (wrong is not None) != (b in warned):
+            # the file says otherwise than the daemon's record (it changed while the daemon was
+            # down, or with no hook to report it): recorded now (hooks_changed / hooks_restored)
+            with contextlib.suppress(Exception):
+                await core.health.record(b, None, wrong, via="status")
+        out = _builder_status(b, m, stats.pop(b, None), None, lanes.get(b))
+        if wrong is not None:  # (the daemon's own warning says when it began)
+            out["hooks_changed"] = {**warned.get(b, {}), "signal": "settings", **wrong}
+        else:  # the file is whole: only a transcript's warning (hooks stopped all the same) stands
+            w = warned.get(b)
+            out["hooks_changed"] = w if w is not None and w.get("signal") == "transcript" else None
+        builders.append(out)
     for b, s in sorted(stats.items()):
         builders.append(_builder_status(b, None, s, gone.get(b), lanes.get(b)))
     return {
@@ -57,11 +77,14 @@ async def core_status(core: Hookd, fastpath: bool = True) -> dict[str, Any]:
     }
 
 
-def _status_files(home: Home) -> tuple[list[dict[str, Any]], int, dict[str, float]]:
-    """(every spawn manifest, payloads in the spool, the unspawned builders and when): status's
-    file reads, in a thread."""
-    return (list_manifests(home), sum(1 for root in home.spool_roots() for d in root.glob("*/*.json")),
-            list_unspawned(home))
+def _status_files(home: Home) -> tuple[list[dict[str, Any]], int, dict[str, float], dict[str, dict[str, Any]]]:
+    """(every spawn manifest, payloads in the spool, the unspawned builders and when, each
+    spawned builder whose settings file no longer holds spawn's entries -> what is wrong
+    (:func:`hookd.spawn.check.check_hooks`)): status's file reads, in a thread."""
+    manifests = list_manifests(home)
+    checks = {m["builder"]: wrong for m in manifests if (wrong := check_hooks(home, m)) is not None}
+    return (manifests, sum(1 for root in home.spool_roots() for d in root.glob("*/*.json")),
+            list_unspawned(home), checks)
 
 
 def _builder_status(builder: str, manifest: dict | None, stats: dict | None,
@@ -87,6 +110,8 @@ def _builder_status(builder: str, manifest: dict | None, stats: dict | None,
         "pending": (stats or {}).get("pending", 0),
         "sessions": (stats or {}).get("sessions", []),
         "lane": {"state": lane[0], "since": lane[1], "detail": lane[3]} if lane else None,
+        # its hooks stopped working (hookd.core.hookhealth; set by core_status for a spawned one)
+        "hooks_changed": None,
     }
     if manifest is not None and hooks_seen == 0:
         # Installed is not active (case B19): Claude Code snapshots hooks at session start.

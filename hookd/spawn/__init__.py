@@ -288,6 +288,9 @@ def _spawn_locked(home: Home, builder: str, *, harness: str, install: HookInstal
         "transport": transport,
         **_transport_manifest(home, forms),
         "events": list(install.events),
+        # spawn's own record of the entries it merged (event -> groups, exactly as written):
+        # what hookd.spawn.check compares the file with
+        "entries": generated,
         "created_file": old["created_file"] if old else not existed,
         "created_dir": old.get("created_dir", False) if old else created_dir,
         "added_hooks_key": old["added_hooks_key"] if old else not had_hooks_key,

@@ -21,7 +21,7 @@ const LANE_EVENTS = new Set([
   "lane_changed", "hook_received", "session_started", "session_ended", "hooks_unarmed", "hooks_armed",
   "question_pending", "question_resolved", "permission_pending", "permission_resolved", "human_input_requested",
   "elicitation_pending", "elicitation_resolved", "inbox_queued", "inbox_delivered", "inbox_cancelled", "builder_unspawned",
-  "agent_notified", "subagent_started", "subagent_ended",
+  "agent_notified", "subagent_started", "subagent_ended", "hooks_changed", "hooks_restored",
 ]);
 const INBOX_EVENTS = new Set(["inbox_queued", "inbox_delivered", "inbox_adopted", "inbox_cancelled",
                               "answer_superseded", "answer_refused"]);
@@ -521,7 +521,7 @@ function laneRows() {
 // stacks into a card and the names show beside the values (hookd.css)
 function labelCells(table) {
   const names = Array.from(table.querySelectorAll("thead th"), (th) => th.textContent.trim());
-  for (const tr of table.querySelectorAll("tbody tr:not(.compose)")) {
+  for (const tr of table.querySelectorAll("tbody tr:not(.compose):not(.hooks-changed)")) {
     Array.from(tr.children).forEach((td, k) => { if (names[k]) td.dataset.label = names[k]; });
   }
 }
@@ -530,7 +530,8 @@ function labelCells(table) {
 // `notified`) on a line of its own under the state; the detail then ends without it.
 function laneDetail(l) {
   const said = l.notified ? `; the agent said: ${l.notified}` : "";
-  const detail = said && l.detail && l.detail.endsWith(said) ? l.detail.slice(0, -said.length) : l.detail;
+  const base = detailText(l);
+  const detail = said && base && base.endsWith(said) ? base.slice(0, -said.length) : base;
   return [detail ? h("div", {class: "detail"}, detail) : null,
     l.notified ? h("div", {class: "agent-said"}, h("span", {class: "said-label"}, "the agent says: "),
       h("q", {class: "said-text"}, l.notified), " ", since(l.notified_at, " ago")) : null];
@@ -577,6 +578,7 @@ function renderLanes() {
       h("td", {class: "queued-count"}, String(l.queued || 0)),
       h("td", {}, b.last_hook_at ? since(b.last_hook_at, " ago") : "-"),
       h("td", {}, btn)));
+    if (l.hooks_changed) body.append(hooksBanner(l));
     if (openCompose.has(l.builder)) body.append(composeRow(l.builder, drafts.get(l.builder) || ""));
   }
   labelCells($("lanes"));
@@ -586,6 +588,22 @@ function renderLanes() {
     if (ta) ta.focus();
   }
   counts();
+}
+
+// the lane's detail; the hooks' warning it starts with is the banner's (hooksBanner)
+function detailText(l) {
+  const prefix = l.hooks_changed ? `hooks stopped working: ${l.hooks_changed.reason}; ` : null;
+  return prefix && (l.detail || "").startsWith(prefix) ? l.detail.slice(prefix.length) : l.detail;
+}
+
+// a lane whose hooks stopped working (GET /v1/lanes' hooks_changed): a banner under its row,
+// with why and the command that restores them
+function hooksBanner(l) {
+  const w = l.hooks_changed;
+  return h("tr", {class: "hooks-changed", "data-builder": l.builder},
+    h("td", {colspan: "9"}, h("div", {class: "banner hooks-changed", role: "alert"},
+      h("strong", {}, `${l.builder}'s hooks stopped working: `), w.reason || "",
+      h("div", {}, "To restore them: ", h("code", {class: "fix"}, w.fix || `hookd spawn ${l.builder} again`)))));
 }
 
 // the last note of each builder's compose row (sent, or why not): kept across re-renders of the

@@ -357,6 +357,14 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "ALTER TABLE interactions ADD COLUMN agent_type TEXT",
         ],
     ),
+    (
+        # a builder whose hooks stopped working (hookd.core.hookhealth): since when, and what
+        # the warning says (JSON); one row per builder while it holds, deleted when it clears
+        "0018_hooks_changed",
+        [
+            "CREATE TABLE hooks_changed (builder TEXT PRIMARY KEY, since REAL NOT NULL, data TEXT NOT NULL)",
+        ],
+    ),
 ]
 
 

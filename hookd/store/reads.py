@@ -11,7 +11,7 @@ import aiosqlite
 
 from hookd.models import PROMPT_KINDS, Event, InboxMessage, Interaction, StorageUnavailable, Subagent
 from hookd.storage_health import storage_code
-from hookd.store.rows import _INTERACTION_COLS, _MESSAGE_COLS, _enc, _event, _interaction, _message
+from hookd.store.rows import _INTERACTION_COLS, _MESSAGE_COLS, _dec, _enc, _event, _interaction, _message
 
 
 #: Most builders whose lane inputs are read on the event loop's thread (:meth:`Reads.lane_inputs`).
@@ -297,6 +297,12 @@ class Reads:
             out.append(Subagent(builder=b, session_id=sid, agent_id=agent, agent_type=agent_type, state="running",
                                 started_at=started, waiting=waiting, pending=tuple(i for i, _ in mine)))
         return out
+
+    async def hooks_changed(self) -> dict[str, dict[str, Any]]:
+        """Every builder whose hooks stopped working (:mod:`hookd.core.hookhealth`) -> its
+        warning (``since``, UNIX seconds, and what the warning says)."""
+        return {b: {**_dec.decode(data), "since": since}
+                for b, since, data in await self._all("SELECT builder, since, data FROM hooks_changed")}
 
     async def builder_known(self, builder: str) -> bool:
         return bool(await self._all("SELECT 1 FROM builders WHERE id=?", (builder,)))

@@ -245,6 +245,43 @@ class SessionsTx(TxBase):
             "UPDATE sessions SET hooks_unarmed_at=NULL WHERE id=? AND hooks_unarmed_at IS NOT NULL", (session_id,))
         return cur.rowcount == 1
 
+    def last_hook_at(self, session_id: str) -> float | None:
+        """When the newest hook event of ``session_id`` that is the agent's activity was received
+        (UNIX seconds; a hook of a kind other than ``notice``: a settings change or a
+        notification is no sign that the turn's hooks run), or None."""
+        row = self._one("SELECT received_at FROM hook_events WHERE session_id=? AND hook_kind IS NOT NULL"
+                        " AND hook_kind<>'notice' ORDER BY id DESC LIMIT 1", (session_id,))
+        return row[0] if row else None
+
+    def transcript_turn_started(self, session_id: str) -> float | None:
+        """The newest turn start a transcript showed for ``session_id`` (row time), or None."""
+        row = self._one("SELECT turn_started_at FROM sessions WHERE id=?", (session_id,))
+        return row[0] if row else None
+
+    # hooks that stopped working (hookd.core.hookhealth) ------------------------------------
+    def hooks_changed_builders(self) -> set[str]:
+        return {r[0] for r in self._db.execute("SELECT builder FROM hooks_changed")}
+
+    def set_hooks_changed(self, builder: str, since: float, data: dict[str, Any]) -> bool:
+        """Flag ``builder``'s hooks as changed; True when it was not flagged (else the row is
+        kept as it was: the first warning stands)."""
+        cur = self._db.execute("INSERT OR IGNORE INTO hooks_changed (builder, since, data) VALUES (?, ?, ?)",
+                               (builder, since, msgspec.json.encode(data).decode()))
+        return cur.rowcount == 1
+
+    def hooks_changed_of(self, builder: str) -> dict[str, Any] | None:
+        """``builder``'s warning (with ``since``), or None."""
+        row = self._one("SELECT since, data FROM hooks_changed WHERE builder=?", (builder,))
+        return None if row is None else {**msgspec.json.decode(row[1]), "since": row[0]}
+
+    def clear_hooks_changed(self, builder: str) -> dict[str, Any] | None:
+        """Unflag ``builder``; the warning it had (with ``since``), or None when it had none."""
+        row = self._one("SELECT since, data FROM hooks_changed WHERE builder=?", (builder,))
+        if row is None:
+            return None
+        self._db.execute("DELETE FROM hooks_changed WHERE builder=?", (builder,))
+        return {**msgspec.json.decode(row[1]), "since": row[0]}
+
     # lanes -------------------------------------------------------------------------------
     def set_agent_pid(self, session_id: str, pid: int, started_at: float | None) -> None:
         self._db.execute("UPDATE sessions SET agent_pid=?, agent_started_at=? WHERE id=?", (pid, started_at, session_id))

@@ -108,6 +108,9 @@ class Lane(msgspec.Struct, gc=False):
     #: the builder's running subagents (:class:`hookd.models.Subagent`: what each waits on),
     #: filled in by ``GET /v1/lanes`` (hookd.http.routes), never by :func:`derive`
     subagents: tuple[Any, ...] = ()
+    #: the builder's hooks stopped working (hookd.core.hookhealth's warning: ``signal``,
+    #: ``reason``, ``fix``, ``since``, ...), filled in by ``GET /v1/lanes``; None: they work
+    hooks_changed: dict[str, Any] | None = None
 
 
 def agent_alive(pid: int | None, started_at: float | None) -> bool | None:

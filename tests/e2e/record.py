@@ -476,7 +476,44 @@ def drive_stream_subagent(run: Run) -> None:
     _check_turns(run, 2)
 
 
+SETTINGS_TEXT = "Settings noted. FINAL-SETTINGS-321"
+
+
+def settings_edit_script() -> dict:
+    """Turn one: Bash ``echo hi`` and a text; turn two (after the settings edit): a text."""
+    script = bash_then_ask_script()
+    script["turns"] = [script["turns"][0], {"content": [{"type": "text", "text": FINAL_TEXT}]},
+                       {"content": [{"type": "text", "text": SETTINGS_TEXT}]}]
+    return script
+
+
+def drive_settings_edit(run: Run) -> None:
+    """A stream-json SDK host keeps one session across two prompts; between them the project's
+    ``.claude/settings.local.json`` is written (a permission rule added). 2.1.332's settings
+    watcher fires ConfigChange (``local_settings``, the file's path) about a second later,
+    before the next prompt; closing stdin ends the session."""
+    with StreamJsonHost(run.cwd, run.env, extra_args=BYPASS, claude_bin=run.claude_bin) as host:
+        host.send_user(PROMPT)
+        host.wait_for_result(timeout=run.timeout)
+        run.wait_for_hook("Stop")
+        local = run.cwd / ".claude" / "settings.local.json"
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_text(json.dumps({"permissions": {"allow": ["Bash(echo:*)"]}}, indent=2) + "\n")
+        run.wait_for_hook("ConfigChange")
+        host.send_user("Note the new settings.")
+        result = host.wait_for_result(count=2, timeout=run.timeout)
+        if SETTINGS_TEXT not in str(result.get("result")):
+            raise RuntimeError(f"unexpected result: {result}")
+        run.wait_for_hook("Stop", 2)
+        host.close(timeout=run.timeout)
+    _check_turns(run, 3)
+
+
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
+    Scenario("stream-settings-edited-mid-session",
+             "stream-json host, two prompts; between them the project's settings.local.json is "
+             "written: ConfigChange (local_settings)",
+             settings_edit_script, drive_settings_edit, hook_order=TEXT_THEN_TOOL_ORDER),
     Scenario("stream-stop-failure-rate-limit",
              "stream-json host against an API answering 429: StopFailure (rate_limit) ends the turn",
              rate_limited_script, drive_stop_failure, env={"CLAUDE_CODE_MAX_RETRIES": "0"}),

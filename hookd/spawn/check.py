@@ -1,0 +1,121 @@
+"""Are a builder's hooks still where `hookd spawn` wrote them? (issue 21, "hooks that stopped
+working").
+
+The settings file a spawned agent reads may be edited by anyone with write access to the
+worktree: a person, a tool, the agent itself. Claude Code 2.1.332 reloads
+``.claude/settings.local.json`` when it changes mid-session, so an edit that drops hookd's
+entries stops every hook from the next one on (docs/harness-claude-code.md "ConfigChange").
+This module compares the file with spawn's own record of what it wrote (the manifest's
+``entries``: each event's groups exactly as merged), never with what the file or a hook
+payload claims. Pure reads; no lock (spawn replaces the file atomically, so a read sees one
+version or the other).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from typing import Any
+
+import msgspec
+
+from hookd.config import Home
+from hookd.spawn.client import tag
+from hookd.untrusted import read_regular
+
+#: The most of a settings file read to check it (bytes): spawn's files are a few KB; a larger
+#: one is read this far, and fails to parse as JSON (reported as such).
+MAX_SETTINGS_BYTES = 4 * 1024 * 1024
+
+
+def check_hooks(home: Home, manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """None when ``manifest``'s settings file holds every hook entry spawn wrote, as written;
+    else what is wrong: ``{"settings_file", "missing": [events whose entry is gone],
+    "changed": [events whose entry is there but edited], "reason": words, "fix": the command
+    that writes them again}``. A manifest from before spawn recorded its ``entries`` is
+    checked by its tag alone (each of its ``events`` has a handler tagged for the builder).
+    Never raises for the file's state (missing, unreadable, not JSON: each a ``reason``)."""
+    path = manifest.get("settings_file")
+    builder = str(manifest.get("builder", ""))
+    if not isinstance(path, str) or not path:
+        return None
+    entries = manifest.get("entries")
+    events = list(entries) if isinstance(entries, dict) else [e for e in manifest.get("events") or [] if isinstance(e, str)]
+
+    def wrong(reason: str, missing: list[str], changed: list[str]) -> dict[str, Any]:
+        return {"settings_file": path, "missing": missing, "changed": changed, "reason": reason,
+                "fix": fix_command(home, manifest)}
+
+    try:
+        data = read_regular(path, limit=MAX_SETTINGS_BYTES)
+    except FileNotFoundError:
+        return wrong(f"{path} is gone", events, [])
+    except OSError as e:
+        return wrong(f"{path} cannot be read ({e.strerror or type(e).__name__})", events, [])
+    try:
+        settings = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return wrong(f"{path} is no longer JSON: the agent reads no hook from it", events, [])
+    hooks = settings.get("hooks") if isinstance(settings, dict) else None
+    if not isinstance(hooks, dict):
+        return wrong(f"{path} holds no hooks", events, [])
+    marker = tag(builder)
+    missing, changed = [], []
+    for event in events:
+        have = hooks.get(event)
+        have = have if isinstance(have, list) else []
+        if isinstance(entries, dict) and all(g in have for g in entries[event]):
+            continue
+        if _tagged(have, marker):
+            if isinstance(entries, dict):
+                changed.append(event)
+            continue
+        missing.append(event)
+    if not missing and not changed:
+        return None
+    parts = []
+    if missing:
+        parts.append(f"hookd's entries for {_events(missing)} are gone")
+    if changed:
+        parts.append(f"hookd's entries for {_events(changed)} were edited")
+    return wrong(f"{'; '.join(parts)} in {path}", missing, changed)
+
+
+def _tagged(groups: list[Any], marker: str) -> bool:
+    """Whether any handler in ``groups`` carries ``marker`` (spawn's tag)."""
+    for g in groups:
+        if isinstance(g, str) and g.endswith(marker):
+            return True
+        handlers = g.get("hooks") if isinstance(g, dict) else None
+        if isinstance(handlers, list) and any(
+                isinstance(h, dict) and str(h.get("command", "")).endswith(marker) for h in handlers):
+            return True
+    return False
+
+
+def _events(events: list[str]) -> str:
+    return ", ".join(events) if len(events) <= 4 else f"{', '.join(events[:3])} and {len(events) - 3} more"
+
+
+def fix_command(home: Home, manifest: dict[str, Any]) -> str:
+    """The `hookd spawn` command that writes ``manifest``'s hooks again, with the options it
+    was spawned with (its settings file, harness, hold, idle wake, MCP)."""
+    m = manifest
+    argv = ["hookd", "--home", os.fspath(home.root), "spawn", str(m.get("builder"))]
+    mcp = m.get("mcp") or {}
+    worktree, settings_file = m.get("worktree"), str(m.get("settings_file"))
+    in_worktree = bool(worktree) and os.path.basename(settings_file) == "settings.local.json" and \
+        os.path.dirname(os.path.dirname(settings_file)) == worktree
+    if not in_worktree:
+        argv += ["--settings-file", settings_file]
+    if worktree:
+        argv += ["--worktree", str(worktree)]
+    if m.get("harness") and m["harness"] != "claude-code":
+        argv += ["--harness", str(m["harness"])]
+    if m.get("hold_s") is not None and m["hold_s"] != 900 and m.get("harness", "claude-code") == "claude-code":
+        argv += ["--hold", str(m["hold_s"])]
+    if m.get("wake_wait_s"):
+        argv += ["--wake-wait", str(m["wake_wait_s"])]
+    if not mcp and m.get("harness", "claude-code") == "claude-code":
+        argv += ["--no-mcp"]
+    return shlex.join(argv)

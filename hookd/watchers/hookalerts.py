@@ -1,0 +1,82 @@
+"""The notification of hooks that stopped working (issue 21, moment 6): once per warning.
+
+:class:`HookAlerts` follows the event log from the daemon's start: a ``hooks_changed`` event
+(:mod:`hookd.core.hookhealth`) raises one alert (rule ``hooks_changed``, no escalation: the
+warning stays in `hookd status`, `hookd lanes` and the page until it clears), with the reason
+and the command that restores the hooks; ``hooks_restored`` clears it. The step is claimed in
+the store (:class:`hookd.watchers.notify.Notifier`), so a warning is sent once per channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from hookd.models import StorageUnavailable
+
+log = logging.getLogger("hookd")
+
+#: The event kinds this watcher acts on.
+KINDS = ("hooks_changed", "hooks_restored")
+
+
+def alert_key(builder: str, since: float) -> str:
+    """The subject of one warning: the builder and when it began."""
+    return f"lane:{builder}:hooks_changed:{since:.3f}"
+
+
+class HookAlerts:
+    """Alerts for ``core``'s ``hooks_changed`` events through ``notifier`` (the daemon's
+    :class:`hookd.watchers.notify.Notifier`, or None: nothing is sent)."""
+
+    def __init__(self, core: Any, notifier: Any):
+        self.core = core
+        self.notifier = notifier
+        self._raised: dict[str, str] = {}  # builder -> its alert's key
+
+    async def handle(self, kind: str, builder: str, session_id: str | None, at: float, data: dict[str, Any]) -> None:
+        """Act on one event of :data:`KINDS`."""
+        from hookd.watchers.notify_channels import Alert
+
+        if self.notifier is None:
+            return
+        old = self._raised.pop(builder, None)
+        if old is not None:
+            await self.notifier.clear(old)
+        if kind != "hooks_changed":
+            return
+        key = alert_key(builder, at)
+        fix = data.get("fix") or "spawn it again"
+        alert = Alert(key=key, rule="hooks_changed", builder=builder, session_id=session_id,
+                      title=f"hookd: {builder}'s hooks stopped working",
+                      message=f"{builder}: {data.get('reason')}. hookd sees none of its questions, permission "
+                              f"prompts or turns until they are back. To restore them: {fix}",
+                      data={k: data.get(k) for k in ("signal", "reason", "fix", "settings_file", "missing", "changed")})
+        await self.notifier.raise_alert(alert, escalate=False)
+        self._raised[builder] = key
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Until ``stop``: after each commit, the new events of :data:`KINDS` (from the log's end
+        at start: a warning raised before a restart was notified then)."""
+        store, bus = self.core.store, self.core.bus
+        seq: int | None = None
+        while not stop.is_set() and not bus.closed:
+            version = bus.version
+            try:
+                if seq is None:
+                    seq = (await store.counts())["events"]  # append-only: the count is the last seq
+                while True:
+                    evs = await store.events_after(seq, 1000)
+                    if not evs:
+                        break
+                    seq = evs[-1].seq
+                    for e in evs:
+                        if e.kind in KINDS and e.builder:
+                            await self.handle(e.kind, e.builder, e.session_id, e.at,
+                                              e.data if isinstance(e.data, dict) else {})
+            except StorageUnavailable:
+                pass  # (the store logs the outage) read again after the next commit
+            except Exception:
+                log.exception("hooks_changed alerts failed")
+            await bus.wait(3600.0, since=version)
