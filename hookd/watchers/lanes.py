@@ -151,7 +151,7 @@ def _derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | 
     if alive(s["agent_pid"], s["agent_started_at"]) is False:
         why = "the agent process is gone without a SessionEnd"
         if pending:
-            why += f"; {len(pending)} question(s) left unanswered"
+            why += f"; {len(pending)} question(s) left unanswered, closed as orphaned"
         return Lane(state="dead", since=now, detail=why, **base)
     if pending:
         first = pending[0]
@@ -378,6 +378,9 @@ class LaneWatch:
                     self._recorded[lane.builder] = (lane.state, lane.since)
             if events:
                 await self.core.bus.publish()
+            for old, lane in result:  # the agent is gone: what it asked leaves the humans' queue
+                if lane.state == "dead" and old != "dead" and lane.pending and lane.session_id:
+                    await self.core.orphan(lane.builder, lane.session_id, f"pid {lane.agent_pid} is gone")
             if self.on_change is not None:
                 for old, lane in result:
                     if old != lane.state:
