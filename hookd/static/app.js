@@ -225,6 +225,7 @@ function pendingCard(i) {
                           "aria-label": "why dismiss it"});
   const dismiss = h("button", {type: "button", class: "dismiss"}, "Dismiss");
   const note = h("span", {class: "note", role: "status"});
+  why.addEventListener("input", () => { if (note.classList.contains("error")) note.textContent = ""; });
   dismiss.addEventListener("click", async () => {
     if (!why.value.trim()) {
       note.textContent = "Say why it is dismissed: it is recorded.";
