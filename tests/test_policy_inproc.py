@@ -21,7 +21,7 @@ from hookd.spawn import spawn
 
 from .conftest import wait_until
 from .inproc import InProc
-from .test_answers import ASK_ID, AUQ_PERM, AUQ_PRE, Q, SID, about, bash_perm, payload
+from .test_answers import ASK_ID, AUQ_PERM, AUQ_PRE, Q, SID, about, auq_post, bash_perm, payload
 from .test_answers_inproc import Rig, finish, refused
 from .test_plans_inproc import plan_perm
 
@@ -245,3 +245,19 @@ def test_spawn_refuses_a_default_answer_no_hook_could_carry(home: Path, worktree
         spawn(h, "b1", worktree=worktree, hold_s=0, default_answer_after_s=10)
     m = spawn(h, "b1", worktree=worktree)
     assert m["default_answer"] is None  # never on by default
+
+
+def test_the_desks_answer_after_a_dismissal_is_recorded(rig: PolicyRig) -> None:
+    """A dismissal lets the held hook go with no decision: the desk's menu stays open, and what
+    the desk then answers is what the agent got, so it is recorded (the dismissal in the warning)."""
+    rig.hook(AUQ_PRE)
+    held = rig.start_hook(AUQ_PERM)
+    rig.held(ASK_ID)
+    assert rig.dismiss(ASK_ID, reason="looked stale").status_code == 200
+    assert finish(held) == (200, b"")
+    rig.hook(auq_post("Red"))
+    i = rig.interaction(ASK_ID)
+    assert (i["state"], i["answers"], i["surface"], i["actor"], i["message"], i["warning"]) == (
+        "answered", {Q: "Red"}, "terminal", None, None,
+        "dismissed from the CLI by ana (looked stale), then answered at the desk")
+    assert [e["data"]["outcome"] for e in rig.events() if e["kind"] == "question_resolved"] == ["dismissed", "answered"]

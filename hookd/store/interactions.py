@@ -209,6 +209,18 @@ class InteractionsTx(TxBase):
             (tool_use_id, interaction_id),
         )
 
+    def answered_after_dismissal(self, interaction_id: str, *, answers: Any, selections: Any, surface: str | None,
+                                 warning: str, at: float) -> bool:
+        """Compare-and-set: a question a human dismissed (``dismissed`` with their actor and
+        reason) was answered at ``surface`` after all: ``answered`` with those answers, the
+        dismissal's actor and reason cleared (``warning`` tells of it). False when it is not so."""
+        cur = self._db.execute(
+            "UPDATE interactions SET state='answered', answers=?, selections=?, surface=?, warning=?, actor=NULL,"
+            " message=NULL, resolved_at=?, revision=revision+1 WHERE id=? AND state='dismissed'",
+            (_j(answers), _j(selections), surface, warning, at, interaction_id),
+        )
+        return cur.rowcount == 1
+
     def resolve_interaction(
         self, interaction_id: str, *, expected_state: str, state: str, answers: Any,
         selections: Any, surface: str | None, warning: str | None, error: str | None, at: float,

@@ -20,7 +20,7 @@ from .test_claude_code_scenarios import (  # noqa: F401  (rig: fixture)
     text_turn,
     tool_result_block,
 )
-from .drivers import TmuxClaude
+from .drivers import TmuxClaude, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -78,3 +78,33 @@ def test_tui_permission_prompt_is_denied_by_default_never_allowed(rig, tmux_bin)
     i = interaction(r, p["id"])
     assert (i["outcome"], i["surface"], i["actor"]) == ("denied", "default", "hookd")
     assert held(r) == []
+
+
+DISMISSED_ASK = "toolu_01POLICYDISMISS0000000001"
+
+
+def test_tui_dismissed_question_stays_at_the_desk_which_then_decides(rig, tmux_bin):  # noqa: F811
+    """``hookd dismiss`` lets the held PermissionRequest hook go with no decision: the menu stays
+    open at the desk (no answer is invented), and the desk's later choice is what the model gets
+    and what hookd records."""
+    r = rig({"turns": [ask_turn(DISMISSED_ASK), text_turn("AFTER-DESK-BLUE")]}, builder="b-dismiss", form="worktree")
+    with r.tui(tmux_bin) as tui:
+        tui.wait_ready(timeout=20)
+        tui.submit("Ask me a color")
+        tui.wait_for_screen(lambda s: MENU in s and "2. Blue" in s, timeout=30)
+        wait_held(r, DISMISSED_ASK)
+        out = r.hookd.cli("dismiss", DISMISSED_ASK, "--reason", "asked twice")
+        assert out == f"dismissed {DISMISSED_ASK} (question, b-dismiss): asked twice\n"
+        wait_until(lambda: held(r) == [], 10, 0.05, "the held hook let go")
+        assert MENU in tui.capture() and len(r.api.main_requests()) == 1  # still the desk's to answer
+        assert interaction(r, DISMISSED_ASK)["state"] == "dismissed"
+        tui.send_keys("Down")
+        tui.wait_for_screen(r"❯ 2\. Blue", timeout=5)
+        tui.press_until("Enter", lambda s: MENU not in s, timeout=10)
+        tui.wait_for_screen("AFTER-DESK-BLUE", timeout=30)
+        r.wait_events(lambda ev: [e for e in about(ev, "question_resolved", DISMISSED_ASK)
+                                  if e["data"]["outcome"] == "answered"], "the desk's answer")
+    assert f'"{Q}"="Blue"' in r.api.main_requests()[1].tool_results()[DISMISSED_ASK]
+    i = interaction(r, DISMISSED_ASK)
+    assert (i["state"], i["surface"], i["answers"]) == ("answered", "terminal", {Q: "Blue"})
+    assert i["warning"].startswith("dismissed from the CLI by ") and i["warning"].endswith("(asked twice), then answered at the desk")
