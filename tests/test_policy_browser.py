@@ -41,9 +41,9 @@ def test_the_countdown_of_a_default_answer_and_a_dismissal_on_the_page(
     expect(prompt.locator(".default-answer")).to_have_text(re.compile(r"^denies in (10|9) min unless you answer$"))
     prompt.locator(".dismiss-row summary").click()
     prompt.locator("button.dismiss").click()  # no reason yet: refused on the page, nothing sent
-    expect(prompt.locator(".dismiss-row .note")).to_have_text("Say why it is dismissed: it is recorded.")
+    expect(prompt.locator(".dismiss-note")).to_have_text("Say why it is dismissed: it is recorded.")
     prompt.locator("input.dismiss-reason").fill("stale: asked before the restart")
-    expect(prompt.locator(".dismiss-row .note")).to_have_text("")
+    expect(prompt.locator(".dismiss-note")).to_have_text("")
     shot(page, "pending-default-answer")
     prompt.locator("button.dismiss").click()
     assert finish(perm) == (0, b"")  # no decision: the desk's dialog decides

@@ -44,9 +44,9 @@ DEFAULT_ACTOR, DEFAULT_SURFACE = "hookd", "default"
 #: Interaction kinds that wait on a human and get a builder's default answer (an async ask
 #: does not block its agent: it never gets one).
 DEFAULTED_KINDS = ("question", "permission", "plan", "elicitation")
-#: How long a pass of the default answers waits after a commit woke it (seconds): one pass for
-#: a burst of hooks.
-_DEBOUNCE_S = 0.05
+#: Seconds between passes of the default answers (one query of the pending interactions, and
+#: the manifests of the builders they belong to): a default answer comes at most this late.
+POLL_S = 1.0
 
 
 class DefaultAnswer(msgspec.Struct, frozen=True):
@@ -208,17 +208,15 @@ class Policy:
 
     async def run_defaults(self) -> None:
         """Until the bus closes: answer each pending interaction whose builder has a default
-        answer once it is due (sleeps until the next one is due, or the next commit)."""
+        answer once it is due. A pass every POLL_S seconds (or when the next one is due, if
+        sooner), not after each commit: the hook path pays nothing for it."""
         while not self.bus.closed:
-            version = self.bus.version
             try:
                 nxt = await self.defaults_pass(time.time())
             except Exception:
                 log.exception("default answers' pass failed")
-                nxt = time.time() + 5
-            wait = 3600.0 if nxt is None else max(0.0, nxt - time.time())
-            await self.bus.wait(min(wait, 3600.0), since=version)
-            await asyncio.sleep(_DEBOUNCE_S)
+                nxt = None
+            await asyncio.sleep(POLL_S if nxt is None else min(POLL_S, max(0.0, nxt - time.time())))
 
     async def defaults_pass(self, now: float) -> float | None:
         """Apply the default answers due at ``now``; returns when the next one falls due

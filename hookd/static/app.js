@@ -224,12 +224,12 @@ function pendingCard(i) {
   const why = h("input", {type: "text", class: "dismiss-reason", placeholder: "Why dismiss it (recorded)",
                           "aria-label": "why dismiss it"});
   const dismiss = h("button", {type: "button", class: "dismiss"}, "Dismiss");
-  const note = h("span", {class: "note", role: "status"});
+  const note = h("span", {class: "dismiss-note", role: "status"});  // (not .note: the answer's own)
   why.addEventListener("input", () => { if (note.classList.contains("error")) note.textContent = ""; });
   dismiss.addEventListener("click", async () => {
     if (!why.value.trim()) {
       note.textContent = "Say why it is dismissed: it is recorded.";
-      note.className = "note error";
+      note.className = "dismiss-note error";
       why.focus();
       return;
     }
@@ -240,7 +240,7 @@ function pendingCard(i) {
       upsert(r.interaction);
     } catch (e) {
       note.textContent = e.message;
-      note.className = "note error";
+      note.className = "dismiss-note error";
       if (e.status === 409 || e.status === 404) refreshInteraction(i.id);
     } finally {
       dismiss.disabled = false;
