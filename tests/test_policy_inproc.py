@@ -261,3 +261,15 @@ def test_the_desks_answer_after_a_dismissal_is_recorded(rig: PolicyRig) -> None:
         "answered", {Q: "Red"}, "terminal", None, None,
         "dismissed from the CLI by ana (looked stale), then answered at the desk")
     assert [e["data"]["outcome"] for e in rig.events() if e["kind"] == "question_resolved"] == ["dismissed", "answered"]
+
+
+def test_the_default_answer_of_an_elicitation_declines_it(inproc: InProc, worktree: Path) -> None:
+    from .test_elicitations_inproc import ELICIT, ElicitRig
+
+    rig = ElicitRig(inproc, worktree)  # (its Elicitation hook takes the hold route, as spawned)
+    spawn(Home.resolve(inproc.home.root), "b1", worktree=worktree, hold_s=30, default_answer_after_s=1)
+    held = rig.start_hook(ELICIT)
+    status, out = finish(held, timeout=60)
+    assert (status, out) == (200, b'{"hookSpecificOutput":{"hookEventName":"Elicitation","action":"decline"}}')
+    [i] = rig.app.questions("resolved")
+    assert (i["kind"], i["decision"], i["surface"], i["actor"]) == ("elicitation", "decline", "default", "hookd")
