@@ -230,8 +230,9 @@ def _on_timeline(d: dict[str, Any], shift: float) -> dict[str, Any]:
 class LaneWatch:
     """Keeps every builder's lane current: recomputes after commits (debounced), when a
     threshold passes and, for live agents, every ``liveness_s`` seconds (psutil); records the
-    lane and emits ``lane_changed`` on change. ``on_change(old, lane)`` is called after the
-    commit (the notifier's hook). core: :class:`hookd.core.Hookd`. settings: its
+    lane and emits ``lane_changed`` on change; a lane newly found ``dead`` has its session's open
+    prompts closed ``orphaned`` (:meth:`hookd.core.policy.Policy.orphan`). ``on_change(old,
+    lane)`` is called after the commit (the notifier's hook). core: :class:`hookd.core.Hookd`. settings: its
     ``liveness_s`` and ``quiet_idle_s`` (seconds; default :class:`hookd.settings.Settings`'
     defaults)."""
 
