@@ -39,8 +39,8 @@ log = logging.getLogger("hookd.policy")
 
 #: Where a dismissal comes from (the ``surface`` recorded with it).
 DISMISS_SURFACES = ("cli", "api", "web")
-#: The actor and surface of a default answer.
-DEFAULT_ACTOR, DEFAULT_SURFACE = "hookd", "default"
+#: Who gives a default answer (its surface is ``default``: :meth:`Answers.answer_by_default`).
+DEFAULT_ACTOR = "hookd"
 #: Interaction kinds that wait on a human and get a builder's default answer (an async ask
 #: does not block its agent: it never gets one).
 DEFAULTED_KINDS = ("question", "permission", "plan", "elicitation")
@@ -104,7 +104,7 @@ def default_request(i: Interaction, d: DefaultAnswer) -> tuple[AnswerRequest, st
 
 class Policy:
     """Orphaning, dismissal and default answers over ``store`` (``home``: the spawn manifests;
-    ``bus``: publishes and wakes the default answers' pass; ``waiters``: the held hooks;
+    ``bus``: publishes after a write; ``waiters``: the held hooks;
     ``answers``: the answer path a default answer takes)."""
 
     def __init__(self, home: Home, store: Store, bus: EventBus, waiters: Waiters, answers: Answers):
