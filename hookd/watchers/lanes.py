@@ -379,9 +379,7 @@ class LaneWatch:
                     self._recorded[lane.builder] = (lane.state, lane.since)
             if events:
                 await self.core.bus.publish()
-            for old, lane in result:  # the agent is gone: what it asked leaves the humans' queue
-                if lane.state == "dead" and old != "dead" and lane.pending and lane.session_id:
-                    await self.core.orphan(lane.builder, lane.session_id, f"pid {lane.agent_pid} is gone")
+            await self.orphan_dead([lane for old, lane in result if old != "dead"])
             if self.on_change is not None:
                 for old, lane in result:
                     if old != lane.state:
@@ -392,6 +390,13 @@ class LaneWatch:
                         except Exception:
                             log.exception("lane change handler failed")
         return lanes
+
+    async def orphan_dead(self, lanes: list[Lane]) -> None:
+        """The agent of each ``dead`` lane with something pending is gone: what its session
+        asked leaves the humans' queue (closed ``orphaned``, :meth:`hookd.core.policy.Policy.orphan`)."""
+        for lane in lanes:
+            if lane.state == "dead" and lane.pending and lane.session_id:
+                await self.core.orphan(lane.builder, lane.session_id, f"pid {lane.agent_pid} is gone")
 
     async def run(self, stop: asyncio.Event) -> None:
         """Until ``stop``: after commits, refresh the builders whose events they added (at most
@@ -408,6 +413,7 @@ class LaneWatch:
                 try:
                     lanes = {lane.builder: lane for lane in await self.refresh()}
                     seq = (await self.core.store.counts())["events"]  # append-only: the count is the last seq
+                    await self.orphan_dead(list(lanes.values()))  # (found dead before a restart)
                 except StorageUnavailable:  # (the store says so) again after the next commit
                     await bus.wait(3600.0, since=bus.version)
                     continue
