@@ -52,6 +52,8 @@ def test_the_countdown_of_a_default_answer_and_a_dismissal_on_the_page(
     expect(done.locator(".by")).to_contain_text("on the page by ")
     expect(done.locator("dd.answer")).to_have_text("stale: asked before the restart")
     expect(page.locator(f'#pending-list article[data-id="{pid}"]')).to_have_count(0)
+    page.locator('#tabs button[data-view="history"]').click()
+    expect(done).to_be_visible()
     shot(page, "history-dismissed")
     [q] = questions(home, "pending")
     assert q["id"] == ASK_ID and q["default_answer"]["answer"] == "answers Blue"
