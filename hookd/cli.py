@@ -44,7 +44,8 @@ if TYPE_CHECKING:
 LAZY_COMMANDS = {
     "questions": "hookd.cli_read:questions", "lanes": "hookd.cli_read:lanes", "events": "hookd.cli_read:events",
     "inbox": "hookd.cli_read:inbox", "tail": "hookd.cli_read:tail",
-    "send": "hookd.cli_steer:send", "answer": "hookd.cli_steer:answer", "ask": "hookd.cli_steer:ask",
+    "send": "hookd.cli_steer:send", "answer": "hookd.cli_steer:answer", "dismiss": "hookd.cli_steer:dismiss",
+    "ask": "hookd.cli_steer:ask",
     "preanswer": "hookd.cli_steer:preanswer", "watch": "hookd.cli_watch:watch",
     "replay": "hookd.cli_dev:replay", "drift": "hookd.cli_dev:drift", "notify": "hookd.cli_dev:notify",
 }
@@ -144,17 +145,24 @@ def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: 
               help="How Claude Code runs each hook: sh (a shell command), exec (the client spawned directly, no "
                    "shell), http (exec, and Claude Code's own http hooks for the tool events: not spooled while "
                    "the daemon is down; the agent needs HOOKD_HOOK_TOKEN). See docs/usage.md.")
+@click.option("--default-answer-after", type=int, default=None, metavar="S",
+              help="Opt in: answer what waits on a human after S seconds unanswered (a question: its first "
+                   "option or --default-answer; a permission prompt or a plan: deny; an elicitation: decline). "
+                   "Off by default.")
+@click.option("--default-answer", default=None, metavar="LABEL",
+              help="The option a question gets by default, where it is one of its options.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
 @click.pass_context
 def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file: Path | None,
           harness: str, deadline: float | None, wake_wait: int, hold: int, mcp: bool, hook_transport: str,
-          as_json: bool) -> None:
+          default_answer_after: int | None, default_answer: str | None, as_json: bool) -> None:
     """Install hookd's hooks for BUILDER (idempotent; works while the daemon is down)."""
     from hookd.spawn import spawn as do_spawn
 
     m = do_spawn(ctx.obj, builder, worktree=worktree, settings_file=settings_file, harness=harness,
                  deadline_ms=None if deadline is None else int(deadline * 1000), wake_wait_s=wake_wait,
-                 hold_s=hold, mcp=mcp, transport=hook_transport)
+                 hold_s=hold, mcp=mcp, transport=hook_transport,
+                 default_answer_after_s=default_answer_after, default_answer=default_answer)
     try:  # a running daemon clears a hooks_changed warning at once (hooks_restored); none: at its next check
         _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/spawned", {}, timeout=2)
     except Exception:  # noqa: BLE001 - best effort: the daemon down, or any failure, changes nothing done
@@ -178,6 +186,11 @@ def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file
         _out(f"MCP server config in {rec['file']}: pass --mcp-config {shlex.quote(rec['file'])} to claude")
     elif rec:
         _out(f"MCP server 'hookd' (tools mcp__hookd__*) in {rec['file']}")
+    d = m.get("default_answer")
+    if d:
+        label = f"{visible(d['label'])} (else the first option)" if d.get("label") else "the first option"
+        _out(f"default answer after {d['after_s']}s unanswered: a question gets {label}; "
+             "a permission prompt or a plan is denied, an elicitation declined")
 
 
 

@@ -361,6 +361,10 @@ def _interaction(i: dict[str, Any], now: float) -> _Shown:
         head.append(_paint(f"waiting {_duration(now - i['created_at'])}", fg="yellow"))
         if i.get("expires_at"):
             head.append(f", expires in {_duration(i['expires_at'] - now)}")
+        d = i.get("default_answer")
+        if isinstance(d, dict) and isinstance(d.get("at"), (int, float)):  # the builder's opt-in default
+            head.append(_paint(f", {d.get('answer')} in {_duration(max(0.0, d['at'] - now))} unless you answer",
+                               fg="yellow"))
     else:
         from hookd.vocabulary import outcome_of
 
@@ -380,6 +384,8 @@ def _interaction(i: dict[str, Any], now: float) -> _Shown:
         where = f" (as inbox message {i['inbox_message_id']})" if i.get("inbox_message_id") else ""
         desk = "; the menu is still open at the desk" if i["kind"] == "question" else ""
         lines.append(_line(f"  answered{_who(i)}{where}: {got}{desk}"))
+    if i["state"] == "dismissed" and i.get("message"):  # why, as the human who dismissed it said
+        lines.append(_line("  why: ", str(i["message"])))
     if i.get("warning"):  # what hookd could not be sure of (an empty answer, a denial read from a transcript)
         lines.append(_line("  ", _paint("note:", fg="yellow"), f" {i['warning']}"))
     if i["state"] == "pending" and i["kind"] in ("permission", "plan", "elicitation") and i.get("held") is False:

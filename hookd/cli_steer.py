@@ -1,5 +1,5 @@
 """The CLI's commands that carry a human's words to agents: ``hookd send``, ``answer``,
-``ask`` and ``preanswer``. Registered on the group in ``hookd.cli``.
+``dismiss``, ``ask`` and ``preanswer``. Registered on the group in ``hookd.cli``.
 """
 
 from __future__ import annotations
@@ -138,6 +138,25 @@ def answer(ctx: click.Context, interaction_id: str, options: tuple[str, ...], te
     if r.get("warning"):
         _out(f"hookd: {visible(r['warning'])}", err=True)
 
+
+
+@click.command()
+@click.argument("interaction_id", metavar="ID", shell_complete=pending_interactions)
+@click.option("--reason", required=True, metavar="TEXT", help="Why it is dismissed (recorded).")
+@click.option("--actor", default=os_user, show_default=_ME, metavar="NAME", help="Who dismisses it (recorded).")
+@click.option("--json", "as_json", is_flag=True, help="Print the interaction as JSON.")
+@click.pass_context
+def dismiss(ctx: click.Context, interaction_id: str, reason: str, actor: str, as_json: bool) -> None:
+    """Close a stale question, permission prompt, plan or elicitation unanswered: it leaves the
+    queue, recorded with who and why. A hook held for it is let go with no decision (the desk's
+    menu decides). Exit 2 when it is no longer pending."""
+    r = _client(ctx).post_json(f"/v1/interactions/{_seg(interaction_id)}/dismiss",
+                               {"reason": reason, "actor": actor, "surface": "cli"})
+    if as_json:
+        _echo_json(r)
+        return
+    i = r["interaction"]
+    _out(f"dismissed {visible(i['id'])} ({i['kind']}, {i['builder']}): {visible(reason)}")
 
 
 @click.command()

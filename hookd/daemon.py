@@ -270,6 +270,7 @@ def _lifespan(home: Home, core: Hookd, endpoint: Endpoint, notify_config: Any, s
         write_private(home.endpoint_file, endpoint.line())
         watcher = asyncio.create_task(_watch_spool(core, stop_watch, settings.watch_backend))
         expiry = asyncio.create_task(core.run_expiry())
+        defaulting = asyncio.create_task(core.run_defaults())
         notifier, notifying = notify.start(core, notify_config or load_config(home))
         tailer = Tailer(core, settings=settings)
         core.attach_tailer(tailer)
@@ -295,6 +296,7 @@ def _lifespan(home: Home, core: Hookd, endpoint: Endpoint, notify_config: Any, s
                 home.endpoint_file.unlink()
             stop_watch.set()
             expiry.cancel()
+            defaulting.cancel()
             notifying.cancel()
             await asyncio.gather(notifying, return_exceptions=True)
             with contextlib.suppress(Exception):

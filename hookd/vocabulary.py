@@ -30,6 +30,7 @@ SURFACE_TEXT = {
     "web": "on the page",
     "api": "through the API",
     "hook": "pre-answered",
+    "default": "as the builder's default answer",
 }
 
 

@@ -132,9 +132,16 @@ def test_agent_killed_with_a_pending_question_is_dead(agent: Agent) -> None:
     agent.hook(payload("007-PreToolUse.json"))
     agent.wait_lane("waiting_question", "stalled")  # (stalled once it waited past the 1 s threshold)
     agent.close()  # SIGKILL: no SessionEnd
-    lane = agent.wait_lane("dead")
-    assert "left unanswered" in lane["detail"] and lane["pending"] == [ASK]
+    agent.wait_lane("dead")
     wait_until(lambda: agent.changes()[-1][1] == "dead", 60, what="lane_changed to dead")
+    [dead] = [e for e in agent.app.events() if e["kind"] == "lane_changed" and e["data"]["to"] == "dead"]
+    assert dead["data"]["pending"] == [ASK] and dead["data"]["detail"] == (
+        "the agent process is gone without a SessionEnd; 1 question(s) left unanswered, closed as orphaned")
+    # what it asked leaves the humans' queue (issue 21, moment 8: hookd.core.policy)
+    wait_until(lambda: agent.app.interaction(ASK)["state"] == "orphaned", 60, what="the question orphaned")
+    assert agent.app.interaction(ASK)["warning"] == f"the agent's process is gone (pid {agent.proc.pid} is gone) while it was open"
+    assert agent.app.questions("pending") == [] and agent.lane()["pending"] == []
+    assert agent.lane()["state"] == "dead"
     assert agent.changes()[-1][0] in ("waiting_question", "stalled")
     assert any(to == "waiting_question" for _, to in agent.changes()[:-1])
     first = agent.lane()

@@ -42,7 +42,8 @@ def test_the_vocabulary_maps_each_stored_value_once() -> None:
     assert set(OUTCOMES) >= {"allowed", "denied", "answered", "pending", "superseded"}
     assert by_text("cli", "ana") == "from the CLI by ana" and by_text("terminal", None) == "at the desk"
     assert by_text("web", "ana") == "on the page by ana" and by_text(None, None) is None
-    assert set(SURFACE_TEXT) == {"terminal", "cli", "web", "api", "hook"}
+    assert set(SURFACE_TEXT) == {"terminal", "cli", "web", "api", "hook", "default"}
+    assert by_text("default", "hookd") == "as the builder's default answer by hookd"  # (issue 21 moment 8)
 
 
 def test_the_page_maps_no_word_of_its_own() -> None:

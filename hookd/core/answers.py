@@ -204,6 +204,29 @@ class Answers:
             raise Conflict(receipt["reason"])
         return receipt
 
+    async def answer_by_default(self, interaction_id: str, req: AnswerRequest) -> dict[str, Any] | None:
+        """A builder's default answer (:mod:`hookd.core.policy`): ``req`` (made against
+        ``req.revision``) as actor ``hookd``, surface ``default``, only while the interaction is
+        still pending at that revision and a hook can carry it (a held hook; for a question,
+        also its PermissionRequest still to come). Returns the receipt, or None when the desk
+        or a human was first, or no hook can take it (nothing recorded then)."""
+        try:
+            result, events = await self.store.write(self._default_tx, interaction_id, req, time.time())
+        except _NotDefaulted:  # (rolled back)
+            return None
+        if events:
+            await self.bus.publish()
+        return result
+
+    def _default_tx(self, tx: Tx, iid: str, req: AnswerRequest, at: float) -> dict[str, Any] | None:
+        i = tx.interaction(iid)
+        if i is None or i.state != "pending" or i.revision != req.revision or self._route(tx, i) != "hook":
+            return None
+        status, receipt = self._answer_tx(tx, iid, req, "default", at)
+        if status != "ok" or receipt["delivery"] != "hook":
+            raise _NotDefaulted(iid)  # (the hook could not take it whole: never an inbox message)
+        return receipt
+
     def _answer_tx(self, tx: Tx, iid: str, req: AnswerRequest, surface: str,
                    at: float) -> tuple[str, dict[str, Any]]:
         i = tx.interaction(iid)
@@ -315,6 +338,10 @@ class Answers:
         if req.response_id is not None:
             tx.insert_response(req.response_id, i.id, content, msgspec.json.encode(receipt), at)
         return "refused", receipt
+
+
+class _NotDefaulted(Exception):
+    """A default answer no hook could carry: its transaction is rolled back."""
 
 
 #: what an interaction of a kind no hook held is called, for the human

@@ -21,6 +21,7 @@ from hookd.core.hookhealth import HookHealth
 from hookd.core.holds import Holds
 from hookd.core.inbox import Inbox
 from hookd.core.ingest import Ingest
+from hookd.core.policy import Policy
 from hookd.core.questions import Questions
 from hookd.core.spool import Spool
 from hookd.core.state import HookCache, Waiters
@@ -61,7 +62,8 @@ class Hookd:
     ``questions`` (interactions inside a hook's transaction), ``inbox`` (messages, delivery,
     adoption, idle wake), ``answers`` (a human's answer), ``holds`` (held PermissionRequest
     hooks), ``asks`` (pre-registered answers, async asks, expiry), ``transcripts`` (transcript
-    rows), ``spool`` (spooled payloads), ``claw`` (claw-http's calls)."""
+    rows), ``spool`` (spooled payloads), ``claw`` (claw-http's calls), ``policy`` (orphaned,
+    dismissed, a builder's default answer)."""
 
     def __init__(self, home: Home, store: Store, settings: Settings | None = None, *,
                  tcp_port: int | None = None):
@@ -96,6 +98,7 @@ class Hookd:
         self.ingest.health = self.transcripts.health = self.health
         self.spool = Spool(home, self.ingest)
         self.claw = Claw(store, self.bus, self.ingest, self.inbox, self.asks)
+        self.policy = Policy(home, store, self.bus, waiters, self.answers)
 
         # the API: each name is its component's method
         self.ingest_hook = self.ingest.ingest_hook
@@ -122,6 +125,10 @@ class Hookd:
         self.claw_ack = self.claw.claw_ack
         self.claw_call = self.claw.claw_call
         self.claw_ask = self.claw.claw_ask
+        self.dismiss = self.policy.dismiss
+        self.orphan = self.policy.orphan
+        self.defaults = self.policy.defaults
+        self.run_defaults = self.policy.run_defaults
 
     def attach_tailer(self, tailer: Tailer) -> None:
         """From now on ``tailer`` follows each transcript path a session reports."""

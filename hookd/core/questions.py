@@ -31,7 +31,7 @@ from hookd.harness.base import (
     input_hash,
     text,
 )
-from hookd.models import TERMINAL_STATES, Interaction, InteractionHead, resolved_event
+from hookd.models import TERMINAL_STATES, Interaction, InteractionHead, by_text, resolved_event
 from hookd.store import Tx
 
 #: A PermissionRequest is matched to a pending call of the same input asked within this
@@ -205,9 +205,17 @@ class Questions:
             settle_remote(tx, existing, p, at, outcome=ob.outcome, answers=ob.answers,
                                 selections=ob.selections, decision=None, error=ob.error)
             return
-        if existing.state != "pending":
+        if existing.state == "dismissed" and ob.outcome == "answered":
+            # dismissed by a human, then answered at the desk after all (a dismissal lets the
+            # held hook go with no decision): the desk's answer is what the agent got
+            full = tx.interaction(existing.id)
+            if full is None or full.surface not in ("cli", "api", "web") or not tx.answered_after_dismissal(
+                    existing.id, answers=ob.answers, selections=ob.selections, surface=ob.surface, at=at,
+                    warning=f"dismissed {full.by} ({full.message}), then answered {by_text(ob.surface, None) or 'at the desk'}"):
+                return
+        elif existing.state != "pending":
             return  # already resolved: the same hook ran twice, or a late duplicate
-        if not tx.resolve_interaction(
+        elif not tx.resolve_interaction(
             existing.id, expected_state="pending", state=ob.outcome, answers=ob.answers,
             selections=ob.selections, surface=ob.surface, warning=ob.warning, error=ob.error, at=at,
         ):

@@ -81,6 +81,15 @@ class CancelRequest(msgspec.Struct, forbid_unknown_fields=True):
     surface: str = "api"
 
 
+class DismissRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """Body of ``POST /v1/interactions/{id}/dismiss``: why (recorded, required), who (None:
+    the daemon's user) and where (``cli`` | ``api`` | ``web``)."""
+
+    reason: str
+    actor: str | None = None
+    surface: str = "api"
+
+
 #: Most rows one list request returns (``limit``): a negative limit would be no limit at all.
 MAX_LIMIT = 100_000
 
@@ -186,6 +195,7 @@ class RestApi:
             Route("/v1/interactions/await", self.await_answers, methods=["POST"]),
             Route("/v1/interactions/{id}", self.interaction),
             Route("/v1/interactions/{id}/answer", self.answer, methods=["POST"]),
+            Route("/v1/interactions/{id}/dismiss", self.dismiss, methods=["POST"]),
             Route("/v1/builders/{builder}/asks", self.ask, methods=["POST"]),
             Route("/v1/builders/{builder}/preanswers", self.preanswer, methods=["POST"]),
             Route("/v1/builders/{builder}/transcripts", self.tail, methods=["POST"]),
@@ -212,17 +222,32 @@ class RestApi:
             raise BadRequest("limit must be an integer") from None
         if not 1 <= limit <= 100_000:
             raise BadRequest("limit must be between 1 and 100000")
-        items = await with_tool_views(self.core.store, await self.core.store.interactions(state, limit))
+        found = await self.core.store.interactions(state, limit)
+        defaults = self.core.defaults(found)
+        items = await with_tool_views(self.core.store, found)
         for i in items:  # a pending permission prompt: whether a held hook would take a remote answer now
             if isinstance(i, dict) and i.get("kind") in DECISION_KINDS and i.get("state") == "pending":
                 i["held"] = self.core.holding(i["id"])
+        if defaults:  # (each shown with the default answer it gets, and when)
+            rows = [i if isinstance(i, dict) else msgspec.to_builtins(i) for i in items]
+            items = [{**r, "default_answer": defaults[r["id"]]} if r["id"] in defaults else r for r in rows]
         return json_response(items)
 
     async def interaction(self, request: Request) -> Response:
         i = await self.core.store.interaction(request.path_params["id"])
         if i is None:
             raise NotFound(f"no interaction {request.path_params['id']!r}")
-        return json_response(await with_tool_view(self.core.store, i))
+        d = self.core.defaults([i]).get(i.id)
+        view = await with_tool_view(self.core.store, i)
+        if d is not None:
+            view = {**(view if isinstance(view, dict) else msgspec.to_builtins(view)), "default_answer": d}
+        return json_response(view)
+
+    async def dismiss(self, request: Request) -> Response:
+        """A human closes a pending interaction unanswered (:meth:`hookd.core.policy.Policy.dismiss`)."""
+        body = decode_body(await read_api_body(request), DismissRequest, "dismissal")
+        i = await self.core.dismiss(request.path_params["id"], reason=body.reason, actor=body.actor, surface=body.surface)
+        return json_response({"interaction": await with_tool_view(self.core.store, i)})
 
     async def send(self, request: Request) -> Response:
         builder = await self.known_builder(request)

@@ -122,6 +122,8 @@ def spawn(
     hold_s: int = DEFAULT_HOLD_S,
     mcp: bool = True,
     transport: str = DEFAULT_TRANSPORT,
+    default_answer_after_s: int | None = None,
+    default_answer: str | None = None,
 ) -> dict[str, Any]:
     """Install hookd's hooks for ``builder``; idempotent. Returns the manifest.
 
@@ -136,6 +138,10 @@ def spawn(
     mcp: also register ``hookd mcp --builder B`` (``W/.mcp.json``, or the standalone
     ``HOOKD_HOME/mcp/B.json`` with settings_file) and allow its tools in the settings file;
     the manifest's ``mcp`` says where (``claude_args`` to pass in the standalone form).
+    default_answer_after_s: opt in to a default answer (:mod:`hookd.core.policy`) after this
+    many seconds unanswered (1 to below hold_s: it reaches the agent through the held hook;
+    None: none, the default); default_answer: the option label a question gets (else its first
+    option). The manifest's ``default_answer`` is ``{"after_s", "label"}`` or None.
     Raises ConfigError on a bad builder id, a missing worktree, a settings or ``.mcp.json``
     file that is not strict JSON, a dangling symlink, or hooks of the wrong shape (an event's
     value not a list, a group or entry not an object: the message names the key); nothing is
@@ -172,6 +178,14 @@ def spawn(
         raise ConfigError("wake wait must be between 0 (off) and 86400 seconds")
     if not (hold_s == 0 or 5 <= hold_s <= 86_400):
         raise ConfigError("hold must be 0 (off) or between 5 and 86400 seconds")
+    if default_answer is not None and default_answer_after_s is None:
+        raise ConfigError("--default-answer LABEL goes with --default-answer-after S (when it applies)")
+    if default_answer_after_s is not None:
+        if not hold_s:
+            raise ConfigError(f"a default answer reaches the agent through a held hook: {harness} with --hold 0 has none")
+        if not 1 <= default_answer_after_s < hold_s:
+            raise ConfigError(f"--default-answer-after must be between 1 and {hold_s - 1} seconds "
+                              f"(under --hold, {hold_s}: the hook is let go after that)")
     if worktree is not None:
         # the physical path: what Claude Code reports as a session's cwd and what claw
         # fingerprints (".." and symlinks resolved; the same directory either way)
@@ -207,6 +221,8 @@ def spawn(
                                      mcp_path=mcp_path if mcp else None, mcp_standalone=settings_file is not None,
                                      old=old, deadline_ms=deadline_ms, wake_wait_s=wake_wait_s, hold_s=hold_s,
                                      transport=transport, intent=lambda m: _write_manifest(home, builder, m))
+            manifest["default_answer"] = (None if default_answer_after_s is None else
+                                          {"after_s": default_answer_after_s, "label": default_answer})
             _write_manifest(home, builder, manifest)
         with contextlib.suppress(FileNotFoundError):
             home.unspawned_file(builder).unlink()  # spawned again: no longer unspawned

@@ -117,6 +117,16 @@ function tick() {
     const ts = parseFloat(el.dataset.since);
     if (ts) el.textContent = ago(ts) + (el.dataset.suffix || "");
   }
+  for (const el of document.querySelectorAll("[data-until]")) el.textContent = countdown(el.dataset.words, el.dataset.until);
+}
+
+// A builder's opt-in default answer (GET /v1/questions' `default_answer`: its words and when),
+// as `hookd questions` says it: "answers Blue in 4 min unless you answer".
+function countdown(words, at) {
+  const left = Math.max(0, parseFloat(at) - Date.now() / 1000);
+  const span = left < 60 ? `${Math.ceil(left)} s` : left < 3600 ? `${Math.ceil(left / 60)} min`
+    : `${Math.floor(left / 3600)} h ${Math.ceil((left % 3600) / 60)} min`;
+  return `${words} in ${span} unless you answer`;
 }
 
 function freshId(prefix) {
@@ -204,7 +214,47 @@ function elicitationCard(i, card, note) {
   return card;
 }
 
+// A pending card: what is asked and how to answer it, then the builder's default answer's
+// countdown (when it opted in) and the dismissal of a stale one (POST .../dismiss: recorded
+// with who and why; a held hook is let go with no decision, so the desk decides).
 function pendingCard(i) {
+  const card = pendingBody(i);
+  if (i.default_answer && i.default_answer.at) {
+    const d = i.default_answer;
+    card.insertBefore(h("p", {class: "default-answer", role: "timer", "data-until": d.at, "data-words": d.answer},
+      countdown(d.answer, d.at)), card.children[1] || null);
+  }
+  const why = h("input", {type: "text", class: "dismiss-reason", placeholder: "Why dismiss it (recorded)",
+                          "aria-label": "why dismiss it"});
+  const dismiss = h("button", {type: "button", class: "dismiss"}, "Dismiss");
+  const note = h("span", {class: "dismiss-note", role: "status"});  // (not .note: the answer's own)
+  why.addEventListener("input", () => { if (note.classList.contains("error")) note.textContent = ""; });
+  dismiss.addEventListener("click", async () => {
+    if (!why.value.trim()) {
+      note.textContent = "Say why it is dismissed: it is recorded.";
+      note.className = "dismiss-note error";
+      why.focus();
+      return;
+    }
+    dismiss.disabled = true;
+    try {
+      const r = await api("POST", `/v1/interactions/${encodeURIComponent(i.id)}/dismiss`,
+                          {reason: why.value.trim(), surface: "web", actor: S.user || undefined});
+      upsert(r.interaction);
+    } catch (e) {
+      note.textContent = e.message;
+      note.className = "dismiss-note error";
+      if (e.status === 409 || e.status === 404) refreshInteraction(i.id);
+    } finally {
+      dismiss.disabled = false;
+    }
+  });
+  card.append(h("details", {class: "dismiss-row"}, h("summary", {}, "stale? dismiss it"),
+    h("div", {class: "actions"}, why, dismiss, note)));
+  return card;
+}
+
+function pendingBody(i) {
   const card = h("article", {class: `card pending ${i.kind}`, "data-id": i.id, "data-state": i.state,
                              "data-revision": i.revision});
   card.responseId = freshId("web-");
@@ -403,9 +453,9 @@ function historyCard(i) {
   if (i.kind === "plan") {
     if (i.plan) card.append(h("details", {class: "plan-more"}, h("summary", {}, "the plan"), planNodes(i.plan)));
     if (i.decision === "allow" && i.answers && i.answers.mode) what.append(h("dt", {}, "mode"), h("dd", {class: "answer"}, i.answers.mode));
-    if (i.message) what.append(h("dt", {}, "feedback"), h("dd", {class: "answer"}, i.message));
+    if (i.message) what.append(h("dt", {}, i.state === "dismissed" ? "why" : "feedback"), h("dd", {class: "answer"}, i.message));
   } else if (i.kind === "permission") {
-    if (i.message) what.append(h("dt", {}, "message"), h("dd", {class: "answer"}, i.message));
+    if (i.message) what.append(h("dt", {}, i.state === "dismissed" ? "why" : "message"), h("dd", {class: "answer"}, i.message));
   } else if (i.kind === "elicitation") {
     card.append(h("p", {class: "ask"}, h("strong", {}, i.tool_name || "tool server"), " ",
       (i.input && i.input.message) || ""));
@@ -415,6 +465,9 @@ function historyCard(i) {
     }
   } else {
     for (const [q, nodes] of answerRows(i)) what.append(h("dt", {}, q), h("dd", {class: "answer"}, nodes));
+  }
+  if (i.state === "dismissed" && i.message && !["permission", "plan"].includes(i.kind)) {
+    what.append(h("dt", {}, "why"), h("dd", {class: "answer"}, i.message));
   }
   const by = byText(i);
   card.append(h("p", {class: "outcome"},

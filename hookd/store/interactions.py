@@ -209,16 +209,31 @@ class InteractionsTx(TxBase):
             (tool_use_id, interaction_id),
         )
 
+    def answered_after_dismissal(self, interaction_id: str, *, answers: Any, selections: Any, surface: str | None,
+                                 warning: str, at: float) -> bool:
+        """Compare-and-set: a question a human dismissed (``dismissed`` with their actor and
+        reason) was answered at ``surface`` after all: ``answered`` with those answers, the
+        dismissal's actor and reason cleared (``warning`` tells of it). False when it is not so."""
+        cur = self._db.execute(
+            "UPDATE interactions SET state='answered', answers=?, selections=?, surface=?, warning=?, actor=NULL,"
+            " message=NULL, resolved_at=?, revision=revision+1 WHERE id=? AND state='dismissed'",
+            (_j(answers), _j(selections), surface, warning, at, interaction_id),
+        )
+        return cur.rowcount == 1
+
     def resolve_interaction(
         self, interaction_id: str, *, expected_state: str, state: str, answers: Any,
         selections: Any, surface: str | None, warning: str | None, error: str | None, at: float,
-        decision: str | None = None,
+        decision: str | None = None, actor: str | None = None, message: str | None = None,
     ) -> bool:
         """Compare-and-set: move ``interaction_id`` from ``expected_state`` to ``state``.
-        Returns False (and changes nothing) when it was no longer in ``expected_state``."""
+        Returns False (and changes nothing) when it was no longer in ``expected_state``.
+        actor / message (a dismissal's who and why): kept as they were when None."""
         cur = self._db.execute(
             "UPDATE interactions SET state=?, answers=?, selections=?, surface=?, warning=?,"
-            " error=?, resolved_at=?, decision=COALESCE(?, decision), revision=revision+1 WHERE id=? AND state=?",
-            (state, _j(answers), _j(selections), surface, warning, error, at, decision, interaction_id, expected_state),
+            " error=?, resolved_at=?, decision=COALESCE(?, decision), actor=COALESCE(?, actor),"
+            " message=COALESCE(?, message), revision=revision+1 WHERE id=? AND state=?",
+            (state, _j(answers), _j(selections), surface, warning, error, at, decision, actor, message,
+             interaction_id, expected_state),
         )
         return cur.rowcount == 1

@@ -172,7 +172,7 @@ def _derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | 
     if alive(s["agent_pid"], s["agent_started_at"]) is False:
         why = "the agent process is gone without a SessionEnd"
         if pending:
-            why += f"; {len(pending)} question(s) left unanswered"
+            why += f"; {len(pending)} question(s) left unanswered, closed as orphaned"
         return Lane(state="dead", since=now, detail=why, **base)
     if pending:
         first = pending[0]
@@ -251,8 +251,9 @@ def _on_timeline(d: dict[str, Any], shift: float) -> dict[str, Any]:
 class LaneWatch:
     """Keeps every builder's lane current: recomputes after commits (debounced), when a
     threshold passes and, for live agents, every ``liveness_s`` seconds (psutil); records the
-    lane and emits ``lane_changed`` on change. ``on_change(old, lane)`` is called after the
-    commit (the notifier's hook). core: :class:`hookd.core.Hookd`. settings: its
+    lane and emits ``lane_changed`` on change; a lane newly found ``dead`` has its session's open
+    prompts closed ``orphaned`` (:meth:`hookd.core.policy.Policy.orphan`). ``on_change(old,
+    lane)`` is called after the commit (the notifier's hook). core: :class:`hookd.core.Hookd`. settings: its
     ``liveness_s`` and ``quiet_idle_s`` (seconds; default :class:`hookd.settings.Settings`'
     defaults)."""
 
@@ -399,6 +400,7 @@ class LaneWatch:
                     self._recorded[lane.builder] = (lane.state, lane.since)
             if events:
                 await self.core.bus.publish()
+            await self.orphan_dead([lane for old, lane in result if old != "dead"])
             if self.on_change is not None:
                 for old, lane in result:
                     if old != lane.state:
@@ -409,6 +411,13 @@ class LaneWatch:
                         except Exception:
                             log.exception("lane change handler failed")
         return lanes
+
+    async def orphan_dead(self, lanes: list[Lane]) -> None:
+        """The agent of each ``dead`` lane with something pending is gone: what its session
+        asked leaves the humans' queue (closed ``orphaned``, :meth:`hookd.core.policy.Policy.orphan`)."""
+        for lane in lanes:
+            if lane.state == "dead" and lane.pending and lane.session_id:
+                await self.core.orphan(lane.builder, lane.session_id, f"pid {lane.agent_pid} is gone")
 
     async def run(self, stop: asyncio.Event) -> None:
         """Until ``stop``: after commits, refresh the builders whose events they added
@@ -427,6 +436,7 @@ class LaneWatch:
                 try:
                     lanes = {lane.builder: lane for lane in await self.refresh()}
                     seq = (await self.core.store.counts())["events"]  # append-only: the count is the last seq
+                    await self.orphan_dead(list(lanes.values()))  # (found dead before a restart)
                 except StorageUnavailable:  # (the store says so) again after the next commit
                     await bus.wait(3600.0, since=bus.version)
                     continue
