@@ -130,8 +130,9 @@ def test_unspawn_removes_exactly_hookds_entries_in_each_form(home: Path, worktre
     spawn_ok(home, "b-2", worktree)  # another builder, shell form, same file
     s = settings_of(worktree)
     assert len(s["hooks"]["PreToolUse"]) == 3 and sum(is_tagged(h, tag("b-1")) for g in s["hooks"]["PreToolUse"] for h in g["hooks"]) == 1
+    ours = sum(is_tagged(h, tag("b-1")) for groups in s["hooks"].values() for g in groups for h in g["hooks"])
     r = hookd_run(home, "unspawn", "b-1", "--json")
-    assert r.returncode == 0 and json.loads(r.stdout)["removed"] == 15
+    assert r.returncode == 0 and json.loads(r.stdout)["removed"] == ours > 10
     left = settings_of(worktree)
     assert left["hooks"]["PreToolUse"][0] == mine["hooks"]["PreToolUse"][0]
     assert not any(is_tagged(h, tag("b-1")) for gs in left["hooks"].values() for g in gs for h in g["hooks"])
