@@ -49,6 +49,7 @@ def test_an_edit_of_the_settings_file_warns_in_status_and_lanes_and_re_spawn_cle
     _hook(home, worktree, prompt(worktree, transcript))
     # someone edits the file: hookd's entries gone, another hook of theirs kept
     s = json.loads(settings_of(worktree).read_text())
+    more = len(s["hooks"]) - 3  # the events spawn registered, past the three named
     s["hooks"] = {"Stop": [{"hooks": [{"type": "command", "command": "echo theirs"}]}]}
     settings_of(worktree).write_text(json.dumps(s, indent=2))
     # Claude Code 2.1.332 runs the ConfigChange hook as it was before the edit: hookd's own
@@ -62,7 +63,7 @@ def test_an_edit_of_the_settings_file_warns_in_status_and_lanes_and_re_spawn_cle
         "builder    harness      hook client      hooks    pending  last hook                   note",
         "---------  -----------  -------------  -------  ---------  --------------------------  -----------------------------",
         "b1         claude-code  bash                 3          0  TIME  hooks stopped working (below)",
-        "b1: hooks stopped working: hookd's entries for SessionStart, UserPromptSubmit, PreToolUse and 13 more "
+        f"b1: hooks stopped working: hookd's entries for SessionStart, UserPromptSubmit, PreToolUse and {more} more "
         "are gone in W/.claude/settings.local.json",
         f"b1: to restore them: {fix}",
     ]
@@ -72,7 +73,7 @@ def test_an_edit_of_the_settings_file_warns_in_status_and_lanes_and_re_spawn_cle
     ev = [line for line in _plain(hookd_cli(home, "events").stdout, home, worktree).splitlines() if "hooks_changed" in line]
     assert len(ev) == 1 and ev[0].endswith(
         f"hooks_changed         b1 hooks stopped working (settings): hookd's entries for SessionStart, UserPromptSubmit, "
-        f"PreToolUse and 13 more are gone in W/.claude/settings.local.json; to restore them: {fix}")
+        f"PreToolUse and {more} more are gone in W/.claude/settings.local.json; to restore them: {fix}")
     # `hookd spawn` again: the daemon is told, the warning ends at once; their hook is kept
     r = hookd_cli(home, "spawn", "b1", "--worktree", str(worktree))
     assert r.returncode == 0, r.stderr

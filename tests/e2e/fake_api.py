@@ -37,6 +37,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import sys
 import threading
 import time
 import uuid
@@ -662,3 +663,38 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
         self.wfile.flush()
         self.close_connection = True
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python tests/e2e/fake_api.py SCRIPT.json``: serve SCRIPT on 127.0.0.1 (a free port), print its URL (for ``ANTHROPIC_BASE_URL``) on stdout, log each request's kind
+    on stderr, until Ctrl-C or SIGTERM."""
+    import argparse
+    import signal
+
+    ap = argparse.ArgumentParser(
+        prog="python tests/e2e/fake_api.py",
+        description="A scripted fake of Anthropic's Messages API for running the real Claude Code offline "
+                    "(docs/testing.md \"Trying Claude Code by hand, offline\"). Prints its URL: set "
+                    "ANTHROPIC_BASE_URL to it and ANTHROPIC_API_KEY to any sk-ant-... string.",
+        epilog="A script is a JSON file shaped like fixtures/claude-code/2.1.332/*/model-script.json; this "
+               "module's docstring says what it may hold.")
+    ap.add_argument("script", type=Path, help="the model's turns, one per main request")
+    args = ap.parse_args(argv)
+    api = FakeAnthropicAPI(str(args.script)).start()
+    print(api.url, flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        seen = 0
+        while not stop.wait(0.2):
+            for r in api.requests[seen:]:
+                print(f"fake_api: {r.kind} request", file=sys.stderr, flush=True)
+            seen = len(api.requests)
+    except KeyboardInterrupt:
+        pass
+    api.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
