@@ -431,11 +431,16 @@ class LaneWatch:
         next_live = clock.wall() + self.liveness_s
         retry: set[str] = set()  # builders whose refresh the store refused
         last = 0.0  # time.monotonic() of the last refresh after a wake
+        # the bus's version before the events were last read: a commit after that read wakes the
+        # next wait at once (one taken while a refresh wrote is not missed until the next commit)
+        version = bus.version
         while not stop.is_set() and not bus.closed:
             if seq is None:
                 try:
+                    version = bus.version
+                    first = (await self.core.store.counts())["events"]  # append-only: the count is the last seq
                     lanes = {lane.builder: lane for lane in await self.refresh()}
-                    seq = (await self.core.store.counts())["events"]  # append-only: the count is the last seq
+                    seq = first  # (events committed during that refresh are read again next: harmless)
                     await self.orphan_dead(list(lanes.values()))  # (found dead before a restart)
                 except StorageUnavailable:  # (the store says so) again after the next commit
                     await bus.wait(3600.0, since=bus.version)
@@ -444,7 +449,6 @@ class LaneWatch:
             dues = [lane.due for lane in lanes.values() if lane.due is not None]
             live = [b for b, lane in lanes.items() if lane.agent_pid and lane.state not in ("ended", "dead")]
             wake = min([*dues, next_live if live else now + 3600.0])
-            version = bus.version
             await bus.wait(max(0.0, wake - now), since=version)
             # debounce: one refresh for a burst of hooks, and at most one per REFRESH_GAP_S
             # while hooks keep coming (an agent's tool calls back to back)
@@ -452,6 +456,7 @@ class LaneWatch:
             last = time.monotonic()
             dirty, retry = retry, set()
             try:
+                version = bus.version
                 seq, touched = await self.core.store.changed_builders(seq)
                 dirty |= touched
                 now = clock.wall()
