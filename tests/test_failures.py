@@ -7,6 +7,7 @@ CLI's words."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from hookd.watchers.lanes import derive
 
 from .conftest import wait_until
 from .inproc import InProc
-from .test_lanes import FAST, FAST_NOTIFY, Agent, _notified
+from .test_lanes import FAST_NOTIFY, Agent, _notified, run_agent
 
 pytestmark = pytest.mark.inproc
 
@@ -99,12 +100,8 @@ def test_derive_failed_until_the_next_hook() -> None:
 
 
 @pytest.fixture
-def agent(home: Path, worktree: Path):
-    app = InProc(home, FAST, notify_overrides=FAST_NOTIFY).start()
-    a = Agent(app, worktree)
-    yield a
-    a.close()
-    app.stop()
+def agent(home: Path, worktree: Path) -> Iterator[Agent]:
+    yield from run_agent(home, worktree, notify_overrides=FAST_NOTIFY)
 
 
 def test_stop_failure_fails_the_lane_with_its_reason(agent: Agent) -> None:

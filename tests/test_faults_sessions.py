@@ -6,6 +6,7 @@ real SQLite file with an injected clock."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from hookd.settings import Settings
 from .conftest import TUI, wait_until
 from .inproc import InProc
 from .test_inbox_inproc import Builder
-from .test_lanes import FAST, FAST_NOTIFY, Agent
+from .test_lanes import FAST_NOTIFY, Agent, run_agent
 
 pytestmark = pytest.mark.inproc
 
@@ -37,12 +38,8 @@ IDLE_PROMPT = {"hook_event_name": "Notification", "message": "Claude is waiting 
 
 
 @pytest.fixture
-def agent(home: Path, worktree: Path):
-    app = InProc(home, FAST, notify_overrides=FAST_NOTIFY).start()
-    a = Agent(app, worktree)
-    yield a
-    a.close()
-    app.stop()
+def agent(home: Path, worktree: Path) -> Iterator[Agent]:
+    yield from run_agent(home, worktree, notify_overrides=FAST_NOTIFY)
 
 
 # --- item 11: a Notification is not agent activity ------------------------------------------

@@ -8,6 +8,7 @@ import json
 import subprocess
 import time
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -84,13 +85,19 @@ def other(agent: Agent, name: str, settings_file: Path, folder: Path) -> Agent:
     return b
 
 
-@pytest.fixture
-def agent(home: Path, worktree: Path):
-    app = InProc(home, FAST, notify_overrides=FAST_NOTIFY).start()
+def run_agent(home: Path, worktree: Path, **inproc: Any) -> Iterator[Agent]:
+    """An :class:`Agent` of an in-process hookd on ``home`` (``FAST`` settings; ``inproc``:
+    more of :class:`InProc`'s options), closed with it: the body of an ``agent`` fixture."""
+    app = InProc(home, FAST, **inproc).start()
     a = Agent(app, worktree)
     yield a
     a.close()
     app.stop()
+
+
+@pytest.fixture
+def agent(home: Path, worktree: Path) -> Iterator[Agent]:
+    yield from run_agent(home, worktree, notify_overrides=FAST_NOTIFY)
 
 
 def test_lane_follows_the_turn_and_stalls_on_a_question(agent: Agent) -> None:

@@ -7,6 +7,7 @@ core (in process, tests/inproc.py), ``GET /v1/lanes`` and the CLI's words (``hoo
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,7 @@ from hookd.models import Interaction
 from hookd.watchers.notify_channels import interaction_alert
 
 from .conftest import hookd_run, wait_until
-from .inproc import InProc
-from .test_lanes import FAST, Agent
+from .test_lanes import Agent, run_agent
 
 pytestmark = pytest.mark.inproc
 
@@ -66,12 +66,8 @@ def test_spawn_registers_subagent_start() -> None:
 
 
 @pytest.fixture
-def agent(home: Path, worktree: Path):
-    app = InProc(home, FAST).start()
-    a = Agent(app, worktree)
-    yield a
-    a.close()
-    app.stop()
+def agent(home: Path, worktree: Path) -> Iterator[Agent]:
+    yield from run_agent(home, worktree)
 
 
 def events_of(agent: Agent, *kinds: str) -> list[dict[str, Any]]:
