@@ -29,7 +29,7 @@ from hookd.core import Hookd
 from hookd.store import Store
 
 from .conftest import events, hookd_cli, wait_until
-from .test_answers import ASK_ID, AUQ_POST, AUQ_PRE, Rig, bash_perm
+from .test_answers import ASK_ID, AUQ_POST, AUQ_PRE, Rig, bash_perm, payload
 
 pytestmark = pytest.mark.daemon
 
@@ -457,7 +457,11 @@ url = "{receiver.url}"
         d.stop()
 
 
-def test_answering_stops_further_notifications(home: Path, worktree: Path, receiver: Receiver) -> None:
+@pytest.mark.parametrize("how", ["answered", "dismissed", "orphaned"])
+def test_a_question_that_left_the_queue_is_no_longer_notified(
+        home: Path, worktree: Path, receiver: Receiver, how: str) -> None:
+    """Answered at the desk, dismissed (`hookd dismiss`) or orphaned (its session ended): the
+    escalation's next step never comes."""
     write_config(home, f"""
 [notify]
 question_after_s = 0.2
@@ -473,7 +477,13 @@ url = "{receiver.url}"
         rig.hook(AUQ_PRE)
         key = f"interaction:{ASK_ID}"
         wait_until(lambda: _steps(receiver.bodies(), key) == [0], 60, what="step 0")
-        rig.hook(AUQ_POST)  # answered at the desk
+        if how == "answered":
+            rig.hook(AUQ_POST)  # at the desk
+        elif how == "dismissed":
+            assert hookd_cli(home, "dismiss", ASK_ID, "--reason", "stale").returncode == 0
+        else:
+            assert rig.hook(payload("014-SessionEnd.json")) == ""
+        assert rig.interaction(ASK_ID)["state"] == how
         rig.hook(bash_perm("echo marker"))  # asked now: its step 1 comes after the question's would have
         wait_until(lambda: any(b["rule"] == "permission_pending" and b["step"] == 1 for b in receiver.bodies()), 60,
                    what="the marker's step 1")

@@ -13,8 +13,7 @@ import pytest
 from hookd.daemonproc import DaemonProcess
 
 from .conftest import hookd_cli, hookd_run, wait_until
-from .test_answers import ASK_ID, AUQ_PERM, AUQ_PRE, Q, Rig, about, bash_perm, finish, payload
-from .test_notify import Receiver, _steps, receiver, write_config  # noqa: F401  (receiver: fixture)
+from .test_answers import ASK_ID, AUQ_PERM, AUQ_PRE, Q, Rig, about, bash_perm, finish
 
 pytestmark = pytest.mark.daemon
 
@@ -70,36 +69,3 @@ def test_hookd_dismiss_lets_a_held_permission_prompt_go_with_no_decision(
                  "permission_resolved", p["id"])
     assert (ev["data"]["outcome"], ev["data"]["actor"], ev["data"]["reason"]) == (
         "dismissed", "ana", "stale: asked before the restart")
-
-
-@pytest.mark.parametrize("how", ["dismiss", "session_end"])
-def test_a_dismissed_or_orphaned_question_is_no_longer_notified(
-        home: Path, worktree: Path, receiver: Receiver, how: str) -> None:  # noqa: F811
-    """What left the human's queue stops its escalation (the notifier's next step never comes),
-    as an answered one does (tests/test_notify.py)."""
-    write_config(home, f"""
-[notify]
-question_after_s = 0.2
-steps_s = [0, 3]
-[[notify.channel]]
-type = "webhook"
-name = "hook"
-url = "{receiver.url}"
-""")
-    d = DaemonProcess(home).start()
-    try:
-        rig = Rig(home, worktree, hold=0)
-        rig.hook(AUQ_PRE)
-        key = f"interaction:{ASK_ID}"
-        wait_until(lambda: _steps(receiver.bodies(), key) == [0], 60, what="step 0")
-        if how == "dismiss":
-            assert hookd_cli(home, "dismiss", ASK_ID, "--reason", "stale").returncode == 0
-        else:
-            assert rig.hook(payload("014-SessionEnd.json")) == ""
-        assert rig.interaction(ASK_ID)["state"] == ("dismissed" if how == "dismiss" else "orphaned")
-        rig.hook(bash_perm("echo marker"))  # asked now: its step 1 comes after the question's would have
-        wait_until(lambda: any(b["rule"] == "permission_pending" and b["step"] == 1 for b in receiver.bodies()), 60,
-                   what="the marker's step 1")
-        assert _steps(receiver.bodies(), key) == [0]
-    finally:
-        d.stop()
