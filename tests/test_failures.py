@@ -16,12 +16,10 @@ import pytest
 from hookd.harness import claude_code as cc
 from hookd.harness import claude_code_hooks as cch
 from hookd.harness.base import PermissionRefused, TurnFailed
-from hookd.settings import Settings
 from hookd.watchers.lanes import derive
 
 from .conftest import wait_until
-from .inproc import InProc
-from .test_lanes import FAST_NOTIFY, Agent, _notified, run_agent
+from .test_lanes import FAST_NOTIFY, Agent, _notified, run_agent, run_alerting_agent
 
 pytestmark = pytest.mark.inproc
 
@@ -154,17 +152,7 @@ def test_permission_denied_is_recorded_and_shown_on_the_lane(agent: Agent) -> No
 
 @pytest.fixture
 def alerting(home: Path, worktree: Path, tmp_path: Path):
-    """A daemon whose notifications go to a command channel appending each alert to a file."""
-    out = tmp_path / "alerts.jsonl"
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "config.toml").write_text(
-        "[notify]\nquestion_after_s = 3600\nidle_inbox_after_s = 3600\nsteps_s = [0, 3600]\n"
-        f'[[notify.channel]]\ntype = "command"\ncommand = ["sh", "-c", "cat >> {out}; echo >> {out}"]\n')
-    app = InProc(home, Settings(liveness_s=0.2)).start()
-    a = Agent(app, worktree)
-    yield a, out
-    a.close()
-    app.stop()
+    yield from run_alerting_agent(home, worktree, tmp_path / "alerts.jsonl")
 
 
 def test_a_failure_is_notified_once(alerting: tuple[Agent, Path]) -> None:

@@ -95,6 +95,18 @@ def run_agent(home: Path, worktree: Path, **inproc: Any) -> Iterator[Agent]:
     app.stop()
 
 
+def run_alerting_agent(home: Path, worktree: Path, out: Path) -> Iterator[tuple[Agent, Path]]:
+    """:func:`run_agent` with every notification going to a command channel that appends each
+    alert to ``out`` (the real notifier path: the channel's process gets the alert JSON on
+    stdin); reminders and stalls an hour away. Yields the agent and ``out``."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(
+        "[notify]\nquestion_after_s = 3600\nidle_inbox_after_s = 3600\nsteps_s = [0, 3600]\n"
+        f'[[notify.channel]]\ntype = "command"\ncommand = ["sh", "-c", "cat >> {out}; echo >> {out}"]\n')
+    for a in run_agent(home, worktree):
+        yield a, out
+
+
 @pytest.fixture
 def agent(home: Path, worktree: Path) -> Iterator[Agent]:
     yield from run_agent(home, worktree, notify_overrides=FAST_NOTIFY)

@@ -16,13 +16,11 @@ import pytest
 from hookd.harness import claude_code as cc
 from hookd.harness.base import AttentionAsked, ToolFinished
 from hookd.models import ConfigError, Event
-from hookd.settings import Settings
 from hookd.watchers.notify_agent import agent_alert, selected
 from hookd.watchers.notify_config import load_config
 
 from .conftest import wait_until
-from .inproc import InProc
-from .test_lanes import Agent, _notified
+from .test_lanes import Agent, _notified, run_alerting_agent
 
 pytestmark = pytest.mark.inproc
 
@@ -120,18 +118,7 @@ def test_the_alert_reads_as_the_agents_words() -> None:
 
 @pytest.fixture
 def alerting(home: Path, worktree: Path, tmp_path: Path):
-    """A daemon whose notifications go to a command channel appending each alert to a file
-    (the real notifier path: the channel's process gets the alert JSON on stdin)."""
-    out = tmp_path / "alerts.jsonl"
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "config.toml").write_text(
-        "[notify]\nquestion_after_s = 3600\nidle_inbox_after_s = 3600\nsteps_s = [0, 3600]\n"
-        f'[[notify.channel]]\ntype = "command"\ncommand = ["sh", "-c", "cat >> {out}; echo >> {out}"]\n')
-    app = InProc(home, Settings(liveness_s=0.2)).start()
-    a = Agent(app, worktree)
-    yield a, out
-    a.close()
-    app.stop()
+    yield from run_alerting_agent(home, worktree, tmp_path / "alerts.jsonl")
 
 
 def test_a_message_is_recorded_shown_on_the_lane_and_notified_once(alerting: tuple[Agent, Path]) -> None:
