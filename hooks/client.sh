@@ -261,7 +261,9 @@ while (( eof == 0 )); do
   # stdin is slow or held open: has the daemon already seen a complete object?
   slice || spool
   IFS= read -r -N 1 -t "$t" -u 3 resp; rc=$?
-  (( rc == 0 )) && break
+  # (a read whose slice ends just as its byte comes returns 142 with the byte read: the
+  # reply has begun either way)
+  [[ -n $resp ]] && break
   (( rc <= 128 )) && spool                # the daemon closed without a reply
   read_more; rc=$?
   (( rc == 2 )) && spool

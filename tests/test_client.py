@@ -13,6 +13,8 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import shlex
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -743,6 +745,29 @@ def test_a_held_hook_whose_body_never_ends_is_stored_and_let_go(home: Path, work
         d.stop()
         d.kill()
 
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (to make the reply come as a read's slice ends)")
+def test_a_reply_that_comes_as_a_read_slice_ends_is_read(home: Path, worktree: Path, client_kind: str) -> None:
+    """The bash client waits on stdin and the socket in turn, in slices of at most 20 ms
+    (``read -t``). A byte that arrives as a slice ends is read, and bash's read then returns
+    142 (timed out) with that byte: taken for no reply, it was lost, the rest of the reply was
+    not understood, and the held hook waited on stdin until its deadline (15 minutes; seen on
+    a busy CI machine). Here strace makes every such wait return 40 ms late, so each byte
+    comes after its slice has ended: the client must still read the daemon's 400 and go."""
+    if client_kind != "bash":
+        pytest.skip("the slices are the bash client's (the compiled one polls both)")
+    cmd = spawn(home, worktree)
+    d = DaemonProcess(home, env={**os.environ, "HOOKD_BODY_TIMEOUT_S": "1"}).start()
+    try:
+        late = f"strace -f -qq -o /dev/null -e trace=pselect6 -e inject=pselect6:delay_exit=40000 sh -c {shlex.quote(cmd['PermissionRequest'])}"
+        half = ASK_PRE.read_bytes()[:300]
+        rc, out, err, _ = run_held(late, worktree, half, timeout=120)  # (its own deadline: 15 minutes)
+        assert (rc, out, err) == (0, b"", b"")
+        assert stored_hooks(home) == [("live", half)] and spool_files(home) == []
+    finally:
+        d.stop()
+        d.kill()
 
 # --- B12/B13 matrix: every path x every daemon state --------------------------------------
 
