@@ -760,7 +760,7 @@ def test_a_reply_that_comes_as_a_read_slice_ends_is_read(home: Path, worktree: P
     cmd = spawn(home, worktree)
     d = DaemonProcess(home, env={**os.environ, "HOOKD_BODY_TIMEOUT_S": "1"}).start()
     try:
-        late = f"strace -f -qq -o /dev/null -e trace=pselect6 -e inject=pselect6:delay_exit=40000 sh -c {shlex.quote(cmd['PermissionRequest'])}"
+        late = f"exec strace -f -qq -o /dev/null -e trace=pselect6 -e inject=pselect6:delay_exit=40000 sh -c {shlex.quote(cmd['PermissionRequest'])}"
         half = ASK_PRE.read_bytes()[:300]
         rc, out, err, _ = run_held(late, worktree, half, timeout=120)  # (its own deadline: 15 minutes)
         assert (rc, out, err) == (0, b"", b"")
