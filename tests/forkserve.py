@@ -12,6 +12,9 @@ What it does not repeat is the interpreter's start and the imports: where that i
 (a module marked ``pytest.mark.exec_daemon``: the start-up and crash tests, the real Claude
 Code), and everywhere with ``HOOKD_TEST_DAEMON=exec``, DaemonProcess starts a new interpreter.
 tests/conftest.py installs it (``DaemonProcess.popen``).
+
+:func:`run_forked` runs any function of this process's in such a child, for the tests that
+start many short processes of hookd's own code (a spawn killed at each of its file operations).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import sys
 import threading
 import traceback
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 #: Python's own signal dispositions at start-up (everything else: SIG_DFL)
 _FRESH = {signal.SIGINT: signal.default_int_handler, signal.SIGPIPE: signal.SIG_IGN,
@@ -73,6 +76,57 @@ class ForkedServe(subprocess.Popen):  # type: ignore[type-arg]
 
 
 def _child(argv: list[str], fds: list[int], cwd: Any, env: Any) -> None:
+    def serve() -> int:
+        import hookd.cli
+
+        hookd.cli.main(argv, prog_name="hookd")
+        return 0
+
+    _run_child(serve, fds, cwd, env)
+
+
+def run_forked(fn: Callable[[], int], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``fn`` in a child forked from this process (set up as a fresh process: see
+    :func:`_run_child`), stdin /dev/null, stdout and stderr read into the result as text;
+    ``returncode`` as Popen gives it (``-N``: killed by signal N; ``fn``'s return value, or a
+    SystemExit's code). For code this process has imported already, where a new interpreter's
+    start is not the point. Raises subprocess.TimeoutExpired (the child killed) after
+    ``timeout`` seconds."""
+    p = _Forked(fn)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        raise
+    return subprocess.CompletedProcess(["<forked>"], p.returncode, out, err)
+
+
+class _Forked(subprocess.Popen):  # type: ignore[type-arg]
+    """Popen's pipes, wait and kill around a forked child running ``fn``."""
+
+    def __init__(self, fn: Callable[[], int]):
+        self._fn = fn
+        super().__init__(["<forked>"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+
+    def _execute_child(self, args, executable, preexec_fn, close_fds, pass_fds, cwd, env,  # type: ignore[override]
+                       startupinfo, creationflags, shell, p2cread, p2cwrite, c2pread, c2pwrite,
+                       errread, errwrite, *rest: Any) -> None:
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            _run_child(self._fn, [p2cread, c2pwrite, errwrite], cwd, env)
+        self.pid = pid
+        self._child_created = True
+        self._close_pipe_fds(p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite)
+
+
+def _run_child(fn: Callable[[], int], fds: list[int], cwd: Any, env: Any) -> None:
+    """In a just-forked child: make it a fresh process (``fds`` as its stdin, stdout and
+    stderr, every other inherited fd number taken by /dev/null, ``cwd`` and ``env`` if given,
+    signal dispositions, streams, logging and warnings as at an interpreter's start), run
+    ``fn`` and exit with its return value (a SystemExit's code; 1 and the traceback on
+    stderr for any other exception). Never returns."""
     code = 1
     try:
         gc.freeze()  # the parent's objects: never collected here (nor their pages copied)
@@ -114,11 +168,8 @@ def _child(argv: list[str], fds: list[int], cwd: Any, env: Any) -> None:
         logging.disable(logging.NOTSET)
         faulthandler.disable()  # (pytest's, on a stream of the parent)
         warnings.filters[:] = _WARNINGS  # as at start-up, not as pytest set them for the test
-        import hookd.cli
-
         try:
-            hookd.cli.main(argv, prog_name="hookd")
-            code = 0
+            code = fn()
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
             if not isinstance(e.code, int | None):

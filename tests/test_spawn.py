@@ -32,6 +32,7 @@ from hookd.harness import claude_code as cc
 from hookd.harness import claude_code_hooks as cch
 from hookd.spawn import client_argv
 
+from tests.forkserve import run_forked
 from tests.conftest import TUI, hookd_run, run_hook, settings_command, wait_until
 
 pytestmark = pytest.mark.daemon
@@ -960,34 +961,31 @@ def test_settings_file_with_a_worktree_writes_nothing_into_the_worktree(home: Pa
 
 # --- crash consistency (issue 18 item 8): kill -9 at every file operation of a spawn ----------
 
-#: Run ``hookd ARGS`` killed with SIGKILL right before its ``KILL_AT``-th file operation (open,
-#: mkdir, rename/replace, chmod, unlink, rmdir: Python's audit events) on a path under one of
-#: ``KILL_ROOTS``; ``KILL_AT=0`` counts them and prints the count on stderr at exit. The hook
-#: lives in this test's own prelude: hookd has no kill switch.
-_KILLER = r"""
-import atexit, os, signal, sys
-at, roots, n = int(os.environ["KILL_AT"]), tuple(os.environ["KILL_ROOTS"].split(os.pathsep)), 0
-OPS = {"open", "os.mkdir", "os.rename", "os.remove", "os.rmdir", "os.chmod", "os.link", "os.symlink"}
-def hook(event, args):
-    global n
-    if event not in OPS or not args or not isinstance(args[0], (str, bytes, os.PathLike)):
-        return
-    path = os.path.abspath(os.fsdecode(args[0]))
-    if event == "open" and len(args) > 2 and isinstance(args[2], int) and not args[2] & (os.O_WRONLY | os.O_RDWR | os.O_CREAT) \
-            and args[1] in (None, "r", "rb"):
-        return  # reads change nothing
-    if not path.startswith(roots):
-        return
-    n += 1
-    if n == at:
-        os.kill(os.getpid(), signal.SIGKILL)
-sys.addaudithook(hook)
-if at == 0:
-    atexit.register(lambda: print(f"file operations: {n}", file=sys.stderr))
-sys.argv = ["hookd", *sys.argv[1:]]
-from hookd.cli import main
-main()
-"""
+def _kill_at_file_operation(at: int, roots: tuple[str, ...]) -> list[int]:
+    """From now on (in this process: a forked child's), SIGKILL this process right before its
+    ``at``-th file operation (open for writing, mkdir, rename/replace, chmod, unlink, rmdir,
+    link, symlink: Python's audit events) on a path under one of ``roots``; ``at=0`` only
+    counts them. Returns the count so far (a one-item list). The hook lives in this test:
+    hookd has no kill switch."""
+    n = [0]
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event not in _FILE_OPS or not args or not isinstance(args[0], (str, bytes, os.PathLike)):
+            return
+        if (event == "open" and len(args) > 2 and isinstance(args[2], int)
+                and not args[2] & (os.O_WRONLY | os.O_RDWR | os.O_CREAT) and args[1] in (None, "r", "rb")):
+            return  # reads change nothing
+        if not os.path.abspath(os.fsdecode(args[0])).startswith(roots):
+            return
+        n[0] += 1
+        if n[0] == at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    sys.addaudithook(hook)
+    return n
+
+
+_FILE_OPS = {"open", "os.mkdir", "os.rename", "os.remove", "os.rmdir", "os.chmod", "os.link", "os.symlink"}
 
 
 def _snapshot(root: Path) -> dict[str, bytes | None]:
@@ -1003,10 +1001,24 @@ def _snapshot(root: Path) -> dict[str, bytes | None]:
 
 
 def _killed_spawn(home: Path, kill_at: int, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "KILL_AT": str(kill_at), "KILL_ROOTS": os.pathsep.join(map(os.fspath, (home, *[
-        Path(a) for a in args if a.startswith("/")])))}
-    return subprocess.run([sys.executable, "-c", _KILLER, "--home", os.fspath(home), "spawn", "b1", *args],
-                          capture_output=True, text=True, env=env, timeout=120)
+    """``hookd --home HOME spawn b1 ARGS`` in a process forked from this one (hookd is imported
+    here already: a new interpreter per run was most of the test's time), killed with SIGKILL
+    right before its ``kill_at``-th file operation under the home or a path in ``args``;
+    ``kill_at=0`` prints ``file operations: N`` on stderr at its end."""
+    roots = tuple(os.fspath(p) for p in (home, *[Path(a) for a in args if a.startswith("/")]))
+
+    def run() -> int:
+        from hookd.cli import main
+
+        n = _kill_at_file_operation(kill_at, roots)
+        try:
+            main(["--home", os.fspath(home), "spawn", "b1", *args], prog_name="hookd")
+            return 0
+        finally:
+            if kill_at == 0:
+                print(f"file operations: {n[0]}", file=sys.stderr)
+
+    return run_forked(run)
 
 
 @pytest.mark.parametrize("scenario", ["fresh", "user-files", "respawn-no-mcp"])
