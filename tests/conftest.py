@@ -85,12 +85,26 @@ def stage_installed(dest: Path) -> Path:
 
 
 def hookd_cli(home: Path, *args: str, input: bytes | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """Run the `hookd` CLI (this interpreter's) against ``home``; never raises on exit code."""
-    return subprocess.run(
-        [sys.executable, "-m", "hookd", "--home", os.fspath(home), *args],
-        input=input, capture_output=True, timeout=timeout,
-        text=input is None,
-    )
+    """Run the `hookd` CLI against ``home`` in a process of its own (its exit code, stdout and
+    stderr; text unless ``input`` is given, as bytes); never raises on exit code. The process
+    is forked from this one, which has imported hookd (tests/forkserve.py), as the tests'
+    daemons are; in a module marked ``exec_daemon`` or ``e2e``, or with
+    ``HOOKD_TEST_DAEMON=exec``, it is ``python -m hookd``, a new interpreter."""
+    from . import forkserve
+
+    argv = ["--home", os.fspath(home), *args]
+    if not forkserve.forking():
+        return subprocess.run([sys.executable, "-m", "hookd", *argv], input=input, capture_output=True,
+                              timeout=timeout, text=input is None)
+
+    def cli() -> int:
+        from hookd.cli import main
+
+        main(argv, prog_name="hookd")
+        return 0
+
+    r = forkserve.run_forked(cli, input=input, text=input is None, timeout=timeout)
+    return subprocess.CompletedProcess([sys.executable, "-m", "hookd", *argv], r.returncode, r.stdout, r.stderr)
 
 
 def hookd_run(home: Path | None, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:

@@ -47,8 +47,7 @@ exec_only = False
 def wanted(args: Any) -> bool:
     """Fork for ``python -P -m hookd ... serve ...`` (DaemonProcess.cli_args), unless this
     test or the environment asks for a new interpreter."""
-    return (not exec_only and os.environ.get("HOOKD_TEST_DAEMON", "fork") != "exec"
-            and isinstance(args, list) and args[:4] == [sys.executable, "-P", "-m", "hookd"]
+    return (forking() and isinstance(args, list) and args[:4] == [sys.executable, "-P", "-m", "hookd"]
             and "serve" in args)
 
 
@@ -85,16 +84,23 @@ def _child(argv: list[str], fds: list[int], cwd: Any, env: Any) -> None:
     _run_child(serve, fds, cwd, env)
 
 
-def run_forked(fn: Callable[[], int], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def forking() -> bool:
+    """Does this test start hookd's processes by fork (not marked for new interpreters, and no
+    ``HOOKD_TEST_DAEMON=exec``)?"""
+    return not exec_only and os.environ.get("HOOKD_TEST_DAEMON", "fork") != "exec"
+
+
+def run_forked(fn: Callable[[], int], *, input: bytes | str | None = None, text: bool = True,
+               timeout: float = 120) -> subprocess.CompletedProcess[Any]:
     """Run ``fn`` in a child forked from this process (set up as a fresh process: see
-    :func:`_run_child`), stdin /dev/null, stdout and stderr read into the result as text;
-    ``returncode`` as Popen gives it (``-N``: killed by signal N; ``fn``'s return value, or a
-    SystemExit's code). For code this process has imported already, where a new interpreter's
-    start is not the point. Raises subprocess.TimeoutExpired (the child killed) after
-    ``timeout`` seconds."""
-    p = _Forked(fn)
+    :func:`_run_child`), ``input`` on its stdin (None: /dev/null), its stdout and stderr read
+    into the result (str when ``text``, else bytes); ``returncode`` as Popen gives it (``-N``:
+    killed by signal N; ``fn``'s return value, or a SystemExit's code). For code this process
+    has imported already, where a new interpreter's start is not the point. Raises
+    subprocess.TimeoutExpired (the child killed) after ``timeout`` seconds."""
+    p = _Forked(fn, stdin=subprocess.DEVNULL if input is None else subprocess.PIPE, text=text)
     try:
-        out, err = p.communicate(timeout=timeout)
+        out, err = p.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired:
         p.kill()
         p.communicate()
@@ -105,10 +111,9 @@ def run_forked(fn: Callable[[], int], timeout: float = 120) -> subprocess.Comple
 class _Forked(subprocess.Popen):  # type: ignore[type-arg]
     """Popen's pipes, wait and kill around a forked child running ``fn``."""
 
-    def __init__(self, fn: Callable[[], int]):
+    def __init__(self, fn: Callable[[], int], stdin: int, text: bool):
         self._fn = fn
-        super().__init__(["<forked>"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+        super().__init__(["<forked>"], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text)
 
     def _execute_child(self, args, executable, preexec_fn, close_fds, pass_fds, cwd, env,  # type: ignore[override]
                        startupinfo, creationflags, shell, p2cread, p2cwrite, c2pread, c2pwrite,
