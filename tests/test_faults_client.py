@@ -594,21 +594,23 @@ def traced(pid: int) -> bool:
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (to make the spool write slow)")
 def test_client_large_spool_write_never_keeps_the_hook_past_its_deadline(tmp_path: Path, home: Path, worktree: Path,
                                                                         client_kind: str) -> None:
-    """A daemon that never answers, a 3 MB payload: at its deadline the client spools. The
-    spool's last step is made slow on purpose (strace delays every rename of the client and
-    of what it starts by 10 s), standing in for a write that takes longer than the deadline
-    leaves (6 x 60 MB at once: ~1 s). The hook must be over (exited, stdout and stderr closed,
-    as the harness waits for) before that spool file exists, and the file must then appear,
-    whole: the write happens in a detached writer the hook does not wait for past its
-    deadline. (Order, not time: an implementation that writes before it exits cannot end
-    before its own rename.)"""
+    """A daemon that never answers, a 1.5 MB payload (over the 1 MiB a client writes
+    itself): at its deadline the client spools. The spool's last step is held on purpose
+    (strace stops every rename of the client and of what it starts until the test lets
+    strace go), standing in for a write that takes longer than the deadline leaves (6 x 60 MB
+    at once: ~1 s). The hook must be over (exited, stdout and stderr closed, as the harness
+    waits for) before that spool file exists, and the file must then appear, whole: the write
+    happens in a detached writer the hook does not wait for past its deadline. (Order, not
+    time: an implementation that writes before it exits cannot end before its own rename,
+    which comes only once strace is gone.)"""
     # long enough that strace attaches before the deadline on a busy machine (the bash client
-    # reads ~1 MB/s when idle; at load 6 its 3 MB took most of 8 s and it was done before
-    # strace attached): the test is about order, the deadline only has to come after that
-    deadline_s = 30 if client_kind == "bash" else 10
+    # reads ~1 MB/s when idle; at load 6 3 MB took it most of 8 s, and strace attaches only
+    # once the request is sent: traced, bash's reading is far slower): the test is about
+    # order, the deadline only has to come after that
+    deadline_s = 20 if client_kind == "bash" else 5
     cmd = spawn(home, worktree, "--deadline", str(deadline_s))["PostToolUse"]
     obj = json.loads((TUI / "005-PostToolUse.json").read_bytes())
-    obj["tool_response"] = {"stdout": "z" * (3 * 1024 * 1024), "stderr": "", "interrupted": False}
+    obj["tool_response"] = {"stdout": "z" * (1536 * 1024), "stderr": "", "interrupted": False}
     payload = json.dumps(obj).encode()
     fake = FakeDaemon(home, client_kind, None)  # reads the request, then never answers
     c = HeldClient(cmd, worktree)
@@ -620,7 +622,7 @@ def test_client_large_spool_write_never_keeps_the_hook_past_its_deadline(tmp_pat
         wait_until(lambda: fake.got, 30, what="the client to send its request")
         strace = subprocess.Popen(["strace", "-f", "-qq", "-tt", "-o", "/dev/null", "-p", str(pid),
                                    "-e", "trace=rename,renameat,renameat2",
-                                   "-e", "inject=rename,renameat,renameat2:delay_enter=10s"],
+                                   "-e", "inject=rename,renameat,renameat2:delay_enter=600s"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_until(lambda: traced(pid), 60,
                    what=lambda: f"strace to attach (the client's exit status: {c.proc.poll()})")
@@ -631,6 +633,8 @@ def test_client_large_spool_write_never_keeps_the_hook_past_its_deadline(tmp_pat
         spooled_when_done = all_spooled(home)  # ... and then look
         assert (rc, out, err) == (0, b"", b"")
         assert spooled_when_done == [], "the hook waited for its spool write past its deadline"
+        strace.kill()  # (it detaches: the held rename goes on)
+        strace.wait()
         [f] = wait_until(lambda: all_spooled(home), 60, what="the detached writer's spool file")
         assert f.read_bytes() == payload
     finally:
