@@ -244,7 +244,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     if s.get("held"):
         _out(f"holding a PermissionRequest hook for: {visible(', '.join(s['held']))} (answer with `hookd answer ID`)")
     if s["builders"]:
-        rows = [[b["builder"], b["harness"], _hook_client(b.get("client")), b["hooks_seen"], b["pending"],
+        rows = [[b["builder"], b["harness"], _hook_client(b.get("client"), b.get("transport")), b["hooks_seen"], b["pending"],
                  _when(b["last_hook_at"]),
                  f"unspawned at {_when(b['unspawned_at'])}" if b.get("unspawned_at") else
                  "hooks stopped working (below)" if b.get("hooks_changed") else b.get("warning") or _stopped(b.get("lane"))]

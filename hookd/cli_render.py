@@ -146,10 +146,12 @@ def _duration(seconds: float) -> str:
 HOOK_CLIENT_WORDS = {"c": "compiled", "bash": "bash script"}
 
 
-def _hook_client(kind: Any) -> str:
+def _hook_client(kind: Any, transport: Any = None) -> str:
     """``c`` -> ``compiled``, ``bash`` -> ``bash script``; ``-`` when none (not spawned, or a
-    harness without a hook client); another value as it is."""
-    return HOOK_CLIENT_WORDS.get(str(kind), str(kind)) if kind else "-"
+    harness without a hook client); another value as it is. A ``transport`` other than the
+    default ``sh`` follows: ``compiled, exec``, ``bash script, http``."""
+    words = HOOK_CLIENT_WORDS.get(str(kind), str(kind)) if kind else "-"
+    return f"{words}, {transport}" if transport and transport != "sh" else words
 
 
 

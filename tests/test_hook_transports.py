@@ -13,6 +13,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -160,6 +161,22 @@ def test_exec_form_hook_is_recorded_live(home: Path, worktree: Path, client_kind
         finally:
             c.close()
     assert [(e["builder"], e["data"]["hook_event_name"], e["data"]["source"]) for e in got] == [("b-1", "PreToolUse", "live")]
+
+
+def test_status_names_a_hook_transport_other_than_sh(home: Path, worktree: Path, tmp_path: Path) -> None:
+    """`hookd status` says how each builder's hooks run when it is not the default `sh`
+    (`compiled, exec`; `transport` in --json), and leaves the default unsaid."""
+    spawn_ok(home, "b-exec", worktree, "--hook-transport", "exec")
+    other = tmp_path / "other"
+    other.mkdir()
+    spawn_ok(home, "b-sh", other)
+    with DaemonProcess(home):
+        got = {b["builder"]: (b["client"], b["transport"]) for b in json.loads(hookd_run(home, "status", "--json").stdout)["builders"]}
+        lines = hookd_run(home, "status").stdout.splitlines()
+    assert {b: t for b, (_, t) in got.items()} == {"b-exec": "exec", "b-sh": "sh"}
+    words = {"c": "compiled", "bash": "bash script"}
+    cells = {line.split()[0]: re.split(r"\s{2,}", line)[2] for line in lines if line.startswith(("b-exec ", "b-sh "))}
+    assert cells == {"b-exec": f"{words[got['b-exec'][0]]}, exec", "b-sh": words[got["b-sh"][0]]}, lines
 
 
 def test_exec_form_is_a_silent_no_op_when_the_home_is_gone(tmp_path: Path, home: Path, worktree: Path,

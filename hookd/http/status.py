@@ -105,6 +105,9 @@ def _builder_status(builder: str, manifest: dict | None, stats: dict | None,
         # a harness with no hook client); client_note: why it fell back to bash
         "client": (manifest or {}).get("client"),
         "client_note": (manifest or {}).get("client_note"),
+        # how the harness runs the hooks (``hookd spawn --hook-transport``): "sh", "exec" or
+        # "http"; None when not spawned (a manifest from before the option: "sh")
+        "transport": ((manifest or {}).get("transport") or "sh") if manifest is not None else None,
         "hooks_seen": hooks_seen,
         "last_hook_at": (stats or {}).get("last_hook_at"),
         "pending": (stats or {}).get("pending", 0),
