@@ -206,7 +206,11 @@ def test_events_say_what_matters_in_one_line_each(rig: Rig) -> None:
         "hook_received SessionEnd",
         f"session_ended {SID2} (prompt_input_exit)",
     ]
-    lanes = [line for line in rig.cli("events").stdout.splitlines() if " lane_changed " in line and " b2 " in line]
+    # (a lane is refreshed at most every 0.25 s while hooks come: its last change may follow them)
+    def lane_lines() -> list[str]:
+        return [line for line in rig.cli("events").stdout.splitlines() if " lane_changed " in line and " b2 " in line]
+
+    lanes = wait_until(lambda: (x := lane_lines()) and " -> ended " in x[-1] and x, 30, what="b2's lane_changed to ended")
     assert lanes and all(re.search(r" lane_changed +b2 (-|[a-z_]+) -> [a-z_]+( \(.*\))?$", x) for x in lanes), lanes
     assert lanes[-1].endswith(" -> ended (session ended (prompt_input_exit))")
 
