@@ -22,6 +22,7 @@ for its text. Esc goes back, ``q`` quits (Ctrl-C too). An answer goes out as
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import shlex
@@ -38,11 +39,13 @@ from hookd.cli_render import (
     _client, _delivery, _duration, _interaction, _lane_state, _line, _lines, _options, _out, _paint, _questions, _seg, _Shown,
     _subagent_row, _table,
 )
-from hookd.errors import DaemonNotRunning
+from hookd.errors import HookdError
 from hookd.vocabulary import os_user
 
 #: Seconds between redraws when nothing happens (the lanes' and the waits' durations tick).
 TICK_S = 1.0
+#: Seconds between attempts to reach a daemon that went away (stopped, restarting).
+RECONNECT_S = 1.0
 
 BROWSE_KEYS = "up/down or 1-9: pick   Enter: answer   PgUp/PgDn: scroll   q: quit"
 CHOOSE_KEYS = "up/down or 1-9: option   Enter: answer   Esc: back   PgUp/PgDn: scroll"
@@ -116,12 +119,13 @@ def _fetch(client: Any, view: _View) -> None:
 # --- drawing ----------------------------------------------------------------------------------
 
 def _frame(view: _View, now: float, live: bool = True, height: int | None = None,
-           rows_of: Callable[[_Shown], int] | None = None) -> _Shown:
+           rows_of: Callable[[_Shown], int] | None = None, away: str | None = None) -> _Shown:
     """One screen: the lanes table and what waits on a human, each item numbered. ``live``:
     the key and status lines first, the picked item marked; while answering, only that item
     and the answering panel. ``height`` (rows; None: no limit): the lines below the key and
     status lines are a window of that many rows (:func:`_window`); ``rows_of(line)``: the rows
-    a line takes on the terminal (wrapped; default 1)."""
+    a line takes on the terminal (wrapped; default 1). ``away``: the daemon cannot be reached,
+    said instead of the status line (what is shown is as it was last seen)."""
     rows: list[list[Any]] = []
     for lane in view.lanes:
         rows.append([lane["builder"], _lane_state(lane["state"]), _duration(now - lane["since"]), len(lane["pending"]),
@@ -150,7 +154,7 @@ def _frame(view: _View, now: float, live: bool = True, height: int | None = None
         focus = (start, len(out))
     keys = {"browse": BROWSE_KEYS, "text": TEXT_KEYS}.get(view.mode) or (
         MULTI_KEYS if _multi(item, view.q) else CHOOSE_KEYS)
-    head = [_paint(keys, dim=True), _line(view.status)]
+    head = [_paint(keys, dim=True), _paint(away, fg="red", bold=True) if away else _line(view.status)]
     if height is not None:
         out = _window(view, out, focus, height - len(head), rows_of or (lambda line: 1))
     return _lines([*head, *out])
@@ -369,20 +373,29 @@ def _answer(view: _View, item: dict[str, Any], body: dict[str, Any]) -> dict[str
 
 # --- the loop ---------------------------------------------------------------------------------
 
-def _follow(client: Any, after: int, changed: threading.Event, ended: threading.Event) -> None:
-    """Set ``changed`` at each event after seq ``after``; ``ended`` when the stream ends."""
-    try:
-        for _ in client.lines("/v1/events", after=after, follow=1):
-            changed.set()
-    except Exception:  # noqa: BLE001 - the daemon gone: the loop says so and exits
-        pass
-    ended.set()
-    changed.set()
+def _follow(client: Any, after: int, changed: threading.Event, down: threading.Event) -> None:
+    """Set ``changed`` at each event after seq ``after``. When the stream ends (the daemon
+    stopped, or restarts), ``down`` is set, and the daemon is asked again every RECONNECT_S
+    seconds; once it answers, ``down`` is cleared, the view refetched and the stream followed
+    from the last event seen. Runs until the process ends (a daemon thread)."""
+    while True:
+        try:
+            client.get("/v1/status")
+            down.clear()
+            changed.set()  # (what changed while it was away)
+            for e in client.lines("/v1/events", after=after, follow=1):
+                if isinstance(e.get("seq"), int):
+                    after = max(after, e["seq"])
+                changed.set()
+        except Exception:  # noqa: BLE001 - not reachable (not running, starting): asked again
+            pass
+        down.set()
+        changed.set()
+        time.sleep(RECONNECT_S)
 
 
 def _send(client: Any, answer: dict[str, Any], actor: str) -> str:
     """POST the answer; the status line saying how it went (a refusal: its sentence)."""
-    from hookd.errors import HookdError
 
     try:
         r = client.post_json(f"/v1/interactions/{_seg(answer['id'])}/answer",
@@ -418,7 +431,9 @@ def _read_key(fd: int) -> list[str]:
 
 
 def _run(ctx: click.Context, client: Any, actor: str) -> None:
-    """The live view until ``q`` or Ctrl-C (exit 0), or the daemon's stream ends (exit 3)."""
+    """The live view until ``q`` or Ctrl-C (exit 0). While the daemon is away (stopped,
+    restarting) the view stays, says so with the command that starts it, and comes back
+    live when the daemon does."""
     import termios
     import tty
 
@@ -428,11 +443,13 @@ def _run(ctx: click.Context, client: Any, actor: str) -> None:
 
     from hookd.client import Client
 
-    view, changed, ended = _View(), threading.Event(), threading.Event()
+    view, changed, down = _View(), threading.Event(), threading.Event()
     after = client.get("/v1/status")["counts"]["events"]  # append-only: the count is the last seq
     _fetch(client, view)
     follower = Client(client.home)  # its own client: the stream's request stays open beside the others
-    threading.Thread(target=_follow, args=(follower, after, changed, ended), daemon=True).start()
+    threading.Thread(target=_follow, args=(follower, after, changed, down), daemon=True).start()
+    home = shlex.quote(str(ctx.find_root().obj.root))
+    away = f"the daemon is not running: trying again every {RECONNECT_S:.0f} s (start it: `hookd --home {home} serve`)"
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
     try:
@@ -443,8 +460,9 @@ def _run(ctx: click.Context, client: Any, actor: str) -> None:
             return len(Text.from_ansi(line).wrap(console, console.width))
 
         with Live(console=console, screen=True, auto_refresh=False) as live:
-            while not ended.is_set():
-                frame = _frame(view, time.time(), height=console.height, rows_of=rows_of)
+            while True:
+                frame = _frame(view, time.time(), height=console.height, rows_of=rows_of,
+                               away=away if down.is_set() else None)
                 live.update(Text.from_ansi(frame), refresh=True)
                 ready, _, _ = select.select([fd], [], [], TICK_S)
                 for key in _read_key(fd) if ready else []:
@@ -456,10 +474,9 @@ def _run(ctx: click.Context, client: Any, actor: str) -> None:
                         changed.set()
                 if changed.is_set():
                     changed.clear()
-                    _fetch(client, view)
+                    with contextlib.suppress(HookdError):  # (away: shown as it was last seen)
+                        _fetch(client, view)
     except KeyboardInterrupt:
         return
     finally:
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
-    home = shlex.quote(str(ctx.find_root().obj.root))
-    raise DaemonNotRunning(f"the daemon stopped (its event stream ended); start it again with `hookd --home {home} serve`")

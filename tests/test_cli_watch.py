@@ -361,3 +361,30 @@ def test_every_item_of_a_long_list_is_reached_and_answered_on_a_small_terminal(m
         assert term.proc.wait(30) == 0
     finally:
         term.close()
+
+
+def test_the_view_stays_while_the_daemon_restarts_and_comes_back_live(tmp_path: Path) -> None:
+    """The daemon stopped under a live view: the view stays (it used to exit 3), says the
+    daemon is not running with the command that starts it, and once the daemon is back it is
+    live again: a question asked after the restart shows, and `q` exits 0."""
+    home = tmp_path / "home"
+    assert hookd_run(home, "spawn", "b1", "--settings-file", os.fspath(tmp_path / "b1.json")).returncode == 0
+    d = DaemonProcess(home).start()
+    term = Pty(home)
+    try:
+        wait_until(lambda: term.shows("nothing waits on a human"), 30, what=lambda: term.screen())
+        d.stop()
+        since = term.mark()
+        wait_until(lambda: term.shows("the daemon is not running", since), 30, what=lambda: term.screen())
+        assert term.proc.poll() is None, term.screen()
+        d = DaemonProcess(home).start()
+        _hook(d.client(), "b1", "001-SessionStart.json")
+        _hook(d.client(), "b1", "007-PreToolUse.json", tool_use_id=ASK)
+        since = term.mark()
+        wait_until(lambda: term.shows("waiting on a human: 1", since), 30, what=lambda: term.screen())
+        term.keys("q")
+        assert term.proc.wait(30) == 0
+    finally:
+        term.close()
+        d.stop()
+        d.kill()
