@@ -33,10 +33,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -428,101 +431,165 @@ def test_tui_desk_allow_resolves_at_once_while_the_command_runs(rig, tmux_bin, t
 
 
 # ============= 7. every tool a PermissionRequest can hold: a remote allow or deny takes effect
-TOOL_ID = "toolu_01ANSTOOLPERM0000000000001"
-READ_ID = "toolu_01ANSTOOLREAD0000000000001"
 TOOL_DENY = "not this one, REMOTE-DENY-7"
+AFTER_TOOLS = "AFTER-TOOL-7"
+SHARED = ("Bash", "Write", "Edit", "NotebookEdit", "WebFetch", "MCP")  # one session: default mode
+TOOL_GROUPS = [SHARED, ("ExitPlanMode",)]  # plan mode: a session of its own
+TOOL_IDS = {
+    "Bash": "toolu_01ANSTOOLBASH000000000001", "Write": "toolu_01ANSTOOLWRITE00000000001",
+    "Edit": "toolu_01ANSTOOLEDIT000000000001", "NotebookEdit": "toolu_01ANSTOOLNOTEBOOK0000001",
+    "WebFetch": "toolu_01ANSTOOLWEBFETCH0000001", "MCP": "toolu_01ANSTOOLMCP0000000000001",
+    "ExitPlanMode": "toolu_01ANSTOOLEXITPLAN0000001",
+}
+READ_IDS = {"Edit": "toolu_01ANSTOOLREADEDIT0000001", "NotebookEdit": "toolu_01ANSTOOLREADNB00000001"}
+HOOK_NAMES = {"MCP": "mcp__probe__touch_probe"}  # the tool_name the hooks carry, when not the tool's
 
 
-def tool_case(tool: str, project: Path, ready: Path) -> tuple[list[dict], dict, list[str]]:
-    """(model turns, settings, extra claude args) of one tool's case."""
-    settings: dict[str, Any] = {"permissions": {"defaultMode": "default"}}
-    pre: list[dict] = []
-    args: list[str] = []
+def tool_turns(tool: str, project: Path) -> list[dict]:
+    """The model's turns calling ``tool`` (Edit and NotebookEdit after a Read of their file):
+    each call its own turn and tool_use id; its effect is a file of its own in ``project``."""
+    tid = TOOL_IDS[tool]
     if tool == "Bash":
-        call = bash_turn(TOOL_ID, "touch tool-probe && echo BASH-RAN")
-    elif tool == "Write":
-        call = tool_turn(TOOL_ID, "Write", {"file_path": str(project / "tool-probe"), "content": "WRITTEN\n"})
-    elif tool == "Edit":
-        pre = [tool_turn(READ_ID, "Read", {"file_path": str(project / "existing.txt")})]
-        call = tool_turn(TOOL_ID, "Edit", {"file_path": str(project / "existing.txt"), "old_string": "old line",
-                                           "new_string": "EDITED line"})
-    elif tool == "NotebookEdit":
-        pre = [tool_turn(READ_ID, "Read", {"file_path": str(project / "nb.ipynb")})]
-        call = tool_turn(TOOL_ID, "NotebookEdit", {"notebook_path": str(project / "nb.ipynb"), "new_source": "print(7)",
-                                                   "cell_type": "code", "edit_mode": "insert"})
-    elif tool == "WebFetch":
-        call = tool_turn(TOOL_ID, "WebFetch", {"url": "http://127.0.0.1:9/x", "prompt": "summarize"})
-    elif tool == "MCP":
-        call = tool_turn(TOOL_ID, "mcp__probe__touch_probe", {"name": "tool-probe"})
-        cfg = project.parent / "mcp-probe.json"
-        cfg.write_text(json.dumps({"mcpServers": {"probe": {
-            "command": sys.executable, "args": [str(Path(__file__).with_name("mcp_probe.py")), str(ready)]}}}))
-        args = ["--mcp-config", str(cfg)]
-    else:
-        assert tool == "ExitPlanMode"
-        settings = {"permissions": {"defaultMode": "plan"}}
-        call = tool_turn(TOOL_ID, "ExitPlanMode", {"plan": "1. build\n2. ship"})
-    return [*pre, call, text_turn("AFTER-TOOL-7")], settings, args
+        return [bash_turn(tid, "touch bash-probe && echo BASH-RAN")]
+    if tool == "Write":
+        return [tool_turn(tid, "Write", {"file_path": str(project / "write-probe"), "content": "WRITTEN\n"})]
+    if tool == "Edit":
+        return [tool_turn(READ_IDS[tool], "Read", {"file_path": str(project / "existing.txt")}),
+                tool_turn(tid, "Edit", {"file_path": str(project / "existing.txt"), "old_string": "old line",
+                                        "new_string": "EDITED line"})]
+    if tool == "NotebookEdit":
+        return [tool_turn(READ_IDS[tool], "Read", {"file_path": str(project / "nb.ipynb")}),
+                tool_turn(tid, "NotebookEdit", {"notebook_path": str(project / "nb.ipynb"), "new_source": "print(7)",
+                                                "cell_type": "code", "edit_mode": "insert"})]
+    if tool == "WebFetch":
+        return [tool_turn(tid, "WebFetch", {"url": "http://127.0.0.1:9/x", "prompt": "summarize"})]
+    if tool == "MCP":
+        return [tool_turn(tid, "mcp__probe__touch_probe", {"name": "mcp-probe"})]
+    assert tool == "ExitPlanMode", tool
+    return [tool_turn(tid, "ExitPlanMode", {"plan": "1. build\n2. ship"})]
 
 
 def tool_effect(tool: str, project: Path) -> bool:
-    """Did the tool's call take effect (a file written, edited, a cell inserted)?"""
+    """Did the tool's call take effect (its file written, edited, a cell inserted)? WebFetch
+    (nothing listens at its URL) and ExitPlanMode leave nothing to see: False."""
     if tool == "Edit":
         return "EDITED" in (project / "existing.txt").read_text()
     if tool == "NotebookEdit":
         return "print(7)" in (project / "nb.ipynb").read_text()
-    return (project / "tool-probe").exists()
+    probe = {"Bash": "bash-probe", "Write": "write-probe", "MCP": "mcp-probe"}.get(tool)
+    return probe is not None and (project / probe).exists()
 
 
-TOOLS = ["Bash", "Write", "Edit", "NotebookEdit", "WebFetch", "MCP", "ExitPlanMode"]
+# Each call's block on the TUI's screen, by its opening line or the input it shows: ``● Write(write-probe)``;
+# Bash as ``Running a command`` / ``Ran 1 shell command`` / ``Did not run 1 call`` over ``$ touch bash-probe ...``,
+# the MCP tool as ``Calling probe…`` / ``Called probe`` / ``probe - touch_probe (MCP)(...)``. ExitPlanMode has a
+# session of its own and, denied, no line of its own: the whole screen is its block.
+SCREEN_CALLS = {
+    "Bash": r"bash-probe|shell command", "Write": r"Write\(write-probe\)", "Edit": r"Update\(existing\.txt\)",
+    "NotebookEdit": r"Edit Notebook\(nb\.ipynb\)", "WebFetch": r"Fetch\(http://127\.0\.0\.1:9/x\)",
+    "MCP": r"Call(?:ing|ed) probe|touch_probe \(MCP\)",
+}
 
 
+def screen_blocks(screen: str) -> list[str]:
+    """The TUI's screen cut into blocks: a line indented at most two cells (``● Write(...)``,
+    ``  Read 1 file``) opens one; ``⎿``/``│`` lines and deeper ones belong to the block above."""
+    blocks: list[list[str]] = []
+    for line in screen.splitlines():
+        body = line.lstrip(" ")
+        if body and len(line) - len(body) <= 2 and not body.startswith(("⎿", "│")):
+            blocks.append([line])
+        elif blocks:
+            blocks[-1].append(line)
+    return ["\n".join(b) for b in blocks]
+
+
+def shown_under_call(screen: str, tool: str, line: str) -> bool:
+    """Is ``line`` (``Allowed by PermissionRequest hook``) on ``screen`` in ``tool``'s call's block?"""
+    pattern = SCREEN_CALLS.get(tool)
+    if pattern is None:
+        return line in screen
+    return any(re.search(pattern, b) and line in b for b in screen_blocks(screen))
+
+
+@contextmanager
+def for_tool(tool: str, decision: str) -> Iterator[None]:
+    """A failed check, an expired wait or any error inside names the tool and the decision."""
+    try:
+        yield
+    except Exception as exc:
+        raise AssertionError(f"{tool}, remote {decision}: {exc}") from exc
+
+
+@pytest.mark.parametrize("tools", TOOL_GROUPS, ids=",".join)
 @pytest.mark.parametrize("decision", ["allow", "deny"])
-@pytest.mark.parametrize("tool", TOOLS)
-def test_tui_remote_decision_takes_effect_for_every_tool(rig, tmux_bin, tool, decision):  # noqa: F811
+def test_tui_remote_decision_takes_effect_for_every_tool(rig, tmux_bin, decision, tools):  # noqa: F811
     """Issue 18 item 12: a remote answer through the held PermissionRequest hook, per tool.
-    2.1.332 acts on a bare allow for every tool here but ExitPlanMode, which needs
+    One TUI session per decision runs Bash, Write, Edit, NotebookEdit, WebFetch and the MCP
+    probe's tool one after another, each call in its own turn, each answered remotely while
+    its hook is held before the next one is asked; ExitPlanMode (plan mode) has a session of
+    its own. 2.1.332 acts on a bare allow for every tool here but ExitPlanMode, which needs
     ``updatedInput`` (its dialog stays open otherwise); a deny's message is the tool result.
     Delivered = the hook read it; adopted = the tool's PostToolUse(Failure), or the turn's
     Stop after a deny."""
-    r = rig({"turns": []}, builder=f"b-{tool.lower()}-{decision}", form="worktree")
+    r = rig({"turns": []}, builder=f"b-tools-{decision}", form="worktree")
     ready = r.tmp / "mcp-ready"
     (r.project / "existing.txt").write_text("old line\n")
     (r.project / "nb.ipynb").write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
-    turns, settings, args = tool_case(tool, r.project, ready)
-    r.api.set_script({"turns": turns})
+    r.api.set_script({"turns": [*(t for tool in tools for t in tool_turns(tool, r.project)), text_turn(AFTER_TOOLS)]})
+    settings: dict[str, Any] = {"permissions": {"defaultMode": "plan" if tools == ("ExitPlanMode",) else "default"}}
+    args: list[str] = []
+    if "MCP" in tools:
+        cfg = r.tmp / "mcp-probe.json"
+        cfg.write_text(json.dumps({"mcpServers": {"probe": {
+            "command": sys.executable, "args": [str(Path(__file__).with_name("mcp_probe.py")), str(ready)]}}}))
+        args = ["--mcp-config", str(cfg)]
+    marker = {"allow": "Allowed by PermissionRequest hook", "deny": "Denied by PermissionRequest hook"}[decision]
+    extra = ["--text", TOOL_DENY] if decision == "deny" else []
+    ids: dict[str, str] = {}
     with TmuxClaude(r.project, r.env, settings=settings, extra_args=args, claude_bin=r.claude_bin,
                     tmux=tmux_bin) as tui:
         tui.wait_ready(timeout=20)
-        if tool == "MCP":
+        if "MCP" in tools:
             wait_until(ready.exists, 30, 0.05, "Claude Code listing the probe MCP server's tools")
-        tui.submit("Use the tool")
-        p = pending_permission(r)
-        wait_held(r, p["id"])
-        assert not tool_effect(tool, r.project)
-        extra = ["--text", TOOL_DENY] if decision == "deny" else []
-        assert json.loads(r.hookd.cli("answer", p["id"], "--option", decision, *extra, "--json"))["delivery"] == "hook"
-        tui.wait_for_screen("AFTER-TOOL-7", timeout=20)  # the turn went on: the decision was acted on
-        screen = tui.capture()
-        ev = r.wait_events(lambda ev: about(ev, "answer_adopted", p["id"]), "answer_adopted", timeout=20)
+        tui.submit("Use the tools")
+        for tool in tools:
+            with for_tool(tool, decision):
+                p = pending_permission(r)
+                assert p["tool_name"] == HOOK_NAMES.get(tool, tool), p
+                ids[tool] = p["id"]
+                wait_held(r, p["id"])
+                assert not tool_effect(tool, r.project)
+                assert json.loads(r.hookd.cli("answer", p["id"], "--option", decision, *extra, "--json"))["delivery"] == "hook"
+                # acted on: said under this call on screen before the next call is asked (lines scroll away)
+                try:
+                    tui.wait_for_screen(lambda s, tool=tool: shown_under_call(s, tool, marker), timeout=20)
+                except TimeoutError as exc:
+                    raise AssertionError(f"{marker!r} not shown under its call: {exc}") from None
+        tui.wait_for_screen(AFTER_TOOLS, timeout=20)  # the turn went on after the last one
+        ev = r.wait_events(lambda ev: all(about(ev, "answer_adopted", i) for i in ids.values()), "answer_adopted",
+                           timeout=20)
 
-    block = tool_result_block(r.api.main_requests()[-1], TOOL_ID)
-    assert block is not None
-    i = interaction(r, p["id"])
-    assert (i["state"], i["decision"], i["surface"], i["delivered_via"]) == ("answered", decision, "cli", "PermissionRequest")
-    [adopted] = about(ev, "answer_adopted", p["id"])
-    if decision == "allow":
-        assert "Allowed by PermissionRequest hook" in screen, screen
-        assert tool_effect(tool, r.project) or tool in ("WebFetch", "ExitPlanMode")
-        assert json.dumps(block["content"]) != json.dumps(TOOL_DENY)
-        assert adopted["data"]["via"] in ("PostToolUse", "PostToolUseFailure")
-        assert adopted["data"]["tool_use_id"] == TOOL_ID and i["tool_use_id"] == TOOL_ID
-    else:
-        assert "Denied by PermissionRequest hook" in screen, screen
-        assert not tool_effect(tool, r.project)
-        assert block["content"] == TOOL_DENY and block["is_error"] is True
-        assert adopted["data"]["via"] == "Stop"
-    assert i["adopted_at"] >= i["delivered_at"] >= i["received_at"]
+    main = r.api.main_requests()
+    for tool in tools:
+        with for_tool(tool, decision):
+            tid = TOOL_IDS[tool]
+            # the request that carries this tool's result (later requests repeat it)
+            block = next((b for b in (tool_result_block(m, tid) for m in main) if b is not None), None)
+            assert block is not None
+            i = interaction(r, ids[tool])
+            assert (i["state"], i["decision"], i["surface"], i["delivered_via"]) == ("answered", decision, "cli", "PermissionRequest")
+            [adopted] = about(ev, "answer_adopted", ids[tool])
+            if decision == "allow":
+                assert tool_effect(tool, r.project) or tool in ("WebFetch", "ExitPlanMode")
+                assert json.dumps(block["content"]) != json.dumps(TOOL_DENY)
+                assert adopted["data"]["via"] in ("PostToolUse", "PostToolUseFailure")
+                assert adopted["data"]["tool_use_id"] == tid and i["tool_use_id"] == tid
+            else:
+                assert not tool_effect(tool, r.project)
+                assert block["content"] == TOOL_DENY and block["is_error"] is True
+                assert adopted["data"]["via"] == "Stop"
+            assert i["adopted_at"] >= i["delivered_at"] >= i["received_at"]
     assert held(r) == [] and hook_procs(permission_argv(r)) == []
 
 
