@@ -135,6 +135,11 @@ def _run_child(fn: Callable[[], int], fds: list[int], cwd: Any, env: Any) -> Non
     code = 1
     try:
         gc.freeze()  # the parent's objects: never collected here (nor their pages copied)
+        # the parent's thread pools' workers do not exist here (the one that forked, if it was
+        # one, is this thread): never joined at exit
+        pools = sys.modules.get("concurrent.futures.thread")
+        if pools is not None:
+            pools._threads_queues.clear()  # type: ignore[attr-defined]
         devnull = os.open(os.devnull, os.O_RDWR)
         for target, fd in enumerate(fds):
             os.dup2(fd if fd != -1 else devnull, target)
