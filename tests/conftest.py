@@ -171,6 +171,11 @@ def pytest_collection_modifyitems(config, items):
     change them: the suffix is lost and the group is split across workers. Refuse to run then
     instead of failing later for that reason (pyproject.toml pins pytest below 9.2)."""
     result = yield
+    # the groups first (the fuzzing module's one daemon, the browser tests' one Chromium at a
+    # time, the CLI's module-wide rigs), each in its own order: under --dist loadgroup each is
+    # one worker's from the start, instead of the last minutes of the run being four workers
+    # each running a browser on two cores
+    items.sort(key=lambda i: i.get_closest_marker("xdist_group") is None)
     if getattr(config.option, "loadgroup", False):
         split = [i.nodeid for i in items if i.get_closest_marker("xdist_group") and "@" not in i.nodeid]
         if split:

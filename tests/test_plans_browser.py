@@ -18,7 +18,7 @@ from .conftest import questions, wait_until
 from .test_answers import Rig as Builder
 from .test_web_browser import browser, builder, finish, page, payload, shot  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.daemon
+pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("browser")]  # (one worker: one Chromium at a time)
 
 PLAN_PATH = "/home/dev/.claude/plans/make-a-plan-calm-melody.md"
 PLAN = ("# Context\n\nThe build is slow; make it **fast**.\n\n## Steps\n\n1. cache `node_modules`\n"

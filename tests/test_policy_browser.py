@@ -17,7 +17,7 @@ from .conftest import hookd_run, questions, wait_until
 from .test_answers import ASK_ID, AUQ_PERM, AUQ_PRE, Rig, bash_perm, finish
 from .test_web_browser import browser, page, shot  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.daemon
+pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("browser")]  # (one worker: one Chromium at a time)
 
 
 def test_the_countdown_of_a_default_answer_and_a_dismissal_on_the_page(

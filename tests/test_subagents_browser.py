@@ -20,7 +20,7 @@ from .conftest import questions, wait_until
 from .test_answers import Rig as Builder
 from .test_web_browser import browser, builder, finish, page, shot  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.daemon
+pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("browser")]  # (one worker: one Chromium at a time)
 
 HOOKS = Path(__file__).resolve().parent.parent / "fixtures" / "claude-code" / "2.1.332" / \
     "stream-subagent-permission-allowed" / "hooks"

@@ -24,7 +24,7 @@ from hookd.daemonproc import DaemonProcess
 from .conftest import REPO, TUI, events, hookd_cli, hookd_run, questions, run_hook, settings_command, wait_until
 from .test_answers import Rig as Builder
 
-pytestmark = pytest.mark.daemon
+pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("browser")]  # (one worker: one Chromium at a time)
 
 CHROMIUM = os.environ.get("HOOKD_CHROMIUM", "/usr/bin/chromium")
 SHOTS = REPO / "tests" / "artifacts" / "web"

