@@ -75,9 +75,11 @@ def find_codex_bin() -> Path:
 
 def codex_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """A minimal environment (nothing inherited) for Codex in the private ``home``:
-    ``HOME=home``, ``CODEX_HOME=home/.codex``, ``PATH``, a UTF-8 locale, ``TERM`` and the
-    fake provider's key variable; ``extra`` applied last."""
-    env = {"HOME": str(home), "CODEX_HOME": str(home / ".codex"),
+    ``HOME=home``, ``CODEX_HOME=home/.codex``, ``TMPDIR=home/tmp`` (created: Codex writes
+    spilled hook output there), ``PATH``, a UTF-8 locale, ``TERM`` and the fake provider's key
+    variable; ``extra`` applied last."""
+    (home / "tmp").mkdir(parents=True, exist_ok=True)
+    env = {"HOME": str(home), "CODEX_HOME": str(home / ".codex"), "TMPDIR": str(home / "tmp"),
            "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
            "TERM": "xterm-256color", KEY_ENV: "hookd-fake-key"}
     env.update(extra or {})

@@ -3,7 +3,8 @@
 Each test drives the real binary (``codex exec``, or ``codex app-server`` where exec cannot
 show the behaviour) against the fake Responses API, offline, in a private home, with hooks
 that record their payloads (``codex_drivers.Recorder``), and asserts one fact of
-docs/harness-codex.md. With ``HOOKD_CODEX_RECORD=<folder>`` each scenario also writes what it
+docs/harness-codex.md. The TUI test reuses ``drivers.TmuxClaude`` (its tmux handling is not
+Claude-specific; ``seed=False`` skips Claude Code's config). With ``HOOKD_CODEX_RECORD=<folder>`` each scenario also writes what it
 recorded there (``codex_drivers.save_fixture``; fixtures/codex/0.171.0 was made so).
 """
 
@@ -22,6 +23,7 @@ from .codex_drivers import (CODEX_VERSION, AppServer, CodexNotFound, Recorder, c
                             find_codex_bin, hooks_config, hooks_list, prepare_home, rollouts,
                             run_exec, save_fixture, trust_hooks, write_hooks)
 from .conftest import _missing
+from .drivers import TmuxClaude, wait_until
 from .fake_responses import FakeResponsesAPI, LoggedRequest, call, say
 
 pytestmark = pytest.mark.e2e
@@ -176,14 +178,16 @@ def test_exec_runs_offline_and_the_tool_output_reaches_the_model(codex_bin, fake
 
 
 def test_hooks_fire_with_the_documented_fields(codex_bin, fake, env, home, proj, rec):
-    write_hooks(home / ".codex" / "hooks.json", hooks_config(rec.command, LIFECYCLE))
+    write_hooks(home / ".codex" / "hooks.json", hooks_config(rec.command))  # every event
     script = echo_script("FINAL-CX-B")
     fake.set_script(script)
     res = run_exec(codex_bin, "Run echo hi", proj, env, BYPASS)
     assert res.returncode == 0, res.stderr[-3000:]
     save_fixture("exec-bash-hooks", rec, fake, home / ".codex", script)
-    assert rec.events() == LIFECYCLE
-    start, prompt, pre, post, stop, end = rec.payloads()
+    # PostModelRequest may finish after the PreToolUse that follows it: compare apart
+    assert [e for e in rec.events() if "ModelRequest" not in e] == LIFECYCLE
+    start, prompt, pre, post, stop, end = [p for p in rec.payloads()
+                                           if "ModelRequest" not in p["hook_event_name"]]
     (rollout,) = rollouts(home / ".codex")
     for p in rec.payloads():
         assert p["session_id"] == start["session_id"]
@@ -191,7 +195,8 @@ def test_hooks_fire_with_the_documented_fields(codex_bin, fake, env, home, proj,
         assert p["cwd"] == str(proj)
     assert start["session_id"] in rollout.name
     assert "turn_id" not in start and "turn_id" not in end
-    assert len({p["turn_id"] for p in (prompt, pre, post, stop)}) == 1
+    assert len({p["turn_id"] for p in rec.payloads()
+                if p["hook_event_name"] not in ("SessionStart", "SessionEnd")}) == 1
     assert start["source"] == "startup" and end["reason"] == "other"
     assert prompt["prompt"] == "Run echo hi"
     # the tool is named as Claude Code names it, and carries the model's call id
@@ -199,6 +204,14 @@ def test_hooks_fire_with_the_documented_fields(codex_bin, fake, env, home, proj,
     assert (post["tool_name"], post["tool_response"], post["tool_use_id"]) == ("Bash", "hi\n", ECHO_ID)
     assert (stop["stop_hook_active"], stop["last_assistant_message"]) == (False, "FINAL-CX-B")
     assert {p["permission_mode"] for p in (start, prompt, pre, post, stop)} == {"bypassPermissions"}
+    # one Pre/PostModelRequest pair per model request, with the response's id and usage
+    before, after = rec.payloads("PreModelRequest"), rec.payloads("PostModelRequest")
+    assert len(before) == len(after) == len(fake.main_requests()) == 2
+    assert [b["request_id"] for b in before] == [a["request_id"] for a in after]
+    assert {(a["kind"], a["attempt_number"], a["status"], a["error"]) for a in after} == {
+        ("sampling", 1, "completed", None)}
+    assert [a["token_usage"]["input_tokens"] for a in after] == [100, 100]
+    assert all(a["response_id"].startswith("resp_") for a in after)
     assert fake.main_requests()[0].user_texts()[-1] == prompt["prompt"]
 
 
@@ -468,3 +481,49 @@ def test_subagent_hooks_carry_its_agent_id(codex_bin, fake, env, home, proj, rec
     assert {r.agent for r in fake.requests if r.kind == "subagent"} == {agent}
     assert any("<subagent_notification>" in t and "SUB-DONE" in t
                for r in fake.main_requests() for t in texts_of(r, "user"))
+
+
+def test_stop_takes_no_context_and_injected_items_wait_for_the_next_turn(codex_bin, fake, env,
+                                                                         home, proj, rec):
+    write_hooks(home / ".codex" / "hooks.json", hooks_config(rec.command, ["Stop"]))
+    trust_hooks(codex_bin, env, proj)
+    rec.respond("Stop", {"hookSpecificOutput": {"hookEventName": "Stop",
+                                                "additionalContext": "STOP-CTX-9"}})
+    fake.set_script({"turns": ["ONE", "TWO"]})
+    injected = {"type": "message", "role": "user",
+                "content": [{"type": "input_text", "text": "INJECTED-CX"}]}
+    with AppServer(codex_bin, proj, env) as srv:
+        thread = srv.start_thread(proj)
+        first = srv.run_turn(thread, "first")
+        assert srv.request("thread/inject_items", {"threadId": thread, "items": [injected]}) == {}
+        srv.run_turn(thread, "second")
+    (stop_run,) = [n["params"]["run"] for n in srv.notifications("hook/completed")
+                   if n["params"]["turnId"] == first["id"]]
+    assert (stop_run["status"], stop_run["entries"]) == (
+        "failed", [{"kind": "error", "text": "hook returned invalid stop hook JSON output"}])
+    assert not any(r.contains("STOP-CTX-9") for r in fake.requests)
+    # the injected item started no turn; the next turn's request has it before the prompt
+    assert len(fake.main_requests()) == 2
+    assert fake.main_requests()[1].user_texts()[-3:] == ["first", "INJECTED-CX", "second"]
+
+
+def test_tui_asks_to_review_untrusted_hooks(codex_bin, tmux_bin, fake, env, home, proj, rec):
+    write_hooks(home / ".codex" / "hooks.json", hooks_config(rec.command, ["PreToolUse", "Stop"]))
+    fake.set_script(echo_script("FINAL-CX-TUI"))
+    # --no-daemon: the TUI would otherwise start a shared app-server daemon that outlives it
+    with TmuxClaude(proj, env, extra_args=("--no-daemon", "--no-alt-screen"), claude_bin=codex_bin,
+                    seed=False, tmux=tmux_bin) as tui:
+        review = tui.wait_for_screen("Continue without trusting", timeout=30)
+        assert "Hooks need review" in review and "2 hooks are new or changed." in review
+        assert "2. Trust all and continue" in review
+        tui.send_keys("Down")
+        tui.wait_for_screen(r"› 2\. Trust all and continue", timeout=10)
+        tui.press_until("Enter", lambda s: "Continue without trusting" not in s, timeout=10)
+        assert {h["trustStatus"] for h in hooks_list(codex_bin, env, proj)} == {"trusted"}
+        tui.wait_for_screen("Ask Codex to do anything", timeout=20)
+        tui.submit("Run echo hi")
+        tui.wait_for_screen("FINAL-CX-TUI", timeout=30)
+        fake.wait_for(lambda a: len(a.main_requests()) == 2)
+        wait_until(lambda: rec.payloads("Stop"), 10, message="the Stop hook")
+    assert rec.events() == ["PreToolUse", "Stop"]
+    assert rec.payloads("PreToolUse")[0]["permission_mode"] == "default"
