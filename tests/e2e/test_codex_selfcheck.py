@@ -519,7 +519,9 @@ def test_tui_asks_to_review_untrusted_hooks(codex_bin, tmux_bin, fake, env, home
         tui.send_keys("Down")
         tui.wait_for_screen(r"› 2\. Trust all and continue", timeout=10)
         tui.press_until("Enter", lambda s: "Continue without trusting" not in s, timeout=10)
-        assert {h["trustStatus"] for h in hooks_list(codex_bin, env, proj)} == {"trusted"}
+        # the TUI writes hooks.state into config.toml itself (when the dialog has closed)
+        wait_until(lambda: {h["trustStatus"] for h in hooks_list(codex_bin, env, proj)} == {"trusted"},
+                   20, message="the TUI's trust in config.toml")
         tui.wait_for_screen("Ask Codex to do anything", timeout=20)
         tui.submit("Run echo hi")
         tui.wait_for_screen("FINAL-CX-TUI", timeout=30)
