@@ -333,7 +333,11 @@ def test_request_user_input_is_refused_in_exec(codex_bin, fake, env, proj):
     assert out == "request_user_input is unavailable in Default mode"
 
 
-def test_request_user_input_reaches_an_app_server_client(codex_bin, fake, env, home, proj, rec):
+@pytest.mark.parametrize("mode", ["default+feature", "plan"])
+def test_request_user_input_reaches_an_app_server_client(codex_bin, fake, env, home, proj, rec,
+                                                         mode):
+    """In Default mode only with the feature ``default_mode_request_user_input``; in Plan mode
+    (the turn's ``collaborationMode``, an experimental field) as it is."""
     write_hooks(home / ".codex" / "hooks.json",
                 hooks_config(rec.command, ["PreToolUse", "PostToolUse"]))
     trust_hooks(codex_bin, env, proj)
@@ -341,15 +345,24 @@ def test_request_user_input_reaches_an_app_server_client(codex_bin, fake, env, h
                         "FINAL-ASK"]}
     fake.set_script(script)
     answer = {"answers": {"color": {"answers": ["Blue"]}}}
+    plan = mode == "plan"
+    args = () if plan else ("--enable", "default_mode_request_user_input")
     with AppServer(codex_bin, proj, env, answers={"item/tool/requestUserInput": answer},
-                   args=("--enable", "default_mode_request_user_input")) as srv:
+                   args=args) as srv:
         thread = srv.start_thread(proj)
-        srv.run_turn(thread, "ask me")
-    save_fixture("app-request-user-input", rec, fake, home / ".codex", script, srv)
+        extra = {"collaborationMode": {"mode": "plan", "settings": {"model": fake.model}}} if plan else {}
+        turn = srv.request("turn/start", {"threadId": thread, "input": [
+            {"type": "text", "text": "ask me"}], **extra})["turn"]
+        srv.wait_turn(turn["id"])
+    if not plan:
+        save_fixture("app-request-user-input", rec, fake, home / ".codex", script, srv)
+    assert ("# Plan Mode" in fake.main_requests()[0].text) is plan
     (req,) = srv.server_requests
     assert req["method"] == "item/tool/requestUserInput"
     params = req["params"]
     assert params["itemId"] == "call_ASK" and params["threadId"] == thread
+    # blocking in Plan mode only (the field replaces autoResolutionMs)
+    assert params["turnId"] == turn["id"] and params["isBlocking"] is plan
     assert params["questions"] == [dict(QUESTION, isOther=True, isSecret=False)]
     assert json.loads(fake.main_requests()[1].function_outputs()["call_ASK"]) == answer
     pre, post = rec.payloads()
