@@ -16,6 +16,7 @@ docs/harness-codex.md says what each of these was used to check.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import queue
@@ -32,7 +33,7 @@ from .test_harness_selfcheck import read_payloads, write_script
 
 __all__ = ["AppServer", "CODEX_VERSION", "CodexNotFound", "ExecResult", "Recorder", "codex_env",
            "find_codex_bin", "hooks_config", "hooks_list", "prepare_home", "rollouts",
-           "run_exec", "save_fixture", "trust_hooks", "write_hooks"]
+           "run_exec", "save_fixture", "trust_hash", "trust_hooks", "write_hooks"]
 
 CODEX_VERSION = "0.171.0"
 #: the native binary under the install cache (x86_64 Linux; the wrapper script is a fallback)
@@ -324,6 +325,27 @@ def hooks_list(codex_bin: Path, env: Mapping[str, str], cwd: Path) -> list[dict]
     with AppServer(codex_bin, cwd, env) as srv:
         data = srv.request("hooks/list", {"cwds": [str(cwd)]})["data"]
     return [h for entry in data for h in entry["hooks"]]
+
+
+def trust_hash(event_key: str, command: str, timeout: int, matcher: str | None = None,
+               is_async: bool = False, status_message: str | None = None) -> str:
+    """The ``trusted_hash`` Codex 0.171.0 expects for one command hook, computed without it:
+    ``sha256:`` + the hex SHA-256 of the compact JSON, keys sorted, of
+    ``{"event_name": event_key, "matcher": ..., "hooks": [{"type": "command", "command": ...,
+    "timeout": ..., "async": ..., "statusMessage": ...}]}`` (``matcher`` and ``statusMessage``
+    only when set). ``event_key`` is the snake_case event of the trust key (``pre_tool_use``);
+    ``timeout`` is the one Codex applies (600 s when none is configured; SessionEnd and
+    Interrupt at most 3). Found in Codex's source (``NormalizedHookIdentity``,
+    ``version_for_toml``) and checked against ``hooks/list``'s ``currentHash``."""
+    handler: dict[str, Any] = {"type": "command", "command": command, "timeout": timeout,
+                               "async": is_async}
+    if status_message is not None:
+        handler["statusMessage"] = status_message
+    identity: dict[str, Any] = {"event_name": event_key, "hooks": [handler]}
+    if matcher is not None:
+        identity["matcher"] = matcher
+    text = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 def trust_hooks(codex_bin: Path, env: Mapping[str, str], cwd: Path,

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from .codex_drivers import (AppServer, Recorder, codex_env, hooks_config, hooks_list,
-                            prepare_home, rollouts, run_exec, save_fixture, trust_hooks,
-                            write_hooks)
+                            prepare_home, rollouts, run_exec, save_fixture, trust_hash,
+                            trust_hooks, write_hooks)
 from .drivers import TmuxClaude, wait_until
 from .fake_responses import FakeResponsesAPI, LoggedRequest, call, say
 
@@ -230,6 +230,40 @@ def test_untrusted_hooks_are_skipped_silently_until_trusted(codex_bin, fake, env
     res = run_exec(codex_bin, "Run echo hi", proj, env)
     assert res.returncode == 0 and rec.events() == ["PreToolUse", "Stop"]
     assert not SAYS_HOOK.search(res.stderr.replace(str(home.parent), "<tmp>")), res.stderr
+
+
+def test_the_trust_hash_is_computable_without_codex(codex_bin, fake, env, home, proj, rec):
+    """trusted_hash written into config.toml by hand (codex_drivers.trust_hash) is what Codex
+    computes (hooks/list's currentHash), for handlers with and without matcher, timeout,
+    async and statusMessage; with it, Codex runs the hooks."""
+    config = {"hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": rec.command("PreToolUse") + " 'é \"q\"'", "timeout": 7}]}],
+        "PostToolUse": [{"matcher": "*", "hooks": [
+            {"type": "command", "command": "true", "async": True, "timeout": 5}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": rec.command("Stop"),
+                             "statusMessage": "checking"}]}],
+        "SessionEnd": [{"hooks": [{"type": "command", "command": "true", "timeout": 30}]}]}}
+    hooks_file = write_hooks(home / ".codex" / "hooks.json", config)
+    listed = {h["eventName"]: h for h in hooks_list(codex_bin, env, proj)}
+    # what Codex applies: no timeout is 600 s, SessionEnd's is clamped to 3 s
+    assert {e: h["timeoutSec"] for e, h in listed.items()} == {
+        "preToolUse": 7, "postToolUse": 5, "stop": 600, "sessionEnd": 3}
+    mine = {"preToolUse": trust_hash("pre_tool_use", config["hooks"]["PreToolUse"][0]["hooks"][0]["command"], 7, "Bash"),
+            "postToolUse": trust_hash("post_tool_use", "true", 5, "*", is_async=True),
+            "stop": trust_hash("stop", rec.command("Stop"), 600, status_message="checking"),
+            "sessionEnd": trust_hash("session_end", "true", 3)}
+    assert {e: h["currentHash"] for e, h in listed.items()} == mine
+    keys = {e: f"{hooks_file}:{k}:0:0" for e, k in (("preToolUse", "pre_tool_use"),
+            ("postToolUse", "post_tool_use"), ("stop", "stop"), ("sessionEnd", "session_end"))}
+    assert {e: h["key"] for e, h in listed.items()} == keys
+    with (home / ".codex" / "config.toml").open("a") as f:
+        f.writelines(f'\n[hooks.state."{keys[e]}"]\ntrusted_hash = "{mine[e]}"\n' for e in mine)
+    assert {h["trustStatus"] for h in hooks_list(codex_bin, env, proj)} == {"trusted"}
+    fake.set_script(echo_script("FINAL-CX-H"))
+    res = run_exec(codex_bin, "Run echo hi", proj, env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert rec.events() == ["PreToolUse", "Stop"]
 
 
 def test_project_hooks_need_a_trusted_project(codex_bin, fake, env, home, proj, rec):
