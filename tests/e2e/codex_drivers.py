@@ -335,8 +335,8 @@ def trust_hash(event_key: str, command: str, timeout: int, matcher: str | None =
     "timeout": ..., "async": ..., "statusMessage": ...}]}`` (``matcher`` and ``statusMessage``
     only when set). ``event_key`` is the snake_case event of the trust key (``pre_tool_use``);
     ``timeout`` is the one Codex applies (600 s when none is configured; SessionEnd and
-    Interrupt at most 3). Found in Codex's source (``NormalizedHookIdentity``,
-    ``version_for_toml``) and checked against ``hooks/list``'s ``currentHash``."""
+    Interrupt at most 3). Checked against ``hooks/list``'s ``currentHash``
+    (docs/harness-codex.md, "Hook trust")."""
     handler: dict[str, Any] = {"type": "command", "command": command, "timeout": timeout,
                                "async": is_async}
     if status_message is not None:
