@@ -299,7 +299,8 @@ class FakeResponsesAPI:
             self._server = self._thread = None
 
     def __enter__(self) -> Self:
-        return self.start()
+        self.start()
+        return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()

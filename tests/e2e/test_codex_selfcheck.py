@@ -236,9 +236,10 @@ def test_the_trust_hash_is_computable_without_codex(codex_bin, fake, env, home, 
     """trusted_hash written into config.toml by hand (codex_drivers.trust_hash) is what Codex
     computes (hooks/list's currentHash), for handlers with and without matcher, timeout,
     async and statusMessage; with it, Codex runs the hooks."""
+    pre_command = rec.command("PreToolUse") + " 'é \"q\"'"
     config = {"hooks": {
         "PreToolUse": [{"matcher": "Bash", "hooks": [
-            {"type": "command", "command": rec.command("PreToolUse") + " 'é \"q\"'", "timeout": 7}]}],
+            {"type": "command", "command": pre_command, "timeout": 7}]}],
         "PostToolUse": [{"matcher": "*", "hooks": [
             {"type": "command", "command": "true", "async": True, "timeout": 5}]}],
         "Stop": [{"hooks": [{"type": "command", "command": rec.command("Stop"),
@@ -249,7 +250,7 @@ def test_the_trust_hash_is_computable_without_codex(codex_bin, fake, env, home, 
     # what Codex applies: no timeout is 600 s, SessionEnd's is clamped to 3 s
     assert {e: h["timeoutSec"] for e, h in listed.items()} == {
         "preToolUse": 7, "postToolUse": 5, "stop": 600, "sessionEnd": 3}
-    mine = {"preToolUse": trust_hash("pre_tool_use", config["hooks"]["PreToolUse"][0]["hooks"][0]["command"], 7, "Bash"),
+    mine = {"preToolUse": trust_hash("pre_tool_use", pre_command, 7, "Bash"),
             "postToolUse": trust_hash("post_tool_use", "true", 5, "*", is_async=True),
             "stop": trust_hash("stop", rec.command("Stop"), 600, status_message="checking"),
             "sessionEnd": trust_hash("session_end", "true", 3)}
