@@ -1,8 +1,10 @@
-"""Fixtures for end-to-end tests against the real Claude Code binary.
+"""Fixtures for end-to-end tests against the real Claude Code and Codex CLI binaries.
 
 * ``claude_bin``: path of the pinned binary. Missing binary: the test FAILS
   when ``CI=true`` (CI must have run ``.ci/install-claude-code.sh``), and is
   skipped otherwise.
+* ``codex_bin``: the same for the pinned Codex CLI (``.ci/install-codex.sh``);
+  a binary of another version counts as missing.
 * ``tmux_bin``: path of tmux, with the same fail-in-CI / skip-locally rule.
 * ``fake_api``: a started ``FakeAnthropicAPI`` with an empty script (set one
   with ``fake_api.set_script(...)``), stopped after the test.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -40,6 +43,24 @@ def claude_bin() -> Path:
     except ClaudeNotFound as exc:
         _missing(str(exc))
         raise  # unreachable: _missing fails or skips
+
+
+@pytest.fixture(scope="session")
+def codex_bin() -> Path:
+    """Absolute path of the Codex CLI 0.171.0 binary (see ``find_codex_bin``)."""
+    # imported here: codex_drivers imports a test module's helpers (test_harness_selfcheck)
+    from .codex_drivers import CODEX_VERSION, CodexNotFound, find_codex_bin
+
+    try:
+        path = find_codex_bin()
+    except CodexNotFound as exc:
+        _missing(str(exc))
+        raise  # unreachable: _missing fails or skips
+    out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=30,
+                         stdin=subprocess.DEVNULL).stdout.strip()
+    if out != f"codex-cli {CODEX_VERSION}":
+        _missing(f"{path} is {out!r}, not codex-cli {CODEX_VERSION}; run .ci/install-codex.sh")
+    return path
 
 
 @pytest.fixture(scope="session")
