@@ -684,8 +684,13 @@ def test_narrow_screen_settings_file_lane_and_an_answer_queued_as_a_message(
     page.locator('#tabs button[data-view="lanes"]').click()
     cell = page.locator('#lanes tr.lane[data-builder="b2"] td.worktree')
     expect(cell.locator(".settings-file")).to_have_text(f"settings file: {settings}")
-    assert cell.locator(".settings-file").evaluate("e => getComputedStyle(e).color") != cell.evaluate(
-        "e => getComputedStyle(e).color")  # muted
+    # muted: its colour and the cell's, read together (a row being redrawn has no style: asked again)
+    file_colour, cell_colour = page.wait_for_function("""() => {
+        const c = document.querySelector('#lanes tr.lane[data-builder="b2"] td.worktree');
+        const f = c && c.querySelector('.settings-file');
+        const a = f && getComputedStyle(f).color, b = c && getComputedStyle(c).color;
+        return a && b ? [a, b] : null; }""").json_value()
+    assert file_colour != cell_colour
     no_horizontal_overflow(page)
     stacked(page, "lanes")
     row = page.locator('#lanes tr.lane[data-builder="b2"]')
