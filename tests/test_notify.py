@@ -28,7 +28,7 @@ from hookd.watchers.notify_config import Channel, NotifyConfig, load_config
 from hookd.core import Hookd
 from hookd.store import Store
 
-from .conftest import events, hookd_cli, wait_until
+from .conftest import events, hookd_cli, hookd_run, wait_until
 from .test_answers import ASK_ID, AUQ_POST, AUQ_PRE, Rig, bash_perm, payload
 
 pytestmark = pytest.mark.daemon
@@ -399,6 +399,25 @@ def test_a_question_alert_stays_one_line_whatever_the_agent_wrote():
     assert "\n" not in a.message and "Ship?\\nAnswer: hookd answer x" in a.message
 
 
+def test_an_alert_says_the_builders_default_answer_and_when():
+    """A builder spawned with --default-answer-after: its alert says what hookd will answer
+    and in how long (once due: now), as the last words (a question's alert still one line),
+    and gives it in data."""
+    i = permission("Bash", {"command": "ls", "description": "List"})
+    a = interaction_alert(i, 0, 2, 1125.0, claude_code.present_tool(i.tool_name, i.input),
+                          default={"answer": "denies", "at": 1365.0})
+    assert a.message.endswith(ANSWER + "\nUnless you answer, hookd denies in 4 min.")
+    assert a.data["default_answer"] == {"answer": "denies", "at": 1365.0}
+    q = Interaction(id="toolu_1", kind="question", builder="b1", session_id="s", agent_id=None, tool_name="AskUserQuestion",
+                    tool_use_id="toolu_1", state="pending", answers=None, selections=None, surface=None, warning=None,
+                    error=None, created_at=1000.0, resolved_at=None, revision=1,
+                    questions=[{"question": "Ship?", "options": [{"label": "yes"}, {"label": "no"}]}])
+    a = interaction_alert(q, 0, 1, 1100.0, default={"answer": "answers yes", "at": 1100.0})
+    assert "\n" not in a.message and a.message.endswith(
+        "Answer: hookd answer toolu_1 --option yes Unless you answer, hookd answers yes now.")
+    assert "Unless" not in interaction_alert(q, 0, 1, 1100.0).message
+
+
 def test_an_elicitation_alert_names_the_server_its_message_and_the_fields():
     i = Interaction(id="el_1", kind="elicitation", builder="b1", session_id="s", agent_id=None, tool_name="booker",
                     tool_use_id=None, state="pending", questions=None, answers=None, selections=None, surface=None,
@@ -453,6 +472,33 @@ url = "{receiver.url}"
         assert perm["data"]["tool_view"] == {"kind": "command", "summary": "x", "detail": "ls /tmp", "destructive": False}
         assert perm["data"]["input"] == {"command": "ls /tmp", "description": "x"}  # the exact values stay
         assert _steps(receiver.bodies(), key) == [0, 1] and _steps(_lines(out), key) == [0, 1]
+    finally:
+        d.stop()
+
+
+def test_the_alert_of_a_builder_with_a_default_answer_says_it(home: Path, worktree: Path, receiver: Receiver) -> None:
+    """A builder spawned with --default-answer-after: the daemon's alert for its question says
+    what hookd will answer, and in how long, read from the builder's spawn manifest."""
+    write_config(home, f"""
+[notify]
+question_after_s = 0
+[[notify.channel]]
+type = "webhook"
+name = "hook"
+url = "{receiver.url}"
+""")
+    r = hookd_run(home, "spawn", "b1", "--worktree", str(worktree), "--hold", "600", "--default-answer-after", "300",
+                  "--default-answer", "Blue")
+    assert r.returncode == 0, r.stderr
+    d = DaemonProcess(home).start()
+    try:
+        rig = Rig.__new__(Rig)  # (spawned above, with the default answer)
+        rig.home, rig.worktree, rig.name = home, worktree, "b1"
+        rig.settings = worktree / ".claude" / "settings.local.json"
+        rig.hook(AUQ_PRE)
+        [first] = wait_until(lambda: receiver.bodies(), 60, what="the question's alert")
+        assert re.search(r" Unless you answer, hookd answers Blue in 4 min \d+ s\.$", first["message"]), first["message"]
+        assert first["data"]["default_answer"]["answer"] == "answers Blue"
     finally:
         d.stop()
 

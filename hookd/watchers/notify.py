@@ -267,7 +267,9 @@ class Notifier:
                 if i.kind == "permission":  # the tool call as its harness's adapter shows it
                     harness = await self.core.store.session_harness(i.session_id) if i.session_id else None
                     view = present_tool(harness, i.tool_name, i.input)
-                await self._claim_and_send(interaction_alert(i, due[-1], len(cfg.steps_s), now, view))
+                # the builder's default answer, if it has one (its spawn manifest: read in a thread)
+                default = (await asyncio.to_thread(self.core.defaults, [i])).get(i.id)
+                await self._claim_and_send(interaction_alert(i, due[-1], len(cfg.steps_s), now, view, default))
                 top = max(top, due[-1])
             if top + 1 < len(cfg.steps_s):
                 t = fire_at + cfg.steps_s[top + 1]

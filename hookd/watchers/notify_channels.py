@@ -90,12 +90,27 @@ def view_lines(view: ToolView) -> list[str]:
     return shown
 
 
-def interaction_alert(i: Interaction, step: int, steps: int, now: float, view: ToolView | None = None) -> Alert:
+def interaction_alert(i: Interaction, step: int, steps: int, now: float, view: ToolView | None = None,
+                      default: dict[str, Any] | None = None) -> Alert:
     """The alert for a pending question, permission prompt or elicitation (its server, message
     and fields, the answer command). view: a permission prompt's
     tool call as a person reads it (its adapter's ``present_tool``; None: compact JSON of the
     input): its summary, the first lines of its detail (:func:`view_lines`) on lines of their
-    own, and whether it looks destructive."""
+    own, and whether it looks destructive. default: the builder's default answer for it
+    (:meth:`hookd.core.policy.Policy.defaults`: ``{"answer": words, "at": UNIX seconds}``;
+    None: none), said last (``Unless you answer, hookd denies it in 4m.``) and in ``data``
+    as ``default_answer``."""
+    alert = _interaction_alert(i, step, steps, now, view)
+    if default is None:
+        return alert
+    left = float(default["at"]) - now
+    when = f"in {duration(left)}" if left >= 1 else "now"
+    sep = "\n" if "\n" in alert.message else " "  # (a question's alert stays one line)
+    said = f"{alert.message}{sep}Unless you answer, hookd {default['answer']} {when}."
+    return msgspec.structs.replace(alert, message=said, data={**alert.data, "default_answer": default})
+
+
+def _interaction_alert(i: Interaction, step: int, steps: int, now: float, view: ToolView | None) -> Alert:
     waited = duration(now - i.created_at)
     nth = f" (reminder {step} of {steps - 1})" if step else ""
     if i.kind == "elicitation":
