@@ -365,8 +365,10 @@ def _interaction(i: dict[str, Any], now: float) -> _Shown:
             head.append(f", expires in {_duration(i['expires_at'] - now)}")
         d = i.get("default_answer")
         if isinstance(d, dict) and isinstance(d.get("at"), (int, float)):  # the builder's opt-in default
-            head.append(_paint(f", {d.get('answer')} in {_duration(max(0.0, d['at'] - now))} unless you answer",
-                               fg="yellow"))
+            # (due: the daemon's next pass of its default answers, a few seconds at most, gives it)
+            left = d["at"] - now
+            when = f"in {_duration(left)}" if left >= 1 else "now"
+            head.append(_paint(f", {d.get('answer')} {when} unless you answer", fg="yellow"))
     else:
         from hookd.vocabulary import outcome_of
 

@@ -39,6 +39,8 @@ def test_the_countdown_of_a_default_answer_and_a_dismissal_on_the_page(
     expect(card.locator(".default-answer")).to_have_text(re.compile(r"^answers Blue in (10|9) min unless you answer$"))
     prompt = page.locator(f'#pending-list article.permission[data-id="{pid}"]')
     expect(prompt.locator(".default-answer")).to_have_text(re.compile(r"^denies in (10|9) min unless you answer$"))
+    # due, before the daemon's next pass gives it: "now", not "in 0 s"
+    assert page.evaluate("countdown('denies', String(Date.now() / 1000))") == "denies now unless you answer"
     prompt.locator(".dismiss-row summary").click()
     prompt.locator("button.dismiss").click()  # no reason yet: refused on the page, nothing sent
     expect(prompt.locator(".dismiss-note")).to_have_text("Say why it is dismissed: it is recorded.")

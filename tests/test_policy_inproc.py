@@ -223,6 +223,9 @@ def test_hookd_questions_shows_the_countdown(inproc: InProc, worktree: Path) -> 
     assert rig.interaction(ASK_ID)["default_answer"] == q["default_answer"]
     shown = plain(_interaction(q, q["created_at"] + 10)).splitlines()
     assert shown[0] == f"{ASK_ID}  question from b1, waiting 10s, answers Blue in 15s unless you answer"
+    # due, before the daemon's next pass gives it: "now", not "in 0s"
+    shown = plain(_interaction(q, q["created_at"] + 27)).splitlines()
+    assert shown[0] == f"{ASK_ID}  question from b1, waiting 27s, answers Blue now unless you answer"
 
 
 def test_hookd_questions_shows_why_it_was_dismissed(rig: PolicyRig) -> None:

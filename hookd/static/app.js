@@ -123,7 +123,8 @@ function tick() {
 // A builder's opt-in default answer (GET /v1/questions' `default_answer`: its words and when),
 // as `hookd questions` says it: "answers Blue in 4 min unless you answer".
 function countdown(words, at) {
-  const left = Math.max(0, parseFloat(at) - Date.now() / 1000);
+  const left = parseFloat(at) - Date.now() / 1000;
+  if (!(left >= 1)) return `${words} now unless you answer`;  // due: the daemon's next pass gives it
   const span = left < 60 ? `${Math.ceil(left)} s` : left < 3600 ? `${Math.ceil(left / 60)} min`
     : `${Math.floor(left / 3600)} h ${Math.ceil((left % 3600) / 60)} min`;
   return `${words} in ${span} unless you answer`;
