@@ -223,7 +223,8 @@ class RestApi:
         if not 1 <= limit <= 100_000:
             raise BadRequest("limit must be between 1 and 100000")
         found = await self.core.store.interactions(state, limit)
-        defaults = self.core.defaults(found)
+        # the default answers of pending ones: their builders' spawn manifests, read in a thread
+        defaults = await asyncio.to_thread(self.core.defaults, found) if any(i.state == "pending" for i in found) else {}
         items = await with_tool_views(self.core.store, found)
         for i in items:  # a pending permission prompt: whether a held hook would take a remote answer now
             if isinstance(i, dict) and i.get("kind") in DECISION_KINDS and i.get("state") == "pending":
@@ -237,7 +238,7 @@ class RestApi:
         i = await self.core.store.interaction(request.path_params["id"])
         if i is None:
             raise NotFound(f"no interaction {request.path_params['id']!r}")
-        d = self.core.defaults([i]).get(i.id)
+        d = (await asyncio.to_thread(self.core.defaults, [i])).get(i.id) if i.state == "pending" else None
         view = await with_tool_view(self.core.store, i)
         if d is not None:
             view = {**(view if isinstance(view, dict) else msgspec.to_builtins(view)), "default_answer": d}
