@@ -8,6 +8,8 @@ scenario trickles its payload for about 3 s by design).
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -310,3 +312,19 @@ def test_transcript_rows_copied_by_a_fork_are_the_parents_calls_for_its_builder_
     assert mine["id"].startswith(ASK_ID + "~")
     [reused] = reused
     assert (reused["builder"], reused["data"]["via"], reused["data"]["first"]["builder"]) == ("b2", "transcript", "b1")
+
+
+#: What a path of a recording machine's temp tree looks like: pytest's base folders, Python's
+#: tempfile names, the Claude Code recorder's private tree (tests/e2e/record.py); each
+#: recorder writes its private tree as /home/dev instead (Codex's: codex_drivers.normalise_paths).
+MACHINE_PATHS = re.compile(r"/tmp/pytest-of-|pytest-\d+/test_|/tmp/tmp[a-z0-9_]{8}|hookd-rec-")
+
+
+def test_no_committed_fixture_holds_a_path_of_the_machine_that_recorded_it() -> None:
+    """Every file under fixtures/ (each harness's recordings, synthetic or real): no path of a
+    temp tree the recorder ran in (they differ on every machine and every run)."""
+    files = [p for p in sorted((REPO / "fixtures").rglob("*")) if p.is_file()]
+    assert len(files) > 100 and any("codex" in p.parts for p in files)
+    found = {os.fspath(p.relative_to(REPO)): m.group(0) for p in files
+             if (m := MACHINE_PATHS.search(p.read_text(errors="replace")))}
+    assert found == {}

@@ -439,22 +439,34 @@ def save_fixture(name: str, recorder: Recorder, api: FakeResponsesAPI, codex_hom
     rollout; subagents' as ``rollout-<n>.jsonl``), ``model-script.json``, ``requests.jsonl``
     (each model request's new input items, ``_request_summary``) and, for an app-server
     scenario, ``app-server.jsonl`` (every message, ``{"dir": "in"|"out", "msg": ...}``).
-    Machine specifics (paths, ids, times) are kept as they are. Returns the folder, or
-    ``None`` when the variable is unset."""
+    The test's private tree is written as the Claude Code fixtures' (``codex_home``'s
+    parent, the private HOME, as ``/home/dev``; the rest of the test's temp folder as
+    ``/home/dev/work``: :func:`normalise_paths`); ids and times are kept as they are.
+    Returns the folder, or ``None`` when the variable is unset."""
     root = os.environ.get("HOOKD_CODEX_RECORD")
     if not root:
         return None
     out = Path(root) / name
     (out / "hooks").mkdir(parents=True, exist_ok=True)
+    home = codex_home.parent
+
+    def write(path: Path, text: str) -> None:
+        path.write_text(normalise_paths(text, home))
+
     for n, payload in enumerate(recorder.payloads(), 1):
         event = payload.get("hook_event_name", "Unknown")
-        (out / "hooks" / f"{n:03d}-{event}.json").write_text(json.dumps(payload, indent=2) + "\n")
+        write(out / "hooks" / f"{n:03d}-{event}.json", json.dumps(payload, indent=2) + "\n")
     for n, path in enumerate(rollouts(codex_home)):
-        (out / ("rollout.jsonl" if n == 0 else f"rollout-{n}.jsonl")).write_bytes(path.read_bytes())
-    (out / "model-script.json").write_text(json.dumps(script, indent=2) + "\n")
-    (out / "requests.jsonl").write_text("".join(
-        json.dumps(_request_summary(r)) + "\n" for r in api.requests))
+        write(out / ("rollout.jsonl" if n == 0 else f"rollout-{n}.jsonl"), path.read_text())
+    write(out / "model-script.json", json.dumps(script, indent=2) + "\n")
+    write(out / "requests.jsonl", "".join(json.dumps(_request_summary(r)) + "\n" for r in api.requests))
     if app is not None:
-        (out / "app-server.jsonl").write_text("".join(
-            json.dumps({"dir": d, "msg": m}) + "\n" for d, m in app.messages))
+        write(out / "app-server.jsonl", "".join(json.dumps({"dir": d, "msg": m}) + "\n" for d, m in app.messages))
     return out
+
+
+def normalise_paths(text: str, home: Path) -> str:
+    """``text`` with the test's private ``home`` as ``/home/dev`` and the rest of its temp
+    folder (``home``'s parent) as ``/home/dev/work``: no path of this machine's temp tree is
+    left in a committed fixture (tests/test_replay.py checks them all)."""
+    return text.replace(os.fspath(home), "/home/dev").replace(os.fspath(home.parent), "/home/dev/work")
