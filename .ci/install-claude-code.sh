@@ -18,6 +18,8 @@ NATIVE="$CACHE/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
 WRAPPED="$CACHE/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
 
 log() { printf '[install-claude-code] %s\n' "$*" >&2; }
+# (the npm step both harness installs share)
+. "$(dirname "$0")/npm-pinned.sh"
 
 have_version() {
     # $1: binary; true when it runs and reports the pinned version.
@@ -57,21 +59,7 @@ fi
 if BIN="$(find_bin)"; then
     log "Claude Code $VERSION already installed in $CACHE"
 else
-    if ! command -v npm >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        log "npm missing: installing nodejs and npm with apt-get"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq >&2
-        apt-get install -y -qq nodejs npm >&2
-    fi
-    command -v npm >/dev/null 2>&1 || { log "npm not found"; exit 1; }
-    mkdir -p "$CACHE"
-    if [ ! -f "$CACHE/package.json" ]; then
-        printf '{\n  "name": "hookd-cc-cache",\n  "private": true\n}\n' >"$CACHE/package.json"
-    fi
-    log "installing @anthropic-ai/claude-code@$VERSION into $CACHE"
-    # --include=optional: the native binary is an optional platform dependency.
-    (cd "$CACHE" && npm install --no-audit --no-fund --no-progress --save-exact \
-        --include=optional "@anthropic-ai/claude-code@$VERSION" >&2)
+    npm_install_pinned "$CACHE" "@anthropic-ai/claude-code@$VERSION" || exit 1
     if ! BIN="$(find_bin)"; then
         log "installed, but no working Claude Code $VERSION binary under $CACHE"
         log "looked for: $NATIVE and $WRAPPED"

@@ -16,6 +16,8 @@ CACHE="${HOOKD_CODEX_CACHE:-$HOME/.cache/hookd-codex}"
 WRAPPER="$CACHE/node_modules/@openai/codex/bin/codex.js"
 
 log() { printf '[install-codex] %s\n' "$*" >&2; }
+# (the npm step both harness installs share)
+. "$(dirname "$0")/npm-pinned.sh"
 
 case "$(uname -m)" in
     x86_64|amd64) ARCH=x64; TRIPLE=x86_64-unknown-linux-musl ;;
@@ -51,21 +53,7 @@ find_bin() {
 if BIN="$(find_bin)"; then
     log "Codex $VERSION already installed in $CACHE"
 else
-    if ! command -v npm >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        log "npm missing: installing nodejs and npm with apt-get"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq >&2
-        apt-get install -y -qq nodejs npm >&2
-    fi
-    command -v npm >/dev/null 2>&1 || { log "npm not found"; exit 1; }
-    mkdir -p "$CACHE"
-    if [ ! -f "$CACHE/package.json" ]; then
-        printf '{\n  "name": "hookd-codex-cache",\n  "private": true\n}\n' >"$CACHE/package.json"
-    fi
-    log "installing @openai/codex@$VERSION into $CACHE"
-    # --include=optional: the native binary is an optional platform dependency.
-    (cd "$CACHE" && npm install --no-audit --no-fund --no-progress --save-exact \
-        --include=optional "@openai/codex@$VERSION" >&2)
+    npm_install_pinned "$CACHE" "@openai/codex@$VERSION" || exit 1
     if ! BIN="$(find_bin)"; then
         log "installed, but no working Codex $VERSION binary under $CACHE"
         log "looked for: $NATIVE and $WRAPPER"
