@@ -311,7 +311,58 @@ class _Script:
         return None, None
 
 
-class FakeAnthropicAPI:
+class LoopbackServer:
+    """A fake API's HTTP server on 127.0.0.1 (a free port) in a daemon thread: the subclass's
+    :meth:`_handler` (a ``BaseHTTPRequestHandler`` class) answers, with ``fake`` set to this
+    object. ``with`` starts and stops it. Shared by this module's fake and
+    ``fake_responses.FakeResponsesAPI``."""
+
+    _server: ThreadingHTTPServer | None = None
+    _thread: threading.Thread | None = None
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        raise NotImplementedError
+
+    @property
+    def port(self) -> int:
+        """The bound TCP port (raises ``RuntimeError`` when not started)."""
+        if self._server is None:
+            raise RuntimeError(f"{type(self).__name__} not started")
+        return self._server.server_address[1]
+
+    def start(self) -> Self:
+        """Bind 127.0.0.1:0 and serve in a daemon thread; returns self."""
+        if self._server is not None:
+            return self
+        handler = type("Handler", (self._handler(),), {"fake": self})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+            name=f"{type(self).__name__}-{self.port}", daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket (idempotent)."""
+        if self._server is None:
+            return
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class FakeAnthropicAPI(LoopbackServer):
     """Scripted fake Anthropic Messages API on ``127.0.0.1:<ephemeral port>``.
 
     Args:
@@ -357,56 +408,14 @@ class FakeAnthropicAPI:
         failure = self._main.script.get("main_error")
         if isinstance(failure, dict):
             self.fail_main(int(failure["status"]), failure.get("type", "api_error"), failure.get("message", "fake failure"))
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # ------------------------------------------------------------------ lifecycle
-    @property
-    def port(self) -> int:
-        """The bound TCP port (raises ``RuntimeError`` when not started)."""
-        if self._server is None:
-            raise RuntimeError("FakeAnthropicAPI not started")
-        return self._server.server_address[1]
 
     @property
     def url(self) -> str:
         """Base URL for ``ANTHROPIC_BASE_URL``, e.g. ``"http://127.0.0.1:40123"``."""
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> FakeAnthropicAPI:
-        """Bind 127.0.0.1:0 and serve in a daemon thread; returns self."""
-        if self._server is not None:
-            return self
-        api = self
-
-        class Handler(_Handler):
-            fake = api
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-            name=f"fake-anthropic-{self.port}", daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the socket (idempotent)."""
-        if self._server is None:
-            return
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server = None
-        self._thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        return _Handler
 
     # ------------------------------------------------------------------ scripting
     def set_script(self, script: Any) -> None:

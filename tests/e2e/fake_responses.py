@@ -30,9 +30,11 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
+
+from .fake_api import LoopbackServer
 
 __all__ = ["FakeResponsesAPI", "LoggedRequest", "call", "codex_config", "load_script", "say"]
 
@@ -224,7 +226,7 @@ def sse_events(response: dict) -> Iterable[tuple[str, dict]]:
                                  "response": response}
 
 
-class FakeResponsesAPI:
+class FakeResponsesAPI(LoopbackServer):
     """Scripted fake Responses API on ``127.0.0.1:<ephemeral port>``.
 
     Args:
@@ -257,53 +259,14 @@ class FakeResponsesAPI:
         #: called (on the server's thread, before answering; it may block) with the number of
         #: main requests answered before this one, or None
         self.main_gate: Callable[[int], None] | None = None
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # ------------------------------------------------------------------ lifecycle
-    @property
-    def port(self) -> int:
-        """The bound TCP port (``RuntimeError`` when not started)."""
-        if self._server is None:
-            raise RuntimeError("FakeResponsesAPI not started")
-        return self._server.server_address[1]
 
     @property
     def url(self) -> str:
         """The provider's ``base_url``: ``"http://127.0.0.1:PORT/v1"``."""
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> FakeResponsesAPI:
-        """Bind 127.0.0.1:0 and serve in a daemon thread; returns self."""
-        if self._server is None:
-            api = self
-
-            class Handler(_Handler):
-                fake = api
-
-            self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-            self._server.daemon_threads = True
-            self._thread = threading.Thread(target=self._server.serve_forever,
-                                            kwargs={"poll_interval": 0.05},
-                                            name=f"fake-responses-{self.port}", daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the socket (idempotent)."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            if self._thread is not None:
-                self._thread.join(timeout=5)
-            self._server = self._thread = None
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        return _Handler
 
     # ------------------------------------------------------------------ scripting
     def set_script(self, script: Any) -> None:
