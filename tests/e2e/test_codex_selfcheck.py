@@ -14,8 +14,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -25,6 +23,7 @@ from .codex_drivers import (AppServer, Recorder, codex_env, hooks_config, hooks_
                             trust_hooks, write_hooks)
 from .drivers import TmuxClaude, wait_until
 from .fake_responses import FakeResponsesAPI, LoggedRequest, call, say
+from .test_harness_selfcheck import _post, _sse
 
 pytestmark = pytest.mark.e2e
 
@@ -82,24 +81,6 @@ def escalated(cmd: str, call_id: str) -> dict:
 
 
 # ------------------------------------------------------------ the fake API itself
-def _post(url: str, body: dict, headers: dict | None = None) -> tuple[int, str, str]:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"content-type": "application/json", **(headers or {})})
-    try:
-        with urllib.request.urlopen(req, timeout=5) as resp:
-            return resp.status, resp.headers.get("content-type", ""), resp.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.headers.get("content-type", ""), exc.read().decode()
-
-
-def _sse(text: str) -> list[tuple[str, dict]]:
-    events = []
-    for chunk in text.strip().split("\n\n"):
-        lines = dict(line.split(": ", 1) for line in chunk.splitlines())
-        events.append((lines["event"], json.loads(lines["data"])))
-    return events
-
-
 def test_fake_responses_scripting_routing_and_log():
     body = {"model": "m", "stream": True, "tools": [{"type": "function", "name": "exec_command"}],
             "input": [{"type": "message", "role": "user",
