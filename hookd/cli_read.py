@@ -105,13 +105,17 @@ def events(ctx: click.Context, after: int, follow: bool, as_json: bool) -> None:
             show(e)
             last = e["seq"]
         _stream_ended(ctx, last)
+    shown, first = 0, after
     while True:
         batch = list(client.lines("/v1/events", after=after, limit=1000))
         for e in batch:
             show(e)
+        shown += len(batch)
         if len(batch) < 1000:
             break
         after = batch[-1]["seq"]
+    if not shown and not as_json:  # (as `hookd questions` says "no questions")
+        _out("no events" if first == 0 else f"no events after seq {first}")
 
 
 

@@ -112,6 +112,16 @@ def test_events_follow_of_a_daemon_that_is_not_running_says_how_to_start_it(tmp_
     assert r.stderr.startswith("hookd: hookd is not running") and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
+def test_events_on_an_empty_log_says_so(tmp_path: Path) -> None:
+    """As `hookd questions` says "no questions": an empty event log (or nothing after
+    --after) is a line saying so, not silence; --json stays empty (no lines)."""
+    home = tmp_path / "home"
+    with DaemonProcess(home):
+        assert (hookd_cli(home, "events").stdout, hookd_cli(home, "events", "--after", "9").stdout) == (
+            "no events\n", "no events after seq 9\n")
+        assert hookd_cli(home, "events", "--json").stdout == ""
+
+
 # --- hookd replay on what is not a scenario -------------------------------------------------
 
 
