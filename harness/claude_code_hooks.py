@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from hookd.harness.install import HookCommands
+from hookd.harness.install import HookCommands, HookTrust
 
 # Events hookd registers at spawn (PostToolBatch and MessageDisplay exist but add nothing).
 REGISTERED_EVENTS = (
@@ -243,6 +243,8 @@ class _Install:
     for ``claude --settings``), the MCP server, the idle wake and the held PermissionRequest."""
 
     settings_dir = ".claude"
+    settings_name = "settings.local.json"
+    trust: HookTrust | None = None  # (it runs its hooks with no trust step)
     standalone = True
     mcp = True
     wake = True

@@ -58,7 +58,7 @@ from hookd.harness.base import (
     questions_hash,
 )
 from hookd.harness import tool_views
-from hookd.harness.install import HookCommands, HookInstall
+from hookd.harness.install import HookCommands, HookTrust, HookInstall
 from hookd.models import ConfigError, PayloadInvalid
 from hookd.untrusted import decode_json, text_without_lone_surrogates
 
@@ -455,6 +455,8 @@ class _Install:
     tool events only, no standalone file, no MCP, no idle wake, no hold (claw has neither
     PermissionRequest nor Stop). A :class:`hookd.harness.install.HookInstall`."""
 
+    settings_name = "settings.local.json"
+    trust: HookTrust | None = None  # (it runs its hooks with no trust step)
     standalone = False
     mcp = False
     wake = False

@@ -7,6 +7,7 @@ Pure: no I/O; imports nothing of hookd (its errors are :class:`hookd.models.Conf
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
@@ -37,15 +38,52 @@ class HookCommands(msgspec.Struct, frozen=True, kw_only=True):
     tag: str = ""
 
 
+class TrustEntry(msgspec.Struct, frozen=True):
+    """One value the harness must find in its user config to run hookd's hooks: ``key`` =
+    ``value`` in the table ``table`` (its key path: ``("hooks", "state", "<file>:...")``)."""
+
+    table: tuple[str, ...]
+    key: str
+    value: str
+
+
+@runtime_checkable
+class HookTrust(Protocol):
+    """A harness that runs a project's hooks only once its user trusts them (Codex: the
+    project and a hash per handler in ``$CODEX_HOME/config.toml``): what `hookd spawn --trust`
+    writes, what it prints without ``--trust``, and what `hookd status` checks. Pure: the
+    files are read and written by :mod:`hookd.spawn.trust`."""
+
+    #: the harness as a person names it ("Codex")
+    label: str
+
+    def config_file(self, environ: Mapping[str, str]) -> str:
+        """The user config file holding trust (absolute), from the user's ``environ``."""
+        ...
+
+    def entries(self, settings_file: str, settings: dict[str, Any], marker: str, worktree: str) -> list[TrustEntry]:
+        """What makes the harness run the handlers tagged ``marker`` in ``settings`` (the hook
+        file ``settings_file`` as it will be written) for the project ``worktree``."""
+        ...
+
+    def state(self, entries: list[TrustEntry], config: Mapping[str, Any]) -> tuple[str, str]:
+        """(state, words): whether ``config`` (the parsed user config) holds ``entries``:
+        ``trusted`` (the hooks will run) or why not (``untrusted``, ``modified``,
+        ``project_not_trusted``)."""
+        ...
+
+
 @runtime_checkable
 class HookInstall(Protocol):
     """How `hookd spawn` installs hookd's hooks for one harness name (an adapter's
-    ``hook_installs``): a settings file (``<worktree>/<settings_dir>/settings.local.json``,
+    ``hook_installs``): a settings file (``<worktree>/<settings_dir>/<settings_name>``,
     or a standalone file) into whose ``hooks`` mapping :meth:`hook_settings`'s entries are
     merged."""
 
-    #: the folder under the worktree holding ``settings.local.json`` (``.claude``)
+    #: the folder under the worktree holding the hook file (``.claude``)
     settings_dir: str
+    #: the hook file's name in it (``settings.local.json``; Codex: ``hooks.json``)
+    settings_name: str
     #: the harness can read a settings file named on its command line (``--settings-file``)
     standalone: bool
     #: the harness reads the worktree's ``.mcp.json`` and the settings' MCP keys (``hookd mcp``)
@@ -62,6 +100,8 @@ class HookInstall(Protocol):
     #: command hooks, every harness; ``exec``: ``command`` + ``args``, no shell; ``http``: the
     #: harness's own http hooks for some events)
     transports: tuple[str, ...]
+    #: the harness runs hookd's hooks only once trusted (:class:`HookTrust`); None: no trust
+    trust: HookTrust | None
 
     def hook_settings(self, cmds: HookCommands) -> dict[str, list[Any]]:
         """The ``hooks`` entries to add: hook event -> the entries (appended to the file's)."""

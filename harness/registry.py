@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hookd.harness import claude_code, claw, claw_http, tool_views
+from hookd.harness import claude_code, claw, claw_http, codex, tool_views
 from hookd.harness.base import Adapter, ToolView, TranscriptReader
 
 #: harness name -> its adapter (the names of the hook routes ``/v1/hooks/{harness}/...`` and of
@@ -21,6 +21,7 @@ ADAPTERS: dict[str, Adapter] = {
     claw.HARNESS: claw,
     claw.FLAT_HARNESS: claw,
     claw_http.HARNESS: claw_http,
+    codex.HARNESS: codex,
 }
 
 #: The harness of a spooled payload whose file name names none (``<id>.json``: hook clients
@@ -28,8 +29,8 @@ ADAPTERS: dict[str, Adapter] = {
 DEFAULT_HARNESS = claude_code.HARNESS
 
 #: The transcript readers, asked in this order; the last one reads any file the others do not
-#: claim (:func:`reader_of`).
-READERS: tuple[TranscriptReader, ...] = (claw, claude_code)
+#: claim (:func:`reader_of`): claw's by its folder, Codex's rollouts by name.
+READERS: tuple[TranscriptReader, ...] = (claw, codex, claude_code)
 
 
 def reader_of(path: str) -> TranscriptReader:

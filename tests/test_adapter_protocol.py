@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from hookd.core.claw import CLAW_HTTP
-from hookd.harness import base, claude_code, claude_code_hooks, claw, claw_http, install, registry
+from hookd.harness import base, claude_code, claude_code_hooks, claw, claw_http, codex, codex_hooks, install, registry
 from hookd.spawn import INSTALLS
 
 from .conftest import stage_installed
@@ -113,23 +113,32 @@ def test_every_transcript_reader_satisfies_its_protocol(reader):
 
 
 def test_the_registry_names_the_harnesses_and_their_readers():
-    assert registry.ADAPTERS == {"claude-code": claude_code, "claw": claw, "claw-code-go": claw, "claw-http": claw_http}
+    assert registry.ADAPTERS == {"claude-code": claude_code, "claw": claw, "claw-code-go": claw, "claw-http": claw_http,
+                                 "codex": codex}
     assert registry.DEFAULT_HARNESS in registry.ADAPTERS
     assert registry.ADAPTERS[CLAW_HTTP] is claw_http and claw_http.ack_required
     fp = claw.fingerprint("/w/x")
     assert registry.reader_of(f"/w/x/.claw/sessions/{fp}/session-1.jsonl") is claw
     assert registry.reader_of("/home/u/.claude/projects/-w-x/0b7c2f4e-5c1d-4c39-9e0f-2f3b8f6f0a11.jsonl") is claude_code
+    rollout = "/home/u/.codex/sessions/2026/12/03/rollout-2026-12-03T09-35-17-01a23b42-1903-7a70-959b-b3274430e91c.jsonl"
+    assert registry.reader_of(rollout) is codex
+    assert codex.transcript_session("b1", rollout) == "01a23b42-1903-7a70-959b-b3274430e91c"
     assert registry.reader_of("/somewhere/else.jsonl") is claude_code  # the last reader takes the rest
 
 
 def test_the_traits_say_what_the_harnesses_do():
-    cc, cl, ch = claude_code, claw, claw_http
-    assert (cc.desk_only, cl.desk_only, ch.desk_only) == (False, True, True)
-    assert (cc.sequential_questions, cl.sequential_questions, ch.sequential_questions) == (False, True, True)
-    assert (cc.needs_context, cl.needs_context, ch.needs_context) == (False, True, False)
-    assert (cc.ack_required, cl.ack_required, ch.ack_required) == (False, False, True)
-    assert (cc.idle_wake, cl.idle_wake, ch.idle_wake) == (True, False, False)
-    assert (cc.remote_answers, cl.remote_answers, ch.remote_answers) == (claude_code_hooks, None, None)
+    cc, cl, ch, cx = claude_code, claw, claw_http, codex
+    assert (cc.desk_only, cl.desk_only, ch.desk_only, cx.desk_only) == (False, True, True, False)
+    assert (cc.sequential_questions, cl.sequential_questions, ch.sequential_questions,
+            cx.sequential_questions) == (False, True, True, False)
+    assert (cc.needs_context, cl.needs_context, ch.needs_context, cx.needs_context) == (False, True, False, False)
+    assert (cc.ack_required, cl.ack_required, ch.ack_required, cx.ack_required) == (False, False, True, False)
+    assert (cc.idle_wake, cl.idle_wake, ch.idle_wake, cx.idle_wake) == (True, False, False, False)
+    assert (cc.remote_answers, cl.remote_answers, ch.remote_answers, cx.remote_answers) == (
+        claude_code_hooks, None, None, codex_hooks)
+    assert codex_hooks.hold_events == {"permission": "PermissionRequest"}
+    assert codex_hooks.child_process_tools == frozenset() and not codex_hooks.runs_tool("Bash", {"command": "ls"},
+                                                                                          ["bash", "-c", "ls"])
     assert claude_code_hooks.hold_events == {"permission": "PermissionRequest", "plan": "PermissionRequest",
                                              "question": "PermissionRequest",
                                              "elicitation": "Elicitation"}
@@ -149,6 +158,10 @@ def test_each_adapter_says_what_its_hook_events_mean():
     assert claw_http.hook_kinds == {"SessionStart": "session_start", "SessionEnd": "session_end",
                                     "PreToolUse": "tool_before", "PostToolUse": "tool_after",
                                     "PostToolUseFailure": "tool_after"}
+    assert codex.hook_kinds == {
+        "SessionStart": "session_start", "SessionEnd": "session_end", "UserPromptSubmit": "prompt",
+        "Stop": "turn_end", "Interrupt": "turn_end", "SubagentStop": "subagent_end", "PreToolUse": "tool_before",
+        "PermissionRequest": "permission", "PostToolUse": "tool_after"}
     for name, adapter in registry.ADAPTERS.items():
         assert set(adapter.hook_kinds.values()) <= kinds, name
         assert all(adapter.known_fields(event) is not None for event in adapter.hook_kinds), name
@@ -187,10 +200,15 @@ def test_the_core_and_the_watchers_name_no_harness_event():
 
 def test_spawn_installs_what_the_adapters_declare():
     """`hookd spawn`'s harnesses are the adapters' ``hook_installs``, in the registry's order:
-    claw-http has none (its loops call hookd); claw's two differ in their file and form."""
-    assert list(INSTALLS) == ["claude-code", "claw", "claw-code-go"]
-    cc, rust, go = INSTALLS["claude-code"], INSTALLS["claw"], INSTALLS["claw-code-go"]
-    assert (cc.settings_dir, rust.settings_dir, go.settings_dir) == (".claude", ".claw", ".claude")
+    claw-http has none (its loops call hookd); claw's two differ in their file and form; Codex's
+    alone has a trust step."""
+    assert list(INSTALLS) == ["claude-code", "claw", "claw-code-go", "codex"]
+    cc, rust, go, cx = INSTALLS["claude-code"], INSTALLS["claw"], INSTALLS["claw-code-go"], INSTALLS["codex"]
+    assert (cc.settings_dir, rust.settings_dir, go.settings_dir, cx.settings_dir) == (".claude", ".claw", ".claude", ".codex")
+    assert {x.settings_name for x in (cc, rust, go)} == {"settings.local.json"} and cx.settings_name == "hooks.json"
+    assert (cc.trust, rust.trust, go.trust) == (None, None, None) and cx.trust is codex_hooks.TRUST
+    assert (cx.standalone, cx.mcp, cx.wake, cx.hold, cx.transports, cx.warning) == (False, False, False, True, ("sh",), None)
+    assert cx.events == codex.REGISTERED_EVENTS and "PreModelRequest" not in cx.events
     assert (cc.standalone, cc.mcp, cc.wake, cc.hold) == (True, True, True, True)
     assert not any(x.standalone or x.mcp or x.wake or x.hold for x in (rust, go))
     assert (cc.warning, rust.warning) == (None, None) and go.warning == claw.FLAT_WARNING

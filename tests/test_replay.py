@@ -1,4 +1,5 @@
-"""Replay every recorded and synthetic Claude Code scenario through a real daemon.
+"""Replay every recorded and synthetic Claude Code scenario, and every recorded Codex one,
+through a real daemon.
 
 Each scenario folder under ``fixtures/claude-code/<version or synthetic>/`` holds
 ``hooks/NNN-<Event>.json`` and the golden ``expected-events.jsonl`` (see hookd/devtools/replay.py).
@@ -27,7 +28,9 @@ pytestmark = pytest.mark.daemon
 
 REPO = Path(__file__).resolve().parent.parent
 CC_FIXTURES = REPO / "fixtures" / "claude-code"
-SCENARIOS = sorted(p.parent for p in CC_FIXTURES.glob("*/*/hooks") if p.is_dir())
+CODEX_FIXTURES = REPO / "fixtures" / "codex"
+#: Claude Code's scenarios and Codex's (these spawned into the replay's worktree: scenario.json)
+SCENARIOS = sorted(p.parent for p in (*CC_FIXTURES.glob("*/*/hooks"), *CODEX_FIXTURES.glob("*/*/hooks")) if p.is_dir())
 #: A real recorded scenario, used to check the replay tool itself.
 REFERENCE = CC_FIXTURES / "2.1.332" / "tui-ask-answered-at-terminal"
 GOLDEN = "expected-events.jsonl"
@@ -43,6 +46,9 @@ def test_scenarios_found() -> None:
     names = {f"{p.parent.name}/{p.name}" for p in SCENARIOS}
     assert "2.1.332/tui-ask-answered-at-terminal" in names
     assert any(n.startswith("synthetic/") for n in names), names
+    assert {n for n in names if n.startswith("0.171.0/")} == {
+        "0.171.0/app-compact-interrupt", "0.171.0/app-permission-allow-deny-client", "0.171.0/app-request-user-input",
+        "0.171.0/app-steer-and-queue", "0.171.0/exec-bash-hooks", "0.171.0/exec-hook-outputs", "0.171.0/exec-subagent"}
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[f"{p.parent.name}/{p.name}" for p in SCENARIOS])

@@ -3,7 +3,8 @@
 A scenario directory holds ``hooks/NNN-<Event>.json`` (one hook's stdin each, in order),
 ``expected-events.jsonl`` (the golden file) and optionally ``scenario.json``::
 
-    {"harness": "claude-code",
+    {"harness": "claude-code",    # or "codex", ... (a harness without a standalone settings
+                                  # file is spawned into the replay's worktree)
      "feed_unregistered": false,   # true: also feed events hookd does not register
      "steps": {"004-PreToolUse.json": {"repeat": 2,              # run N copies concurrently
                                        "stdin": "held-open",      # or "chunks"
@@ -37,7 +38,7 @@ import msgspec
 
 from hookd.daemonproc import DaemonProcess, wait_until
 from hookd.models import ConfigError, NotFound
-from hookd.spawn import spawn
+from hookd.spawn import INSTALLS, spawn
 
 BUILDER = "b1"
 GOLDEN = "expected-events.jsonl"
@@ -179,9 +180,14 @@ def replay(scenario: Path, update: bool = False, keep: bool = False) -> ReplayRe
     try:
         worktree = tmp / "worktree"
         worktree.mkdir()
-        manifest = spawn(daemon.home, BUILDER, settings_file=tmp / "settings.json", harness=cfg.get("harness", "claude-code"))
+        harness = cfg.get("harness", "claude-code")
+        install = INSTALLS.get(harness)
+        if install is not None and not install.standalone:  # (Codex: its worktree's .codex/hooks.json)
+            manifest = spawn(daemon.home, BUILDER, worktree=worktree, harness=harness)
+        else:
+            manifest = spawn(daemon.home, BUILDER, settings_file=tmp / "settings.json", harness=harness)
         command = manifest["command"]
-        registered = set(msgspec.json.decode((tmp / "settings.json").read_bytes())["hooks"])
+        registered = set(manifest["events"])
         daemon.start()
         for f in hook_files:
             opts = steps_cfg.get(f.name, {})

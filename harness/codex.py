@@ -1,0 +1,295 @@
+"""Codex CLI adapter: classification, delivery at turn boundaries, rollouts (its payload
+models in :mod:`hookd.harness.codex_payloads`, its outputs, hook file and trust in
+:mod:`hookd.harness.codex_hooks`).
+
+Facts per Codex 0.171.0 (docs/harness-codex.md, recorded fixtures in
+``fixtures/codex/0.171.0``). Pure: no I/O, no store, no server. The module is a
+:class:`hookd.harness.base.Adapter` and a :class:`hookd.harness.base.TranscriptReader`
+(Codex's rollouts, ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from typing import Any, Iterable, Mapping
+
+import msgspec
+
+from hookd.harness import codex_hooks, tool_views
+from hookd.harness.base import (
+    Compacting,
+    HookKind,
+    Interrupted,
+    Observation,
+    Payload,
+    PermissionAsked,
+    RemoteAnswers,
+    SessionEnded,
+    SessionStarted,
+    SubagentStarted,
+    SubagentStopped,
+    ToolFinished,
+    ToolView,
+    TurnEnded,
+    TurnMovedOn,
+    TurnStarted,
+    input_hash,
+    known_fields_of,
+    text,
+)
+from hookd.harness.codex_hooks import REGISTERED_EVENTS as REGISTERED_EVENTS  # (re-exported)
+from hookd.harness.codex_payloads import (
+    MODELS,
+    Base,
+    Interrupt,
+    PermissionRequest,
+    PostToolUse,
+    PreCompact,
+    SessionEnd,
+    SessionStart,
+    Stop,
+    SubagentStart,
+    SubagentStop,
+    UserPromptSubmit,
+)
+from hookd.harness.install import HookInstall
+from hookd.models import PayloadInvalid
+from hookd.untrusted import decode_json
+
+HARNESS = "codex"
+VERSION = "0.171.0"
+
+# Traits (hookd.harness.base.Adapter): a permission prompt is answered remotely through a
+# held PermissionRequest hook; every tool call has its tool_use_id (the model's call_id) on
+# Pre/PostToolUse; a delivery counts as seen when the rollout or a later hook proves it; Codex
+# has no asynchronous Stop hook to hold while idle.
+desk_only = False
+sequential_questions = False
+needs_context = False
+ack_required = False
+idle_wake = False
+#: What its hook events mean to the core. Interrupt ends a turn with no Stop after it (the
+#: turn completes ``interrupted``): a ``turn_end``. PreCompact / PostCompact: the
+#: ``Compacting`` observation; SubagentStart: ``SubagentStarted``; Pre/PostModelRequest: none
+#: (not registered).
+hook_kinds: Mapping[str, HookKind] = {
+    "SessionStart": "session_start", "SessionEnd": "session_end", "UserPromptSubmit": "prompt",
+    "Stop": "turn_end", "Interrupt": "turn_end", "SubagentStop": "subagent_end", "PreToolUse": "tool_before",
+    "PermissionRequest": "permission", "PostToolUse": "tool_after",
+}
+#: A remote answer to a permission prompt reaches Codex through the held hook's output.
+remote_answers: RemoteAnswers | None = codex_hooks
+#: `hookd spawn --harness codex`: ``<worktree>/.codex/hooks.json`` and its trust.
+hook_installs: Mapping[str, HookInstall] = {HARNESS: codex_hooks.INSTALL}
+
+
+def known_fields(event_name: str) -> frozenset[str] | None:
+    """Top-level payload fields hookd's model of ``event_name`` knows, None if the event
+    itself is unknown."""
+    return known_fields_of(MODELS, event_name)
+
+
+def present_tool(tool_name: str | None, tool_input: Any) -> ToolView:
+    """A Codex 0.171.0 tool call as a person reads it: ``Bash`` (its shell tool, as its hooks
+    name it) a command with its ``description`` (the call's justification, on a
+    PermissionRequest); any other tool compact JSON."""
+    f = functools.partial(tool_views.field, tool_input)
+    if tool_name == "Bash":
+        return tool_views.command_view(f("command"), f("description"))
+    return tool_views.json_view(tool_input)
+
+
+def parse(raw: bytes, *, builder: str | None = None, cwd: str | None = None) -> Base:
+    """Decode one hook payload.
+
+    raw: the hook's stdin bytes (builder, cwd: unused, the payload names its session).
+    Returns the typed payload for known events, :class:`Base` for unknown ones. Raises
+    PayloadInvalid when ``raw`` is not one JSON object with a string ``hook_event_name``, or
+    a known field has the wrong type (its ``session_id`` attached when it has one).
+    """
+    try:
+        obj = decode_json(raw)
+    except (msgspec.DecodeError, RecursionError) as e:
+        raise PayloadInvalid(f"payload is not valid JSON: {e}") from None
+    if not isinstance(obj, dict):
+        raise PayloadInvalid(f"payload must be a JSON object, got {type(obj).__name__}")
+    name = obj.get("hook_event_name")
+    if not isinstance(name, str) or not name:
+        raise PayloadInvalid("payload has no string 'hook_event_name'")
+    try:
+        p = msgspec.convert(obj, MODELS.get(name, Base))
+    except msgspec.ValidationError as e:
+        err = PayloadInvalid(f"{name} payload: {e}")
+        sid = obj.get("session_id")
+        err.session_id = sid if isinstance(sid, str) else None
+        raise err from None
+    if isinstance(p, SubagentStart):
+        # its transcript_path is the subagent's own rollout: the session's stays the parent's
+        p = msgspec.structs.replace(p, transcript_path=None)
+    return p
+
+
+def match_input(tool_name: str | None, tool_input: Any) -> Any:
+    """The part of a PermissionRequest's ``tool_input`` its PostToolUse repeats: for ``Bash``
+    without ``description`` (0.171.0 adds the call's justification there only), so the prompt
+    and the call that ran hash alike."""
+    if tool_name == "Bash" and isinstance(tool_input, dict):
+        return {k: v for k, v in tool_input.items() if k != "description"}
+    return tool_input
+
+
+def observe(p: Payload) -> list[Observation]:
+    """Classify one payload. Pure; the same payload always gives the same observations."""
+    obs: list[Observation] = []
+    if isinstance(p, SessionStart):
+        obs.append(SessionStarted(source=text(p.source)))
+    elif isinstance(p, SessionEnd):
+        obs.append(TurnMovedOn(agent_id=None, all_agents=True, outcome="orphaned", via=p.hook_event_name))
+        obs.append(SessionEnded(reason=text(p.reason)))
+    elif isinstance(p, SubagentStart) and p.agent_id:
+        obs.append(SubagentStarted(agent_id=p.agent_id, agent_type=text(p.agent_type)))
+    elif isinstance(p, (Stop, UserPromptSubmit, Interrupt)):  # SubagentStop is a Stop
+        obs.append(TurnMovedOn(agent_id=p.agent_id, all_agents=False, outcome="dismissed", via=p.hook_event_name))
+        if isinstance(p, SubagentStop) and p.agent_id:
+            obs.append(SubagentStopped(agent_id=p.agent_id, agent_type=text(p.agent_type),
+                                       transcript_path=text(p.agent_transcript_path)))
+    elif isinstance(p, PreCompact):
+        obs.append(Compacting(via=p.hook_event_name))
+    elif isinstance(p, PermissionRequest):
+        obs.append(PermissionAsked(
+            tool_name=p.tool_name, tool_input=p.tool_input,
+            input_hash=input_hash(match_input(p.tool_name, p.tool_input)),
+            permission_mode=text(p.permission_mode),
+        ))
+    elif isinstance(p, PostToolUse):
+        obs.append(ToolFinished(tool_use_id=p.tool_use_id, tool_name=p.tool_name, tool_input=p.tool_input,
+                                failed=False, error=None))
+    return obs
+
+
+# --- delivery (turn boundaries) -------------------------------------------------------
+
+#: Hook events whose ``additionalContext`` 0.171.0 puts into the model's next input, as a
+#: ``developer`` message (docs/harness-codex.md "Hook output").
+CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "PostToolUse"})
+#: Subagents receive only what is addressed to them, at their tool results.
+SUBAGENT_CONTEXT_EVENTS = frozenset({"PostToolUse"})
+#: The turn's end: a delivery there is a Stop block, which continues the same turn.
+FINAL_EVENT = "Stop"
+
+
+def boundary(p: Payload) -> str | None:
+    """Where this hook's output reaches the model: ``"context"`` (CONTEXT_EVENTS; for a
+    subagent only SUBAGENT_CONTEXT_EVENTS), ``"final"`` for the main agent's Stop (a block
+    continues the turn: capped at STOP_CAP in a row), None elsewhere."""
+    if p.agent_id:
+        return "context" if p.hook_event_name in SUBAGENT_CONTEXT_EVENTS else None
+    if p.hook_event_name == FINAL_EVENT:
+        return "final"
+    return "context" if p.hook_event_name in CONTEXT_EVENTS else None
+
+
+def render_context(hook_event_name: str, text: str) -> bytes:
+    """The hook stdout that puts ``text`` before the model at ``hook_event_name``: on Stop
+    ``{"decision": "block", "reason": text}`` (0.171.0 fails a Stop output carrying
+    ``additionalContext``; the reason reaches the model as a user message
+    ``<hook_prompt ...>text</hook_prompt>`` and the same turn goes on:
+    docs/decisions.md "Codex: a message at the end of a turn"), elsewhere
+    ``{"hookSpecificOutput": {"hookEventName", "additionalContext": text}}``."""
+    if hook_event_name == FINAL_EVENT:
+        return msgspec.json.encode({"decision": "block", "reason": text})
+    return msgspec.json.encode({"hookSpecificOutput": {"hookEventName": hook_event_name, "additionalContext": text}})
+
+
+# --- rollouts (TranscriptReader) --------------------------------------------------------
+
+#: Rollout row ``type`` values seen in 0.171.0's rollouts; others are listed by `hookd drift`.
+TRANSCRIPT_ROW_TYPES = frozenset({
+    "session_meta", "turn_context", "world_state", "response_item", "event_msg", "token_usage_record", "compacted",
+})
+#: The ``hooks_unarmed`` advice for a Codex session whose rollout moves with no hook from it.
+UNARMED_ADVICE = (
+    "Codex runs a project's hooks only when the project and each hook are trusted, and skips "
+    "untrusted ones without a word: `hookd status` says which; `hookd spawn B --worktree W "
+    "--harness codex --trust` trusts hookd's. Until then hookd follows the session from its rollout."
+)
+_ROLLOUT = re.compile(r"^rollout-.+-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
+
+
+def is_transcript(path: str) -> bool:
+    """Is ``path`` a Codex rollout: ``rollout-<time>-<thread id>.jsonl`` under a
+    ``sessions`` folder?"""
+    return _ROLLOUT.match(os.path.basename(path)) is not None and f"{os.sep}sessions{os.sep}" in path
+
+
+def transcript_session(builder: str, path: str) -> str | None:
+    """The thread id the rollout's name ends with (the hooks' ``session_id``)."""
+    m = _ROLLOUT.match(os.path.basename(path))
+    return m.group(1) if m else None
+
+
+def row_session(row: dict[str, Any]) -> str | None:
+    """The session a rollout row names: only its first row, ``session_meta``, does."""
+    payload = row.get("payload")
+    if row.get("type") == "session_meta" and isinstance(payload, dict):
+        return text(payload.get("id"))
+    return None
+
+
+def row_root(row: dict[str, Any]) -> str | None:
+    """None: forks of a Codex thread are not traced."""
+    return None
+
+
+def transcript_observations(row: dict[str, Any]) -> list[Observation]:
+    """What one rollout row tells: an ``event_msg`` ``task_started`` a turn started,
+    ``task_complete`` it ended, ``turn_aborted`` it was interrupted. Pure."""
+    payload = row.get("payload")
+    if row.get("type") != "event_msg" or not isinstance(payload, dict):
+        return []
+    kind = payload.get("type")
+    if kind == "task_started":
+        return [TurnStarted()]
+    if kind == "task_complete":
+        return [TurnEnded()]
+    if kind == "turn_aborted":
+        return [Interrupted(marker=f"turn_aborted: {text(payload.get('reason')) or '-'}")]
+    return []
+
+
+def unknown_blocks(row: dict[str, Any]) -> int:
+    """0: rollout items are not counted by type."""
+    return 0
+
+
+_MARKER = re.compile(r"\[human msg (m-\d+) ")
+
+
+def _texts(content: Any) -> Iterable[str]:
+    for block in content if isinstance(content, list) else ():
+        if isinstance(block, dict) and isinstance(block.get("text"), str):
+            yield block["text"]
+
+
+def sent_message_ids(lines: Iterable[bytes]) -> set[str]:
+    """Ids of hookd messages a rollout proves are in the conversation the model is sent: a
+    ``response_item`` ``message`` row (a ``developer`` message from ``additionalContext``, a
+    ``user`` message from a Stop block's reason) whose text carries hookd's marker. Codex
+    sends the whole conversation with each request, so an item in it reaches the model's next
+    request. Torn or unknown lines are skipped."""
+    ids: set[str] = set()
+    for line in lines:
+        if b"[human msg " not in line or b"response_item" not in line:
+            continue
+        try:
+            row = decode_json(line)
+        except (msgspec.DecodeError, RecursionError):
+            continue
+        payload = row.get("payload") if isinstance(row, dict) else None
+        if row.get("type") != "response_item" or not isinstance(payload, dict) or payload.get("type") != "message":
+            continue
+        for t in _texts(payload.get("content")):
+            ids.update(_MARKER.findall(t))
+    return ids
