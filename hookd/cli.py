@@ -130,7 +130,8 @@ def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: 
               help="Write a standalone settings file for `claude --settings PATH` instead.")
 @click.option("--harness", default="claude-code", show_default=True,
               help="claude-code; claw (Rust claw: .claw/settings.local.json); claw-code-go (flat strings in "
-                   ".claude/settings.local.json: that file then no longer serves Claude Code).")
+                   ".claude/settings.local.json: that file then no longer serves Claude Code); codex "
+                   "(.codex/hooks.json: Codex runs them once trusted, see --trust).")
 @click.option("--deadline", type=float, default=None,
               help="Hook client's hard deadline in seconds [default 5; env HOOKD_DEADLINE_MS, in milliseconds].")
 @click.option("--wake-wait", type=int, default=0, show_default=True,
@@ -151,18 +152,21 @@ def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: 
                    "Off by default.")
 @click.option("--default-answer", default=None, metavar="LABEL",
               help="The option a question gets by default, where it is one of its options.")
+@click.option("--trust", is_flag=True,
+              help="codex: also trust the worktree and hookd's hooks in $CODEX_HOME/config.toml (undone by "
+                   "unspawn); without it spawn prints what to add.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
 @click.pass_context
 def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file: Path | None,
           harness: str, deadline: float | None, wake_wait: int, hold: int, mcp: bool, hook_transport: str,
-          default_answer_after: int | None, default_answer: str | None, as_json: bool) -> None:
+          default_answer_after: int | None, default_answer: str | None, trust: bool, as_json: bool) -> None:
     """Install hookd's hooks for BUILDER (idempotent; works while the daemon is down)."""
     from hookd.spawn import spawn as do_spawn
 
     m = do_spawn(ctx.obj, builder, worktree=worktree, settings_file=settings_file, harness=harness,
                  deadline_ms=None if deadline is None else int(deadline * 1000), wake_wait_s=wake_wait,
                  hold_s=hold, mcp=mcp, transport=hook_transport,
-                 default_answer_after_s=default_answer_after, default_answer=default_answer)
+                 default_answer_after_s=default_answer_after, default_answer=default_answer, trust=trust)
     try:  # a running daemon clears a hooks_changed warning at once (hooks_restored); none: at its next check
         _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/spawned", {}, timeout=2)
     except Exception:  # noqa: BLE001 - best effort: the daemon down, or any failure, changes nothing done
@@ -191,6 +195,28 @@ def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file
         label = f"{visible(d['label'])} (else the first option)" if d.get("label") else "the first option"
         _out(f"default answer after {d['after_s']}s unanswered: a question gets {label}; "
              "a permission prompt or a plan is denied, an elicitation declined")
+    _spawn_trust(ctx, m)
+
+
+def _spawn_trust(ctx: click.Context, m: dict) -> None:
+    """spawn's lines about the harness's trust step (Codex): what was written, or the steps."""
+    from hookd.spawn.check import fix_command
+    from hookd.spawn.trust import toml_text
+
+    t = m.get("trust")
+    if not t:
+        return
+    n = len(t["entries"])
+    if t.get("written"):
+        _out(f"{t['label']} trusts the worktree and hookd's {n - 1} hooks: {len(t['added'])} value(s) written to "
+             f"{t['config_file']} (unspawn removes them)")
+        return
+    _out(f"hookd: {t['label']} skips these hooks without a word until they are trusted. Either run", err=True)
+    _out(f"  {fix_command(ctx.obj, m)} --trust", err=True)
+    _out(f"or add to {t['config_file']}:", err=True)
+    for line in toml_text(t).splitlines():
+        _out(f"  {line}", err=True)
+    _out("then `hookd status` shows whether they will run.", err=True)
 
 
 
@@ -215,6 +241,8 @@ def unspawn(ctx: click.Context, builder: str, as_json: bool) -> None:
                else " and hookd's MCP server" if r.get("mcp_removed") else "")
         n = r["removed"]
         _out(f"unspawned {builder}: removed {n} hook {'entry' if n == 1 else 'entries'} from {r['settings_file']}{mcp}")
+        if r.get("trust_removed"):
+            _out(f"removed {r['trust_removed']} trust value(s) from {r['trust_config']}")
 
 
 
@@ -247,7 +275,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
         rows = [[b["builder"], b["harness"], _hook_client(b.get("client"), b.get("transport")), b["hooks_seen"], b["pending"],
                  _when(b["last_hook_at"]),
                  f"unspawned at {_when(b['unspawned_at'])}" if b.get("unspawned_at") else
-                 "hooks stopped working (below)" if b.get("hooks_changed") else b.get("warning") or _stopped(b.get("lane"))]
+                 "hooks stopped working (below)" if b.get("hooks_changed") else
+                 f"hooks {b['hooks_trust']['state'].replace('_', ' ')} (below)"
+                 if (b.get("hooks_trust") or {}).get("state", "trusted") != "trusted" else
+                 b.get("warning") or _stopped(b.get("lane"))]
                 for b in s["builders"]]
         _out(_table(rows, ["builder", "harness", "hook client", "hooks", "pending", "last hook", "note"]))
         for b in s["builders"]:  # hooks that stopped working: why, and the command that restores them
@@ -255,6 +286,12 @@ def status(ctx: click.Context, as_json: bool) -> None:
             if w:
                 _out(f"{b['builder']}: hooks stopped working: {w.get('reason')}")
                 _out(f"{b['builder']}: to restore them: {w.get('fix')}")
+        for b in s["builders"]:  # a harness that runs hooks only once trusted (Codex): will it run them?
+            t = b.get("hooks_trust")
+            if t:
+                _out(f"{b['builder']}: hooks {t['state'].replace('_', ' ')}: {t['detail']}")
+                if t.get("fix"):
+                    _out(f"{b['builder']}: to trust them: {t['fix']}")
         for b in s["builders"]:  # why a hook client fell back to bash: a line of its own, beside any warning
             if b.get("client_note"):
                 _out(f"{b['builder']}: hook client {_hook_client(b.get('client'))}: {visible(b['client_note'])}")

@@ -12,8 +12,9 @@ from hookd import __version__
 from hookd.config import Home
 from hookd.models import StorageUnavailable
 from hookd.core import Hookd
-from hookd.spawn import list_manifests, list_unspawned
-from hookd.spawn.check import check_hooks
+from hookd.spawn import INSTALLS, list_manifests, list_unspawned
+from hookd.spawn.check import check_hooks, fix_command
+from hookd.spawn.trust import check as check_trust
 
 
 async def core_status(core: Hookd, fastpath: bool = True) -> dict[str, Any]:
@@ -35,7 +36,7 @@ async def core_status(core: Hookd, fastpath: bool = True) -> dict[str, Any]:
     except StorageUnavailable as e:
         storage["read_error"] = e.message
         stats, counts, migrations, lanes = {}, {}, [], {}
-    manifests, spooled, gone, checks = await asyncio.to_thread(_status_files, core.home)
+    manifests, spooled, gone, checks, trusts = await asyncio.to_thread(_status_files, core.home)
     try:
         warned = await core.store.hooks_changed()
     except StorageUnavailable:
@@ -50,6 +51,7 @@ async def core_status(core: Hookd, fastpath: bool = True) -> dict[str, Any]:
             with contextlib.suppress(Exception):
                 await core.health.record(b, None, wrong, via="status")
         out = _builder_status(b, m, stats.pop(b, None), None, lanes.get(b))
+        out["hooks_trust"] = trusts.get(b)
         if wrong is not None:  # (the daemon's own warning says when it began)
             out["hooks_changed"] = {**warned.get(b, {}), "signal": "settings", **wrong}
         else:  # the file is whole: only a transcript's warning (hooks stopped all the same) stands
@@ -77,14 +79,29 @@ async def core_status(core: Hookd, fastpath: bool = True) -> dict[str, Any]:
     }
 
 
-def _status_files(home: Home) -> tuple[list[dict[str, Any]], int, dict[str, float], dict[str, dict[str, Any]]]:
+def _status_files(home: Home) -> tuple[list[dict[str, Any]], int, dict[str, float], dict[str, dict[str, Any]],
+                                        dict[str, dict[str, Any]]]:
     """(every spawn manifest, payloads in the spool, the unspawned builders and when, each
     spawned builder whose settings file no longer holds spawn's entries -> what is wrong
-    (:func:`hookd.spawn.check.check_hooks`)): status's file reads, in a thread."""
+    (:func:`hookd.spawn.check.check_hooks`), each spawned builder of a harness with a trust
+    step -> whether it will run the hooks (:func:`trust_status`)): status's file reads, in a
+    thread."""
     manifests = list_manifests(home)
     checks = {m["builder"]: wrong for m in manifests if (wrong := check_hooks(home, m)) is not None}
+    trusts = {m["builder"]: t for m in manifests if (t := trust_status(home, m)) is not None}
     return (manifests, sum(1 for root in home.spool_roots() for d in root.glob("*/*.json")),
-            list_unspawned(home), checks)
+            list_unspawned(home), checks, trusts)
+
+
+def trust_status(home: Home, manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """A spawned builder's ``hooks_trust`` in status: ``{"state", "detail", "config_file",
+    "fix"}`` (:func:`hookd.spawn.trust.check`; ``fix``: the spawn command that trusts them,
+    None when trusted), None for a harness with no trust step. From the files only: no
+    harness process is started."""
+    t = check_trust(manifest, INSTALLS.get(str(manifest.get("harness"))))
+    if t is None:
+        return None
+    return {**t, "fix": None if t["state"] == "trusted" else f"{fix_command(home, manifest)} --trust"}
 
 
 def _builder_status(builder: str, manifest: dict | None, stats: dict | None,
@@ -115,8 +132,12 @@ def _builder_status(builder: str, manifest: dict | None, stats: dict | None,
         "lane": {"state": lane[0], "since": lane[1], "detail": lane[3]} if lane else None,
         # its hooks stopped working (hookd.core.hookhealth; set by core_status for a spawned one)
         "hooks_changed": None,
+        # a harness that runs hooks only once its user trusts them (Codex): whether it will run
+        # them (trusted, untrusted, modified, project_not_trusted, unknown) and the fix; None
+        # for the others (set by core_status for a spawned one)
+        "hooks_trust": None,
     }
-    if manifest is not None and hooks_seen == 0:
+    if manifest is not None and hooks_seen == 0 and manifest.get("trust") is None:
         # Installed is not active (case B19): Claude Code snapshots hooks at session start.
         out["warning"] = (
             "no hook received yet: a Claude Code session started before spawn does not "

@@ -87,6 +87,9 @@ from hookd.spawn.mcp import (
     _undo_mcp_file,
     mcp_entry,
 )
+from hookd.spawn.trust import plan as trust_plan
+from hookd.spawn.trust import undo as trust_undo
+from hookd.spawn.trust import write as trust_write
 from hookd.untrusted import read_regular
 
 #: harness name -> how `hookd spawn` installs its hooks (the adapters' ``hook_installs``, in
@@ -124,6 +127,7 @@ def spawn(
     transport: str = DEFAULT_TRANSPORT,
     default_answer_after_s: int | None = None,
     default_answer: str | None = None,
+    trust: bool = False,
 ) -> dict[str, Any]:
     """Install hookd's hooks for ``builder``; idempotent. Returns the manifest.
 
@@ -160,6 +164,14 @@ def spawn(
     daemon must have run once; refused otherwise), their token read from ``$HOOKD_HOOK_TOKEN``
     (``HOOKD_HOME/hook-token``, the manifest's ``http``). Raises ConfigError for a transport
     the harness does not take.
+
+    harness ``codex``: every hook but the model-request ones in ``W/.codex/hooks.json``, the
+    held PermissionRequest (Codex asks at its desk only once that hook returned), no MCP,
+    wake or standalone file. Codex runs them only once trusted: the manifest's ``trust``
+    (:mod:`hookd.spawn.trust`) says what its user config must hold; ``trust`` writes that into
+    ``$CODEX_HOME/config.toml`` (recorded, undone by unspawn; a re-spawn of a builder spawned
+    with it writes it again). Raises ConfigError for ``trust`` with a harness that has no
+    trust step, or a config that is not TOML.
     """
     check_builder_id(builder)
     install = INSTALLS.get(harness)
@@ -167,6 +179,8 @@ def spawn(
         raise ConfigError(f"unknown harness {harness!r}; supported: {', '.join(HARNESSES)}")
     if transport not in install.transports:
         raise ConfigError(f"{harness} takes --hook-transport {' or '.join(install.transports)}, not {transport!r}")
+    if trust and install.trust is None:
+        raise ConfigError(f"{harness} runs its hooks with no trust step: --trust is for codex")
     if settings_file is not None and not install.standalone:
         raise ConfigError(f"{harness} reads hooks only from its working directory: give --worktree, not --settings-file")
     mcp, wake_wait_s, hold_s = mcp and install.mcp, wake_wait_s if install.wake else 0, hold_s if install.hold else 0
@@ -198,7 +212,7 @@ def spawn(
     if settings_file is None:
         if worktree is None:
             raise ConfigError("give --worktree DIR or --settings-file PATH")
-        target = worktree / install.settings_dir / "settings.local.json"
+        target = worktree / install.settings_dir / install.settings_name
         mcp_path = worktree / ".mcp.json"
     else:
         # the standalone form: the worktree, if given, is only recorded (the lane's directory);
@@ -224,8 +238,26 @@ def spawn(
             manifest["default_answer"] = (None if default_answer_after_s is None else
                                           {"after_s": default_answer_after_s, "label": default_answer})
             _write_manifest(home, builder, manifest)
+        manifest = _trust(home, builder, manifest, old, trust)
         with contextlib.suppress(FileNotFoundError):
             home.unspawned_file(builder).unlink()  # spawned again: no longer unspawned
+    return manifest
+
+
+def _trust(home: Home, builder: str, manifest: dict[str, Any], old: dict[str, Any] | None, write: bool) -> dict[str, Any]:
+    """The trust step of a spawn whose hook file is written (``manifest``; ``old``: the
+    previous spawn's, whose trust values are taken back first): with ``write``, or when the
+    previous spawn wrote them, the entries go into the user's config and the manifest records
+    what was added (written again). Raises ConfigError for a config that is not TOML (the
+    hooks are installed then, untrusted, and the manifest says so)."""
+    rec = manifest.get("trust")
+    old_rec = (old or {}).get("trust") or {}
+    if rec is None or not (write or old_rec.get("written")):
+        trust_undo(home, old_rec)
+        return manifest
+    trust_undo(home, old_rec)
+    manifest = {**manifest, "trust": trust_write(home, rec)}
+    _write_manifest(home, builder, manifest)
     return manifest
 
 
@@ -314,6 +346,10 @@ def _spawn_locked(home: Home, builder: str, *, harness: str, install: HookInstal
         # nothing else changed meanwhile
         "original": old.get("original") if old else original,
         "mcp": mcp_rec,
+        # what the harness's user config must hold before it runs these hooks (None: no
+        # trust step; hookd.spawn.trust)
+        "trust": trust_plan(install, os.fspath(target), settings, builder, os.fspath(worktree or target.parent),
+                            os.environ),
         "spawned_at": time.time(),
     }
     if install.warning is not None:
@@ -460,9 +496,11 @@ def _unspawn_locked(home: Home, builder: str, m: dict[str, Any]) -> dict[str, An
         if m.get("created_dir"):
             with contextlib.suppress(OSError):
                 target.parent.rmdir()  # only if empty (also what an interrupted spawn made, and nothing else)
+    trust_removed = trust_undo(home, m.get("trust"))
     home.manifest(builder).unlink()
     spool = home.spool_dir(builder)
     if spool.is_dir() and not any(spool.iterdir()):
         spool.rmdir()
     return {"builder": builder, "settings_file": os.fspath(target), "removed": removed, "mcp_removed": mcp_removed,
-            "mcp_files": mcp_files}
+            "mcp_files": mcp_files, "trust_removed": trust_removed,
+            "trust_config": (m.get("trust") or {}).get("config_file") if trust_removed else None}

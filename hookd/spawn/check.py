@@ -104,7 +104,7 @@ def fix_command(home: Home, manifest: dict[str, Any]) -> str:
     argv = ["hookd", "--home", os.fspath(home.root), "spawn", str(m.get("builder"))]
     mcp = m.get("mcp") or {}
     worktree, settings_file = m.get("worktree"), str(m.get("settings_file"))
-    in_worktree = bool(worktree) and os.path.basename(settings_file) == "settings.local.json" and \
+    in_worktree = bool(worktree) and os.path.basename(settings_file) in ("settings.local.json", "hooks.json") and \
         os.path.dirname(os.path.dirname(settings_file)) == worktree
     if not in_worktree:
         argv += ["--settings-file", settings_file]
@@ -112,7 +112,7 @@ def fix_command(home: Home, manifest: dict[str, Any]) -> str:
         argv += ["--worktree", str(worktree)]
     if m.get("harness") and m["harness"] != "claude-code":
         argv += ["--harness", str(m["harness"])]
-    if m.get("hold_s") is not None and m["hold_s"] != 900 and m.get("harness", "claude-code") == "claude-code":
+    if m.get("hold_s") is not None and m["hold_s"] != 900 and m.get("harness", "claude-code") in ("claude-code", "codex"):
         argv += ["--hold", str(m["hold_s"])]
     if m.get("wake_wait_s"):
         argv += ["--wake-wait", str(m["wake_wait_s"])]
