@@ -1,0 +1,210 @@
+"""hookd with the real Codex CLI 0.171.0, offline (the fake Responses API, a private
+``CODEX_HOME``): a builder spawned with ``hookd spawn --harness codex``, its hooks run by
+``codex exec`` or ``codex app-server`` (driven through ``codex_drivers`` where a permission
+prompt is needed: ``exec`` never asks), and what reached the model read from the fake's log.
+
+- trust: an untrusted spawn is ``untrusted`` in `hookd status` and Codex runs none of its hooks
+  (without a word); with ``--trust`` status says ``trusted``, Codex's own ``hooks/list``
+  agrees, and the hooks reach hookd;
+- a permission prompt held by hookd, answered remotely: allow (the command runs, the
+  app-server client is never asked), deny with a message (the model reads it);
+- a message sent during a tool call reaches the next model request, exactly once;
+- a message sent while the model writes its last reply goes on the turn as a Stop block.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hookd.daemonproc import DaemonProcess
+
+from ..conftest import hookd_cli
+from .codex_drivers import AppServer, codex_env, hooks_list, prepare_home
+from .drivers import wait_until
+from .fake_responses import FakeResponsesAPI, LoggedRequest, call
+from .test_codex_selfcheck import escalated
+
+pytestmark = pytest.mark.e2e
+
+B = "cx1"
+
+
+@dataclass
+class Rig:
+    """A hookd home with its daemon running, the fake model, Codex's private home and the
+    project (the builder's worktree)."""
+
+    home: Path
+    daemon: DaemonProcess
+    api: FakeResponsesAPI
+    env: dict[str, str]
+    proj: Path
+    codex_bin: Path
+
+    def cli(self, *args: str) -> str:
+        r = hookd_cli(self.home, *args)
+        assert r.returncode == 0, f"hookd {' '.join(args)}: {r.stdout}{r.stderr}"
+        return r.stdout
+
+    def spawn(self, *args: str) -> dict[str, Any]:
+        return json.loads(self.cli("spawn", B, "--worktree", str(self.proj), "--harness", "codex", "--json", *args))
+
+    def builder(self) -> dict[str, Any]:
+        (b,) = [b for b in json.loads(self.cli("status", "--json"))["builders"] if b["builder"] == B]
+        return b
+
+    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
+        c = self.daemon.client()
+        try:
+            return [e for e in c.lines("/v1/events", after=0, limit=100000) if kind is None or e["kind"] == kind]
+        finally:
+            c.close()
+
+    def hooks(self) -> list[str]:
+        return [e["data"]["hook_event_name"] for e in self.events("hook_received")]
+
+    def wait_hook(self, name: str, **data: Any) -> None:
+        wait_until(lambda: any(e["data"].get("hook_event_name") == name and all(e["data"].get(k) == v for k, v in data.items())
+                               for e in self.events("hook_received")), 30, 0.05, f"hook {name} {data} in hookd")
+
+    def pending(self) -> list[dict[str, Any]]:
+        return json.loads(self.cli("questions", "--state", "pending", "--json"))
+
+    def exec_in_background(self, prompt: str) -> tuple[threading.Thread, list[subprocess.CompletedProcess[str]]]:
+        out: list[subprocess.CompletedProcess[str]] = []
+
+        def run() -> None:
+            out.append(subprocess.run([str(self.codex_bin), "exec", "--skip-git-repo-check", prompt], cwd=self.proj,
+                                      env=self.env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                      timeout=120))
+        t = threading.Thread(target=run)
+        t.start()
+        return t, out
+
+
+@pytest.fixture
+def rig(tmp_path: Path, codex_bin: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
+    proj = Path(os.path.realpath(tmp_path)) / "proj"
+    proj.mkdir()
+    with FakeResponsesAPI() as api:
+        # a user who already works in this project with Codex: the project is trusted, hookd's
+        # hooks are not (yet)
+        prepare_home(tmp_path / "codex", api, f'[projects."{proj}"]\ntrust_level = "trusted"\n')
+        env = codex_env(tmp_path / "codex")
+        monkeypatch.setenv("CODEX_HOME", env["CODEX_HOME"])  # what `hookd spawn --trust` writes into
+        daemon = DaemonProcess(tmp_path / "hookd")
+        with daemon:
+            yield Rig(tmp_path / "hookd", daemon, api, env, proj, codex_bin)
+
+
+def run_exec(rig: Rig, prompt: str) -> subprocess.CompletedProcess[str]:
+    t, out = rig.exec_in_background(prompt)
+    t.join()
+    assert out and out[0].returncode == 0, out[0].stderr[-3000:] if out else "no result"
+    return out[0]
+
+
+def occurrences(req: LoggedRequest, needle: str) -> int:
+    return sum(json.dumps(item).count(needle) for item in req.input_items())
+
+
+def adopted_from_the_rollout(rig: Rig) -> None:
+    """The message m-1 is adopted, proven by the rollout (the Stop hook's transcript read)."""
+    wait_until(lambda: [e["data"] for e in rig.events("inbox_adopted")] == [{"ids": ["m-1"], "via": "transcript"}],
+               15, 0.05, "m-1 adopted from the rollout")
+
+
+def test_untrusted_hooks_show_in_status_and_trusted_ones_run_in_exec(rig: Rig) -> None:
+    rig.spawn()
+    b = rig.builder()
+    assert b["hooks_trust"]["state"] == "untrusted", b
+    assert b["hooks_trust"]["fix"].endswith("--harness codex --trust")
+    rig.api.set_script({"turns": [[call("exec_command", {"cmd": "echo hi"}, "call_CX_E1")], "FIN-1"]})
+    run_exec(rig, "Run echo hi")
+    assert rig.api.main_requests(), "Codex ran"
+    assert rig.hooks() == [] and rig.builder()["hooks_seen"] == 0  # skipped, and Codex said nothing
+
+    m = rig.spawn("--trust")
+    assert rig.builder()["hooks_trust"]["state"] == "trusted"
+    assert len(m["trust"]["added"]) == 12  # the project was trusted already: not hookd's
+    mine = [h for h in hooks_list(rig.codex_bin, rig.env, rig.proj) if h["sourcePath"] == m["settings_file"]]
+    assert len(mine) == 12 and {h["trustStatus"] for h in mine} == {"trusted"}  # Codex agrees
+    rig.api.set_script({"turns": [[call("exec_command", {"cmd": "echo hi"}, "call_CX_E2")], "FIN-2"]})
+    run_exec(rig, "Run echo hi")
+    wait_until(lambda: "SessionEnd" in rig.hooks(), 15, 0.05, "SessionEnd in hookd")
+    assert rig.hooks() == ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd"]
+    assert rig.builder()["hooks_seen"] == 6
+
+
+def test_a_permission_prompt_is_allowed_and_denied_remotely(rig: Rig, tmp_path: Path) -> None:
+    rig.spawn("--trust")
+    made = {k: tmp_path / f"made-{k}" for k in "AB"}
+    rig.api.set_script({"turns": [[escalated(f"touch {made['A']}", "call_CX_A")], "DONE-A",
+                                  [escalated(f"touch {made['B']}", "call_CX_B")], "DONE-B"]})
+    with AppServer(rig.codex_bin, rig.proj, rig.env, answers={}) as srv:
+        thread = srv.start_thread(rig.proj, approvalPolicy="on-request", sandbox="read-only")
+        for key, answer in (("A", ["--option", "allow"]), ("B", ["--option", "deny", "--text", "DENY-CX-REMOTE use ls"])):
+            turn = srv.request("turn/start", {"threadId": thread, "input": [{"type": "text", "text": f"make {key}"}]})["turn"]
+            (q,) = wait_until(lambda: rig.pending() or None, 30, 0.1, f"permission prompt {key} pending in hookd")
+            assert (q["kind"], q["tool_name"], q["input"]["command"]) == ("permission", "Bash", f"touch {made[key]}")
+            assert q["input"]["description"] == "Needs to write outside the workspace"
+            rig.cli("answer", q["id"], *answer)
+            done = srv.wait_turn(turn["id"])
+            assert done["status"] == "completed", done
+    assert srv.server_requests == []  # the desk's client was never asked: hookd's answer decided
+    assert made["A"].exists() and not made["B"].exists()
+    denied = rig.api.requests_containing("call_CX_B")[-1].function_outputs()["call_CX_B"]
+    assert "DENY-CX-REMOTE use ls" in denied, denied
+    states = {q["input"]["command"]: (q["state"], q.get("decision"))
+              for q in json.loads(rig.cli("questions", "--state", "all", "--json"))}
+    assert states == {f"touch {made['A']}": ("answered", "allow"), f"touch {made['B']}": ("answered", "deny")}, states
+
+
+def test_a_message_sent_during_a_tool_call_reaches_the_next_request_once(rig: Rig, tmp_path: Path) -> None:
+    rig.spawn("--trust")
+    gate = tmp_path / "gate"
+    rig.api.set_script({"turns": [[call("exec_command", {"cmd": f"until [ -e {gate} ]; do sleep 0.05; done; echo open",
+                                                         "yield_time_ms": 30000}, "call_CX_G")], "FIN-G"]})
+    t, out = rig.exec_in_background("wait for the gate")
+    rig.wait_hook("PreToolUse", tool_use_id="call_CX_G")
+    rig.cli("send", B, "MSG-CX-TOOL please also count to three")
+    gate.touch()
+    t.join()
+    assert out[0].returncode == 0, out[0].stderr[-3000:]
+    reqs = rig.api.main_requests()
+    assert len(reqs) == 2
+    assert occurrences(reqs[0], "MSG-CX-TOOL") == 0 and occurrences(reqs[1], "MSG-CX-TOOL") == 1
+    (item,) = [i for i in reqs[1].input_items() if "MSG-CX-TOOL" in json.dumps(i)]
+    assert item["role"] == "developer" and "[human msg m-1 from " in json.dumps(item)  # PostToolUse's context
+    adopted_from_the_rollout(rig)
+
+
+def test_a_message_at_the_end_of_a_turn_continues_it(rig: Rig) -> None:
+    rig.spawn("--trust")
+    sent = threading.Event()
+
+    def gate(answered: int) -> None:
+        if answered == 0:  # the model writes its last reply: the message comes now
+            rig.cli("send", B, "MSG-CX-END one more thing")
+            sent.set()
+    rig.api.main_gate = gate
+    rig.api.set_script({"turns": ["FIN-FIRST", "FIN-AFTER"]})
+    run_exec(rig, "say something")
+    assert sent.is_set()
+    reqs = rig.api.main_requests()
+    assert len(reqs) == 2 and occurrences(reqs[0], "MSG-CX-END") == 0
+    tail = reqs[1].input_items()[-1]
+    assert tail["role"] == "user" and "<hook_prompt" in json.dumps(tail) and "MSG-CX-END" in json.dumps(tail)
+    assert occurrences(reqs[1], "MSG-CX-END") == 1
+    stops = [e for e in rig.events("hook_received") if e["data"]["hook_event_name"] == "Stop"]
+    assert len(stops) == 2  # the block went on with the same turn; its next Stop ended it
+    adopted_from_the_rollout(rig)
