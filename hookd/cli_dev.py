@@ -52,20 +52,22 @@ def replay(ctx: click.Context, scenario_dir: Path, update: bool, into: str | Non
 
 @click.command()
 @click.argument("version_dir", required=False, type=click.Path(path_type=Path, file_okay=False, exists=True))
-@click.option("--fixtures", type=click.Path(path_type=Path, file_okay=False), default=Path("fixtures/claude-code"),
-              show_default=True, help="Where recorded versions live (the newest is used).")
+@click.option("--harness", type=click.Choice(["claude-code", "codex"]), default="claude-code", show_default=True,
+              help="Whose recordings: read with that harness's adapter and transcript reader.")
+@click.option("--fixtures", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Where recorded versions live (the newest is used) [default: fixtures/HARNESS].")
 @click.option("--no-replay", is_flag=True, help="Skip replaying the golden files.")
 @click.option("--json", "as_json", is_flag=True)
-def drift(version_dir: Path | None, fixtures: Path, no_replay: bool, as_json: bool) -> None:
-    """Report what the newest recorded Claude Code version sends that hookd does not know.
-    Exits 1 on a parse failure or a golden mismatch."""
+def drift(version_dir: Path | None, harness: str, fixtures: Path | None, no_replay: bool, as_json: bool) -> None:
+    """Report what the newest recorded version of a harness (Claude Code, or --harness codex)
+    sends that hookd does not know. Exits 1 on a parse failure or a golden mismatch."""
     from hookd.devtools.drift import drift as do_drift, newest_version_dir, render
 
     try:
-        target = version_dir or newest_version_dir(fixtures)
+        target = version_dir or newest_version_dir(fixtures or Path("fixtures") / harness)
     except FileNotFoundError as e:
         raise ConfigError(str(e)) from None
-    rep = do_drift(target, replay_goldens=not no_replay)
+    rep = do_drift(target, replay_goldens=not no_replay, harness=harness)
     if as_json:
         _echo_json({"version_dir": str(rep.version_dir), "unknown_events": rep.unknown_events,
                     "unknown_fields": rep.unknown_fields, "unknown_row_types": rep.unknown_row_types,

@@ -73,3 +73,18 @@ def test_no_replay_says_goldens_were_not_checked(tmp_path):
 def test_missing_fixtures_folder_is_a_clear_error(tmp_path):
     r = hookd_run(tmp_path / "h", "drift", "--fixtures", str(tmp_path / "nope"))
     assert r.returncode == 2 and "does not exist" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_codex_recordings_are_read_with_codex_adapter(tmp_path):
+    """`--harness codex`: fixtures/codex's newest version, read with the Codex adapter and its
+    rollout reader (with Claude Code's, Codex's `turn_id` and `model` would be unknown fields),
+    its goldens replayed."""
+    codex = FIXTURES.parent.parent / "codex"
+    r = hookd_run(tmp_path / "h", "drift", "--harness", "codex", "--fixtures", str(codex), "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["version_dir"] == str(codex / "0.171.0")
+    assert rep["unknown_events"] == {} and rep["unknown_fields"] == {} and rep["unknown_row_types"] == {}
+    assert rep["parse_failures"] == [] and rep["golden_mismatches"] == {}
+    r = hookd_run(tmp_path / "h", "drift", str(codex / "0.171.0"), "--no-replay", "--json")
+    assert json.loads(r.stdout)["unknown_fields"], "Claude Code's models do not know Codex's fields"
