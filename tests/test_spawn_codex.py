@@ -170,3 +170,26 @@ def test_status_says_whether_codex_will_run_the_hooks(home: Path, worktree: Path
     assert "b2: hooks modified: 1 of hookd's 12 hooks changed since they were trusted: Codex skips them" in lines
     row = next(line for line in lines if line.startswith("b1 "))
     assert row.rstrip().endswith("hooks untrusted (below)"), row
+
+
+def test_a_spawn_killed_before_its_trust_write_leaves_what_unspawn_undoes(
+        home: Path, worktree: Path, codex_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The manifest records the trust values first; killed before the config is written, the
+    config is as it was and unspawn takes nothing from it (each value is absent)."""
+    from hookd.config import Home
+    from hookd.spawn import read_manifest, spawn, trust, unspawn
+
+    def killed(*args: object, **kw: object) -> None:
+        raise SystemExit("killed")
+
+    real = trust._user_write
+    monkeypatch.setattr(trust, "_user_write", killed)
+    with pytest.raises(SystemExit):
+        spawn(Home.resolve(home), "b1", worktree=worktree, harness="codex", trust=True)
+    monkeypatch.setattr(trust, "_user_write", real)
+    m = read_manifest(Home.resolve(home), "b1")
+    assert m is not None and len(m["trust"]["added"]) == 13
+    assert (codex_home / "config.toml").read_text() == USER_CONFIG
+    r = unspawn(Home.resolve(home), "b1")
+    assert r["trust_removed"] == 0 and (codex_home / "config.toml").read_text() == USER_CONFIG
+    assert not (worktree / ".codex").exists()

@@ -256,9 +256,7 @@ def _trust(home: Home, builder: str, manifest: dict[str, Any], old: dict[str, An
         trust_undo(home, old_rec)
         return manifest
     trust_undo(home, old_rec)
-    manifest = {**manifest, "trust": trust_write(home, rec)}
-    _write_manifest(home, builder, manifest)
-    return manifest
+    return {**manifest, "trust": trust_write(home, rec, lambda t: _write_manifest(home, builder, {**manifest, "trust": t}))}
 
 
 def _write_manifest(home: Home, builder: str, manifest: dict[str, Any]) -> None:

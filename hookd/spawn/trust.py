@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -83,11 +84,13 @@ def _node(doc: Container | Table, table: list[str], create: bool) -> tuple[Any, 
     return node, created
 
 
-def write(home: Home, rec: dict[str, Any]) -> dict[str, Any]:
+def write(home: Home, rec: dict[str, Any], intent: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     """Write ``rec``'s entries (a manifest's ``trust``) into its config file, under that
     file's lock, atomically; returns ``rec`` with ``written`` and ``added`` (only the values it
-    changed: an entry already there is left and not recorded). Raises ConfigError (nothing
-    written) for a config that is not TOML or has a non-table where a table goes."""
+    changed: an entry already there is left and not recorded). ``intent`` gets that record
+    before the file is written (the manifest records it first: a spawn killed between the two
+    leaves values :func:`undo` finds absent, and skips). Raises ConfigError (nothing written)
+    for a config that is not TOML or has a non-table where a table goes."""
     path = Path(rec["config_file"])
     with _locked(home, [_file_key(path)]):
         io = _through(path)
@@ -104,12 +107,14 @@ def write(home: Home, rec: dict[str, Any]) -> dict[str, Any]:
             node[e.key] = e.value
             added.append({"table": list(e.table), "key": e.key, "value": e.value, "previous": previous,
                           "created": created})
+        # the config as it was: unspawn puts these bytes back when nothing else changed meanwhile
+        out = {**rec, "written": True, "added": added, "created_file": not existed if added else False,
+               "original": original if added else None}
+        intent(out)
         if added:
             mode = io.stat().st_mode & 0o777 if existed else 0o600
             _user_write(io, tomlkit.dumps(doc).encode("utf-8"), mode=mode)
-    # the config as it was: unspawn puts these bytes back when nothing else changed meanwhile
-    return {**rec, "written": True, "added": added, "created_file": not existed if added else False,
-            "original": original if added else None}
+    return out
 
 
 def undo(home: Home, rec: dict[str, Any] | None) -> int:
