@@ -10,6 +10,8 @@ prompt is needed: ``exec`` never asks), and what reached the model read from the
   app-server client is never asked), deny with a message (the model reads it);
 - a message sent during a tool call reaches the next model request, exactly once;
 - a message sent while the model writes its last reply goes on the turn as a Stop block.
+- a whole run with the daemon down: spooled, ingested once;
+- a session whose hooks never ran (untrusted), found from its rollout (``hooks_unarmed``).
 """
 
 from __future__ import annotations
@@ -208,3 +210,38 @@ def test_a_message_at_the_end_of_a_turn_continues_it(rig: Rig) -> None:
     stops = [e for e in rig.events("hook_received") if e["data"]["hook_event_name"] == "Stop"]
     assert len(stops) == 2  # the block went on with the same turn; its next Stop ended it
     adopted_from_the_rollout(rig)
+
+
+def test_a_run_with_the_daemon_down_is_spooled_and_ingested_once(rig: Rig) -> None:
+    rig.spawn("--trust")
+    rig.daemon.stop()
+    rig.api.set_script({"turns": [[call("exec_command", {"cmd": "echo hi"}, "call_CX_D")], "FIN-DOWN"]})
+    res = run_exec(rig, "Run echo hi")
+    assert res.stdout.strip() == "FIN-DOWN"  # the hooks did not stand in the way
+    spooled = sorted(p.name for p in (rig.home / "spool" / B).glob("*.json"))
+    assert len(spooled) == 6 and all(n.endswith(".codex.json") for n in spooled), spooled
+    rig.daemon.start()
+    wait_until(lambda: len(rig.hooks()) == 6 and not list((rig.home / "spool" / B).glob("*.json")), 15, 0.05,
+               "the spool ingested")
+    rig.daemon.stop()
+    rig.daemon.start()  # a restart ingests nothing twice
+    got = [(e["data"]["hook_event_name"], e["data"]["source"]) for e in rig.events("hook_received")]
+    assert got == [(name, "spool") for name in
+                   ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd")]
+
+
+def test_a_session_with_no_hook_is_detected_from_its_rollout(rig: Rig) -> None:
+    """Hooks not trusted: Codex runs none; the rollout, followed with `hookd tail`, shows the
+    session moving with no hook, and hookd says why (``hooks_unarmed`` with Codex's advice)."""
+    rig.spawn()
+    rig.api.set_script({"turns": ["FIN-UNARMED"]})
+    run_exec(rig, "hello")
+    (rollout,) = sorted((Path(rig.env["CODEX_HOME"]) / "sessions").rglob("rollout-*.jsonl"))
+    sid = rollout.name[-len("01a23b42-1903-7a70-959b-b3274430e91c.jsonl"):-len(".jsonl")]
+    rig.cli("tail", str(rollout), "--builder", B)
+    wait_until(lambda: rig.events("hooks_unarmed"), 20, 0.1, "hooks_unarmed")
+    (started,) = rig.events("session_started")
+    assert (started["session_id"], started["data"]["source"]) == (sid, "transcript")
+    (unarmed,) = rig.events("hooks_unarmed")
+    assert unarmed["session_id"] == sid and "--trust" in unarmed["data"]["advice"]
+    assert rig.hooks() == []
