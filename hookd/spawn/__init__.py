@@ -32,7 +32,8 @@ What differs per harness (its settings file, the options it takes, its entries) 
 adapter's: :data:`INSTALLS`, from each adapter's ``hook_installs``
 (:class:`hookd.harness.install.HookInstall`). The package: this module (spawn, unspawn, the
 manifest), :mod:`hookd.spawn.client` (the hook clients and commands), :mod:`hookd.spawn.files`
-(the user's files: locks, shapes, atomic writes), :mod:`hookd.spawn.mcp` (the MCP server).
+(the user's files: locks, shapes, atomic writes), :mod:`hookd.spawn.mcp` (the MCP server),
+:mod:`hookd.spawn.trust` (a harness's hook trust in its user config: Codex's ``config.toml``).
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ from hookd.spawn.trust import write as trust_write
 from hookd.untrusted import read_regular
 
 #: harness name -> how `hookd spawn` installs its hooks (the adapters' ``hook_installs``, in
-#: :data:`hookd.harness.registry.ADAPTERS`' order: ``claude-code``, ``claw``, ``claw-code-go``)
+#: :data:`hookd.harness.registry.ADAPTERS`' order: ``claude-code``, ``claw``, ``claw-code-go``,
+#: ``codex``)
 INSTALLS: dict[str, HookInstall] = {
     name: adapter.hook_installs[name] for name, adapter in ADAPTERS.items() if name in adapter.hook_installs
 }
