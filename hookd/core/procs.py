@@ -60,3 +60,17 @@ def _children(pid: int) -> list[psutil.Process]:
         except psutil.Error:
             continue
     return out
+
+
+def process_alive(pid: int, started_at: float | None) -> bool:
+    """Is process ``pid`` alive and not a zombie? A pid now used by another process (its start
+    time more than a second from ``started_at``, UNIX seconds; None: not compared) is not."""
+    try:
+        p = psutil.Process(pid)
+        if started_at is not None and abs(p.create_time() - started_at) > 1.0:
+            return False
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True
