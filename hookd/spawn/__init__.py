@@ -124,6 +124,7 @@ def spawn(
     transport: str = DEFAULT_TRANSPORT,
     default_answer_after_s: int | None = None,
     default_answer: str | None = None,
+    git_worktree: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Install hookd's hooks for ``builder``; idempotent. Returns the manifest.
 
@@ -142,6 +143,9 @@ def spawn(
     many seconds unanswered (1 to below hold_s: it reaches the agent through the held hook;
     None: none, the default); default_answer: the option label a question gets (else its first
     option). The manifest's ``default_answer`` is ``{"after_s", "label"}`` or None.
+    git_worktree: the git worktree `hookd run --git-worktree` made for the builder
+    (:func:`hookd.runner.git_worktree_add`'s record), kept in the manifest's ``git_worktree``
+    (a later spawn keeps it) until `hookd unspawn --remove-worktree` removes it.
     Raises ConfigError on a bad builder id, a missing worktree, a settings or ``.mcp.json``
     file that is not strict JSON, a dangling symlink, or hooks of the wrong shape (an event's
     value not a list, a group or entry not an object: the message names the key); nothing is
@@ -211,6 +215,8 @@ def spawn(
         for f in (home.manifest(builder), home.client_script, home.c_client, home.socket_path_file):
             _drop_tmp(f)
         old = read_manifest(home, builder)
+        # the git worktree `hookd run --git-worktree` made for it: kept until unspawn removes it
+        git_worktree = git_worktree or (old or {}).get("git_worktree")
         if old and old["settings_file"] != os.fspath(target):
             _unspawn_locked(home, builder, old)
             old = None
@@ -223,6 +229,8 @@ def spawn(
                                      transport=transport, intent=lambda m: _write_manifest(home, builder, m))
             manifest["default_answer"] = (None if default_answer_after_s is None else
                                           {"after_s": default_answer_after_s, "label": default_answer})
+            if git_worktree:
+                manifest["git_worktree"] = git_worktree
             _write_manifest(home, builder, manifest)
         with contextlib.suppress(FileNotFoundError):
             home.unspawned_file(builder).unlink()  # spawned again: no longer unspawned
@@ -465,4 +473,4 @@ def _unspawn_locked(home: Home, builder: str, m: dict[str, Any]) -> dict[str, An
     if spool.is_dir() and not any(spool.iterdir()):
         spool.rmdir()
     return {"builder": builder, "settings_file": os.fspath(target), "removed": removed, "mcp_removed": mcp_removed,
-            "mcp_files": mcp_files}
+            "mcp_files": mcp_files, "git_worktree": m.get("git_worktree")}
