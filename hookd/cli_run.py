@@ -3,7 +3,8 @@ builder's agent after arming its hooks, lists, attaches to, stops and resumes it
 
 The processes are started here (:mod:`hookd.runner`: a tmux session on hookd's own tmux server,
 or the harness's print mode with its output logged); the daemon records them through its API
-(``POST /v1/builders/B/started|stopped``, :mod:`hookd.http.runs`) and refuses a second live
+(``POST /v1/builders/B/started``, :mod:`hookd.http.runs`), stops them (``POST /v1/builders/B/stop``: the
+daemon signals the agent, so that its watch never takes a stop for an exit) and refuses a second live
 session of a builder. A harness's command lines are its adapter's ``launchers``
 (:class:`hookd.harness.launch.Launcher`).
 """
@@ -131,12 +132,13 @@ def run(ctx: click.Context, builder: str, agent_args: tuple[str, ...], worktree:
     Arguments after `--` go to the agent (`hookd run b1 -- --permission-mode default`). Refused while
     BUILDER has a live session. Needs the daemon."""
     from hookd import runner
+    from hookd.config import check_builder_id
     from hookd.errors import ConfigError
     from hookd.spawn import read_manifest
 
     if worktree is not None and branch is not None:
         raise click.UsageError("give --worktree DIR or --git-worktree BRANCH, not both")
-    _refuse_live(_view(ctx, builder))  # (before anything is made: also a daemon that is not running)
+    check_builder_id(builder)
     old = read_manifest(ctx.obj, builder)
     harness = harness or (old or {}).get("harness") or "claude-code"
     launcher = _launcher(harness)
@@ -144,6 +146,7 @@ def run(ctx: click.Context, builder: str, agent_args: tuple[str, ...], worktree:
     if headless and not text:
         raise ConfigError("--headless needs a prompt: --prompt TEXT, or --prompt - to read it from standard input")
     program = runner.find_program(launcher, os.environ)
+    _refuse_live(_view(ctx, builder))  # (before anything is made: also a daemon that is not running)
     with runner.builder_lock(ctx.obj, builder):
         _refuse_live(_view(ctx, builder))
         git_rec = None
@@ -225,7 +228,6 @@ def continue_(ctx: click.Context, builder: str, agent_args: tuple[str, ...], pro
 @click.pass_context
 def stop(ctx: click.Context, builder: str, timeout: float, as_json: bool) -> None:
     """Stop BUILDER's agent: SIGTERM, then SIGKILL after --timeout; its lane ends (hookd continue resumes it)."""
-    from hookd import runner
     from hookd.errors import NotFound
 
     view = _view(ctx, builder)
@@ -235,8 +237,9 @@ def stop(ctx: click.Context, builder: str, timeout: float, as_json: bool) -> Non
     if not r.get("alive"):
         raise NotFound(f"{builder} is not running: its agent ended at {_when(r.get('stopped_at'))}"
                        f" (hookd continue {builder} resumes it)")
-    sig = runner.stop_process(r["pid"], r.get("pid_started_at"), timeout)
-    r = _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/stopped", {"run": r["id"], "signal": sig}, timeout=10)["run"]
+    r = _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/stop", {"timeout_s": timeout},
+                               timeout=timeout + 30)["run"]
+    sig = r.get("stop_signal")
     if as_json:
         _echo_json(r)
         return
@@ -286,7 +289,7 @@ def ls(ctx: click.Context, as_json: bool) -> None:
         return
     rows = [[i["builder"], i["harness"] or "-", _agent_cell(i["run"]), _pid_cell(i), _lane_state(i["lane"]),
              ", ".join(i["pending"]) or "-", i["worktree"] or "-"] for i in items]
-    _out(_table(rows, ["builder", "harness", "agent", "pid", "lane", "waiting on you", "worktree"]))
+    _out(_table(rows, ["builder", "harness", "agent", "pid", "lane", "waiting on you", "worktree"], numparse=False))
 
 
 def _ls_item(builder: str, m: dict[str, Any] | None, r: dict[str, Any] | None, lane: dict[str, Any] | None) -> dict[str, Any]:

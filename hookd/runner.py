@@ -20,7 +20,6 @@ import fcntl
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -151,32 +150,10 @@ def alive(pid: int, started_at: float | None) -> bool:
 
 
 def stop_process(pid: int, started_at: float | None, timeout: float) -> str | None:
-    """End the agent ``pid``: SIGTERM (its harness exits as it does when its terminal closes),
-    then, if it is still alive after ``timeout`` seconds, SIGKILL to its process group. Returns
-    the last signal sent (None: it was already gone)."""
-    import psutil
+    """:func:`hookd.core.procs.stop_process` (SIGTERM, then SIGKILL after ``timeout`` seconds)."""
+    from hookd.core.procs import stop_process as stop
 
-    if not alive(pid, started_at):
-        return None
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return None
-    try:
-        psutil.Process(pid).wait(timeout)
-        return "SIGTERM"
-    except psutil.NoSuchProcess:
-        return "SIGTERM"
-    except psutil.TimeoutExpired:
-        pass
-    try:
-        os.killpg(os.getpgid(pid), signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return "SIGKILL"
+    return stop(pid, started_at, timeout)
 
 
 def attach_argv(run: Mapping[str, Any]) -> list[str]:

@@ -132,7 +132,7 @@ class Hookd:
         self.defaults = self.policy.defaults
         self.run_defaults = self.policy.run_defaults
         self.builder_started = self.runs.started
-        self.builder_stopped = self.runs.stopped
+        self.stop_builder = self.runs.stop
 
     def attach_tailer(self, tailer: Tailer) -> None:
         """From now on ``tailer`` follows each transcript path a session reports."""

@@ -1,8 +1,8 @@
 """The agents hookd starts (`hookd run`, `hookd continue`; issue 23): the CLI starts the
 process (a tmux session on hookd's own tmux server, or the harness's print mode) and tells the
 daemon here, which records it (table ``runs``, event ``builder_started``), refuses a second live
-session of a builder, and records its end (``builder_stopped``: `hookd stop`, or the process
-seen gone by :mod:`hookd.watchers.runs`), ending the builder's open sessions so its lane is
+session of a builder, and records its end (``builder_stopped``: `hookd stop`, which the daemon carries out, or the
+process seen gone by :mod:`hookd.watchers.runs`), ending the builder's open sessions so its lane is
 ``ended``.
 
 Events: ``builder_started`` ``{run, harness, mode, pid, tmux_session, log_path, worktree,
@@ -19,7 +19,7 @@ import msgspec
 
 from hookd.core import subagents
 from hookd.core.bus import EventBus
-from hookd.core.procs import process_alive
+from hookd.core.procs import process_alive, stop_process
 from hookd.models import Conflict, NotFound, Run
 from hookd.store import Store, Tx
 
@@ -30,6 +30,8 @@ class Runs:
     def __init__(self, store: Store, bus: EventBus):
         self.store = store
         self.bus = bus
+        #: the runs `hookd stop` is stopping now (their ids)
+        self.stopping: set[int] = set()
 
     async def _alive(self, pid: int | None, started_at: float | None) -> bool:
         return bool(pid) and await asyncio.to_thread(process_alive, pid or 0, started_at)
@@ -97,18 +99,33 @@ class Runs:
         await self.bus.publish()
         return run
 
-    async def stopped(self, builder: str, run_id: int, *, signal: str | None, actor: str) -> Run:
-        """`hookd stop` ended run ``run_id`` of ``builder`` (``signal``: the last one it sent):
-        recorded ``stopped`` with the builder's open sessions ended (lane ``ended``), event
-        ``builder_stopped``. Idempotent. Raises NotFound for another builder's or no run."""
-        run = await self._end(builder, run_id, "stopped", signal, actor)
+    async def stop(self, builder: str, *, timeout_s: float, actor: str) -> Run:
+        """`hookd stop`: end ``builder``'s running agent (SIGTERM, then SIGKILL after
+        ``timeout_s`` seconds: :func:`hookd.core.procs.stop_process`, off the loop), then record
+        it ``stopped`` with the signal and ``actor``, the builder's open sessions ended (lane
+        ``ended``), event ``builder_stopped``. The run watch leaves it alone meanwhile (it would
+        record ``exited``). Raises NotFound when hookd never started it or it is not running."""
+        runs = await self.store.runs(builder)
+        run = runs[0] if runs else None
         if run is None:
-            raise NotFound(f"builder {builder!r} has no run {run_id}")
-        return run
+            raise NotFound(f"{builder} was not started by hookd (hookd run {builder} starts it)")
+        if run.stopped_at is not None or run.id in self.stopping:
+            raise NotFound(f"{builder} is not running (hookd continue {builder} resumes it)")
+        self.stopping.add(run.id)
+        try:
+            sig = await asyncio.to_thread(stop_process, run.pid, run.pid_started_at, timeout_s)
+            ended = await self._end(builder, run.id, "stopped", sig, actor)
+        finally:
+            self.stopping.discard(run.id)
+        assert ended is not None
+        return ended
 
     async def exited(self, run: Run) -> Run | None:
         """Run ``run``'s process is gone without `hookd stop`: recorded ``exited``, the
-        builder's open sessions ended, event ``builder_stopped``."""
+        builder's open sessions ended, event ``builder_stopped`` (nothing while `hookd stop` is
+        stopping it: that records it)."""
+        if run.id in self.stopping:
+            return None
         return await self._end(run.builder, run.id, "exited", None, None)
 
     async def _end(self, builder: str, run_id: int, reason: str, signal: str | None, actor: str | None) -> Run | None:

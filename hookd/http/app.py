@@ -48,7 +48,7 @@ Routes (all errors: ``{"error": {"code", "message"}}`` with a 4xx/5xx status,
   ``GET /v1/interactions/{id}``, ``GET /v1/events?after=SEQ&limit=N[&follow=1]``
   (JSON lines; ``follow`` keeps the stream open): :mod:`hookd.http.routes`;
 - the agents hookd starts (``GET /v1/runs``, ``GET /v1/builders/{builder}/run``, ``POST
-  /v1/builders/{builder}/started|stopped``): :mod:`hookd.http.runs`;
+  /v1/builders/{builder}/started|stop``): :mod:`hookd.http.runs`;
 - claw-http's routes (``/v1/claw/``): :mod:`hookd.http.claw`; the operator page's:
   :mod:`hookd.http.web`.
 """

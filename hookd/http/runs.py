@@ -6,8 +6,9 @@
   (:meth:`hookd.core.runs.Runs.view`; run and live may be null);
 - ``POST /v1/builders/{builder}/started`` (:class:`StartedRequest`): the CLI started an agent;
   201 ``{run}``, 409 when the builder already has a live session;
-- ``POST /v1/builders/{builder}/stopped`` (:class:`StoppedRequest`): `hookd stop` ended it;
-  200 ``{run}``, 404 for no such run of the builder.
+- ``POST /v1/builders/{builder}/stop`` (:class:`StopRequest`): `hookd stop`: the daemon ends the
+  agent (SIGTERM, then SIGKILL after ``timeout_s``) and records it; 200 ``{run}`` once it is
+  done, 404 when hookd never started it or it is not running.
 
 Errors: the one shape (:mod:`hookd.http.responses`)."""
 
@@ -44,12 +45,11 @@ class StartedRequest(msgspec.Struct, forbid_unknown_fields=True):
     resumes: str | None = None
 
 
-class StoppedRequest(msgspec.Struct, forbid_unknown_fields=True):
-    """Body of ``POST /v1/builders/{builder}/stopped``: the run, the last signal sent
-    (``SIGTERM``, ``SIGKILL``; None: none was needed), who stopped it (None: the daemon's user)."""
+class StopRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """Body of ``POST /v1/builders/{builder}/stop``: seconds the agent has after SIGTERM
+    before SIGKILL (0 to 600), who stops it (None: the daemon's user)."""
 
-    run: int
-    signal: str | None = None
+    timeout_s: float = 10.0
     actor: str | None = None
 
 
@@ -70,18 +70,18 @@ def routes(core: Hookd) -> list[Route]:
         run = await core.builder_started(builder, msgspec.structs.asdict(body))
         return json_response({"run": run}, 201)
 
-    async def stopped(request: Request) -> Response:
+    async def stop(request: Request) -> Response:
         builder = check_builder_id(request.path_params["builder"])
-        body = decode_body(await read_api_body(request), StoppedRequest, "stopped")
-        if body.signal not in (None, "SIGTERM", "SIGKILL"):
-            raise BadRequest("signal must be SIGTERM or SIGKILL")
-        run = await core.builder_stopped(builder, body.run, signal=body.signal,
-                                         actor=body.actor if body.actor is not None else os_user())
+        body = decode_body(await read_api_body(request) or b"{}", StopRequest, "stop")
+        if not 0 <= body.timeout_s <= 600:
+            raise BadRequest("timeout_s must be between 0 and 600")
+        run = await core.stop_builder(builder, timeout_s=body.timeout_s,
+                                      actor=body.actor if body.actor is not None else os_user())
         return json_response({"run": run})
 
     return [
         Route("/v1/runs", all_runs),
         Route("/v1/builders/{builder}/run", view),
         Route("/v1/builders/{builder}/started", started, methods=["POST"]),
-        Route("/v1/builders/{builder}/stopped", stopped, methods=["POST"]),
+        Route("/v1/builders/{builder}/stop", stop, methods=["POST"]),
     ]

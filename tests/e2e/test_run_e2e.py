@@ -128,10 +128,10 @@ def test_run_answer_stop_and_continue_a_tui_builder(claude_bin: Path, tmux_bin: 
 
         ls = hookd(h, env, "ls").stdout
         w = os.path.realpath(e2e_project)
-        wp = max(5, len(str(run["pid"])))  # (tabulate: a column is its widest cell or its header and 2; numbers right)
-        assert ls == (f"builder    harness      agent    {'pid':>{wp}}  lane    waiting on you    worktree\n"
-                      f"---------  -----------  -------  {'-' * wp}  ------  ----------------  {'-' * len(w)}\n"
-                      f"b1         claude-code  tmux b1  {run['pid']:>{wp}}  idle    -                 {w}\n")
+        pid = str(run["pid"]).ljust(5)  # (tabulate: a column is its widest cell, or its header and 2)
+        assert ls == (f"builder    harness      agent    {'pid'.ljust(len(pid))}  lane    waiting on you    worktree\n"
+                      f"---------  -----------  -------  {'-' * len(pid)}  ------  ----------------  {'-' * len(w)}\n"
+                      f"b1         claude-code  tmux b1  {pid}  idle    -                 {w}\n")
         assert attach_once(h, env, "b1") == 0
 
         # a message queued for the idle agent, then stop: graceful, lane ended
@@ -141,6 +141,11 @@ def test_run_answer_stop_and_continue_a_tui_builder(claude_bin: Path, tmux_bin: 
         assert lane(h, "b1")["state"] == "ended"
         [ev] = [e for e in h.events() if e["kind"] == "builder_stopped"]
         assert ev["data"]["reason"] == "stopped" and ev["data"]["signal"] == "SIGTERM"
+        # Claude Code runs its SessionEnd hook on SIGTERM (reason "other"), before it exits: the
+        # session had ended by the time the daemon recorded the stop
+        assert ev["data"]["sessions"] == []
+        [end] = [e for e in h.events() if e["kind"] == "session_ended"]
+        assert (end["session_id"], end["data"]["reason"]) == (run["session_id"], "other")
         assert tmux(h, "has-session", "-t", "=b1").returncode != 0
         gone = hookd(h, env, "attach", "b1", check=False)
         assert gone.returncode == 1 and "b1 is not running" in gone.stderr
