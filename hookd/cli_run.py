@@ -76,7 +76,6 @@ def _start(ctx: click.Context, builder: str, harness: str, *, headless: bool, wo
     """Start ``argv`` for ``builder`` (tmux, or headless) in ``worktree`` and record it with the
     daemon; a refusal there (another live session) ends what was started. Returns the run."""
     from hookd import runner
-    from hookd.errors import HookdError
 
     env = dict(os.environ)
     started = (runner.start_headless if headless else runner.start_interactive)(ctx.obj, builder, argv, worktree, env)
@@ -84,7 +83,7 @@ def _start(ctx: click.Context, builder: str, harness: str, *, headless: bool, wo
             "worktree": worktree, "session_id": session_id, "resumes": resumes, **started}
     try:
         return _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/started", body, timeout=10)["run"]
-    except HookdError:
+    except BaseException:  # refused (a live session), or the daemon gone: no agent runs unrecorded
         runner.stop_process(started["pid"], started["pid_started_at"], 5.0)
         raise
 

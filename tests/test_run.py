@@ -24,6 +24,7 @@ from hookd.spawn import read_manifest, spawn, unspawn
 
 from .conftest import hookd_cli, hookd_run, wait_until
 from .inproc import InProc
+from .test_inbox import AUQ_PRE, payload
 
 
 # --- the harness's command lines -------------------------------------------------------------
@@ -142,6 +143,8 @@ def test_a_run_is_recorded_a_second_live_one_refused_and_stop_ends_the_lane(quic
     a, b = agent(), agent()
     quick.hook({"hook_event_name": "SessionStart", "session_id": "S1", "source": "startup", "cwd": "/w",
                 "transcript_path": "/nonexistent/S1.jsonl"})
+    quick.hook(payload(AUQ_PRE, session_id="S1"))  # a question left pending when the agent is stopped
+    [q] = quick.questions("pending")
     r = _started(quick, "b1", a.pid, session_id="S1")
     assert r.status_code == 201, r.text
     run = r.json()["run"]
@@ -164,6 +167,9 @@ def test_a_run_is_recorded_a_second_live_one_refused_and_stop_ends_the_lane(quic
     assert ev["data"] == {"run": 1, "pid": a.pid, "reason": "stopped", "signal": "SIGTERM", "actor": "ana", "sessions": ["S1"]}
     [ended] = _kinds(quick, "session_ended")
     assert (ended["session_id"], ended["data"]["reason"]) == ("S1", "stopped")
+    closed = quick.interaction(q["id"])  # (nobody can answer it: its agent is gone)
+    assert (closed["state"], closed["warning"]) == (
+        "orphaned", f"the agent's process is gone (pid {a.pid} was stopped by hookd stop) while it was open")
     wait_until(lambda: [x for x in quick.get("/v1/lanes") if x["builder"] == "b1" and x["state"] == "ended"], 10,
                what="b1's lane ended")
     again = quick.request("POST", "/v1/builders/b1/stop", json={})

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -25,11 +26,15 @@ from hookd.store import Store, Tx
 
 
 class Runs:
-    """Started agents over ``store`` (``bus``: wakes the lanes and followers after each change)."""
+    """Started agents over ``store`` (``bus``: wakes the lanes and followers after each change).
+    ``orphan(builder, session_id, why)``: closes what a session whose agent is gone left pending
+    (:meth:`hookd.core.policy.Policy.orphan`), called for the builder's sessions once its run
+    stopped or exited."""
 
-    def __init__(self, store: Store, bus: EventBus):
+    def __init__(self, store: Store, bus: EventBus, orphan: Callable[[str, str, str], Awaitable[Any]]):
         self.store = store
         self.bus = bus
+        self.orphan = orphan
         #: the runs `hookd stop` is stopping now (their ids)
         self.stopping: set[int] = set()
 
@@ -149,6 +154,12 @@ class Runs:
         run, events = await self.store.write(tx_fn)
         if events:
             await self.bus.publish()
+            # what its sessions left waiting on a human can no longer be answered: the agent is gone
+            # (the session may have ended by its own SessionEnd hook as it exited)
+            why = f"pid {run.pid} {'was stopped by hookd stop' if reason == 'stopped' else 'exited'}" if run else ""
+            for sid in dict.fromkeys(i.session_id for i in await self.store.interactions("pending", 100_000)
+                                     if i.builder == builder and i.session_id):
+                await self.orphan(builder, sid, why)
         return run
 
 
