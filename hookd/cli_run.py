@@ -114,7 +114,7 @@ _AGENT_ARGS = click.argument("agent_args", nargs=-1, type=click.UNPROCESSED, met
 @click.command()
 @click.argument("builder", shell_complete=builders)
 @_AGENT_ARGS
-@click.option("--worktree", type=click.Path(path_type=Path, file_okay=False, exists=True),
+@click.option("--worktree", type=click.Path(path_type=Path, file_okay=False, exists=True), metavar="DIR",
               help="Start the agent in DIR [default: the builder's spawned worktree, else the current directory].")
 @click.option("--git-worktree", "branch", metavar="BRANCH",
               help="Make a git worktree of BRANCH (created from HEAD when new) of the current directory's repository, "
