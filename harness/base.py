@@ -20,11 +20,12 @@ only these terms and the adapters' protocol, and finds an adapter by harness nam
 - :class:`RemoteAnswers`: the hook outputs that carry a human's remote answer, and the tool
   processes a held prompt watches (an adapter's ``remote_answers``, None when ``desk_only``);
 - what `hookd spawn` writes for a harness: an adapter's ``hook_installs``
-  (:class:`hookd.harness.install.HookInstall`, by harness name).
+  (:class:`hookd.harness.install.HookInstall`, by harness name); how `hookd run` starts its
+  agent: ``launchers`` (:class:`hookd.harness.launch.Launcher`).
 - :class:`ToolView`: a tool call as a person reads it (an adapter's ``present_tool``, built
   with :mod:`hookd.harness.tool_views`).
 
-Pure: no I/O. Depends only on :mod:`hookd.models`, :mod:`hookd.harness.install` and
+Pure: no I/O. Depends only on :mod:`hookd.models`, :mod:`hookd.harness.install`, :mod:`hookd.harness.launch` and
 :mod:`hookd.harness.observations`.
 """
 
@@ -35,6 +36,7 @@ from typing import Any, Iterable, Literal, Mapping, Protocol, runtime_checkable
 import msgspec
 
 from hookd.harness.install import HookInstall
+from hookd.harness.launch import Launcher
 from hookd.harness.observations import AttentionAsked as AttentionAsked
 from hookd.harness.observations import Compacting as Compacting
 from hookd.harness.observations import decode_answers as decode_answers
@@ -240,7 +242,8 @@ class Adapter(Protocol):
     What it can do for a remote answer and at spawn, a typed member each (never probed):
     ``remote_answers`` (None when ``desk_only``) and ``hook_installs`` (the harness names
     `hookd spawn` installs hooks for; empty when hookd installs none: claw-http's loops call
-    hookd themselves).
+    hookd themselves) and ``launchers`` (the harness names `hookd run` / `hookd continue`
+    start an agent of: :class:`hookd.harness.launch.Launcher`; empty when hookd starts none).
     """
 
     desk_only: bool
@@ -251,6 +254,7 @@ class Adapter(Protocol):
     hook_kinds: Mapping[str, HookKind]
     remote_answers: RemoteAnswers | None
     hook_installs: Mapping[str, HookInstall]
+    launchers: Mapping[str, Launcher]
 
     def parse(self, raw: bytes, *, builder: str, cwd: str | None) -> Payload:
         """One hook payload, typed (an unknown event: a bare :class:`Payload`). raw: the

@@ -80,6 +80,7 @@ from hookd.harness.claude_code_payloads import (
     UserPromptSubmit,
 )
 from hookd.harness.install import HookInstall
+from hookd.harness.launch import Launcher
 from hookd.models import PayloadInvalid
 from hookd.untrusted import decode_json
 
@@ -110,6 +111,8 @@ hook_kinds: Mapping[str, HookKind] = {
 remote_answers: RemoteAnswers | None = claude_code_hooks
 #: `hookd spawn --harness claude-code`: ``.claude/settings.local.json`` or a standalone file.
 hook_installs: Mapping[str, HookInstall] = {HARNESS: claude_code_hooks.INSTALL}
+#: `hookd run` / `hookd continue --harness claude-code`: ``claude``, ``claude -p``, ``claude --resume``.
+launchers: Mapping[str, Launcher] = {HARNESS: claude_code_hooks.LAUNCH}
 
 
 #: Transcript row ``type`` values hookd knows (Claude Code 2.1.332 transcripts). Others are

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -265,3 +265,32 @@ class _Install:
 
 
 INSTALL = _Install()
+
+
+class _Launch:
+    """`hookd run` / `hookd continue` for Claude Code 2.1.332 (:class:`hookd.harness.launch.Launcher`):
+    ``claude [ARGS] --session-id ID [-- PROMPT]`` (its terminal UI), ``claude -p [ARGS]
+    --session-id ID -- PROMPT`` (print mode), ``claude --resume ID [-p] [ARGS] [-- PROMPT]``
+    (``--resume`` keeps the session id: the session reopens, docs/harness-claude-code.md)."""
+
+    program = "claude"
+    program_env = "HOOKD_CLAUDE_BIN"
+    names_session = True
+
+    def interactive(self, extra: Sequence[str], prompt: str | None, session_id: str | None) -> list[str]:
+        return [*extra, *(["--session-id", session_id] if session_id else []), *_prompt(prompt)]
+
+    def headless(self, extra: Sequence[str], prompt: str, session_id: str | None) -> list[str]:
+        return ["-p", *extra, *(["--session-id", session_id] if session_id else []), *_prompt(prompt)]
+
+    def resume(self, session_id: str, extra: Sequence[str], prompt: str | None, headless: bool) -> list[str]:
+        return [*(["-p"] if headless else []), "--resume", session_id, *extra, *_prompt(prompt)]
+
+
+def _prompt(prompt: str | None) -> list[str]:
+    """The prompt as Claude Code's last argument, after ``--`` (a prompt may start with ``-``)."""
+    return ["--", prompt] if prompt else []
+
+
+#: `hookd run --harness claude-code` (harness/claude_code.py ``launchers``).
+LAUNCH = _Launch()

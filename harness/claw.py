@@ -58,7 +58,8 @@ from hookd.harness.base import (
     questions_hash,
 )
 from hookd.harness import tool_views
-from hookd.harness.install import HookCommands, HookTrust, HookInstall
+from hookd.harness.install import HookCommands, HookInstall, HookTrust
+from hookd.harness.launch import Launcher
 from hookd.models import ConfigError, PayloadInvalid
 from hookd.untrusted import decode_json, text_without_lone_surrogates
 
@@ -488,3 +489,5 @@ class _Install:
 
 #: `hookd spawn`'s two claw harnesses (:class:`_Install`).
 hook_installs: Mapping[str, HookInstall] = {HARNESS: _Install(flat=False), FLAT_HARNESS: _Install(flat=True)}
+#: `hookd run` does not start claw yet: it is spawned and started by hand.
+launchers: Mapping[str, Launcher] = {}

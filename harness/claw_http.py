@@ -43,6 +43,7 @@ from hookd.harness.base import (
     text,
 )
 from hookd.harness.install import HookInstall
+from hookd.harness.launch import Launcher
 from hookd.models import PayloadInvalid
 from hookd.untrusted import decode_json
 
@@ -72,6 +73,8 @@ hook_kinds: Mapping[str, HookKind] = {
 remote_answers: RemoteAnswers | None = None
 #: Nothing to install: a loop calls hookd's claw-http API itself.
 hook_installs: Mapping[str, HookInstall] = {}
+#: claw-http loops are programs of their own: hookd starts none.
+launchers: Mapping[str, Launcher] = {}
 
 
 class SessionStart(Payload, kw_only=True):

@@ -55,6 +55,7 @@ from hookd.harness.codex_payloads import (
     UserPromptSubmit,
 )
 from hookd.harness.install import HookInstall
+from hookd.harness.launch import Launcher
 from hookd.models import PayloadInvalid
 from hookd.untrusted import decode_json
 
@@ -70,6 +71,8 @@ sequential_questions = False
 needs_context = False
 ack_required = False
 idle_wake = False
+#: How `hookd run` starts Codex: none yet (spawn it, then start `codex` by hand).
+launchers: Mapping[str, Launcher] = {}
 #: What its hook events mean to the core. Interrupt ends a turn with no Stop after it (the
 #: turn completes ``interrupted``): a ``turn_end``. PreCompact / PostCompact: the
 #: ``Compacting`` observation; SubagentStart: ``SubagentStarted``; Pre/PostModelRequest: none

@@ -47,6 +47,8 @@ LAZY_COMMANDS = {
     "send": "hookd.cli_steer:send", "answer": "hookd.cli_steer:answer", "dismiss": "hookd.cli_steer:dismiss",
     "ask": "hookd.cli_steer:ask",
     "preanswer": "hookd.cli_steer:preanswer", "watch": "hookd.cli_watch:watch",
+    "run": "hookd.cli_run:run", "continue": "hookd.cli_run:continue_", "stop": "hookd.cli_run:stop",
+    "attach": "hookd.cli_run:attach", "ls": "hookd.cli_run:ls",
     "replay": "hookd.cli_dev:replay", "drift": "hookd.cli_dev:drift", "notify": "hookd.cli_dev:notify",
 }
 
@@ -222,13 +224,23 @@ def _spawn_trust(ctx: click.Context, m: dict) -> None:
 
 @main.command()
 @click.argument("builder", shell_complete=builders)
+@click.option("--remove-worktree", is_flag=True,
+              help="Also remove the git worktree `hookd run --git-worktree` made for BUILDER (git worktree remove; "
+                   "its branch is kept). Refused while its agent runs.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def unspawn(ctx: click.Context, builder: str, as_json: bool) -> None:
+def unspawn(ctx: click.Context, builder: str, remove_worktree: bool, as_json: bool) -> None:
     """Remove exactly the hooks (and MCP server entry) `spawn` added for BUILDER."""
+    from hookd.spawn import read_manifest
     from hookd.spawn import unspawn as do_unspawn
 
+    if remove_worktree:
+        _removable_worktree(ctx, builder, read_manifest(ctx.obj, builder))
     r = do_unspawn(ctx.obj, builder)
+    if remove_worktree and r.get("git_worktree"):
+        from hookd.runner import git_worktree_remove
+
+        git_worktree_remove(r["git_worktree"])
     try:  # a running daemon shows the lane as unspawned at once (builder_unspawned); none: later
         _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/unspawned", {}, timeout=2)
     except Exception:  # noqa: BLE001 - best effort: the daemon down, or any failure, changes nothing done
@@ -243,7 +255,24 @@ def unspawn(ctx: click.Context, builder: str, as_json: bool) -> None:
         _out(f"unspawned {builder}: removed {n} hook {'entry' if n == 1 else 'entries'} from {r['settings_file']}{mcp}")
         if r.get("trust_removed"):
             _out(f"removed {r['trust_removed']} trust value(s) from {r['trust_config']}")
+        if remove_worktree and r.get("git_worktree"):
+            w = r["git_worktree"]
+            _out(f"removed git worktree {w['path']} (branch {w['branch']} kept in {w['repo']})")
 
+
+def _removable_worktree(ctx: click.Context, builder: str, m: dict[str, Any] | None) -> None:
+    """Refuse `unspawn --remove-worktree` before anything changes: no git worktree recorded for
+    ``builder`` (ConfigError), or its agent still running (Conflict; the daemon asked when it runs)."""
+    from hookd.errors import Conflict, ConfigError, DaemonNotRunning
+
+    if m is not None and not m.get("git_worktree"):
+        raise ConfigError(f"{builder} has no git worktree of hookd's (only `hookd run --git-worktree` makes one)")
+    try:
+        view = _client(ctx).get(f"/v1/builders/{_seg(builder)}/run")
+    except DaemonNotRunning:
+        return
+    if view.get("live"):
+        raise Conflict(f"{builder}'s agent is running in that worktree: stop it first (hookd stop {builder})")
 
 
 @main.command()

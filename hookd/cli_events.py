@@ -173,6 +173,11 @@ EVENT_SUMMARY: dict[str, Callable[[dict[str, Any], str], Any]] = {
     + f" ({d.get('error')}: {_clip(d.get('message'), 80)})",
     "inbox_cancelled": lambda d, s: f"{d.get('id')} taken back{_who(d)}",
     "builder_unspawned": lambda d, s: f"hooks removed at {_when(d.get('unspawned_at'))}",
+    "builder_started": lambda d, s: f"run {d.get('run')} {d.get('mode')} pid {d.get('pid')}"
+    + (f" in tmux session {d.get('tmux_session')}" if d.get("tmux_session") else "")
+    + (f" resuming {d.get('resumes')}" if d.get("resumes") else f" session {d.get('session_id') or '-'}"),
+    "builder_stopped": lambda d, s: f"run {d.get('run')} pid {d.get('pid')} {d.get('reason')}"
+    + (f" on {d.get('signal')}" if d.get("signal") else "") + _who(d),
     "interaction_id_reused": lambda d, s: f"{d.get('tool_use_id')} recorded as {d.get('id')} "
     + f"(already {(d.get('first') or {}).get('id')} of {(d.get('first') or {}).get('builder')})",
 }

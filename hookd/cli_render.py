@@ -79,13 +79,14 @@ def _seg(value: str) -> str:
 
 
 
-def _table(rows: list[list[Any]], headers: list[str]) -> _Shown:
+def _table(rows: list[list[Any]], headers: list[str], numparse: bool = True) -> _Shown:
     """tabulate's plain table, every text cell shown with :func:`visible` (one line per row);
-    a ``_paint``-ed cell as it is (tabulate measures its width without the colour codes)."""
+    a ``_paint``-ed cell as it is (tabulate measures its width without the colour codes).
+    ``numparse`` False: text that looks like a number is aligned as text (left)."""
     from tabulate import tabulate  # (only the commands that print a table pay for it)
 
     cells = [[c if isinstance(c, _Shown) else visible(c) if isinstance(c, str) else c for c in r] for r in rows]
-    return _Shown(tabulate(cells, headers=[visible(h) for h in headers]))
+    return _Shown(tabulate(cells, headers=[visible(h) for h in headers], disable_numparse=not numparse))
 
 
 

@@ -30,6 +30,7 @@ from hookd.http.fastpath import Server, protocol
 from hookd.http.web import bind_loopback
 from hookd.watchers.hookalerts import HookAlerts
 from hookd.watchers.lanes import LaneAlerts, LaneWatch
+from hookd.watchers.runs import RunWatch
 from hookd.models import AlreadyServing, ConfigError
 from hookd.core import Hookd
 from hookd.settings import Settings
@@ -281,6 +282,7 @@ def _lifespan(home: Home, core: Hookd, endpoint: Endpoint, notify_config: Any, s
         laning = asyncio.create_task(lanes.run(stop_watch))
         retrying = asyncio.create_task(retry_until_back(core, stop_watch))
         hook_alerts = asyncio.create_task(HookAlerts(core, notifier).run(stop_watch))
+        run_watch = asyncio.create_task(RunWatch(core, settings.liveness_s).run(stop_watch))
         await core.ingest_spool()
         # what start-up made (modules, the app) lives as long as the daemon: the garbage
         # collector's full passes, pauses of the hook path, need not walk it again and again
@@ -304,6 +306,7 @@ def _lifespan(home: Home, core: Hookd, endpoint: Endpoint, notify_config: Any, s
             laning.cancel()
             retrying.cancel()
             hook_alerts.cancel()
+            run_watch.cancel()
             core.release_all()
             await core.bus.close()
             await core.close()

@@ -143,6 +143,40 @@ class Interaction(msgspec.Struct):
         self.by = by_text(self.surface, self.actor)
 
 
+class Run(msgspec.Struct, frozen=True):
+    """An agent hookd started for a builder (`hookd run`, `hookd continue`; issue 23).
+
+    id: the run's number (the daemon's); mode: ``interactive`` (in a tmux session on hookd's
+    own tmux server: ``tmux_socket``, ``tmux_session``) or ``headless`` (the harness's print
+    mode, its output in ``log_path``); pid and pid_started_at (UNIX seconds): the agent's
+    process; session_id: the id hookd gave the new session (None: learnt from its hooks);
+    resumes: the session it resumes (`hookd continue`), else None; argv: the command line;
+    times in UNIX seconds; stop_reason: ``stopped`` (`hookd stop`) or ``exited`` (hookd saw
+    the process gone), stop_signal: the last signal `hookd stop` sent (``SIGTERM``,
+    ``SIGKILL``; None: it exited on its own). alive: whether the process was alive when this
+    was read (filled in by the API, never stored).
+    """
+
+    id: int
+    builder: str
+    harness: str
+    mode: Literal["interactive", "headless"]
+    pid: int
+    pid_started_at: float | None
+    tmux_socket: str | None
+    tmux_session: str | None
+    log_path: str | None
+    worktree: str | None
+    session_id: str | None
+    resumes: str | None
+    argv: list[str]
+    started_at: float
+    stopped_at: float | None = None
+    stop_reason: str | None = None
+    stop_signal: str | None = None
+    alive: bool | None = None
+
+
 class Subagent(msgspec.Struct, frozen=True):
     """A subagent of a builder's agent (Claude Code: an Agent tool call's agent), as hookd
     recorded it from its hooks (issue 21 moment 5).

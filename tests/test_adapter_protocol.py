@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from hookd.core.claw import CLAW_HTTP
-from hookd.harness import base, claude_code, claude_code_hooks, claw, claw_http, codex, codex_hooks, install, registry
+from hookd.harness import (base, claude_code, claude_code_hooks, claw, claw_http, codex, codex_hooks, install, launch,
+                          registry)
 from hookd.spawn import INSTALLS
 
 from .conftest import stage_installed
@@ -61,13 +62,14 @@ ADAPTER_DATA, ADAPTER_METHODS = _members(base.Adapter)
 READER_DATA, READER_METHODS = _members(base.TranscriptReader)
 REMOTE_DATA, REMOTE_METHODS = _members(base.RemoteAnswers)
 INSTALL_DATA, INSTALL_METHODS = _members(install.HookInstall)
+LAUNCH_DATA, LAUNCH_METHODS = _members(launch.Launcher)
 
 
 def test_the_protocol_declares_the_traits_as_booleans():
     assert {n for n, t in ADAPTER_DATA.items() if t is bool} == {
         "desk_only", "sequential_questions", "needs_context", "ack_required", "idle_wake"}
     assert set(ADAPTER_METHODS) == {"parse", "observe", "boundary", "render_context", "known_fields", "present_tool"}
-    assert {n for n, t in ADAPTER_DATA.items() if t is not bool} == {"hook_kinds", "remote_answers", "hook_installs"}
+    assert {n for n, t in ADAPTER_DATA.items() if t is not bool} == {"hook_kinds", "remote_answers", "hook_installs", "launchers"}
 
 
 @pytest.mark.parametrize("name", sorted(registry.ADAPTERS))
@@ -99,6 +101,13 @@ def test_every_registered_adapter_satisfies_the_protocol(name):
             assert _isinstance(getattr(inst, member), kind), (name, harness, member)
         for method in INSTALL_METHODS:
             _accepts(getattr(inst, method), getattr(install.HookInstall, method))
+    for harness, launcher in adapter.launchers.items():  # what `hookd run` starts: a harness it installs hooks for
+        assert isinstance(launcher, launch.Launcher), (name, harness)
+        assert harness in adapter.hook_installs, (name, harness)
+        for member, kind in LAUNCH_DATA.items():
+            assert _isinstance(getattr(launcher, member), kind), (name, harness, member)
+        for method in LAUNCH_METHODS:
+            _accepts(getattr(launcher, method), getattr(launch.Launcher, method))
 
 
 @pytest.mark.parametrize("reader", registry.READERS, ids=lambda r: r.HARNESS)

@@ -23,6 +23,7 @@ from hookd.core.inbox import Inbox
 from hookd.core.ingest import Ingest
 from hookd.core.policy import Policy
 from hookd.core.questions import Questions
+from hookd.core.runs import Runs
 from hookd.core.spool import Spool
 from hookd.core.state import HookCache, Waiters
 from hookd.core.transcripts import Transcripts
@@ -99,6 +100,7 @@ class Hookd:
         self.spool = Spool(home, self.ingest)
         self.claw = Claw(store, self.bus, self.ingest, self.inbox, self.asks)
         self.policy = Policy(home, store, self.bus, waiters, self.answers)
+        self.runs = Runs(store, self.bus, self.policy.orphan)
 
         # the API: each name is its component's method
         self.ingest_hook = self.ingest.ingest_hook
@@ -129,6 +131,8 @@ class Hookd:
         self.orphan = self.policy.orphan
         self.defaults = self.policy.defaults
         self.run_defaults = self.policy.run_defaults
+        self.builder_started = self.runs.started
+        self.stop_builder = self.runs.stop
 
     def attach_tailer(self, tailer: Tailer) -> None:
         """From now on ``tailer`` follows each transcript path a session reports."""

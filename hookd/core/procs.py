@@ -5,6 +5,7 @@ reads the system: never inside a transaction; off the event loop where it may be
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -60,3 +61,43 @@ def _children(pid: int) -> list[psutil.Process]:
         except psutil.Error:
             continue
     return out
+
+
+def process_alive(pid: int, started_at: float | None) -> bool:
+    """Is process ``pid`` alive and not a zombie? A pid now used by another process (its start
+    time more than a second from ``started_at``, UNIX seconds; None: not compared) is not."""
+    try:
+        p = psutil.Process(pid)
+        if started_at is not None and abs(p.create_time() - started_at) > 1.0:
+            return False
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True
+
+
+def stop_process(pid: int, started_at: float | None, timeout: float) -> str | None:
+    """End process ``pid`` (started at ``started_at``, UNIX seconds: a reused pid is left
+    alone): SIGTERM, then, if it is still alive after ``timeout`` seconds, SIGKILL to its process
+    group when it leads one (as every agent hookd starts does: its tools go with it), else to it
+    alone. Blocks up to ``timeout`` seconds: run it off the event loop. Returns the last signal
+    sent (``SIGTERM``, ``SIGKILL``; None: it was already gone)."""
+    if not process_alive(pid, started_at):
+        return None
+    try:
+        os.kill(pid, signal.SIGTERM)
+        psutil.Process(pid).wait(timeout)
+        return "SIGTERM"
+    except (ProcessLookupError, psutil.NoSuchProcess):
+        return "SIGTERM"
+    except psutil.TimeoutExpired:
+        pass
+    try:
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return "SIGKILL"

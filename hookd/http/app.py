@@ -47,6 +47,8 @@ Routes (all errors: ``{"error": {"code", "message"}}`` with a 4xx/5xx status,
   ``GET /v1/transcripts`` (every tailed file: path, builder, session, offset, rows read),
   ``GET /v1/interactions/{id}``, ``GET /v1/events?after=SEQ&limit=N[&follow=1]``
   (JSON lines; ``follow`` keeps the stream open): :mod:`hookd.http.routes`;
+- the agents hookd starts (``GET /v1/runs``, ``GET /v1/builders/{builder}/run``, ``POST
+  /v1/builders/{builder}/started|stop``): :mod:`hookd.http.runs`;
 - claw-http's routes (``/v1/claw/``): :mod:`hookd.http.claw`; the operator page's:
   :mod:`hookd.http.web`.
 """
@@ -67,6 +69,7 @@ from hookd.http.claw import routes as claw_routes
 from hookd.http.hooks import HookPath
 from hookd.http.responses import enc, error_body, error_response, send_response, with_header
 from hookd.http.routes import RestApi
+from hookd.http.runs import routes as run_routes
 from hookd.http.web import WebAuth, WebPage
 from hookd.models import BadRequest, HookdError, Unauthorized
 from hookd.core import Hookd
@@ -178,6 +181,7 @@ def build_app(core: Hookd, *, token: str, lifespan: Any = None, should_exit: Any
         routes=[
             *claw_routes(core),  # claw-http (hookd/http/claw.py)
             *rest.routes(),
+            *run_routes(core),  # the agents hookd starts (hookd/http/runs.py)
             *web.routes(),
         ],
         exception_handlers={Exception: _on_error, HTTPException: _on_error, HookdError: _on_error},

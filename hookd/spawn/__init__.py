@@ -130,6 +130,7 @@ def spawn(
     default_answer_after_s: int | None = None,
     default_answer: str | None = None,
     trust: bool = False,
+    git_worktree: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Install hookd's hooks for ``builder``; idempotent. Returns the manifest.
 
@@ -148,6 +149,9 @@ def spawn(
     many seconds unanswered (1 to below hold_s: it reaches the agent through the held hook;
     None: none, the default); default_answer: the option label a question gets (else its first
     option). The manifest's ``default_answer`` is ``{"after_s", "label"}`` or None.
+    git_worktree: the git worktree `hookd run --git-worktree` made for the builder
+    (:func:`hookd.runner.git_worktree_add`'s record), kept in the manifest's ``git_worktree``
+    (a later spawn keeps it) until `hookd unspawn --remove-worktree` removes it.
     Raises ConfigError on a bad builder id, a missing worktree, a settings or ``.mcp.json``
     file that is not strict JSON, a dangling symlink, or hooks of the wrong shape (an event's
     value not a list, a group or entry not an object: the message names the key); nothing is
@@ -227,6 +231,8 @@ def spawn(
         for f in (home.manifest(builder), home.client_script, home.c_client, home.socket_path_file):
             _drop_tmp(f)
         old = read_manifest(home, builder)
+        # the git worktree `hookd run --git-worktree` made for it: kept until unspawn removes it
+        git_worktree = git_worktree or (old or {}).get("git_worktree")
         if old and old["settings_file"] != os.fspath(target):
             _unspawn_locked(home, builder, old)
             old = None
@@ -239,6 +245,8 @@ def spawn(
                                      transport=transport, intent=lambda m: _write_manifest(home, builder, m))
             manifest["default_answer"] = (None if default_answer_after_s is None else
                                           {"after_s": default_answer_after_s, "label": default_answer})
+            if git_worktree:
+                manifest["git_worktree"] = git_worktree
             _write_manifest(home, builder, manifest)
         manifest = _trust(home, builder, manifest, old, trust)
         with contextlib.suppress(FileNotFoundError):
@@ -503,4 +511,5 @@ def _unspawn_locked(home: Home, builder: str, m: dict[str, Any]) -> dict[str, An
         spool.rmdir()
     return {"builder": builder, "settings_file": os.fspath(target), "removed": removed, "mcp_removed": mcp_removed,
             "mcp_files": mcp_files, "trust_removed": trust_removed,
-            "trust_config": (m.get("trust") or {}).get("config_file") if trust_removed else None}
+            "trust_config": (m.get("trust") or {}).get("config_file") if trust_removed else None,
+            "git_worktree": m.get("git_worktree")}

@@ -365,6 +365,21 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "CREATE TABLE hooks_changed (builder TEXT PRIMARY KEY, since REAL NOT NULL, data TEXT NOT NULL)",
         ],
     ),
+    (
+        # agents hookd started (`hookd run`, `hookd continue`: issue 23), one row per start:
+        # the process (pid and its start time), its terminal (a tmux session on hookd's own
+        # server) or log file, the session it was given or resumes; stopped_at once it was
+        # stopped (`hookd stop`) or seen gone (hookd.watchers.runs)
+        "0019_runs",
+        [
+            "CREATE TABLE runs (id INTEGER PRIMARY KEY, builder TEXT NOT NULL, harness TEXT NOT NULL,"
+            " mode TEXT NOT NULL, pid INTEGER NOT NULL, pid_started_at REAL, tmux_socket TEXT, tmux_session TEXT,"
+            " log_path TEXT, worktree TEXT, session_id TEXT, resumes TEXT, argv TEXT NOT NULL,"
+            " started_at REAL NOT NULL, stopped_at REAL, stop_reason TEXT, stop_signal TEXT)",
+            "CREATE INDEX runs_builder ON runs (builder, id)",
+            "CREATE INDEX runs_live ON runs (builder) WHERE stopped_at IS NULL",
+        ],
+    ),
 ]
 
 

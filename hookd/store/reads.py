@@ -9,8 +9,9 @@ from typing import Any
 
 import aiosqlite
 
-from hookd.models import PROMPT_KINDS, Event, InboxMessage, Interaction, StorageUnavailable, Subagent
+from hookd.models import PROMPT_KINDS, Event, InboxMessage, Interaction, Run, StorageUnavailable, Subagent
 from hookd.storage_health import storage_code
+from hookd.store.runs import RUN_COLS, run_of
 from hookd.store.rows import _INTERACTION_COLS, _MESSAGE_COLS, _dec, _enc, _event, _interaction, _message
 
 
@@ -306,3 +307,24 @@ class Reads:
 
     async def builder_known(self, builder: str) -> bool:
         return bool(await self._all("SELECT 1 FROM builders WHERE id=?", (builder,)))
+
+    async def runs(self, builder: str | None = None) -> list[Run]:
+        """The newest run (:class:`hookd.models.Run`) of each builder hookd started an agent
+        for (or of ``builder`` only), by builder."""
+        where, args = ("WHERE builder=?", (builder,)) if builder is not None else ("", ())
+        return [run_of(r) for r in await self._all(
+            f"SELECT {RUN_COLS} FROM runs WHERE id IN (SELECT MAX(id) FROM runs {where} GROUP BY builder)"
+            " ORDER BY builder", args)]
+
+    async def live_runs(self) -> list[Run]:
+        """Every run not yet stopped, oldest first."""
+        return [run_of(r) for r in await self._all(f"SELECT {RUN_COLS} FROM runs WHERE stopped_at IS NULL ORDER BY id")]
+
+    async def last_session(self, builder: str) -> dict[str, Any] | None:
+        """``builder``'s newest session (by when it started): ``session_id``, ``harness``,
+        ``ended_at``, ``agent_pid``, ``agent_started_at``, ``cwd``; None when it has none."""
+        rows = await self._all("SELECT id, harness, ended_at, agent_pid, agent_started_at, cwd FROM sessions WHERE builder=?"
+                               " ORDER BY started_at DESC, rowid DESC LIMIT 1", (builder,))
+        if not rows:
+            return None
+        return dict(zip(("session_id", "harness", "ended_at", "agent_pid", "agent_started_at", "cwd"), rows[0]))

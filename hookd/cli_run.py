@@ -1,0 +1,315 @@
+"""`hookd run`, `hookd continue`, `hookd stop`, `hookd attach` and `hookd ls`: hookd starts a
+builder's agent after arming its hooks, lists, attaches to, stops and resumes it (issue 23).
+
+The processes are started here (:mod:`hookd.runner`: a tmux session on hookd's own tmux server,
+or the harness's print mode with its output logged); the daemon records them through its API
+(``POST /v1/builders/B/started``, :mod:`hookd.http.runs`), stops them (``POST /v1/builders/B/stop``: the
+daemon signals the agent, so that its watch never takes a stop for an exit) and refuses a second live
+session of a builder. A harness's command lines are its adapter's ``launchers``
+(:class:`hookd.harness.launch.Launcher`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hookd.cli_complete import builders
+from hookd.cli_render import _client, _echo_json, _lane_state, _out, _seg, _table, _when
+
+
+def _launcher(harness: str) -> Any:
+    """The harness's :class:`hookd.harness.launch.Launcher`; ConfigError when hookd cannot start it."""
+    from hookd.errors import ConfigError
+    from hookd.harness.registry import ADAPTERS
+
+    adapter = ADAPTERS.get(harness)
+    launcher = adapter.launchers.get(harness) if adapter is not None else None
+    if launcher is None:
+        known = sorted(h for a in set(ADAPTERS.values()) for h in a.launchers)
+        raise ConfigError(f"hookd cannot start {harness} agents (it starts: {', '.join(known)}); "
+                          f"spawn the builder (hookd spawn) and start its agent yourself")
+    return launcher
+
+
+def _view(ctx: click.Context, builder: str) -> dict[str, Any]:
+    """``GET /v1/builders/B/run``: the builder's newest run, what makes it live, its last session."""
+    from hookd.config import check_builder_id
+
+    check_builder_id(builder)
+    return _client(ctx).get(f"/v1/builders/{_seg(builder)}/run")
+
+
+def _prompt_text(prompt: str | None) -> str | None:
+    """``--prompt``: the text, or ``-`` for standard input (read whole)."""
+    if prompt == "-":
+        text = sys.stdin.read()
+        return text if text.strip() else None
+    return prompt
+
+
+def _arm(ctx: click.Context, builder: str, harness: str, worktree: str, git_worktree: dict[str, Any] | None) -> None:
+    """Spawn ``builder``'s hooks into ``worktree`` (hookd.spawn.spawn, as `hookd spawn` does),
+    with the options of its last spawn when it was spawned for the same harness, and tell the
+    daemon (``POST /v1/builders/B/spawned``)."""
+    from hookd.spawn import read_manifest, spawn
+
+    old = read_manifest(ctx.obj, builder)
+    kw: dict[str, Any] = {}
+    if old is not None and old.get("harness") == harness:
+        d = old.get("default_answer") or {}
+        kw = {"deadline_ms": old.get("deadline_ms"), "wake_wait_s": old.get("wake_wait_s", 0),
+              "hold_s": old.get("hold_s", 900), "mcp": old.get("mcp") is not None,
+              "transport": old.get("transport", "sh"), "default_answer_after_s": d.get("after_s"),
+              "default_answer": d.get("label")}
+    spawn(ctx.obj, builder, worktree=Path(worktree), harness=harness, git_worktree=git_worktree, **kw)
+    _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/spawned", {}, timeout=5)
+
+
+def _start(ctx: click.Context, builder: str, harness: str, *, headless: bool, worktree: str, argv: list[str],
+           session_id: str | None, resumes: str | None) -> dict[str, Any]:
+    """Start ``argv`` for ``builder`` (tmux, or headless) in ``worktree`` and record it with the
+    daemon; a refusal there (another live session) ends what was started. Returns the run."""
+    from hookd import runner
+
+    env = dict(os.environ)
+    started = (runner.start_headless if headless else runner.start_interactive)(ctx.obj, builder, argv, worktree, env)
+    body = {"harness": harness, "mode": "headless" if headless else "interactive", "argv": argv,
+            "worktree": worktree, "session_id": session_id, "resumes": resumes, **started}
+    try:
+        return _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/started", body, timeout=10)["run"]
+    except BaseException:  # refused (a live session), or the daemon gone: no agent runs unrecorded
+        runner.stop_process(started["pid"], started["pid_started_at"], 5.0)
+        raise
+
+
+def _refuse_live(view: dict[str, Any]) -> None:
+    from hookd.errors import Conflict
+
+    if view.get("refusal"):
+        raise Conflict(view["refusal"])
+
+
+def _started_lines(builder: str, run: dict[str, Any], verb: str) -> None:
+    """What `hookd run` / `hookd continue` print: where the agent runs and how to reach it."""
+    session = run.get("session_id") or run.get("resumes")
+    what = f"{verb} {builder} ({run['harness']})"
+    sid = f", session {session}" if session else ""
+    if run["mode"] == "headless":
+        _out(f"{what} headless, pid {run['pid']}{sid}; its output: {run['log_path']}")
+    else:
+        _out(f"{what} in tmux session {run['tmux_session']}, pid {run['pid']}{sid}")
+        _out(f"attach: hookd attach {builder}  (detach: Ctrl-b d; hookd's own tmux server: {run['tmux_socket']})")
+    _out(f"stop: hookd stop {builder}")
+
+
+_AGENT_ARGS = click.argument("agent_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- AGENT_ARGS...]")
+
+
+@click.command()
+@click.argument("builder", shell_complete=builders)
+@_AGENT_ARGS
+@click.option("--worktree", type=click.Path(path_type=Path, file_okay=False, exists=True), metavar="DIR",
+              help="Start the agent in DIR [default: the builder's spawned worktree, else the current directory].")
+@click.option("--git-worktree", "branch", metavar="BRANCH",
+              help="Make a git worktree of BRANCH (created from HEAD when new) of the current directory's repository, "
+                   "under HOOKD_HOME/worktrees/BUILDER, and start there (unspawn --remove-worktree removes it).")
+@click.option("--harness", default=None, help="The agent [default: the builder's spawned harness, else claude-code].")
+@click.option("--headless", is_flag=True, help="The harness's print mode (claude -p): output to HOOKD_HOME/logs/BUILDER.log.")
+@click.option("--prompt", metavar="TEXT", help="The first prompt ('-': read it from standard input). Headless needs one.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
+@click.pass_context
+def run(ctx: click.Context, builder: str, agent_args: tuple[str, ...], worktree: Path | None, branch: str | None,
+        harness: str | None, headless: bool, prompt: str | None, as_json: bool) -> None:
+    """Arm BUILDER's hooks, then start its agent: in a tmux session named after it (hookd attach), or headless.
+
+    Arguments after `--` go to the agent (`hookd run b1 -- --permission-mode default`). Refused while
+    BUILDER has a live session. Needs the daemon."""
+    from hookd import runner
+    from hookd.config import check_builder_id
+    from hookd.errors import ConfigError
+    from hookd.spawn import read_manifest
+
+    if worktree is not None and branch is not None:
+        raise click.UsageError("give --worktree DIR or --git-worktree BRANCH, not both")
+    check_builder_id(builder)
+    old = read_manifest(ctx.obj, builder)
+    harness = harness or (old or {}).get("harness") or "claude-code"
+    launcher = _launcher(harness)
+    text = _prompt_text(prompt)
+    if headless and not text:
+        raise ConfigError("--headless needs a prompt: --prompt TEXT, or --prompt - to read it from standard input")
+    program = runner.find_program(launcher, os.environ)
+    _refuse_live(_view(ctx, builder))  # (before anything is made: also a daemon that is not running)
+    with runner.builder_lock(ctx.obj, builder):
+        _refuse_live(_view(ctx, builder))
+        git_rec = None
+        if branch is not None:
+            git_rec = runner.git_worktree_add(ctx.obj, builder, branch, os.getcwd())
+            where = git_rec["path"]
+        elif worktree is not None:
+            where = os.path.realpath(worktree)
+        else:
+            where = (old or {}).get("worktree") or os.path.realpath(os.getcwd())
+        _arm(ctx, builder, harness, where, git_rec)
+        sid = str(uuid.uuid4()) if launcher.names_session else None
+        args = (launcher.headless(agent_args, text or "", sid) if headless
+                else launcher.interactive(agent_args, text, sid))
+        r = _start(ctx, builder, harness, headless=headless, worktree=where, argv=[program, *args],
+                   session_id=sid, resumes=None)
+    if as_json:
+        _echo_json(r)
+        return
+    if git_rec is not None:
+        _out(f"git worktree {git_rec['path']} on branch {git_rec['branch']}"
+             f"{' (new)' if git_rec['created_branch'] else ''}")
+    _started_lines(builder, r, "started")
+
+
+@click.command("continue")
+@click.argument("builder", shell_complete=builders)
+@_AGENT_ARGS
+@click.option("--prompt", metavar="TEXT", help="A prompt for the resumed session ('-': standard input). Headless needs one.")
+@click.option("--headless/--interactive", default=None,
+              help="How to run it [default: as its last run, else interactive].")
+@click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
+@click.pass_context
+def continue_(ctx: click.Context, builder: str, agent_args: tuple[str, ...], prompt: str | None,
+              headless: bool | None, as_json: bool) -> None:
+    """Start a new session of an ended BUILDER resuming its last session (claude --resume).
+
+    Its hooks are armed again first; messages queued for it (hookd send) reach the resumed session
+    at its first turn boundary. Refused while BUILDER has a live session."""
+    from hookd import runner
+    from hookd.errors import ConfigError, NotFound
+    from hookd.spawn import read_manifest
+
+    view = _view(ctx, builder)
+    _refuse_live(view)
+    last, prev = view.get("last_session"), view.get("run")
+    sid = (last or {}).get("session_id") or (prev or {}).get("session_id") or (prev or {}).get("resumes")
+    if not sid:
+        raise NotFound(f"{builder} has no session to continue: start it with hookd run {builder}")
+    harness = (last or {}).get("harness") or (prev or {}).get("harness") or "claude-code"
+    launcher = _launcher(harness)
+    if headless is None:
+        headless = bool(prev and prev["mode"] == "headless")
+    text = _prompt_text(prompt)
+    if headless and not text:
+        raise ConfigError("--headless needs a prompt: --prompt TEXT, or --prompt - to read it from standard input")
+    m = read_manifest(ctx.obj, builder)
+    # the session's own directory: where the harness finds it to resume
+    where = (last or {}).get("cwd") or (m or {}).get("worktree") or (prev or {}).get("worktree")
+    if not where or not os.path.isdir(where):
+        raise ConfigError(f"{builder}'s worktree {where or '(unknown)'} is gone: its session cannot be resumed there")
+    program = runner.find_program(launcher, os.environ)
+    with runner.builder_lock(ctx.obj, builder):
+        _refuse_live(_view(ctx, builder))
+        _arm(ctx, builder, harness, where, None)
+        r = _start(ctx, builder, harness, headless=headless, worktree=where,
+                   argv=[program, *launcher.resume(sid, agent_args, text, headless)], session_id=None, resumes=sid)
+    if as_json:
+        _echo_json(r)
+        return
+    _started_lines(builder, r, "continued")
+
+
+@click.command()
+@click.argument("builder", shell_complete=builders)
+@click.option("--timeout", type=float, default=10.0, show_default=True, metavar="S",
+              help="Seconds the agent has to exit after SIGTERM before it is killed (SIGKILL).")
+@click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
+@click.pass_context
+def stop(ctx: click.Context, builder: str, timeout: float, as_json: bool) -> None:
+    """Stop BUILDER's agent: SIGTERM, then SIGKILL after --timeout; its lane ends (hookd continue resumes it)."""
+    from hookd.errors import NotFound
+
+    view = _view(ctx, builder)
+    r = view.get("run")
+    if r is None:
+        raise NotFound(f"{builder} was not started by hookd (hookd run {builder} starts it)")
+    if not r.get("alive"):
+        raise NotFound(f"{builder} is not running: its agent ended at {_when(r.get('stopped_at'))}"
+                       f" (hookd continue {builder} resumes it)")
+    r = _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/stop", {"timeout_s": timeout},
+                               timeout=timeout + 30)["run"]
+    sig = r.get("stop_signal")
+    if as_json:
+        _echo_json(r)
+        return
+    how = f"on {sig}" if sig else "already"
+    _out(f"stopped {builder}: pid {r['pid']} ended {how}; lane ended (hookd continue {builder} resumes it)")
+
+
+@click.command()
+@click.argument("builder", shell_complete=builders)
+@click.pass_context
+def attach(ctx: click.Context, builder: str) -> None:
+    """Attach this terminal to BUILDER's tmux session (detach: Ctrl-b d)."""
+    from hookd import runner
+    from hookd.errors import ConfigError, NotFound
+
+    r = _view(ctx, builder).get("run")
+    if r is None:
+        raise NotFound(f"{builder} was not started by hookd (hookd run {builder} starts it)")
+    if r["mode"] == "headless":
+        raise ConfigError(f"{builder} runs headless: no terminal to attach to; its output: {r['log_path']}")
+    if not r.get("alive"):
+        raise NotFound(f"{builder} is not running: its agent ended at {_when(r.get('stopped_at'))}"
+                       f" (hookd continue {builder} resumes it)")
+    argv = runner.attach_argv(r)
+    env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}  # (attach from inside tmux too)
+    os.execvpe(argv[0], argv, env)
+
+
+@click.command("ls")
+@click.option("--json", "as_json", is_flag=True, help="Print the builders as JSON.")
+@click.pass_context
+def ls(ctx: click.Context, as_json: bool) -> None:
+    """Every builder: harness, how hookd runs its agent, pid, lane, what waits on you, worktree."""
+    from hookd.spawn import list_manifests
+
+    client = _client(ctx)
+    runs = {r["builder"]: r for r in client.get("/v1/runs")}
+    lanes = {lane["builder"]: lane for lane in client.get("/v1/lanes")}
+    manifests = {m["builder"]: m for m in list_manifests(ctx.obj)}
+    names = sorted(set(manifests) | set(runs) | {b for b, lane in lanes.items() if lane["state"] != "unspawned"})
+    items = [_ls_item(b, manifests.get(b), runs.get(b), lanes.get(b)) for b in names]
+    if as_json:
+        _echo_json(items)
+        return
+    if not items:
+        _out("no builders")
+        return
+    rows = [[i["builder"], i["harness"] or "-", _agent_cell(i["run"]), _pid_cell(i), _lane_state(i["lane"]),
+             ", ".join(i["pending"]) or "-", i["worktree"] or "-"] for i in items]
+    _out(_table(rows, ["builder", "harness", "agent", "pid", "lane", "waiting on you", "worktree"], numparse=False))
+
+
+def _ls_item(builder: str, m: dict[str, Any] | None, r: dict[str, Any] | None, lane: dict[str, Any] | None) -> dict[str, Any]:
+    """One builder of `hookd ls --json`: ``builder``, ``harness``, ``worktree``, ``run`` (its
+    newest run, or None), ``pid`` and ``alive`` (the run's, else its session's agent), ``lane``
+    (state), ``pending`` (interaction ids waiting on a human), ``queued`` (messages)."""
+    pid = r["pid"] if r else (lane or {}).get("agent_pid")
+    alive = r.get("alive") if r else (None if pid is None else (lane or {}).get("state") not in ("dead", "ended"))
+    return {"builder": builder, "harness": (m or {}).get("harness") or (r or {}).get("harness"),
+            "worktree": (m or {}).get("worktree") or (r or {}).get("worktree"), "run": r, "pid": pid, "alive": alive,
+            "lane": (lane or {}).get("state"), "pending": list((lane or {}).get("pending") or ()),
+            "queued": (lane or {}).get("queued", 0)}
+
+
+def _agent_cell(r: dict[str, Any] | None) -> str:
+    if r is None:
+        return "-"
+    return "headless" if r["mode"] == "headless" else f"tmux {r['tmux_session']}"
+
+
+def _pid_cell(i: dict[str, Any]) -> str:
+    if i["pid"] is None:
+        return "-"
+    return f"{i['pid']}" if i["alive"] else f"{i['pid']} (ended)"

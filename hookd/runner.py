@@ -1,0 +1,196 @@
+"""The processes behind `hookd run`, `hookd continue`, `hookd stop` and `hookd attach` (issue
+23), run by the CLI (the daemon only records them: :mod:`hookd.core.runs`):
+
+- an interactive agent runs in a tmux session named after its builder on hookd's own tmux
+  server (:func:`tmux_socket`: beside the daemon's socket, so neither the tests nor a user's own
+  tmux sessions ever mix with hookd's); its process is the pane's;
+- a headless agent (the harness's print mode) runs in a session of its own, its output
+  appended to ``HOOKD_HOME/logs/<builder>.log``;
+- a git worktree asked for (``--git-worktree BRANCH``) is ``git worktree add``\\ ed under
+  ``HOOKD_HOME/worktrees/<builder>`` and recorded in the builder's spawn manifest
+  (``git_worktree``), removed by `hookd unspawn --remove-worktree`.
+
+Errors are :class:`hookd.models.ConfigError` (exit 2) with one sentence, or NotFound (exit 1).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shlex
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from hookd.config import Home
+from hookd.errors import ConfigError
+from hookd.harness.launch import Launcher
+
+#: tmux's own variables, never handed to an agent's pane (they name the caller's server)
+_TMUX_VARS = ("TMUX", "TMUX_PANE")
+
+
+@contextlib.contextmanager
+def builder_lock(home: Home, builder: str) -> Iterator[None]:
+    """Held while `hookd run` / `hookd continue` start ``builder``'s agent (``run/locks/start-<id>``,
+    flock): two of them at once start one agent, the other is refused (the daemon sees it live)."""
+    d = home.run_dir / "locks"
+    home.ensure()
+    d.mkdir(mode=0o700, exist_ok=True)
+    fd = os.open(d / f"start-{builder}", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def tmux_socket(home: Home) -> Path:
+    """hookd's tmux server's socket: beside the daemon's (``run/hookd.sock`` ->
+    ``run/hookd.tmux``; a long home's hashed socket likewise), in a directory private to this
+    user."""
+    return home.socket_path.with_suffix(".tmux")
+
+
+def tmux_session(builder: str) -> str:
+    """The tmux session of ``builder`` (tmux turns ``.`` and ``:`` into ``_`` in names)."""
+    return builder.replace(".", "_").replace(":", "_")
+
+
+def _tmux_bin() -> str:
+    found = shutil.which("tmux")
+    if found is None:
+        raise ConfigError("hookd run needs tmux for an interactive agent (apt-get install tmux), or use --headless")
+    return found
+
+
+def find_program(launcher: Launcher, env: Mapping[str, str]) -> str:
+    """The agent program's path: ``env[launcher.program_env]`` when set, else
+    ``launcher.program`` on ``env``'s PATH. Raises ConfigError when neither is an executable."""
+    named = env.get(launcher.program_env)
+    if named:
+        if os.path.isfile(named) and os.access(named, os.X_OK):
+            return os.path.abspath(named)
+        raise ConfigError(f"{launcher.program_env}={named} is not an executable file")
+    found = shutil.which(launcher.program, path=env.get("PATH"))
+    if found is None:
+        raise ConfigError(f"{launcher.program} is not on PATH: install it, or set {launcher.program_env} to its path")
+    return found
+
+
+def start_interactive(home: Home, builder: str, argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> dict[str, Any]:
+    """Start ``argv`` in a detached tmux session named after ``builder`` on hookd's tmux server
+    (started with it), in ``cwd``, with ``env`` (each variable given to the session: the
+    server may have been started by another caller). Returns ``{"pid", "pid_started_at",
+    "tmux_socket", "tmux_session"}``. Raises ConfigError when tmux refuses (a session of that
+    name already exists, no tmux)."""
+    sock, name = tmux_socket(home), tmux_session(builder)
+    tmux = _tmux_bin()
+    pane_env = {k: v for k, v in env.items() if k not in _TMUX_VARS}
+    command = "exec " + shlex.join(argv)  # the pane's shell becomes the agent: the pane's pid is the agent's
+    r = subprocess.run(
+        [tmux, "-S", os.fspath(sock), "new-session", "-d", "-s", name, "-x", "160", "-y", "48", "-c", cwd,
+         *[x for k, v in pane_env.items() for x in ("-e", f"{k}={v}")], command],
+        capture_output=True, text=True, env=pane_env, timeout=30, check=False)
+    if r.returncode != 0:
+        raise ConfigError(f"tmux could not start session {name}: {r.stderr.strip() or r.returncode}")
+    pid = int(_tmux(sock, "display-message", "-p", "-t", f"={name}:", "#{pane_pid}").strip())
+    return {"pid": pid, "pid_started_at": _started_at(pid), "tmux_socket": os.fspath(sock), "tmux_session": name}
+
+
+def _tmux(sock: Path, *args: str) -> str:
+    r = subprocess.run([_tmux_bin(), "-S", os.fspath(sock), *args], capture_output=True, text=True, timeout=10,
+                       check=False)
+    if r.returncode != 0:
+        raise ConfigError(f"tmux {args[0]}: {r.stderr.strip() or r.returncode}")
+    return r.stdout
+
+
+def log_path(home: Home, builder: str) -> Path:
+    """Where a headless agent of ``builder`` writes its output: ``logs/<builder>.log`` (appended
+    to by each run)."""
+    return home.root / "logs" / f"{builder}.log"
+
+
+def start_headless(home: Home, builder: str, argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> dict[str, Any]:
+    """Start ``argv`` in its own session (stdin ``/dev/null``, stdout and stderr appended to
+    :func:`log_path`, 0600) and return at once: ``{"pid", "pid_started_at", "log_path"}``."""
+    log = log_path(home, builder)
+    log.parent.mkdir(mode=0o700, exist_ok=True)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(fd, f"--- hookd: {shlex.join(argv)} (in {cwd}) at {time.strftime('%Y-%m-%d %H:%M:%S %z')}\n".encode())
+        proc = subprocess.Popen(list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=fd,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    except OSError as e:
+        raise ConfigError(f"could not start {argv[0]}: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+    return {"pid": proc.pid, "pid_started_at": _started_at(proc.pid), "log_path": os.fspath(log)}
+
+
+def _started_at(pid: int) -> float | None:
+    import psutil
+
+    try:
+        return float(psutil.Process(pid).create_time())
+    except psutil.Error:
+        return None
+
+
+def alive(pid: int, started_at: float | None) -> bool:
+    """Is ``pid`` still the process that started at ``started_at`` (and not a zombie)?"""
+    from hookd.core.procs import process_alive
+
+    return process_alive(pid, started_at)
+
+
+def stop_process(pid: int, started_at: float | None, timeout: float) -> str | None:
+    """:func:`hookd.core.procs.stop_process` (SIGTERM, then SIGKILL after ``timeout`` seconds)."""
+    from hookd.core.procs import stop_process as stop
+
+    return stop(pid, started_at, timeout)
+
+
+def attach_argv(run: Mapping[str, Any]) -> list[str]:
+    """The command that attaches this terminal to ``run``'s tmux session."""
+    return [_tmux_bin(), "-S", run["tmux_socket"], "attach-session", "-t", f"={run['tmux_session']}"]
+
+
+# --- git worktrees -------------------------------------------------------------------------
+
+
+def _git(cwd: str, *args: str) -> str:
+    git = shutil.which("git")
+    if git is None:
+        raise ConfigError("--git-worktree needs git")
+    r = subprocess.run([git, "-C", cwd, *args], capture_output=True, text=True, timeout=60, check=False)
+    if r.returncode != 0:
+        raise ConfigError(f"git {args[0]} {args[1] if len(args) > 1 else ''}: {r.stderr.strip() or r.returncode}".replace("  ", " "))
+    return r.stdout
+
+
+def git_worktree_add(home: Home, builder: str, branch: str, repo: str) -> dict[str, Any]:
+    """``git worktree add`` of ``branch`` (created from the repository's HEAD when it does not
+    exist) at ``HOOKD_HOME/worktrees/<builder>``, for the repository containing ``repo``.
+    Returns the manifest's record ``{"path", "repo", "branch", "created_branch"}``. Raises
+    ConfigError (not a repository, the path taken, git's own refusal)."""
+    top = _git(repo, "rev-parse", "--show-toplevel").strip()
+    path = home.root / "worktrees" / builder
+    if os.path.lexists(path):
+        raise ConfigError(f"{path} already exists: remove it (hookd unspawn {builder} --remove-worktree) or use --worktree")
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    exists = subprocess.run([shutil.which("git") or "git", "-C", top, "show-ref", "--verify", "--quiet",
+                             f"refs/heads/{branch}"], check=False).returncode == 0
+    _git(top, "worktree", "add", *([os.fspath(path), branch] if exists else ["-b", branch, os.fspath(path)]))
+    return {"path": os.path.realpath(path), "repo": top, "branch": branch, "created_branch": not exists}
+
+
+def git_worktree_remove(rec: Mapping[str, Any]) -> None:
+    """``git worktree remove`` of the worktree recorded as ``rec`` (its branch is kept: the
+    work is on it). Git refuses a worktree with changes: ConfigError with its words."""
+    _git(rec["repo"], "worktree", "remove", rec["path"])

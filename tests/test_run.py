@@ -1,0 +1,268 @@
+"""`hookd run`, `continue`, `stop`, `attach` and `ls` short of a real agent (issue 23): the
+harness's command lines, the CLI's refusals before anything is made, the daemon's record of
+runs (in process: started, a second live session refused, stopped, exited), the process
+stop, and the git worktree recorded in the manifest. The real Claude Code: tests/e2e/test_run_e2e.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hookd import runner
+from hookd.config import Home
+from hookd.errors import ConfigError
+from hookd.harness.claude_code_hooks import LAUNCH
+from hookd.settings import Settings
+from hookd.spawn import read_manifest, spawn, unspawn
+
+from .conftest import hookd_cli, hookd_run, wait_until
+from .inproc import InProc
+from .test_inbox import AUQ_PRE, payload
+
+
+# --- the harness's command lines -------------------------------------------------------------
+
+
+def test_claude_code_command_lines() -> None:
+    assert LAUNCH.interactive(("--model", "m"), "hi there", "S1") == ["--model", "m", "--session-id", "S1", "--", "hi there"]
+    assert LAUNCH.interactive((), None, "S1") == ["--session-id", "S1"]
+    assert LAUNCH.headless((), "-x looks like an option", "S1") == ["-p", "--session-id", "S1", "--", "-x looks like an option"]
+    assert LAUNCH.resume("S1", (), None, False) == ["--resume", "S1"]
+    assert LAUNCH.resume("S1", ("--model", "m"), "go on", True) == ["-p", "--resume", "S1", "--model", "m", "--", "go on"]
+    assert (LAUNCH.program, LAUNCH.program_env, LAUNCH.names_session) == ("claude", "HOOKD_CLAUDE_BIN", True)
+
+
+# --- the CLI's refusals, before anything is made ----------------------------------------------
+
+
+@pytest.fixture
+def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    exe = tmp_path / "bin" / "claude"
+    exe.parent.mkdir()
+    exe.write_text("#!/bin/sh\nexec sleep 30\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("HOOKD_CLAUDE_BIN", os.fspath(exe))
+    return exe
+
+
+@pytest.mark.parametrize("args, code, err", [
+    (["--worktree", ".", "--git-worktree", "x"], 2, "give --worktree DIR or --git-worktree BRANCH, not both"),
+    (["--harness", "claw"], 2, "hookd: hookd cannot start claw agents (it starts: claude-code); spawn the builder "
+                               "(hookd spawn) and start its agent yourself\n"),
+    (["--headless"], 2, "hookd: --headless needs a prompt: --prompt TEXT, or --prompt - to read it from standard input\n"),
+    (["--permission-mode", "default"], 2, "No such option '--permission-mode'"),
+    ([], 3, "hookd is not running for "),
+])
+def test_run_refuses_bad_arguments_before_anything_is_made(tmp_path: Path, fake_claude: Path, args: list[str],
+                                                          code: int, err: str) -> None:
+    home = tmp_path / "home"
+    r = hookd_run(home, "run", "b1", *args)
+    assert r.returncode == code, r.stderr
+    assert err in r.stderr and r.stdout == ""
+    assert not (home / "builders" / "b1.json").exists() and not (home / "worktrees").exists()
+
+
+def test_run_names_a_missing_program(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOOKD_CLAUDE_BIN", os.fspath(tmp_path / "nope"))
+    r = hookd_run(tmp_path / "home", "run", "b1")
+    assert (r.returncode, r.stderr) == (2, f"hookd: HOOKD_CLAUDE_BIN={tmp_path / 'nope'} is not an executable file\n")
+    monkeypatch.delenv("HOOKD_CLAUDE_BIN")
+    monkeypatch.setenv("PATH", os.fspath(tmp_path))
+    r = hookd_run(tmp_path / "home", "run", "b1")
+    assert (r.returncode, r.stderr) == (2, "hookd: claude is not on PATH: install it, or set HOOKD_CLAUDE_BIN to its path\n")
+
+
+@pytest.mark.daemon
+def test_stop_attach_continue_and_ls_of_a_builder_hookd_never_started(home: Path, daemon: Any, tmp_path: Path) -> None:
+    w = tmp_path / "w"
+    w.mkdir()
+    assert hookd_cli(home, "spawn", "b9", "--worktree", os.fspath(w), "--no-mcp").returncode == 0
+    for cmd in ("stop", "attach"):
+        r = hookd_cli(home, cmd, "b9")
+        assert (r.returncode, r.stderr) == (1, "hookd: b9 was not started by hookd (hookd run b9 starts it)\n")
+    r = hookd_cli(home, "continue", "b9")
+    assert (r.returncode, r.stderr) == (1, "hookd: b9 has no session to continue: start it with hookd run b9\n")
+    r = hookd_cli(home, "ls")
+    wt = os.path.realpath(w)
+    assert r.stdout == ("builder    harness      agent    pid    lane    waiting on you    worktree\n"
+                        f"---------  -----------  -------  -----  ------  ----------------  {'-' * len(wt)}\n"
+                        f"b9         claude-code  -        -      idle    -                 {wt}\n")
+    [item] = json.loads(hookd_cli(home, "ls", "--json").stdout)
+    assert item == {"builder": "b9", "harness": "claude-code", "worktree": wt, "run": None, "pid": None,
+                    "alive": None, "lane": "idle", "pending": [], "queued": 0}
+
+
+# --- the daemon's record of runs (in process) --------------------------------------------------
+
+
+@pytest.fixture
+def quick(tmp_path: Path):
+    """The in-process tier with liveness checked every 0.05 s (the run watch's period)."""
+    app = InProc(tmp_path / "home", settings=Settings(liveness_s=0.05)).start()
+    yield app
+    app.stop()
+
+
+@pytest.fixture
+def agent():
+    """A process standing in for an agent (its own session, as hookd starts them); killed after."""
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start() -> subprocess.Popen[bytes]:
+        p = subprocess.Popen(["sleep", "60"], start_new_session=True)
+        procs.append(p)
+        return p
+
+    yield start
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+def _started(app: InProc, builder: str, pid: int, **kw: Any) -> Any:
+    import psutil
+
+    body = {"harness": "claude-code", "mode": "interactive", "pid": pid, "argv": ["claude"],
+            "pid_started_at": psutil.Process(pid).create_time(), "tmux_socket": "/s", "tmux_session": builder, **kw}
+    return app.request("POST", f"/v1/builders/{builder}/started", json=body)
+
+
+def _kinds(app: InProc, kind: str) -> list[dict[str, Any]]:
+    return [e for e in app.events() if e["kind"] == kind]
+
+
+@pytest.mark.inproc
+def test_a_run_is_recorded_a_second_live_one_refused_and_stop_ends_the_lane(quick: InProc, agent: Any) -> None:
+    a, b = agent(), agent()
+    quick.hook({"hook_event_name": "SessionStart", "session_id": "S1", "source": "startup", "cwd": "/w",
+                "transcript_path": "/nonexistent/S1.jsonl"})
+    quick.hook(payload(AUQ_PRE, session_id="S1"))  # a question left pending when the agent is stopped
+    [q] = quick.questions("pending")
+    r = _started(quick, "b1", a.pid, session_id="S1")
+    assert r.status_code == 201, r.text
+    run = r.json()["run"]
+    assert (run["id"], run["mode"], run["pid"], run["session_id"], run["stopped_at"]) == (1, "interactive", a.pid, "S1", None)
+    [ev] = _kinds(quick, "builder_started")
+    assert ev["data"] == {"run": 1, "harness": "claude-code", "mode": "interactive", "pid": a.pid, "tmux_session": "b1",
+                          "log_path": None, "worktree": None, "session_id": "S1", "resumes": None}
+    view = quick.get("/v1/builders/b1/run")
+    assert view["run"]["alive"] is True and view["live"]["pid"] == a.pid
+    assert view["refusal"] == (f"b1 already has a live session: pid {a.pid} in tmux session b1; "
+                               "attach to it (hookd attach b1) or stop it first (hookd stop b1)")
+    again = _started(quick, "b1", b.pid)
+    assert again.status_code == 409 and again.json()["error"]["message"] == view["refusal"]
+
+    r = quick.request("POST", "/v1/builders/b1/stop", json={"timeout_s": 10, "actor": "ana"})
+    assert r.status_code == 200, r.text
+    assert (r.json()["run"]["stop_reason"], r.json()["run"]["stop_signal"]) == ("stopped", "SIGTERM")
+    assert not runner.alive(a.pid, None)  # (reaped by the stop: the test process is its parent)
+    [ev] = _kinds(quick, "builder_stopped")
+    assert ev["data"] == {"run": 1, "pid": a.pid, "reason": "stopped", "signal": "SIGTERM", "actor": "ana", "sessions": ["S1"]}
+    [ended] = _kinds(quick, "session_ended")
+    assert (ended["session_id"], ended["data"]["reason"]) == ("S1", "stopped")
+    closed = quick.interaction(q["id"])  # (nobody can answer it: its agent is gone)
+    assert (closed["state"], closed["warning"]) == (
+        "orphaned", f"the agent's process is gone (pid {a.pid} was stopped by hookd stop) while it was open")
+    wait_until(lambda: [x for x in quick.get("/v1/lanes") if x["builder"] == "b1" and x["state"] == "ended"], 10,
+               what="b1's lane ended")
+    again = quick.request("POST", "/v1/builders/b1/stop", json={})
+    assert again.status_code == 404 and again.json()["error"]["message"] == "b1 is not running (hookd continue b1 resumes it)"
+    assert len(_kinds(quick, "builder_stopped")) == 1
+    assert quick.get("/v1/builders/b1/run")["refusal"] is None
+    assert _started(quick, "b1", b.pid).status_code == 201  # (no longer live: a new run)
+
+
+@pytest.mark.inproc
+def test_an_agent_started_by_hand_makes_the_builder_live(quick: InProc, agent: Any) -> None:
+    a, b = agent(), agent()
+    quick.hook({"hook_event_name": "SessionStart", "session_id": "S2", "source": "startup", "cwd": "/w"}, "b2",
+               headers={"x-hookd-agent-pid": str(a.pid)})
+    r = _started(quick, "b2", b.pid)
+    assert r.status_code == 409
+    assert r.json()["error"]["message"] == (f"b2 already has a live session: pid {a.pid} (started outside hookd); "
+                                            "attach to it (hookd attach b2) or stop it first (hookd stop b2)")
+
+
+@pytest.mark.inproc
+def test_a_run_whose_process_is_gone_is_recorded_exited(quick: InProc, agent: Any) -> None:
+    a = agent()
+    assert _started(quick, "b3", a.pid, mode="headless", tmux_socket=None, tmux_session=None,
+                    log_path="/l/b3.log").status_code == 201
+    a.kill()
+    a.wait()
+    wait_until(lambda: _kinds(quick, "builder_stopped"), 10, what="builder_stopped")
+    [ev] = _kinds(quick, "builder_stopped")
+    assert (ev["data"]["reason"], ev["data"]["signal"], ev["data"]["actor"]) == ("exited", None, None)
+    [run] = quick.get("/v1/runs")
+    assert (run["builder"], run["alive"], run["stop_reason"], run["log_path"]) == ("b3", False, "exited", "/l/b3.log")
+
+
+@pytest.mark.inproc
+@pytest.mark.parametrize("path, body, status", [
+    ("started", {"harness": "claude-code", "mode": "interactive", "pid": 0, "argv": []}, 400),
+    ("started", {"harness": "claude-code", "mode": "tui", "pid": 5, "argv": []}, 400),
+    ("started", {"harness": "claude-code", "mode": "headless", "pid": 5, "argv": [], "extra": 1}, 400),
+    ("stop", {"timeout_s": -1}, 400),
+    ("stop", {"signal": "SIGHUP"}, 400),
+    ("stop", {}, 404),
+])
+def test_the_run_routes_refuse_bad_bodies(quick: InProc, path: str, body: dict[str, Any], status: int) -> None:
+    r = quick.request("POST", f"/v1/builders/b1/{path}", json=body)
+    assert r.status_code == status and set(r.json()["error"]) >= {"code", "message"}
+
+
+# --- stopping a process -------------------------------------------------------------------------
+
+
+def test_stop_process_terms_then_kills() -> None:
+    import psutil
+
+    p = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    assert runner.stop_process(p.pid, psutil.Process(p.pid).create_time(), 10) == "SIGTERM"
+    assert not runner.alive(p.pid, None)  # (reaped by the wait: the test process is its parent)
+    deaf = subprocess.Popen([sys.executable, "-c", "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN);"
+                             " print('ready', flush=True); time.sleep(60)"], stdout=subprocess.PIPE, start_new_session=True)
+    assert deaf.stdout is not None and deaf.stdout.readline() == b"ready\n"
+    assert runner.stop_process(deaf.pid, psutil.Process(deaf.pid).create_time(), 0.2) == "SIGKILL"
+    assert deaf.wait() == -signal.SIGKILL
+    assert runner.stop_process(deaf.pid, None, 1) is None  # (gone already)
+
+
+# --- the git worktree, recorded in the manifest ------------------------------------------------
+
+
+def _repo(path: Path) -> list[str]:
+    git = ["git", "-C", os.fspath(path), "-c", "user.name=t", "-c", "user.email=t@e"]
+    subprocess.run(["git", "init", "-q", os.fspath(path)], check=True)
+    (path / "f").write_text("x\n")
+    subprocess.run([*git, "add", "f"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "one"], check=True)
+    return git
+
+
+def test_a_git_worktree_is_recorded_kept_by_a_later_spawn_and_removed(tmp_path: Path) -> None:
+    home = Home.resolve(tmp_path / "home")
+    git = _repo(tmp_path / "repo")
+    subprocess.run([*git, "branch", "old"], check=True)
+    rec = runner.git_worktree_add(home, "b1", "old", os.fspath(tmp_path / "repo"))
+    path = os.path.realpath(home.root / "worktrees" / "b1")
+    assert rec == {"path": path, "repo": os.path.realpath(tmp_path / "repo"), "branch": "old", "created_branch": False}
+    with pytest.raises(ConfigError, match="already exists"):
+        runner.git_worktree_add(home, "b1", "new", os.fspath(tmp_path / "repo"))
+    spawn(home, "b1", worktree=Path(path), git_worktree=rec, mcp=False)
+    spawn(home, "b1", worktree=Path(path), mcp=False)  # (a later spawn keeps the record)
+    assert (read_manifest(home, "b1") or {})["git_worktree"] == rec
+    gone = unspawn(home, "b1")
+    assert gone["git_worktree"] == rec
+    runner.git_worktree_remove(rec)  # (unspawn removed what spawn wrote into it: clean)
+    assert not os.path.exists(path)
+    assert path not in subprocess.run([*git, "worktree", "list"], capture_output=True, text=True).stdout
+    with pytest.raises(ConfigError, match="not a git repository"):
+        runner.git_worktree_add(home, "b2", "x", os.fspath(tmp_path))
