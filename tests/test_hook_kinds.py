@@ -45,6 +45,7 @@ class Renamed:
     hook_kinds = {g: claude_code.hook_kinds[c] for c, g in GEMINI.items()}
     remote_answers = claude_code.remote_answers
     hook_installs: dict[str, Any] = {}
+    launchers: dict[str, Any] = {}
     present_tool = staticmethod(claude_code.present_tool)
 
     @staticmethod
