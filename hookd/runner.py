@@ -21,6 +21,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -84,22 +85,37 @@ def find_program(launcher: Launcher, env: Mapping[str, str]) -> str:
 
 def start_interactive(home: Home, builder: str, argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> dict[str, Any]:
     """Start ``argv`` in a detached tmux session named after ``builder`` on hookd's tmux server
-    (started with it), in ``cwd``, with ``env`` (each variable given to the session: the
-    server may have been started by another caller). Returns ``{"pid", "pid_started_at",
+    (started with it), in ``cwd``, with ``env`` (the server may have been started by another
+    caller, so the pane is handed the caller's variables: through :func:`_env_file`, never on a
+    command line another local user could read). Returns ``{"pid", "pid_started_at",
     "tmux_socket", "tmux_session"}``. Raises ConfigError when tmux refuses (a session of that
     name already exists, no tmux)."""
     sock, name = tmux_socket(home), tmux_session(builder)
     tmux = _tmux_bin()
     pane_env = {k: v for k, v in env.items() if k not in _TMUX_VARS}
-    command = "exec " + shlex.join(argv)  # the pane's shell becomes the agent: the pane's pid is the agent's
+    env_file = _env_file(sock.parent, pane_env)
+    # several arguments: tmux runs them without a shell of its own; sh takes the variables in,
+    # removes their file and becomes the agent (the pane's pid is the agent's)
+    command = ["/bin/sh", "-c", 'set -a; . "$0"; rm -f -- "$0"; set +a; exec "$@"', os.fspath(env_file), *argv]
     r = subprocess.run(
-        [tmux, "-S", os.fspath(sock), "new-session", "-d", "-s", name, "-x", "160", "-y", "48", "-c", cwd,
-         *[x for k, v in pane_env.items() for x in ("-e", f"{k}={v}")], command],
+        [tmux, "-S", os.fspath(sock), "new-session", "-d", "-s", name, "-x", "160", "-y", "48", "-c", cwd, *command],
         capture_output=True, text=True, env=pane_env, timeout=30, check=False)
     if r.returncode != 0:
+        env_file.unlink(missing_ok=True)
         raise ConfigError(f"tmux could not start session {name}: {r.stderr.strip() or r.returncode}")
     pid = int(_tmux(sock, "display-message", "-p", "-t", f"={name}:", "#{pane_pid}").strip())
     return {"pid": pid, "pid_started_at": _started_at(pid), "tmux_socket": os.fspath(sock), "tmux_session": name}
+
+
+def _env_file(folder: Path, env: Mapping[str, str]) -> Path:
+    """``env`` as ``NAME='value'`` lines for ``sh`` to read, in a new file (0600) in ``folder``
+    (the daemon's private run folder). Names a shell cannot assign (exported functions such as
+    ``BASH_FUNC_f%%``) are left out."""
+    lines = "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items() if k.isidentifier() and k.isascii())
+    fd, path = tempfile.mkstemp(prefix="run-env-", dir=folder)
+    with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
+        f.write(lines)
+    return Path(path)
 
 
 def _tmux(sock: Path, *args: str) -> str:

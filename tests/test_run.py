@@ -266,3 +266,27 @@ def test_a_git_worktree_is_recorded_kept_by_a_later_spawn_and_removed(tmp_path: 
     assert path not in subprocess.run([*git, "worktree", "list"], capture_output=True, text=True).stdout
     with pytest.raises(ConfigError, match="not a git repository"):
         runner.git_worktree_add(home, "b2", "x", os.fspath(tmp_path))
+
+
+def test_an_interactive_agent_gets_the_callers_variables_and_no_command_line_shows_them(tmp_path: Path) -> None:
+    """The pane's agent sees the caller's variables (values with quotes, spaces, newlines), yet
+    no process's command line holds one (tmux's server keeps its first client's arguments for
+    its whole life), and the file that carried them is gone once the agent runs."""
+    home = Home.resolve(tmp_path / "home")
+    home.socket_path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+    out = tmp_path / "seen"
+    secret = "sk-it's \"a\" $secret\nline two"
+    env = {"PATH": os.environ["PATH"], "HOME": os.fspath(tmp_path), "HOOKD_TEST_SECRET": secret,
+           "BASH_FUNC_f%%": "() { :; }"}
+    argv = [sys.executable, "-c",
+            f"import os, time; open({os.fspath(out)!r}, 'w').write(os.environ['HOOKD_TEST_SECRET']); time.sleep(60)"]
+    run = runner.start_interactive(home, "b1", argv, os.fspath(tmp_path), env)
+    sock = Path(run["tmux_socket"])
+    try:
+        wait_until(lambda: out.exists() and out.read_text() == secret, timeout=30)
+        lines = [Path(f"/proc/{p}/cmdline").read_bytes() for p in os.listdir("/proc") if p.isdigit()
+                 and os.path.exists(f"/proc/{p}/cmdline")]
+        assert not [c for c in lines if b"sk-it" in c]
+        assert not list(sock.parent.glob("run-env-*"))
+    finally:
+        subprocess.run(["tmux", "-S", os.fspath(sock), "kill-server"], check=False, capture_output=True)
