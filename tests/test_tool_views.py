@@ -125,7 +125,8 @@ def test_every_adapter_presents_tools_and_an_unknown_harness_gets_json():
         assert isinstance(adapter.present_tool("anything", {"k": 1}), base.ToolView), name
     assert registry.present_tool("claude-code", "Bash", {"command": "rm x"}).destructive
     assert registry.present_tool(None, "Bash", {"command": "rm x"}) == tool_views.json_view({"command": "rm x"})
-    assert registry.present_tool("codex", "Bash", {"command": "rm x"}).kind == "json"
+    assert registry.present_tool("nosuch", "Bash", {"command": "rm x"}).kind == "json"
+    assert registry.present_tool("codex", "Bash", {"command": "rm x"}).kind == "command"
 
 
 # --- destructive-looking commands -------------------------------------------------------------
