@@ -27,6 +27,12 @@ Reported:
 - the daemon's own handling time per hook (``GET /v1/debug/hook-timings``: from the whole body
   read to the reply handed over, wall time) and the run's wall time.
 
+``--python-floor`` adds the floor any Python daemon of this shape pays on this machine: a
+minimal uvloop server on a Unix socket (no HTTP parsing beyond the chunked body's end, a fixed
+reply), alone and with one SQLite ``INSERT`` + ``COMMIT`` per request (WAL,
+``synchronous=NORMAL``, as hookd's store), sent the same payloads back to back and at the
+session's pace: its CPU per request.
+
 ``--profile cprofile`` runs the measured daemon under cProfile (the figures are then inflated by
 it) and prints its top entries by own time and by cumulative time; ``--profile pyspy`` samples it
 with py-spy (``py-spy`` on PATH, not a dependency of hookd) and prints the top frames. No budget
@@ -251,6 +257,74 @@ def hook_path_floor(tmp: Path, hooks: list[tuple[float, bytes]], paced: bool) ->
             f"{name}_cpu_ms_per_hook": cpu / len(payloads) * 1e3}
 
 
+def _floor_server(path: str, with_sqlite: bool) -> None:
+    """A minimal uvloop server (run in a process of its own): each connection's chunked POST
+    read to its end, then one fixed reply; ``with_sqlite``: the body inserted and committed
+    first, in a WAL database beside the socket."""
+    import asyncio
+
+    import uvloop
+
+    db = None
+    if with_sqlite:
+        db = sqlite3.connect(path + ".db", isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, raw BLOB)")
+
+    class Proto(asyncio.Protocol):
+        def connection_made(self, transport: Any) -> None:
+            self.t, self.buf = transport, b""
+
+        def data_received(self, data: bytes) -> None:
+            self.buf += data
+            if self.buf.endswith(b"0\r\n\r\n"):
+                if db is not None:
+                    db.execute("BEGIN")
+                    db.execute("INSERT INTO t (raw) VALUES (?)", (self.buf,))
+                    db.execute("COMMIT")
+                self.t.write(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                self.t.close()
+
+    async def main() -> None:
+        await asyncio.get_running_loop().create_unix_server(Proto, path)
+        await asyncio.Event().wait()
+
+    uvloop.run(main())
+
+
+def python_floor(tmp: Path, hooks: list[tuple[float, bytes]]) -> dict[str, Any]:
+    """CPU per request of :func:`_floor_server`, bare and with SQLite, back to back and at the
+    session's pace (the hooks' offsets), the same payloads as the hooks."""
+    import multiprocessing
+
+    out: dict[str, Any] = {}
+    for name, with_sqlite in (("bare", False), ("sqlite", True)):
+        path = os.fspath(tmp / f"floor-{name}.sock")
+        server = multiprocessing.get_context("spawn").Process(target=_floor_server, args=(path, with_sqlite))
+        server.start()
+        try:
+            wait_until(lambda: os.path.exists(path), 60, 0.01, "the floor server's socket")
+            proc = psutil.Process(server.pid)
+            for paced in (False, True):
+                c0, t0 = cpu_s(proc), time.monotonic()
+                for at, raw in hooks:
+                    if paced and (pause := t0 + at - time.monotonic()) > 0:
+                        time.sleep(pause)  # the session's pace
+                    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                        sock.connect(path)
+                        sock.sendall(b"POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n" % len(raw)
+                                     + raw + b"\r\n0\r\n\r\n")
+                        while sock.recv(65536):
+                            pass
+                out[f"python_floor_{name}_{'paced' if paced else 'floor'}_ms_per_request"] = \
+                    (cpu_s(proc) - c0) / len(hooks) * 1e3
+        finally:
+            server.kill()
+            server.join(10)
+    return out
+
+
 def print_profile(path: Path, top: int) -> None:
     st = pstats.Stats(os.fspath(path))
     st.sort_stats("tottime").print_stats(top)
@@ -286,6 +360,8 @@ def main() -> int:
     ap.add_argument("--calls", type=int, default=200, help="Bash tool calls in the session")
     ap.add_argument("--idle-s", type=float, default=5.0, help="seconds of idle measured before the run")
     ap.add_argument("--profile", choices=("cprofile", "pyspy", "strace"), help="profile the measured daemon")
+    ap.add_argument("--python-floor", action="store_true",
+                    help="also measure a minimal uvloop server (bare, and with one SQLite commit) at the same pace")
     ap.add_argument("--top", type=int, default=30, help="profile entries shown")
     ap.add_argument("--keep", action="store_true", help="keep the temp folder (homes, profile) and print its path")
     ap.add_argument("--json", action="store_true")
@@ -297,7 +373,8 @@ def main() -> int:
         hooks = run.pop("raws")
         floor = hook_path_floor(tmp, hooks, paced=False)
         paced = hook_path_floor(tmp, hooks, paced=True)
-        result = {**run, **floor, **paced, "load_before": load[0], "load_after": os.getloadavg()[0]}
+        extra = python_floor(tmp, hooks) if args.python_floor else {}
+        result = {**run, **floor, **paced, **extra, "load_before": load[0], "load_after": os.getloadavg()[0]}
         result["ratio_to_floor"] = result["cpu_ms_per_hook"] / max(1e-9, result["floor_cpu_ms_per_hook"])
         result["ratio_to_paced"] = result["cpu_ms_per_hook"] / max(1e-9, result["paced_cpu_ms_per_hook"])
         prof, spy, trace = result.pop("profile", None), result.pop("pyspy", None), result.pop("strace", None)
@@ -315,6 +392,11 @@ def main() -> int:
                   f"(the session: {result['ratio_to_paced']:.1f}x)")
             print("daemon CPU by thread (ms): " + ", ".join(f"{k} {v:.0f}" for k, v in result["threads_ms"].items()))
             print(f"daemon handling time per hook (wall, body read to reply): {result['handling_ms_per_hook']:.3f} ms")
+            if extra:
+                print("a minimal uvloop server, ms CPU per request (back to back / at the session's pace): bare "
+                      f"{extra['python_floor_bare_floor_ms_per_request']:.3f} / {extra['python_floor_bare_paced_ms_per_request']:.3f}, "
+                      f"with one SQLite commit {extra['python_floor_sqlite_floor_ms_per_request']:.3f} / "
+                      f"{extra['python_floor_sqlite_paced_ms_per_request']:.3f}")
         if prof is not None:
             print_profile(prof, args.top)
         if spy is not None and spy.exists():

@@ -18,11 +18,13 @@ def test_each_variable_reaches_its_field():
         "HOOKD_REDELIVER_AFTER_S": "7.5", "HOOKD_LIVENESS_S": "0.25", "HOOKD_QUIET_IDLE_S": "3",
         "HOOKD_GROUP_COMMIT": "0", "HOOKD_BUSY_WAIT_S": "0.5", "HOOKD_BODY_TIMEOUT_S": "4",
         "HOOKD_FASTPATH": "0", "HOOKD_HOOK_TIMINGS": "1", "HOOKD_TAIL_DEBOUNCE_MS": "5",
-        "HOOKD_TAIL_STEP_MS": "2", "HOOKD_WATCH_BACKEND": " WatchFiles ",
+        "HOOKD_TAIL_STEP_MS": "2", "HOOKD_WATCH_BACKEND": " WatchFiles ", "HOOKD_TAIL_QUIET_MS": "50",
+        "HOOKD_TAIL_MAX_DEFER_MS": "60000",
     })
     assert s == Settings(redeliver_after_s=7.5, liveness_s=0.25, quiet_idle_s=3.0, group_commit=False,
                          busy_wait_s=0.5, body_timeout_s=4.0, fastpath=False, hook_timings=True,
-                         tail_debounce_ms=5, tail_step_ms=2, watch_backend="watchfiles")
+                         tail_debounce_ms=5, tail_step_ms=2, watch_backend="watchfiles", tail_quiet_ms=50,
+                         tail_max_defer_ms=60000)
 
 
 @pytest.mark.parametrize("name,text", [

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,3 +111,85 @@ def test_objects_nested_in_a_torn_row_are_not_rows(tmp_path: Path) -> None:
     assert [x.get("uuid") for x in r.rows] == ["u2", "u3", "u4", "u6"]
     assert not any(x.get("type") == "assistant" or "toolu_PHANTOM" in json.dumps(x) for x in r.rows)
     assert r.stats.torn == 3
+
+
+# --- when a hooked session's transcript is read (hookd.watchers.quiet) -----------------------
+
+
+class _Reads:
+    """What a QuietReads under test read, and when it said a read failed."""
+
+    def __init__(self, fail: bool = False) -> None:
+        import asyncio
+
+        self.paths: list[str] = []
+        self.failed = 0
+        self.fail = fail
+        self.done = asyncio.Event()
+
+    async def read(self, path: str) -> None:
+        self.paths.append(path)
+        self.done.set()
+        if self.fail:
+            raise OSError("the store refused it")
+
+    def quiet(self, quiet_s: float, max_defer_s: float) -> Any:
+        import asyncio
+
+        from hookd.watchers.quiet import QuietReads
+
+        def spawn(coro: Any) -> None:
+            asyncio.get_running_loop().create_task(coro)
+
+        def failed() -> None:
+            self.failed += 1
+
+        return QuietReads(self.read, spawn, failed, quiet_s=quiet_s, max_defer_s=max_defer_s)
+
+
+def test_a_change_waits_only_while_its_sessions_hooks_are_coming() -> None:
+    import asyncio
+
+    async def main() -> None:
+        r = _Reads()
+        q = r.quiet(quiet_s=3600, max_defer_s=3600)  # hooks that never go quiet, no bound
+        assert not q.defer("/t/a.jsonl", "s1")  # no hook from s1 yet: read now
+        assert not q.defer("/t/b.jsonl", None)  # a file of no known session: read now
+        q.hook_arrived("s1")
+        assert q.defer("/t/a.jsonl", "s1") and q.defer("/t/a.jsonl", "s1")  # one deferred read
+        assert not q.defer("/t/c.jsonl", "s2")  # another session's file: read now
+        assert q.pending() == ["/t/a.jsonl"]
+        await q.flush()  # the tailer stops: what waited is read now
+        assert r.paths == ["/t/a.jsonl"] and q.pending() == []
+
+    asyncio.run(main())
+
+
+def test_a_deferred_read_comes_when_the_hooks_go_quiet() -> None:
+    import asyncio
+
+    async def main() -> None:
+        r = _Reads()
+        q = r.quiet(quiet_s=0.05, max_defer_s=3600)
+        q.hook_arrived("s1")
+        assert q.defer("/t/a.jsonl", "s1")
+        await asyncio.wait_for(r.done.wait(), 30)
+        assert r.paths == ["/t/a.jsonl"] and q.pending() == [] and r.failed == 0
+
+    asyncio.run(main())
+
+
+def test_a_deferred_read_comes_at_its_bound_though_the_hooks_keep_coming() -> None:
+    import asyncio
+
+    async def main() -> None:
+        r = _Reads(fail=True)
+        q = r.quiet(quiet_s=3600, max_defer_s=0.05)  # the hooks are never quiet for an hour
+        q.hook_arrived("s1")
+        assert q.defer("/t/a.jsonl", "s1")
+        await asyncio.wait_for(r.done.wait(), 30)
+        while not r.failed:  # the read failed: the tailer is told (it catches every file up)
+            await asyncio.sleep(0)
+        assert r.paths == ["/t/a.jsonl"] and q.pending() == []
+
+    asyncio.run(main())

@@ -7,12 +7,14 @@ module's rows."""
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from hookd.config import Home
 from hookd.daemonproc import DaemonProcess
 
 from .conftest import FIXTURES, TUI, events, hookd_cli, hookd_run, questions, run_hook, settings_command, wait_until
@@ -145,3 +147,51 @@ def test_frozen_transcript_path_follows_the_file_carrying_the_session_id(home: P
         d.stop()
 
 
+
+
+def _transcript(home: Path, path: Path) -> dict[str, Any] | None:
+    from hookd.client import Client
+
+    return next((r for r in Client(Home.resolve(home)).get("/v1/transcripts") if r["path"] == str(path)), None)
+
+
+def test_a_hooked_sessions_rows_wait_for_its_hooks_and_are_applied_once_across_kill_9(
+        home: Path, worktree: Path, tmp_path: Path) -> None:
+    """While a session's hooks keep coming, a change of its transcript is read once they go
+    quiet (hookd.watchers.quiet), not at once; a file of no hooked session is read at once.
+    Rows left unread when the daemon is killed (SIGKILL) are read at the next start from the
+    cursor saved with what was applied, once: an interrupt at the desk (a ``turn_interrupted``
+    event per read of its row, nothing keyed) is recorded exactly once across two kills."""
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    t, u = folder / f"{SID}.jsonl", folder / "other.jsonl"
+    t.write_bytes(b"")
+    u.write_bytes(b"")
+    # the hooks are never quiet for an hour, and no bound: a change of t waits until the daemon dies
+    waits = {"HOOKD_TAIL_QUIET_MS": "3600000", "HOOKD_TAIL_MAX_DEFER_MS": "3600000"}
+    d = DaemonProcess(home, env={**os.environ, **waits}).start()
+    try:
+        spawn_with_transcript(home, worktree, t)  # SessionStart: a live hook of SID, reporting t
+        assert hookd_cli(home, "tail", str(u), "--builder", "b1").returncode == 0  # no session: read at once
+        wait_until(lambda: _transcript(home, t) and _transcript(home, u), 60, what="both files followed")
+        use, _ = ask_rows()
+        interrupt = {"type": "user", "sessionId": SID, "uuid": "u-interrupt", "timestamp": use["timestamp"],
+                     "message": {"role": "user", "content": "[Request interrupted by user]"}}
+        append(t, line(interrupt))
+        append(u, line(dict(use, sessionId="s-other")))  # written after t's row
+        wait_until(lambda: (_transcript(home, u) or {}).get("offset") == u.stat().st_size, 60,
+                   what="the file of no hooked session read at once")
+        # t's change came before u's: the tailer saw it, and left it for the hooks to go quiet
+        assert _transcript(home, t)["offset"] == 0  # type: ignore[index]
+        assert not [e for e in events(home) if e["kind"] == "turn_interrupted"]
+    finally:
+        d.kill()  # SIGKILL with t's row unread
+    for _ in range(2):  # read at the start (no hook of SID yet), then killed again after that read
+        d = DaemonProcess(home).start()
+        try:
+            wait_until(lambda: (_transcript(home, t) or {}).get("offset") == t.stat().st_size, 60,
+                       what="the row left unread caught up at the start")
+            assert [e["data"]["marker"] for e in events(home) if e["kind"] == "turn_interrupted"] == [
+                "[Request interrupted by user]"]
+        finally:
+            d.kill()

@@ -35,6 +35,7 @@ class Tailer(Protocol):
     """The transcript tailer as the core and the API use it (:class:`hookd.watchers.tailer.Tailer`)."""
 
     def add(self, path: str, builder: str, session_id: str | None = None) -> None: ...
+    def hook_arrived(self, session_id: str) -> None: ...
     def add_dir(self, path: str, builder: str) -> int: ...
     async def poll(self, path: str) -> int: ...
     def targets(self) -> list[str]: ...
@@ -135,9 +136,12 @@ class Hookd:
         self.stop_builder = self.runs.stop
 
     def attach_tailer(self, tailer: Tailer) -> None:
-        """From now on ``tailer`` follows each transcript path a session reports."""
+        """From now on ``tailer`` follows each transcript path a session reports, and hears of
+        each live hook of a session (it reads a hooked session's transcript once its hooks go
+        quiet)."""
         self.tailer = tailer
         self.ingest.on_transcript = tailer.add
+        self.ingest.on_hook = tailer.hook_arrived
 
     def attach_lanes(self, lanes: Lanes) -> None:
         """The lane watch the API asks for current lanes (``GET /v1/lanes``)."""

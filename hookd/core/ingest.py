@@ -141,7 +141,9 @@ class Ingest:
     """The hook path over ``home`` and ``store``: ``bus`` publishes; ``questions`` and ``inbox``
     apply what a payload says; ``waiters`` take a held hook; ``cache`` spares re-reading what
     the store holds. ``on_transcript(path, builder, session_id)``: called once a session
-    reports a new transcript path (the tailer follows it; None: nobody follows)."""
+    reports a new transcript path (the tailer follows it; None: nobody follows).
+    ``on_hook(session_id)``: called once each live hook of a session has committed (the tailer
+    reads a hooked session's transcript once its hooks go quiet; None: nobody listens)."""
 
     def __init__(self, home: Home, store: Store, bus: EventBus, questions: Questions, inbox: Inbox,
                  waiters: Waiters, cache: HookCache):
@@ -153,6 +155,7 @@ class Ingest:
         self.waiters = waiters
         self.cache = cache
         self.on_transcript: Callable[[str, str, str], Any] | None = None
+        self.on_hook: Callable[[str], Any] | None = None
         #: the hooks_changed warning (set by the facade; None: not tracked)
         self.health: HookHealth | None = None
 
@@ -202,6 +205,8 @@ class Ingest:
         if hook_id is None:
             return HookResult(b"", [], duplicate=True)
         await self.bus.publish()
+        if self.on_hook is not None and payload is not None and payload.session_id and source == "live":
+            self.on_hook(payload.session_id)
         if error is not None:
             error.stored = hook_id
             raise error

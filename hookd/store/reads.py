@@ -216,17 +216,28 @@ class Reads:
         )
         return [_event(r) for r in rows]
 
+    async def _small(self, sql: str, args: tuple = ()) -> list[tuple]:
+        """The rows of one small read: at once on the event loop's thread where it can be
+        (:meth:`_now`), else on the reader connection (:meth:`_all`)."""
+        rows = self._now(sql, args)
+        return rows if rows is not None else await self._all(sql, args)
+
     async def last_event_seq(self) -> int:
-        """The newest event's ``seq`` (0: none yet): the index's end."""
-        (e,), = await self._all("SELECT COALESCE(MAX(seq), 0) FROM events")
+        """The newest event's ``seq`` (0: none yet): the index's end (a small read,
+        :meth:`_small`)."""
+        (e,), = await self._small("SELECT COALESCE(MAX(seq), 0) FROM events")
         return int(e)
 
-    async def events_of_kind(self, kind: str, after: int, upto: int, limit: int = 1000) -> list[Event]:
-        """The events of ``kind`` with ``after < seq <= upto``, oldest first (at most ``limit``):
-        a range of the primary key, so a reader that moves ``after`` on reads each row once."""
-        rows = await self._all(
-            "SELECT seq, kind, builder, session_id, at, data FROM events WHERE seq>? AND seq<=? AND kind=?"
-            " ORDER BY seq LIMIT ?", (after, upto, kind, limit))
+    async def events_of_kind(self, kind: str | tuple[str, ...], after: int, upto: int,
+                             limit: int = 1000) -> list[Event]:
+        """The events of ``kind`` (one kind, or a tuple of kinds) with ``after < seq <= upto``,
+        oldest first (at most ``limit``): a range of the primary key, so a reader that moves
+        ``after`` on reads each row once (a small read, :meth:`_small`: a range of a few new
+        events after a commit)."""
+        kinds = (kind,) if isinstance(kind, str) else kind
+        rows = await self._small(
+            "SELECT seq, kind, builder, session_id, at, data FROM events WHERE seq>? AND seq<=?"
+            f" AND kind IN ({','.join('?' * len(kinds))}) ORDER BY seq LIMIT ?", (after, upto, *kinds, limit))
         return [_event(r) for r in rows]
 
     async def builder_stats(self) -> dict[str, dict[str, Any]]:

@@ -25,7 +25,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from typing import Any
 import msgspec
 
 from hookd.settings import Settings
+from hookd.watchers.quiet import QuietReads
 from hookd.untrusted import NotRegularFile, decode_json, open_regular, read_regular, without_lone_surrogates
 
 log = logging.getLogger("hookd")
@@ -234,8 +235,10 @@ class Tailer:
     (:meth:`_peek`; field case B23, a frozen ``transcript_path``; subagents' questions).
     Each file is read from its persisted cursor, so rows written while the daemon was down are
     caught up at start; folder registrations persist in ``HOOKD_HOME/tail-dirs.json``.
-    core: a :class:`hookd.core.Hookd`. settings: its ``tail_debounce_ms``, ``tail_step_ms``
-    and ``watch_backend`` (default :class:`hookd.settings.Settings`' defaults).
+    While a session's hooks keep coming (:meth:`hook_arrived`) a change of its transcript is
+    read once they go quiet (:class:`hookd.watchers.quiet.QuietReads`), not at once.
+    core: a :class:`hookd.core.Hookd`. settings: its ``tail_debounce_ms``, ``tail_step_ms``,
+    ``watch_backend``, ``tail_quiet_ms`` and ``tail_max_defer_ms`` (default :class:`hookd.settings.Settings`' defaults).
     """
 
     def __init__(self, core: Any, *, settings: Settings | None = None):
@@ -259,6 +262,16 @@ class Tailer:
         #: other ``*.jsonl`` files in the folders of followed transcripts: how far their rows
         #: were checked for a known session id (see :meth:`_peek`)
         self._foreign: dict[str, Cursor] = {}
+        self._quiet = QuietReads(self.poll, lambda coro: self.core.tasks.spawn(coro), self._start_over,
+                                 quiet_s=settings.tail_quiet_ms / 1000, max_defer_s=settings.tail_max_defer_ms / 1000)
+        #: a live hook of a session has committed (the core calls it on the hook path): changes
+        #: of its transcript wait until its hooks go quiet
+        self.hook_arrived = self._quiet.hook_arrived
+
+    def _start_over(self) -> None:
+        """Set up the watch again, with a catch-up of every file from its cursor."""
+        if self._changed is not None:
+            self._changed.set()
 
     def add(self, path: str, builder: str, session_id: str | None = None) -> None:
         """Follow ``path`` for ``builder`` (idempotent): a ``*.jsonl`` file (whatever it turns
@@ -492,7 +505,7 @@ class Tailer:
                     backend=self.watch_backend,
                     rust_timeout=60_000, ignore_permission_denied=True,
                 )
-                nxt = asyncio.ensure_future(changes_gen.__anext__())
+                nxt: Awaitable[Any] = asyncio.ensure_future(changes_gen.__anext__())
                 # the watch is set up in that task's first step (before its first await): let it
                 # run, then catch up, so that nothing written in between is missed
                 await asyncio.sleep(0)
@@ -510,7 +523,8 @@ class Tailer:
                         break
                     for path in sorted({os.path.abspath(p) for _, p in changes}):
                         if path in self._targets:
-                            await self.poll(path)
+                            if not self._quiet.defer(path, self._targets[path][1]):
+                                await self.poll(path)
                         elif path.endswith(".jsonl") and os.path.dirname(path) in beside:
                             await self._peek(path)
                         elif (path.endswith(".jsonl") or os.path.isdir(path)) and any(
@@ -519,12 +533,13 @@ class Tailer:
                         elif os.path.dirname(path) in standins and any(
                                 m == path or m.startswith(path + os.sep) for m in missing):
                             self._changed.set()  # a folder appeared on the way to a transcript
-                    nxt = asyncio.ensure_future(changes_gen.__anext__())
+                    nxt = changes_gen.__anext__()  # (awaited as it is: a task only for the first)
             except Exception:
                 log.exception("transcript watch failed; restarting")
                 await asyncio.sleep(1)  # back off before watching again
             finally:
                 waiter.cancel()
+        await self._quiet.flush()  # stopping: what waited for its session's hooks to go quiet
 
 
 #: bytes of a not-followed file checked for session ids per read (its first rows name the session)

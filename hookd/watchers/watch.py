@@ -23,6 +23,7 @@ import asyncio
 import errno
 import logging
 import os
+import struct
 import sys
 from typing import Any, AsyncIterator
 
@@ -30,21 +31,27 @@ log = logging.getLogger("hookd")
 
 #: bytes asked for per read of the inotify fd, in full-size events (16 + 256 bytes): ~64 KiB
 _CACHE_EVENTS = 240
+_READ_BYTES = _CACHE_EVENTS * (16 + 256)
+#: ``struct inotify_event`` without its name: wd, mask, cookie, len
+_EVENT = struct.Struct("iIII")
+#: the mask bits of inotify(7)
+_MODIFY, _ATTRIB, _MOVED_FROM, _MOVED_TO, _CREATE, _DELETE = 0x2, 0x4, 0x40, 0x80, 0x100, 0x200
+_Q_OVERFLOW, _IGNORED, _ONLYDIR, _ISDIR = 0x4000, 0x8000, 0x01000000, 0x40000000
 
 
 class _Inotify:
-    """An ``asyncinotify.Inotify`` watching some folders, their changes as watchfiles reports them."""
+    """An ``asyncinotify.Inotify`` watching some folders (asyncinotify adds the watches; the
+    events are read by :meth:`take_queued`), their changes as watchfiles reports them."""
 
     def __init__(self, recursive: bool = False) -> None:
         from asyncinotify import InitFlags, Inotify, Mask
 
         self.recursive = recursive
-        self.M = Mask
-        self.mask = (Mask.MODIFY | Mask.ATTRIB | Mask.CLOSE_WRITE | Mask.MOVED_FROM | Mask.MOVED_TO
-                     | Mask.CREATE | Mask.DELETE | Mask.ONLYDIR)
+        # no CLOSE_WRITE: every write (and a truncation) is a MODIFY already, and an append by
+        # open-write-close (Claude Code's) gave two events, often two wake-ups
+        self.mask = Mask(_MODIFY | _ATTRIB | _MOVED_FROM | _MOVED_TO | _CREATE | _DELETE | _ONLYDIR)
         # O_NONBLOCK spelled out: asyncinotify 4.4.4's InitFlags.NONBLOCK is os.O_CLOEXEC, so its
-        # default fd blocks (harmless as it reads only when the fd is readable; a safety net).
-        # sync_timeout=0: sync_get() is None when nothing is queued.
+        # default fd blocks; :meth:`take_queued` reads it until it would block
         self.ino = Inotify(flags=InitFlags(os.O_CLOEXEC | os.O_NONBLOCK), cache_size=_CACHE_EVENTS, sync_timeout=0)
         self.dirs: dict[int, str] = {}  # watch descriptor -> the folder as given (event paths keep its spelling)
 
@@ -55,36 +62,48 @@ class _Inotify:
                 if e.is_dir(follow_symlinks=False):
                     self.add(e.path)
 
-    async def read(self) -> set[tuple[Any, str]]:
-        """Waits for the next event, then takes every event queued by then."""
-        out: set[tuple[Any, str]] = set()
-        ev: Any = await self.ino.get()
-        while ev is not None:
-            self._take(ev, out)
-            ev = self.ino.sync_get()
-        return out
+    def take_queued(self, out: set[tuple[Any, str]], wake: asyncio.Event) -> None:
+        """Add every event queued now to ``out`` and set ``wake`` if there is any (the loop's
+        callback when the fd is readable). The events are read from the fd and unpacked here
+        (``struct inotify_event``): asyncinotify's own reading builds a ``Path``, flag enums
+        and a ctypes copy per event, the most of a change's cost at an agent's pace."""
+        fd = self.ino.fd
+        while True:
+            try:
+                data = os.read(fd, _READ_BYTES)
+            except BlockingIOError:
+                break
+            i, n = 0, len(data)
+            while i + _EVENT.size <= n:
+                wd, mask, _cookie, length = _EVENT.unpack_from(data, i)
+                i += _EVENT.size
+                name = data[i:i + length].split(b"\0", 1)[0]
+                i += length
+                self._take(wd, mask, name, out)
+            if not data:
+                break
+        if out:
+            wake.set()
 
-    def _take(self, ev: Any, out: set[tuple[Any, str]]) -> None:
+    def _take(self, wd: int, mask: int, name: bytes, out: set[tuple[Any, str]]) -> None:
         from watchfiles import Change
 
-        M = self.M
-        if ev.mask & M.Q_OVERFLOW:
+        if mask & _Q_OVERFLOW:
             out |= self._everything()
             return
-        watch = ev.watch
-        folder = None if watch is None else self.dirs.get(watch.wd)
+        folder = self.dirs.get(wd)
         if folder is None:
             return
-        if ev.mask & M.IGNORED:  # the folder is gone (or unmounted): its watch went with it
-            del self.dirs[watch.wd]
+        if mask & _IGNORED:  # the folder is gone (or unmounted): its watch went with it
+            del self.dirs[wd]
             return
-        if ev.name is None:
+        if not name:
             return
-        kind = (Change.added if ev.mask & (M.CREATE | M.MOVED_TO)
-                else Change.deleted if ev.mask & (M.DELETE | M.MOVED_FROM) else Change.modified)
-        path = os.path.join(folder, os.fspath(ev.name))
+        kind = (Change.added if mask & (_CREATE | _MOVED_TO)
+                else Change.deleted if mask & (_DELETE | _MOVED_FROM) else Change.modified)
+        path = os.path.join(folder, os.fsdecode(name))
         out.add((kind, path))
-        if self.recursive and kind == Change.added and ev.mask & M.ISDIR:
+        if self.recursive and kind == Change.added and mask & _ISDIR:
             try:
                 self.add(path)  # what was written in it before this is reported by the folder's creation
             except OSError as e:
@@ -137,25 +156,31 @@ async def awatch_dirs(*dirs: str, stop_event: asyncio.Event, debounce: int, step
     if ino is None:
         import watchfiles
 
-        async for changes in watchfiles.awatch(*dirs, stop_event=stop_event, debounce=debounce, step=step,
-                                               recursive=recursive, **watchfiles_kw):
-            yield changes
+        async for batch in watchfiles.awatch(*dirs, stop_event=stop_event, debounce=debounce, step=step,
+                                             recursive=recursive, **watchfiles_kw):
+            yield batch
         return
+    # the fd stays registered with the loop while the watch lasts, its events taken in the
+    # loop's callback (asyncinotify's ``get`` registers and unregisters it, and a task waits,
+    # at every change: an agent's transcript changes several times a second)
+    fd = ino.ino.fd
+    changes: set[tuple[Any, str]] = set()
+    wake = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_reader(fd, ino.take_queued, changes, wake)
     stopper = asyncio.ensure_future(stop_event.wait())
-    reader: asyncio.Future[set[tuple[Any, str]]] | None = None
+    stopper.add_done_callback(lambda _: wake.set())
     try:
         while True:
-            reader = asyncio.ensure_future(ino.read())
-            await asyncio.wait((reader, stopper), return_when=asyncio.FIRST_COMPLETED)
+            await wake.wait()
+            wake.clear()
             if stop_event.is_set():
                 return
-            changes = reader.result()
-            reader = None
             if changes:
-                yield changes
+                out = set(changes)
+                changes.clear()
+                yield out
     finally:
         stopper.cancel()
-        if reader is not None and not reader.done():
-            reader.cancel()  # let it remove its fd reader before the fd is closed (the number may be reused)
-            await asyncio.gather(reader, return_exceptions=True)
+        loop.remove_reader(fd)  # before the fd is closed (its number may be reused)
         ino.close()
