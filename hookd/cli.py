@@ -49,6 +49,7 @@ LAZY_COMMANDS = {
     "preanswer": "hookd.cli_steer:preanswer", "watch": "hookd.cli_watch:watch",
     "run": "hookd.cli_run:run", "continue": "hookd.cli_run:continue_", "stop": "hookd.cli_run:stop",
     "attach": "hookd.cli_run:attach", "ls": "hookd.cli_run:ls",
+    "doctor": "hookd.cli_doctor:doctor", "service": "hookd.cli_doctor:service",
     "replay": "hookd.cli_dev:replay", "drift": "hookd.cli_dev:drift", "notify": "hookd.cli_dev:notify",
 }
 

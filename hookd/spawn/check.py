@@ -46,16 +46,9 @@ def check_hooks(home: Home, manifest: dict[str, Any]) -> dict[str, Any] | None:
         return {"settings_file": path, "missing": missing, "changed": changed, "reason": reason,
                 "fix": fix_command(home, manifest)}
 
-    try:
-        data = read_regular(path, limit=MAX_SETTINGS_BYTES)
-    except FileNotFoundError:
-        return wrong(f"{path} is gone", events, [])
-    except OSError as e:
-        return wrong(f"{path} cannot be read ({e.strerror or type(e).__name__})", events, [])
-    try:
-        settings = msgspec.json.decode(data)
-    except msgspec.DecodeError:
-        return wrong(f"{path} is no longer JSON: the agent reads no hook from it", events, [])
+    settings, unread = read_settings(path)
+    if unread is not None:
+        return wrong(unread, events, [])
     hooks = settings.get("hooks") if isinstance(settings, dict) else None
     if not isinstance(hooks, dict):
         return wrong(f"{path} holds no hooks", events, [])
@@ -79,6 +72,21 @@ def check_hooks(home: Home, manifest: dict[str, Any]) -> dict[str, Any] | None:
     if changed:
         parts.append(f"hookd's entries for {_events(changed)} were edited")
     return wrong(f"{'; '.join(parts)} in {path}", missing, changed)
+
+
+def read_settings(path: str) -> tuple[Any, str | None]:
+    """(the settings file at ``path`` decoded from JSON, None) or (None, why it cannot be:
+    gone, unreadable, not JSON), read at most :data:`MAX_SETTINGS_BYTES`. Never raises."""
+    try:
+        data = read_regular(path, limit=MAX_SETTINGS_BYTES)
+    except FileNotFoundError:
+        return None, f"{path} is gone"
+    except OSError as e:
+        return None, f"{path} cannot be read ({e.strerror or type(e).__name__})"
+    try:
+        return msgspec.json.decode(data), None
+    except msgspec.DecodeError:
+        return None, f"{path} is no longer JSON: the agent reads no hook from it"
 
 
 def _tagged(groups: list[Any], marker: str) -> bool:
