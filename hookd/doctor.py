@@ -247,8 +247,9 @@ def _transcripts(b: str, s: dict[str, Any] | None) -> dict[str, Any]:
         return _check(b, "transcripts", "skip", "no session with a transcript yet")
     folder = os.path.dirname(path)
     if not os.access(folder, os.R_OK | os.X_OK):
-        return _check(b, "transcripts", "fail", f"{folder} cannot be read: hookd proves no adoption and sees "
-                      "no unarmed session from it", f"give this user read access to {folder}")
+        why = "cannot be read" if os.path.exists(folder) else "is missing"
+        return _check(b, "transcripts", "fail", f"{folder} {why}: hookd cannot read the transcript (no adoption "
+                      "proven, no fallback)", f"give this user read access to {folder}")
     if os.path.exists(path) and not os.access(path, os.R_OK):
         return _check(b, "transcripts", "fail", f"{path} cannot be read", f"give this user read access to {path}")
     return _check(b, "transcripts", "ok", f"{folder} readable")
