@@ -71,3 +71,68 @@ def _print(r: dict[str, Any], manifests: list[dict[str, Any]]) -> None:
         _out(f"{len(failed)} check(s) failed: {', '.join(failed)}")
     else:
         _out(f"every check passed ({sum(c['state'] == 'ok' for c in r['checks'])} ok)")
+
+
+@click.group()
+def service() -> None:
+    """Run the daemon as a service: a systemd user unit (Linux) or a launchd agent (macOS), restarted when it fails."""
+
+
+def _service(ctx: click.Context) -> Any:
+    from hookd.service import Service
+
+    return Service(ctx.obj)
+
+
+def _status_lines(s: dict[str, Any]) -> None:
+    if not s["installed"]:
+        _out(f"{s['unit']}: not installed ({s['file']} does not exist; hookd service install writes it)")
+        return
+    pid = f", pid {s['pid']}" if s.get("pid") else ""
+    _out(f"{s['unit']}: {s['state']}{pid}, {'enabled' if s['enabled'] else 'not enabled'} ({s['manager']}: {s['file']})")
+    _out(f"logs: {s['logs']}")
+
+
+@service.command("install")
+@click.option("--print", "print_only", is_flag=True, help="Print the unit (or plist) only: write and start nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the service's status as JSON.")
+@click.pass_context
+def service_install(ctx: click.Context, print_only: bool, as_json: bool) -> None:
+    """Write the unit running `hookd serve` for this home, enable it at login and (re)start it.
+
+    Refused (exit 2) when no user systemd (launchd) is reachable: `systemctl --user show-environment` fails."""
+    svc = _service(ctx)
+    if print_only:
+        _out(svc.text(), nl=False)
+        return
+    s = svc.install()
+    if as_json:
+        _echo_json(s)
+        return
+    _out(f"{'replaced' if s['replaced'] else 'wrote'} {s['file']}; {s['unit']} enabled and (re)started")
+    _status_lines(s)
+
+
+@service.command("uninstall")
+@click.option("--json", "as_json", is_flag=True, help="Print what was removed as JSON.")
+@click.pass_context
+def service_uninstall(ctx: click.Context, as_json: bool) -> None:
+    """Stop and disable this home's service and remove its unit (exit 1 when none is installed)."""
+    r = _service(ctx).uninstall()
+    if as_json:
+        _echo_json(r)
+        return
+    _out(f"stopped and disabled {r['unit']}; removed {r['file']}")
+
+
+@service.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print the service's status as JSON.")
+@click.pass_context
+def service_status(ctx: click.Context, as_json: bool) -> None:
+    """This home's service as the service manager sees it (systemctl --user show); exit 1 unless it runs."""
+    s = _service(ctx).status()
+    if as_json:
+        _echo_json(s)
+    else:
+        _status_lines(s)
+    ctx.exit(0 if s.get("active") else 1)
