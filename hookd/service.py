@@ -212,10 +212,10 @@ class Service:
         if self.manager == "systemd":
             r = self._ctl("show", self.unit, "-p", "LoadState,ActiveState,SubState,MainPID,UnitFileState")
             p = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
-            pid = int(p.get("MainPID") or 0)
+            main_pid = int(p.get("MainPID") or 0)
             out.update(active=p.get("ActiveState") == "active",
                        state=f"{p.get('ActiveState', '?')} ({p.get('SubState', '?')})",
-                       pid=pid or None, enabled=p.get("UnitFileState") == "enabled",
+                       pid=main_pid or None, enabled=p.get("UnitFileState") == "enabled",
                        logs=f"journalctl --user -u {self.unit}")
         else:
             r = self._ctl("print", f"gui/{os.getuid()}/{self.unit}", check=False)
