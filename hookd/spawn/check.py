@@ -114,7 +114,9 @@ def fix_command(home: Home, manifest: dict[str, Any]) -> str:
     worktree, settings_file = m.get("worktree"), str(m.get("settings_file"))
     in_worktree = bool(worktree) and os.path.basename(settings_file) in ("settings.local.json", "hooks.json") and \
         os.path.dirname(os.path.dirname(settings_file)) == worktree
-    if not in_worktree:
+    if m.get("plugin"):
+        argv += ["--plugin-dir", str(m["plugin"]["dir"])]
+    elif not in_worktree:
         argv += ["--settings-file", settings_file]
     if worktree:
         argv += ["--worktree", str(worktree)]
@@ -124,6 +126,6 @@ def fix_command(home: Home, manifest: dict[str, Any]) -> str:
         argv += ["--hold", str(m["hold_s"])]
     if m.get("wake_wait_s"):
         argv += ["--wake-wait", str(m["wake_wait_s"])]
-    if not mcp and m.get("harness", "claude-code") == "claude-code":
+    if not mcp and m.get("harness", "claude-code") == "claude-code" and not m.get("plugin"):
         argv += ["--no-mcp"]
     return shlex.join(argv)
