@@ -77,10 +77,12 @@ def machine_checks(home: Home, status: dict[str, Any] | None) -> list[dict[str, 
 
 
 def builder_checks(home: Home, manifest: dict[str, Any], status: dict[str, Any] | None,
-                   runs: Mapping[str, dict[str, Any]], environ: Mapping[str, str]) -> list[dict[str, Any]]:
+                   runs: Mapping[str, dict[str, Any]], environ: Mapping[str, str],
+                   asked: dict[str, tuple[str | None, str]] | None = None) -> list[dict[str, Any]]:
     """Every check of one spawned builder (``manifest``: its spawn manifest; ``status``: the
     daemon's ``GET /v1/status``, None when it is not running; ``runs``: builder -> its newest
-    run, ``GET /v1/runs``; ``environ``: where the harness program and its config are found)."""
+    run, ``GET /v1/runs``; ``environ``: where the harness program and its config are found;
+    ``asked``: :func:`version_check`'s)."""
     b, harness = str(manifest["builder"]), str(manifest.get("harness") or "claude-code")
     fix = fix_command(home, manifest)
     path = str(manifest.get("settings_file"))
@@ -95,7 +97,7 @@ def builder_checks(home: Home, manifest: dict[str, Any], status: dict[str, Any] 
         out.append(_check(b, "entries", "fail", wrong["reason"], wrong["fix"]) if wrong is not None else
                    _check(b, "entries", "ok", f"hookd's entries for {len(manifest.get('events') or [])} events, as spawn wrote them"))
     out.append(client_check(home, manifest, fix))
-    out.append(version_check(b, harness, environ))
+    out.append(version_check(b, harness, environ, asked))
     t = check_trust(manifest, INSTALLS.get(harness))
     if t is not None:
         out.append(_check(b, "trust", "ok", t["detail"]) if t["state"] == "trusted" else
@@ -174,26 +176,36 @@ def harness_program(harness: str, environ: Mapping[str, str]) -> tuple[str | Non
         return None, launcher.program_env, f"not found: {e.message}"
 
 
-def version_check(b: str, harness: str, environ: Mapping[str, str]) -> dict[str, Any]:
+def _program_version(program: str, environ: Mapping[str, str]) -> tuple[str | None, str]:
+    """(the first ``N.N.N`` ``program --version`` prints, or None, words when there is none)."""
+    try:
+        r = subprocess.run([program, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S,
+                           stdin=subprocess.DEVNULL, env=dict(environ), check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"{program} --version failed: {e}"
+    found = _VERSION_RE.search(r.stdout or "")
+    return (found.group(), "") if found else (None, f"{program} --version printed no version (exit {r.returncode})")
+
+
+def version_check(b: str, harness: str, environ: Mapping[str, str],
+                  asked: dict[str, tuple[str | None, str]] | None = None) -> dict[str, Any]:
     """``version``: the harness program's ``--version`` against the version its adapter was
-    checked against; ``skip`` when the program is not found or hookd pins no version."""
+    checked against; ``skip`` when the program is not found or hookd pins no version.
+    asked: program -> its answer, shared by the builders of one run (each program asked once)."""
     known = KNOWN_VERSIONS.get(harness)
     if known is None:
         return _check(b, "version", "skip", f"hookd pins no version of {harness}")
     program, env_name, why = harness_program(harness, environ)
     if program is None:
         return _check(b, "version", "skip", why)
-    try:
-        r = subprocess.run([program, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S,
-                           stdin=subprocess.DEVNULL, env=dict(environ), check=False)
-        found = _VERSION_RE.search(r.stdout or "")
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return _check(b, "version", "fail", f"{program} --version failed: {e}", f"check {program}")
-    if found is None:
-        return _check(b, "version", "fail", f"{program} --version printed no version (exit {r.returncode})",
-                      f"check {program}")
-    if found.group() != known:
-        return _check(b, "version", "fail", f"{program} is {harness} {found.group()}; hookd's adapter knows {known}",
+    asked = {} if asked is None else asked
+    if program not in asked:
+        asked[program] = _program_version(program, environ)
+    version, failed = asked[program]
+    if version is None:
+        return _check(b, "version", "fail", failed, f"check {program}")
+    if version != known:
+        return _check(b, "version", "fail", f"{program} is {harness} {version}; hookd's adapter knows {known}",
                       f"install {harness} {known}" + (f", or set {env_name} to a {known} program" if env_name else ""))
     return _check(b, "version", "ok", f"{program} is {harness} {known}, the version hookd knows")
 
@@ -276,6 +288,7 @@ def diagnose(home: Home, manifests: list[dict[str, Any]], status: dict[str, Any]
     machine's checks first, then each builder's (``manifests``) in order (``status``,
     ``runs``: as :func:`builder_checks` takes them)."""
     checks = machine_checks(home, status)
+    asked: dict[str, tuple[str | None, str]] = {}
     for m in manifests:
-        checks.extend(builder_checks(home, m, status, runs, environ))
+        checks.extend(builder_checks(home, m, status, runs, environ, asked))
     return {"ok": not any(c["state"] in FAILING for c in checks), "checks": checks}

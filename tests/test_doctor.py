@@ -234,3 +234,31 @@ def test_a_daemon_older_than_the_cli(tmp_path: Path) -> None:
     assert daemon == {"builder": None, "check": "daemon", "state": "fail",
                       "detail": "runs hookd 0.0.9, this CLI is hookd 0.1.0: the daemon predates the install",
                       "fix": "restart the daemon (hookd service install restarts the service)"}
+
+
+@pytest.mark.daemon
+def test_a_session_known_only_from_its_transcript_is_not_armed(setup: dict[str, Any], tmp_path: Path) -> None:
+    from hookd.daemonproc import DaemonProcess
+
+    from .conftest import FIXTURES
+
+    rows = (FIXTURES / "tui-ask-answered-at-terminal" / "transcript.jsonl").read_text()
+    sid = json.loads(rows.splitlines()[0])["sessionId"]
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    (folder / f"{sid}.jsonl").write_text(rows)
+    d = DaemonProcess(setup["home"]).start()
+    try:
+        Client(Home.resolve(setup["home"])).post_json("/v1/builders/b1/transcripts", {"paths": [os.fspath(folder / f"{sid}.jsonl")]})
+        r = hookd_cli(setup["home"], "doctor", "b1")
+    finally:
+        d.stop()
+    assert r.returncode == 1
+    assert r.stdout.splitlines() == [*_lines(
+        setup, daemon="ok    daemon        running: hookd 0.1.0, as this CLI",
+        transcripts=f"  ok    transcripts   {folder} readable",
+        armed=f"  fail  armed         session {sid} sent no hook since it started (known from its transcript only): it "
+              "started before its hooks were written\n"
+              "        fix:          restart the agent: hookd stop b1 && hookd continue b1 (or /hooks in Claude Code, or "
+              "start it again)"),
+        "1 check(s) failed: b1 armed"]
