@@ -46,3 +46,10 @@ def present_tool(harness: str | None, tool_name: str | None, tool_input: Any) ->
     the harness is unknown or None."""
     adapter = ADAPTERS.get(harness) if harness is not None else None
     return adapter.present_tool(tool_name, tool_input) if adapter is not None else tool_views.json_view(tool_input)
+
+
+#: harness name -> the version of it whose behaviour the adapter was checked against (its
+#: module's ``VERSION``; docs/harness-claude-code.md, docs/harness-codex.md): `hookd doctor`
+#: compares the installed program's ``--version`` with it. A harness missing here has no
+#: pinned version (claw's builds carry none).
+KNOWN_VERSIONS: dict[str, str] = {claude_code.HARNESS: claude_code.VERSION, codex.HARNESS: codex.VERSION}

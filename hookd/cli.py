@@ -49,6 +49,7 @@ LAZY_COMMANDS = {
     "preanswer": "hookd.cli_steer:preanswer", "watch": "hookd.cli_watch:watch",
     "run": "hookd.cli_run:run", "continue": "hookd.cli_run:continue_", "stop": "hookd.cli_run:stop",
     "attach": "hookd.cli_run:attach", "ls": "hookd.cli_run:ls",
+    "doctor": "hookd.cli_doctor:doctor", "service": "hookd.cli_doctor:service",
     "replay": "hookd.cli_dev:replay", "drift": "hookd.cli_dev:drift", "notify": "hookd.cli_dev:notify",
 }
 
@@ -130,6 +131,9 @@ def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: 
 @click.option("--worktree", type=click.Path(path_type=Path, file_okay=False), help="The builder's worktree.")
 @click.option("--settings-file", type=click.Path(path_type=Path, dir_okay=False),
               help="Write a standalone settings file for `claude --settings PATH` instead.")
+@click.option("--plugin-dir", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
+              help="Write the hooks as a Claude Code plugin in DIR (hooks/hooks.json, .claude-plugin/plugin.json) "
+                   "for `claude --plugin-dir DIR` instead (no MCP server).")
 @click.option("--harness", default="claude-code", show_default=True,
               help="claude-code; claw (Rust claw: .claw/settings.local.json); claw-code-go (flat strings in "
                    ".claude/settings.local.json: that file then no longer serves Claude Code); codex "
@@ -159,7 +163,7 @@ def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: 
                    "unspawn); without it spawn prints what to add.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
 @click.pass_context
-def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file: Path | None,
+def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file: Path | None, plugin_dir: Path | None,
           harness: str, deadline: float | None, wake_wait: int, hold: int, mcp: bool, hook_transport: str,
           default_answer_after: int | None, default_answer: str | None, trust: bool, as_json: bool) -> None:
     """Install hookd's hooks for BUILDER (idempotent; works while the daemon is down)."""
@@ -168,7 +172,8 @@ def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file
     m = do_spawn(ctx.obj, builder, worktree=worktree, settings_file=settings_file, harness=harness,
                  deadline_ms=None if deadline is None else int(deadline * 1000), wake_wait_s=wake_wait,
                  hold_s=hold, mcp=mcp, transport=hook_transport,
-                 default_answer_after_s=default_answer_after, default_answer=default_answer, trust=trust)
+                 default_answer_after_s=default_answer_after, default_answer=default_answer, trust=trust,
+                 plugin_dir=plugin_dir)
     try:  # a running daemon clears a hooks_changed warning at once (hooks_restored); none: at its next check
         _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/spawned", {}, timeout=2)
     except Exception:  # noqa: BLE001 - best effort: the daemon down, or any failure, changes nothing done
@@ -185,6 +190,8 @@ def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file
         _out(f"http hooks post to {m['http']['url']}: start the agent with {env}=\"$(cat {shlex.quote(token_file)})\"")
     if m.get("warning"):
         _out(f"hookd: warning: {m['warning']}", err=True)
+    if m.get("plugin"):
+        _out(f"Claude Code plugin in {m['plugin']['dir']}: start claude with --plugin-dir {shlex.quote(m['plugin']['dir'])}")
     rec = m.get("mcp")
     if rec and rec.get("skipped"):
         _out(f"hookd: {visible(rec['skipped'])}", err=True)

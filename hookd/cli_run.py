@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -23,26 +22,11 @@ from hookd.cli_complete import builders
 from hookd.cli_render import _client, _echo_json, _lane_state, _out, _seg, _table, _when
 
 
-def _launcher(harness: str) -> Any:
-    """The harness's :class:`hookd.harness.launch.Launcher`; ConfigError when hookd cannot start it."""
-    from hookd.errors import ConfigError
-    from hookd.harness.registry import ADAPTERS
-
-    adapter = ADAPTERS.get(harness)
-    launcher = adapter.launchers.get(harness) if adapter is not None else None
-    if launcher is None:
-        known = sorted(h for a in set(ADAPTERS.values()) for h in a.launchers)
-        raise ConfigError(f"hookd cannot start {harness} agents (it starts: {', '.join(known)}); "
-                          f"spawn the builder (hookd spawn) and start its agent yourself")
-    return launcher
-
-
 def _view(ctx: click.Context, builder: str) -> dict[str, Any]:
     """``GET /v1/builders/B/run``: the builder's newest run, what makes it live, its last session."""
-    from hookd.config import check_builder_id
+    from hookd.launching import view
 
-    check_builder_id(builder)
-    return _client(ctx).get(f"/v1/builders/{_seg(builder)}/run")
+    return view(_client(ctx), builder)
 
 
 def _prompt_text(prompt: str | None) -> str | None:
@@ -51,48 +35,6 @@ def _prompt_text(prompt: str | None) -> str | None:
         text = sys.stdin.read()
         return text if text.strip() else None
     return prompt
-
-
-def _arm(ctx: click.Context, builder: str, harness: str, worktree: str, git_worktree: dict[str, Any] | None) -> None:
-    """Spawn ``builder``'s hooks into ``worktree`` (hookd.spawn.spawn, as `hookd spawn` does),
-    with the options of its last spawn when it was spawned for the same harness, and tell the
-    daemon (``POST /v1/builders/B/spawned``)."""
-    from hookd.spawn import read_manifest, spawn
-
-    old = read_manifest(ctx.obj, builder)
-    kw: dict[str, Any] = {}
-    if old is not None and old.get("harness") == harness:
-        d = old.get("default_answer") or {}
-        kw = {"deadline_ms": old.get("deadline_ms"), "wake_wait_s": old.get("wake_wait_s", 0),
-              "hold_s": old.get("hold_s", 900), "mcp": old.get("mcp") is not None,
-              "transport": old.get("transport", "sh"), "default_answer_after_s": d.get("after_s"),
-              "default_answer": d.get("label")}
-    spawn(ctx.obj, builder, worktree=Path(worktree), harness=harness, git_worktree=git_worktree, **kw)
-    _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/spawned", {}, timeout=5)
-
-
-def _start(ctx: click.Context, builder: str, harness: str, *, headless: bool, worktree: str, argv: list[str],
-           session_id: str | None, resumes: str | None) -> dict[str, Any]:
-    """Start ``argv`` for ``builder`` (tmux, or headless) in ``worktree`` and record it with the
-    daemon; a refusal there (another live session) ends what was started. Returns the run."""
-    from hookd import runner
-
-    env = dict(os.environ)
-    started = (runner.start_headless if headless else runner.start_interactive)(ctx.obj, builder, argv, worktree, env)
-    body = {"harness": harness, "mode": "headless" if headless else "interactive", "argv": argv,
-            "worktree": worktree, "session_id": session_id, "resumes": resumes, **started}
-    try:
-        return _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/started", body, timeout=10)["run"]
-    except BaseException:  # refused (a live session), or the daemon gone: no agent runs unrecorded
-        runner.stop_process(started["pid"], started["pid_started_at"], 5.0)
-        raise
-
-
-def _refuse_live(view: dict[str, Any]) -> None:
-    from hookd.errors import Conflict
-
-    if view.get("refusal"):
-        raise Conflict(view["refusal"])
 
 
 def _started_lines(builder: str, run: dict[str, Any], verb: str) -> None:
@@ -130,38 +72,12 @@ def run(ctx: click.Context, builder: str, agent_args: tuple[str, ...], worktree:
 
     Arguments after `--` go to the agent (`hookd run b1 -- --permission-mode default`). Refused while
     BUILDER has a live session. Needs the daemon."""
-    from hookd import runner
-    from hookd.config import check_builder_id
-    from hookd.errors import ConfigError
-    from hookd.spawn import read_manifest
+    from hookd.launching import start
 
     if worktree is not None and branch is not None:
         raise click.UsageError("give --worktree DIR or --git-worktree BRANCH, not both")
-    check_builder_id(builder)
-    old = read_manifest(ctx.obj, builder)
-    harness = harness or (old or {}).get("harness") or "claude-code"
-    launcher = _launcher(harness)
-    text = _prompt_text(prompt)
-    if headless and not text:
-        raise ConfigError("--headless needs a prompt: --prompt TEXT, or --prompt - to read it from standard input")
-    program = runner.find_program(launcher, os.environ)
-    _refuse_live(_view(ctx, builder))  # (before anything is made: also a daemon that is not running)
-    with runner.builder_lock(ctx.obj, builder):
-        _refuse_live(_view(ctx, builder))
-        git_rec = None
-        if branch is not None:
-            git_rec = runner.git_worktree_add(ctx.obj, builder, branch, os.getcwd())
-            where = git_rec["path"]
-        elif worktree is not None:
-            where = os.path.realpath(worktree)
-        else:
-            where = (old or {}).get("worktree") or os.path.realpath(os.getcwd())
-        _arm(ctx, builder, harness, where, git_rec)
-        sid = str(uuid.uuid4()) if launcher.names_session else None
-        args = (launcher.headless(agent_args, text or "", sid) if headless
-                else launcher.interactive(agent_args, text, sid))
-        r = _start(ctx, builder, harness, headless=headless, worktree=where, argv=[program, *args],
-                   session_id=sid, resumes=None)
+    r, git_rec = start(ctx.obj, _client(ctx), builder, worktree=worktree, branch=branch, harness=harness,
+                       headless=headless, prompt=_prompt_text(prompt), agent_args=agent_args)
     if as_json:
         _echo_json(r)
         return
@@ -185,34 +101,9 @@ def continue_(ctx: click.Context, builder: str, agent_args: tuple[str, ...], pro
 
     Its hooks are armed again first; messages queued for it (hookd send) reach the resumed session
     at its first turn boundary. Refused while BUILDER has a live session."""
-    from hookd import runner
-    from hookd.errors import ConfigError, NotFound
-    from hookd.spawn import read_manifest
+    from hookd.launching import resume
 
-    view = _view(ctx, builder)
-    _refuse_live(view)
-    last, prev = view.get("last_session"), view.get("run")
-    sid = (last or {}).get("session_id") or (prev or {}).get("session_id") or (prev or {}).get("resumes")
-    if not sid:
-        raise NotFound(f"{builder} has no session to continue: start it with hookd run {builder}")
-    harness = (last or {}).get("harness") or (prev or {}).get("harness") or "claude-code"
-    launcher = _launcher(harness)
-    if headless is None:
-        headless = bool(prev and prev["mode"] == "headless")
-    text = _prompt_text(prompt)
-    if headless and not text:
-        raise ConfigError("--headless needs a prompt: --prompt TEXT, or --prompt - to read it from standard input")
-    m = read_manifest(ctx.obj, builder)
-    # the session's own directory: where the harness finds it to resume
-    where = (last or {}).get("cwd") or (m or {}).get("worktree") or (prev or {}).get("worktree")
-    if not where or not os.path.isdir(where):
-        raise ConfigError(f"{builder}'s worktree {where or '(unknown)'} is gone: its session cannot be resumed there")
-    program = runner.find_program(launcher, os.environ)
-    with runner.builder_lock(ctx.obj, builder):
-        _refuse_live(_view(ctx, builder))
-        _arm(ctx, builder, harness, where, None)
-        r = _start(ctx, builder, harness, headless=headless, worktree=where,
-                   argv=[program, *launcher.resume(sid, agent_args, text, headless)], session_id=None, resumes=sid)
+    r = resume(ctx.obj, _client(ctx), builder, prompt=_prompt_text(prompt), headless=headless, agent_args=agent_args)
     if as_json:
         _echo_json(r)
         return

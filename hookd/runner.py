@@ -22,6 +22,8 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -146,6 +148,9 @@ def start_headless(home: Home, builder: str, argv: Sequence[str], cwd: str, env:
         raise ConfigError(f"could not start {argv[0]}: {e.strerror or e}") from None
     finally:
         os.close(fd)
+    # reaped when it ends: a caller that lives on (hookd.api's orchestrator) keeps no zombie, which
+    # would look alive to hookd stop's wait (the CLI exits at once: init reaps it then)
+    threading.Thread(target=proc.wait, daemon=True, name=f"reap-{proc.pid}").start()
     return {"pid": proc.pid, "pid_started_at": _started_at(proc.pid), "log_path": os.fspath(log)}
 
 

@@ -1071,3 +1071,48 @@ def test_kill_9_at_every_file_operation_of_spawn_then_unspawn_or_respawn_restore
     assert orphans == 0 and killed >= 8
     print(f"spawn kill -9 ({scenario}): killed at each of {killed} file operations, each recovered "
           "byte-identical, 0 orphans, no temp file left")
+
+
+# --- the plugin form (issue 23, item 6; the real Claude Code runs it: tests/e2e/test_plugin_e2e.py) ---
+
+
+def test_spawn_as_a_claude_code_plugin_and_unspawn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hookd.spawn import spawn, unspawn
+    from hookd.spawn.check import check_hooks, fix_command
+
+    monkeypatch.setenv("HOOKD_HOOK_CLIENT", "bash")
+    home, plugin, w = Home.resolve(tmp_path / "home"), tmp_path / "plugins" / "b.1", tmp_path / "w"
+    w.mkdir()
+    m = spawn(home, "b.1", plugin_dir=plugin, worktree=w)
+    assert m["settings_file"] == os.fspath(plugin / "hooks" / "hooks.json") and m["mcp"] is None
+    assert m["plugin"] == {"dir": os.fspath(plugin), "manifest_file": os.fspath(plugin / ".claude-plugin" / "plugin.json"),
+                           "wrote_manifest": True, "created_dir": True, "claude_args": ["--plugin-dir", os.fspath(plugin)]}
+    assert (plugin / ".claude-plugin" / "plugin.json").read_text() == """{
+  "name": "hookd-b-1",
+  "version": "0.1.0",
+  "description": "hookd's hooks for builder b.1: every hook event of the session reaches the hookd daemon (written by `hookd spawn --plugin-dir`; `hookd unspawn` removes them)"
+}
+"""
+    hooks = json.loads((plugin / "hooks" / "hooks.json").read_text())
+    assert set(hooks) == {"hooks"} and set(hooks["hooks"]) == set(m["events"])  # (no MCP keys in a plugin's hooks)
+    assert not any(w.iterdir()) and check_hooks(home, m) is None
+    assert fix_command(home, m) == f"hookd --home {home.root} spawn b.1 --plugin-dir {plugin} --worktree {os.path.realpath(w)}"
+    assert spawn(home, "b.1", plugin_dir=plugin, worktree=w)["plugin"]["created_dir"] is True  # (a re-spawn keeps it)
+    unspawn(home, "b.1")
+    assert not plugin.exists() and (tmp_path / "plugins").is_dir()
+
+
+def test_a_plugin_json_of_someone_elses_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hookd.spawn import spawn, unspawn
+
+    monkeypatch.setenv("HOOKD_HOOK_CLIENT", "bash")
+    home, plugin = Home.resolve(tmp_path / "home"), tmp_path / "plugin"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    theirs = '{"name": "my-tools", "version": "2.0.0"}\n'
+    (plugin / ".claude-plugin" / "plugin.json").write_text(theirs)
+    m = spawn(home, "b1", plugin_dir=plugin)
+    assert (m["plugin"]["wrote_manifest"], m["plugin"]["created_dir"]) == (False, False)
+    unspawn(home, "b1")
+    assert (plugin / ".claude-plugin" / "plugin.json").read_text() == theirs and not (plugin / "hooks").exists()
+    r = hookd_run(tmp_path / "home", "spawn", "b1", "--plugin-dir", os.fspath(plugin), "--harness", "codex")
+    assert (r.returncode, r.stderr) == (2, "hookd: --plugin-dir makes a Claude Code plugin: not for codex\n")

@@ -88,6 +88,9 @@ from hookd.spawn.mcp import (
     _undo_mcp_file,
     mcp_entry,
 )
+from hookd.spawn.plugin import HOOKS_FILE
+from hookd.spawn.plugin import undo as plugin_undo
+from hookd.spawn.plugin import write as plugin_write
 from hookd.spawn.trust import plan as trust_plan
 from hookd.spawn.trust import undo as trust_undo
 from hookd.spawn.trust import write as trust_write
@@ -131,6 +134,7 @@ def spawn(
     default_answer: str | None = None,
     trust: bool = False,
     git_worktree: dict[str, Any] | None = None,
+    plugin_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Install hookd's hooks for ``builder``; idempotent. Returns the manifest.
 
@@ -171,6 +175,10 @@ def spawn(
     (``HOOKD_HOME/hook-token``, the manifest's ``http``). Raises ConfigError for a transport
     the harness does not take.
 
+    plugin_dir (Claude Code): the hooks as a plugin directory for ``claude --plugin-dir``
+    (:mod:`hookd.spawn.plugin`): ``hooks/hooks.json`` written as a standalone settings file,
+    ``.claude-plugin/plugin.json`` beside it (the manifest's ``plugin``); no MCP server.
+
     harness ``codex``: every hook but the model-request ones in ``W/.codex/hooks.json``, the
     held PermissionRequest (Codex asks at its desk only once that hook returned), no MCP,
     wake or standalone file. Codex runs them only once trusted: the manifest's ``trust``
@@ -187,6 +195,15 @@ def spawn(
         raise ConfigError(f"{harness} takes --hook-transport {' or '.join(install.transports)}, not {transport!r}")
     if trust and install.trust is None:
         raise ConfigError(f"{harness} runs its hooks with no trust step: --trust is for codex")
+    plugin_created = False
+    if plugin_dir is not None:
+        if settings_file is not None:
+            raise ConfigError("give --settings-file PATH or --plugin-dir DIR, not both")
+        if harness != DEFAULT_HARNESS:
+            raise ConfigError(f"--plugin-dir makes a Claude Code plugin: not for {harness}")
+        plugin_dir = plugin_dir.expanduser().absolute()
+        plugin_created = not plugin_dir.exists()
+        settings_file, mcp = plugin_dir / HOOKS_FILE, False
     if settings_file is not None and not install.standalone:
         raise ConfigError(f"{harness} reads hooks only from its working directory: give --worktree, not --settings-file")
     mcp, wake_wait_s, hold_s = mcp and install.mcp, wake_wait_s if install.wake else 0, hold_s if install.hold else 0
@@ -247,6 +264,9 @@ def spawn(
                                           {"after_s": default_answer_after_s, "label": default_answer})
             if git_worktree:
                 manifest["git_worktree"] = git_worktree
+            if plugin_dir is not None:
+                was = (old or {}).get("plugin") or {}
+                manifest["plugin"] = plugin_write(plugin_dir, builder, bool(was.get("created_dir", plugin_created)))
             _write_manifest(home, builder, manifest)
         manifest = _trust(home, builder, manifest, old, trust)
         with contextlib.suppress(FileNotFoundError):
@@ -504,6 +524,7 @@ def _unspawn_locked(home: Home, builder: str, m: dict[str, Any]) -> dict[str, An
         if m.get("created_dir"):
             with contextlib.suppress(OSError):
                 target.parent.rmdir()  # only if empty (also what an interrupted spawn made, and nothing else)
+        plugin_undo(m.get("plugin"), builder)
     trust_removed = trust_undo(home, m.get("trust"))
     home.manifest(builder).unlink()
     spool = home.spool_dir(builder)

@@ -46,16 +46,9 @@ def check_hooks(home: Home, manifest: dict[str, Any]) -> dict[str, Any] | None:
         return {"settings_file": path, "missing": missing, "changed": changed, "reason": reason,
                 "fix": fix_command(home, manifest)}
 
-    try:
-        data = read_regular(path, limit=MAX_SETTINGS_BYTES)
-    except FileNotFoundError:
-        return wrong(f"{path} is gone", events, [])
-    except OSError as e:
-        return wrong(f"{path} cannot be read ({e.strerror or type(e).__name__})", events, [])
-    try:
-        settings = msgspec.json.decode(data)
-    except msgspec.DecodeError:
-        return wrong(f"{path} is no longer JSON: the agent reads no hook from it", events, [])
+    settings, unread = read_settings(path)
+    if unread is not None:
+        return wrong(unread, events, [])
     hooks = settings.get("hooks") if isinstance(settings, dict) else None
     if not isinstance(hooks, dict):
         return wrong(f"{path} holds no hooks", events, [])
@@ -79,6 +72,21 @@ def check_hooks(home: Home, manifest: dict[str, Any]) -> dict[str, Any] | None:
     if changed:
         parts.append(f"hookd's entries for {_events(changed)} were edited")
     return wrong(f"{'; '.join(parts)} in {path}", missing, changed)
+
+
+def read_settings(path: str) -> tuple[Any, str | None]:
+    """(the settings file at ``path`` decoded from JSON, None) or (None, why it cannot be:
+    gone, unreadable, not JSON), read at most :data:`MAX_SETTINGS_BYTES`. Never raises."""
+    try:
+        data = read_regular(path, limit=MAX_SETTINGS_BYTES)
+    except FileNotFoundError:
+        return None, f"{path} is gone"
+    except OSError as e:
+        return None, f"{path} cannot be read ({e.strerror or type(e).__name__})"
+    try:
+        return msgspec.json.decode(data), None
+    except msgspec.DecodeError:
+        return None, f"{path} is no longer JSON: the agent reads no hook from it"
 
 
 def _tagged(groups: list[Any], marker: str) -> bool:
@@ -106,7 +114,9 @@ def fix_command(home: Home, manifest: dict[str, Any]) -> str:
     worktree, settings_file = m.get("worktree"), str(m.get("settings_file"))
     in_worktree = bool(worktree) and os.path.basename(settings_file) in ("settings.local.json", "hooks.json") and \
         os.path.dirname(os.path.dirname(settings_file)) == worktree
-    if not in_worktree:
+    if m.get("plugin"):
+        argv += ["--plugin-dir", str(m["plugin"]["dir"])]
+    elif not in_worktree:
         argv += ["--settings-file", settings_file]
     if worktree:
         argv += ["--worktree", str(worktree)]
@@ -116,6 +126,6 @@ def fix_command(home: Home, manifest: dict[str, Any]) -> str:
         argv += ["--hold", str(m["hold_s"])]
     if m.get("wake_wait_s"):
         argv += ["--wake-wait", str(m["wake_wait_s"])]
-    if not mcp and m.get("harness", "claude-code") == "claude-code":
+    if not mcp and m.get("harness", "claude-code") == "claude-code" and not m.get("plugin"):
         argv += ["--no-mcp"]
     return shlex.join(argv)

@@ -75,6 +75,22 @@ def build_c_client() -> Path:
     and the flags; the binary has no home baked in, so one build serves every home.
     Returns the cached binary. Raises ConfigError (with the compiler's last words) when no
     compiler is found or none of C_FLAGS builds a binary that runs."""
+    compiler, source, out = _c_build()
+    cache = out.parent
+    if os.access(out, os.X_OK):
+        return out
+    try:
+        built = build_program(cache, compiler, source, out)
+    except OSError as e:  # the cache cannot be written (read-only home directory, full disk)
+        raise ConfigError(f"cannot build the compiled hook client in {cache}: {e.strerror or e}") from None
+    if isinstance(built, Path):
+        return built
+    raise ConfigError(f"cannot build the compiled hook client with {' '.join(compiler)}: {built or 'unknown error'}")
+
+
+def _c_build() -> tuple[list[str], str, Path]:
+    """(the compiler, the client's C source, where its build is cached: keyed by the source,
+    the compiler and the flags). Raises ConfigError when there is no compiler."""
     compiler = c_compiler()
     if not compiler:
         raise ConfigError("no C compiler found ($CC, cc, gcc or clang)")
@@ -86,17 +102,16 @@ def build_c_client() -> Path:
     except OSError as e:
         raise ConfigError(f"C compiler {compiler[0]!r}: {e.strerror}") from None
     key = hashlib.sha256("\0".join([source, *compiler, ident, str(MAX_SOCKET_PATH), repr(C_FLAGS)]).encode()).hexdigest()[:20]
-    cache = Path(platformdirs.user_cache_dir("hookd")) / "hook-client"
-    out = cache / f"hook-client-c-{key}"
-    if os.access(out, os.X_OK):
-        return out
+    return compiler, source, Path(platformdirs.user_cache_dir("hookd")) / "hook-client" / f"hook-client-c-{key}"
+
+
+def c_build_path() -> Path | None:
+    """Where this hookd's compiled hook client is cached once built (it may not be yet); None
+    without a C compiler. Builds nothing."""
     try:
-        built = build_program(cache, compiler, source, out)
-    except OSError as e:  # the cache cannot be written (read-only home directory, full disk)
-        raise ConfigError(f"cannot build the compiled hook client in {cache}: {e.strerror or e}") from None
-    if isinstance(built, Path):
-        return built
-    raise ConfigError(f"cannot build the compiled hook client with {' '.join(compiler)}: {built or 'unknown error'}")
+        return _c_build()[2]
+    except ConfigError:
+        return None
 
 
 def _runs(exe: Path) -> str | None:
@@ -237,9 +252,14 @@ def client_argv(command: str) -> list[str]:
     return words[words.index("exec") + 1:]
 
 
+def client_text(home: Home) -> str:
+    """The home's bash hook client script as this hookd writes it (the home's path baked in)."""
+    return client_template().replace("@HOOKD_HOME@", shlex.quote(os.fspath(home.root)))
+
+
 def write_client(home: Home) -> Path:
     """(Re)write the home's bash hook client script (0700) with the home's path baked in."""
-    text = client_template().replace("@HOOKD_HOME@", shlex.quote(os.fspath(home.root)))
+    text = client_text(home)
     path = home.client_script
     try:
         if path.read_text() == text:

@@ -1,0 +1,164 @@
+"""What `hookd run` and `hookd continue` do, without the command line: arm a builder's hooks,
+start its agent (:mod:`hookd.runner`) and have the daemon record it, refused while the builder
+has a live session. The CLI (:mod:`hookd.cli_run`) and the Python API (:mod:`hookd.api`) both
+call :func:`start` and :func:`resume`.
+
+Errors: :class:`hookd.errors.ConfigError` (exit 2: bad options, no program, no tmux),
+:class:`hookd.errors.Conflict` (exit 2: a live session), :class:`hookd.errors.NotFound` (no
+session to continue), :class:`hookd.errors.DaemonNotRunning` (exit 3).
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from hookd.client import Client
+from hookd.config import Home, check_builder_id
+from hookd.errors import ConfigError, Conflict, NotFound
+
+
+def _seg(value: str) -> str:
+    return urllib.parse.quote(value, safe="")
+
+
+def launcher(harness: str) -> Any:
+    """The harness's :class:`hookd.harness.launch.Launcher`; ConfigError when hookd cannot start it."""
+    from hookd.harness.registry import ADAPTERS
+
+    adapter = ADAPTERS.get(harness)
+    found = adapter.launchers.get(harness) if adapter is not None else None
+    if found is None:
+        known = sorted(h for a in set(ADAPTERS.values()) for h in a.launchers)
+        raise ConfigError(f"hookd cannot start {harness} agents (it starts: {', '.join(known)}); "
+                          f"spawn the builder (hookd spawn) and start its agent yourself")
+    return found
+
+
+def view(client: Client, builder: str) -> dict[str, Any]:
+    """``GET /v1/builders/B/run``: the builder's newest run, what makes it live, its last session."""
+    check_builder_id(builder)
+    return client.get(f"/v1/builders/{_seg(builder)}/run")
+
+
+def refuse_live(v: Mapping[str, Any]) -> None:
+    """Raise Conflict when the builder's run view says a new session would be refused."""
+    if v.get("refusal"):
+        raise Conflict(v["refusal"])
+
+
+def arm(home: Home, client: Client, builder: str, harness: str, worktree: str,
+        git_worktree: dict[str, Any] | None) -> None:
+    """Spawn ``builder``'s hooks into ``worktree`` (:func:`hookd.spawn.spawn`, as `hookd spawn`
+    does), with the options of its last spawn when it was spawned for the same harness, and
+    tell the daemon (``POST /v1/builders/B/spawned``)."""
+    from hookd.spawn import read_manifest, spawn
+
+    old = read_manifest(home, builder)
+    kw: dict[str, Any] = {}
+    if old is not None and old.get("harness") == harness:
+        d = old.get("default_answer") or {}
+        kw = {"deadline_ms": old.get("deadline_ms"), "wake_wait_s": old.get("wake_wait_s", 0),
+              "hold_s": old.get("hold_s", 900), "mcp": old.get("mcp") is not None,
+              "transport": old.get("transport", "sh"), "default_answer_after_s": d.get("after_s"),
+              "default_answer": d.get("label")}
+    spawn(home, builder, worktree=Path(worktree), harness=harness, git_worktree=git_worktree, **kw)
+    client.post_json(f"/v1/builders/{_seg(builder)}/spawned", {}, timeout=5)
+
+
+def _record(home: Home, client: Client, builder: str, harness: str, *, headless: bool, worktree: str,
+            argv: list[str], session_id: str | None, resumes: str | None, environ: Mapping[str, str]) -> dict[str, Any]:
+    """Start ``argv`` for ``builder`` (tmux, or headless) in ``worktree`` and record it with the
+    daemon; a refusal there (another live session) ends what was started. Returns the run."""
+    from hookd import runner
+
+    started = (runner.start_headless if headless else runner.start_interactive)(home, builder, argv, worktree, environ)
+    body = {"harness": harness, "mode": "headless" if headless else "interactive", "argv": argv,
+            "worktree": worktree, "session_id": session_id, "resumes": resumes, **started}
+    try:
+        return client.post_json(f"/v1/builders/{_seg(builder)}/started", body, timeout=10)["run"]
+    except BaseException:  # refused (a live session), or the daemon gone: no agent runs unrecorded
+        runner.stop_process(started["pid"], started["pid_started_at"], 5.0)
+        raise
+
+
+def start(home: Home, client: Client, builder: str, *, worktree: str | os.PathLike[str] | None = None,
+          branch: str | None = None, harness: str | None = None, headless: bool = False, prompt: str | None = None,
+          agent_args: Sequence[str] = (), cwd: str | None = None,
+          environ: Mapping[str, str] | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """`hookd run`: arm ``builder``'s hooks and start its agent; returns (the run as the daemon
+    recorded it, the git worktree made for ``branch`` or None). worktree: where it runs
+    (default: its spawned worktree, else ``cwd``); branch: a git worktree of it made from the
+    repository at ``cwd`` instead; harness: default its spawned one, else ``claude-code``;
+    headless: the print mode, which needs ``prompt``; cwd: default the current directory;
+    environ: the agent's environment (default this process's)."""
+    from hookd import runner
+    from hookd.spawn import read_manifest
+
+    env = dict(os.environ if environ is None else environ)
+    cwd = cwd or os.getcwd()
+    if worktree is not None and branch is not None:
+        raise ConfigError("give --worktree DIR or --git-worktree BRANCH, not both")
+    check_builder_id(builder)
+    old = read_manifest(home, builder)
+    harness = harness or (old or {}).get("harness") or "claude-code"
+    launch = launcher(harness)
+    if headless and not prompt:
+        raise ConfigError("--headless needs a prompt: --prompt TEXT, or --prompt - to read it from standard input")
+    program = runner.find_program(launch, env)
+    refuse_live(view(client, builder))  # (before anything is made: also a daemon that is not running)
+    with runner.builder_lock(home, builder):
+        refuse_live(view(client, builder))
+        git_rec = None
+        if branch is not None:
+            git_rec = runner.git_worktree_add(home, builder, branch, cwd)
+            where = git_rec["path"]
+        elif worktree is not None:
+            where = os.path.realpath(worktree)
+        else:
+            where = (old or {}).get("worktree") or os.path.realpath(cwd)
+        arm(home, client, builder, harness, where, git_rec)
+        sid = str(uuid.uuid4()) if launch.names_session else None
+        args = launch.headless(agent_args, prompt or "", sid) if headless else launch.interactive(agent_args, prompt, sid)
+        run = _record(home, client, builder, harness, headless=headless, worktree=where, argv=[program, *args],
+                      session_id=sid, resumes=None, environ=env)
+    return run, git_rec
+
+
+def resume(home: Home, client: Client, builder: str, *, prompt: str | None = None, headless: bool | None = None,
+           agent_args: Sequence[str] = (), environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """`hookd continue`: a new session of an ended ``builder`` resuming its last session, in
+    that session's directory, run as its last run was unless ``headless`` says; its hooks
+    armed again first. Returns the run. NotFound when it has no session."""
+    from hookd import runner
+    from hookd.spawn import read_manifest
+
+    env = dict(os.environ if environ is None else environ)
+    v = view(client, builder)
+    refuse_live(v)
+    last, prev = v.get("last_session"), v.get("run")
+    sid = (last or {}).get("session_id") or (prev or {}).get("session_id") or (prev or {}).get("resumes")
+    if not sid:
+        raise NotFound(f"{builder} has no session to continue: start it with hookd run {builder}")
+    harness = (last or {}).get("harness") or (prev or {}).get("harness") or "claude-code"
+    launch = launcher(harness)
+    if headless is None:
+        headless = bool(prev and prev["mode"] == "headless")
+    if headless and not prompt:
+        raise ConfigError("--headless needs a prompt: --prompt TEXT, or --prompt - to read it from standard input")
+    m = read_manifest(home, builder)
+    # the session's own directory: where the harness finds it to resume
+    where = (last or {}).get("cwd") or (m or {}).get("worktree") or (prev or {}).get("worktree")
+    if not where or not os.path.isdir(where):
+        raise ConfigError(f"{builder}'s worktree {where or '(unknown)'} is gone: its session cannot be resumed there")
+    program = runner.find_program(launch, env)
+    with runner.builder_lock(home, builder):
+        refuse_live(view(client, builder))
+        arm(home, client, builder, harness, where, None)
+        return _record(home, client, builder, harness, headless=headless, worktree=where,
+                       argv=[program, *launch.resume(sid, agent_args, prompt, headless)], session_id=None,
+                       resumes=sid, environ=env)

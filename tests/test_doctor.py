@@ -1,0 +1,264 @@
+"""`hookd doctor` (issue 23, item 5): every check passing on a sound set-up, then each one
+failing once on a set-up broken for it (real files: spawn's settings, the hook client, a
+program standing in for the harness's with its ``--version``, Claude Code's and Codex's user
+configs; a real daemon for the session checks), with its exact lines and fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hookd.client import Client
+from hookd.config import Home
+from hookd.spawn import spawn
+
+from .conftest import TUI, hookd_cli, hookd_run, run_hook, settings_command
+
+
+@pytest.fixture
+def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """A sound set-up: b1 spawned (bash client) into ``tmp/w``, a ``claude`` that says it is
+    2.1.332, Claude Code's trust of ``tmp`` (above the worktree) in ``$HOME/.claude.json``."""
+    monkeypatch.setenv("HOOKD_HOOK_CLIENT", "bash")
+    monkeypatch.setenv("HOME", os.fspath(tmp_path / "user"))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    exe = tmp_path / "bin" / "claude"
+    exe.parent.mkdir()
+    exe.write_text("#!/bin/sh\necho '2.1.332 (Claude Code)'\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("HOOKD_CLAUDE_BIN", os.fspath(exe))
+    (tmp_path / "user").mkdir()
+    (tmp_path / "user" / ".claude.json").write_text(json.dumps(
+        {"projects": {os.path.realpath(tmp_path): {"hasTrustDialogAccepted": True}}}))
+    w = tmp_path / "w"
+    w.mkdir()
+    home = tmp_path / "home"
+    spawn(Home.resolve(home), "b1", worktree=w, mcp=False)
+    return {"home": home, "w": os.path.realpath(w), "tmp": os.path.realpath(tmp_path), "claude": os.fspath(exe),
+            "settings": w / ".claude" / "settings.local.json", "tmux": shutil.which("tmux")}
+
+
+def _lines(s: dict[str, Any], **overrides: str) -> list[str]:
+    """doctor's lines for the sound set-up with the daemon down; ``overrides``: a check's lines instead."""
+    h, w = s["home"], s["w"]
+    lines = {
+        "daemon": [f"fail  daemon        not running for {h}: hooks are spooled, nothing answers them",
+                   f"      fix:          hookd service install, or in a terminal: hookd --home {h} serve"],
+        "tmux": [f"ok    tmux          {s['tmux']} (hookd run's interactive agents)"],
+        "head": [f"b1 (claude-code, {w})"],
+        "settings": [f"  ok    settings      {w}/.claude/settings.local.json parses"],
+        "entries": ["  ok    entries       hookd's entries for 17 events, as spawn wrote them"],
+        "client": ["  ok    client        the bash hook client, this hookd's"],
+        "version": [f"  ok    version       {s['claude']} is claude-code 2.1.332, the version hookd knows"],
+        "folder_trust": [f"  ok    folder_trust  Claude Code trusts {s['tmp']} (above {w})"],
+        "transcripts": ["  skip  transcripts   needs the daemon"],
+        "armed": ["  skip  armed         needs the daemon"],
+    }
+    for k, v in overrides.items():
+        lines[k] = v.splitlines()
+    return [x for part in lines.values() for x in part]
+
+
+def test_a_sound_set_up_with_the_daemon_down(setup: dict[str, Any]) -> None:
+    r = hookd_run(setup["home"], "doctor")
+    assert r.returncode == 1, r.stderr
+    assert r.stdout.splitlines() == [*_lines(setup), "1 check(s) failed: daemon"]
+    doc = json.loads(hookd_run(setup["home"], "doctor", "--json").stdout)
+    assert doc["ok"] is False
+    assert doc["checks"][0] == {"builder": None, "check": "daemon", "state": "fail",
+                                "detail": f"not running for {setup['home']}: hooks are spooled, nothing answers them",
+                                "fix": f"hookd service install, or in a terminal: hookd --home {setup['home']} serve"}
+    assert doc["checks"][4] == {"builder": "b1", "check": "client", "state": "ok",
+                                "detail": "the bash hook client, this hookd's", "fix": None}
+    assert [c["check"] for c in doc["checks"]] == ["daemon", "tmux", "settings", "entries", "client", "version",
+                                                   "folder_trust", "transcripts", "armed"]
+
+
+def test_settings_that_do_not_parse(setup: dict[str, Any]) -> None:
+    setup["settings"].write_text("{not json")
+    fix = f"hookd --home {setup['home']} spawn b1 --worktree {setup['w']} --no-mcp"
+    r = hookd_run(setup["home"], "doctor", "b1")
+    assert r.stdout.splitlines() == [*_lines(
+        setup,
+        settings=f"  fail  settings      {setup['settings']} is no longer JSON: the agent reads no hook from it\n"
+                 f"        fix:          {fix}",
+        entries="  skip  entries       the settings file does not parse"), "2 check(s) failed: daemon, b1 settings"]
+
+
+def test_an_entry_edited_and_one_gone(setup: dict[str, Any]) -> None:
+    data = json.loads(setup["settings"].read_text())
+    del data["hooks"]["Stop"]
+    data["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"] = 1
+    setup["settings"].write_text(json.dumps(data))
+    fix = f"hookd --home {setup['home']} spawn b1 --worktree {setup['w']} --no-mcp"
+    r = hookd_run(setup["home"], "doctor", "b1")
+    assert r.stdout.splitlines() == [*_lines(
+        setup, entries=f"  fail  entries       hookd's entries for Stop are gone; hookd's entries for PreToolUse were edited "
+                       f"in {setup['settings']}\n        fix:          {fix}"), "2 check(s) failed: daemon, b1 entries"]
+    hookd_run(setup["home"], "spawn", "b1", "--worktree", setup["w"], "--no-mcp")  # the fix mends it
+    assert hookd_run(setup["home"], "doctor", "b1").stdout.splitlines() == [*_lines(setup), "1 check(s) failed: daemon"]
+
+
+@pytest.mark.parametrize("breakage, detail", [
+    ("gone", "{script} is missing: every hook is a silent no-op"),
+    ("other", "{script} was written by another hookd than this 0.1.0"),
+])
+def test_the_hook_client_missing_or_another_hookds(setup: dict[str, Any], breakage: str, detail: str) -> None:
+    script = setup["home"] / "bin" / "hook-client"
+    if breakage == "gone":
+        script.unlink()
+    else:
+        script.write_text(script.read_text() + "# an older hookd's\n")
+    fix = f"hookd --home {setup['home']} spawn b1 --worktree {setup['w']} --no-mcp"
+    r = hookd_run(setup["home"], "doctor", "b1")
+    assert r.stdout.splitlines() == [*_lines(
+        setup, client=f"  fail  client        {detail.format(script=script)}\n        fix:          {fix}"),
+        "2 check(s) failed: daemon, b1 client"]
+
+
+def test_a_harness_version_the_adapter_does_not_know_and_a_missing_program(
+        setup: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    Path(setup["claude"]).write_text("#!/bin/sh\necho '2.1.400 (Claude Code)'\n")
+    r = hookd_run(setup["home"], "doctor", "b1")
+    assert r.stdout.splitlines() == [*_lines(
+        setup, version=f"  fail  version       {setup['claude']} is claude-code 2.1.400; hookd's adapter knows 2.1.332\n"
+                       "        fix:          install claude-code 2.1.332, or set HOOKD_CLAUDE_BIN to a 2.1.332 program"),
+        "2 check(s) failed: daemon, b1 version"]
+    monkeypatch.delenv("HOOKD_CLAUDE_BIN")
+    monkeypatch.setenv("PATH", os.fspath(tmp_path / "nowhere") + os.pathsep + os.path.dirname(setup["tmux"]))
+    r = hookd_run(setup["home"], "doctor", "b1")
+    assert "  skip  version       not found: claude is not on PATH: install it, or set HOOKD_CLAUDE_BIN to its path" \
+        in r.stdout.splitlines()
+
+
+def test_claude_codes_folder_trust_and_no_tmux(setup: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+                                               tmp_path: Path) -> None:
+    (tmp_path / "user" / ".claude.json").unlink()
+    monkeypatch.setenv("PATH", os.fspath(tmp_path / "nowhere"))
+    r = hookd_run(setup["home"], "doctor", "b1")
+    w = setup["w"]
+    assert r.stdout.splitlines() == [*_lines(
+        setup,
+        tmux="warn  tmux          not on PATH: hookd run starts interactive agents in tmux\n"
+             "      fix:          install tmux (apt-get install tmux; brew install tmux), or use hookd run --headless",
+        folder_trust=f"  warn  folder_trust  Claude Code has not been trusted in {w}: its first start there asks (a trust "
+                     "dialog) and runs no hook until someone accepts\n"
+                     f"        fix:          hookd attach b1 after hookd run and accept it, or start claude in {w} once"),
+        "1 check(s) failed: daemon"]  # (warnings do not fail)
+
+
+def test_codex_hooks_not_trusted(setup: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CODEX_HOME", os.fspath(tmp_path / "codex"))
+    w2 = tmp_path / "w2"
+    w2.mkdir()
+    spawn(Home.resolve(setup["home"]), "c1", worktree=w2, harness="codex")
+    doc = json.loads(hookd_run(setup["home"], "doctor", "c1", "--json").stdout)
+    trust = next(c for c in doc["checks"] if c["check"] == "trust")
+    assert trust["state"] == "fail" and trust["detail"].startswith("project not trusted: ")
+    assert trust["fix"] == f"hookd --home {setup['home']} spawn c1 --worktree {os.path.realpath(w2)} --harness codex --trust"
+    hookd_run(setup["home"], "spawn", "c1", "--worktree", os.fspath(w2), "--harness", "codex", "--trust")
+    doc = json.loads(hookd_run(setup["home"], "doctor", "c1", "--json").stdout)
+    assert next(c for c in doc["checks"] if c["check"] == "trust")["state"] == "ok"
+    assert [c["check"] for c in doc["checks"] if c["builder"] == "c1"] == [
+        "settings", "entries", "client", "version", "trust", "transcripts", "armed"]
+
+
+def test_a_builder_that_is_not_spawned(setup: dict[str, Any]) -> None:
+    r = hookd_run(setup["home"], "doctor", "nobody")
+    assert (r.returncode, r.stderr) == (
+        1, "hookd: nobody is not spawned (hookd spawn nobody --worktree DIR, or hookd run nobody)\n")
+
+
+# --- with the daemon: the session's checks ------------------------------------------------------
+
+
+def _hook(s: dict[str, Any], name: str, **changes: Any) -> None:
+    p = json.loads((TUI / name).read_bytes())
+    p.update(cwd=s["w"], **changes)
+    r = run_hook(settings_command(s["settings"], p["hook_event_name"]), json.dumps(p).encode(), Path(s["w"]))
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.daemon
+def test_every_check_passes_then_the_session_checks_fail(setup: dict[str, Any], tmp_path: Path) -> None:
+    from hookd.daemonproc import DaemonProcess
+
+    d = DaemonProcess(setup["home"]).start()
+    try:
+        folder = tmp_path / "projects"
+        folder.mkdir()
+        _hook(setup, "001-SessionStart.json", session_id="s-1", transcript_path=os.fspath(folder / "s-1.jsonl"))
+        r = hookd_cli(setup["home"], "doctor")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert r.stdout.splitlines() == [*_lines(
+            setup, daemon="ok    daemon        running: hookd 0.1.0, as this CLI",
+            transcripts=f"  ok    transcripts   {folder} readable", armed="  ok    armed         session s-1 sent hooks"),
+            "every check passed (9 ok)"]
+
+        # a new session whose folder is gone; then an agent hookd started that sent no hook yet
+        _hook(setup, "001-SessionStart.json", session_id="s-2", transcript_path=os.fspath(tmp_path / "gone" / "s-2.jsonl"))
+        sleeper = subprocess.Popen(["sleep", "60"], start_new_session=True)
+        try:
+            import psutil
+
+            Client(Home.resolve(setup["home"])).post_json("/v1/builders/b1/started", {
+                "harness": "claude-code", "mode": "headless", "pid": sleeper.pid, "argv": ["claude"],
+                "pid_started_at": psutil.Process(sleeper.pid).create_time(), "log_path": "/dev/null"})
+            r = hookd_cli(setup["home"], "doctor", "b1")
+        finally:
+            sleeper.kill()
+            sleeper.wait()
+        assert r.returncode == 1
+        gone = tmp_path / "gone"
+        assert r.stdout.splitlines() == [*_lines(
+            setup, daemon="ok    daemon        running: hookd 0.1.0, as this CLI",
+            transcripts=f"  fail  transcripts   {gone} is missing: hookd cannot read the transcript (no adoption proven, "
+                        f"no fallback)\n        fix:          give this user read access to {gone}",
+            armed=f"  fail  armed         the agent hookd started (pid {sleeper.pid}) has sent no hook yet\n"
+                  "        fix:          wait for its first hook, or look: hookd attach b1"),
+            "2 check(s) failed: b1 transcripts, b1 armed"]
+    finally:
+        d.stop()
+
+
+def test_a_daemon_older_than_the_cli(tmp_path: Path) -> None:
+    from hookd.doctor import machine_checks
+
+    [daemon, _] = machine_checks(Home.resolve(tmp_path / "home"), {"version": "0.0.9"})
+    assert daemon == {"builder": None, "check": "daemon", "state": "fail",
+                      "detail": "runs hookd 0.0.9, this CLI is hookd 0.1.0: the daemon predates the install",
+                      "fix": "restart the daemon (hookd service install restarts the service)"}
+
+
+@pytest.mark.daemon
+def test_a_session_known_only_from_its_transcript_is_not_armed(setup: dict[str, Any], tmp_path: Path) -> None:
+    from hookd.daemonproc import DaemonProcess
+
+    from .conftest import FIXTURES
+
+    rows = (FIXTURES / "tui-ask-answered-at-terminal" / "transcript.jsonl").read_text()
+    sid = json.loads(rows.splitlines()[0])["sessionId"]
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    (folder / f"{sid}.jsonl").write_text(rows)
+    d = DaemonProcess(setup["home"]).start()
+    try:
+        Client(Home.resolve(setup["home"])).post_json("/v1/builders/b1/transcripts", {"paths": [os.fspath(folder / f"{sid}.jsonl")]})
+        r = hookd_cli(setup["home"], "doctor", "b1")
+    finally:
+        d.stop()
+    assert r.returncode == 1
+    assert r.stdout.splitlines() == [*_lines(
+        setup, daemon="ok    daemon        running: hookd 0.1.0, as this CLI",
+        transcripts=f"  ok    transcripts   {folder} readable",
+        armed=f"  fail  armed         session {sid} sent no hook since it started (known from its transcript only): it "
+              "started before its hooks were written\n"
+              "        fix:          restart the agent: hookd stop b1 && hookd continue b1 (or /hooks in Claude Code, or "
+              "start it again)"),
+        "1 check(s) failed: b1 armed"]
