@@ -53,10 +53,12 @@ def _prompt_text(prompt: str | None) -> str | None:
     return prompt
 
 
-def _arm(ctx: click.Context, builder: str, harness: str, worktree: str, git_worktree: dict[str, Any] | None) -> None:
+def _arm(ctx: click.Context, builder: str, harness: str, worktree: str, git_worktree: dict[str, Any] | None,
+         trust: bool = False) -> None:
     """Spawn ``builder``'s hooks into ``worktree`` (hookd.spawn.spawn, as `hookd spawn` does),
     with the options of its last spawn when it was spawned for the same harness, and tell the
-    daemon (``POST /v1/builders/B/spawned``)."""
+    daemon (``POST /v1/builders/B/spawned``). ``trust``: `hookd spawn --trust` (Codex); a
+    harness whose hooks stay untrusted gets a warning on stderr (they would not run)."""
     from hookd.spawn import read_manifest, spawn
 
     old = read_manifest(ctx.obj, builder)
@@ -67,8 +69,12 @@ def _arm(ctx: click.Context, builder: str, harness: str, worktree: str, git_work
               "hold_s": old.get("hold_s", 900), "mcp": old.get("mcp") is not None,
               "transport": old.get("transport", "sh"), "default_answer_after_s": d.get("after_s"),
               "default_answer": d.get("label")}
-    spawn(ctx.obj, builder, worktree=Path(worktree), harness=harness, git_worktree=git_worktree, **kw)
+    m = spawn(ctx.obj, builder, worktree=Path(worktree), harness=harness, git_worktree=git_worktree, trust=trust, **kw)
     _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/spawned", {}, timeout=5)
+    t = m.get("trust")
+    if t and not t.get("written"):
+        _out(f"hookd: warning: {t['label']} skips hookd's hooks without a word until they are trusted: run with"
+             f" --trust (or see hookd spawn {builder} --harness {harness})", err=True)
 
 
 def _start(ctx: click.Context, builder: str, harness: str, *, headless: bool, worktree: str, argv: list[str],
@@ -120,12 +126,15 @@ _AGENT_ARGS = click.argument("agent_args", nargs=-1, type=click.UNPROCESSED, met
               help="Make a git worktree of BRANCH (created from HEAD when new) of the current directory's repository, "
                    "under HOOKD_HOME/worktrees/BUILDER, and start there (unspawn --remove-worktree removes it).")
 @click.option("--harness", default=None, help="The agent [default: the builder's spawned harness, else claude-code].")
-@click.option("--headless", is_flag=True, help="The harness's print mode (claude -p): output to HOOKD_HOME/logs/BUILDER.log.")
+@click.option("--headless", is_flag=True,
+              help="The harness's print mode (claude -p, codex exec): output to HOOKD_HOME/logs/BUILDER.log.")
 @click.option("--prompt", metavar="TEXT", help="The first prompt ('-': read it from standard input). Headless needs one.")
+@click.option("--trust", is_flag=True,
+              help="codex: also trust the worktree and hookd's hooks in $CODEX_HOME/config.toml, as hookd spawn --trust.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
 @click.pass_context
 def run(ctx: click.Context, builder: str, agent_args: tuple[str, ...], worktree: Path | None, branch: str | None,
-        harness: str | None, headless: bool, prompt: str | None, as_json: bool) -> None:
+        harness: str | None, headless: bool, prompt: str | None, trust: bool, as_json: bool) -> None:
     """Arm BUILDER's hooks, then start its agent: in a tmux session named after it (hookd attach), or headless.
 
     Arguments after `--` go to the agent (`hookd run b1 -- --permission-mode default`). Refused while
@@ -156,7 +165,7 @@ def run(ctx: click.Context, builder: str, agent_args: tuple[str, ...], worktree:
             where = os.path.realpath(worktree)
         else:
             where = (old or {}).get("worktree") or os.path.realpath(os.getcwd())
-        _arm(ctx, builder, harness, where, git_rec)
+        _arm(ctx, builder, harness, where, git_rec, trust)
         sid = str(uuid.uuid4()) if launcher.names_session else None
         args = (launcher.headless(agent_args, text or "", sid) if headless
                 else launcher.interactive(agent_args, text, sid))
