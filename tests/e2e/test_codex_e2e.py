@@ -14,7 +14,8 @@ prompt is needed: ``exec`` never asks), and what reached the model read from the
 - a message sent while the model writes its last reply goes on the turn as a Stop block.
 - a whole run with the daemon down: spooled, ingested once;
 - a session whose hooks never ran (untrusted), found from its rollout (``hooks_unarmed``);
-- `hookd run --harness codex --headless` and `hookd continue` (``codex exec``, ``codex exec resume``).
+- `hookd run --harness codex`: its TUI in hookd's tmux (``--no-daemon``) stopped by `hookd stop`;
+  `--headless` and `hookd continue` (``codex exec``, ``codex exec resume``).
 """
 
 from __future__ import annotations
@@ -284,19 +285,46 @@ def test_a_session_with_no_hook_is_detected_from_its_rollout(rig: Rig) -> None:
     assert rig.hooks() == []
 
 
+def hookd_in(rig: Rig, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m hookd --home HOME ARGS`` in the project, in Codex's environment plus
+    ``HOOKD_CODEX_BIN`` (the agent hookd starts inherits it, as it would a user's shell's)."""
+    env = {**rig.env, "HOOKD_CODEX_BIN": str(rig.codex_bin)}
+    return subprocess.run([sys.executable, "-m", "hookd", "--home", str(rig.home), *args], env=env, cwd=rig.proj,
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False)
+
+
+def test_hookd_run_starts_the_codex_tui_in_its_own_process_and_stop_ends_it(rig: Rig) -> None:
+    """`hookd run B --harness codex --trust --prompt P`: ``codex --no-daemon -- P`` in hookd's
+    tmux; its hooks reach hookd and the prompt reaches the model; `hookd stop` ends the lane, and
+    Codex left no background app server (no copy of itself under ``$CODEX_HOME/packages``)."""
+    rig.api.set_script({"turns": ["FIN-TUI-RUN"]})
+    try:
+        p = hookd_in(rig, "run", B, "--harness", "codex", "--trust", "--worktree", str(rig.proj), "--prompt", "hello tui")
+        assert p.returncode == 0 and p.stdout.startswith(f"started {B} (codex) in tmux session {B}, pid "), p
+        wait_until(lambda: "Stop" in rig.hooks(), 60, 0.1, "the TUI's turn in hookd")
+        assert rig.hooks()[:2] == ["SessionStart", "UserPromptSubmit"]
+        assert rig.api.main_requests()[0].user_texts()[-1] == "hello tui"
+        p = hookd_in(rig, "stop", B)
+        assert p.returncode == 0, p.stderr
+        wait_until(lambda: rig.events("builder_stopped"), 30, 0.1, "builder_stopped")
+    finally:  # whatever failed, hookd's tmux server (and the TUI in it) goes with the test
+        subprocess.run(["tmux", "-S", str(rig.home / "run" / "hookd.tmux"), "kill-server"], capture_output=True,
+                       check=False)
+    (item,) = json.loads(hookd_in(rig, "ls", "--json").stdout)
+    assert (item["run"]["mode"], item["lane"]) == ("interactive", "ended"), item
+    assert not (Path(rig.env["CODEX_HOME"]) / "packages").exists()
+
+
 def test_hookd_run_starts_codex_headless_and_continue_resumes_it(rig: Rig) -> None:
     """`hookd run B --harness codex --headless --trust --prompt P -- --skip-git-repo-check`:
     ``codex exec`` started by hookd in the caller's environment, its hooks (trusted by the run)
     reaching hookd, the session learnt from them, the lane ended at its exit; then `hookd
     continue B --prompt Q` resumes that session headless (``codex exec resume``)."""
-    env = {**rig.env, "HOOKD_CODEX_BIN": str(rig.codex_bin)}
-
     def hookd(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "hookd", "--home", str(rig.home), *args], env=env, cwd=rig.proj,
-                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False)
+        return hookd_in(rig, *args)
 
     def ended(n: int) -> list[dict[str, Any]]:
-        stops = [e for e in rig.events("builder_stopped")]
+        stops = rig.events("builder_stopped")
         return stops if len(stops) == n else []
     rig.api.set_script({"turns": [[call("exec_command", {"cmd": "echo hi"}, "call_CX_R1")], "FIN-RUN", "FIN-CONT"]})
     p = hookd("run", B, "--harness", "codex", "--headless", "--trust", "--worktree", str(rig.proj),
