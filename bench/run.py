@@ -13,7 +13,11 @@ interleaved round-robin so every command sees the same machine conditions:
   runs every command hook via ``sh -c``, and the generated command execs its client);
 - each client's full round trip (spawn to exit), raw and via ``sh -c "<command>"``, with the
   recorded 521-byte Bash PreToolUse and the 1.4 KB AskUserQuestion PostToolUse on a pipe;
-- fail-open: each client's command for a builder whose daemon is not running (it spools).
+- fail-open: each client's command for a builder whose daemon is not running (it spools);
+- Codex's hook command (``hookd spawn --harness codex``: the same client, Codex's route), raw
+  and via ``bash -c "<command>"`` (Codex 0.171.0 runs its command hooks with bash), with the
+  recorded 494-byte Bash PreToolUse and the 904-byte request_user_input PostToolUse, against
+  the judged client's bare start (raw, and ``bash -c "exec ..."``).
 
 Then the daemon side alone: a Python client posting the PreToolUse payload sequentially over
 one keep-alive TCP connection, and with a new connection per hook over the Unix socket (as
@@ -24,7 +28,8 @@ Budget (exit 1 when missed), for the client spawn writes by default (the compile
 bash one when no compiler builds it), for both payloads: round trip median <= 2x the median of
 its own floor, raw (client vs its bare start) and via sh -c (``sh -c "<command>"`` vs
 ``sh -c "exec <floor>"``); and fail-open median <= 50 ms for both clients. Reported beside
-it, not judged: the other client's ratios, and the compiled client against ``bash -c true``.
+it, not judged: the other client's ratios, the compiled client against ``bash -c true``, and
+Codex's command's ratios (the same client as the judged one: docs/benchmarks.md).
 With --gap-ms N, every measured run starts after N ms of idle (floors and clients alike): the
 daemon and the CPUs are cold, as between an agent's tool calls. The default (0) runs back to
 back, the daemon as warm as it gets. With --profile (or when the budget is missed): strace -c and a -ttt milestone timeline of
@@ -59,6 +64,9 @@ from hookd.spawn import build_program, bash_path, c_compiler, client_argv, spawn
 HOOKS = REPO / "fixtures" / "claude-code" / "2.1.332" / "tui-ask-answered-at-terminal" / "hooks"
 BASH_PRE = HOOKS / "004-PreToolUse.json"   # 521 B, Bash
 AUQ_POST = HOOKS / "010-PostToolUse.json"  # 1.4 KB, AskUserQuestion answered
+CODEX = REPO / "fixtures" / "codex" / "0.171.0"
+CX_PRE = CODEX / "exec-bash-hooks" / "hooks" / "005-PreToolUse.json"  # 494 B, Bash
+CX_POST = CODEX / "app-request-user-input" / "hooks" / "002-PostToolUse.json"  # 904 B, request_user_input answered
 ROUND_TRIP_FACTOR = 2.0
 FAIL_OPEN_MS = 50.0
 DEVNULL = os.open(os.devnull, os.O_WRONLY)
@@ -244,6 +252,7 @@ def segment_profile(client: Path, argv_tail: list[str], payload: bytes, cwd: str
 
 
 PAYLOADS = ("521 B", "1.4 KB")
+CX_PAYLOADS = ("494 B", "904 B")
 
 
 def build_noop(tmp: Path) -> list[str] | None:
@@ -257,12 +266,12 @@ def build_noop(tmp: Path) -> list[str] | None:
     return [os.fspath(built)] if isinstance(built, Path) else None
 
 
-def spawn_with(home: Path, builder: str, settings: Path, kind: str) -> dict[str, Any]:
-    """`hookd spawn` with HOOKD_HOOK_CLIENT=kind."""
+def spawn_with(home: Path, builder: str, settings: Path | None, kind: str, **kw: Any) -> dict[str, Any]:
+    """`hookd spawn` with HOOKD_HOOK_CLIENT=kind (``kw``: spawn's other arguments)."""
     old = os.environ.get("HOOKD_HOOK_CLIENT")
     os.environ["HOOKD_HOOK_CLIENT"] = kind
     try:
-        return spawn(Home.resolve(home), builder, settings_file=settings)
+        return spawn(Home.resolve(home), builder, settings_file=settings, **kw)
     finally:
         if old is None:
             del os.environ["HOOKD_HOOK_CLIENT"]
@@ -298,6 +307,7 @@ def main() -> int:
     if judged == "compiled":
         commands["bash"] = spawn_with(home, "bench-bash", tmp / "settings-bash.json", "bash")["command"]
         down["bash"] = spawn_with(down_home, "bench-bash", tmp / "settings-down-bash.json", "bash")["command"]
+    codex_command = spawn_with(home, "bench-codex", None, "auto", worktree=wt, harness="codex")["command"]
     floors = {"bash": [bash, "-c", "true"]}
     if noop:
         floors["compiled"] = noop
@@ -312,6 +322,11 @@ def main() -> int:
             cases[f"{kind} client sh -c, {payload_name}"] = ([sh, "-c", command], payload)
     for kind, command in down.items():
         cases[f"{kind} fail-open sh -c (no daemon)"] = ([sh, "-c", command], pre)
+    # Codex's command: the judged client on Codex's route, run by Codex with bash -c
+    cases[f'floor {judged}: bash -c "exec ..."'] = ([bash, "-c", "exec " + " ".join(shlex.quote(a) for a in floors[judged])], pre)
+    for payload_name, payload in zip(CX_PAYLOADS, (CX_PRE.read_bytes(), CX_POST.read_bytes())):
+        cases[f"codex {judged} client raw, {payload_name}"] = (client_argv(codex_command), payload)
+        cases[f"codex {judged} client bash -c, {payload_name}"] = ([bash, "-c", codex_command], payload)
 
     samples: dict[str, list[float]] = {k: [] for k in cases}
     daemon = DaemonProcess(home)
@@ -319,7 +334,7 @@ def main() -> int:
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "bash": bash, "sh": os.path.realpath(sh),
                     "uname": " ".join(os.uname()[i] for i in (0, 2, 4)), "cc": " ".join(c_compiler() or ["none"])},
         "runs": args.runs, "warmup": args.warmup, "gap_ms": args.gap_ms, "payload_bytes": {"pre": len(pre), "post": len(post)},
-        "judged": judged, "commands_spawned": commands,
+        "judged": judged, "commands_spawned": commands, "codex_command": codex_command,
     }
     try:
         daemon.start()
@@ -348,7 +363,7 @@ def main() -> int:
         # every live run was stored: 4 client cases per client per round, plus the daemon-side requests
         st = daemon.client().get("/v1/status")
         result["hook_events_stored"] = st["counts"]["hook_events"]
-        want = 4 * len(commands) * (args.warmup + args.runs) + 4 * args.daemon_requests
+        want = 4 * (len(commands) + 1) * (args.warmup + args.runs) + 4 * args.daemon_requests  # (+1: Codex's)
         if st["counts"]["hook_events"] != want or st["counts"]["spooled"]:
             raise SystemExit(f"daemon stored {st['counts']} hook events, expected {want} and nothing spooled")
         budget, ok = evaluate(result, floors)
@@ -392,6 +407,14 @@ def evaluate(result: dict[str, Any], floors: dict[str, list[str]]) -> tuple[list
                     budget.append({"check": name, "ratio": ratio, "limit": ROUND_TRIP_FACTOR, "ok": ratio <= ROUND_TRIP_FACTOR})
                 else:
                     info[name] = ratio
+    judged = result["judged"]
+    for payload_name in CX_PAYLOADS:
+        for label, num, den in (
+                (f"codex {judged} raw / its bare start", f"codex {judged} client raw, {payload_name}", floor_raw[judged]),
+                (f"codex {judged} bash -c / bash -c exec its bare start", f"codex {judged} client bash -c, {payload_name}",
+                 f'floor {judged}: bash -c "exec ..."')):
+            if num in med and den in med:
+                info[f"{label} [{payload_name}]"] = med[num] / med[den]
     for name in med:
         if "fail-open" in name:
             budget.append({"check": f"{name} median ms", "value": med[name], "limit": FAIL_OPEN_MS, "ok": med[name] <= FAIL_OPEN_MS})
@@ -407,6 +430,7 @@ def print_table(r: dict[str, Any]) -> None:
     print(f"{r['runs']} runs per command after {r['warmup']} warm-up, interleaved round-robin{gap}; spawn to exit")
     for kind, command in r["commands_spawned"].items():
         print(f"{kind} client command: {command}")
+    print(f"codex hook command: {r['codex_command']}")
     print()
     w = max(len(k) for k in r["commands"])
     print(f"{'command':<{w}}  {'median':>8} {'p90':>8} {'p99':>8} {'min':>8}  (ms)")

@@ -228,6 +228,10 @@ class Adapter(Protocol):
 
     - ``desk_only``: the harness reads a question's answer at its own terminal (claw's stdin,
       a loop's blocking tool): no hook can carry a remote answer, none is pre-answered or held;
+    - ``questions_at_desk``: the harness's questions (not its permission prompts) are answered
+      only where the agent runs (Codex's ``request_user_input``: its TUI or app-server client,
+      never a hook): a question is never pre-answered or held, a remote answer to one becomes
+      an inbox message; True whenever ``desk_only``;
     - ``sequential_questions``: one tool call at a time per session and no ``tool_use_id`` in
       its hooks: a hook's question is the session's newest one with the same input;
     - ``needs_context``: ``parse`` derives the session from the builder and the hook's cwd (the
@@ -247,6 +251,7 @@ class Adapter(Protocol):
     """
 
     desk_only: bool
+    questions_at_desk: bool
     sequential_questions: bool
     needs_context: bool
     ack_required: bool
@@ -302,6 +307,7 @@ class TranscriptReader(Protocol):
     #: what the ``hooks_unarmed`` event advises for a session that writes but sends no hook
     UNARMED_ADVICE: str
     desk_only: bool
+    questions_at_desk: bool
     sequential_questions: bool
 
     def is_transcript(self, path: str) -> bool:

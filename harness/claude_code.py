@@ -93,6 +93,7 @@ ASK_TOOL = "AskUserQuestion"
 # counts as seen when the transcript or a later hook proves it, and the async Stop hook is an
 # idle wake.
 desk_only = False
+questions_at_desk = False
 sequential_questions = False
 needs_context = False
 ack_required = False

@@ -81,6 +81,8 @@ needs_context = True
 #: Questions are answered only at claw's own terminal (it reads its stdin): no hook can carry
 #: a remote answer, none is pre-answered, none is held.
 desk_only = True
+#: (so are its questions: ``desk_only`` implies it)
+questions_at_desk = True
 #: One tool call at a time per session and no tool_use_id in hooks: a hook's question is the
 #: session's newest one with the same input (see ``docs/decisions.md`` "claw").
 sequential_questions = True

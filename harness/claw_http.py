@@ -56,6 +56,8 @@ SUBAGENT_CONTEXT_EVENTS: frozenset[str] = frozenset()
 needs_context = False
 #: A loop's own blocking question tool reads its answer itself: no hook can carry a remote one.
 desk_only = True
+#: (so are its questions: ``desk_only`` implies it)
+questions_at_desk = True
 #: One tool call at a time; a tool call's id is optional.
 sequential_questions = True
 #: Delivered messages count as consumed only when the loop acks them; unacked ones are

@@ -25,18 +25,22 @@ from hookd.harness.base import (
     Observation,
     Payload,
     PermissionAsked,
+    QuestionAsked,
     RemoteAnswers,
     SessionEnded,
     SessionStarted,
     SubagentStarted,
     SubagentStopped,
     ToolFinished,
+    ToolResultSeen,
     ToolView,
     TurnEnded,
     TurnMovedOn,
     TurnStarted,
     input_hash,
     known_fields_of,
+    question_result,
+    questions_hash,
     text,
 )
 from hookd.harness.codex_hooks import REGISTERED_EVENTS as REGISTERED_EVENTS  # (re-exported)
@@ -47,6 +51,7 @@ from hookd.harness.codex_payloads import (
     PermissionRequest,
     PostToolUse,
     PreCompact,
+    PreToolUse,
     SessionEnd,
     SessionStart,
     Stop,
@@ -67,12 +72,17 @@ VERSION = "0.171.0"
 # Pre/PostToolUse; a delivery counts as seen when the rollout or a later hook proves it; Codex
 # has no asynchronous Stop hook to hold while idle.
 desk_only = False
+#: ``request_user_input`` goes to Codex's TUI or app-server client, never to a hook (no hook
+#: output answers it): a remote answer to it becomes an inbox message, delivered at the next
+#: boundary (docs/decisions.md "Codex: request_user_input is a desk question").
+questions_at_desk = True
 sequential_questions = False
 needs_context = False
 ack_required = False
 idle_wake = False
-#: How `hookd run` starts Codex: none yet (spawn it, then start `codex` by hand).
-launchers: Mapping[str, Launcher] = {}
+#: How `hookd run` / `hookd continue` start Codex: its TUI with ``--no-daemon``, ``codex exec``,
+#: ``codex resume`` / ``codex exec resume`` (:data:`hookd.harness.codex_hooks.LAUNCH`).
+launchers: Mapping[str, Launcher] = {HARNESS: codex_hooks.LAUNCH}
 #: What its hook events mean to the core. Interrupt ends a turn with no Stop after it (the
 #: turn completes ``interrupted``): a ``turn_end``. PreCompact / PostCompact: the
 #: ``Compacting`` observation; SubagentStart: ``SubagentStarted``; Pre/PostModelRequest: none
@@ -166,10 +176,80 @@ def observe(p: Payload) -> list[Observation]:
             input_hash=input_hash(match_input(p.tool_name, p.tool_input)),
             permission_mode=text(p.permission_mode),
         ))
+    elif isinstance(p, (PreToolUse, PostToolUse)) and p.tool_name == ASK_TOOL:
+        obs.append(_question_hook(p))
     elif isinstance(p, PostToolUse):
         obs.append(ToolFinished(tool_use_id=p.tool_use_id, tool_name=p.tool_name, tool_input=p.tool_input,
                                 failed=False, error=None))
     return obs
+
+
+# --- questions (request_user_input) ----------------------------------------------------
+
+#: Codex's ask-the-user tool. Its hooks (PreToolUse, PostToolUse) show it; only the TUI or the
+#: app-server client answers it (``questions_at_desk``).
+ASK_TOOL = "request_user_input"
+
+
+def questions_of(tool_input: Any) -> list[dict[str, Any]]:
+    """``request_user_input``'s ``{"questions": [{"id", "header", "question", "options":
+    [{"label", "description"}]}]}`` in hookd's question shape (Claude Code's: ``question``,
+    ``header``, ``options``, ``multiSelect`` False: Codex takes one answer per question) plus
+    Codex's ``id`` of each (its answers are keyed by it); entries that are not objects with a
+    string ``question`` are left out."""
+    qs = tool_input.get("questions") if isinstance(tool_input, dict) else None
+    out: list[dict[str, Any]] = []
+    for q in qs if isinstance(qs, list) else ():
+        if not isinstance(q, dict) or not isinstance(q.get("question"), str):
+            continue
+        opts = q.get("options")
+        opts = opts if isinstance(opts, list) else []
+        out.append({"question": q["question"], "header": text(q.get("header")), "multiSelect": False,
+                    "options": [{"label": o["label"], "description": text(o.get("description"))}
+                                for o in opts if isinstance(o, dict) and isinstance(o.get("label"), str)],
+                    "id": text(q.get("id"))})
+    return out
+
+
+def answers_by_id(output: Any) -> dict[str, str] | None:
+    """The answers in a ``request_user_input`` call's output, ``{"answers": {"<question id>":
+    {"answers": ["Blue"]}}}`` as a JSON string (what the client replied, as the model, the
+    rollout and PostToolUse get it): question id -> answer string (the items joined by
+    ``", "``: one option label, or free text). None when ``output`` is not that (Codex refused
+    the tool: ``exec``'s "request_user_input is unavailable in Default mode")."""
+    try:
+        obj = decode_json(output.encode()) if isinstance(output, str) else None
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    got = obj.get("answers") if isinstance(obj, dict) else None
+    if not isinstance(got, dict):
+        return None
+    out: dict[str, str] = {}
+    for qid, a in got.items():
+        items = a.get("answers") if isinstance(a, dict) else None
+        if isinstance(items, list):
+            out[qid] = ", ".join(i for i in items if isinstance(i, str))
+    return out
+
+
+def by_question_text(questions: Any, answers: dict[str, str]) -> dict[str, str]:
+    """``answers`` keyed by question id (:func:`answers_by_id`) keyed by question text instead,
+    hookd's answers, against ``questions`` (:func:`questions_of`); ids it has not are left out."""
+    texts: dict[Any, Any] = ({q.get("id"): q.get("question") for q in questions if isinstance(q, dict)}
+                             if isinstance(questions, list) else {})
+    return {texts[k]: v for k, v in answers.items() if isinstance(texts.get(k), str)}
+
+
+def _question_hook(p: PreToolUse | PostToolUse) -> Observation:
+    """PreToolUse of ``request_user_input``: the question is pending (its menu opens at the
+    desk next); PostToolUse: answered there, with what the client replied."""
+    questions = questions_of(p.tool_input)
+    if isinstance(p, PostToolUse):
+        got = answers_by_id(p.tool_response)
+        answers = by_question_text(questions, got) if got is not None else None
+        return question_result(p.tool_use_id, ASK_TOOL, questions, answers, surface="terminal")
+    return QuestionAsked(tool_use_id=p.tool_use_id, tool_name=ASK_TOOL, input_hash=questions_hash(questions),
+                         questions=questions, via=p.hook_event_name, tool_input=p.tool_input)
 
 
 # --- delivery (turn boundaries) -------------------------------------------------------
@@ -248,8 +328,12 @@ def row_root(row: dict[str, Any]) -> str | None:
 
 def transcript_observations(row: dict[str, Any]) -> list[Observation]:
     """What one rollout row tells: an ``event_msg`` ``task_started`` a turn started,
-    ``task_complete`` it ended, ``turn_aborted`` it was interrupted. Pure."""
+    ``task_complete`` it ended, ``turn_aborted`` it was interrupted; a ``response_item``
+    ``function_call`` of ``request_user_input`` a pending question (via ``transcript``), a
+    ``function_call_output`` its end (:func:`call_output`). Pure."""
     payload = row.get("payload")
+    if row.get("type") == "response_item" and isinstance(payload, dict):
+        return _call_row(payload)
     if row.get("type") != "event_msg" or not isinstance(payload, dict):
         return []
     kind = payload.get("type")
@@ -260,6 +344,34 @@ def transcript_observations(row: dict[str, Any]) -> list[Observation]:
     if kind == "turn_aborted":
         return [Interrupted(marker=f"turn_aborted: {text(payload.get('reason')) or '-'}")]
     return []
+
+
+def _call_row(item: dict[str, Any]) -> list[Observation]:
+    call_id = item.get("call_id")
+    if not isinstance(call_id, str):
+        return []
+    if item.get("type") == "function_call" and item.get("name") == ASK_TOOL:
+        try:
+            tool_input = decode_json(item["arguments"].encode()) if isinstance(item.get("arguments"), str) else None
+        except (msgspec.DecodeError, RecursionError):
+            tool_input = None
+        questions = questions_of(tool_input)
+        return [QuestionAsked(tool_use_id=call_id, tool_name=ASK_TOOL, input_hash=questions_hash(questions),
+                              questions=questions, via="transcript", tool_input=tool_input)]
+    if item.get("type") == "function_call_output":
+        return [call_output(call_id, item.get("output"))]
+    return []
+
+
+def call_output(call_id: str, output: Any) -> ToolResultSeen:
+    """A ``function_call_output`` row: the end of call ``call_id`` (the core reads it only for
+    a question's call). Answers keyed by question id (``answers_by_id``: the row does not
+    repeat the questions; the core keys them by text against the pending question's ids); an
+    output that is no answer is Codex refusing the tool (``is_error``, the output as ``error``)."""
+    answers = answers_by_id(output)
+    return ToolResultSeen(tool_use_id=call_id, is_error=answers is None, rejected=False, answers=answers,
+                          questions=None, decision_source=None, answers_by_id=answers is not None,
+                          error=(text(output) or "")[:500] if answers is None else None)
 
 
 def unknown_blocks(row: dict[str, Any]) -> int:

@@ -14,7 +14,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -230,3 +230,38 @@ class _Install:
 
 
 INSTALL = _Install()
+
+
+class _Launch:
+    """`hookd run` / `hookd continue` for Codex 0.171.0 (:class:`hookd.harness.launch.Launcher`):
+    ``codex --no-daemon [ARGS] [-- PROMPT]`` (its terminal UI), ``codex exec [ARGS] -- PROMPT``
+    (one prompt, then exit), ``codex resume --no-daemon [ARGS] ID [-- PROMPT]`` and ``codex exec
+    resume [ARGS] ID -- PROMPT``. ``--no-daemon``: the TUI then runs the session in its own
+    process instead of the shared background app server it starts and leaves running
+    otherwise (docs/harness-codex.md): the process hookd starts, watches and stops is the
+    session, and its hooks run in the environment hookd started it with. Codex names a new
+    session itself (its thread id): hookd learns it from the first hook."""
+
+    program = "codex"
+    program_env = "HOOKD_CODEX_BIN"
+    names_session = False
+
+    def interactive(self, extra: Sequence[str], prompt: str | None, session_id: str | None) -> list[str]:
+        return ["--no-daemon", *extra, *_prompt(prompt)]
+
+    def headless(self, extra: Sequence[str], prompt: str, session_id: str | None) -> list[str]:
+        return ["exec", *extra, *_prompt(prompt)]
+
+    def resume(self, session_id: str, extra: Sequence[str], prompt: str | None, headless: bool) -> list[str]:
+        if headless:
+            return ["exec", "resume", *extra, session_id, *_prompt(prompt)]
+        return ["resume", "--no-daemon", *extra, session_id, *_prompt(prompt)]
+
+
+def _prompt(prompt: str | None) -> list[str]:
+    """The prompt as Codex's last argument, after ``--`` (a prompt may start with ``-``)."""
+    return ["--", prompt] if prompt else []
+
+
+#: `hookd run --harness codex` (harness/codex.py ``launchers``).
+LAUNCH = _Launch()

@@ -352,6 +352,9 @@ class ToolResultSeen(Observation, kw_only=True):
     questions: Any
     decision_source: str | None
     error: str | None = None
+    #: ``answers`` are keyed by each question's ``id`` in the call's questions (Codex's
+    #: ``request_user_input``), not by its text; ``questions`` is then None
+    answers_by_id: bool = False
 
 
 class Interrupted(Observation, kw_only=True):

@@ -179,19 +179,21 @@ class Hookd:
     def run(self, builder: str, *, worktree: str | os.PathLike[str] | None = None, git_worktree: str | None = None,
             harness: str | None = None, headless: bool = False, prompt: str | None = None,
             agent_args: Sequence[str] = (), cwd: str | None = None,
-            env: Mapping[str, str] | None = None) -> dict[str, Any]:
+            env: Mapping[str, str] | None = None, trust: bool = False) -> dict[str, Any]:
         """Arm ``builder``'s hooks and start its agent, as `hookd run`: in a tmux session on
         hookd's tmux server, or ``headless`` (the print mode: ``prompt`` needed, output to
         ``HOOKD_HOME/logs/<builder>.log``). git_worktree: a branch to make a git worktree of
         (from the repository at ``cwd``); env: the agent's environment (default this
-        process's). Returns the run (``id``, ``pid``, ``mode``, ``session_id``, ``tmux_session``
+        process's); trust: also trust the hooks where the harness asks for it (Codex, as
+        `hookd spawn --trust`; without it a :class:`UserWarning` says they will not run until
+        trusted). Returns the run (``id``, ``pid``, ``mode``, ``session_id``, ``tmux_session``
         or ``log_path``, ...). Conflict while the builder has a live session; ConfigError when
         the program or tmux is missing."""
         from hookd.launching import start
 
         run, _ = start(self.home, self.client, builder, worktree=_path(worktree), branch=git_worktree,
                        harness=harness, headless=headless, prompt=prompt, agent_args=agent_args, cwd=cwd,
-                       environ=env)
+                       environ=env, trust=trust)
         return run
 
     def continue_(self, builder: str, *, prompt: str | None = None, headless: bool | None = None,

@@ -62,12 +62,15 @@ _AGENT_ARGS = click.argument("agent_args", nargs=-1, type=click.UNPROCESSED, met
               help="Make a git worktree of BRANCH (created from HEAD when new) of the current directory's repository, "
                    "under HOOKD_HOME/worktrees/BUILDER, and start there (unspawn --remove-worktree removes it).")
 @click.option("--harness", default=None, help="The agent [default: the builder's spawned harness, else claude-code].")
-@click.option("--headless", is_flag=True, help="The harness's print mode (claude -p): output to HOOKD_HOME/logs/BUILDER.log.")
+@click.option("--headless", is_flag=True,
+              help="The harness's print mode (claude -p, codex exec): output to HOOKD_HOME/logs/BUILDER.log.")
 @click.option("--prompt", metavar="TEXT", help="The first prompt ('-': read it from standard input). Headless needs one.")
+@click.option("--trust", is_flag=True,
+              help="codex: also trust the worktree and hookd's hooks in $CODEX_HOME/config.toml, as hookd spawn --trust.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
 @click.pass_context
 def run(ctx: click.Context, builder: str, agent_args: tuple[str, ...], worktree: Path | None, branch: str | None,
-        harness: str | None, headless: bool, prompt: str | None, as_json: bool) -> None:
+        harness: str | None, headless: bool, prompt: str | None, trust: bool, as_json: bool) -> None:
     """Arm BUILDER's hooks, then start its agent: in a tmux session named after it (hookd attach), or headless.
 
     Arguments after `--` go to the agent (`hookd run b1 -- --permission-mode default`). Refused while
@@ -77,7 +80,8 @@ def run(ctx: click.Context, builder: str, agent_args: tuple[str, ...], worktree:
     if worktree is not None and branch is not None:
         raise click.UsageError("give --worktree DIR or --git-worktree BRANCH, not both")
     r, git_rec = start(ctx.obj, _client(ctx), builder, worktree=worktree, branch=branch, harness=harness,
-                       headless=headless, prompt=_prompt_text(prompt), agent_args=agent_args)
+                       headless=headless, prompt=_prompt_text(prompt), agent_args=agent_args, trust=trust,
+                       warn=lambda w: _out(f"hookd: warning: {w}", err=True))
     if as_json:
         _echo_json(r)
         return

@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import urllib.parse
 import uuid
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,10 +53,11 @@ def refuse_live(v: Mapping[str, Any]) -> None:
 
 
 def arm(home: Home, client: Client, builder: str, harness: str, worktree: str,
-        git_worktree: dict[str, Any] | None) -> None:
+        git_worktree: dict[str, Any] | None, trust: bool = False) -> str | None:
     """Spawn ``builder``'s hooks into ``worktree`` (:func:`hookd.spawn.spawn`, as `hookd spawn`
     does), with the options of its last spawn when it was spawned for the same harness, and
-    tell the daemon (``POST /v1/builders/B/spawned``)."""
+    tell the daemon (``POST /v1/builders/B/spawned``). ``trust``: `hookd spawn --trust` (Codex).
+    Returns a warning when the harness will skip the hooks until they are trusted, else None."""
     from hookd.spawn import read_manifest, spawn
 
     old = read_manifest(home, builder)
@@ -66,8 +68,13 @@ def arm(home: Home, client: Client, builder: str, harness: str, worktree: str,
               "hold_s": old.get("hold_s", 900), "mcp": old.get("mcp") is not None,
               "transport": old.get("transport", "sh"), "default_answer_after_s": d.get("after_s"),
               "default_answer": d.get("label")}
-    spawn(home, builder, worktree=Path(worktree), harness=harness, git_worktree=git_worktree, **kw)
+    m = spawn(home, builder, worktree=Path(worktree), harness=harness, git_worktree=git_worktree, trust=trust, **kw)
     client.post_json(f"/v1/builders/{_seg(builder)}/spawned", {}, timeout=5)
+    t = m.get("trust")
+    if t and not t.get("written"):
+        return (f"{t['label']} skips hookd's hooks without a word until they are trusted: run with --trust"
+                f" (or see hookd spawn {builder} --harness {harness})")
+    return None
 
 
 def _record(home: Home, client: Client, builder: str, harness: str, *, headless: bool, worktree: str,
@@ -88,14 +95,17 @@ def _record(home: Home, client: Client, builder: str, harness: str, *, headless:
 
 def start(home: Home, client: Client, builder: str, *, worktree: str | os.PathLike[str] | None = None,
           branch: str | None = None, harness: str | None = None, headless: bool = False, prompt: str | None = None,
-          agent_args: Sequence[str] = (), cwd: str | None = None,
-          environ: Mapping[str, str] | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+          agent_args: Sequence[str] = (), cwd: str | None = None, environ: Mapping[str, str] | None = None,
+          trust: bool = False, warn: Callable[[str], None] | None = None,
+          ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """`hookd run`: arm ``builder``'s hooks and start its agent; returns (the run as the daemon
     recorded it, the git worktree made for ``branch`` or None). worktree: where it runs
     (default: its spawned worktree, else ``cwd``); branch: a git worktree of it made from the
     repository at ``cwd`` instead; harness: default its spawned one, else ``claude-code``;
     headless: the print mode, which needs ``prompt``; cwd: default the current directory;
-    environ: the agent's environment (default this process's)."""
+    environ: the agent's environment (default this process's); trust: also trust the hooks
+    where the harness asks for it (Codex: `hookd spawn --trust`); warn: called with a sentence
+    when the hooks will not run until trusted (default: :func:`warnings.warn`)."""
     from hookd import runner
     from hookd.spawn import read_manifest
 
@@ -121,7 +131,9 @@ def start(home: Home, client: Client, builder: str, *, worktree: str | os.PathLi
             where = os.path.realpath(worktree)
         else:
             where = (old or {}).get("worktree") or os.path.realpath(cwd)
-        arm(home, client, builder, harness, where, git_rec)
+        untrusted = arm(home, client, builder, harness, where, git_rec, trust)
+        if untrusted:
+            (warn or warnings.warn)(untrusted)
         sid = str(uuid.uuid4()) if launch.names_session else None
         args = launch.headless(agent_args, prompt or "", sid) if headless else launch.interactive(agent_args, prompt, sid)
         run = _record(home, client, builder, harness, headless=headless, worktree=where, argv=[program, *args],

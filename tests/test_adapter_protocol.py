@@ -67,7 +67,7 @@ LAUNCH_DATA, LAUNCH_METHODS = _members(launch.Launcher)
 
 def test_the_protocol_declares_the_traits_as_booleans():
     assert {n for n, t in ADAPTER_DATA.items() if t is bool} == {
-        "desk_only", "sequential_questions", "needs_context", "ack_required", "idle_wake"}
+        "desk_only", "questions_at_desk", "sequential_questions", "needs_context", "ack_required", "idle_wake"}
     assert set(ADAPTER_METHODS) == {"parse", "observe", "boundary", "render_context", "known_fields", "present_tool"}
     assert {n for n, t in ADAPTER_DATA.items() if t is not bool} == {"hook_kinds", "remote_answers", "hook_installs", "launchers"}
 
@@ -138,6 +138,9 @@ def test_the_registry_names_the_harnesses_and_their_readers():
 def test_the_traits_say_what_the_harnesses_do():
     cc, cl, ch, cx = claude_code, claw, claw_http, codex
     assert (cc.desk_only, cl.desk_only, ch.desk_only, cx.desk_only) == (False, True, True, False)
+    # Codex's request_user_input goes to its TUI or app-server client, never to a hook
+    assert (cc.questions_at_desk, cl.questions_at_desk, ch.questions_at_desk, cx.questions_at_desk) == (
+        False, True, True, True)
     assert (cc.sequential_questions, cl.sequential_questions, ch.sequential_questions,
             cx.sequential_questions) == (False, True, True, False)
     assert (cc.needs_context, cl.needs_context, ch.needs_context, cx.needs_context) == (False, True, False, False)

@@ -136,3 +136,23 @@ def test_trust_hashes_match_what_codex_computed():
     assert codex_hooks.trust_hash("Stop", {}, {"command": "echo c # x", "timeout": 30}) == \
         "sha256:3b230b83884412f7b45db19a0df4067016b42fed15e7643d54196265c47c2f85"
     assert codex_hooks.event_key("UserPromptSubmit") == "user_prompt_submit"
+
+
+def test_request_user_input_is_a_question_from_its_hooks_and_its_rollout():
+    (asked,) = codex.observe(_load("app-request-user-input", "001-PreToolUse.json"))
+    assert isinstance(asked, base.QuestionAsked)
+    assert (asked.tool_use_id, asked.tool_name, asked.via) == ("call_ASK", "request_user_input", "PreToolUse")
+    assert [(q["id"], q["question"], [o["label"] for o in q["options"]]) for q in asked.questions] == [
+        ("color", "Which color do you prefer?", ["Red (Recommended)", "Blue"])]
+    (done,) = codex.observe(_load("app-request-user-input", "002-PostToolUse.json"))
+    assert (done.outcome, done.answers, done.surface) == ("answered", {"Which color do you prefer?": "Blue"}, "terminal")
+    rows = [json.loads(line) for line in (FIXTURES / "app-request-user-input" / "rollout.jsonl").read_text().splitlines()]
+    seen = [o for r in rows for o in codex.transcript_observations(r) if isinstance(o, (base.QuestionAsked, base.ToolResultSeen))]
+    assert seen == [msgspec.structs.replace(asked, via="transcript"),
+                    base.ToolResultSeen(tool_use_id="call_ASK", is_error=False, rejected=False, answers={"color": "Blue"},
+                                        questions=None, decision_source=None, answers_by_id=True)]
+    # exec refuses the tool: no answer, an error
+    refused = codex.call_output("call_X", "request_user_input is unavailable in Default mode")
+    assert (refused.is_error, refused.answers, refused.error) == (
+        True, None, "request_user_input is unavailable in Default mode")
+    assert codex.answers_by_id('{"answers": {"a": {"answers": ["x", "y"]}, "b": 3}}') == {"a": "x, y"}

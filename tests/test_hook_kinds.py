@@ -38,6 +38,7 @@ class Renamed:
     (its payloads differ): only the names are what the core must not know."""
 
     desk_only = claude_code.desk_only
+    questions_at_desk = claude_code.questions_at_desk
     sequential_questions = claude_code.sequential_questions
     needs_context = claude_code.needs_context
     ack_required = claude_code.ack_required

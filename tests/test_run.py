@@ -18,6 +18,7 @@ import pytest
 from hookd import runner
 from hookd.config import Home
 from hookd.errors import ConfigError
+from hookd.harness import codex_hooks
 from hookd.harness.claude_code_hooks import LAUNCH
 from hookd.settings import Settings
 from hookd.spawn import read_manifest, spawn, unspawn
@@ -39,6 +40,19 @@ def test_claude_code_command_lines() -> None:
     assert (LAUNCH.program, LAUNCH.program_env, LAUNCH.names_session) == ("claude", "HOOKD_CLAUDE_BIN", True)
 
 
+def test_codex_command_lines() -> None:
+    """Each checked against Codex 0.171.0 (docs/harness-codex.md "hookd run"): the TUI without
+    its shared background server, exec, and both resumes; Codex names the session itself."""
+    cx = codex_hooks.LAUNCH
+    assert cx.interactive(("-m", "m"), "-x hi", None) == ["--no-daemon", "-m", "m", "--", "-x hi"]
+    assert cx.interactive((), None, None) == ["--no-daemon"]
+    assert cx.headless(("--skip-git-repo-check",), "go", None) == ["exec", "--skip-git-repo-check", "--", "go"]
+    assert cx.resume("T1", (), None, False) == ["resume", "--no-daemon", "T1"]
+    assert cx.resume("T1", (), "more", False) == ["resume", "--no-daemon", "T1", "--", "more"]
+    assert cx.resume("T1", ("-m", "m"), "more", True) == ["exec", "resume", "-m", "m", "T1", "--", "more"]
+    assert (cx.program, cx.program_env, cx.names_session) == ("codex", "HOOKD_CODEX_BIN", False)
+
+
 # --- the CLI's refusals, before anything is made ----------------------------------------------
 
 
@@ -54,7 +68,7 @@ def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.mark.parametrize("args, code, err", [
     (["--worktree", ".", "--git-worktree", "x"], 2, "give --worktree DIR or --git-worktree BRANCH, not both"),
-    (["--harness", "claw"], 2, "hookd: hookd cannot start claw agents (it starts: claude-code); spawn the builder "
+    (["--harness", "claw"], 2, "hookd: hookd cannot start claw agents (it starts: claude-code, codex); spawn the builder "
                                "(hookd spawn) and start its agent yourself\n"),
     (["--headless"], 2, "hookd: --headless needs a prompt: --prompt TEXT, or --prompt - to read it from standard input\n"),
     (["--permission-mode", "default"], 2, "No such option '--permission-mode'"),

@@ -24,6 +24,7 @@ from hookd.core.outcomes import MAX_HOOK_REPLY, hook_body, late_reason, question
 from hookd.core.plans import normalize_plan_answer
 from hookd.core.state import Waiters
 from hookd.harness.base import Question, decode_answers, encode_answer
+from hookd.harness.registry import ADAPTERS
 from hookd.models import (
     AnswerRequest,
     BadRequest,
@@ -360,7 +361,8 @@ def _no_hook_reason(tx: Tx, i: Interaction, reply: int) -> str:
     if reply > MAX_HOOK_REPLY:
         return (f"the hook's reply for this answer would be {reply} bytes (the tool's input with the"
                 f" answer), over the {MAX_HOOK_REPLY} a hook takes, so it can only be answered at the desk")
-    if harness in ("claw", "claw-code-go"):
+    adapter = ADAPTERS.get(harness) if harness is not None else None
+    if adapter is not None and (adapter.desk_only or (i.kind == "question" and adapter.questions_at_desk)):
         return (f"{harness} reads the answer to {i.id} at its own prompt (no hook can carry one),"
                 " so it can only be answered at the desk")
     if i.session_id is not None and not tx.session_has_hooks(i.session_id):

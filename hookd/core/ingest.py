@@ -332,7 +332,7 @@ class Ingest:
             if adapter.sequential_questions and isinstance(ob, (QuestionAsked, QuestionResolved)):
                 ob = self.questions.bind_sequential(tx, builder, p, ob, at)
             if isinstance(ob, QuestionAsked):
-                reply, hold = self.questions.question_asked(tx, builder, p, ob, at, desk_only=adapter.desk_only,
+                reply, hold = self.questions.question_asked(tx, builder, p, ob, at, desk_only=adapter.questions_at_desk,
                                                             hook_kind=kind)
             elif isinstance(ob, PermissionAsked):
                 hold = self.questions.permission_asked(tx, builder, p, ob, at)

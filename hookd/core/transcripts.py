@@ -19,6 +19,8 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Protocol
 
+import msgspec
+
 from hookd.core.bus import EventBus
 from hookd.core.hookhealth import HookHealth
 from hookd.core.inbox import Inbox
@@ -192,7 +194,7 @@ class Transcripts:
             if isinstance(ob, QuestionAsked):
                 if rows.sequential_questions:  # no tool_use_id in its hooks: bind to the hook-opened question
                     ob = self.questions.bind_sequential(tx, builder, p, ob, at)
-                self.questions.question_asked(tx, builder, p, ob, at, desk_only=rows.desk_only)
+                self.questions.question_asked(tx, builder, p, ob, at, desk_only=rows.questions_at_desk)
             elif isinstance(ob, ToolResultSeen):
                 self._tool_result_seen(tx, builder, p, ob, at)
             elif isinstance(ob, (TurnStarted, TurnEnded)) and sid:
@@ -292,9 +294,22 @@ class Transcripts:
         loop = asyncio.get_running_loop()
         checks[sid] = loop.call_later(max(0.0, due - time.time()) + 0.05, lambda: asyncio.ensure_future(check()))
 
+    @staticmethod
+    def _answers_by_text(tx: Tx, ob: ToolResultSeen) -> ToolResultSeen:
+        """``ob`` with its answers keyed by question id (``answers_by_id``: Codex's) keyed by
+        the text of the call's question with that ``id`` instead, and those questions; answers
+        None when the call is no question hookd knows (nothing to key them by)."""
+        i = tx.interaction_by_tool_use_id(ob.tool_use_id)
+        qs = i.questions if i is not None and i.kind == "question" and isinstance(i.questions, list) else []
+        texts = {q.get("id"): q.get("question") for q in qs if isinstance(q, dict)}
+        answers = {texts[k]: v for k, v in (ob.answers or {}).items() if isinstance(texts.get(k), str)}
+        return msgspec.structs.replace(ob, answers=answers if qs else None, questions=qs or None, answers_by_id=False)
+
     def _tool_result_seen(self, tx: Tx, builder: str, p: Payload, ob: ToolResultSeen,
                           at: float) -> None:
         surface: str | None  # where the question was answered; None: no human was asked
+        if ob.answers_by_id:
+            ob = self._answers_by_text(tx, ob)
         if ob.answers is not None and isinstance(ob.questions, list):
             surface = _SURFACES.get(ob.decision_source or "", "terminal")
             self.questions.question_resolved(tx, builder, p,

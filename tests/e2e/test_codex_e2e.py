@@ -8,10 +8,14 @@ prompt is needed: ``exec`` never asks), and what reached the model read from the
   agrees, and the hooks reach hookd;
 - a permission prompt held by hookd, answered remotely: allow (the command runs, the
   app-server client is never asked), deny with a message (the model reads it);
+- a ``request_user_input`` question (Plan mode) pending in `hookd questions`, a remote answer
+  kept as an inbox message (only the desk answers it), the desk's answer recorded;
 - a message sent during a tool call reaches the next model request, exactly once;
 - a message sent while the model writes its last reply goes on the turn as a Stop block.
 - a whole run with the daemon down: spooled, ingested once;
-- a session whose hooks never ran (untrusted), found from its rollout (``hooks_unarmed``).
+- a session whose hooks never ran (untrusted), found from its rollout (``hooks_unarmed``);
+- `hookd run --harness codex`: its TUI in hookd's tmux (``--no-daemon``) stopped by `hookd stop`;
+  `--headless` and `hookd continue` (``codex exec``, ``codex exec resume``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,7 +38,7 @@ from ..conftest import hookd_cli
 from .codex_drivers import AppServer, codex_env, hooks_list, prepare_home
 from .drivers import wait_until
 from .fake_responses import FakeResponsesAPI, LoggedRequest, call
-from .test_codex_selfcheck import escalated
+from .test_codex_selfcheck import QUESTION, escalated
 
 pytestmark = pytest.mark.e2e
 
@@ -171,6 +176,39 @@ def test_a_permission_prompt_is_allowed_and_denied_remotely(rig: Rig, tmp_path: 
     assert states == {f"touch {made['A']}": ("answered", "allow"), f"touch {made['B']}": ("answered", "deny")}, states
 
 
+def test_a_question_is_pending_in_hookd_then_answered_at_the_desk(rig: Rig) -> None:
+    """Plan mode through the app server, whose client is the desk here (as the TUI is): the
+    question shows in `hookd questions` while the desk's menu is open; `hookd answer` can only
+    queue a message (no hook answers ``request_user_input``); the desk's choice resolves it."""
+    rig.spawn("--trust")
+    rig.api.set_script({"turns": [[call("request_user_input", {"questions": [QUESTION]}, "call_CX_Q")], "FIN-Q"]})
+    desk_may_answer = threading.Event()
+
+    def desk(params: dict[str, Any]) -> dict[str, Any]:  # the client's menu, answered when the test says
+        assert desk_may_answer.wait(60)
+        return {"answers": {"color": {"answers": ["Blue"]}}}
+    with AppServer(rig.codex_bin, rig.proj, rig.env, answers={"item/tool/requestUserInput": desk}) as srv:
+        thread = srv.start_thread(rig.proj)
+        turn = srv.request("turn/start", {"threadId": thread, "input": [{"type": "text", "text": "ask me"}],
+                                          "collaborationMode": {"mode": "plan", "settings": {"model": rig.api.model}}})["turn"]
+        (q,) = wait_until(lambda: rig.pending() or None, 30, 0.1, "the question pending in hookd")
+        assert (q["id"], q["kind"], q["tool_name"]) == ("call_CX_Q", "question", "request_user_input")
+        assert [o["label"] for o in q["questions"][0]["options"]] == ["Red (Recommended)", "Blue"]
+        r = hookd_cli(rig.home, "answer", "call_CX_Q", "--option", "Red (Recommended)")
+        assert (r.returncode, r.stdout) == (0, "queued as inbox message m-1 for cx1\n"), r.stderr
+        assert r.stderr.startswith("hookd: codex reads the answer to call_CX_Q at its own prompt (no hook can carry"
+                                   " one), so it can only be answered at the desk"), r.stderr
+        desk_may_answer.set()
+        assert srv.wait_turn(turn["id"])["status"] == "completed"
+    (q,) = json.loads(rig.cli("questions", "--state", "all", "--json"))
+    assert (q["state"], q["surface"], q["answers"]) == ("answered", "terminal", {QUESTION["question"]: "Blue"})
+    assert [s["labels"] for s in q["selections"]] == [["Blue"]]
+    assert json.loads(rig.api.main_requests()[1].function_outputs()["call_CX_Q"]) == {
+        "answers": {"color": {"answers": ["Blue"]}}}  # the desk's answer is what the model got
+    later = rig.api.main_requests()[1]  # the remote answer, said not to be used, follows at the tool's end
+    assert occurrences(later, "Late answer to question call_CX_Q") == 1
+
+
 def test_a_message_sent_during_a_tool_call_reaches_the_next_request_once(rig: Rig, tmp_path: Path) -> None:
     rig.spawn("--trust")
     gate = tmp_path / "gate"
@@ -245,3 +283,72 @@ def test_a_session_with_no_hook_is_detected_from_its_rollout(rig: Rig) -> None:
     (unarmed,) = rig.events("hooks_unarmed")
     assert unarmed["session_id"] == sid and "--trust" in unarmed["data"]["advice"]
     assert rig.hooks() == []
+
+
+def hookd_in(rig: Rig, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m hookd --home HOME ARGS`` in the project, in Codex's environment plus
+    ``HOOKD_CODEX_BIN`` (the agent hookd starts inherits it, as it would a user's shell's)."""
+    env = {**rig.env, "HOOKD_CODEX_BIN": str(rig.codex_bin)}
+    return subprocess.run([sys.executable, "-m", "hookd", "--home", str(rig.home), *args], env=env, cwd=rig.proj,
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False)
+
+
+def test_hookd_run_starts_the_codex_tui_in_its_own_process_and_stop_ends_it(rig: Rig) -> None:
+    """`hookd run B --harness codex --trust --prompt P`: ``codex --no-daemon -- P`` in hookd's
+    tmux; its hooks reach hookd and the prompt reaches the model; `hookd stop` ends the lane, and
+    Codex left no background app server (no copy of itself under ``$CODEX_HOME/packages``)."""
+    rig.api.set_script({"turns": ["FIN-TUI-RUN"]})
+    try:
+        p = hookd_in(rig, "run", B, "--harness", "codex", "--trust", "--worktree", str(rig.proj), "--prompt", "hello tui")
+        assert p.returncode == 0 and p.stdout.startswith(f"started {B} (codex) in tmux session {B}, pid "), p
+        wait_until(lambda: "Stop" in rig.hooks(), 60, 0.1, "the TUI's turn in hookd")
+        assert rig.hooks()[:2] == ["SessionStart", "UserPromptSubmit"]
+        assert rig.api.main_requests()[0].user_texts()[-1] == "hello tui"
+        p = hookd_in(rig, "stop", B)
+        assert p.returncode == 0, p.stderr
+        wait_until(lambda: rig.events("builder_stopped"), 30, 0.1, "builder_stopped")
+    finally:  # whatever failed, hookd's tmux server (and the TUI in it) goes with the test
+        subprocess.run(["tmux", "-S", str(rig.home / "run" / "hookd.tmux"), "kill-server"], capture_output=True,
+                       check=False)
+    (item,) = json.loads(hookd_in(rig, "ls", "--json").stdout)
+    assert (item["run"]["mode"], item["lane"]) == ("interactive", "ended"), item
+    assert not (Path(rig.env["CODEX_HOME"]) / "packages").exists()
+
+
+def test_hookd_run_starts_codex_headless_and_continue_resumes_it(rig: Rig) -> None:
+    """`hookd run B --harness codex --headless --trust --prompt P -- --skip-git-repo-check`:
+    ``codex exec`` started by hookd in the caller's environment, its hooks (trusted by the run)
+    reaching hookd, the session learnt from them, the lane ended at its exit; then `hookd
+    continue B --prompt Q` resumes that session headless (``codex exec resume``)."""
+    def hookd(*args: str) -> subprocess.CompletedProcess[str]:
+        return hookd_in(rig, *args)
+
+    def ended(n: int) -> list[dict[str, Any]]:
+        stops = rig.events("builder_stopped")
+        return stops if len(stops) == n else []
+    rig.api.set_script({"turns": [[call("exec_command", {"cmd": "echo hi"}, "call_CX_R1")], "FIN-RUN", "FIN-CONT"]})
+    p = hookd("run", B, "--harness", "codex", "--headless", "--trust", "--worktree", str(rig.proj),
+              "--prompt", "-first prompt", "--", "--skip-git-repo-check")
+    assert p.returncode == 0, p.stderr
+    log = rig.home / "logs" / f"{B}.log"
+    assert p.stdout.startswith(f"started {B} (codex) headless, pid ") and p.stdout.endswith(
+        f"; its output: {log}\nstop: hookd stop {B}\n"), p.stdout
+    assert "session" not in p.stdout  # Codex names it: learnt from its first hook
+    (stopped,) = wait_until(lambda: ended(1), 60, 0.1, "the run's exit")
+    assert stopped["data"]["reason"] == "exited"
+    assert rig.hooks() == ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd"]
+    assert rig.api.main_requests()[0].user_texts()[-1] == "-first prompt"
+    assert "FIN-RUN" in log.read_text()
+    (item,) = json.loads(hookd("ls", "--json").stdout)
+    sid = rig.events("session_started")[0]["session_id"]
+    assert (item["run"]["mode"], item["run"]["harness"], item["lane"]) == ("headless", "codex", "ended"), item
+
+    p = hookd("continue", B, "--prompt", "go on", "--", "--skip-git-repo-check")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(f"continued {B} (codex) headless, pid "), p.stdout
+    wait_until(lambda: ended(2), 60, 0.1, "the resumed run's exit")
+    last = rig.api.main_requests()[-1]
+    assert last.user_texts()[-2:] == ["-first prompt", "go on"]  # the same conversation, resumed
+    starts = [e for e in rig.events("hook_received") if e["data"]["hook_event_name"] == "SessionStart"]
+    assert [e["session_id"] for e in starts] == [sid, sid]
+    assert "FIN-CONT" in log.read_text()
