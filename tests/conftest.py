@@ -42,6 +42,66 @@ def pytest_runtest_setup(item):
     forkserve.exec_only = bool(item.get_closest_marker("exec_daemon") or item.get_closest_marker("e2e"))
 
 
+class _Chromium:
+    """One Chromium per worker (Playwright driving Debian's Chromium, ``HOOKD_CHROMIUM``
+    overrides /usr/bin/chromium), launched by the first test that asks for ``browser`` and
+    closed after the last of a run of such tests (``pytest_runtest_teardown`` below): the
+    browser modules are one ``xdist_group``, so one launch serves them all. Closed rather than
+    kept to the session's end: between its calls Playwright's sync API leaves its event loop
+    marked running in this thread, which ``asyncio.run`` in a later test would refuse."""
+
+    def __init__(self) -> None:
+        self._pw: Any = None
+        self.browser: Any = None
+
+    def get(self) -> Any:
+        """The running ``playwright.sync_api.Browser``, launched if none is; fails (``CI=true``)
+        or skips the test when the binary is missing."""
+        if self.browser is not None and self.browser.is_connected():
+            return self.browser
+        self.close()
+        path = os.environ.get("HOOKD_CHROMIUM", "/usr/bin/chromium")
+        if not os.path.exists(path):
+            msg = f"{path} is missing (.ci/run installs it: apt-get install -y chromium)"
+            if os.environ.get("CI") == "true":
+                pytest.fail(msg)
+            pytest.skip(msg)
+        from playwright.sync_api import sync_playwright
+
+        self._pw = sync_playwright().start()
+        # tests run as root in CI
+        self.browser = self._pw.chromium.launch(executable_path=path, args=["--no-sandbox"])
+        return self.browser
+
+    def close(self) -> None:
+        if self.browser is not None:
+            self.browser.close()
+            self.browser = None
+        if self._pw is not None:
+            self._pw.stop()
+            self._pw = None
+
+
+_chromium = _Chromium()
+
+
+@pytest.fixture
+def browser() -> Any:
+    """A Playwright ``Browser`` (Chromium), shared by consecutive tests that use it; each test
+    makes its own contexts and pages (test_web_browser's ``page``)."""
+    return _chromium.get()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After the test's own fixtures (its pages and contexts) are torn down: close Chromium
+    unless the next test uses it too."""
+    result = yield
+    if nextitem is None or "browser" not in getattr(nextitem, "fixturenames", ()):
+        _chromium.close()
+    return result
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     return tmp_path / "home"

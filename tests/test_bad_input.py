@@ -16,6 +16,7 @@ Derandomized (fixed examples, no example database): the same inputs in every run
 
 from __future__ import annotations
 
+import http.client
 import importlib
 import json
 import os
@@ -83,15 +84,26 @@ FIELDS = _request_fields()
 
 # --- strategies -----------------------------------------------------------------------
 
-huge_text = st.sampled_from([10_000, 200_000, 2_000_000]).map(lambda n: "x" * n)
+#: st.text()'s own alphabet (``characters(codec="utf-8")``: every code point but the
+#: surrogates) named by category instead: the same characters, so the same examples, without
+#: hypothesis building the codec's table (~3 CPU-s on a fresh checkout: .hypothesis/ is not kept)
+CHARS = st.characters(exclude_categories=("Cs",))
+
+
+def text(max_size: int) -> st.SearchStrategy[str]:
+    return st.text(CHARS, max_size=max_size)
+
+
+HUGE_SIZES = (10_000, 200_000, 2_000_000)
+huge_text = st.sampled_from(HUGE_SIZES).map(lambda n: "x" * n)
 leaf = st.one_of(
     st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=40),
+    st.floats(allow_nan=True, allow_infinity=True), text(max_size=40),
     st.sampled_from(["", " ", "\u0000", "\ud800", "☃" * 3, "'; DROP TABLE events; --", "$(touch /tmp/x)", "..", "%s%n"]),
     huge_text,
 )
 json_values = st.recursive(
-    leaf, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=12), c, max_size=4), max_leaves=12,
+    leaf, lambda c: st.lists(c, max_size=4) | st.dictionaries(text(max_size=12), c, max_size=4), max_leaves=12,
 )
 
 
@@ -109,7 +121,7 @@ def mutated(draw: Any, obj: Any, depth: int = 0) -> Any:
         elif op == "replace":
             new[key] = draw(json_values)
         else:
-            new[draw(st.text(max_size=20) | st.sampled_from(FIELDS))] = draw(json_values)
+            new[draw(text(max_size=20) | st.sampled_from(FIELDS))] = draw(json_values)
         return new
     if isinstance(obj, list) and obj and depth < 6 and draw(st.integers(0, 4)) > 0:
         i = draw(st.integers(0, len(obj) - 1))
@@ -127,10 +139,35 @@ def mutated(draw: Any, obj: Any, depth: int = 0) -> Any:
     return draw(json_values)
 
 
+#: huge_text's strings as JSON, encoded once: json.dumps of 2 MB takes ~10 ms, and they are
+#: most of the module's encoding
+_HUGE_JSON = {n: b'"' + b"x" * n + b'"' for n in HUGE_SIZES}
+#: what stands in for each while the rest is encoded (a private-use code point around it: no
+#: generated text is this long string)
+_HUGE_MARK = {n: f"\ue000hookd-fuzz-huge-{n}\ue000" for n in HUGE_SIZES}
+
+
+def _unhuge(v: Any) -> Any:
+    """``v`` with each of huge_text's strings replaced by its mark."""
+    if isinstance(v, str):
+        return _HUGE_MARK[len(v)] if len(v) in _HUGE_MARK and v.count("x") == len(v) else v
+    if isinstance(v, dict):
+        return {k: _unhuge(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_unhuge(x) for x in v]
+    return v
+
+
 def _dumps(obj: Any) -> bytes:
     """JSON as a careless client writes it: NaN/Infinity as such, lone surrogates as (invalid)
-    UTF-8 bytes."""
-    return json.dumps(obj, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    UTF-8 bytes. The same bytes as ``json.dumps(obj, ensure_ascii=False)`` encoded so
+    (test_dumps_is_json_dumps), huge_text's strings spliced in already encoded."""
+    out = json.dumps(_unhuge(obj), ensure_ascii=False).encode("utf-8", "surrogatepass")
+    for n, mark in _HUGE_MARK.items():
+        quoted = f'"{mark}"'.encode()
+        if quoted in out:
+            out = out.replace(quoted, _HUGE_JSON[n])
+    return out
 
 
 def _nested(depth: int, kind: str) -> bytes:
@@ -155,7 +192,7 @@ def raw_body(draw: Any, base: list[bytes]) -> bytes:
         except ValueError:
             obj = {}
         if kind == "event-swap" and isinstance(obj, dict):
-            obj = dict(obj, hook_event_name=draw(st.sampled_from(EVENTS) | st.text(max_size=10)))
+            obj = dict(obj, hook_event_name=draw(st.sampled_from(EVENTS) | text(max_size=10)))
         return _dumps(draw(mutated(obj)))
     if kind == "json":
         return _dumps(draw(json_values))
@@ -205,7 +242,7 @@ def _sanitize(v: Any) -> Any:
 def rest_body(draw: Any) -> bytes:
     kind = draw(st.sampled_from(["fields", "fields", "fields", "json", "binary", "truncated", "deep", "empty", "huge"]))
     if kind == "fields":
-        obj = draw(st.dictionaries(st.sampled_from(FIELDS) | st.text(max_size=8), json_values, max_size=6))
+        obj = draw(st.dictionaries(st.sampled_from(FIELDS) | text(max_size=8), json_values, max_size=6))
         if draw(st.booleans()) and obj:
             obj = draw(mutated(obj))
         return _dumps(_sanitize(obj))
@@ -228,13 +265,13 @@ def _quote(value: str | bytes) -> str:
 
 
 path_value = st.one_of(
-    st.just("plausible"), st.just(REAL_ID), st.text(max_size=30), st.sampled_from(["..", ".", "%", "a/b", "\x00", "é"]),
+    st.just("plausible"), st.just(REAL_ID), text(max_size=30), st.sampled_from(["..", ".", "%", "a/b", "\x00", "é"]),
     st.binary(min_size=1, max_size=6),  # invalid UTF-8, percent-encoded
     st.just("y" * 5000),
 )
 query = st.dictionaries(
-    st.sampled_from(["after", "limit", "state", "builder", "follow", "id", "ids", "code", "q"]) | st.text(max_size=6),
-    st.text(max_size=12) | st.sampled_from(["-1", "0", "1e9", "99999999999999999999999", "nan", "pending", "all"]),
+    st.sampled_from(["after", "limit", "state", "builder", "follow", "id", "ids", "code", "q"]) | text(max_size=6),
+    text(max_size=12) | st.sampled_from(["-1", "0", "1e9", "99999999999999999999999", "nan", "pending", "all"]),
     max_size=4,
 )
 header_values = st.one_of(st.none(), st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=40),
@@ -263,7 +300,8 @@ def fuzzd(tmp_path_factory: pytest.TempPathFactory):
 
 
 def _client(home: Path) -> httpx.Client:
-    return httpx.Client(transport=httpx.HTTPTransport(uds=os.fspath(Home.resolve(home).socket_path)),
+    # verify=False: no certificates to load (~50 ms a client) for a Unix socket
+    return httpx.Client(transport=httpx.HTTPTransport(uds=os.fspath(Home.resolve(home).socket_path), verify=False),
                         base_url="http://hookd", timeout=15)
 
 
@@ -274,15 +312,63 @@ def client(fuzzd: DaemonProcess):
     c.close()
 
 
-def _call(c: httpx.Client, method: str, path: str, *, content: bytes | None = None, headers: Any = None,
-          params: Any = None, timeout: float = 15) -> tuple[int, str, bytes]:
-    with c.stream(method, path, content=content, headers=headers, params=params, timeout=timeout) as r:
-        ct = r.headers.get("content-type", "")
-        if ct.startswith("text/event-stream"):
-            body = next(r.iter_raw(), b"")  # an endless stream: its first bytes
-        else:
-            body = r.read()
-        return r.status_code, ct, body
+class UnixHTTP(http.client.HTTPConnection):
+    """The standard library's HTTP/1.1 client on the daemon's Unix socket (one keep-alive
+    connection, reopened when closed): the generated requests go through it. httpx checks
+    every character of a URL in Python, which was most of this module's client time with the
+    long generated paths; here the request line is checked by one regular expression."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__("hookd", timeout=15)
+        self.unix_path = path
+
+    def connect(self) -> None:
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(self.timeout)
+        s.connect(self.unix_path)
+        self.sock = s
+
+
+@pytest.fixture(scope="module")
+def raw_client(fuzzd: DaemonProcess):
+    c = UnixHTTP(os.fspath(Home.resolve(fuzzd.home.root).socket_path))
+    yield c
+    c.close()
+
+
+class ReadTimeout(Exception):
+    """No reply within the call's timeout (the request was sent)."""
+
+
+def _call(c: UnixHTTP, method: str, path: str, *, content: Any = None, headers: Any = None,
+          params: dict[str, str] | None = None, timeout: float = 15) -> tuple[int, str, bytes]:
+    """One request (``content``: bytes, sent with a Content-Length, or an iterator of bytes,
+    sent chunked; ``timeout`` seconds per socket operation); returns the status, the
+    content type and the body (of an endless event stream: its first bytes)."""
+    if params:
+        path += "?" + urllib.parse.urlencode(params)
+    c.timeout = timeout
+    if c.sock is not None:
+        c.sock.settimeout(timeout)
+    sent = True
+    try:
+        c.request(method, path, body=content, headers=headers or {})
+    except (BrokenPipeError, ConnectionResetError):
+        sent = False  # refused mid-body: what it said is read below
+    try:
+        r = c.getresponse()
+        ct = r.getheader("content-type", "")
+        stream = ct.startswith("text/event-stream")
+        body = r.read1(65536) if stream else r.read()
+    except TimeoutError:
+        c.close()
+        raise ReadTimeout(f"{method} {path[:200]}") from None
+    except BaseException:
+        c.close()
+        raise
+    if stream or not sent:
+        c.close()
+    return r.status, ct, body
 
 
 def _alive(d: DaemonProcess) -> None:
@@ -316,7 +402,7 @@ HOOKS = hook_routes()
 
 @pytest.mark.parametrize("route", HOOKS, ids=str)
 def test_hook_routes_answer_any_input_with_a_valid_reply_or_one_error_shape(route: RouteInfo, fuzzd: DaemonProcess,
-                                                                            client: httpx.Client) -> None:
+                                                                            raw_client: UnixHTTP) -> None:
     wake = route.template.endswith("/wake")
 
     @SETTINGS
@@ -336,8 +422,9 @@ def test_hook_routes_answer_any_input_with_a_valid_reply_or_one_error_shape(rout
         if chunked:  # streamed like the bash client: chunked transfer encoding, in pieces
             content = iter([body[i:i + 997] for i in range(0, len(body), 997)] or [b""])
         try:
-            status, ct, reply = _call(client, "POST", path, content=content, headers=headers, timeout=2 if wake else 15)
-        except httpx.ReadTimeout:
+            status, ct, reply = _call(raw_client, "POST", path, content=content, headers=headers,
+                                      timeout=2 if wake else 15)
+        except ReadTimeout:
             # only an idle wake may wait (for a message): on a real Stop of a session
             assert wake and _is_wake_stop(harness, body), (path, body[:200])
             _alive(fuzzd)
@@ -362,10 +449,12 @@ REST = rest_routes()
 
 @pytest.mark.parametrize("route", REST, ids=str)
 def test_rest_routes_answer_any_input_with_json_or_one_error_shape(route: RouteInfo, fuzzd: DaemonProcess,
-                                                                   client: httpx.Client) -> None:
+                                                                   raw_client: UnixHTTP) -> None:
     @settings(SETTINGS, max_examples=REST_EXAMPLES)
     @given(values=st.fixed_dictionaries({p: path_value for p in route.params()}), params=query,
-           body=rest_body(), ctype=st.sampled_from([None, "application/json", "text/plain", "multipart/form-data"]))
+           # a GET is sent without a body: none is made for it
+           body=rest_body() if route.method != "GET" else st.just(b""),
+           ctype=st.sampled_from([None, "application/json", "text/plain", "multipart/form-data"]))
     def run(values: dict[str, Any], params: dict[str, str], body: bytes, ctype: str | None) -> None:
         hardening_stats.tried(str(route))
         filled = {k: (PATH_VALUES.get(k, "x") if v == "plausible" else _quote(v) or "x") for k, v in values.items()}
@@ -373,7 +462,7 @@ def test_rest_routes_answer_any_input_with_json_or_one_error_shape(route: RouteI
         if params.get("follow", "").lower() in ("1", "true", "yes"):
             params["follow"] = "0"  # (an endless stream by request: not bad input)
         headers = {"content-type": ctype} if ctype else {}
-        status, ct, reply = _call(client, route.method, path, params=params, headers=headers,
+        status, ct, reply = _call(raw_client, route.method, path, params=params, headers=headers,
                                   content=body if route.method != "GET" else None)
         _alive(fuzzd)
         if status >= 400:
@@ -387,6 +476,18 @@ def test_rest_routes_answer_any_input_with_json_or_one_error_shape(route: RouteI
                 json.loads(line)
 
     run()
+
+
+def test_dumps_is_json_dumps() -> None:
+    """_dumps splices huge_text's strings in already encoded: the bytes are json.dumps's."""
+    nan, surrogate = float("nan"), "a\ud800b"
+    cases: list[Any] = [
+        {"a": "x" * n, "b": [1, nan, surrogate, {"c": "x" * m}], "x" * 3: "☃"}
+        for n in HUGE_SIZES for m in HUGE_SIZES]
+    cases += ["x" * HUGE_SIZES[0], ["x" * (HUGE_SIZES[0] - 1), "x" * HUGE_SIZES[0] + "y"], {}, None, 1e400,
+              {"k": "y" * HUGE_SIZES[0]}]
+    for obj in cases:
+        assert _dumps(obj) == json.dumps(obj, ensure_ascii=False).encode("utf-8", "surrogatepass")
 
 
 # --- raw sockets: framing, truncation, slow and stalled clients -------------------------

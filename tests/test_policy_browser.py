@@ -15,7 +15,7 @@ from hookd.daemonproc import DaemonProcess
 
 from .conftest import hookd_run, questions, wait_until
 from .test_answers import ASK_ID, AUQ_PERM, AUQ_PRE, Rig, bash_perm, finish
-from .test_web_browser import browser, page, shot  # noqa: F401  (fixtures)
+from .test_web_browser import page, shot  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("browser")]  # (one worker: one Chromium at a time)
 

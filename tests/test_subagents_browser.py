@@ -18,7 +18,7 @@ from hookd.daemonproc import DaemonProcess
 
 from .conftest import questions, wait_until
 from .test_answers import Rig as Builder
-from .test_web_browser import browser, builder, finish, page, shot  # noqa: F401  (fixtures)
+from .test_web_browser import builder, finish, page, shot  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("browser")]  # (one worker: one Chromium at a time)
 

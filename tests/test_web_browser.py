@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 import subprocess
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from hookd.daemonproc import DaemonProcess
 
@@ -26,7 +25,6 @@ from .test_answers import Rig as Builder
 
 pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("browser")]  # (one worker: one Chromium at a time)
 
-CHROMIUM = os.environ.get("HOOKD_CHROMIUM", "/usr/bin/chromium")
 SHOTS = REPO / "tests" / "artifacts" / "web"
 ASK_ID = "toolu_01ASK0000000000000000001"
 Q = "Which color do you prefer?"
@@ -61,19 +59,6 @@ def shot(page: Page, name: str) -> None:
 
 def about(evs: list[dict[str, Any]], kind: str, iid: str) -> list[dict[str, Any]]:
     return [e for e in evs if e["kind"] == kind and e["data"].get("id") == iid]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not os.path.exists(CHROMIUM):
-        msg = f"{CHROMIUM} is missing (.ci/run installs it: apt-get install -y chromium)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])  # tests run as root in CI
-        yield b
-        b.close()
 
 
 def sign_in_link(home: Path) -> str:

@@ -10,7 +10,7 @@ import json
 from playwright.sync_api import Page, expect
 
 from .conftest import hookd_cli
-from .test_web_browser import Builder, browser, builder, page, payload, shot  # noqa: F401 (fixtures)
+from .test_web_browser import Builder, builder, page, payload, shot  # noqa: F401 (fixtures)
 
 import pytest
 

@@ -15,7 +15,7 @@ from playwright.sync_api import Page, expect
 
 from .conftest import hookd_cli, run_hook, settings_command
 from .test_hookhealth_inproc import RECORDED
-from .test_web_browser import Builder, browser, builder, page, payload, shot  # noqa: F401 (fixtures)
+from .test_web_browser import Builder, builder, page, payload, shot  # noqa: F401 (fixtures)
 
 pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("browser")]  # (one worker: one Chromium at a time)
 

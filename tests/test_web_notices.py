@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from .test_notices_inproc import TEXT, hook, push_post
-from .test_web_browser import Builder, browser, builder, page, shot  # noqa: F401 (fixtures)
+from .test_web_browser import Builder, builder, page, shot  # noqa: F401 (fixtures)
 
 pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("browser")]  # (one worker: one Chromium at a time)
 
