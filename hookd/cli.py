@@ -112,8 +112,11 @@ def main(ctx: click.Context, home: Path | None) -> None:
 @click.option("--notify-question-after", type=float, metavar="S",
               help="Notify about a question or permission prompt pending S seconds [config notify.question_after_s; default 60].")
 @click.option("--notify-steps", metavar="S,S,...", help="Escalation offsets in seconds [config notify.steps_s; default 0,300,1800].")
+@click.option("--hub", metavar="URL", help="Ship the event log to this PostgreSQL hub (postgresql://HOST_ID:PASSWORD@HOST/DB; "
+              "docs/fleet.md) [env HOOKD_HUB; config hub.url; default: no hub].")
 @click.pass_context
-def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: float | None, notify_steps: str | None) -> None:
+def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: float | None, notify_steps: str | None,
+          hub: str | None) -> None:
     """Run the daemon in the foreground (SIGTERM/SIGINT stop it). Logs go to stderr."""
     from hookd.daemon import serve as run
 
@@ -122,7 +125,7 @@ def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: 
         steps = None if notify_steps is None else [float(x) for x in notify_steps.split(",") if x.strip()]
     except ValueError:
         raise click.BadParameter("comma-separated seconds, e.g. 0,300,1800", param_hint="--notify-steps") from None
-    run(ctx.obj, port=port, notify_overrides={"question_after_s": notify_question_after, "steps_s": steps})
+    run(ctx.obj, port=port, notify_overrides={"question_after_s": notify_question_after, "steps_s": steps}, hub=hub)
 
 
 

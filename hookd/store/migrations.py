@@ -380,6 +380,14 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "CREATE INDEX runs_live ON runs (builder) WHERE stopped_at IS NULL",
         ],
     ),
+    (
+        # the hub's cursor (hookd.hub: issue 25): per hub (its URL without the password), the
+        # newest event seq the hub confirmed it holds; the shipper goes on after it
+        "0020_hub_cursor",
+        [
+            "CREATE TABLE hub_cursor (hub TEXT PRIMARY KEY, seq INTEGER NOT NULL, at REAL NOT NULL)",
+        ],
+    ),
 ]
 
 

@@ -1,0 +1,124 @@
+"""A private PostgreSQL cluster for the hub's tests (hookd.hub): Debian's PostgreSQL 15 server,
+started by the tests and removed after them.
+
+``initdb`` and the server refuse to run as root, and the tests run as root (CI's container, the
+developers' machines): the cluster belongs to the ``postgres`` system user that Debian's
+``postgresql`` package creates, and every server command runs as that user through ``runuser``
+(util-linux; ``su`` would read PAM's session set-up). As any other user the commands run as
+that user. The data directory and the Unix socket live in a fresh directory under the system's
+temporary directory (0700, that user's), the server listens on 127.0.0.1 on a free port.
+
+Authentication: ``trust`` on the Unix socket (the tests' administrator, role ``hookd_admin``),
+``scram-sha-256`` on TCP (the hosts' roles log in with passwords, as on a real hub).
+
+Where the server is missing the tests skip with the reason, except under ``CI=true``, where they
+fail (``.ci/run`` installs ``postgresql``): as the browser tests do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+#: Where Debian's PostgreSQL 15 puts its server programs (not on PATH by default).
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+ADMIN = "hookd_admin"
+
+
+def _bin(name: str) -> str | None:
+    p = PG_BIN / name
+    return str(p) if p.exists() else shutil.which(name)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class PgCluster:
+    """One private cluster: ``dir`` (data in ``dir/data``, the socket in ``dir``), ``port``,
+    ``user`` (the system user running it, or None: this process's own)."""
+
+    dir: Path
+    port: int
+    user: str | None
+
+    @property
+    def data(self) -> Path:
+        return self.dir / "data"
+
+    def _run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        cmd = list(argv) if self.user is None else ["runuser", "-u", self.user, "--", *argv]
+        return subprocess.run(cmd, capture_output=True, text=True, check=check, timeout=120)
+
+    def admin_url(self, db: str = "postgres") -> str:
+        """The administrator's URL (the Unix socket, trust)."""
+        return f"postgresql://{ADMIN}@/{db}?host={self.dir}&port={self.port}"
+
+    def url(self, role: str, password: str, db: str = "postgres") -> str:
+        """A role's URL over TCP on 127.0.0.1 (scram-sha-256)."""
+        return f"postgresql://{role}:{password}@127.0.0.1:{self.port}/{db}"
+
+    def start(self) -> None:
+        opts = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off"
+        self._run(_bin("pg_ctl") or "pg_ctl", "-D", str(self.data), "-o", opts, "-l", str(self.dir / "log"),
+                  "-w", "-t", "60", "start")
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server (``immediate``: as a crash, no shutdown checkpoint)."""
+        self._run(_bin("pg_ctl") or "pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop",
+                  check=False)
+
+    def running(self) -> bool:
+        return self._run(_bin("pg_ctl") or "pg_ctl", "-D", str(self.data), "status", check=False).returncode == 0
+
+
+def _missing() -> str | None:
+    if _bin("initdb") is None or _bin("pg_ctl") is None:
+        return "PostgreSQL's server (initdb, pg_ctl) is missing (.ci/run installs it: apt-get install -y postgresql)"
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            return "no 'postgres' system user to run the test cluster as (Debian's postgresql package creates it)"
+        if shutil.which("runuser") is None:
+            return "runuser (util-linux) is missing: the test cluster cannot run as the postgres user"
+    return None
+
+
+@contextlib.contextmanager
+def private_cluster() -> Iterator[PgCluster]:
+    """Start a private cluster (module doc); stopped and removed on exit. Skips (fails under
+    ``CI=true``) where PostgreSQL is missing."""
+    why = _missing()
+    if why is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(why)
+        pytest.skip(why)
+    user = "postgres" if os.geteuid() == 0 else None
+    d = Path(tempfile.mkdtemp(prefix="hookd-pg-"))
+    if user is not None:
+        ent = pwd.getpwnam(user)
+        os.chown(d, ent.pw_uid, ent.pw_gid)
+    os.chmod(d, 0o700)
+    cluster = PgCluster(d, _free_port(), user)
+    try:
+        cluster._run(_bin("initdb") or "initdb", "-D", str(cluster.data), "-U", ADMIN, "--auth-local=trust",
+                     "--auth-host=scram-sha-256", "-E", "UTF8", "--no-instructions")
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop("immediate")
+        shutil.rmtree(d, ignore_errors=True)
