@@ -51,7 +51,11 @@ LAZY_COMMANDS = {
     "attach": "hookd.cli_run:attach", "ls": "hookd.cli_run:ls",
     "doctor": "hookd.cli_doctor:doctor", "service": "hookd.cli_doctor:service",
     "replay": "hookd.cli_dev:replay", "drift": "hookd.cli_dev:drift", "notify": "hookd.cli_dev:notify",
+    "hub": "hookd.cli_hub:hub",
 }
+
+#: The commands that read a hub named with ``hookd --hub URL`` (docs/fleet.md).
+HUB_COMMANDS = ("lanes", "questions", "hub")
 
 
 def _hookd_error() -> type[HookdError]:
@@ -96,12 +100,18 @@ class _Group(click.Group):
 @click.version_option(__version__, prog_name="hookd")
 @click.option("--home", type=click.Path(path_type=Path), envvar="HOOKD_HOME",
               help="hookd's data directory [env HOOKD_HOME; default: per-user data dir].")
+@click.option("--hub", metavar="URL", help="Read a fleet's hub (PostgreSQL) instead of this machine's daemon: "
+              "lanes, questions and hub (docs/fleet.md).")
 @click.pass_context
-def main(ctx: click.Context, home: Path | None) -> None:
+def main(ctx: click.Context, home: Path | None, hub: str | None) -> None:
     """hookd: the local hook bridge between coding agents and the humans who steer them."""
     from hookd.config import Home
 
     ctx.obj = Home.resolve(home)
+    if hub is not None:
+        if ctx.invoked_subcommand not in HUB_COMMANDS:
+            raise click.UsageError(f"--hub: only {', '.join(HUB_COMMANDS)} read the hub so far (not {ctx.invoked_subcommand})")
+        ctx.meta["hookd.hub"] = hub
 
 
 

@@ -201,14 +201,11 @@ def _with_hub(home: Home, settings: Settings, flag: str | None) -> Settings:
     extra ``hookd[hub]``) is missing."""
     import msgspec
 
-    from hookd.hub.config import resolve
+    from hookd.hub.config import require_driver, resolve
 
     url = resolve(home.root, flag, settings.hub_url)
     if url is not None:
-        try:
-            import asyncpg  # noqa: F401
-        except ImportError:
-            raise ConfigError("a hub needs asyncpg: pip install 'hookd[hub]'") from None
+        require_driver()
     return msgspec.structs.replace(settings, hub_url=url)
 
 

@@ -251,3 +251,74 @@ def test_the_hub_url_comes_from_the_flag_then_HOOKD_HUB_then_config_toml(tmp_pat
     with pytest.raises(ConfigError, match="unknown key hub.user"):
         resolve(tmp_path, None, None)
     assert Settings.from_env({"HOOKD_HUB": " postgresql://e@hub/db "}).hub_url == "postgresql://e@hub/db"
+
+
+def ask(app: InProc, builder: str) -> str:
+    """A session of ``builder`` whose agent asks a question (AskUserQuestion's PreToolUse):
+    the question's id."""
+    for name in ("001-SessionStart.json", "002-UserPromptSubmit.json", "007-PreToolUse.json"):
+        r = app.hook(json.loads((TUI / name).read_bytes()), builder)
+        assert r.status_code == 200, r
+    (q,) = app.questions("pending")
+    return str(q["id"])
+
+
+@pytest.mark.daemon
+def test_an_operator_reads_every_hosts_lanes_and_questions_from_the_hub(cluster: PgCluster, tmp_path: Path) -> None:
+    from .conftest import hookd_cli
+
+    if not cluster.running():
+        cluster.start()
+    db = f"hub_{next(_names)}"
+    pg(cluster.admin_url(), lambda c: c.execute(f"CREATE DATABASE {db}"))
+    admin, cli_home = cluster.admin_url(db), tmp_path / "operator"
+    r = hookd_cli(cli_home, "--hub", admin, "hub", "init")
+    assert (r.returncode, r.stdout) == (0, "hub ready: add each host with `hookd --hub URL hub add-host NAME`\n"), r.stderr
+    urls = {}
+    for name in (f"ha_{db}", f"hb_{db}"):
+        r = hookd_cli(cli_home, "--hub", admin, "hub", "add-host", name, "--json")
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert out["role"] == name and out["kind"] == "host" and out["url"].startswith(f"postgresql://{name}:")
+        urls[name] = out["url"]
+    r = hookd_cli(cli_home, "--hub", admin, "hub", "add-operator", f"op_{db}", "--json")
+    op = json.loads(r.stdout)["url"]
+    r = hookd_cli(cli_home, "--hub", admin, "hub", "add-host", "Bad-Name")
+    assert r.returncode == 2 and "must be 1-48 of a-z" in r.stderr
+    (ha, a_url), (hb, b_url) = urls.items()
+    a = InProc(tmp_path / "a", Settings(hub_url=a_url)).start()
+    b = InProc(tmp_path / "b", Settings(hub_url=b_url)).start()
+    try:
+        qid = ask(a, "b1")
+        session(b, "b1")
+        wait_until(lambda: a.get("/v1/lanes")[0]["state"] == "waiting_question", 30)
+        h = Hub.__new__(Hub)
+        h.admin = admin
+        shipped(a, h, a_url)
+        shipped(b, h, b_url)
+        r = hookd_cli(cli_home, "--hub", op, "lanes", "--json")
+        assert r.returncode == 0, r.stderr
+        lanes = {(x["host_id"], x["builder"]): x for x in json.loads(r.stdout)}
+        assert set(lanes) == {(ha, "b1"), (hb, "b1")}
+        assert lanes[(ha, "b1")]["state"] == "waiting_question" and lanes[(ha, "b1")]["pending"] == [qid]
+        assert lanes[(hb, "b1")]["state"] == "idle"
+        r = hookd_cli(cli_home, "--hub", op, "lanes")
+        assert r.stdout.split("\n")[0].split() == ["host", "builder", "lane", "for", "pending", "queued", "detail",
+                                                   "host", "seen"]
+        r = hookd_cli(cli_home, "--hub", op, "questions", "--json")
+        (q,) = json.loads(r.stdout)
+        assert (q["host_id"], q["id"], q["kind"], q["builder"]) == (ha, qid, "question", "b1")
+        r = hookd_cli(cli_home, "--hub", op, "questions")
+        head, row = r.stdout.splitlines()[0], r.stdout.splitlines()[2]
+        assert head.split() == ["host", "id", "kind", "builder", "waiting", "what", "host", "seen"]
+        assert row.split()[:4] == [ha, qid, "question", "b1"]
+        # one host's role reads only its own rows; --hub on a command that cannot read the hub is refused
+        r = hookd_cli(cli_home, "--hub", b_url, "lanes", "--json")
+        assert [(x["host_id"], x["builder"]) for x in json.loads(r.stdout)] == [(hb, "b1")]
+        r = hookd_cli(cli_home, "--hub", op, "send", "b1", "hi")
+        assert r.returncode == 2 and "only lanes, questions, hub read the hub so far" in r.stderr
+        r = hookd_cli(cli_home, "--hub", cluster.url(f"op_{db}", "wrong-pw", db), "lanes")  # (TCP: passwords)
+        assert r.returncode == 1 and "password" in r.stderr and "wrong-pw" not in r.stderr
+    finally:
+        a.stop()
+        b.stop()

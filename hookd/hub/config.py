@@ -53,6 +53,15 @@ def resolve(home_root: Path, flag: str | None, env_url: str | None) -> str | Non
     return check_url(url) if url else None
 
 
+def require_driver() -> None:
+    """Raise ConfigError saying how to install asyncpg (the extra ``hookd[hub]``) when it is
+    missing."""
+    try:
+        import asyncpg  # noqa: F401
+    except ImportError:
+        raise ConfigError("a hub needs asyncpg: pip install 'hookd[hub]'") from None
+
+
 def check_url(url: str) -> str:
     """``url`` when it is a ``postgresql://`` (or ``postgres://``) URL; raises ConfigError."""
     if urlsplit(url).scheme not in ("postgresql", "postgres"):

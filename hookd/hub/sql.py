@@ -174,3 +174,35 @@ async def events(conn: Any, host: str | None = None, after: int = 0, limit: int 
                             " WHERE ($1::text IS NULL OR host_id = $1) AND seq > $2 ORDER BY host_id, seq LIMIT $3",
                             host, after, limit)
     return [dict(r) for r in rows]
+
+
+async def lanes(conn: Any) -> list[dict[str, Any]]:
+    """Each host's builders' lanes as their last ``lane_changed`` event says: ``host_id``,
+    ``builder``, ``seq``, ``at`` (UNIX seconds), ``data`` (JSON text: ``from``, ``to``,
+    ``since``, ``detail``, ``pending``, ``queued``), ``heartbeat_age_s`` (the host's
+    freshness: seconds since its heartbeat, None without one); by host, then builder."""
+    rows = await conn.fetch(
+        "SELECT DISTINCT ON (e.host_id, e.builder) e.host_id, e.builder, e.seq, e.at, e.data::text AS data,"
+        " extract(epoch FROM now() - h.heartbeat_at)::float8 AS heartbeat_age_s"
+        " FROM hookd.events e LEFT JOIN hookd.hosts h ON h.host_id = e.host_id"
+        " WHERE e.kind = 'lane_changed' AND e.builder IS NOT NULL ORDER BY e.host_id, e.builder, e.seq DESC")
+    return [dict(r) for r in rows]
+
+
+PENDING_KINDS = ("question_pending", "permission_pending", "elicitation_pending")
+RESOLVED_KINDS = ("question_resolved", "permission_resolved", "elicitation_resolved")
+
+
+async def pending(conn: Any) -> list[dict[str, Any]]:
+    """The interactions still pending on each host as its events say (a ``*_pending`` event
+    with no ``*_resolved`` of the same ``id``): ``host_id``, ``seq``, ``kind`` (the event's),
+    ``builder``, ``at``, ``data`` (JSON text, the pending event's), ``heartbeat_age_s``; oldest
+    first."""
+    rows = await conn.fetch(
+        "SELECT p.host_id, p.seq, p.kind, p.builder, p.at, p.data::text AS data,"
+        " extract(epoch FROM now() - h.heartbeat_at)::float8 AS heartbeat_age_s"
+        " FROM hookd.events p LEFT JOIN hookd.hosts h ON h.host_id = p.host_id"
+        " WHERE p.kind = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM hookd.events r WHERE r.host_id = p.host_id"
+        " AND r.kind = ANY($2::text[]) AND r.seq > p.seq AND r.data->>'id' = p.data->>'id') ORDER BY p.at, p.host_id, p.seq",
+        list(PENDING_KINDS), list(RESOLVED_KINDS))
+    return [dict(r) for r in rows]
