@@ -318,6 +318,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
              + ("" if st.get("final") else "; retried until it commits"))
     if st.get("read_error"):
         _out(st["read_error"])
+    if (hub := s.get("hub")) is not None:  # (hookd.hub: docs/fleet.md)
+        _out(f"hub {hub['url']} {hub['state']}" + (f" as host {hub['host_id']}" if hub.get("host_id") else "")
+             + f", shipped through seq {hub['shipped_seq']} of {c.get('events', '?')}"
+             + (f": {hub['error']}" if hub.get("error") else ""))
     if s.get("held"):
         _out(f"holding a PermissionRequest hook for: {visible(', '.join(s['held']))} (answer with `hookd answer ID`)")
     if s["builders"]:

@@ -1,4 +1,4 @@
-"""A private PostgreSQL cluster for the hub's tests (hookd.hub): Debian's PostgreSQL 15 server,
+"""A private PostgreSQL cluster for the hub's tests (hookd.hub): Debian's PostgreSQL server (15),
 started by the tests and removed after them.
 
 ``initdb`` and the server refuse to run as root, and the tests run as root (CI's container, the
@@ -30,14 +30,15 @@ from typing import Iterator
 
 import pytest
 
-#: Where Debian's PostgreSQL 15 puts its server programs (not on PATH by default).
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
+#: Where Debian puts its PostgreSQL servers' programs (not on PATH by default): one folder per
+#: major version; the newest installed is used (15 on Debian 12).
+PG_ROOT = Path("/usr/lib/postgresql")
 ADMIN = "hookd_admin"
 
 
 def _bin(name: str) -> str | None:
-    p = PG_BIN / name
-    return str(p) if p.exists() else shutil.which(name)
+    found = sorted(PG_ROOT.glob(f"*/bin/{name}"), key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0)
+    return str(found[-1]) if found else shutil.which(name)
 
 
 def _free_port() -> int:
