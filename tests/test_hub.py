@@ -166,3 +166,27 @@ def test_the_hub_url_comes_from_the_flag_then_HOOKD_HUB_then_config_toml(tmp_pat
         resolve(tmp_path, None, None)
     assert Settings.from_env({"HOOKD_HUB": " postgresql://e@hub/db "}).hub_url == "postgresql://e@hub/db"
 
+
+
+def test_a_second_home_shipping_as_the_same_host_is_refused(hub: Hub, tmp_path: Path) -> None:
+    url = hub.host("hs")
+    first = InProc(tmp_path / "first", Settings(hub_url=url)).start()
+    try:
+        session(first)
+        rows = shipped(first, hub, url)
+    finally:
+        first.stop()
+    second = InProc(tmp_path / "second", Settings(hub_url=url)).start()  # its seqs start at 1 again
+    try:
+        session(second)
+        wait_until(lambda: second.core.hub.view()["state"] == "refused", 30)  # type: ignore[union-attr]
+        assert "another hookd home already ships to this hub as host" in second.core.hub.view()["error"]  # type: ignore[union-attr]
+        assert hub.rows(url) == rows  # the first home's events stand
+    finally:
+        second.stop()
+    first = InProc(tmp_path / "first", Settings(hub_url=url)).start()  # the first home goes on
+    try:
+        session(first)
+        assert shipped(first, hub, url)[:len(rows)] == rows
+    finally:
+        first.stop()

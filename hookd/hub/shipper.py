@@ -13,6 +13,11 @@ store's ``hub_cursor`` (keyed by the hub's URL without its password). On each co
 shipper starts from the smaller of that and the hub's own ``shipped_seq`` for this host: a hub
 restored from an older backup is sent again what it lost; a batch whose confirmation was lost
 with the connection is sent again and taken once (rows keyed by ``(host_id, seq)``).
+
+One home per host: at its first connect to a hub a home makes an id for itself there (kept
+beside the cursor) and claims its host's row with it; a second home shipping with the same role
+(a reinstalled machine whose seqs start at 1 again) is refused (``state`` ``refused``), since its
+events would collide with the first home's.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -38,13 +44,14 @@ class Shipper:
 
     heartbeat_s: the heartbeat row's period while nothing ships (seconds); batch: events per
     transaction; retry_max_s: the longest wait between two connection attempts (seconds);
-    connect_timeout_s: one attempt's limit. State for status and tests: ``state``
-    (``connecting``, ``up``, ``down``), ``error`` (the last failure's text), ``cursor`` (the
+    connect_timeout_s: one attempt's limit; command_timeout_s: one statement's. State for
+    status and tests: ``state`` (``connecting``, ``up``, ``down``; ``refused``: another home
+    ships as this host, :class:`HostTaken`), ``error`` (the last failure's text), ``cursor`` (the
     newest seq the hub confirmed), ``host_id`` (the hub's name for this host: its role),
     ``inserted`` (rows the hub took as new), ``sent`` (rows sent, resends included)."""
 
     def __init__(self, core: "Hookd", url: str, *, heartbeat_s: float = 10.0, batch: int = 500,
-                 retry_max_s: float = 5.0, connect_timeout_s: float = 10.0):
+                 retry_max_s: float = 5.0, connect_timeout_s: float = 10.0, command_timeout_s: float = 30.0):
         self.core = core
         self.url = url
         self.key = redact(url)
@@ -52,10 +59,12 @@ class Shipper:
         self.batch = batch
         self.retry_max_s = retry_max_s
         self.connect_timeout_s = connect_timeout_s
+        self.command_timeout_s = command_timeout_s
         self.state = "connecting"
         self.error: str | None = None
         self.cursor = 0
         self.host_id: str | None = None
+        self.home_id = ""
         self.inserted = 0
         self.sent = 0
 
@@ -74,16 +83,20 @@ class Shipper:
         while not stop.is_set():
             conn = None
             try:
-                conn = await asyncpg.connect(self.url, timeout=self.connect_timeout_s)
+                # (command_timeout: a hub that stops answering mid-statement, packets dropped,
+                # ends the connection instead of stalling the shipper until TCP gives up)
+                conn = await asyncpg.connect(self.url, timeout=self.connect_timeout_s,
+                                             command_timeout=self.command_timeout_s)
                 delay = 0.1
                 await self._follow(conn, stop)
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # (the hub refused, went away, timed out: never the daemon's end)
-                if self.state != "down" or self.error != _why(e):
+                state = "refused" if isinstance(e, HostTaken) else "down"
+                if self.state != state or self.error != _why(e):
                     log.warning("hub %s: %s; the events wait in the local store and ship once it is back",
                                 self.key, _why(e))
-                self.state, self.error = "down", _why(e)
+                self.state, self.error = state, _why(e)
             finally:
                 if conn is not None:
                     with contextlib.suppress(Exception):
@@ -95,7 +108,18 @@ class Shipper:
     async def _follow(self, conn: Any, stop: asyncio.Event) -> None:
         store, bus = self.core.store, self.core.bus
         self.host_id = await sql.host_id(conn)
-        self.cursor = min(await store.hub_cursor(self.key), await sql.shipped_seq(conn))
+        mine = await store.hub_cursor(self.key)
+        if mine is None:  # the first connect to this hub: this home's id there, kept with the cursor
+            mine = (0, secrets.token_hex(16))
+            await store.write(_set_cursor, self.key, 0, time.time(), mine[1])
+        local, self.home_id = mine
+        if await sql.claim(conn, self.home_id) != self.home_id:
+            raise HostTaken(f"another hookd home already ships to this hub as host {self.host_id} (a reinstalled "
+                            "machine, or two sharing a role): its events and this home's would share seqs; give "
+                            "this home a host role of its own (hookd --hub ADMIN_URL hub add-host NAME), or, if "
+                            f"the other home is gone for good, release the host on the hub: UPDATE hookd.hosts SET "
+                            f"home_id = NULL WHERE host_id = '{self.host_id}'")
+        self.cursor = min(local, await sql.shipped_seq(conn))
         if self.state != "up":
             log.info("hub %s: connected as host %s, shipping after seq %d", self.key, self.host_id, self.cursor)
         self.state, self.error = "up", None
@@ -110,7 +134,7 @@ class Shipper:
                 self.cursor = rows[-1][0]
                 beat = time.monotonic()
                 try:
-                    await store.write(_set_cursor, self.key, self.cursor, time.time())
+                    await store.write(_set_cursor, self.key, self.cursor, time.time(), self.home_id)
                 except Exception as e:  # (storage refusing writes: the hub's row has it; resent once, taken once)
                     log.warning("hub cursor not saved: %s", e)
                 continue
@@ -121,8 +145,12 @@ class Shipper:
             await bus.wait(self.heartbeat_s - idle, since=version)
 
 
-def _set_cursor(tx: Any, hub: str, seq: int, at: float) -> None:
-    tx.set_hub_cursor(hub, seq, at)
+class HostTaken(Exception):
+    """Another hookd home already ships to the hub as this host (:func:`hookd.hub.sql.claim`)."""
+
+
+def _set_cursor(tx: Any, hub: str, seq: int, at: float, home_id: str) -> None:
+    tx.set_hub_cursor(hub, seq, at, home_id)
 
 
 def _why(e: BaseException) -> str:

@@ -8,7 +8,9 @@ The hub's tables live in the schema ``hookd``:
   sent: ``json`` takes every JSON text SQLite holds, ``jsonb`` would refuse a ``\\u0000``);
   ``shipped_at``: when the hub took the row.
 - ``hookd.hosts``: one heartbeat row per host: ``shipped_seq`` (the newest seq the hub holds
-  from it, contiguous from 1), ``heartbeat_at`` (the hub's clock), hookd's version.
+  from it, contiguous from 1), ``heartbeat_at`` (the hub's clock), hookd's version,
+  ``home_id`` (the hookd home that ships as this host: a second home is refused, its seqs
+  would collide with the first's).
 
 Security (docs/fleet.md "Security", docs/decisions.md "The hub: one role per host, row-level
 security"): a host is a PostgreSQL role (``host_id`` is the role's name), member of the group
@@ -42,8 +44,10 @@ SCHEMA: list[str] = [
          host_id text PRIMARY KEY DEFAULT current_user,
          shipped_seq bigint NOT NULL DEFAULT 0,
          heartbeat_at timestamptz NOT NULL DEFAULT now(),
-         version text
+         version text,
+         home_id text
        )""",
+    "ALTER TABLE hookd.hosts ADD COLUMN IF NOT EXISTS home_id text",
     """CREATE TABLE IF NOT EXISTS hookd.events (
          host_id text NOT NULL DEFAULT current_user,
          seq bigint NOT NULL,
@@ -120,6 +124,15 @@ async def add_operator(conn: Any, role: str, password: str) -> None:
 async def host_id(conn: Any) -> str:
     """This connection's host id: its role's name."""
     return str(await conn.fetchval("SELECT current_user"))
+
+
+async def claim(conn: Any, home_id: str) -> str:
+    """Claim this connection's host row for the hookd home ``home_id`` (created when missing;
+    a row no home claimed yet takes it). Returns the home id the row holds now: another one
+    means another home ships as this host."""
+    return str(await conn.fetchval(
+        "INSERT INTO hookd.hosts (host_id, home_id) VALUES (current_user, $1) ON CONFLICT (host_id)"
+        " DO UPDATE SET home_id = COALESCE(hookd.hosts.home_id, EXCLUDED.home_id) RETURNING home_id", home_id))
 
 
 async def shipped_seq(conn: Any) -> int:
