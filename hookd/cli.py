@@ -109,7 +109,7 @@ def main(ctx: click.Context, home: Path | None, hub: str | None) -> None:
 
     ctx.obj = Home.resolve(home)
     if hub is not None:
-        if ctx.invoked_subcommand not in HUB_COMMANDS:
+        if ctx.invoked_subcommand is not None and ctx.invoked_subcommand not in HUB_COMMANDS:
             raise click.UsageError(f"--hub: only {', '.join(HUB_COMMANDS)} read the hub so far (not {ctx.invoked_subcommand})")
         ctx.meta["hookd.hub"] = hub
 

@@ -80,6 +80,13 @@ def test_an_operator_reads_every_hosts_lanes_and_questions_from_the_hub(cluster:
         h.admin = admin
         shipped(a, h, a_url)
         shipped(b, h, b_url)
+        r = hookd_cli(cli_home, "--hub", op, "hub", "hosts", "--json")
+        hosts = {h["host_id"]: h for h in json.loads(r.stdout)}
+        assert set(hosts) == {ha, hb} and hosts[ha]["shipped_seq"] == a.events()[-1]["seq"]
+        r = hookd_cli(cli_home, "--hub", op, "hub", "hosts")
+        lines = r.stdout.splitlines()
+        assert lines[0].split() == ["host", "shipped", "heartbeat", "version"]
+        assert [x.split()[0] for x in lines[2:]] == [ha, hb]
         r = hookd_cli(cli_home, "--hub", op, "lanes", "--json")
         assert r.returncode == 0, r.stderr
         lanes = {(x["host_id"], x["builder"]): x for x in json.loads(r.stdout)}
