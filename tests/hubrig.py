@@ -23,8 +23,9 @@ _sessions = itertools.count(1)
 
 
 def cluster_fixture() -> Iterator[PgCluster]:
-    """The module's cluster (each hub test module: ``cluster = pytest.fixture(scope="module")(cluster_fixture)``)."""
-    with private_cluster() as c:
+    """The module's cluster, TLS on (each hub test module: ``cluster =
+    pytest.fixture(scope="module")(cluster_fixture)``)."""
+    with private_cluster(ssl=True) as c:
         yield c
 
 

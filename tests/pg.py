@@ -55,6 +55,8 @@ class PgCluster:
     dir: Path
     port: int
     user: str | None
+    ssl_ca: Path | None = None
+    """The CA that signed the server's certificate (for ``sslrootcert``), when TLS is on."""
 
     @property
     def data(self) -> Path:
@@ -74,6 +76,8 @@ class PgCluster:
 
     def start(self) -> None:
         opts = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off"
+        if self.ssl_ca is not None:
+            opts += f" -c ssl=on -c ssl_cert_file={self.dir / 'server.crt'} -c ssl_key_file={self.dir / 'server.key'}"
         self._run(_bin("pg_ctl") or "pg_ctl", "-D", str(self.data), "-o", opts, "-l", str(self.dir / "log"),
                   "-w", "-t", "60", "start")
 
@@ -99,10 +103,32 @@ def _missing() -> str | None:
     return None
 
 
+def make_ca(d: Path, name: str) -> tuple[Path, Path]:
+    """A self-signed CA in ``d`` (openssl's command line): (its certificate, its key)."""
+    cert, key = d / f"{name}.pem", d / f"{name}.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "2", "-subj", f"/CN={name}"], check=True, capture_output=True, timeout=60)
+    return cert, key
+
+
+def _server_cert(d: Path) -> Path:
+    """A CA and the server's certificate for 127.0.0.1 signed by it, in ``d``; returns the CA."""
+    ca, ca_key = make_ca(d, "hookd-test-ca")
+    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    subprocess.run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(d / "server.key"),
+                    "-out", str(d / "server.csr"), "-subj", "/CN=127.0.0.1"], check=True, capture_output=True, timeout=60)
+    subprocess.run(["openssl", "x509", "-req", "-in", str(d / "server.csr"), "-CA", str(ca), "-CAkey", str(ca_key),
+                    "-CAcreateserial", "-out", str(d / "server.crt"), "-days", "2", "-extfile", str(d / "san.ext")],
+                   check=True, capture_output=True, timeout=60)
+    os.chmod(d / "server.key", 0o600)
+    return ca
+
+
 @contextlib.contextmanager
-def private_cluster() -> Iterator[PgCluster]:
-    """Start a private cluster (module doc); stopped and removed on exit. Skips (fails under
-    ``CI=true``) where PostgreSQL is missing."""
+def private_cluster(ssl: bool = False) -> Iterator[PgCluster]:
+    """Start a private cluster (module doc); with ``ssl``, TLS on (a certificate for 127.0.0.1
+    signed by a CA of its own: ``ssl_ca``; plain connections still allowed). Stopped and
+    removed on exit. Skips (fails under ``CI=true``) where PostgreSQL is missing."""
     why = _missing()
     if why is not None:
         if os.environ.get("CI") == "true":
@@ -116,6 +142,12 @@ def private_cluster() -> Iterator[PgCluster]:
     os.chmod(d, 0o700)
     cluster = PgCluster(d, _free_port(), user)
     try:
+        if ssl:
+            cluster.ssl_ca = _server_cert(d)
+        if user is not None:
+            ent = pwd.getpwnam(user)
+            for f in d.iterdir():  # (the server reads its key as its own user)
+                os.chown(f, ent.pw_uid, ent.pw_gid)
         cluster._run(_bin("initdb") or "initdb", "-D", str(cluster.data), "-U", ADMIN, "--auth-local=trust",
                      "--auth-host=scram-sha-256", "-E", "UTF8", "--no-instructions")
         cluster.start()

@@ -22,7 +22,7 @@ from hookd.settings import Settings
 
 from .hubrig import Hub, cluster_fixture, fresh_hub, local, pg, session, shipped
 from .inproc import InProc
-from .pg import PgCluster
+from .pg import PgCluster, make_ca
 
 pytestmark = [pytest.mark.inproc, pytest.mark.xdist_group("hub")]
 
@@ -151,6 +151,28 @@ def test_a_host_can_neither_read_nor_write_another_hosts_rows(hub: Hub) -> None:
     assert len(pg(op, sql.events)) == 3 and {h["host_id"] for h in pg(op, sql.hosts)} == {role_a, role_b}
     with pytest.raises(asyncpg.InsufficientPrivilegeError):
         pg(op, lambda c: c.execute("DELETE FROM hookd.events"))
+
+
+def test_tls_settings_in_the_url_reach_asyncpg(hub: Hub, home: Path, tmp_path: Path) -> None:
+    url = hub.host("ht")
+    role = url.split("//")[1].split(":")[0]
+    assert hub.cluster.ssl_ca is not None
+    app = InProc(home, Settings(hub_url=f"{url}?sslmode=verify-full&sslrootcert={hub.cluster.ssl_ca}")).start()
+    try:
+        session(app)
+        shipped(app, hub, url)
+        ssl = pg(hub.admin, lambda c: c.fetchval(
+            "SELECT bool_and(s.ssl) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.usename = $1", role))
+        assert ssl is True  # the shipper's connection is TLS, the server verified against the given CA
+    finally:
+        app.stop()
+    other_ca, _ = make_ca(tmp_path, "some-other-ca")
+    app = InProc(home, Settings(hub_url=f"{url}?sslmode=verify-full&sslrootcert={other_ca}")).start()
+    try:
+        wait_until(lambda: app.core.hub.view()["state"] == "down", 30)  # type: ignore[union-attr]
+        assert "certificate verify failed" in app.core.hub.view()["error"]  # type: ignore[union-attr]
+    finally:
+        app.stop()
 
 
 def test_the_hub_url_comes_from_the_flag_then_HOOKD_HUB_then_config_toml(tmp_path: Path) -> None:
