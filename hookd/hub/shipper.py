@@ -87,11 +87,12 @@ class Shipper:
                 # ends the connection instead of stalling the shipper until TCP gives up)
                 conn = await asyncpg.connect(self.url, timeout=self.connect_timeout_s,
                                              command_timeout=self.command_timeout_s)
-                delay = 0.1
                 await self._follow(conn, stop)
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # (the hub refused, went away, timed out: never the daemon's end)
+                if self.state == "up":  # (a connection that worked: the backoff starts again;
+                    delay = 0.1         # one refused at once, HostTaken included, keeps backing off)
                 state = "refused" if isinstance(e, HostTaken) else "down"
                 if self.state != state or self.error != _why(e):
                     log.warning("hub %s: %s; the events wait in the local store and ship once it is back",
