@@ -5,6 +5,7 @@ kept to its own rows. The hub down never reaches an agent: every hook is answere
 
 from __future__ import annotations
 
+import socket
 import sqlite3
 import threading
 from pathlib import Path
@@ -112,6 +113,22 @@ def test_a_host_offline_for_a_while_catches_up_and_its_hooks_never_wait(hub: Hub
         assert view["inserted"] == len(rows) and view["state"] == "up"
     finally:
         app.stop()
+
+
+def test_a_hub_that_never_answers_holds_up_no_hook(home: Path) -> None:
+    with socket.socket() as s:  # a listening port that never accepts: connects hang
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        url = f"postgresql://h:pw@127.0.0.1:{s.getsockname()[1]}/db"
+        app = InProc(home, Settings(hub_url=url)).start()
+        try:
+            for n in range(20):
+                session(app, f"b{n % 3}")  # each answered (a 200) while the shipper waits on the hub
+            # (still connecting; "down" once the 10 s connect timeout passed on a slow machine)
+            assert app.core.hub.view()["state"] in ("connecting", "down")  # type: ignore[union-attr]
+            assert len(local(app)) >= 20
+        finally:
+            app.stop()  # (the waiting connect is cancelled with the daemon's tasks)
 
 
 def test_a_host_can_neither_read_nor_write_another_hosts_rows(hub: Hub) -> None:
