@@ -90,9 +90,11 @@ class PgCluster:
         return self._run(_bin("pg_ctl") or "pg_ctl", "-D", str(self.data), "status", check=False).returncode == 0
 
 
-def _missing() -> str | None:
+def _missing(ssl: bool) -> str | None:
     if _bin("initdb") is None or _bin("pg_ctl") is None:
         return "PostgreSQL's server (initdb, pg_ctl) is missing (.ci/run installs it: apt-get install -y postgresql)"
+    if ssl and shutil.which("openssl") is None:
+        return "openssl is missing: the test cluster's TLS certificate cannot be made (apt-get install -y openssl)"
     if os.geteuid() == 0:
         try:
             pwd.getpwnam("postgres")
@@ -129,7 +131,7 @@ def private_cluster(ssl: bool = False) -> Iterator[PgCluster]:
     """Start a private cluster (module doc); with ``ssl``, TLS on (a certificate for 127.0.0.1
     signed by a CA of its own: ``ssl_ca``; plain connections still allowed). Stopped and
     removed on exit. Skips (fails under ``CI=true``) where PostgreSQL is missing."""
-    why = _missing()
+    why = _missing(ssl)
     if why is not None:
         if os.environ.get("CI") == "true":
             pytest.fail(why)
