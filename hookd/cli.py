@@ -51,7 +51,11 @@ LAZY_COMMANDS = {
     "attach": "hookd.cli_run:attach", "ls": "hookd.cli_run:ls",
     "doctor": "hookd.cli_doctor:doctor", "service": "hookd.cli_doctor:service",
     "replay": "hookd.cli_dev:replay", "drift": "hookd.cli_dev:drift", "notify": "hookd.cli_dev:notify",
+    "hub": "hookd.cli_hub:hub",
 }
+
+#: The commands that read a hub named with ``hookd --hub URL`` (docs/fleet.md).
+HUB_COMMANDS = ("lanes", "questions", "hub")
 
 
 def _hookd_error() -> type[HookdError]:
@@ -96,12 +100,18 @@ class _Group(click.Group):
 @click.version_option(__version__, prog_name="hookd")
 @click.option("--home", type=click.Path(path_type=Path), envvar="HOOKD_HOME",
               help="hookd's data directory [env HOOKD_HOME; default: per-user data dir].")
+@click.option("--hub", metavar="URL", help="Read a fleet's hub (PostgreSQL) instead of this machine's daemon: "
+              "lanes, questions and hub (docs/fleet.md).")
 @click.pass_context
-def main(ctx: click.Context, home: Path | None) -> None:
+def main(ctx: click.Context, home: Path | None, hub: str | None) -> None:
     """hookd: the local hook bridge between coding agents and the humans who steer them."""
     from hookd.config import Home
 
     ctx.obj = Home.resolve(home)
+    if hub is not None:
+        if ctx.invoked_subcommand is not None and ctx.invoked_subcommand not in HUB_COMMANDS:
+            raise click.UsageError(f"--hub: only {', '.join(HUB_COMMANDS)} read the hub so far (not {ctx.invoked_subcommand})")
+        ctx.meta["hookd.hub"] = hub
 
 
 
@@ -112,8 +122,11 @@ def main(ctx: click.Context, home: Path | None) -> None:
 @click.option("--notify-question-after", type=float, metavar="S",
               help="Notify about a question or permission prompt pending S seconds [config notify.question_after_s; default 60].")
 @click.option("--notify-steps", metavar="S,S,...", help="Escalation offsets in seconds [config notify.steps_s; default 0,300,1800].")
+@click.option("--hub", metavar="URL", help="Ship the event log to this PostgreSQL hub (postgresql://HOST_ID:PASSWORD@HOST/DB; "
+              "docs/fleet.md) [env HOOKD_HUB; config hub.url; default: no hub].")
 @click.pass_context
-def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: float | None, notify_steps: str | None) -> None:
+def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: float | None, notify_steps: str | None,
+          hub: str | None) -> None:
     """Run the daemon in the foreground (SIGTERM/SIGINT stop it). Logs go to stderr."""
     from hookd.daemon import serve as run
 
@@ -122,7 +135,7 @@ def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: 
         steps = None if notify_steps is None else [float(x) for x in notify_steps.split(",") if x.strip()]
     except ValueError:
         raise click.BadParameter("comma-separated seconds, e.g. 0,300,1800", param_hint="--notify-steps") from None
-    run(ctx.obj, port=port, notify_overrides={"question_after_s": notify_question_after, "steps_s": steps})
+    run(ctx.obj, port=port, notify_overrides={"question_after_s": notify_question_after, "steps_s": steps}, hub=hub)
 
 
 
@@ -305,6 +318,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
              + ("" if st.get("final") else "; retried until it commits"))
     if st.get("read_error"):
         _out(st["read_error"])
+    if (hub := s.get("hub")) is not None:  # (hookd.hub: docs/fleet.md)
+        _out(f"hub {hub['url']} {hub['state']}" + (f" as host {hub['host_id']}" if hub.get("host_id") else "")
+             + f", shipped through seq {hub['shipped_seq']} of {c.get('events', '?')}"
+             + (f": {hub['error']}" if hub.get("error") else ""))
     if s.get("held"):
         _out(f"holding a PermissionRequest hook for: {visible(', '.join(s['held']))} (answer with `hookd answer ID`)")
     if s["builders"]:

@@ -31,7 +31,13 @@ from hookd.untrusted import visible
 def questions(ctx: click.Context, state: str, as_json: bool) -> None:
     """Questions and other interactions waiting on (or answered by) a human: each with its
     options (a permission prompt: its tool input), how long it has waited, and the
-    `hookd answer` command that answers it."""
+    `hookd answer` command that answers it. With `hookd --hub URL`: every host's pending ones."""
+    if (hub := ctx.find_root().meta.get("hookd.hub")) is not None:
+        from hookd.cli_hub import hub_questions
+
+        if state != "pending":
+            raise click.UsageError("--hub: only pending interactions are read from the hub so far")
+        return hub_questions(hub, as_json)
     items = _client(ctx).get("/v1/questions", state=state)
     if as_json:
         _echo_json(items)
@@ -49,7 +55,12 @@ def lanes(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     """Every builder's lane: working, waiting_question, waiting_permission, idle, stalled,
     failed (an API error stopped the agent), ended or dead; those waiting on a human first. A builder unspawned (`hookd unspawn`) is
     shown, as unspawned, only with --all. Under a lane, one row per running subagent of its
-    agent (↳ its kind): working or waiting on a human, and its agent id."""
+    agent (↳ its kind): working or waiting on a human, and its agent id. With `hookd --hub URL`:
+    every host's lanes, with a host column."""
+    if (hub := ctx.find_root().meta.get("hookd.hub")) is not None:
+        from hookd.cli_hub import hub_lanes
+
+        return hub_lanes(hub, as_json)
     items = _client(ctx).get("/v1/lanes")
     if as_json:
         _echo_json(items)

@@ -176,12 +176,14 @@ async def _watch_spool(core: Hookd, stop: asyncio.Event, backend: str = "auto") 
                 d.rmdir()
 
 
-def serve(home: Home, port: int = 0, notify_overrides: dict[str, Any] | None = None) -> None:
+def serve(home: Home, port: int = 0, notify_overrides: dict[str, Any] | None = None, hub: str | None = None) -> None:
     """Run the daemon in the foreground until SIGTERM/SIGINT. Raises AlreadyServing, and
-    ConfigError for an invalid config.toml or ``HOOKD_*`` variable (before binding anything)."""
+    ConfigError for an invalid config.toml or ``HOOKD_*`` variable, or a hub (``hub``: the
+    URL of ``--hub``) without asyncpg installed (before binding anything)."""
     from hookd.watchers.notify_config import load_config
 
     settings = Settings.from_env()  # the daemon's tunables, read once, handed to what needs them
+    settings = _with_hub(home, settings, hub)
     notify_config = load_config(home, notify_overrides)
     os.umask(0o077)  # the database, its WAL and the spool are the user's alone
     home.ensure()
@@ -191,6 +193,20 @@ def serve(home: Home, port: int = 0, notify_overrides: dict[str, Any] | None = N
             runner.run(_serve(home, port, notify_config, settings))
     finally:
         lock.release()
+
+
+def _with_hub(home: Home, settings: Settings, flag: str | None) -> Settings:
+    """``settings`` with the hub in force (``--hub``, ``HOOKD_HUB``, ``[hub] url``:
+    :func:`hookd.hub.config.resolve`). Raises ConfigError for a bad URL, or when asyncpg (the
+    extra ``hookd[hub]``) is missing."""
+    import msgspec
+
+    from hookd.hub.config import require_driver, resolve
+
+    url = resolve(home.root, flag, settings.hub_url)
+    if url is not None:
+        require_driver()
+    return msgspec.structs.replace(settings, hub_url=url)
 
 
 def _loop_factory() -> Any:
@@ -283,6 +299,13 @@ def _lifespan(home: Home, core: Hookd, endpoint: Endpoint, notify_config: Any, s
         retrying = asyncio.create_task(retry_until_back(core, stop_watch))
         hook_alerts = asyncio.create_task(HookAlerts(core, notifier).run(stop_watch))
         run_watch = asyncio.create_task(RunWatch(core, settings.liveness_s).run(stop_watch))
+        shipping = None
+        if settings.hub_url:  # (hookd.hub: the event log shipped to the hub, off the hook path)
+            from hookd.hub.shipper import Shipper
+
+            shipper = Shipper(core, settings.hub_url)
+            core.hub = shipper
+            shipping = asyncio.create_task(shipper.run(stop_watch))
         await core.ingest_spool()
         # what start-up made (modules, the app) lives as long as the daemon: the garbage
         # collector's full passes, pauses of the hook path, need not walk it again and again
@@ -307,6 +330,9 @@ def _lifespan(home: Home, core: Hookd, endpoint: Endpoint, notify_config: Any, s
             retrying.cancel()
             hook_alerts.cancel()
             run_watch.cancel()
+            if shipping is not None:
+                shipping.cancel()
+                await asyncio.gather(shipping, return_exceptions=True)
             core.release_all()
             await core.bus.close()
             await core.close()

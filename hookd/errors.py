@@ -77,6 +77,14 @@ class StorageUnavailable(HookdError):
     status = 503
 
 
+class HubUnavailable(HookdError):
+    """The hub (hookd.hub: PostgreSQL) could not be reached, or refused the request (a wrong
+    password, a role without the right): the CLI's ``hookd hub`` commands and ``--hub`` reads."""
+
+    code = "hub_unavailable"
+    status = 503
+
+
 class DaemonNotRunning(HookdError):
     code = "daemon_not_running"
     status = 503

@@ -17,6 +17,7 @@ from hookd.errors import BadRequest as BadRequest
 from hookd.errors import ConfigError as ConfigError
 from hookd.errors import Conflict as Conflict
 from hookd.errors import DaemonNotRunning as DaemonNotRunning
+from hookd.errors import HubUnavailable as HubUnavailable
 from hookd.errors import HookdError as HookdError
 from hookd.errors import NotFound as NotFound
 from hookd.errors import PayloadInvalid as PayloadInvalid

@@ -49,6 +49,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     is read once they have been quiet this long ..."""
     tail_max_defer_ms: int = 2000
     """``HOOKD_TAIL_MAX_DEFER_MS``: ... or this long after the change at the latest."""
+    hub_url: str | None = None
+    """``HOOKD_HUB``: the hub's PostgreSQL URL the daemon ships its event log to (hookd.hub; None:
+    no hub); ``hookd serve --hub`` and ``[hub] url`` in config.toml are the other ways to name it."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -70,6 +73,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             watch_backend=(env.get("HOOKD_WATCH_BACKEND") or "auto").strip().lower(),
             tail_quiet_ms=_number(env, "HOOKD_TAIL_QUIET_MS", 500, kind=int),
             tail_max_defer_ms=_number(env, "HOOKD_TAIL_MAX_DEFER_MS", 2000, kind=int),
+            hub_url=(env.get("HOOKD_HUB") or "").strip() or None,
         )
 
 

@@ -55,6 +55,12 @@ class Notifier(Protocol):
     async def clear(self, key: str) -> None: ...
 
 
+class Hub(Protocol):
+    """The hub's shipper as status shows it (:class:`hookd.hub.shipper.Shipper`)."""
+
+    def view(self) -> dict[str, Any]: ...
+
+
 class Hookd:
     """The daemon's core over ``home`` and ``store``. settings: the daemon's tunables
     (:class:`hookd.settings.Settings`; default: the defaults); tcp_port: the daemon's loopback
@@ -87,6 +93,8 @@ class Hookd:
         self.tailer: Tailer | None = None
         self.lanes: Lanes | None = None
         self.notifier: Notifier | None = None
+        #: the hub's shipper (hookd.hub: ``hookd serve --hub``); None: no hub
+        self.hub: Hub | None = None
 
         cache, waiters = HookCache(), Waiters()
         self.asks = Asks(store, self.bus, waiters)

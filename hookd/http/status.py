@@ -76,6 +76,9 @@ async def core_status(core: Hookd, fastpath: bool = True) -> dict[str, Any]:
         # hooks answered on the Unix socket's fast path since start (hookd.http.fastpath),
         # and how many of them had to wait (their write joined a group commit)
         "fast_path": {"enabled": fastpath, "hooks": core.fast_hooks, "waited": core.fast_hooks_resumed},
+        # the hub's shipper (hookd.hub; null: no hub): url without password, state, error,
+        # host_id, shipped_seq, sent, inserted
+        "hub": core.hub.view() if core.hub is not None else None,
     }
 
 

@@ -27,6 +27,13 @@ class EventsTx(TxBase):
         self.events.append(ev)
         return ev
 
+    # the hub's cursor (hookd.hub.shipper) -----------------------------------------------
+    def set_hub_cursor(self, hub: str, seq: int, at: float, home_id: str) -> None:
+        """Record that ``hub`` holds every event up to ``seq`` (at ``at``, UNIX seconds); a new
+        row takes ``home_id`` (an existing one keeps its own)."""
+        self._db.execute("INSERT INTO hub_cursor (hub, seq, at, home_id) VALUES (?,?,?,?)"
+                         " ON CONFLICT (hub) DO UPDATE SET seq=excluded.seq, at=excluded.at", (hub, seq, at, home_id))
+
     # notifications -------------------------------------------------------------------
     # (hookd.watchers.notify: escalation steps claimed once per subject, delivery per channel)
     def claim_notification(self, key: str, step: int, rule: str, builder: str | None,

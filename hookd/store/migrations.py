@@ -380,6 +380,15 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "CREATE INDEX runs_live ON runs (builder) WHERE stopped_at IS NULL",
         ],
     ),
+    (
+        # the hub's cursor (hookd.hub: issue 25): per hub (its URL without the password), the
+        # newest event seq the hub confirmed it holds, and the id this home claimed its host's
+        # row on that hub with (another home shipping as the same host is refused)
+        "0020_hub_cursor",
+        [
+            "CREATE TABLE hub_cursor (hub TEXT PRIMARY KEY, seq INTEGER NOT NULL, at REAL NOT NULL, home_id TEXT NOT NULL)",
+        ],
+    ),
 ]
 
 

@@ -216,6 +216,21 @@ class Reads:
         )
         return [_event(r) for r in rows]
 
+    async def events_raw_after(self, after: int, limit: int = 500) -> list[tuple[int, str, str | None, str | None, float, str]]:
+        """The events with ``seq > after``, oldest first (at most ``limit``), as stored:
+        ``(seq, kind, builder, session_id, at, data as JSON text)`` (the hub's shipper sends
+        them on without decoding)."""
+        rows = await self._all("SELECT seq, kind, builder, session_id, at, data FROM events WHERE seq>? ORDER BY seq LIMIT ?",
+                               (after, limit))
+        return [(r[0], r[1], r[2], r[3], r[4], bytes(r[5]).decode("utf-8", "replace") if isinstance(r[5], (bytes, memoryview))
+                 else str(r[5])) for r in rows]
+
+    async def hub_cursor(self, hub: str) -> tuple[int, str] | None:
+        """(the newest event seq ``hub`` confirmed it holds, the home id this home claimed its
+        host with there), or None: never connected to that hub."""
+        rows = await self._all("SELECT seq, home_id FROM hub_cursor WHERE hub=?", (hub,))
+        return (int(rows[0][0]), str(rows[0][1])) if rows else None
+
     async def _small(self, sql: str, args: tuple = ()) -> list[tuple]:
         """The rows of one small read: at once on the event loop's thread where it can be
         (:meth:`_now`), else on the reader connection (:meth:`_all`)."""

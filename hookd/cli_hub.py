@@ -1,0 +1,166 @@
+"""``hookd hub ...`` (set up a hub: its schema, a host's role, an operator's role; its hosts) and
+the hub's side of ``hookd --hub URL lanes|questions`` (every host's, with a host column): over
+:mod:`hookd.hub.ops`, imported only when named. docs/fleet.md.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import click
+
+from hookd.cli_render import _duration, _echo_json, _lane_state, _out, _table
+
+
+def _hub_url(ctx: click.Context) -> str:
+    url = ctx.find_root().meta.get("hookd.hub")
+    if not url:
+        raise click.UsageError("name the hub: hookd --hub postgresql://... hub ...")
+    return str(url)
+
+
+@click.group()
+def hub() -> None:
+    """Set up and look at a fleet's hub (PostgreSQL; name it with `hookd --hub URL`): docs/fleet.md."""
+
+
+@hub.command("init")
+@click.pass_context
+def init(ctx: click.Context) -> None:
+    """Create or update the hub's schema, its roles hookd_host and hookd_operator and their
+    row-level security (idempotent; as the hub's administrator)."""
+    from hookd.hub import ops
+
+    url = _hub_url(ctx)
+    ops.install(url)
+    _out("hub ready: add each host with `hookd --hub URL hub add-host NAME`")
+
+
+def _role_url(admin_url: str, role: str, password: str) -> str:
+    """``admin_url`` with ``role`` and ``password`` as its user (host, database, query kept)."""
+    parts = urlsplit(admin_url)
+    where = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{role}:{quote(password, safe='')}@{where}"))
+
+
+def _add(ctx: click.Context, name: str, password_file: Path | None, as_json: bool, operator: bool) -> None:
+    from hookd.errors import ConfigError
+    from hookd.hub import ops
+
+    url = _hub_url(ctx)
+    password = password_file.read_text().strip() if password_file is not None else None
+    try:
+        password = ops.add_role(url, name, operator, password)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    role_url = _role_url(url, name, password)
+    if as_json:
+        _echo_json({"role": name, "kind": "operator" if operator else "host", "password": password, "url": role_url})
+    elif operator:
+        _out(f"operator {name} ready (reads every host, writes nothing); read with: hookd --hub '{role_url}' lanes")
+    else:
+        _out(f"host {name} ready (writes only its own rows); on that machine: hookd serve --hub '{role_url}'")
+
+
+@hub.command("add-host")
+@click.argument("name")
+@click.option("--password-file", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="The role's password from this file (default: a new random one, printed once).")
+@click.option("--json", "as_json", is_flag=True, help="Print {role, kind, password, url} as JSON.")
+@click.pass_context
+def add_host(ctx: click.Context, name: str, password_file: Path | None, as_json: bool) -> None:
+    """Create host NAME's role (it writes only its own rows), or give it a new password; prints
+    the URL that host's `hookd serve --hub` takes."""
+    _add(ctx, name, password_file, as_json, operator=False)
+
+
+@hub.command("add-operator")
+@click.argument("name")
+@click.option("--password-file", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="The role's password from this file (default: a new random one, printed once).")
+@click.option("--json", "as_json", is_flag=True, help="Print {role, kind, password, url} as JSON.")
+@click.pass_context
+def add_operator(ctx: click.Context, name: str, password_file: Path | None, as_json: bool) -> None:
+    """Create operator NAME's role (reads every host's rows, writes none), or give it a new password."""
+    _add(ctx, name, password_file, as_json, operator=True)
+
+
+@hub.command("hosts")
+@click.option("--json", "as_json", is_flag=True, help="A JSON array of hosts.")
+@click.pass_context
+def hosts(ctx: click.Context, as_json: bool) -> None:
+    """Every host the hub knows (that the role may see): the newest event seq the hub holds
+    from it, its heartbeat's age (its freshness), its hookd version."""
+    from hookd.hub import ops
+
+    items = ops.hosts(_hub_url(ctx))
+    if as_json:
+        _echo_json(items)
+        return
+    rows = [[h["host_id"], h["shipped_seq"], f"{_duration(max(0.0, h['age_s']))} ago", h["version"] or "-"] for h in items]
+    _out(_table(rows, ["host", "shipped", "heartbeat", "version"]) if rows else "no hosts")
+
+
+def _fresh(age: float | None) -> str:
+    return "-" if age is None else f"{_duration(max(0.0, age))} ago"
+
+
+def hub_lanes(url: str, as_json: bool) -> None:
+    """``hookd --hub URL lanes``: every host's builders' lanes, as their last ``lane_changed``
+    says. JSON items: ``host_id``, ``builder``, ``state``, ``since``, ``detail``, ``pending``,
+    ``queued``, ``seq``, ``heartbeat_age_s``."""
+    import json
+
+    from hookd.hub import ops
+
+    items = []
+    for r in ops.lanes(url):
+        d = json.loads(r["data"])
+        items.append({"host_id": r["host_id"], "builder": r["builder"], "state": d.get("to"), "since": d.get("since"),
+                      "detail": d.get("detail"), "pending": d.get("pending") or [], "queued": d.get("queued") or 0,
+                      "seq": r["seq"], "heartbeat_age_s": r["heartbeat_age_s"]})
+    if as_json:
+        _echo_json(items)
+        return
+    now = time.time()
+    rows: list[list[Any]] = [[i["host_id"], i["builder"], _lane_state(i["state"]),
+                              _duration(max(0.0, now - (i["since"] or now))), len(i["pending"]), i["queued"],
+                              i["detail"] or "", _fresh(i["heartbeat_age_s"])] for i in items]
+    _out(_table(rows, ["host", "builder", "lane", "for", "pending", "queued", "detail", "host seen"])
+         if rows else "no builders")
+
+
+def _what(kind: str, d: dict[str, Any]) -> str:
+    if kind == "permission_pending":
+        return f"{d.get('tool_name') or '?'} permission" if d.get("kind") != "plan" else "plan approval"
+    if kind == "elicitation_pending":
+        return f"{d.get('server') or '?'}: {d.get('message') or ''}"
+    qs = d.get("questions") or []
+    return " / ".join(str(q.get("question", "")) for q in qs if isinstance(q, dict)) or "question"
+
+
+def hub_questions(url: str, as_json: bool) -> None:
+    """``hookd --hub URL questions``: what waits on a human on every host. JSON items:
+    ``host_id``, ``id``, ``kind``, ``builder``, ``at``, ``data`` (the pending event's),
+    ``heartbeat_age_s``."""
+    import json
+
+    from hookd.hub import ops
+
+    rows: list[list[Any]] = []
+    items = []
+    now = time.time()
+    for r in ops.pending(url):
+        d = json.loads(r["data"])
+        item = {"host_id": r["host_id"], "id": d.get("id"), "kind": d.get("kind") or r["kind"].split("_")[0],
+                "builder": r["builder"], "at": r["at"], "data": d, "heartbeat_age_s": r["heartbeat_age_s"]}
+        items.append(item)
+        rows.append([item["host_id"], item["id"], item["kind"], item["builder"], _duration(max(0.0, now - r["at"])),
+                     _what(r["kind"], d), _fresh(r["heartbeat_age_s"])])
+    if as_json:
+        _echo_json(items)
+        return
+    _out(_table(rows, ["host", "id", "kind", "builder", "waiting", "what", "host seen"]) if rows else "no questions")

@@ -1,0 +1,221 @@
+"""All of the hub's SQL (PostgreSQL, through asyncpg): its schema, the hosts' roles, what a host
+ships, what an operator reads. No other module holds hub SQL.
+
+The hub's tables live in the schema ``hookd``:
+
+- ``hookd.events``: every host's event log, one row per ``(host_id, seq)`` (``seq``: the host's
+  own event seq, :class:`hookd.models.Event`), ``data`` as ``json`` (the host's text, kept as
+  sent: ``json`` takes every JSON text SQLite holds, ``jsonb`` would refuse a ``\\u0000``);
+  ``shipped_at``: when the hub took the row.
+- ``hookd.hosts``: one heartbeat row per host: ``shipped_seq`` (the newest seq the hub holds
+  from it, contiguous from 1), ``heartbeat_at`` (the hub's clock), hookd's version,
+  ``home_id`` (the hookd home that ships as this host: a second home is refused, its seqs
+  would collide with the first's).
+
+Security (docs/fleet.md "Security", docs/decisions.md "The hub: one role per host, row-level
+security"): a host is a PostgreSQL role (``host_id`` is the role's name), member of the group
+role ``hookd_host``; row-level security lets such a role see, insert and update only rows whose
+``host_id`` is ``current_user``. The group role ``hookd_operator`` reads every row. The tables
+belong to whoever ran :func:`install` (the hub's administrator), which row-level security does
+not restrict.
+
+Each function takes an open ``asyncpg.Connection`` and raises what asyncpg raises
+(``asyncpg.PostgresError`` subclasses, ``OSError`` for a lost connection).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+#: The NOTIFY channel a host signals after each batch (a wake-up only; its payload: the host id).
+CHANNEL = "hookd_hub"
+
+#: A host id: a PostgreSQL role name hookd creates and quotes nowhere (lowercase, no quoting).
+HOST_ID_RE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
+
+SCHEMA: list[str] = [
+    """DO $$ BEGIN
+         IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'hookd_host') THEN CREATE ROLE hookd_host NOLOGIN; END IF;
+         IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'hookd_operator') THEN CREATE ROLE hookd_operator NOLOGIN; END IF;
+       END $$""",
+    "CREATE SCHEMA IF NOT EXISTS hookd",
+    """CREATE TABLE IF NOT EXISTS hookd.hosts (
+         host_id text PRIMARY KEY DEFAULT current_user,
+         shipped_seq bigint NOT NULL DEFAULT 0,
+         heartbeat_at timestamptz NOT NULL DEFAULT now(),
+         version text,
+         home_id text
+       )""",
+    "ALTER TABLE hookd.hosts ADD COLUMN IF NOT EXISTS home_id text",
+    """CREATE TABLE IF NOT EXISTS hookd.events (
+         host_id text NOT NULL DEFAULT current_user,
+         seq bigint NOT NULL,
+         kind text NOT NULL,
+         builder text,
+         session_id text,
+         at double precision NOT NULL,
+         data json NOT NULL,
+         shipped_at timestamptz NOT NULL DEFAULT now(),
+         PRIMARY KEY (host_id, seq)
+       )""",
+    "CREATE INDEX IF NOT EXISTS events_kind ON hookd.events (kind, host_id, seq)",
+    "ALTER TABLE hookd.hosts ENABLE ROW LEVEL SECURITY",
+    "ALTER TABLE hookd.events ENABLE ROW LEVEL SECURITY",
+    "DROP POLICY IF EXISTS own_rows ON hookd.hosts",
+    "DROP POLICY IF EXISTS own_rows ON hookd.events",
+    "DROP POLICY IF EXISTS operator_reads ON hookd.hosts",
+    "DROP POLICY IF EXISTS operator_reads ON hookd.events",
+    "CREATE POLICY own_rows ON hookd.hosts TO hookd_host USING (host_id = current_user) WITH CHECK (host_id = current_user)",
+    "CREATE POLICY own_rows ON hookd.events TO hookd_host USING (host_id = current_user) WITH CHECK (host_id = current_user)",
+    "CREATE POLICY operator_reads ON hookd.hosts FOR SELECT TO hookd_operator USING (true)",
+    "CREATE POLICY operator_reads ON hookd.events FOR SELECT TO hookd_operator USING (true)",
+    "REVOKE ALL ON hookd.hosts, hookd.events FROM PUBLIC",
+    "GRANT USAGE ON SCHEMA hookd TO hookd_host, hookd_operator",
+    "GRANT SELECT, INSERT, UPDATE ON hookd.hosts TO hookd_host",
+    "GRANT SELECT, INSERT ON hookd.events TO hookd_host",
+    "GRANT SELECT ON hookd.hosts, hookd.events TO hookd_operator",
+]
+
+
+async def install(conn: Any) -> None:
+    """Create (or bring up to date) the hub's roles, schema, tables and policies; idempotent.
+    Needs a role that may create roles and schemas (the hub's administrator)."""
+    async with conn.transaction():
+        for sql in SCHEMA:
+            await conn.execute(sql)
+
+
+def check_host_id(host_id: str) -> str:
+    """``host_id`` if it is a valid host id (:data:`HOST_ID_RE`); raises ValueError saying why."""
+    if not HOST_ID_RE.match(host_id):
+        raise ValueError(f"host id {host_id!r} must be 1-48 of a-z, 0-9 and _, starting with a letter")
+    return host_id
+
+
+async def add_host(conn: Any, host_id: str, password: str) -> None:
+    """Create the login role ``host_id`` (a member of ``hookd_host``, nothing more) with
+    ``password``, or set the password of an existing one. Raises ValueError for a bad id."""
+    check_host_id(host_id)
+    exists = await conn.fetchval("SELECT 1 FROM pg_roles WHERE rolname = $1", host_id)
+    # (a role name and a password cannot be bind parameters: the id is checked above, the
+    # password quoted by PostgreSQL's own quote_literal)
+    quoted = await conn.fetchval("SELECT quote_literal($1::text)", password)
+    if exists:
+        await conn.execute(f"ALTER ROLE {host_id} LOGIN PASSWORD {quoted}")
+    else:
+        await conn.execute(f"CREATE ROLE {host_id} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS"
+                           f" PASSWORD {quoted} IN ROLE hookd_host")
+
+
+async def add_operator(conn: Any, role: str, password: str) -> None:
+    """Create the login role ``role`` (a member of ``hookd_operator``: reads every host's rows,
+    writes none) with ``password``, or set the password of an existing one."""
+    check_host_id(role)
+    exists = await conn.fetchval("SELECT 1 FROM pg_roles WHERE rolname = $1", role)
+    quoted = await conn.fetchval("SELECT quote_literal($1::text)", password)
+    if exists:
+        await conn.execute(f"ALTER ROLE {role} LOGIN PASSWORD {quoted}")
+    else:
+        await conn.execute(f"CREATE ROLE {role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS"
+                           f" PASSWORD {quoted} IN ROLE hookd_operator")
+
+
+async def host_id(conn: Any) -> str:
+    """This connection's host id: its role's name."""
+    return str(await conn.fetchval("SELECT current_user"))
+
+
+async def claim(conn: Any, home_id: str) -> str:
+    """Claim this connection's host row for the hookd home ``home_id`` (created when missing;
+    a row no home claimed yet takes it). Returns the home id the row holds now: another one
+    means another home ships as this host."""
+    return str(await conn.fetchval(
+        "INSERT INTO hookd.hosts (host_id, home_id) VALUES (current_user, $1) ON CONFLICT (host_id)"
+        " DO UPDATE SET home_id = COALESCE(hookd.hosts.home_id, EXCLUDED.home_id) RETURNING home_id", home_id))
+
+
+async def shipped_seq(conn: Any) -> int:
+    """The newest seq the hub holds from this connection's host, contiguous from 1 (0: none,
+    or no heartbeat row yet)."""
+    v = await conn.fetchval("SELECT shipped_seq FROM hookd.hosts WHERE host_id = current_user")
+    return int(v or 0)
+
+
+_INSERT = ("INSERT INTO hookd.events (host_id, seq, kind, builder, session_id, at, data)"
+           " VALUES (current_user, $1, $2, $3, $4, $5, $6::text::json) ON CONFLICT (host_id, seq) DO NOTHING")
+_HEARTBEAT = ("INSERT INTO hookd.hosts (host_id, shipped_seq, heartbeat_at, version)"
+              " VALUES (current_user, $1, now(), $2) ON CONFLICT (host_id) DO UPDATE"
+              " SET shipped_seq = GREATEST(hookd.hosts.shipped_seq, EXCLUDED.shipped_seq),"
+              " heartbeat_at = EXCLUDED.heartbeat_at, version = EXCLUDED.version")
+
+
+async def ship(conn: Any, rows: Sequence[tuple[int, str, str | None, str | None, float, str]], version: str) -> int:
+    """Upsert ``rows`` (``(seq, kind, builder, session_id, at, data as JSON text)``, oldest
+    first, contiguous after the hub's ``shipped_seq``) as this host's, move its heartbeat row's
+    ``shipped_seq`` to the last one, and NOTIFY :data:`CHANNEL`: one transaction. A row the hub
+    already holds is left as it is (an event never changes). Returns how many rows were new."""
+    async with conn.transaction():
+        before = await conn.fetchval("SELECT count(*) FROM hookd.events WHERE host_id = current_user AND seq = ANY($1)",
+                                     [r[0] for r in rows])
+        await conn.executemany(_INSERT, rows)
+        await conn.execute(_HEARTBEAT, rows[-1][0] if rows else 0, version)
+        await conn.execute("SELECT pg_notify($1, current_user)", CHANNEL)
+    return len(rows) - int(before)
+
+
+async def heartbeat(conn: Any, seq: int, version: str) -> None:
+    """This host's heartbeat row: now, ``seq`` shipped (never moved back), ``version``."""
+    await conn.execute(_HEARTBEAT, seq, version)
+
+
+# --- the operators' read side ----------------------------------------------------------------
+
+async def hosts(conn: Any) -> list[dict[str, Any]]:
+    """Every host the connection may see: ``host_id``, ``shipped_seq``, ``heartbeat_at``
+    (timestamptz), ``version``, ``age_s`` (seconds since the heartbeat, the hub's clock)."""
+    rows = await conn.fetch("SELECT host_id, shipped_seq, heartbeat_at, version,"
+                            " extract(epoch FROM now() - heartbeat_at)::float8 AS age_s FROM hookd.hosts ORDER BY host_id")
+    return [dict(r) for r in rows]
+
+
+async def events(conn: Any, host: str | None = None, after: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
+    """The events the connection may see (of ``host``, else every host's) with ``seq > after``,
+    each host's oldest first: ``host_id``, ``seq``, ``kind``, ``builder``, ``session_id``,
+    ``at``, ``data`` (JSON text)."""
+    rows = await conn.fetch("SELECT host_id, seq, kind, builder, session_id, at, data::text AS data FROM hookd.events"
+                            " WHERE ($1::text IS NULL OR host_id = $1) AND seq > $2 ORDER BY host_id, seq LIMIT $3",
+                            host, after, limit)
+    return [dict(r) for r in rows]
+
+
+async def lanes(conn: Any) -> list[dict[str, Any]]:
+    """Each host's builders' lanes as their last ``lane_changed`` event says: ``host_id``,
+    ``builder``, ``seq``, ``at`` (UNIX seconds), ``data`` (JSON text: ``from``, ``to``,
+    ``since``, ``detail``, ``pending``, ``queued``), ``heartbeat_age_s`` (the host's
+    freshness: seconds since its heartbeat, None without one); by host, then builder."""
+    rows = await conn.fetch(
+        "SELECT DISTINCT ON (e.host_id, e.builder) e.host_id, e.builder, e.seq, e.at, e.data::text AS data,"
+        " extract(epoch FROM now() - h.heartbeat_at)::float8 AS heartbeat_age_s"
+        " FROM hookd.events e LEFT JOIN hookd.hosts h ON h.host_id = e.host_id"
+        " WHERE e.kind = 'lane_changed' AND e.builder IS NOT NULL ORDER BY e.host_id, e.builder, e.seq DESC")
+    return [dict(r) for r in rows]
+
+
+PENDING_KINDS = ("question_pending", "permission_pending", "elicitation_pending")
+RESOLVED_KINDS = ("question_resolved", "permission_resolved", "elicitation_resolved")
+
+
+async def pending(conn: Any) -> list[dict[str, Any]]:
+    """The interactions still pending on each host as its events say (a ``*_pending`` event
+    with no ``*_resolved`` of the same ``id``): ``host_id``, ``seq``, ``kind`` (the event's),
+    ``builder``, ``at``, ``data`` (JSON text, the pending event's), ``heartbeat_age_s``; oldest
+    first."""
+    rows = await conn.fetch(
+        "SELECT p.host_id, p.seq, p.kind, p.builder, p.at, p.data::text AS data,"
+        " extract(epoch FROM now() - h.heartbeat_at)::float8 AS heartbeat_age_s"
+        " FROM hookd.events p LEFT JOIN hookd.hosts h ON h.host_id = p.host_id"
+        " WHERE p.kind = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM hookd.events r WHERE r.host_id = p.host_id"
+        " AND r.kind = ANY($2::text[]) AND r.seq > p.seq AND r.data->>'id' = p.data->>'id') ORDER BY p.at, p.host_id, p.seq",
+        list(PENDING_KINDS), list(RESOLVED_KINDS))
+    return [dict(r) for r in rows]

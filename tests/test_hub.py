@@ -1,0 +1,231 @@
+"""The hub (hookd.hub, issue 25 stage 1) against a real PostgreSQL started by the tests
+(tests/pg.py): the event log shipped in order from a cursor, once, whatever the hub does
+(stopped, killed and restarted under load, away while the host works), and each host's role
+kept to its own rows. The hub down never reaches an agent: every hook is answered meanwhile."""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from hookd.config import Home
+from hookd.daemonproc import wait_until
+from hookd.hub import sql
+from hookd.hub.config import redact, resolve
+from hookd.models import ConfigError
+from hookd.settings import Settings
+
+from .hubrig import Hub, cluster_fixture, fresh_hub, local, pg, session, shipped
+from .inproc import InProc
+from .pg import PgCluster, make_ca
+
+pytestmark = [pytest.mark.inproc, pytest.mark.xdist_group("hub")]
+
+cluster = pytest.fixture(scope="module")(cluster_fixture)
+
+
+@pytest.fixture
+def hub(cluster: PgCluster) -> Hub:
+    return fresh_hub(cluster)
+
+
+def test_the_event_log_ships_in_order_from_a_persisted_cursor(hub: Hub, home: Path) -> None:
+    url = hub.host("ha")
+    app = InProc(home, Settings(hub_url=url)).start()
+    try:
+        for _ in range(5):
+            session(app)
+        first = shipped(app, hub, url)  # every event, in order, as the host holds it
+        assert len(first) >= 5
+    finally:
+        app.stop()
+    # away from the hub (no hub configured) the host goes on ...
+    app = InProc(home).start()
+    try:
+        for _ in range(3):
+            session(app)
+        everything = local(app)
+    finally:
+        app.stop()
+    con = sqlite3.connect(Home.resolve(home).db)
+    assert con.execute("SELECT seq FROM hub_cursor").fetchall() == [(first[-1][0],)]
+    con.close()
+    # ... and back on the hub it sends only what the hub lacks, from the cursor
+    app = InProc(home, Settings(hub_url=url)).start()
+    try:
+        final = shipped(app, hub, url)
+        assert final[:len(everything)] == everything
+        view = app.core.hub.view()  # type: ignore[union-attr]
+        assert view["sent"] == view["inserted"] == len(final) - len(first)  # none of the first sent again
+        assert view["state"] == "up" and view["shipped_seq"] == final[-1][0] and "pw-" not in view["url"]
+    finally:
+        app.stop()
+
+
+def test_a_hub_killed_and_restarted_under_load_loses_and_duplicates_nothing(hub: Hub, home: Path) -> None:
+    url = hub.host("hb")
+    app = InProc(home, Settings(hub_url=url)).start()
+    done = threading.Event()
+    answered = [0]
+
+    def load() -> None:
+        while not done.is_set():
+            session(app, f"b{answered[0] % 4}")
+            answered[0] += 1
+
+    t = threading.Thread(target=load)
+    t.start()
+    try:
+        wait_until(lambda: len(hub.rows(url)) >= 10, 60)
+        hub.cluster.stop("immediate")  # as a crash: connections cut, no shutdown checkpoint
+        during = answered[0]
+        wait_until(lambda: app.core.hub.view()["state"] == "down", 60)  # type: ignore[union-attr]
+        wait_until(lambda: answered[0] >= during + 20, 60)  # hooks answered while the hub is down
+        hub.cluster.start()
+        wait_until(lambda: answered[0] >= during + 40, 60)
+    finally:
+        done.set()
+        t.join(60)
+    try:
+        rows = shipped(app, hub, url)  # nothing lost, nothing twice (the seqs are 1..N, each once)
+        assert [r[0] for r in rows] == list(range(1, len(rows) + 1))
+    finally:
+        app.stop()
+
+
+def test_a_host_offline_for_a_while_catches_up_and_its_hooks_never_wait(hub: Hub, home: Path) -> None:
+    url = hub.host("hc")
+    hub.cluster.stop()
+    app = InProc(home, Settings(hub_url=url)).start()
+    try:
+        for n in range(20):  # every hook answered while the hub is away
+            session(app, f"b{n % 3}")
+        assert app.core.hub.view()["state"] in ("connecting", "down")  # type: ignore[union-attr]
+        hub.cluster.start()
+        rows = shipped(app, hub, url)
+        view = app.core.hub.view()  # type: ignore[union-attr]
+        assert view["inserted"] == len(rows) and view["state"] == "up"
+    finally:
+        app.stop()
+
+
+def test_a_hub_that_never_answers_holds_up_no_hook(home: Path) -> None:
+    with socket.socket() as s:  # a listening port that never accepts: connects hang
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        url = f"postgresql://h:pw@127.0.0.1:{s.getsockname()[1]}/db"
+        app = InProc(home, Settings(hub_url=url)).start()
+        try:
+            for n in range(20):
+                session(app, f"b{n % 3}")  # each answered (a 200) while the shipper waits on the hub
+            # (still connecting; "down" once the 10 s connect timeout passed on a slow machine)
+            assert app.core.hub.view()["state"] in ("connecting", "down")  # type: ignore[union-attr]
+            assert len(local(app)) >= 20
+        finally:
+            app.stop()  # (the waiting connect is cancelled with the daemon's tasks)
+
+
+def test_a_host_can_neither_read_nor_write_another_hosts_rows(hub: Hub) -> None:
+    a, b = hub.host("ra"), hub.host("rb")
+    role_b = b.split("//")[1].split(":")[0]
+    pg(a, sql.ship, [(1, "k", "b1", None, 1.0, '{"x": 1}')], "test")
+    pg(b, sql.ship, [(1, "k", "b9", None, 1.0, '{"x": 2}'), (2, "k", "b9", None, 2.0, '{}')], "test")
+
+    async def as_a(conn: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "events": [tuple(r) for r in await conn.fetch("SELECT host_id, seq FROM hookd.events")],
+            "hosts": [r[0] for r in await conn.fetch("SELECT host_id FROM hookd.hosts")],
+            "update": await conn.execute("UPDATE hookd.hosts SET shipped_seq = 0 WHERE host_id = $1", role_b),
+        }
+        for name, stmt in [
+            ("insert", f"INSERT INTO hookd.events (host_id, seq, kind, at, data) VALUES ('{role_b}', 9, 'k', 0, '{{}}')"),
+            ("update_events", f"UPDATE hookd.events SET kind = 'x' WHERE host_id = '{role_b}'"),
+            ("delete", f"DELETE FROM hookd.events WHERE host_id = '{role_b}'"),
+            ("heartbeat_as_b", f"INSERT INTO hookd.hosts (host_id) VALUES ('{role_b}')"),
+        ]:
+            try:
+                await conn.execute(stmt)
+                out[name] = "allowed"
+            except asyncpg.InsufficientPrivilegeError as e:
+                out[name] = type(e).__name__
+        return out
+
+    seen = pg(a, as_a)
+    role_a = a.split("//")[1].split(":")[0]
+    assert seen == {"events": [(role_a, 1)], "hosts": [role_a], "update": "UPDATE 0",
+                    "insert": "InsufficientPrivilegeError", "update_events": "InsufficientPrivilegeError",
+                    "delete": "InsufficientPrivilegeError", "heartbeat_as_b": "InsufficientPrivilegeError"}
+    assert [(s, k, b_, d) for s, k, b_, d in hub.rows(b)] == [(1, "k", "b9", {"x": 2}), (2, "k", "b9", {})]
+    # an operator reads every host's rows and writes none
+    pg(hub.admin, sql.add_operator, f"op_{hub.db}", "op-pw")
+    op = hub.cluster.url(f"op_{hub.db}", "op-pw", hub.db)
+    assert len(pg(op, sql.events)) == 3 and {h["host_id"] for h in pg(op, sql.hosts)} == {role_a, role_b}
+    with pytest.raises(asyncpg.InsufficientPrivilegeError):
+        pg(op, lambda c: c.execute("DELETE FROM hookd.events"))
+
+
+def test_tls_settings_in_the_url_reach_asyncpg(hub: Hub, home: Path, tmp_path: Path) -> None:
+    url = hub.host("ht")
+    role = url.split("//")[1].split(":")[0]
+    assert hub.cluster.ssl_ca is not None
+    app = InProc(home, Settings(hub_url=f"{url}?sslmode=verify-full&sslrootcert={hub.cluster.ssl_ca}")).start()
+    try:
+        session(app)
+        shipped(app, hub, url)
+        ssl = pg(hub.admin, lambda c: c.fetchval(
+            "SELECT bool_and(s.ssl) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.usename = $1", role))
+        assert ssl is True  # the shipper's connection is TLS, the server verified against the given CA
+    finally:
+        app.stop()
+    other_ca, _ = make_ca(tmp_path, "some-other-ca")
+    app = InProc(home, Settings(hub_url=f"{url}?sslmode=verify-full&sslrootcert={other_ca}")).start()
+    try:
+        wait_until(lambda: app.core.hub.view()["state"] == "down", 30)  # type: ignore[union-attr]
+        assert "certificate verify failed" in app.core.hub.view()["error"]  # type: ignore[union-attr]
+    finally:
+        app.stop()
+
+
+def test_the_hub_url_comes_from_the_flag_then_HOOKD_HUB_then_config_toml(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text('[hub]\nurl = "postgresql://h@hub/db?sslmode=verify-full"\n')
+    assert resolve(tmp_path, None, None) == "postgresql://h@hub/db?sslmode=verify-full"  # TLS passed on as written
+    assert resolve(tmp_path, None, "postgresql://e@hub/db") == "postgresql://e@hub/db"
+    assert resolve(tmp_path, "postgres://f@hub/db", "postgresql://e@hub/db") == "postgres://f@hub/db"
+    assert redact("postgresql://h:secret@hub:5432/db?sslmode=require") == "postgresql://h@hub:5432/db?sslmode=require"
+    with pytest.raises(ConfigError, match="postgresql://"):
+        resolve(tmp_path, "mysql://h:secret@hub/db", None)
+    (tmp_path / "config.toml").write_text('[hub]\nurl = "postgresql://h@hub/db"\nuser = "x"\n')
+    with pytest.raises(ConfigError, match="unknown key hub.user"):
+        resolve(tmp_path, None, None)
+    assert Settings.from_env({"HOOKD_HUB": " postgresql://e@hub/db "}).hub_url == "postgresql://e@hub/db"
+
+
+
+def test_a_second_home_shipping_as_the_same_host_is_refused(hub: Hub, tmp_path: Path) -> None:
+    url = hub.host("hs")
+    first = InProc(tmp_path / "first", Settings(hub_url=url)).start()
+    try:
+        session(first)
+        rows = shipped(first, hub, url)
+    finally:
+        first.stop()
+    second = InProc(tmp_path / "second", Settings(hub_url=url)).start()  # its seqs start at 1 again
+    try:
+        session(second)
+        wait_until(lambda: second.core.hub.view()["state"] == "refused", 30)  # type: ignore[union-attr]
+        assert "another hookd home already ships to this hub as host" in second.core.hub.view()["error"]  # type: ignore[union-attr]
+        assert hub.rows(url) == rows  # the first home's events stand
+    finally:
+        second.stop()
+    first = InProc(tmp_path / "first", Settings(hub_url=url)).start()  # the first home goes on
+    try:
+        session(first)
+        assert shipped(first, hub, url)[:len(rows)] == rows
+    finally:
+        first.stop()

@@ -1,0 +1,115 @@
+"""The hub from the command line against a real PostgreSQL (tests/pg.py): `hookd serve` with
+`HOOKD_HUB` shipping (status says so), and an operator's `hookd --hub URL hub ...`,
+`lanes` and `questions` across two hosts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hookd.daemonproc import DaemonProcess, wait_until
+from hookd.hub.config import redact
+from hookd.settings import Settings
+
+from .conftest import TUI, hookd_cli
+from .hubrig import Hub, _names, ask, cluster_fixture, fresh_hub, pg, session, shipped
+from .inproc import InProc
+from .pg import PgCluster
+
+pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("hub")]
+
+cluster = pytest.fixture(scope="module")(cluster_fixture)
+
+
+@pytest.fixture
+def hub(cluster: PgCluster) -> Hub:
+    return fresh_hub(cluster)
+
+
+def test_hookd_serve_ships_to_the_hub_named_by_HOOKD_HUB(hub: Hub, home: Path) -> None:
+    url = hub.host("hd")
+    d = DaemonProcess(home, env={"HOOKD_HUB": url}).start()
+    try:
+        c = d.client()
+        wait_until(lambda: c.get("/v1/status")["hub"]["state"] == "up", 30)
+        status = c.get("/v1/status")["hub"]
+        assert status["url"] == redact(url) and status["host_id"] == url.split("//")[1].split(":")[0]
+        c.post("/v1/hooks/claude-code/b1", (TUI / "001-SessionStart.json").read_bytes(),
+               {"content-type": "application/json", "x-hookd-delivery": "d-1"})
+        wait_until(lambda: len(hub.rows(url)) > 0, 30)
+        wait_until(lambda: c.get("/v1/status")["hub"]["shipped_seq"] == c.get("/v1/status")["counts"]["events"], 30)
+        r = hookd_cli(home, "status")
+        line = next(x for x in r.stdout.splitlines() if x.startswith("hub "))
+        n = c.get("/v1/status")["counts"]["events"]
+        assert line == f"hub {redact(url)} up as host {status['host_id']}, shipped through seq {n} of {n}"
+    finally:
+        d.stop()
+        d.kill()
+
+
+
+def test_an_operator_reads_every_hosts_lanes_and_questions_from_the_hub(cluster: PgCluster, tmp_path: Path) -> None:
+    if not cluster.running():
+        cluster.start()
+    db = f"hub_{next(_names)}"
+    pg(cluster.admin_url(), lambda c: c.execute(f"CREATE DATABASE {db}"))
+    admin, cli_home = cluster.admin_url(db), tmp_path / "operator"
+    r = hookd_cli(cli_home, "--hub", admin, "hub", "init")
+    assert (r.returncode, r.stdout) == (0, "hub ready: add each host with `hookd --hub URL hub add-host NAME`\n"), r.stderr
+    urls = {}
+    for name in (f"ha_{db}", f"hb_{db}"):
+        r = hookd_cli(cli_home, "--hub", admin, "hub", "add-host", name, "--json")
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert out["role"] == name and out["kind"] == "host" and out["url"].startswith(f"postgresql://{name}:")
+        urls[name] = out["url"]
+    r = hookd_cli(cli_home, "--hub", admin, "hub", "add-operator", f"op_{db}", "--json")
+    op = json.loads(r.stdout)["url"]
+    r = hookd_cli(cli_home, "--hub", admin, "hub", "add-host", "Bad-Name")
+    assert r.returncode == 2 and "must be 1-48 of a-z" in r.stderr
+    (ha, a_url), (hb, b_url) = urls.items()
+    a = InProc(tmp_path / "a", Settings(hub_url=a_url)).start()
+    b = InProc(tmp_path / "b", Settings(hub_url=b_url)).start()
+    try:
+        qid = ask(a, "b1")
+        session(b, "b1")
+        wait_until(lambda: a.get("/v1/lanes")[0]["state"] == "waiting_question", 30)
+        h = Hub.__new__(Hub)
+        h.admin = admin
+        shipped(a, h, a_url)
+        shipped(b, h, b_url)
+        r = hookd_cli(cli_home, "--hub", op, "hub", "hosts", "--json")
+        hosts = {h["host_id"]: h for h in json.loads(r.stdout)}
+        assert set(hosts) == {ha, hb} and hosts[ha]["shipped_seq"] == a.events()[-1]["seq"]
+        r = hookd_cli(cli_home, "--hub", op, "hub", "hosts")
+        lines = r.stdout.splitlines()
+        assert lines[0].split() == ["host", "shipped", "heartbeat", "version"]
+        assert [x.split()[0] for x in lines[2:]] == [ha, hb]
+        r = hookd_cli(cli_home, "--hub", op, "lanes", "--json")
+        assert r.returncode == 0, r.stderr
+        lanes = {(x["host_id"], x["builder"]): x for x in json.loads(r.stdout)}
+        assert set(lanes) == {(ha, "b1"), (hb, "b1")}
+        assert lanes[(ha, "b1")]["state"] == "waiting_question" and lanes[(ha, "b1")]["pending"] == [qid]
+        assert lanes[(hb, "b1")]["state"] == "idle"
+        r = hookd_cli(cli_home, "--hub", op, "lanes")
+        assert r.stdout.split("\n")[0].split() == ["host", "builder", "lane", "for", "pending", "queued", "detail",
+                                                   "host", "seen"]
+        r = hookd_cli(cli_home, "--hub", op, "questions", "--json")
+        (q,) = json.loads(r.stdout)
+        assert (q["host_id"], q["id"], q["kind"], q["builder"]) == (ha, qid, "question", "b1")
+        r = hookd_cli(cli_home, "--hub", op, "questions")
+        head, row = r.stdout.splitlines()[0], r.stdout.splitlines()[2]
+        assert head.split() == ["host", "id", "kind", "builder", "waiting", "what", "host", "seen"]
+        assert row.split()[:4] == [ha, qid, "question", "b1"]
+        # one host's role reads only its own rows; --hub on a command that cannot read the hub is refused
+        r = hookd_cli(cli_home, "--hub", b_url, "lanes", "--json")
+        assert [(x["host_id"], x["builder"]) for x in json.loads(r.stdout)] == [(hb, "b1")]
+        r = hookd_cli(cli_home, "--hub", op, "send", "b1", "hi")
+        assert r.returncode == 2 and "only lanes, questions, hub read the hub so far" in r.stderr
+        r = hookd_cli(cli_home, "--hub", cluster.url(f"op_{db}", "wrong-pw", db), "lanes")  # (TCP: passwords)
+        assert r.returncode == 1 and "password" in r.stderr and "wrong-pw" not in r.stderr
+    finally:
+        a.stop()
+        b.stop()
