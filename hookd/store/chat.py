@@ -36,8 +36,10 @@ _COLS = ("id, channel, chat_id, message_id, interaction_id, builder, revision, i
 
 
 def _post(row: tuple) -> ChatPost:
-    *head, choices, posted_at, ended_at = row
-    return ChatPost(*head, choices=_dec.decode(choices) if choices else [], posted_at=posted_at, ended_at=ended_at)
+    id_, channel, chat_id, message_id, interaction_id, builder, revision, input_hash, choices, posted_at, ended_at = row
+    return ChatPost(id=id_, channel=channel, chat_id=chat_id, message_id=message_id, interaction_id=interaction_id,
+                    builder=builder, revision=revision, input_hash=input_hash,
+                    choices=_dec.decode(choices) if choices else [], posted_at=posted_at, ended_at=ended_at)
 
 
 class ChatTx(TxBase):

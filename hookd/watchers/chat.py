@@ -138,8 +138,11 @@ class ChatRelay:
         bus = self.core.bus
         while not bus.closed and not self._closed:
             version = bus.version
+            nxt: float | None = None
             try:
-                nxt = await self._post_pass(time.time())
+                async for attempt in self._retrying():  # (unreachable: the whole pass again, after a backoff)
+                    with attempt:
+                        nxt = await self._post_pass(time.time())
             except Exception:  # noqa: BLE001 - a channel must never take the daemon down
                 log.exception("chat channel %s: posting failed", self.ch.name)
                 nxt = time.time() + self.retry_max_s
@@ -179,14 +182,21 @@ class ChatRelay:
         nxt: float | None = None
         for p in posts:
             if p.interaction_id not in open_ids:
-                await self._end(p, now)
+                try:
+                    await self._end(p, now)
+                except HookdError as e:  # (refused: a message deleted in the chat, too old to edit)
+                    log.warning("chat channel %s: could not edit the post of %s: %s", name, p.interaction_id, e)
+                    await self.core.store.write(lambda tx, p=p: tx.end_chat_post(p.id, now))
         for i in pending:
             p = by_id.get(i.id)
             due = i.created_at + self.question_after_s
             if p is None and due > now:
                 nxt = due if nxt is None else min(nxt, due)
             elif p is None or p.revision != i.revision:
-                await self._show(i, p, now)
+                try:
+                    await self._show(i, p, now)
+                except HookdError as e:  # refused (tried again at the next pass)
+                    log.warning("chat channel %s: could not post %s: %s", name, i.id, e)
         return nxt
 
     async def _show(self, i: Interaction, p: ChatPost | None, now: float) -> None:

@@ -84,16 +84,12 @@ class TelegramChannel:
         return str(m.chat_id), int(m.message_id)
 
     async def edit(self, chat_id: str, message_id: int, post: Post, data: list[str]) -> None:
-        from telegram.error import BadRequest
-
         try:
             await self._call(self.bot.edit_message_text, post.text, chat_id=chat_id, message_id=message_id,
                              reply_markup=self._markup(post, data), disable_web_page_preview=True)
         except ChatRefused as e:
             if "not modified" not in str(e):  # (the same text and buttons: nothing to do)
                 raise
-        except BadRequest:  # pragma: no cover - (mapped by _call)
-            raise
 
     async def updates(self, offset: int) -> list[Incoming]:
         got = await self._call(self.bot.get_updates, offset=offset, timeout=self.poll_s,
