@@ -281,3 +281,54 @@ def test_the_token_may_come_from_the_environment(tmp_path: Path) -> None:
     ch = load_config(type("H", (), {"root": tmp_path})(), env={"TG": "1:abc"}).channels[0]
     assert (ch.token, ch.chat_id, ch.allow, ch.type) == ("1:abc", "5", (1, 2), "telegram")
     assert "1:abc" not in repr(ch)
+
+
+def test_a_reply_to_a_lane_message_queues_it_for_the_builder(tg: Any) -> None:
+    """The agent's own message (rule agent_notified) is posted plainly; a reply to it is an
+    inbox message for its builder."""
+    from .test_notices_inproc import TEXT, hook
+
+    rig, fake, _ = tg
+    for name in ("001-SessionStart.json", "002-UserPromptSubmit.json", "003-PreToolUse.json", "004-PostToolUse.json"):
+        rig.hook(hook(name))
+    mid = post_of(fake, TEXT)
+    assert fake.messages[mid]["text"].startswith(f"hookd: b1's agent: {TEXT}\n") and fake.buttons(mid) == []
+    fake.reply(ALLOWED, mid, "merge it, the flaky ones are known")
+    wait_until(lambda: [m["text"] for m in rig.inbox()] == ["merge it, the flaky ones are known"], 60,
+               what=lambda: f"the reply in b1's inbox: {rig.inbox()}")
+
+
+# --- what a post says (pure) -----------------------------------------------------------------
+
+def _interaction(**kw: Any) -> Any:
+    from hookd.models import Interaction
+
+    base: dict[str, Any] = dict(id="x1", kind="question", builder="b1", session_id=None, agent_id=None, tool_name=None,
+                                tool_use_id=None, state="pending", questions=None, answers=None, selections=None,
+                                surface=None, warning=None, error=None, created_at=0.0, resolved_at=None, revision=1)
+    base.update(kw)
+    return Interaction(**base)
+
+
+def test_a_plan_and_an_elicitation_as_posted() -> None:
+    from hookd.watchers.chat_posts import interaction_post
+
+    plan = interaction_post(_interaction(kind="plan", tool_name="ExitPlanMode", input={"plan": "# Plan\n1. tests\n2. code"}), None)
+    assert plan.text == "\n".join(["b1 asks you to approve its plan:", "# Plan", "1. tests", "2. code", "",
+                                   "Reply to this message to send it back with what to change."])
+    assert [(b.label, b.answer) for b in plan.buttons] == [("Approve (auto)", {"options": ["auto"]}),
+                                                           ("Approve (manual)", {"options": ["manual"]})]
+    el = interaction_post(_interaction(kind="elicitation", tool_name="github", input={
+        "message": "Pick a repo", "requested_schema": {"type": "object", "properties": {"repo": {"type": "string"}}}}), None)
+    assert el.text == "\n".join(["b1's tool server github asks:", "Pick a repo",
+                                 "fields: repo (answer those at the desk or with hookd answer)"])
+    assert [b.label for b in el.buttons] == ["Decline", "Cancel"]
+
+
+def test_agent_text_is_shown_escaped_and_never_as_markup() -> None:
+    from hookd.watchers.chat_posts import interaction_post
+
+    q = [{"question": "Pick\x1b[31m one\u202e", "options": [{"label": "<b>A</b>", "description": "[x](http://e.vil)"}]}]
+    post = interaction_post(_interaction(questions=q), None)
+    assert post.text.split("\n")[:3] == ["b1 asks:", "Pick\\x1b[31m one\\u202e", "  • <b>A</b>: [x](http://e.vil)"]
+    assert [b.answer for b in post.buttons] == [{"options": ["<b>A</b>"]}]
