@@ -31,11 +31,12 @@ class ChatPost(msgspec.Struct, frozen=True):
     ended_at: float | None
 
 
-_COLS = ("id, channel, chat_id, message_id, interaction_id, builder, revision, input_hash, choices, posted_at,"
+CHAT_POST_COLS = ("id, channel, chat_id, message_id, interaction_id, builder, revision, input_hash, choices, posted_at,"
          " ended_at")
 
 
-def _post(row: tuple) -> ChatPost:
+def chat_post_of(row: tuple) -> ChatPost:
+    """A ``chat_posts`` row (:data:`CHAT_POST_COLS`) as a :class:`ChatPost`."""
     id_, channel, chat_id, message_id, interaction_id, builder, revision, input_hash, choices, posted_at, ended_at = row
     return ChatPost(id=id_, channel=channel, chat_id=chat_id, message_id=message_id, interaction_id=interaction_id,
                     builder=builder, revision=revision, input_hash=input_hash,
@@ -60,20 +61,14 @@ class ChatTx(TxBase):
         return post
 
     def chat_post(self, post_id: int) -> ChatPost | None:
-        row = self._one(f"SELECT {_COLS} FROM chat_posts WHERE id=?", (post_id,))
-        return _post(row) if row else None
+        row = self._one(f"SELECT {CHAT_POST_COLS} FROM chat_posts WHERE id=?", (post_id,))
+        return chat_post_of(row) if row else None
 
     def chat_post_of_message(self, channel: str, chat_id: str, message_id: int) -> ChatPost | None:
         """The post that is message ``message_id`` of ``chat_id`` (a reply's target), or None."""
-        row = self._one(f"SELECT {_COLS} FROM chat_posts WHERE channel=? AND chat_id=? AND message_id=?"
+        row = self._one(f"SELECT {CHAT_POST_COLS} FROM chat_posts WHERE channel=? AND chat_id=? AND message_id=?"
                         " ORDER BY id DESC LIMIT 1", (channel, chat_id, message_id))
-        return _post(row) if row else None
-
-    def open_chat_posts(self, channel: str) -> list[ChatPost]:
-        """``channel``'s interaction posts not yet edited to show an outcome, oldest first."""
-        return [_post(r) for r in self._db.execute(
-            f"SELECT {_COLS} FROM chat_posts WHERE channel=? AND interaction_id IS NOT NULL AND ended_at IS NULL"
-            " ORDER BY id", (channel,)).fetchall()]
+        return chat_post_of(row) if row else None
 
     def revise_chat_post(self, post_id: int, revision: int, input_hash: str | None,
                          choices: list[dict[str, Any]]) -> None:

@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hookd")
 
+#: Seconds between two posting passes woken by commits (bursts of hooks coalesce).
+MIN_PASS_GAP_S = 0.05
+
 HELP = ("Answer with the buttons, or reply to a message with text. /send BUILDER TEXT queues a message for "
         "an agent (or reply to a lane's message); /lanes lists the lanes.")
 
@@ -148,6 +151,7 @@ class ChatRelay:
                 nxt = time.time() + self.retry_max_s
             wait = 3600.0 if nxt is None else min(3600.0, max(0.0, nxt - time.time()) + 0.01)
             await bus.wait(wait, since=version)
+            await asyncio.sleep(MIN_PASS_GAP_S)  # a burst of commits is one pass
 
     async def _polling(self) -> None:
         offset, _ = await self.core.store.write(lambda tx: tx.chat_offset(self.ch.name))
@@ -175,26 +179,26 @@ class ChatRelay:
     async def _post_pass(self, now: float) -> float | None:
         """Post what is due, revise what changed, end what ended; when the next post is due."""
         name = self.ch.name
-        posts, _ = await self.core.store.write(lambda tx: tx.open_chat_posts(name))
+        posts = await self.core.store.open_chat_posts(name)
         by_id = {p.interaction_id: p for p in posts}
         pending = [i for i in await self.core.store.interactions("pending", limit=100000) if i.kind in KINDS]
         open_ids = {i.id for i in pending}
         nxt: float | None = None
-        for p in posts:
-            if p.interaction_id not in open_ids:
+        for ended in posts:
+            if ended.interaction_id not in open_ids:
                 try:
-                    await self._end(p, now)
+                    await self._end(ended, now)
                 except HookdError as e:  # (refused: a message deleted in the chat, too old to edit)
-                    log.warning("chat channel %s: could not edit the post of %s: %s", name, p.interaction_id, e)
-                    await self.core.store.write(lambda tx, p=p: tx.end_chat_post(p.id, now))
+                    log.warning("chat channel %s: could not edit the post of %s: %s", name, ended.interaction_id, e)
+                    await self.core.store.write(lambda tx, pid=ended.id: tx.end_chat_post(pid, now))
         for i in pending:
-            p = by_id.get(i.id)
+            post = by_id.get(i.id)
             due = i.created_at + self.question_after_s
-            if p is None and due > now:
+            if post is None and due > now:
                 nxt = due if nxt is None else min(nxt, due)
-            elif p is None or p.revision != i.revision:
+            elif post is None or post.revision != i.revision:
                 try:
-                    await self._show(i, p, now)
+                    await self._show(i, post, now)
                 except HookdError as e:  # refused (tried again at the next pass)
                     log.warning("chat channel %s: could not post %s: %s", name, i.id, e)
         return nxt
