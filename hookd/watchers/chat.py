@@ -196,7 +196,7 @@ class ChatRelay:
             due = i.created_at + self.question_after_s
             if post is None and due > now:
                 nxt = due if nxt is None else min(nxt, due)
-            elif post is None or post.revision != i.revision:
+            elif post is None or not post.message_id or post.revision != i.revision:
                 try:
                     await self._show(i, post, now)
                 except HookdError as e:  # refused (tried again at the next pass)
@@ -206,15 +206,16 @@ class ChatRelay:
     async def _show(self, i: Interaction, p: ChatPost | None, now: float) -> None:
         post = interaction_post(i, await self._view(i))
         choices = [b.answer for b in post.buttons]
-        if p is None:
-            # the row first (its id goes in the buttons), then the message, then its id
+        if p is None or not p.message_id:
+            # the row first (its id goes in the buttons), then the message, then its id (a row
+            # left without one, by a stop in between, is replaced: the message is sent again)
             row, _ = await self.core.store.write(lambda tx: tx.add_chat_post(
                 self.ch.name, "", 0, interaction_id=i.id, builder=i.builder, revision=i.revision,
                 input_hash=i.input_hash, choices=choices, at=now))
             data = [button_data(row.id, i.revision, n) for n in range(len(choices))]
             try:
                 chat_id, message_id = await self.ch.post(post, data)
-            except BaseException:
+            except Exception:  # (not sent: tried again; a stop here leaves the row, replaced at the next start)
                 await self.core.store.write(lambda tx: tx.delete_chat_post(row.id))
                 raise
             await self.core.store.write(lambda tx: tx.place_chat_post(row.id, chat_id, message_id))
