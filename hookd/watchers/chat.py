@@ -126,16 +126,21 @@ class ChatRelay:
             await asyncio.gather(*tasks, return_exceptions=True)
             await self.ch.close()
 
-    def _retrying(self) -> Any:
+    def _retrying(self, refused: bool = False) -> Any:
+        """tenacity's exponential backoff, forever, on ChatUnreachable (and, with ``refused``,
+        on the service's refusals: a revoked token, another poller on the same bot)."""
         from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential
 
         def said(state: Any) -> None:
-            log.warning("chat channel %s unreachable (attempt %d): %s", self.ch.name, state.attempt_number,
-                        state.outcome.exception() if state.outcome else "?")
+            e = state.outcome.exception() if state.outcome else None
+            log.log(logging.WARNING if isinstance(e, ChatUnreachable) else logging.ERROR,
+                    "chat channel %s %s (attempt %d): %s", self.ch.name,
+                    "unreachable" if isinstance(e, ChatUnreachable) else "refused", state.attempt_number, e)
 
+        kinds: tuple[type[Exception], ...] = (ChatUnreachable, HookdError) if refused else (ChatUnreachable,)
         return AsyncRetrying(wait=wait_exponential(multiplier=self.retry_initial_s, min=self.retry_initial_s,
                                                    max=self.retry_max_s),
-                             retry=retry_if_exception_type(ChatUnreachable), before_sleep=said, reraise=True)
+                             retry=retry_if_exception_type(kinds), before_sleep=said, reraise=True)
 
     async def _posting(self) -> None:
         bus = self.core.bus
@@ -157,14 +162,12 @@ class ChatRelay:
         offset, _ = await self.core.store.write(lambda tx: tx.chat_offset(self.ch.name))
         while not self._closed:
             batch: list[Incoming] = []
-            async for attempt in self._retrying():
+            async for attempt in self._retrying(refused=True):
                 with attempt:
                     batch = await self.ch.updates(offset)
             for inc in batch:
                 try:
                     await self.handle(inc)
-                except ChatUnreachable as e:  # (the reply could not be sent: the update is handled)
-                    log.warning("chat channel %s: could not reply to update %d: %s", self.ch.name, inc.update_id, e)
                 except Exception:  # noqa: BLE001
                     log.exception("chat channel %s: update %d failed", self.ch.name, inc.update_id)
                 offset = max(offset, inc.update_id + 1)
@@ -249,6 +252,7 @@ class ChatRelay:
         if seen:
             log.info("chat channel %s: update %d already handled: ignored", name, inc.update_id)
             return
+        said = ""
         if inc.user_id not in self.ch.allow:
             log.warning("chat channel %s: update %d from user %d ignored (not in allow)", name, inc.update_id, inc.user_id)
         else:
@@ -256,9 +260,12 @@ class ChatRelay:
                 said = await self._act(inc)
             except HookdError as e:
                 said = str(e)
-            if said:
-                await self.ch.reply(inc, said)
         await self.core.store.write(lambda tx: tx.record_chat_update(name, inc.update_id, time.time()))
+        if said:
+            try:
+                await self.ch.reply(inc, said)
+            except (ChatUnreachable, HookdError) as e:  # (the update is handled all the same)
+                log.warning("chat channel %s: could not reply to update %d: %s", name, inc.update_id, e)
 
     async def _act(self, inc: Incoming) -> str:
         if inc.data is not None:
