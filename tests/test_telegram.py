@@ -72,8 +72,9 @@ def post_of(fake: FakeTelegram, needle: str) -> int:
     return wait_until(found, 60, what=lambda: f"a post with {needle!r}: {fake.sent_to_chat()}")
 
 
-def current(rig: Rig, fake: FakeTelegram, iid: str, mid: int) -> dict[str, str]:
-    """The post's buttons (label -> data) once they answer the interaction's revision now."""
+def current(rig: Any, fake: FakeTelegram, iid: str, mid: int) -> dict[str, str]:
+    """The post's buttons (label -> data) once they answer the interaction's revision now
+    (``rig``: a daemon's or an in-process Rig: its ``interaction(id)``)."""
     def fresh() -> dict[str, str] | None:
         rev = rig.interaction(iid)["revision"]
         got = dict(fake.buttons(mid))

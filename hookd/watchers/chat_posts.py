@@ -68,7 +68,7 @@ def interaction_post(i: Interaction, view: ToolView | None) -> Post:
         buttons = [Button("Allow", {"decision": "allow"}), Button("Deny", {"decision": "deny"})]
     elif i.kind == "plan":
         plan, _ = plan_text(i)
-        text = "\n".join([f"{who} asks you to approve its plan:", *_lines(plan or "-"), "",
+        text = "\n".join([f"{who} asks you to approve its plan:", *_lines((plan or "").strip("\n") or "-"), "",
                           "Reply to this message to send it back with what to change."])
         buttons = [Button("Approve (auto)", {"options": ["auto"]}), Button("Approve (manual)", {"options": ["manual"]})]
     elif i.kind == "elicitation":
