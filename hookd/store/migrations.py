@@ -389,6 +389,24 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "CREATE TABLE hub_cursor (hub TEXT PRIMARY KEY, seq INTEGER NOT NULL, at REAL NOT NULL, home_id TEXT NOT NULL)",
         ],
     ),
+    (
+        # two-way chat channels (issue 24: hookd.watchers.chat): each message posted in a chat
+        # (an interaction with its buttons, or a lane's alert: a reply to it goes to the
+        # builder) and the interaction's revision and input hash its buttons were made for,
+        # choices the buttons' answers (JSON); every chat update handled, by its id, so a
+        # retried delivery is handled once and polling resumes after the newest
+        "0021_chat",
+        [
+            "CREATE TABLE chat_posts (id INTEGER PRIMARY KEY, channel TEXT NOT NULL, chat_id TEXT NOT NULL,"
+            " message_id INTEGER NOT NULL, interaction_id TEXT, builder TEXT, revision INTEGER, input_hash TEXT,"
+            " choices TEXT, posted_at REAL NOT NULL, ended_at REAL)",
+            "CREATE UNIQUE INDEX chat_posts_interaction ON chat_posts (channel, interaction_id)"
+            " WHERE interaction_id IS NOT NULL",
+            "CREATE INDEX chat_posts_message ON chat_posts (channel, chat_id, message_id)",
+            "CREATE TABLE chat_updates (channel TEXT NOT NULL, update_id INTEGER NOT NULL, handled_at REAL NOT NULL,"
+            " PRIMARY KEY (channel, update_id))",
+        ],
+    ),
 ]
 
 

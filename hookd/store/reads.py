@@ -11,6 +11,7 @@ import aiosqlite
 
 from hookd.models import PROMPT_KINDS, Event, InboxMessage, Interaction, Run, StorageUnavailable, Subagent
 from hookd.storage_health import storage_code
+from hookd.store.chat import CHAT_POST_COLS, ChatPost, chat_post_of
 from hookd.store.runs import RUN_COLS, run_of
 from hookd.store.rows import _INTERACTION_COLS, _MESSAGE_COLS, _dec, _enc, _event, _interaction, _message
 
@@ -198,6 +199,13 @@ class Reads:
             f"SELECT {_INTERACTION_COLS} FROM interactions WHERE id=? OR tool_use_id=?", (interaction_id, interaction_id)
         )
         return _interaction(rows[0]) if rows else None
+
+    async def open_chat_posts(self, channel: str) -> list[ChatPost]:
+        """``channel``'s interaction posts not yet edited to show an outcome, oldest first (a
+        two-way chat channel's look after each commit: on the reader, no write transaction)."""
+        return [chat_post_of(r) for r in await self._all(
+            f"SELECT {CHAT_POST_COLS} FROM chat_posts WHERE channel=? AND interaction_id IS NOT NULL AND ended_at IS NULL"
+            " ORDER BY id", (channel,))]
 
     async def session_harness(self, session_id: str) -> str | None:
         """The harness a session was recorded under (``claude-code``), None if unknown."""

@@ -34,10 +34,12 @@ from hookd.watchers.notify_channels import (
     interaction_alert,
 )
 from hookd.watchers.notify_agent import AgentNotices
-from hookd.watchers.notify_config import Channel, NotifyConfig
+from hookd.watchers.notify_config import TWO_WAY_TYPES, Channel, NotifyConfig
 
 if TYPE_CHECKING:
     import httpx
+
+    from hookd.watchers.chat import ChatRelay
 
     from hookd.core import Hookd
     from hookd.store import Tx
@@ -72,6 +74,9 @@ class Notifier:
         self._closed = False
         self._http: httpx.AsyncClient | None = None
         self._agent = AgentNotices(core, config.agent_messages)
+        #: the two-way channels' relays (channel name -> relay), started by :meth:`run`
+        self.chats: dict[str, ChatRelay] = {}
+        self._chat_tasks: list[asyncio.Task[None]] = []
 
     # public API (lanes) ----------------------------------------------------------------
     async def raise_alert(self, alert: Alert, *, escalate: bool = True) -> bool:
@@ -105,7 +110,11 @@ class Notifier:
     async def _claim_and_send(self, alert: Alert) -> bool:
         if not self.config.channels or self._closed:
             return False
-        names = [c.name for c in self.config.channels]
+        # a two-way channel posts an interaction itself, with its buttons (hookd.watchers.chat)
+        two_way = alert.key.startswith("interaction:")
+        names = [c.name for c in self.config.channels if not (two_way and c.type in TWO_WAY_TYPES)]
+        if not names:
+            return False
         blob = _enc.encode(alert)
         (top, first, claimed), _ = await self.core.store.write(
             lambda tx: tx.claim_notification(alert.key, alert.step, alert.rule, alert.builder, names, blob, alert.at))
@@ -141,7 +150,7 @@ class Notifier:
                 with attempt:
                     attempts += 1
                     try:
-                        await deliver(ch, alert, self._http)
+                        await deliver(ch, alert, self._http, self.chats.get(ch.name))
                     except NotifyFailed as e:
                         log.warning("notification %s step %d on %s failed (attempt %d): %s",
                                     alert.key, alert.step, ch.name, attempts_before + attempts, e)
@@ -184,6 +193,7 @@ class Notifier:
 
             logging.getLogger("httpx").setLevel(logging.WARNING)  # its INFO lines carry webhook URLs (secrets)
             self._http = httpx.AsyncClient()
+        self._start_chats()
         try:
             await self._resume()
             if not self.config.channels:
@@ -214,6 +224,18 @@ class Notifier:
                     await asyncio.sleep(gap)
         finally:
             await self.close()
+
+    def _start_chats(self) -> None:
+        from hookd.watchers.chat import ChatRelay
+        from hookd.watchers.telegram import TelegramChannel
+
+        cfg = self.config
+        for ch in cfg.channels:
+            if ch.type in TWO_WAY_TYPES:
+                relay = ChatRelay(self.core, TelegramChannel(ch), question_after_s=cfg.question_after_s,
+                                  retry_initial_s=cfg.retry_initial_s, retry_max_s=cfg.retry_max_s)
+                self.chats[ch.name] = relay
+                self._chat_tasks.append(asyncio.create_task(relay.run()))
 
     async def _resume(self) -> None:
         # Read the open interactions first: between reading the pending rows and spawning
@@ -247,8 +269,9 @@ class Notifier:
         for alert in await self._agent.due(now):  # the agent's own messages: once, at once
             await self._claim_and_send(alert)
             self._steps.pop(alert.key, None)  # (no escalation to schedule)
+        one_way = any(c.type not in TWO_WAY_TYPES for c in cfg.channels)  # (two-way ones post them themselves)
         pending = [i for i in await self.core.store.interactions("pending", limit=100000)
-                   if i.kind in ("question", "permission", "plan", "elicitation")]
+                   if one_way and i.kind in ("question", "permission", "plan", "elicitation")]
         open_keys = {f"interaction:{i.id}" for i in pending}
         for key in [k for k in self._steps if k.startswith("interaction:") and k not in open_keys]:
             await self.clear(key)  # resolved
@@ -298,6 +321,11 @@ class Notifier:
             t.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+        for t in self._chat_tasks:
+            t.cancel()
+        if self._chat_tasks:
+            await asyncio.gather(*self._chat_tasks, return_exceptions=True)
+        self._chat_tasks = []
         if self._http is not None:
             await self._http.aclose()
             self._http = None

@@ -16,11 +16,12 @@ import msgspec
 from hookd.core.plans import plan_text
 from hookd.harness.base import ToolView
 from hookd.harness.tool_views import json_view
-from hookd.models import Interaction, NotFound
+from hookd.models import HookdError, Interaction, NotFound
 from hookd.untrusted import visible
-from hookd.watchers.notify_config import Channel, NotifyConfig
+from hookd.watchers.notify_config import TWO_WAY_TYPES, Channel, NotifyConfig
 
 if TYPE_CHECKING:
+    from hookd.watchers.chat import ChatRelay
     import httpx
 
 Rule = Literal["question_pending", "permission_pending", "plan_pending", "elicitation_pending", "idle_with_messages", "agent_dead", "test"]
@@ -227,9 +228,35 @@ async def _run(argv: list[str], stdin: bytes | None, timeout: float) -> None:
         raise NotifyFailed(f"{argv[0]} exited with {proc.returncode}" + (f": {tail}" if tail else ""))
 
 
-async def deliver(ch: Channel, alert: Alert, http: httpx.AsyncClient | None = None) -> None:
-    """One delivery attempt on ``ch``. Raises NotifyFailed (PermanentFailure: do not retry)."""
-    if ch.type == "desktop":
+async def _chat(ch: Channel, alert: Alert, chat: ChatRelay | None) -> None:
+    """``alert`` posted on a two-way channel: through its relay in the daemon (a reply to it
+    reaches the builder), or once on its own (``hookd notify test``)."""
+    from hookd.watchers.chat import ChatUnreachable
+    from hookd.watchers.telegram import TelegramChannel
+
+    own = TelegramChannel(ch) if chat is None else None
+    try:
+        if chat is not None:
+            await chat.post_alert(alert)
+        else:
+            assert own is not None
+            await own.send_text(f"{alert.title}\n{alert.message}")
+    except ChatUnreachable as e:
+        raise NotifyFailed(str(e)) from None
+    except HookdError as e:
+        raise PermanentFailure(str(e)) from None
+    finally:
+        if own is not None:
+            await own.close()
+
+
+async def deliver(ch: Channel, alert: Alert, http: httpx.AsyncClient | None = None,
+                  chat: ChatRelay | None = None) -> None:
+    """One delivery attempt on ``ch`` (a two-way channel: through ``chat``, its relay, when
+    the daemon runs one). Raises NotifyFailed (PermanentFailure: do not retry)."""
+    if ch.type in TWO_WAY_TYPES:
+        await _chat(ch, alert, chat)
+    elif ch.type == "desktop":
         await _run(desktop_argv(alert), None, ch.timeout_s)
     elif ch.type == "command":
         await _run(ch.command, _enc.encode(alert), ch.timeout_s)

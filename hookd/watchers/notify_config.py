@@ -20,6 +20,13 @@
     type = "command"
     command = ["/usr/local/bin/page-me", "--quiet"]   # the alert as JSON on stdin
 
+    [[notify.channel]]
+    type = "telegram"              # two-way: answer from the chat (hookd.watchers.chat)
+    token_env = "HOOKD_TELEGRAM_TOKEN"   # or token = "123:ABC" (never logged nor shown)
+    chat_id = "123456789"          # where hookd posts
+    allow = [123456789]            # the Telegram user ids whose answers count
+    base_url = "https://api.telegram.org/bot"   # optional (a test's fake)
+
 Environment overrides (watchfiles style): ``HOOKD_NOTIFY_QUESTION_AFTER_S``,
 ``HOOKD_NOTIFY_IDLE_INBOX_AFTER_S``, ``HOOKD_NOTIFY_STEPS_S`` (comma-separated),
 ``HOOKD_NOTIFY_RETRY_ATTEMPTS``, ``HOOKD_NOTIFY_RETRY_INITIAL_S``, ``HOOKD_NOTIFY_RETRY_MAX_S``,
@@ -47,7 +54,9 @@ DEFAULT_RETRY_ATTEMPTS = 5
 DEFAULT_RETRY_INITIAL_S = 1.0
 DEFAULT_RETRY_MAX_S = 60.0
 DEFAULT_TIMEOUT_S = 10.0
-CHANNEL_TYPES = ("desktop", "webhook", "command")
+CHANNEL_TYPES = ("desktop", "webhook", "command", "telegram")
+#: channel types that also take answers from the chat (hookd.watchers.chat)
+TWO_WAY_TYPES = ("telegram",)
 #: ``agent_messages``: which of the agent's own messages (hookd.watchers.notify_agent) are sent
 AGENT_MESSAGES = ("proactive", "all", "off")
 WEBHOOK_FORMATS = ("json", "slack", "ntfy")
@@ -65,6 +74,15 @@ class Channel(msgspec.Struct, frozen=True, kw_only=True):
     headers: dict[str, str] = {}
     command: list[str] = []
     timeout_s: float = DEFAULT_TIMEOUT_S
+    #: telegram: the bot's token (from ``token`` or the variable ``token_env``), the chat
+    #: posted to, the user ids allowed to answer, the Bot API's base URL (None: Telegram's)
+    token: str | None = None
+    chat_id: str | None = None
+    allow: tuple[int, ...] = ()
+    base_url: str | None = None
+
+    def __repr__(self) -> str:  # the token stays out of logs and tracebacks
+        return f"Channel(type={self.type!r}, name={self.name!r})"
 
 
 class NotifyConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -86,7 +104,8 @@ _NUMBERS = {
     "retry_initial_s": (float, 0.0),
     "retry_max_s": (float, 0.0),
 }
-_CHANNEL_KEYS = {"type", "name", "url", "format", "topic", "headers", "command", "timeout_s"}
+_CHANNEL_KEYS = {"type", "name", "url", "format", "topic", "headers", "command", "timeout_s", "token", "token_env",
+                 "chat_id", "allow", "base_url"}
 
 
 def config_path(home: Any) -> Path:
@@ -116,7 +135,32 @@ def _agent_messages(where: str, value: Any) -> str:
     return str(value)
 
 
-def _channel(where: str, t: Any) -> Channel:
+def _telegram(where: str, t: dict[str, Any], env: Any) -> dict[str, Any]:
+    """The telegram keys of channel table ``t`` (the token read from ``token_env`` in ``env``)."""
+    token, var = t.get("token"), t.get("token_env")
+    if (token is None) == (var is None):
+        raise ConfigError(f"{where}: give the bot's token as token or token_env (one of them)")
+    if var is not None:
+        if not isinstance(var, str) or not var:
+            raise ConfigError(f"{where}.token_env must be the name of an environment variable")
+        token = env.get(var)
+        if not token:
+            raise ConfigError(f"{where}.token_env: environment variable {var} is not set")
+    if not isinstance(token, str) or ":" not in token or any(c.isspace() or c == "/" for c in token):
+        raise ConfigError(f"{where}: the token is not a bot token (as @BotFather gives it: digits, ':', letters)")
+    chat = t.get("chat_id")
+    if isinstance(chat, bool) or not isinstance(chat, (int, str)) or not str(chat).lstrip("-@").strip():
+        raise ConfigError(f"{where}.chat_id must be the chat's id (a number) or @channelname (got {chat!r})")
+    allow = t.get("allow")
+    if not isinstance(allow, list) or not allow or not all(isinstance(a, int) and not isinstance(a, bool) for a in allow):
+        raise ConfigError(f"{where}.allow must be a non-empty list of Telegram user ids (numbers) allowed to answer")
+    base = t.get("base_url")
+    if base is not None and (not isinstance(base, str) or not base.startswith(("http://", "https://"))):
+        raise ConfigError(f"{where}.base_url must be an http:// or https:// URL (got {base!r})")
+    return {"token": token, "chat_id": str(chat), "allow": tuple(allow), "base_url": base}
+
+
+def _channel(where: str, t: Any, env: Any = None) -> Channel:
     if not isinstance(t, dict):
         raise ConfigError(f"{where} must be a table ([[notify.channel]])")
     unknown = sorted(set(t) - _CHANNEL_KEYS)
@@ -126,6 +170,9 @@ def _channel(where: str, t: Any) -> Channel:
     if typ not in CHANNEL_TYPES:
         raise ConfigError(f"{where}.type must be one of {', '.join(CHANNEL_TYPES)} (got {typ!r})")
     kw: dict[str, Any] = {"type": typ}
+    extra = [k for k in ("token", "token_env", "chat_id", "allow", "base_url") if k in t and typ != "telegram"]
+    if extra:
+        raise ConfigError(f"{where}.{extra[0]} applies to a telegram channel only")
     if "timeout_s" in t:
         kw["timeout_s"] = float(_number(f"{where}.timeout_s", t["timeout_s"], float, 0.1))
     if typ == "webhook":
@@ -149,6 +196,9 @@ def _channel(where: str, t: Any) -> Channel:
             raise ConfigError(f"{where}.command must be a non-empty list of strings (argv), e.g. [\"/usr/bin/page-me\"]")
         kw["command"] = cmd
         ident = "\0".join(cmd)
+    elif typ == "telegram":
+        kw.update(_telegram(where, t, os.environ if env is None else env))
+        ident = f"{kw['chat_id']}"
     else:
         for k in ("url", "command", "topic"):
             if k in t:
@@ -202,7 +252,7 @@ def load_config(home: Any, overrides: dict[str, Any] | None = None,
         elif key == "channel":
             if not isinstance(value, list):
                 raise ConfigError(f"{where} must be an array of tables ([[notify.channel]])")
-            kw["channels"] = tuple(_channel(f"{path}: notify.channel[{n}]", t) for n, t in enumerate(value, 1))
+            kw["channels"] = tuple(_channel(f"{path}: notify.channel[{n}]", t, env) for n, t in enumerate(value, 1))
         else:
             known = sorted([*_NUMBERS, "steps_s", "channel", "agent_messages"])
             raise ConfigError(f"{where}: unknown key (known: {', '.join(known)})")

@@ -1,0 +1,350 @@
+"""Two-way chat channels (issue 24, docs/usage.md "Answer from your phone"): hookd posts each
+pending interaction in a chat with its buttons, takes a button press or a reply as the same
+answer ``hookd answer`` gives, edits the message when the interaction ends anywhere, and
+takes ``/send B text``, ``/lanes`` and replies to a lane's alert as inbox messages.
+
+A chat service is one :class:`TwoWayChannel` (Telegram: :mod:`hookd.watchers.telegram`); this
+module is the part every service shares, :class:`ChatRelay`:
+
+- posting: a pending interaction older than ``question_after_s`` is posted once (the post
+  recorded in the store: ``chat_posts``), edited with new buttons when its revision changes,
+  and edited to show its outcome once it ends (desk, CLI, page, or the chat itself);
+- updates: polled from the newest handled one on (``chat_updates``, so a restart resumes
+  there), each handled once by its id (a retried delivery is ignored); a press answers with
+  ``surface`` the channel's type and actor ``<type>:<user id>``, bound to the revision and
+  input hash its message showed (a stale button is refused with a reply saying so); an update
+  from a user not in ``allow`` is ignored and logged;
+- network loss: polling and posting retry with exponential backoff (tenacity), nothing is
+  answered twice (the update ids, and the answer's ``response_id`` ``<channel>:<update id>``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any, Protocol
+
+import msgspec
+
+from hookd.harness.registry import present_tool
+from hookd.models import AnswerRequest, BadRequest, Conflict, HookdError, Interaction, NotFound
+from hookd.watchers.chat_posts import KINDS, Post, ended_post, interaction_post
+
+if TYPE_CHECKING:
+    from hookd.core import Hookd
+    from hookd.store.chat import ChatPost
+    from hookd.watchers.notify_channels import Alert
+
+log = logging.getLogger("hookd")
+
+#: Seconds between two posting passes woken by commits (bursts of hooks coalesce).
+MIN_PASS_GAP_S = 0.05
+
+HELP = ("Answer with the buttons, or reply to a message with text. /send BUILDER TEXT queues a message for "
+        "an agent (or reply to a lane's message); /lanes lists the lanes.")
+
+
+class ChatUnreachable(Exception):
+    """The chat service could not be reached (network, timeout, rate limit): retried."""
+
+
+class Incoming(msgspec.Struct, frozen=True, kw_only=True):
+    """One update from the chat: a button press (``data``: the button's, ``callback_id``) or
+    a text message (``text``; ``reply_to``: the message id it replies to). ``user_id`` /
+    ``user``: who sent it (id and name as the service gives them); ``message_id``: the
+    message pressed or the one sent."""
+
+    update_id: int
+    user_id: int
+    user: str | None = None
+    chat_id: str
+    message_id: int | None = None
+    data: str | None = None
+    callback_id: str | None = None
+    text: str | None = None
+    reply_to: int | None = None
+
+
+class TwoWayChannel(Protocol):
+    """A chat service hookd posts to and polls (one module per service)."""
+
+    name: str
+    type: str
+    allow: tuple[int, ...]
+
+    async def post(self, post: Post, data: list[str]) -> tuple[str, int]:
+        """Post ``post`` with one button per ``data`` (the button's callback data, in order);
+        returns (chat id, message id). Raises ChatUnreachable (retry) or HookdError."""
+        ...
+
+    async def edit(self, chat_id: str, message_id: int, post: Post, data: list[str]) -> None:
+        """Replace a posted message's text and buttons. Raises as :meth:`post`."""
+        ...
+
+    async def updates(self, offset: int) -> list[Incoming]:
+        """Updates from ``offset`` on (a long poll; an empty list after its timeout)."""
+        ...
+
+    async def reply(self, inc: Incoming, text: str) -> None:
+        """Tell the update's sender ``text`` (a press: the button's toast; a message: a reply)."""
+        ...
+
+    async def close(self) -> None:
+        ...
+
+
+def button_data(post_id: int, revision: int, n: int) -> str:
+    """A button's callback data: ``a:<post id>:<revision>:<choice>`` (under Telegram's 64 bytes)."""
+    return f"a:{post_id}:{revision}:{n}"
+
+
+class ChatRelay:
+    """One two-way channel inside ``hookd serve`` (see the module's docstring).
+
+    retry_initial_s / retry_max_s: the backoff's first and longest wait (seconds)."""
+
+    def __init__(self, core: Hookd, channel: TwoWayChannel, *, question_after_s: float,
+                 retry_initial_s: float, retry_max_s: float):
+        self.core = core
+        self.ch = channel
+        self.question_after_s = question_after_s
+        self.retry_initial_s = max(0.01, retry_initial_s)
+        self.retry_max_s = max(self.retry_initial_s, retry_max_s)
+        self._closed = False
+
+    # --- running ------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Post and poll until cancelled (or the bus closes)."""
+        tasks = [asyncio.create_task(self._posting()), asyncio.create_task(self._polling())]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            self._closed = True
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self.ch.close()
+
+    def _retrying(self, refused: bool = False) -> Any:
+        """tenacity's exponential backoff, forever, on ChatUnreachable (and, with ``refused``,
+        on the service's refusals: a revoked token, another poller on the same bot)."""
+        from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential
+
+        def said(state: Any) -> None:
+            e = state.outcome.exception() if state.outcome else None
+            log.log(logging.WARNING if isinstance(e, ChatUnreachable) else logging.ERROR,
+                    "chat channel %s %s (attempt %d): %s", self.ch.name,
+                    "unreachable" if isinstance(e, ChatUnreachable) else "refused", state.attempt_number, e)
+
+        kinds: tuple[type[Exception], ...] = (ChatUnreachable, HookdError) if refused else (ChatUnreachable,)
+        return AsyncRetrying(wait=wait_exponential(multiplier=self.retry_initial_s, min=self.retry_initial_s,
+                                                   max=self.retry_max_s),
+                             retry=retry_if_exception_type(kinds), before_sleep=said, reraise=True)
+
+    async def _posting(self) -> None:
+        bus = self.core.bus
+        while not bus.closed and not self._closed:
+            version = bus.version
+            nxt: float | None = None
+            try:
+                async for attempt in self._retrying():  # (unreachable: the whole pass again, after a backoff)
+                    with attempt:
+                        nxt = await self._post_pass(time.time())
+            except Exception:  # noqa: BLE001 - a channel must never take the daemon down
+                log.exception("chat channel %s: posting failed", self.ch.name)
+                nxt = time.time() + self.retry_max_s
+            wait = 3600.0 if nxt is None else min(3600.0, max(0.0, nxt - time.time()) + 0.01)
+            await bus.wait(wait, since=version)
+            await asyncio.sleep(MIN_PASS_GAP_S)  # a burst of commits is one pass
+
+    async def _polling(self) -> None:
+        offset, _ = await self.core.store.write(lambda tx: tx.chat_offset(self.ch.name))
+        while not self._closed:
+            batch: list[Incoming] = []
+            async for attempt in self._retrying(refused=True):
+                with attempt:
+                    batch = await self.ch.updates(offset)
+            for inc in batch:
+                try:
+                    await self.handle(inc)
+                except Exception:  # noqa: BLE001
+                    log.exception("chat channel %s: update %d failed", self.ch.name, inc.update_id)
+                offset = max(offset, inc.update_id + 1)
+
+    # --- posting ------------------------------------------------------------------------
+    async def _view(self, i: Interaction) -> Any:
+        if i.kind != "permission":
+            return None
+        harness = await self.core.store.session_harness(i.session_id) if i.session_id else None
+        return present_tool(harness, i.tool_name, i.input)
+
+    async def _post_pass(self, now: float) -> float | None:
+        """Post what is due, revise what changed, end what ended; when the next post is due."""
+        name = self.ch.name
+        posts = await self.core.store.open_chat_posts(name)
+        by_id = {p.interaction_id: p for p in posts}
+        pending = [i for i in await self.core.store.interactions("pending", limit=100000) if i.kind in KINDS]
+        open_ids = {i.id for i in pending}
+        nxt: float | None = None
+        for ended in posts:
+            if ended.interaction_id not in open_ids:
+                try:
+                    await self._end(ended, now)
+                except HookdError as e:  # (refused: a message deleted in the chat, too old to edit)
+                    log.warning("chat channel %s: could not edit the post of %s: %s", name, ended.interaction_id, e)
+                    await self.core.store.write(lambda tx, pid=ended.id: tx.end_chat_post(pid, now))
+        for i in pending:
+            post = by_id.get(i.id)
+            due = i.created_at + self.question_after_s
+            if post is None and due > now:
+                nxt = due if nxt is None else min(nxt, due)
+            elif post is None or not post.message_id or post.revision != i.revision:
+                try:
+                    await self._show(i, post, now)
+                except HookdError as e:  # refused (tried again at the next pass)
+                    log.warning("chat channel %s: could not post %s: %s", name, i.id, e)
+        return nxt
+
+    async def _show(self, i: Interaction, p: ChatPost | None, now: float) -> None:
+        post = interaction_post(i, await self._view(i))
+        choices = [b.answer for b in post.buttons]
+        if p is None or not p.message_id:
+            # the row first (its id goes in the buttons), then the message, then its id (a row
+            # left without one, by a stop in between, is replaced: the message is sent again)
+            row, _ = await self.core.store.write(lambda tx: tx.add_chat_post(
+                self.ch.name, "", 0, interaction_id=i.id, builder=i.builder, revision=i.revision,
+                input_hash=i.input_hash, choices=choices, at=now))
+            data = [button_data(row.id, i.revision, n) for n in range(len(choices))]
+            try:
+                chat_id, message_id = await self.ch.post(post, data)
+            except Exception:  # (not sent: tried again; a stop here leaves the row, replaced at the next start)
+                await self.core.store.write(lambda tx: tx.delete_chat_post(row.id))
+                raise
+            await self.core.store.write(lambda tx: tx.place_chat_post(row.id, chat_id, message_id))
+            log.info("chat channel %s: posted %s (revision %d)", self.ch.name, i.id, i.revision)
+        else:
+            data = [button_data(p.id, i.revision, n) for n in range(len(choices))]
+            await self.ch.edit(p.chat_id, p.message_id, post, data)
+            await self.core.store.write(lambda tx: tx.revise_chat_post(p.id, i.revision, i.input_hash, choices))
+
+    async def _end(self, p: ChatPost, now: float) -> None:
+        assert p.interaction_id is not None
+        i = await self.core.store.interaction(p.interaction_id)
+        if i is not None and p.message_id:
+            await self.ch.edit(p.chat_id, p.message_id, ended_post(i, await self._view(i)), [])
+        await self.core.store.write(lambda tx: tx.end_chat_post(p.id, now))
+
+    async def post_alert(self, alert: Alert) -> None:
+        """Post a one-way alert (a lane's, the agent's own message); a reply to it queues an
+        inbox message for its builder. Raises ChatUnreachable or HookdError."""
+        chat_id, message_id = await self.ch.post(Post(f"{alert.title}\n{alert.message}"), [])
+        if alert.builder:
+            await self.core.store.write(lambda tx: tx.add_chat_post(
+                self.ch.name, chat_id, message_id, interaction_id=None, builder=alert.builder, revision=None,
+                input_hash=None, choices=[], at=time.time()))
+
+    # --- updates ------------------------------------------------------------------------
+    async def handle(self, inc: Incoming) -> None:
+        """Handle one update once (see the module's docstring)."""
+        name = self.ch.name
+        seen, _ = await self.core.store.write(lambda tx: tx.chat_update_handled(name, inc.update_id))
+        if seen:
+            log.info("chat channel %s: update %d already handled: ignored", name, inc.update_id)
+            return
+        said = ""
+        if inc.user_id not in self.ch.allow:
+            log.warning("chat channel %s: update %d from user %d ignored (not in allow)", name, inc.update_id, inc.user_id)
+        else:
+            try:
+                said = await self._act(inc)
+            except HookdError as e:
+                said = str(e)
+        await self.core.store.write(lambda tx: tx.record_chat_update(name, inc.update_id, time.time()))
+        if said:
+            try:
+                await self.ch.reply(inc, said)
+            except (ChatUnreachable, HookdError) as e:  # (the update is handled all the same)
+                log.warning("chat channel %s: could not reply to update %d: %s", name, inc.update_id, e)
+
+    async def _act(self, inc: Incoming) -> str:
+        if inc.data is not None:
+            return await self._press(inc)
+        text = (inc.text or "").strip()
+        if inc.reply_to is not None and not text.startswith("/"):
+            return await self._reply(inc, text)
+        word, _, rest = text.partition(" ")
+        word = word.split("@", 1)[0]
+        if word == "/lanes":
+            return await self._lanes()
+        if word == "/send":
+            builder, _, msg = rest.strip().partition(" ")
+            if not builder or not msg.strip():
+                return "usage: /send BUILDER TEXT"
+            return await self._send(inc, builder, msg)
+        return HELP
+
+    def _actor(self, inc: Incoming) -> str:
+        return f"{self.ch.type}:{inc.user_id}"
+
+    async def _answer(self, inc: Incoming, p: ChatPost, revision: int, body: dict[str, Any]) -> str:
+        assert p.interaction_id is not None
+        i = await self.core.store.interaction(p.interaction_id)
+        if i is None:
+            return "That interaction is gone."
+        if i.state != "pending":
+            return f"Not answered: {p.interaction_id} has already ended ({i.state})."
+        if i.revision != revision:
+            return (f"Not answered: this button is stale ({p.interaction_id} changed since this message showed it); "
+                    "use the message's new buttons.")
+        req = msgspec.convert({**body, "actor": self._actor(inc), "revision": revision,
+                               "input_hash": p.input_hash, "response_id": f"{self.ch.name}:{inc.update_id}"},
+                              AnswerRequest)
+        try:
+            await self.core.answer(i.id, req, surface=self.ch.type)
+        except Conflict as e:
+            return f"Not answered: {e}"
+        except (BadRequest, NotFound) as e:
+            return f"Not answered: {e}"
+        return "Answered."
+
+    async def _press(self, inc: Incoming) -> str:
+        parts = (inc.data or "").split(":")
+        if len(parts) != 4 or parts[0] != "a" or not all(x.isdigit() for x in parts[1:]):
+            return "Unknown button."
+        post_id, revision, n = map(int, parts[1:])
+        p, _ = await self.core.store.write(lambda tx: tx.chat_post(post_id))
+        if p is None or p.interaction_id is None or n >= len(p.choices):
+            return "Not answered: this button belongs to a message hookd no longer knows."
+        return await self._answer(inc, p, revision, p.choices[n])
+
+    async def _reply(self, inc: Incoming, text: str) -> str:
+        p, _ = await self.core.store.write(lambda tx: tx.chat_post_of_message(self.ch.name, inc.chat_id, inc.reply_to or 0))
+        if p is None:
+            return "That message is not one of hookd's: reply to a question, or use /send BUILDER TEXT."
+        if p.interaction_id is None:
+            assert p.builder is not None
+            return await self._send(inc, p.builder, text)
+        i = await self.core.store.interaction(p.interaction_id)
+        kind = i.kind if i is not None else "question"
+        if kind == "permission":
+            body: dict[str, Any] = {"decision": "deny", "message": text}
+        elif kind == "plan":
+            body = {"options": ["deny"], "text": text}
+        elif kind == "elicitation":
+            return "An elicitation is answered with its buttons, or its fields at the desk or with hookd answer."
+        else:
+            body = {"text": text}
+        return await self._answer(inc, p, p.revision or 0, body)
+
+    async def _send(self, inc: Incoming, builder: str, text: str) -> str:
+        msg, created = await self.core.send_message(builder, text, key=f"{self.ch.name}:{inc.update_id}",
+                                                    author=self._actor(inc))
+        return f"Queued for {builder} ({msg.id})." if created else f"Already queued for {builder} ({msg.id})."
+
+    async def _lanes(self) -> str:
+        lanes = await self.core.store.lanes()
+        if not lanes:
+            return "No lanes."
+        return "\n".join(f"{b}: {state}" + (f" ({detail})" if detail else "")
+                         for b, (state, _since, _sid, detail) in sorted(lanes.items()))
