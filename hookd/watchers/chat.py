@@ -112,6 +112,9 @@ class ChatRelay:
         self.retry_initial_s = max(0.01, retry_initial_s)
         self.retry_max_s = max(self.retry_initial_s, retry_max_s)
         self._closed = False
+        # held from sending a message until its id is in the store, and while an update is
+        # acted on: a reply to a message just sent always finds it (never "not one of hookd's")
+        self._placing = asyncio.Lock()
 
     # --- running ------------------------------------------------------------------------
     async def run(self) -> None:
@@ -216,12 +219,13 @@ class ChatRelay:
                 self.ch.name, "", 0, interaction_id=i.id, builder=i.builder, revision=i.revision,
                 input_hash=i.input_hash, choices=choices, at=now))
             data = [button_data(row.id, i.revision, n) for n in range(len(choices))]
-            try:
-                chat_id, message_id = await self.ch.post(post, data)
-            except Exception:  # (not sent: tried again; a stop here leaves the row, replaced at the next start)
-                await self.core.store.write(lambda tx: tx.delete_chat_post(row.id))
-                raise
-            await self.core.store.write(lambda tx: tx.place_chat_post(row.id, chat_id, message_id))
+            async with self._placing:
+                try:
+                    chat_id, message_id = await self.ch.post(post, data)
+                except Exception:  # (not sent: tried again; a stop here leaves the row, replaced at the next start)
+                    await self.core.store.write(lambda tx: tx.delete_chat_post(row.id))
+                    raise
+                await self.core.store.write(lambda tx: tx.place_chat_post(row.id, chat_id, message_id))
             log.info("chat channel %s: posted %s (revision %d)", self.ch.name, i.id, i.revision)
         else:
             data = [button_data(p.id, i.revision, n) for n in range(len(choices))]
@@ -238,11 +242,12 @@ class ChatRelay:
     async def post_alert(self, alert: Alert) -> None:
         """Post a one-way alert (a lane's, the agent's own message); a reply to it queues an
         inbox message for its builder. Raises ChatUnreachable or HookdError."""
-        chat_id, message_id = await self.ch.post(Post(f"{alert.title}\n{alert.message}"), [])
-        if alert.builder:
-            await self.core.store.write(lambda tx: tx.add_chat_post(
-                self.ch.name, chat_id, message_id, interaction_id=None, builder=alert.builder, revision=None,
-                input_hash=None, choices=[], at=time.time()))
+        async with self._placing:
+            chat_id, message_id = await self.ch.post(Post(f"{alert.title}\n{alert.message}"), [])
+            if alert.builder:
+                await self.core.store.write(lambda tx: tx.add_chat_post(
+                    self.ch.name, chat_id, message_id, interaction_id=None, builder=alert.builder, revision=None,
+                    input_hash=None, choices=[], at=time.time()))
 
     # --- updates ------------------------------------------------------------------------
     async def handle(self, inc: Incoming) -> None:
@@ -257,7 +262,8 @@ class ChatRelay:
             log.warning("chat channel %s: update %d from user %d ignored (not in allow)", name, inc.update_id, inc.user_id)
         else:
             try:
-                said = await self._act(inc)
+                async with self._placing:
+                    said = await self._act(inc)
             except HookdError as e:
                 said = str(e)
         await self.core.store.write(lambda tx: tx.record_chat_update(name, inc.update_id, time.time()))
