@@ -291,6 +291,8 @@ def observe(p: Payload) -> list[Observation]:
         obs.append(ToolFinished(
             tool_use_id=p.tool_use_id, tool_name=p.tool_name, tool_input=_finished_input(p), failed=failed,
             error=err if isinstance(err, str) or err is None else msgspec.json.encode(err).decode(),
+            plan_mode=_PLAN_MODE_OF.get(text(getattr(p, "permission_mode", None)) or "") if (
+                p.tool_name == PLAN_TOOL and not failed) else None,
         ))
         if not failed and p.tool_name in ATTENTION_TOOLS:
             attention = _attention_asked(p)
@@ -350,6 +352,12 @@ def _detail_text(v: Any) -> str | None:
 
 #: The tool that asks the human to approve a plan (its PermissionRequest is a :class:`PlanAsked`).
 PLAN_TOOL = "ExitPlanMode"
+#: The plan mode (:data:`PLAN_MODES`) of each ``permission_mode`` an approved ExitPlanMode's
+#: PostToolUse carries: the desk's "1. Yes, and use auto mode" gives ``auto``, "2. Yes,
+#: manually approve edits" ``default`` (2.1.332; tests/e2e/test_plans_e2e.py). Other modes
+#: (``acceptEdits``, ``bypassPermissions``: the desk's labels where auto mode is unavailable)
+#: are neither: no mode is recorded for them.
+_PLAN_MODE_OF = {setting: mode for mode, setting in claude_code_hooks.PLAN_MODE_SETTINGS.items()}
 
 
 def _plan_asked(p: PermissionRequest) -> PlanAsked:

@@ -106,6 +106,9 @@ class ToolFinished(Observation, kw_only=True):
     tool_input: Any
     failed: bool
     error: str | None
+    #: a plan's tool call that ran (approved): the mode of :data:`PLAN_MODES` the agent goes
+    #: on in, as the harness reports it; None for other tools, or when it does not say
+    plan_mode: str | None = None
 
 
 class QuestionResolved(Observation, kw_only=True):

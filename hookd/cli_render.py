@@ -336,7 +336,8 @@ def _elicitation_lines(i: dict[str, Any]) -> list[_Shown]:
 
 def _plan_lines(i: dict[str, Any]) -> list[_Shown]:
     """A plan's text as written (markdown, shown plain; its first :data:`PLAN_LINES` lines),
-    the file it came from, and, once answered remotely, the choice."""
+    the file it came from, and, once answered (remotely, or at the desk when its harness
+    reported the mode), the choice."""
     plan, path = i.get("plan"), i.get("plan_path")
     rows = str(plan).expandtabs(4).rstrip("\n").split("\n") if isinstance(plan, str) and plan.strip() else []
     out = [_line(f"    {row}" if row.strip() else "") for row in rows[:PLAN_LINES]]
@@ -348,7 +349,7 @@ def _plan_lines(i: dict[str, Any]) -> list[_Shown]:
         out.append(_line("  ", _paint(f"plan file: {path}", dim=True)))
     if i.get("state") != "pending" and i.get("decision"):
         mode = (i.get("answers") or {}).get("mode") if isinstance(i.get("answers"), dict) else None
-        got = f"approved ({mode})" if i["decision"] == "allow" else "sent back"
+        got = ("approved" + (f" ({mode})" if mode else "")) if i["decision"] == "allow" else "sent back"
         out.append(_line(f"  -> {got}", f": {i['message']}" if i.get("message") else ""))
     return out
 

@@ -206,7 +206,7 @@ def test_events_say_what_matters_in_one_line_each(rig: Rig) -> None:
         "hook_received SessionEnd",
         f"session_ended {SID2} (prompt_input_exit)",
     ]
-    # (a lane is refreshed at most every 0.25 s while hooks come: its last change may follow them)
+    # (a lane is refreshed at most once a second while hooks come: its last change may follow them)
     def lane_lines() -> list[str]:
         return [line for line in rig.cli("events").stdout.splitlines() if " lane_changed " in line and " b2 " in line]
 

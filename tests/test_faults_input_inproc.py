@@ -47,7 +47,7 @@ def test_a_transcript_path_that_is_no_jsonl_file_is_never_watched(inproc: InProc
 
 def test_transcript_rows_claw_payloads_and_api_bodies_with_lone_surrogates(inproc: InProc, tmp_path: Path) -> None:
     from hookd.harness import claw
-    from hookd.watchers.tailer import Cursor, read_new
+    from hookd.watchers.jsonl import Cursor, read_new
 
     t = tmp_path / "t.jsonl"
     t.write_bytes(b'{"type":"user","uuid":"u1","text":"cut \\ud83d"}\n'

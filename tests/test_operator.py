@@ -119,7 +119,7 @@ def test_a_delivered_message_cannot_be_taken_back(rig: Rig, home: Path) -> None:
 def test_an_unspawned_builder_is_left_out_of_lanes_and_a_send_to_it_refused(rig: Rig, home: Path) -> None:
     rig.hook(tui("002-UserPromptSubmit.json"))
     # the lane as last recorded is what unspawn keeps: wait for its change to working (a lane is
-    # refreshed at most every 0.25 s while hooks come)
+    # refreshed at most once a second while hooks come)
     wait_until(lambda: [e["data"]["to"] for e in events(home) if e["kind"] == "lane_changed" and e["builder"] == "b1"][-1:] == ["working"],
                30, what="b1's lane recorded as working")
     settings = rig.worktree / ".claude" / "settings.local.json"

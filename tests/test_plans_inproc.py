@@ -105,16 +105,32 @@ def test_sending_a_plan_back_carries_the_feedback_to_the_model(rig: Rig) -> None
     assert (i["outcome"], i["message"]) == ("denied", "add a rollback step") and i["adopted_at"]
 
 
-def test_a_desk_approval_resolves_the_plan_at_its_tool_result(rig: Rig) -> None:
+@pytest.mark.parametrize(("permission_mode", "mode"), [("auto", "auto"), ("default", "manual"), ("acceptEdits", None)])
+def test_a_desk_approval_resolves_the_plan_at_its_tool_result_with_the_mode_chosen(
+        rig: Rig, permission_mode: str, mode: str | None) -> None:
+    """The desk's "1. Yes, and use auto mode" / "2. Yes, manually approve edits": the tool's
+    PostToolUse carries the mode chosen (``auto`` / ``default``: tests/e2e/test_plans_e2e.py),
+    recorded on the plan as a remote approval's is; a mode that is neither records none."""
     held = rig.start_hook(plan_perm())
     p = pending_plan(rig)
     rig.held(p["id"])
-    rig.hook(plan_post("auto"))
+    rig.hook(plan_post(permission_mode))
     assert finish(held, timeout=20) == (200, b"")  # the held hook let go
     i = rig.interaction(p["id"])
-    assert (i["state"], i["decision"], i["surface"]) == ("answered", "allow", "terminal")
+    assert (i["state"], i["decision"], i["surface"], i["answers"]) == (
+        "answered", "allow", "terminal", None if mode is None else {"mode": mode})
     [resolved] = about(rig.events(), "permission_resolved", p["id"])
-    assert resolved["data"]["kind"] == "plan"
+    assert (resolved["data"]["kind"], resolved["data"].get("mode")) == ("plan", mode)
+    shown = click.unstyle(_interaction(i, i["resolved_at"] + 60)).splitlines()
+    assert shown[-1] == ("  -> approved" if mode is None else f"  -> approved ({mode})"), shown
+
+
+def test_the_adapter_reports_the_mode_a_plan_went_on_in() -> None:
+    def finished(payload: dict[str, Any]) -> Any:
+        [ob] = claude_code.observe(claude_code.parse(json.dumps(payload).encode(), builder="b1", cwd=None))
+        return ob.plan_mode
+    assert [finished(plan_post(m)) for m in ("auto", "default", "acceptEdits", "plan")] == ["auto", "manual", None, None]
+    assert finished({**BASH_POST, "permission_mode": "auto"}) is None  # not a plan
 
 
 def test_hookd_questions_shows_the_plan_and_its_three_answers() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from hookd.watchers.tailer import Cursor, TailStats, read_new, salvage
+from hookd.watchers.jsonl import Cursor, TailStats, read_new, salvage
 
 pytestmark = pytest.mark.inproc
 

@@ -286,16 +286,21 @@ class Questions:
             settle_remote(tx, i, p, at, outcome="answered", answers=None, selections=None,
                                 decision="allow", error=ob.error)
             return
+        # a plan approved at the desk: the mode chosen there, as the tool's end reports it
+        mode = ob.plan_mode if i.kind == "plan" else None
         if not tx.resolve_interaction(
-            i.id, expected_state="pending", state="answered", answers=None, selections=None,
-            surface="terminal", warning=None, error=ob.error, at=at, decision="allow",
+            i.id, expected_state="pending", state="answered", answers=None if mode is None else {"mode": mode},
+            selections=None, surface="terminal", warning=None, error=ob.error, at=at, decision="allow",
         ):
             return
-        tx.append_event("permission_resolved", builder, sid, at, {
+        data: dict[str, Any] = {
             "id": i.id, "kind": i.kind, "tool_name": i.tool_name, "tool_use_id": ob.tool_use_id,
             "outcome": "answered", "decision": "allow", "surface": "terminal",
             "tool_failed": ob.failed,
-        })
+        }
+        if mode is not None:
+            data["mode"] = mode
+        tx.append_event("permission_resolved", builder, sid, at, data)
 
     def close_open_questions(self, tx: Tx, builder: str, sid: str, ob: TurnMovedOn, at: float) -> None:
         """Resolve questions left pending when the session's turn went on without a

@@ -96,7 +96,7 @@ class _Stats(Protocol):
 
 
 class TranscriptRead(Protocol):
-    """One read of a transcript file (the tailer's :class:`hookd.watchers.tailer.ReadResult`): its rows,
+    """One read of a transcript file (the tailer's :class:`hookd.watchers.jsonl.ReadResult`): its rows,
     where reading now stands (``cursor``) and what it met (``stats``)."""
 
     rows: list[dict[str, Any]]

@@ -59,10 +59,11 @@ TURN_LANES = 200
 #: Seconds the watch waits after a commit before it refreshes the lanes it touched (a burst of
 #: hooks is one refresh) ...
 DEBOUNCE_S = 0.05
-#: ... and at least this long after its last refresh: a lane changes within a quarter of a
-#: second, whatever the rate of hooks (an agent's tool calls back to back: a refresh per hook
-#: was about half of the daemon's own CPU per hook beside the hook path; bench/daemon_cpu.py).
-REFRESH_GAP_S = 0.25
+#: ... and at least this long after its last refresh: while hooks keep coming a lane changes
+#: within a second, whatever their rate (an agent's tool calls back to back: a refresh per hook
+#: was about half of the daemon's own CPU per hook beside the hook path, one every 0.25 s still
+#: ~0.15-0.2 ms per hook at a session's pace; bench/daemon_cpu.py, docs/benchmarks.md).
+REFRESH_GAP_S = 1.0
 #: Most lanes recorded in one transaction.
 WRITE_CHUNK = 100
 #: A live agent's process is checked in full (start time, zombie) every this many liveness

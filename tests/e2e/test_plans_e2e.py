@@ -11,6 +11,9 @@ approval" has the facts.
 
 from __future__ import annotations
 
+import json
+import re
+import sqlite3
 from typing import Any
 
 import pytest
@@ -97,3 +100,43 @@ def test_tui_plan_sent_back_with_feedback_reaches_the_model(rig, tmux_bin):  # n
     [i] = [q for q in r.questions() if q["id"] == p["id"]]
     assert (i["kind"], i["outcome"], i["message"]) == ("plan", "denied", feedback)
     assert "plan mode on" in screen, screen  # the agent keeps planning
+
+
+def raw_hook(r: Rig, name: str, tool_use_id: str) -> dict[str, Any]:
+    """The payload of ``r``'s hook ``name`` for ``tool_use_id`` as Claude Code sent it (hookd's
+    ``hook_events.raw``)."""
+    with sqlite3.connect(r.home.db) as db:
+        [(raw,)] = db.execute("SELECT raw FROM hook_events WHERE hook_event_name = ? AND tool_use_id = ?",
+                              (name, tool_use_id)).fetchall()
+    return json.loads(raw)
+
+
+@pytest.mark.parametrize(("keys", "label", "mode"), [
+    ((), "1. Yes, and use auto mode", "auto"),
+    (("Down",), "2. Yes, manually approve edits", "default"),
+])
+def test_tui_plan_approved_at_the_desk_records_the_mode_chosen(rig, tmux_bin, keys, label, mode):  # noqa: F811
+    """The desk's own choice (hookd holds the PermissionRequest, a person answers at the
+    terminal): the ExitPlanMode PostToolUse's ``permission_mode`` is the mode chosen, and
+    hookd records it on the plan (``auto`` / ``manual``)."""
+    r = rig({"turns": plan_turns()}, builder=f"b-plan-desk-{mode}", form="worktree")
+    with TmuxClaude(r.project, r.env, extra_args=["--permission-mode", "plan"], claude_bin=r.claude_bin,
+                    tmux=tmux_bin) as tui:
+        tui.wait_ready(timeout=20)
+        tui.submit("Make a plan")
+        tui.wait_for_screen(DIALOG, timeout=30)
+        p = pending_plan(r)
+        wait_held(r, p["id"])
+        for key in keys:
+            tui.send_keys(key)
+        tui.wait_for_screen("❯ " + re.escape(label), timeout=10)
+        tui.press_until("Enter", lambda s: DIALOG not in s, timeout=10)
+        tui.wait_for_screen(lambda s: "AFTER-PLAN-DONE" in s, timeout=30)
+        r.wait_events(lambda ev: find_hook(ev, "PostToolUse", tool_name="Bash") is not None, "the Bash call after the plan")
+    assert raw_hook(r, "PostToolUse", PLAN_ID)["permission_mode"] == mode
+    assert raw_hook(r, "PreToolUse", AFTER_ID)["permission_mode"] == mode
+    plan_mode = {"auto": "auto", "default": "manual"}[mode]
+    [i] = [q for q in r.questions() if q["id"] == p["id"]]
+    assert (i["kind"], i["decision"], i["surface"], i["answers"]) == ("plan", "allow", "terminal", {"mode": plan_mode})
+    [resolved] = about(r.events(), "permission_resolved", p["id"])
+    assert resolved["data"]["mode"] == plan_mode
