@@ -7,8 +7,11 @@ hook entry per event into ``W/.claude/settings.local.json`` (or a standalone fil
 hooks and keys are never touched; files are written atomically; a file that is not strict
 JSON is refused and left as it was. A manifest (``builders/B.json``) records what was added.
 
-Concurrent spawns and unspawns (of different builders into one worktree, say) do not lose
-each other's entries: each holds an exclusive ``flock`` per file it merges into (keyed by the
+One builder per hook file: a spawn into a file already holding another builder's tagged
+hooks (by its content: whatever path or symlink names it) is refused before anything is
+written (:func:`hookd.spawn.files.refuse_shared`). Concurrent spawns and unspawns do not lose
+each other's entries (and of two spawns into one file, exactly one wins): each holds an
+exclusive ``flock`` per file it merges into (keyed by the
 file's real path) around its read-merge-write, and one per builder around the whole run; the
 lock files live in ``HOOKD_HOME/run/locks/``, never next to the user's files. A settings file
 or ``.mcp.json`` that is a symlink (a dotfiles repo) is written through: the link stays a
@@ -73,6 +76,7 @@ from hookd.spawn.files import (
     _locked,
     _original_text,
     _restore,
+    refuse_shared,
     _strip_tagged,
     _through,
     _tmp_of,
@@ -250,6 +254,8 @@ def spawn(
         old = read_manifest(home, builder)
         # the git worktree `hookd run --git-worktree` made for it: kept until unspawn removes it
         git_worktree = git_worktree or (old or {}).get("git_worktree")
+        with _locked(home, [_file_key(target)]):  # before the previous spawn is undone: nothing written on refusal
+            _check_shared(target, builder)
         if old and old["settings_file"] != os.fspath(target):
             _unspawn_locked(home, builder, old)
             old = None
@@ -272,6 +278,14 @@ def spawn(
         with contextlib.suppress(FileNotFoundError):
             home.unspawned_file(builder).unlink()  # spawned again: no longer unspawned
     return manifest
+
+
+def _check_shared(target: Path, builder: str) -> None:
+    """:func:`refuse_shared` for the file at ``target`` as it is now (through a symlink; a
+    missing file holds nobody's hooks). Its lock is the caller's."""
+    settings, _ = _load_settings(_through(target))
+    _check_hooks_shape(target, settings)
+    refuse_shared(target, settings, builder)
 
 
 def _trust(home: Home, builder: str, manifest: dict[str, Any], old: dict[str, Any] | None, write: bool) -> dict[str, Any]:
@@ -318,6 +332,7 @@ def _spawn_locked(home: Home, builder: str, *, harness: str, install: HookInstal
     io = _through(target)  # a symlinked settings file: written through, the link kept
     settings, existed = _load_settings(io)
     _check_hooks_shape(target, settings)
+    refuse_shared(target, settings, builder)
     install.check_settings(os.fspath(target), settings)
     original = _original_text(io, existed)
     had_hooks_key = "hooks" in settings
