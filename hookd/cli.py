@@ -256,6 +256,7 @@ def unspawn(ctx: click.Context, builder: str, remove_worktree: bool, as_json: bo
 
     if remove_worktree:
         _removable_worktree(ctx, builder, read_manifest(ctx.obj, builder))
+    live = _live_agent(ctx, builder)
     r = do_unspawn(ctx.obj, builder)
     if remove_worktree and r.get("git_worktree"):
         from hookd.runner import git_worktree_remove
@@ -278,6 +279,19 @@ def unspawn(ctx: click.Context, builder: str, remove_worktree: bool, as_json: bo
         if remove_worktree and r.get("git_worktree"):
             w = r["git_worktree"]
             _out(f"removed git worktree {w['path']} (branch {w['branch']} kept in {w['repo']})")
+    if live is not None:
+        sid = f" (session {live['session_id']})" if live.get("session_id") else ""
+        _out(f"hookd: note: {builder}'s agent is still running{sid}: it keeps the hooks it started with until it "
+             f"ends, so they still reach hookd; `hookd stop {builder}` ends it", err=True)
+
+
+def _live_agent(ctx: click.Context, builder: str) -> dict[str, Any] | None:
+    """What makes ``builder``'s agent live (``GET /v1/builders/B/run``' ``live``: ``pid``,
+    ``session_id``), or None: not live, or no daemon to ask."""
+    try:
+        return _client(ctx).get(f"/v1/builders/{_seg(builder)}/run", timeout=2).get("live")
+    except Exception:  # noqa: BLE001 - best effort: the daemon down changes nothing unspawn does
+        return None
 
 
 def _removable_worktree(ctx: click.Context, builder: str, m: dict[str, Any] | None) -> None:
