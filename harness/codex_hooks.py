@@ -217,6 +217,8 @@ class _Install:
     mcp = False
     wake = False
     hold = True
+    #: (0.171.0: its TUI asks only once the PermissionRequest hook returned; docs/harness-codex.md)
+    held_prompt: str | None = 'while hookd holds a permission prompt, Codex shows only "Running hook" at its desk, not the prompt'
     events: tuple[str, ...] = REGISTERED_EVENTS
     warning: str | None = None
     transports: tuple[str, ...] = ("sh",)

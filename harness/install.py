@@ -92,6 +92,9 @@ class HookInstall(Protocol):
     wake: bool
     #: the harness takes a permission prompt's hook that holds (:attr:`HookCommands.hold`)
     hold: bool
+    #: what the agent's desk shows while hookd holds a permission prompt, where that is not the
+    #: prompt itself (a sentence; None: the prompt stays usable at the desk meanwhile)
+    held_prompt: str | None
     #: the hook events registered (the manifest's ``events``)
     events: tuple[str, ...]
     #: what the manifest warns of (None: nothing)

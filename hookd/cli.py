@@ -157,8 +157,9 @@ def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: 
               help="Opt in to idle wake: seconds an async Stop hook waits for a message to the idle "
                    "agent (0: off). See docs/usage.md before enabling it for headless (-p) runs.")
 @click.option("--hold", type=int, default=900, show_default=True,
-              help="Seconds a PermissionRequest hook waits for a remote `hookd answer` while the prompt "
-                   "stays usable at the desk (0: never wait).")
+              help="Seconds a PermissionRequest hook waits for a remote `hookd answer` (0: never wait). "
+                   "Claude Code's prompt stays usable at the desk meanwhile; Codex's shows only once the hook "
+                   "returned (hookd dismiss ID lets it go at once).")
 @click.option("--mcp/--no-mcp", default=True, show_default=True,
               help="Register hookd's MCP server (ask_user_async, await_answers, check_answers) for the agent.")
 @click.option("--hook-transport", type=click.Choice(["sh", "exec", "http"]), default="sh", show_default=True,
@@ -221,6 +222,17 @@ def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file
 
 
 def _spawn_trust(ctx: click.Context, m: dict) -> None:
+    """spawn's lines about the harness's trust step and its held prompt (Codex): what was
+    written, or the steps; what its desk shows while hookd holds a permission prompt."""
+    from hookd.spawn.check import held_prompt_line
+
+    held = held_prompt_line(ctx.obj, m)
+    if held:
+        _out(f"hookd: note: {held}", err=True)
+    _trust_lines(ctx, m)
+
+
+def _trust_lines(ctx: click.Context, m: dict) -> None:
     """spawn's lines about the harness's trust step (Codex): what was written, or the steps."""
     from hookd.spawn.check import fix_command
     from hookd.spawn.trust import toml_text

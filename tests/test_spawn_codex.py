@@ -77,7 +77,7 @@ def test_without_trust_spawn_prints_the_exact_steps(home: Path, worktree: Path, 
     r = hookd_run(home, "spawn", "b1", "--worktree", str(worktree), "--harness", "codex")
     assert r.returncode == 0, r.stderr
     file = worktree / ".codex" / "hooks.json"
-    lines = r.stderr.splitlines()
+    lines = [line for line in r.stderr.splitlines() if not line.startswith("hookd: note: ")]  # (the held prompt's)
     assert lines[:4] == [
         "hookd: Codex skips these hooks without a word until they are trusted. Either run",
         f"  hookd --home {home} spawn b1 --worktree {worktree} --harness codex --trust",
@@ -193,3 +193,25 @@ def test_a_spawn_killed_before_its_trust_write_leaves_what_unspawn_undoes(
     r = unspawn(Home.resolve(home), "b1")
     assert r["trust_removed"] == 0 and (codex_home / "config.toml").read_text() == USER_CONFIG
     assert not (worktree / ".codex").exists()
+
+
+def test_spawn_says_codex_hides_its_prompt_while_hookd_holds_it(home: Path, worktree: Path, codex_home: Path,
+                                                                 tmp_path: Path) -> None:
+    """One line on stderr for a Codex builder whose permission prompt hookd holds (how long,
+    `hookd dismiss`, and the spawn command with --hold 0 that works as printed); none with
+    --hold 0, none for Claude Code (its prompt stays usable at the desk)."""
+    r = hookd_run(home, "spawn", "b1", "--worktree", str(worktree), "--harness", "codex", "--trust")
+    assert r.returncode == 0, r.stderr
+    again = f"hookd --home {home} spawn b1 --worktree {worktree} --harness codex --hold 0"
+    assert r.stderr == ('hookd: note: while hookd holds a permission prompt, Codex shows only "Running hook" at its desk, '
+                        "not the prompt (up to 900 s): answer it with hookd answer, or hookd dismiss ID to show it at "
+                        f"the desk; {again} leaves every prompt to the desk\n")
+    assert json.loads(hookd_run(home, "spawn", "b1", "--worktree", str(worktree), "--harness", "codex",
+                                "--json").stdout)["held_prompt"].startswith("while hookd holds")
+    r = hookd_run(home, *again.split()[3:])
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    claude = tmp_path / "cc"
+    claude.mkdir()
+    r = hookd_run(home, "spawn", "b2", "--worktree", str(claude))
+    assert r.returncode == 0 and "Running hook" not in r.stderr, r.stderr
+

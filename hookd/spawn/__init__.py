@@ -397,6 +397,8 @@ def _spawn_locked(home: Home, builder: str, *, harness: str, install: HookInstal
     }
     if install.warning is not None:
         manifest["warning"] = install.warning
+    if hold_s and install.held_prompt is not None:
+        manifest["held_prompt"] = install.held_prompt
     if client_note:
         manifest["client_note"] = client_note
     moved = [r for r in olds if mcp_rec is None or r.get("file") != mcp_rec["file"]]  # --no-mcp now, or elsewhere

@@ -129,3 +129,15 @@ def fix_command(home: Home, manifest: dict[str, Any]) -> str:
     if not mcp and m.get("harness", "claude-code") == "claude-code" and not m.get("plugin"):
         argv += ["--no-mcp"]
     return shlex.join(argv)
+
+
+def held_prompt_line(home: Home, manifest: dict[str, Any]) -> str | None:
+    """One sentence for a person spawning (or running) a builder whose harness hides its
+    permission prompt while hookd holds it (the manifest's ``held_prompt``; Codex): how long,
+    and the two ways out (`hookd dismiss`, a spawn with ``--hold 0``). None for the others."""
+    note = manifest.get("held_prompt")
+    if not note or not manifest.get("hold_s"):
+        return None
+    return (f"{note} (up to {manifest['hold_s']} s): answer it with hookd answer, or hookd dismiss ID to show it at "
+            f"the desk; {fix_command(home, {**manifest, 'hold_s': 0})} leaves every prompt to the desk")
+
