@@ -56,6 +56,8 @@ class HookTrust(Protocol):
 
     #: the harness as a person names it ("Codex")
     label: str
+    #: what the harness does with hooks it does not trust yet (a clause: spawn's and run's advice)
+    untrusted: str
 
     def config_file(self, environ: Mapping[str, str]) -> str:
         """The user config file holding trust (absolute), from the user's ``environ``."""

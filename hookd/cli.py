@@ -232,6 +232,13 @@ def _spawn_trust(ctx: click.Context, m: dict) -> None:
     _trust_lines(ctx, m)
 
 
+def _untrusted(m: dict) -> str:
+    """What the manifest's harness does with hooks it does not trust yet (a clause)."""
+    from hookd.spawn.check import untrusted_clause
+
+    return untrusted_clause(m)
+
+
 def _trust_lines(ctx: click.Context, m: dict) -> None:
     """spawn's lines about the harness's trust step (Codex): what was written, or the steps."""
     from hookd.spawn.check import fix_command
@@ -245,7 +252,7 @@ def _trust_lines(ctx: click.Context, m: dict) -> None:
         _out(f"{t['label']} trusts the worktree and hookd's {n - 1} hooks: {len(t['added'])} value(s) written to "
              f"{t['config_file']} (unspawn removes them)")
         return
-    _out(f"hookd: {t['label']} skips these hooks without a word until they are trusted. Either run", err=True)
+    _out(f"hookd: {t['label']} runs these hooks only once they are trusted ({_untrusted(m)}). Either run", err=True)
     _out(f"  {fix_command(ctx.obj, m)} --trust", err=True)
     _out(f"or add to {t['config_file']}:", err=True)
     for line in toml_text(t).splitlines():

@@ -79,7 +79,8 @@ def test_without_trust_spawn_prints_the_exact_steps(home: Path, worktree: Path, 
     file = worktree / ".codex" / "hooks.json"
     lines = [line for line in r.stderr.splitlines() if not line.startswith("hookd: note: ")]  # (the held prompt's)
     assert lines[:4] == [
-        "hookd: Codex skips these hooks without a word until they are trusted. Either run",
+        'hookd: Codex runs these hooks only once they are trusted (its TUI asks "Hooks need review" at start; '
+        "codex exec skips them without a word). Either run",
         f"  hookd --home {home} spawn b1 --worktree {worktree} --harness codex --trust",
         f"or add to {codex_home / 'config.toml'}:",
         f'  [projects."{worktree}"]',
@@ -165,7 +166,7 @@ def test_status_says_whether_codex_will_run_the_hooks(home: Path, worktree: Path
         config.write_text(text.replace(good, "sha256:" + "0" * 64))
         assert states()["b2"] == "modified"
         lines = hookd_run(home, "status").stdout.splitlines()
-    assert "b1: hooks untrusted: 12 of hookd's 12 hooks are not trusted: Codex skips them without a word" in lines
+    assert "b1: hooks untrusted: 12 of hookd's 12 hooks are not trusted: Codex skips them (its TUI asks to review them first)" in lines
     assert f"b1: to trust them: hookd --home {home} spawn b1 --worktree {worktree} --harness codex --trust" in lines
     assert "b2: hooks modified: 1 of hookd's 12 hooks changed since they were trusted: Codex skips them" in lines
     row = next(line for line in lines if line.startswith("b1 "))
@@ -215,3 +216,21 @@ def test_spawn_says_codex_hides_its_prompt_while_hookd_holds_it(home: Path, work
     r = hookd_run(home, "spawn", "b2", "--worktree", str(claude))
     assert r.returncode == 0 and "Running hook" not in r.stderr, r.stderr
 
+
+def test_run_s_advice_for_untrusted_hooks_works_as_printed(home: Path, worktree: Path, codex_home: Path) -> None:
+    """What `hookd run` warns of untrusted Codex hooks (:func:`hookd.spawn.check.untrusted_advice`)
+    names a spawn command that works when run literally (it trusts them); none once trusted."""
+    from hookd.config import Home
+    from hookd.spawn import read_manifest
+    from hookd.spawn.check import untrusted_advice
+
+    spawn_codex(home, worktree)
+    advice = untrusted_advice(Home.resolve(home), read_manifest(Home.resolve(home), "b1"))
+    assert advice is not None
+    head, command = advice.split(": run with --trust, or ")
+    assert head == ("Codex runs hookd's hooks only once they are trusted (its TUI asks \"Hooks need review\" at start; "
+                    "codex exec skips them without a word)")
+    assert command == f"hookd --home {home} spawn b1 --worktree {worktree} --harness codex --trust"
+    r = hookd_run(home, *command.split()[3:])
+    assert r.returncode == 0, r.stderr
+    assert untrusted_advice(Home.resolve(home), read_manifest(Home.resolve(home), "b1")) is None

@@ -141,3 +141,23 @@ def held_prompt_line(home: Home, manifest: dict[str, Any]) -> str | None:
     return (f"{note} (up to {manifest['hold_s']} s): answer it with hookd answer, or hookd dismiss ID to show it at "
             f"the desk; {fix_command(home, {**manifest, 'hold_s': 0})} leaves every prompt to the desk")
 
+
+def untrusted_clause(manifest: dict[str, Any]) -> str:
+    """What the manifest's harness does with hooks it does not trust yet (its
+    :class:`hookd.harness.install.HookTrust`'s ``untrusted``; a clause), or "" when it has no
+    trust step."""
+    from hookd.spawn import INSTALLS
+
+    install = INSTALLS.get(str(manifest.get("harness")))
+    return install.trust.untrusted if install is not None and install.trust is not None else ""
+
+
+def untrusted_advice(home: Home, manifest: dict[str, Any]) -> str | None:
+    """One sentence for `hookd run` when the builder's hooks (``manifest``) will not run until
+    trusted: what the harness does meanwhile and two commands that work as printed (`hookd run
+    ... --trust`, or the spawn that writes the trust). None when trusted or no trust step."""
+    t = manifest.get("trust")
+    if not t or t.get("written"):
+        return None
+    return (f"{t['label']} runs hookd's hooks only once they are trusted ({untrusted_clause(manifest)}): "
+            f"run with --trust, or {fix_command(home, manifest)} --trust")
