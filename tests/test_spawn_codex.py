@@ -139,6 +139,14 @@ def test_trust_is_refused_for_other_harnesses_and_for_a_config_that_is_not_toml(
     r = hookd_run(home, "spawn", "b2", "--worktree", str(worktree), "--harness", "codex", "--trust")
     assert r.returncode != 0 and "is not TOML" in r.stderr
     assert (codex_home / "config.toml").read_text() == "model = [unclosed\n"
+    assert list(worktree.iterdir()) == [] and not (home / "builders" / "b2.json").exists()  # nothing written
+    # refused only once the hook file is written (a key that is no table): said so
+    (codex_home / "config.toml").write_text("[hooks]\nstate = 3\n")
+    r = hookd_run(home, "spawn", "b2", "--worktree", str(worktree), "--harness", "codex", "--trust")
+    hooks = worktree / ".codex" / "hooks.json"
+    assert (r.returncode, r.stderr) == (2, f"hookd: 'hooks.state' is not a table in the config; left it untouched; the "
+                                           f"hooks are written to {hooks}, untrusted (hookd unspawn b2 removes them)\n")
+    assert hooks.exists() and (codex_home / "config.toml").read_text() == "[hooks]\nstate = 3\n"
 
 
 def test_status_says_whether_codex_will_run_the_hooks(home: Path, worktree: Path, codex_home: Path,

@@ -96,6 +96,7 @@ from hookd.spawn.plugin import HOOKS_FILE
 from hookd.spawn.plugin import undo as plugin_undo
 from hookd.spawn.plugin import write as plugin_write
 from hookd.spawn.trust import plan as trust_plan
+from hookd.spawn.trust import preflight as trust_preflight
 from hookd.spawn.trust import undo as trust_undo
 from hookd.spawn.trust import write as trust_write
 from hookd.untrusted import read_regular
@@ -246,6 +247,8 @@ def spawn(
         # nothing is written into it, the MCP server included
         target = settings_file.expanduser().absolute()
         mcp_path = home.mcp_config(builder)
+    if trust or (((read_manifest(home, builder) or {}).get("trust") or {}).get("written")):
+        trust_preflight(install, os.environ)  # a config it would refuse later: refused before any write
     home.ensure()
     with _locked(home, [_builder_key(builder)]):
         # what a spawn killed before left in the home (the user's files: under their locks)
@@ -274,7 +277,11 @@ def spawn(
                 was = (old or {}).get("plugin") or {}
                 manifest["plugin"] = plugin_write(plugin_dir, builder, bool(was.get("created_dir", plugin_created)))
             _write_manifest(home, builder, manifest)
-        manifest = _trust(home, builder, manifest, old, trust)
+        try:
+            manifest = _trust(home, builder, manifest, old, trust)
+        except ConfigError as e:  # (after the hook file was written: said so)
+            raise ConfigError(f"{e}; the hooks are written to {target}, untrusted "
+                              f"(hookd unspawn {builder} removes them)") from None
         with contextlib.suppress(FileNotFoundError):
             home.unspawned_file(builder).unlink()  # spawned again: no longer unspawned
     return manifest
