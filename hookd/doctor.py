@@ -102,9 +102,9 @@ def builder_checks(home: Home, manifest: dict[str, Any], status: dict[str, Any] 
     if t is not None:
         out.append(_check(b, "trust", "ok", t["detail"]) if t["state"] == "trusted" else
                    _check(b, "trust", "fail", f"{t['state'].replace('_', ' ')}: {t['detail']}", f"{fix} --trust"))
-    if harness == "claude-code" and manifest.get("worktree"):
-        out.append(folder_trust_check(b, str(manifest["worktree"]), environ))
     mine = next((s for s in (status or {}).get("builders", ()) if s.get("builder") == b), None)
+    if harness == "claude-code" and manifest.get("worktree"):
+        out.append(folder_trust_check(b, str(manifest["worktree"]), environ, bool((mine or {}).get("hooks_seen"))))
     out.extend(session_checks(b, mine, status is not None, runs.get(b)))
     return out
 
@@ -217,10 +217,12 @@ def claude_config_file(environ: Mapping[str, str]) -> Path:
     return Path(d) / ".claude.json" if d else Path(environ.get("HOME") or os.path.expanduser("~")) / ".claude.json"
 
 
-def folder_trust_check(b: str, worktree: str, environ: Mapping[str, str]) -> dict[str, Any]:
+def folder_trust_check(b: str, worktree: str, environ: Mapping[str, str], hooks_arrived: bool = False) -> dict[str, Any]:
     """``folder_trust`` (Claude Code): whether its trust dialog was accepted for ``worktree``
     or a folder above it (``projects[folder].hasTrustDialogAccepted`` in its config); ``warn``
-    otherwise: a first start there shows the dialog, and runs no hook until it is accepted."""
+    otherwise: a first start there shows the dialog, and runs no hook until it is accepted.
+    ``hooks_arrived`` (the daemon has hooks of ``b``): ``ok`` then, the builder ran where no
+    dialog is shown (``claude -p``); the detail says an interactive start would still ask."""
     import json
 
     config = claude_config_file(environ)
@@ -235,6 +237,9 @@ def folder_trust_check(b: str, worktree: str, environ: Mapping[str, str]) -> dic
         entry = projects.get(os.fspath(p)) if isinstance(projects, dict) else None
         if isinstance(entry, dict) and entry.get("hasTrustDialogAccepted") is True:
             return _check(b, "folder_trust", "ok", f"Claude Code trusts {p}" + ("" if p == folder else f" (above {folder})"))
+    if hooks_arrived:
+        return _check(b, "folder_trust", "ok", f"{b}'s hooks arrived (headless: claude -p shows no trust dialog); "
+                      f"an interactive claude in {folder} would ask first")
     return _check(b, "folder_trust", "warn",
                   f"Claude Code has not been trusted in {folder}: its first start there asks (a trust dialog) and "
                   "runs no hook until someone accepts", f"hookd attach {b} after hookd run and accept it, or start "

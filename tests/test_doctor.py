@@ -200,6 +200,14 @@ def test_every_check_passes_then_the_session_checks_fail(setup: dict[str, Any], 
             setup, daemon="ok    daemon        running: hookd 0.1.0, as this CLI",
             transcripts=f"  ok    transcripts   {folder} readable", armed="  ok    armed         session s-1 sent hooks"),
             "every check passed (9 ok)"]
+        # a folder Claude Code never trusted, but whose hooks arrived (claude -p asks nothing): no warning
+        claude_json = tmp_path / "user" / ".claude.json"
+        trusted = claude_json.read_text()
+        claude_json.write_text("{}")
+        r = hookd_cli(setup["home"], "doctor", "b1")
+        assert f"  ok    folder_trust  b1's hooks arrived (headless: claude -p shows no trust dialog); an interactive " \
+               f"claude in {setup['w']} would ask first" in r.stdout.splitlines(), r.stdout
+        claude_json.write_text(trusted)
 
         # a new session whose folder is gone; then an agent hookd started that sent no hook yet
         _hook(setup, "001-SessionStart.json", session_id="s-2", transcript_path=os.fspath(tmp_path / "gone" / "s-2.jsonl"))
