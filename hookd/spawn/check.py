@@ -29,8 +29,8 @@ MAX_SETTINGS_BYTES = 4 * 1024 * 1024
 
 
 def check_hooks(home: Home, manifest: dict[str, Any]) -> dict[str, Any] | None:
-    """None when ``manifest``'s settings file holds every hook entry spawn wrote, as written;
-    else what is wrong: ``{"settings_file", "missing": [events whose entry is gone],
+    """None when ``manifest``'s settings file holds every hook entry spawn wrote, as written
+    (a handler's ``timeout`` raised counts as written: :func:`_works_as`); else what is wrong: ``{"settings_file", "missing": [events whose entry is gone],
     "changed": [events whose entry is there but edited], "reason": words, "fix": the command
     that writes them again}``. A manifest from before spawn recorded its ``entries`` is
     checked by its tag alone (each of its ``events`` has a handler tagged for the builder).
@@ -57,7 +57,7 @@ def check_hooks(home: Home, manifest: dict[str, Any]) -> dict[str, Any] | None:
     for event in events:
         have = hooks.get(event)
         have = have if isinstance(have, list) else []
-        if isinstance(entries, dict) and all(g in have for g in entries[event]):
+        if isinstance(entries, dict) and all(any(_works_as(g, h) for h in have) for g in entries[event]):
             continue
         if _tagged(have, marker):
             if isinstance(entries, dict):
@@ -87,6 +87,32 @@ def read_settings(path: str) -> tuple[Any, str | None]:
         return msgspec.json.decode(data), None
     except msgspec.DecodeError:
         return None, f"{path} is no longer JSON: the agent reads no hook from it"
+
+
+def _works_as(written: Any, group: Any) -> bool:
+    """Whether ``group`` (in the file) is the matcher group spawn wrote (``written``), or that
+    with a handler's ``timeout`` raised: a longer timeout cuts no hook short (a lower one may:
+    edited). Everything else as written."""
+    if written == group:
+        return True
+    if not (isinstance(written, dict) and isinstance(group, dict)) or written.keys() != group.keys():
+        return False
+    if any(written[k] != group[k] for k in written if k != "hooks"):
+        return False
+    mine, theirs = written.get("hooks"), group.get("hooks")
+    if not (isinstance(mine, list) and isinstance(theirs, list)) or len(mine) != len(theirs):
+        return False
+    for w, h in zip(mine, theirs):
+        if w == h:
+            continue
+        if not (isinstance(w, dict) and isinstance(h, dict)) or w.keys() != h.keys():
+            return False
+        if any(w[k] != h[k] for k in w if k != "timeout"):
+            return False
+        t0, t1 = w.get("timeout"), h.get("timeout")
+        if not (isinstance(t0, (int, float)) and isinstance(t1, (int, float)) and not isinstance(t1, bool) and t1 >= t0):
+            return False
+    return True
 
 
 def _tagged(groups: list[Any], marker: str) -> bool:
