@@ -39,6 +39,7 @@ from hookd.harness.registry import ADAPTERS, KNOWN_VERSIONS
 from hookd.spawn import INSTALLS
 from hookd.spawn.check import check_hooks, fix_command, read_settings
 from hookd.spawn.client import c_build_path, client_argv, client_text
+from hookd.spawn.files import tagged_builders
 from hookd.spawn.trust import check as check_trust
 from hookd.untrusted import read_regular
 
@@ -87,15 +88,23 @@ def builder_checks(home: Home, manifest: dict[str, Any], status: dict[str, Any] 
     fix = fix_command(home, manifest)
     path = str(manifest.get("settings_file"))
     out: list[dict[str, Any]] = []
-    _, unread = read_settings(path)
+    settings, unread = read_settings(path)
     if unread is not None:
         out.append(_check(b, "settings", "fail", unread, fix))
         out.append(_check(b, "entries", "skip", "the settings file does not parse"))
     else:
         out.append(_check(b, "settings", "ok", f"{path} parses"))
         wrong = check_hooks(home, manifest)
-        out.append(_check(b, "entries", "fail", wrong["reason"], wrong["fix"]) if wrong is not None else
-                   _check(b, "entries", "ok", f"hookd's entries for {len(manifest.get('events') or [])} events, as spawn wrote them"))
+        others = [o for o in tagged_builders(settings) if o != b] if isinstance(settings, dict) else []
+        if wrong is not None:
+            out.append(_check(b, "entries", "fail", wrong["reason"], wrong["fix"]))
+        elif others:  # (spawned before spawn refused this: docs/decisions.md "One builder per hook file")
+            out.append(_check(b, "entries", "fail", f"{path} also holds the hooks of builder {others[0]}: every hook of "
+                              f"the agent reaches hookd for both, and messages to either reach it",
+                              f"hookd unspawn {others[0]}, and give it a worktree of its own"))
+        else:
+            out.append(_check(b, "entries", "ok",
+                              f"hookd's entries for {len(manifest.get('events') or [])} events, as spawn wrote them"))
     out.append(client_check(home, manifest, fix))
     out.append(version_check(b, harness, environ, asked))
     t = check_trust(manifest, INSTALLS.get(harness))

@@ -270,3 +270,20 @@ def test_a_session_known_only_from_its_transcript_is_not_armed(setup: dict[str, 
               "        fix:          restart the agent: hookd stop b1 && hookd continue b1 (or /hooks in Claude Code, or "
               "start it again)"),
         "1 check(s) failed: b1 armed"]
+
+
+def test_a_hook_file_that_also_holds_another_builders_hooks(setup: dict[str, Any]) -> None:
+    """Two builders' hooks in one file (spawned before spawn refused it): `entries` fails for
+    each, naming the other and the fix."""
+    from hookd.spawn.files import _load_settings, _write_settings
+
+    settings, _ = _load_settings(setup["settings"])
+    for groups in settings["hooks"].values():  # b7's hooks beside b1's, as an older spawn wrote them
+        groups.append({"hooks": [{"type": "command", "command": "true # hookd builder=b7"}]})
+    _write_settings(setup["settings"], settings)
+    doc = json.loads(hookd_run(setup["home"], "doctor", "b1", "--json").stdout)
+    [entries] = [c for c in doc["checks"] if c["check"] == "entries"]
+    assert entries == {"builder": "b1", "check": "entries", "state": "fail",
+                       "detail": f"{setup['settings']} also holds the hooks of builder b7: every hook of the agent "
+                                 "reaches hookd for both, and messages to either reach it",
+                       "fix": "hookd unspawn b7, and give it a worktree of its own"}
