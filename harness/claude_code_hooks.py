@@ -249,6 +249,7 @@ class _Install:
     mcp = True
     wake = True
     hold = True
+    held_prompt: str | None = None  # (its prompt stays usable at the desk while hookd holds it)
     events: tuple[str, ...] = REGISTERED_EVENTS
     warning: str | None = None
     transports: tuple[str, ...] = ("sh", "exec", "http")  # 2.1.332: command + args, type "http"

@@ -464,6 +464,7 @@ class _Install:
     mcp = False
     wake = False
     hold = False
+    held_prompt: str | None = None  # (no held hook)
     events: tuple[str, ...] = REGISTERED_EVENTS
     transports: tuple[str, ...] = ("sh",)  # claw's hooks are shell strings only
 

@@ -295,7 +295,7 @@ TRANSCRIPT_ROW_TYPES = frozenset({
 #: The ``hooks_unarmed`` advice for a Codex session whose rollout moves with no hook from it.
 UNARMED_ADVICE = (
     "Codex runs a project's hooks only when the project and each hook are trusted, and skips "
-    "untrusted ones without a word: `hookd status` says which; `hookd spawn B --worktree W "
+    "untrusted ones (its TUI asks to review them; codex exec says nothing): `hookd status` says which; `hookd spawn B --worktree W "
     "--harness codex --trust` trusts hookd's. Until then hookd follows the session from its rollout."
 )
 _ROLLOUT = re.compile(r"^rollout-.+-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")

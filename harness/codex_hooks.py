@@ -169,6 +169,8 @@ class _Trust:
     equals its hash; both in the user ``$CODEX_HOME/config.toml`` (``~/.codex`` without it)."""
 
     label = "Codex"
+    #: (0.171.0: docs/harness-codex.md "Hook trust")
+    untrusted = 'its TUI asks "Hooks need review" at start; codex exec skips them without a word'
 
     def config_file(self, environ: Mapping[str, str]) -> str:
         home = environ.get("CODEX_HOME") or os.path.join(environ.get("HOME") or os.path.expanduser("~"), ".codex")
@@ -197,7 +199,7 @@ class _Trust:
         if modified:
             return "modified", f"{modified} of hookd's {len(handlers)} hooks changed since they were trusted: Codex skips them"
         if missing:
-            return "untrusted", f"{missing} of hookd's {len(handlers)} hooks are not trusted: Codex skips them without a word"
+            return "untrusted", f"{missing} of hookd's {len(handlers)} hooks are not trusted: Codex skips them (its TUI asks to review them first)"
         return "trusted", f"the project and hookd's {len(handlers)} hooks are trusted: Codex runs them"
 
 
@@ -217,6 +219,8 @@ class _Install:
     mcp = False
     wake = False
     hold = True
+    #: (0.171.0: its TUI asks only once the PermissionRequest hook returned; docs/harness-codex.md)
+    held_prompt: str | None = 'while hookd holds a permission prompt, Codex shows only "Running hook" at its desk, not the prompt'
     events: tuple[str, ...] = REGISTERED_EVENTS
     warning: str | None = None
     transports: tuple[str, ...] = ("sh",)

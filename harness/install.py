@@ -56,6 +56,8 @@ class HookTrust(Protocol):
 
     #: the harness as a person names it ("Codex")
     label: str
+    #: what the harness does with hooks it does not trust yet (a clause: spawn's and run's advice)
+    untrusted: str
 
     def config_file(self, environ: Mapping[str, str]) -> str:
         """The user config file holding trust (absolute), from the user's ``environ``."""
@@ -92,6 +94,9 @@ class HookInstall(Protocol):
     wake: bool
     #: the harness takes a permission prompt's hook that holds (:attr:`HookCommands.hold`)
     hold: bool
+    #: what the agent's desk shows while hookd holds a permission prompt, where that is not the
+    #: prompt itself (a sentence; None: the prompt stays usable at the desk meanwhile)
+    held_prompt: str | None
     #: the hook events registered (the manifest's ``events``)
     events: tuple[str, ...]
     #: what the manifest warns of (None: nothing)

@@ -157,8 +157,9 @@ def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: 
               help="Opt in to idle wake: seconds an async Stop hook waits for a message to the idle "
                    "agent (0: off). See docs/usage.md before enabling it for headless (-p) runs.")
 @click.option("--hold", type=int, default=900, show_default=True,
-              help="Seconds a PermissionRequest hook waits for a remote `hookd answer` while the prompt "
-                   "stays usable at the desk (0: never wait).")
+              help="Seconds a PermissionRequest hook waits for a remote `hookd answer` (0: never wait). "
+                   "Claude Code's prompt stays usable at the desk meanwhile; Codex's shows only once the hook "
+                   "returned (hookd dismiss ID lets it go at once).")
 @click.option("--mcp/--no-mcp", default=True, show_default=True,
               help="Register hookd's MCP server (ask_user_async, await_answers, check_answers) for the agent.")
 @click.option("--hook-transport", type=click.Choice(["sh", "exec", "http"]), default="sh", show_default=True,
@@ -221,6 +222,24 @@ def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file
 
 
 def _spawn_trust(ctx: click.Context, m: dict) -> None:
+    """spawn's lines about the harness's trust step and its held prompt (Codex): what was
+    written, or the steps; what its desk shows while hookd holds a permission prompt."""
+    from hookd.spawn.check import held_prompt_line
+
+    held = held_prompt_line(ctx.obj, m)
+    if held:
+        _out(f"hookd: note: {held}", err=True)
+    _trust_lines(ctx, m)
+
+
+def _untrusted(m: dict) -> str:
+    """What the manifest's harness does with hooks it does not trust yet (a clause)."""
+    from hookd.spawn.check import untrusted_clause
+
+    return untrusted_clause(m)
+
+
+def _trust_lines(ctx: click.Context, m: dict) -> None:
     """spawn's lines about the harness's trust step (Codex): what was written, or the steps."""
     from hookd.spawn.check import fix_command
     from hookd.spawn.trust import toml_text
@@ -233,7 +252,7 @@ def _spawn_trust(ctx: click.Context, m: dict) -> None:
         _out(f"{t['label']} trusts the worktree and hookd's {n - 1} hooks: {len(t['added'])} value(s) written to "
              f"{t['config_file']} (unspawn removes them)")
         return
-    _out(f"hookd: {t['label']} skips these hooks without a word until they are trusted. Either run", err=True)
+    _out(f"hookd: {t['label']} runs these hooks only once they are trusted ({_untrusted(m)}). Either run", err=True)
     _out(f"  {fix_command(ctx.obj, m)} --trust", err=True)
     _out(f"or add to {t['config_file']}:", err=True)
     for line in toml_text(t).splitlines():
@@ -256,6 +275,7 @@ def unspawn(ctx: click.Context, builder: str, remove_worktree: bool, as_json: bo
 
     if remove_worktree:
         _removable_worktree(ctx, builder, read_manifest(ctx.obj, builder))
+    live = _live_agent(ctx, builder)
     r = do_unspawn(ctx.obj, builder)
     if remove_worktree and r.get("git_worktree"):
         from hookd.runner import git_worktree_remove
@@ -278,6 +298,19 @@ def unspawn(ctx: click.Context, builder: str, remove_worktree: bool, as_json: bo
         if remove_worktree and r.get("git_worktree"):
             w = r["git_worktree"]
             _out(f"removed git worktree {w['path']} (branch {w['branch']} kept in {w['repo']})")
+    if live is not None:
+        sid = f" (session {live['session_id']})" if live.get("session_id") else ""
+        _out(f"hookd: note: {builder}'s agent is still running{sid}: it keeps the hooks it started with until it "
+             f"ends, so they still reach hookd; `hookd stop {builder}` ends it", err=True)
+
+
+def _live_agent(ctx: click.Context, builder: str) -> dict[str, Any] | None:
+    """What makes ``builder``'s agent live (``GET /v1/builders/B/run``' ``live``: ``pid``,
+    ``session_id``), or None: not live, or no daemon to ask."""
+    try:
+        return _client(ctx).get(f"/v1/builders/{_seg(builder)}/run", timeout=2).get("live")
+    except Exception:  # noqa: BLE001 - best effort: the daemon down changes nothing unspawn does
+        return None
 
 
 def _removable_worktree(ctx: click.Context, builder: str, m: dict[str, Any] | None) -> None:

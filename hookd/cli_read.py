@@ -168,7 +168,10 @@ def inbox_list(ctx: click.Context, builder: str | None, limit: int, as_json: boo
     if as_json:
         _echo_json(items)
         return
-    rows = [[m["id"], m["builder"], m["state"], m["delivered_via"] or "-", m["deliveries"], m["author"],
+    # via: the hook that delivered it, else what proved it adopted undelivered (``desk``: the
+    # desk gave the same answer; hookd events says the same)
+    rows = [[m["id"], m["builder"], m["state"], m["delivered_via"] or m.get("adopted_via") or "-", m["deliveries"],
+             m["author"],
              (m["text"][:50] + "...") if len(m["text"]) > 50 else m["text"]] for m in items]
     _out(_table(rows, ["id", "builder", "state", "via", "deliveries", "author", "text"]) if rows else "no messages")
 

@@ -39,6 +39,7 @@ from hookd.harness.registry import ADAPTERS, KNOWN_VERSIONS
 from hookd.spawn import INSTALLS
 from hookd.spawn.check import check_hooks, fix_command, read_settings
 from hookd.spawn.client import c_build_path, client_argv, client_text
+from hookd.spawn.files import tagged_builders
 from hookd.spawn.trust import check as check_trust
 from hookd.untrusted import read_regular
 
@@ -87,24 +88,32 @@ def builder_checks(home: Home, manifest: dict[str, Any], status: dict[str, Any] 
     fix = fix_command(home, manifest)
     path = str(manifest.get("settings_file"))
     out: list[dict[str, Any]] = []
-    _, unread = read_settings(path)
+    settings, unread = read_settings(path)
     if unread is not None:
         out.append(_check(b, "settings", "fail", unread, fix))
         out.append(_check(b, "entries", "skip", "the settings file does not parse"))
     else:
         out.append(_check(b, "settings", "ok", f"{path} parses"))
         wrong = check_hooks(home, manifest)
-        out.append(_check(b, "entries", "fail", wrong["reason"], wrong["fix"]) if wrong is not None else
-                   _check(b, "entries", "ok", f"hookd's entries for {len(manifest.get('events') or [])} events, as spawn wrote them"))
+        others = [o for o in tagged_builders(settings) if o != b] if isinstance(settings, dict) else []
+        if wrong is not None:
+            out.append(_check(b, "entries", "fail", wrong["reason"], wrong["fix"]))
+        elif others:  # (spawned before spawn refused this: docs/decisions.md "One builder per hook file")
+            out.append(_check(b, "entries", "fail", f"{path} also holds the hooks of builder {others[0]}: every hook of "
+                              f"the agent reaches hookd for both, and messages to either reach it",
+                              f"hookd unspawn {others[0]}, and give it a worktree of its own"))
+        else:
+            out.append(_check(b, "entries", "ok",
+                              f"hookd's entries for {len(manifest.get('events') or [])} events, as spawn wrote them"))
     out.append(client_check(home, manifest, fix))
     out.append(version_check(b, harness, environ, asked))
     t = check_trust(manifest, INSTALLS.get(harness))
     if t is not None:
         out.append(_check(b, "trust", "ok", t["detail"]) if t["state"] == "trusted" else
                    _check(b, "trust", "fail", f"{t['state'].replace('_', ' ')}: {t['detail']}", f"{fix} --trust"))
-    if harness == "claude-code" and manifest.get("worktree"):
-        out.append(folder_trust_check(b, str(manifest["worktree"]), environ))
     mine = next((s for s in (status or {}).get("builders", ()) if s.get("builder") == b), None)
+    if harness == "claude-code" and manifest.get("worktree"):
+        out.append(folder_trust_check(b, str(manifest["worktree"]), environ, bool((mine or {}).get("hooks_seen"))))
     out.extend(session_checks(b, mine, status is not None, runs.get(b)))
     return out
 
@@ -217,10 +226,12 @@ def claude_config_file(environ: Mapping[str, str]) -> Path:
     return Path(d) / ".claude.json" if d else Path(environ.get("HOME") or os.path.expanduser("~")) / ".claude.json"
 
 
-def folder_trust_check(b: str, worktree: str, environ: Mapping[str, str]) -> dict[str, Any]:
+def folder_trust_check(b: str, worktree: str, environ: Mapping[str, str], hooks_arrived: bool = False) -> dict[str, Any]:
     """``folder_trust`` (Claude Code): whether its trust dialog was accepted for ``worktree``
     or a folder above it (``projects[folder].hasTrustDialogAccepted`` in its config); ``warn``
-    otherwise: a first start there shows the dialog, and runs no hook until it is accepted."""
+    otherwise: a first start there shows the dialog, and runs no hook until it is accepted.
+    ``hooks_arrived`` (the daemon has hooks of ``b``): ``ok`` then, the builder ran where no
+    dialog is shown (``claude -p``); the detail says an interactive start would still ask."""
     import json
 
     config = claude_config_file(environ)
@@ -235,6 +246,9 @@ def folder_trust_check(b: str, worktree: str, environ: Mapping[str, str]) -> dic
         entry = projects.get(os.fspath(p)) if isinstance(projects, dict) else None
         if isinstance(entry, dict) and entry.get("hasTrustDialogAccepted") is True:
             return _check(b, "folder_trust", "ok", f"Claude Code trusts {p}" + ("" if p == folder else f" (above {folder})"))
+    if hooks_arrived:
+        return _check(b, "folder_trust", "ok", f"{b}'s hooks arrived (headless: claude -p shows no trust dialog); "
+                      f"an interactive claude in {folder} would ask first")
     return _check(b, "folder_trust", "warn",
                   f"Claude Code has not been trusted in {folder}: its first start there asks (a trust dialog) and "
                   "runs no hook until someone accepts", f"hookd attach {b} after hookd run and accept it, or start "

@@ -29,7 +29,7 @@ SURFACE_TEXT = {
     "cli": "from the CLI",
     "web": "on the page",
     "api": "through the API",
-    "hook": "pre-answered",
+    "hook": "in advance",  # ("answered in advance by ana"; "already answered in advance")
     "default": "as the builder's default answer",
 }
 

@@ -224,6 +224,8 @@ def test_spawn_installs_what_the_adapters_declare():
     assert (cc.standalone, cc.mcp, cc.wake, cc.hold) == (True, True, True, True)
     assert not any(x.standalone or x.mcp or x.wake or x.hold for x in (rust, go))
     assert (cc.warning, rust.warning) == (None, None) and go.warning == claw.FLAT_WARNING
+    # only Codex hides its prompt while hookd holds the hook (spawn says so)
+    assert (cc.held_prompt, rust.held_prompt, go.held_prompt) == (None, None, None) and "Running hook" in cx.held_prompt
     assert (cc.transports, rust.transports, go.transports) == (("sh", "exec", "http"), ("sh",), ("sh",))
     assert cc.events == claude_code.REGISTERED_EVENTS and rust.events == go.events == claw.REGISTERED_EVENTS
 

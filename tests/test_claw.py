@@ -138,7 +138,9 @@ def test_spawn_claw_code_go_flat_strings_with_warning(home: Path, worktree: Path
     assert hookd_cli(home, "unspawn", "b1").returncode == 0
     assert not (worktree / ".claude" / "settings.local.json").exists()
     # a file with Claude Code's object form would be skipped whole by claw-code-go: refused
-    assert hookd_run(home, "spawn", "cc1", "--worktree", str(worktree), "--no-mcp").returncode == 0
+    (worktree / ".claude").mkdir(exist_ok=True)
+    (worktree / ".claude" / "settings.local.json").write_text(
+        json.dumps({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}))
     before = (worktree / ".claude" / "settings.local.json").read_text()
     r = hookd_run(home, "spawn", "b2", "--worktree", str(worktree), "--harness", "claw-code-go")
     assert r.returncode == 2 and "object-form" in r.stderr

@@ -137,7 +137,7 @@ EVENTS: list[tuple[str, dict[str, Any], str]] = [
     ("interaction_answered", {"id": "toolu_2", "kind": "question", "tool_use_id": "toolu_2", "surface": "hook",
                               "actor": "ana", "response_id": None, "answers": {"Which color do you prefer?": "Red"},
                               "decision": None, "message": None, "delivery": "PreToolUse"},
-     "toolu_2 pre-answered by ana: Red; went to the agent through its hook as it asked"),
+     "toolu_2 in advance by ana: Red; went to the agent through its hook as it asked"),
     ("answer_delivered", {"id": "pr_1", "kind": "permission", "via": "PermissionRequest"},
      "pr_1 reached the agent through its hook"),
     ("answer_adopted", {"id": "toolu_1", "kind": "question", "via": "PostToolUse", "tool_use_id": "toolu_1"},
@@ -330,6 +330,10 @@ toolu_01ASK  question from b1, waiting 3m
                answers={"Which color do you prefer?": "Blue"}), """\
 toolu_01ASK  question from b1, answered from the CLI by ana, 2m ago
   Which color do you prefer? -> Blue"""),
+    (_question(state="answered", surface="hook", actor="ana", resolved_at=AT + 65,
+               answers={"Which color do you prefer?": "Blue"}), """\
+toolu_01ASK  question from b1, answered in advance by ana, 2m ago
+  Which color do you prefer? -> Blue"""),
     (_question(id="toolu_01MULTI", questions=MULTI, state="dismissed", resolved_at=AT), """\
 toolu_01MULTI  question from b1, dismissed, 3m ago
   1. Which color do you prefer?
@@ -356,7 +360,7 @@ pr_3f2a  permission from b1, denied on the page by ana, 5s ago
   Bash: {"command":"rm -f README.md","description":"Remove the readme"}
   -> deny: not now"""),
 ], ids=["one-question", "two-questions-multi-select", "async-free-text", "permission", "permission-destructive",
-        "permission-diff", "answered-kept-for-the-inbox", "answered", "dismissed", "empty-with-its-warning", "permission-not-held", "permission-orphaned", "permission-denied", "permission-denied-in-the-api's-words"])
+        "permission-diff", "answered-kept-for-the-inbox", "answered", "answered-in-advance", "dismissed", "empty-with-its-warning", "permission-not-held", "permission-orphaned", "permission-denied", "permission-denied-in-the-api's-words"])
 def test_an_interaction_shows_its_options_its_wait_and_the_command(interaction: dict[str, Any], shown: str) -> None:
     assert click.unstyle(_interaction(interaction, NOW)) == shown  # as a pipe shows it
 

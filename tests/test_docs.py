@@ -75,3 +75,21 @@ def test_the_global_options_are_documented():
     text = CLI_DOC.read_text()
     for opt in long_options(main):
         assert f"`{opt}`" in text, f"docs/cli.md does not mention the global option {opt}"
+
+
+def test_every_pointer_to_a_section_names_a_heading_there():
+    """``docs/usage.md "Hook transports"`` in a doc or the README names a heading of that file:
+    the heading itself, or its start before ``:``, ``;``, ``,`` or `` (`` (a longer title)."""
+    files = [*sorted((REPO / "docs").glob("*.md")), REPO / "README.md"]
+    heads = {f"docs/{f.name}" if f.parent.name == "docs" else f.name:
+             [re.sub(r"^#+\s*", "", line).strip() for line in f.read_text().splitlines() if line.startswith("#")]
+             for f in files}
+    bad = []
+    for f in files:
+        for n, line in enumerate(f.read_text().splitlines(), 1):
+            for m in re.finditer(r'(docs/[\w-]+\.md|README\.md)\)?,? "([^"]+)"', line):
+                target, title = m.groups()
+                if target in heads and not any(h == title or h.startswith(tuple(title + s for s in (":", ";", ",", " (")))
+                                               for h in heads[target]):
+                    bad.append(f"{f.name}:{n}: {target} {title!r}")
+    assert bad == []

@@ -200,6 +200,14 @@ def test_every_check_passes_then_the_session_checks_fail(setup: dict[str, Any], 
             setup, daemon="ok    daemon        running: hookd 0.1.0, as this CLI",
             transcripts=f"  ok    transcripts   {folder} readable", armed="  ok    armed         session s-1 sent hooks"),
             "every check passed (9 ok)"]
+        # a folder Claude Code never trusted, but whose hooks arrived (claude -p asks nothing): no warning
+        claude_json = tmp_path / "user" / ".claude.json"
+        trusted = claude_json.read_text()
+        claude_json.write_text("{}")
+        r = hookd_cli(setup["home"], "doctor", "b1")
+        assert f"  ok    folder_trust  b1's hooks arrived (headless: claude -p shows no trust dialog); an interactive " \
+               f"claude in {setup['w']} would ask first" in r.stdout.splitlines(), r.stdout
+        claude_json.write_text(trusted)
 
         # a new session whose folder is gone; then an agent hookd started that sent no hook yet
         _hook(setup, "001-SessionStart.json", session_id="s-2", transcript_path=os.fspath(tmp_path / "gone" / "s-2.jsonl"))
@@ -262,3 +270,20 @@ def test_a_session_known_only_from_its_transcript_is_not_armed(setup: dict[str, 
               "        fix:          restart the agent: hookd stop b1 && hookd continue b1 (or /hooks in Claude Code, or "
               "start it again)"),
         "1 check(s) failed: b1 armed"]
+
+
+def test_a_hook_file_that_also_holds_another_builders_hooks(setup: dict[str, Any]) -> None:
+    """Two builders' hooks in one file (spawned before spawn refused it): `entries` fails for
+    each, naming the other and the fix."""
+    from hookd.spawn.files import _load_settings, _write_settings
+
+    settings, _ = _load_settings(setup["settings"])
+    for groups in settings["hooks"].values():  # b7's hooks beside b1's, as an older spawn wrote them
+        groups.append({"hooks": [{"type": "command", "command": "true # hookd builder=b7"}]})
+    _write_settings(setup["settings"], settings)
+    doc = json.loads(hookd_run(setup["home"], "doctor", "b1", "--json").stdout)
+    [entries] = [c for c in doc["checks"] if c["check"] == "entries"]
+    assert entries == {"builder": "b1", "check": "entries", "state": "fail",
+                       "detail": f"{setup['settings']} also holds the hooks of builder b7: every hook of the agent "
+                                 "reaches hookd for both, and messages to either reach it",
+                       "fix": "hookd unspawn b7, and give it a worktree of its own"}

@@ -228,6 +228,9 @@ def test_an_inbox_answer_never_contradicts_the_desk_unexplained(
     [m] = rig.inbox()
     if desk == "Red":  # the same answer: the tool result carried it; nothing more is sent
         assert out == "" and (m["state"], m["adopted_via"]) == ("adopted", "desk")
+        # `hookd inbox` says so, as `hookd events` does ("adopted ... via desk")
+        row = hookd_cli(home, "inbox").stdout.splitlines()[2].split()
+        assert row[:5] == ["m-1", "b1", "adopted", "desk", "0"], row
         return
     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     late = f"[Late answer to question {ASK_ID} (not used: already answered at the desk: Blue)]\nQ: {Q}\nA: Red"

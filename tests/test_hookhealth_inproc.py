@@ -91,9 +91,15 @@ def test_check_compares_the_file_with_what_spawn_wrote(tmp_path: Path, worktree:
     assert check_hooks(home, m) is None
     fix = f"hookd --home {home.root} spawn b1 --worktree {worktree}"
     assert fix_command(home, m) == fix
-    # one entry edited (its timeout), one removed, another user's hook added beside them: the
-    # edited and the missing are named, the stranger's hook is no concern
     f = settings_of(worktree)
+    # a timeout raised (Stop's, 10 -> 99) cuts no hook short: the hooks still work as written
+    s = json.loads(f.read_text())
+    assert s["hooks"]["Stop"][0]["hooks"][0]["timeout"] == 10
+    s["hooks"]["Stop"][0]["hooks"][0]["timeout"] = 99
+    f.write_text(json.dumps(s))
+    assert check_hooks(home, m) is None
+    # one entry edited (its timeout lowered), one removed, another user's hook added beside them:
+    # the edited and the missing are named, the stranger's hook is no concern
     s = json.loads(f.read_text())
     s["hooks"]["Stop"][0]["hooks"][0]["timeout"] = 1
     del s["hooks"]["PreToolUse"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -141,11 +142,36 @@ def test_an_unspawned_builder_is_left_out_of_lanes_and_a_send_to_it_refused(rig:
     assert when(row).endswith("unspawned at T")
     code, out, err = cli(home, "send", "b1", "are you there?")
     assert (code, out) == (2, "")
-    assert when(err) == ("hookd: b1 was unspawned at T: its agent has no hooks of hookd's, so the message would"
-                         " wait forever; spawn it again, or send with --force to queue it anyway\n")
+    assert when(err) == ("hookd: b1 was unspawned at T: no session of its agent still runs hookd's hooks, so the"
+                         " message would wait forever; spawn it again, or send with --force to queue it anyway\n")
     code, out, err = cli(home, "send", "b1", "are you there?", "--force")
     assert (code, out, err) == (0, "queued m-3 for b1\n", "")
     code, out, err = cli(home, "spawn", "b1", "--worktree", str(rig.worktree), "--hold", "30")
     assert code == 0, err
     code, out, err = cli(home, "lanes")
     assert err == "" and out.splitlines()[2].split()[:2] == ["b1", "working"]
+
+
+def test_unspawn_of_a_builder_whose_agent_runs_says_its_session_keeps_the_hooks(
+        home: Path, daemon: DaemonProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`hookd unspawn` while the builder's agent is live (a session whose agent process runs):
+    done, and a note on stderr that the session keeps its hooks until it ends."""
+    worktree = tmp_path / "w5"
+    worktree.mkdir()
+    b5 = Rig(home, worktree, name="b5")
+    agent = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        monkeypatch.setenv("CLAUDE_PID", str(agent.pid))  # what Claude Code gives its hooks
+        start = tui("001-SessionStart.json")
+        b5.hook({**start, "session_id": "5e55a0b5-0000-4000-8000-0000000000b5"})
+        code, out, err = cli(home, "unspawn", "b5")
+        assert code == 0 and out.startswith("unspawned b5: removed "), (out, err)
+        assert err == ("hookd: note: b5's agent is still running (session 5e55a0b5-0000-4000-8000-0000000000b5): it "
+                       "keeps the hooks it started with until it ends, so they still reach hookd; `hookd stop b5` "
+                       "ends it\n")
+    finally:
+        agent.kill()
+        agent.wait()
+    b6 = Rig(home, worktree, name="b6")  # (its agent not running: no note)
+    code, out, err = cli(home, "unspawn", b6.name)
+    assert (code, err) == (0, ""), err

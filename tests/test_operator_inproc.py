@@ -7,6 +7,7 @@ refused send. The CLI's own output for these is tests/test_operator.py."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -186,8 +187,18 @@ def test_an_unspawned_builder_is_shown_so_and_a_send_to_it_refused(rig: Rig) -> 
     assert r.status_code == 409
     assert r.json()["error"]["message"].startswith("b1 was unspawned at ")
     assert r.json()["error"]["message"].endswith(
-        ": its agent has no hooks of hookd's, so the message would wait forever; spawn it again,"
+        ": no session of its agent still runs hookd's hooks, so the message would wait forever; spawn it again,"
         " or send with --force to queue it anyway")
+    assert rig.inbox() == []
+    # its running session still sends hooks (Claude Code keeps the hooks it started with): said so
+    rig.hook(BASH_POST)
+    r = rig.api("POST", "/v1/builders/b1/messages", {"text": "are you there?"})
+    assert r.status_code == 409
+    msg = r.json()["error"]["message"]
+    assert re.fullmatch(r"b1 was unspawned at [^,]+, but its running session (\S+) \(still sending hooks, last hook at "
+                        r"[^)]+\) keeps the hooks it started with until it ends: send with --force to queue the "
+                        r"message for that session, or spawn b1 again for its next sessions", msg), msg
+    assert re.search(r"session (\S+) ", msg)[1] == BASH_POST["session_id"]
     assert rig.inbox() == []
     forced = rig.api("POST", "/v1/builders/b1/messages", {"text": "are you there?", "force": True})
     assert forced.status_code == 201 and forced.json()["message"]["state"] == "queued"

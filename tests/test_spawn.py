@@ -164,18 +164,67 @@ def test_a_worktree_that_does_not_exist_is_refused_saying_to_create_it(home: Pat
     assert afile.read_text() == "x"
 
 
-def test_unspawn_removes_only_its_own_builder(home: Path, worktree: Path) -> None:
-    target = settings_path(worktree)
-    target.parent.mkdir()
-    target.write_text(json.dumps(EXISTING))
-    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
-    after_one = json.loads(target.read_bytes())
-    spawn_ok(home, "b-2", "--worktree", os.fspath(worktree))
-    assert set(hookd_handlers(json.loads(target.read_bytes()), "b-2")) == set(cc.REGISTERED_EVENTS)
-    assert hookd_run(home, "unspawn", "b-2").returncode == 0
-    assert json.loads(target.read_bytes()) == after_one
+def files_of(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` (relative path -> bytes)."""
+    return {os.fspath(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+#: (harness, the second builder's path to the first one's file) -> the file both would share
+SHARED = [("claude-code", "worktree"), ("claude-code", "symlink"), ("claude-code", "settings-file"),
+          ("claude-code", "plugin-dir"), ("codex", "worktree"), ("codex", "symlink"), ("claw", "symlink"),
+          ("claw-code-go", "worktree")]
+
+
+@pytest.mark.parametrize("harness,how", SHARED)
+def test_a_second_builder_is_refused_where_another_builders_hooks_are(harness: str, how: str, home: Path,
+                                                                        worktree: Path, tmp_path: Path) -> None:
+    """Whatever path names the file (the worktree, a symlink to it, the standalone or plugin
+    forms through a symlink), b-2's hooks never land beside b-1's: exit 2, one sentence naming
+    b-1 and what to do, nothing written (b-1's files and the home's manifests as they were).
+    b-1 re-spawned is still idempotent; once b-1 is unspawned, b-2 spawns there."""
+    link = tmp_path / "link"
+    if how in ("worktree", "symlink"):
+        first = ["--worktree", os.fspath(worktree), "--harness", harness]
+        link.symlink_to(worktree)
+        second = ["--worktree", os.fspath(worktree if how == "worktree" else link), "--harness", harness]
+        root = worktree
+    elif how == "settings-file":
+        first = ["--settings-file", os.fspath(worktree / "s.json")]
+        link.symlink_to(worktree / "s.json")
+        second = ["--settings-file", os.fspath(link)]
+        root = worktree
+    else:
+        first = ["--plugin-dir", os.fspath(worktree / "plugin")]
+        link.symlink_to(worktree / "plugin")
+        second = ["--plugin-dir", os.fspath(link)]
+        root = worktree
+    spawn_ok(home, "b-1", *first)
+    before, manifests = files_of(root), files_of(home / "builders")
+    r = hookd_run(home, "spawn", "b-2", *second)
+    assert r.returncode == 2, r
+    assert r.stdout == ""
+    line, = r.stderr.splitlines()
+    assert re.fullmatch(r"hookd: \S+ already holds the hooks of builder b-1: one agent's hooks would report to both; "
+                        r"run `hookd unspawn b-1` first, or give b-2 another worktree", line), line
+    assert files_of(root) == before and files_of(home / "builders") == manifests
+    spawn_ok(home, "b-1", *first)
+    assert files_of(root) == before
     assert hookd_run(home, "unspawn", "b-1").returncode == 0
-    assert json.loads(target.read_bytes()) == EXISTING
+    spawn_ok(home, "b-2", *first)  # (the standalone file b-1's spawn made is gone: its link dangles)
+
+
+def test_a_builder_moving_onto_another_builders_file_keeps_its_own_hooks(home: Path, worktree: Path,
+                                                                         tmp_path: Path) -> None:
+    """b-2 spawned elsewhere, then re-spawned onto b-1's worktree: refused before b-2's old
+    hooks are undone (nothing written anywhere)."""
+    other = tmp_path / "other"
+    other.mkdir()
+    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
+    spawn_ok(home, "b-2", "--worktree", os.fspath(other))
+    before = (files_of(worktree), files_of(other), files_of(home / "builders"))
+    r = hookd_run(home, "spawn", "b-2", "--worktree", os.fspath(worktree))
+    assert r.returncode == 2 and "builder b-1" in r.stderr, r
+    assert (files_of(worktree), files_of(other), files_of(home / "builders")) == before
 
 
 @pytest.mark.parametrize("preexisting", [False, True])
@@ -662,17 +711,18 @@ def test_a_hookd_server_hookd_did_not_write_is_refused(home: Path, worktree: Pat
     assert json.loads(mcp_json(worktree).read_bytes()) == mine and not settings_path(worktree).exists()
 
 
-def test_second_builder_in_the_same_worktree_gets_no_mcp_entry(home: Path, worktree: Path) -> None:
+def test_an_mcp_json_serving_another_builder_gets_no_second_entry(home: Path, worktree: Path) -> None:
+    """b-1's hooks taken out of the settings by hand while its MCP server stays: b-2 may spawn
+    there, and gets no MCP entry of its own (b-1's is left as it was)."""
     spawn_ok(home, "b-1", "--worktree", os.fspath(worktree))
-    after_one = (mcp_json(worktree).read_bytes(), settings_path(worktree).read_bytes())
+    after_one = mcp_json(worktree).read_bytes()
+    settings_path(worktree).write_text("{}")
     r = hookd_run(home, "spawn", "b-2", "--worktree", os.fspath(worktree))
     assert r.returncode == 0, r.stderr
     assert "builder 'b-1'" in r.stderr and "no MCP server" in r.stderr
-    assert mcp_json(worktree).read_bytes() == after_one[0]
+    assert mcp_json(worktree).read_bytes() == after_one
     assert hookd_run(home, "unspawn", "b-2").returncode == 0
-    assert (mcp_json(worktree).read_bytes(), settings_path(worktree).read_bytes()) == after_one
-    assert hookd_run(home, "unspawn", "b-1").returncode == 0
-    assert sorted(p.name for p in worktree.iterdir()) == []
+    assert mcp_json(worktree).read_bytes() == after_one
 
 
 def test_respawn_with_no_mcp_removes_what_mcp_added(home: Path, worktree: Path) -> None:
@@ -775,50 +825,34 @@ def user_part(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("trial", range(3))
-def test_concurrent_spawns_and_unspawns_into_one_worktree_lose_nobody(trial: int, home: Path, worktree: Path) -> None:
-    """Six `hookd spawn`s of different builders into one worktree at once: every builder's
-    handlers end up in settings.local.json (without the lock, a read-merge-write lost some in
-    most runs while every spawn said it succeeded), one of them owns the MCP server and the
-    others know they do not; then three unspawns at once, then the other three, remove
-    exactly their own. No lock file or temp file is left in the worktree."""
+def test_concurrent_spawns_into_one_worktree_leave_exactly_one_builder(trial: int, home: Path, worktree: Path) -> None:
+    """Six `hookd spawn`s of different builders into one worktree at once: exactly one gets
+    it (its handlers, its MCP server, the user's settings kept), the other five are refused
+    naming it and wrote nothing (no manifest); the winner's unspawn restores the user's file.
+    No lock file or temp file is left in the worktree."""
     target = settings_path(worktree)
     target.parent.mkdir()
     target.write_text(json.dumps(EXISTING, indent=2))
     builders = [f"b{i}" for i in range(6)]
     results = hookd_together(home, *(["spawn", b, "--worktree", os.fspath(worktree)] for b in builders))
-    assert [r.returncode for r in results] == [0] * 6, [r.stderr for r in results]
+    winners = [b for b, r in zip(builders, results) if r.returncode == 0]
+    assert len(winners) == 1, [r.stderr for r in results]
+    owner, = winners
+    for b, r in zip(builders, results):
+        if b != owner:
+            assert r.returncode == 2 and f"hooks of builder {owner}:" in r.stderr, r
 
     settings = json.loads(target.read_bytes())
-    assert handler_counts(settings) == {b: {e: 1 for e in cc.REGISTERED_EVENTS} for b in builders}
+    assert handler_counts(settings) == {owner: {e: 1 for e in cc.REGISTERED_EVENTS}}
     assert user_part(settings) == EXISTING
-    assert settings["enabledMcpjsonServers"] == ["hookd"]
-    assert settings["permissions"]["allow"] == ["Bash(npm test:*)", "mcp__hookd"]
-    servers = json.loads(mcp_json(worktree).read_bytes())["mcpServers"]
-    assert list(servers) == ["hookd"]
-    owner = servers["hookd"]["args"][-1]
-    manifests = {b: json.loads((home / "builders" / f"{b}.json").read_bytes()) for b in builders}
-    assert [b for b in builders if not manifests[b]["mcp"].get("skipped")] == [owner]
+    assert json.loads(mcp_json(worktree).read_bytes())["mcpServers"]["hookd"]["args"][-1] == owner
+    assert sorted(p.name for p in (home / "builders").iterdir()) == [f"{owner}.json"]
     assert sorted(p.name for p in worktree.iterdir()) == [".claude", ".mcp.json"]
     assert sorted(p.name for p in target.parent.iterdir()) == ["settings.local.json"]
 
-    first = builders[trial % 2::2]  # the MCP owner is in either half, by chance
-    rest = [b for b in builders if b not in first]
-    results = hookd_together(home, *(["unspawn", b] for b in first))
-    assert [r.returncode for r in results] == [0] * 3, [r.stderr for r in results]
-    settings = json.loads(target.read_bytes())
-    assert handler_counts(settings) == {b: {e: 1 for e in cc.REGISTERED_EVENTS} for b in rest}
-    assert user_part(settings) == EXISTING
-    # the owner's unspawn removed the .mcp.json it created; else it still serves the worktree
-    assert mcp_json(worktree).exists() == (owner in rest)
-    if owner in rest:
-        assert json.loads(mcp_json(worktree).read_bytes())["mcpServers"]["hookd"]["args"][-1] == owner
-
-    results = hookd_together(home, *(["unspawn", b] for b in rest))
-    assert [r.returncode for r in results] == [0] * 3, [r.stderr for r in results]
+    assert hookd_run(home, "unspawn", owner).returncode == 0
     assert json.loads(target.read_bytes()) == EXISTING
     assert sorted(p.name for p in worktree.iterdir()) == [".claude"]  # .mcp.json: spawn created it
-    assert sorted(p.name for p in target.parent.iterdir()) == ["settings.local.json"]
-    assert not any((home / "builders").iterdir())
 
 
 @pytest.mark.parametrize("linked", ["settings", "mcp"])
@@ -932,11 +966,13 @@ def test_hooks_of_the_wrong_shape_are_refused_naming_the_key(name: str, home: Pa
 
 def test_flat_string_groups_are_not_a_wrong_shape(home: Path, worktree: Path) -> None:
     """claw-code-go's flat form (a string where a matcher group would be) is a shape spawn
-    knows: a claw-code-go builder spawns next to another one's flat hooks."""
-    spawn_ok(home, "b-1", "--worktree", os.fspath(worktree), "--harness", "claw-code-go")
+    knows: a claw-code-go builder spawns next to the user's own flat hooks."""
+    settings_path(worktree).parent.mkdir()
+    settings_path(worktree).write_text(json.dumps({"hooks": {"PreToolUse": ["/usr/local/bin/guard.sh"]}}))
     spawn_ok(home, "b-2", "--worktree", os.fspath(worktree), "--harness", "claw-code-go")
     data = json.loads(settings_path(worktree).read_bytes())
-    assert all(sorted(c.rsplit("=", 1)[1] for c in cmds) == ["b-1", "b-2"] for cmds in data["hooks"].values())
+    assert data["hooks"]["PreToolUse"][0] == "/usr/local/bin/guard.sh"
+    assert all(c.endswith("=b-2") for cmds in data["hooks"].values() for c in cmds if c != "/usr/local/bin/guard.sh")
 
 
 def test_settings_file_with_a_worktree_writes_nothing_into_the_worktree(home: Path, tmp_path: Path, worktree: Path) -> None:

@@ -77,9 +77,10 @@ def test_without_trust_spawn_prints_the_exact_steps(home: Path, worktree: Path, 
     r = hookd_run(home, "spawn", "b1", "--worktree", str(worktree), "--harness", "codex")
     assert r.returncode == 0, r.stderr
     file = worktree / ".codex" / "hooks.json"
-    lines = r.stderr.splitlines()
+    lines = [line for line in r.stderr.splitlines() if not line.startswith("hookd: note: ")]  # (the held prompt's)
     assert lines[:4] == [
-        "hookd: Codex skips these hooks without a word until they are trusted. Either run",
+        'hookd: Codex runs these hooks only once they are trusted (its TUI asks "Hooks need review" at start; '
+        "codex exec skips them without a word). Either run",
         f"  hookd --home {home} spawn b1 --worktree {worktree} --harness codex --trust",
         f"or add to {codex_home / 'config.toml'}:",
         f'  [projects."{worktree}"]',
@@ -138,6 +139,14 @@ def test_trust_is_refused_for_other_harnesses_and_for_a_config_that_is_not_toml(
     r = hookd_run(home, "spawn", "b2", "--worktree", str(worktree), "--harness", "codex", "--trust")
     assert r.returncode != 0 and "is not TOML" in r.stderr
     assert (codex_home / "config.toml").read_text() == "model = [unclosed\n"
+    assert list(worktree.iterdir()) == [] and not (home / "builders" / "b2.json").exists()  # nothing written
+    # refused only once the hook file is written (a key that is no table): said so
+    (codex_home / "config.toml").write_text("[hooks]\nstate = 3\n")
+    r = hookd_run(home, "spawn", "b2", "--worktree", str(worktree), "--harness", "codex", "--trust")
+    hooks = worktree / ".codex" / "hooks.json"
+    assert (r.returncode, r.stderr) == (2, f"hookd: 'hooks.state' is not a table in the config; left it untouched; the "
+                                           f"hooks are written to {hooks}, untrusted (hookd unspawn b2 removes them)\n")
+    assert hooks.exists() and (codex_home / "config.toml").read_text() == "[hooks]\nstate = 3\n"
 
 
 def test_status_says_whether_codex_will_run_the_hooks(home: Path, worktree: Path, codex_home: Path,
@@ -165,7 +174,7 @@ def test_status_says_whether_codex_will_run_the_hooks(home: Path, worktree: Path
         config.write_text(text.replace(good, "sha256:" + "0" * 64))
         assert states()["b2"] == "modified"
         lines = hookd_run(home, "status").stdout.splitlines()
-    assert "b1: hooks untrusted: 12 of hookd's 12 hooks are not trusted: Codex skips them without a word" in lines
+    assert "b1: hooks untrusted: 12 of hookd's 12 hooks are not trusted: Codex skips them (its TUI asks to review them first)" in lines
     assert f"b1: to trust them: hookd --home {home} spawn b1 --worktree {worktree} --harness codex --trust" in lines
     assert "b2: hooks modified: 1 of hookd's 12 hooks changed since they were trusted: Codex skips them" in lines
     row = next(line for line in lines if line.startswith("b1 "))
@@ -193,3 +202,43 @@ def test_a_spawn_killed_before_its_trust_write_leaves_what_unspawn_undoes(
     r = unspawn(Home.resolve(home), "b1")
     assert r["trust_removed"] == 0 and (codex_home / "config.toml").read_text() == USER_CONFIG
     assert not (worktree / ".codex").exists()
+
+
+def test_spawn_says_codex_hides_its_prompt_while_hookd_holds_it(home: Path, worktree: Path, codex_home: Path,
+                                                                 tmp_path: Path) -> None:
+    """One line on stderr for a Codex builder whose permission prompt hookd holds (how long,
+    `hookd dismiss`, and the spawn command with --hold 0 that works as printed); none with
+    --hold 0, none for Claude Code (its prompt stays usable at the desk)."""
+    r = hookd_run(home, "spawn", "b1", "--worktree", str(worktree), "--harness", "codex", "--trust")
+    assert r.returncode == 0, r.stderr
+    again = f"hookd --home {home} spawn b1 --worktree {worktree} --harness codex --hold 0"
+    assert r.stderr == ('hookd: note: while hookd holds a permission prompt, Codex shows only "Running hook" at its desk, '
+                        "not the prompt (up to 900 s): answer it with hookd answer, or hookd dismiss ID to show it at "
+                        f"the desk; {again} leaves every prompt to the desk\n")
+    assert json.loads(hookd_run(home, "spawn", "b1", "--worktree", str(worktree), "--harness", "codex",
+                                "--json").stdout)["held_prompt"].startswith("while hookd holds")
+    r = hookd_run(home, *again.split()[3:])
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    claude = tmp_path / "cc"
+    claude.mkdir()
+    r = hookd_run(home, "spawn", "b2", "--worktree", str(claude))
+    assert r.returncode == 0 and "Running hook" not in r.stderr, r.stderr
+
+
+def test_run_s_advice_for_untrusted_hooks_works_as_printed(home: Path, worktree: Path, codex_home: Path) -> None:
+    """What `hookd run` warns of untrusted Codex hooks (:func:`hookd.spawn.check.untrusted_advice`)
+    names a spawn command that works when run literally (it trusts them); none once trusted."""
+    from hookd.config import Home
+    from hookd.spawn import read_manifest
+    from hookd.spawn.check import untrusted_advice
+
+    spawn_codex(home, worktree)
+    advice = untrusted_advice(Home.resolve(home), read_manifest(Home.resolve(home), "b1"))
+    assert advice is not None
+    head, command = advice.split(": run with --trust, or ")
+    assert head == ("Codex runs hookd's hooks only once they are trusted (its TUI asks \"Hooks need review\" at start; "
+                    "codex exec skips them without a word)")
+    assert command == f"hookd --home {home} spawn b1 --worktree {worktree} --harness codex --trust"
+    r = hookd_run(home, *command.split()[3:])
+    assert r.returncode == 0, r.stderr
+    assert untrusted_advice(Home.resolve(home), read_manifest(Home.resolve(home), "b1")) is None

@@ -256,13 +256,27 @@ class RestApi:
         if not body.force:
             gone = await asyncio.to_thread(unspawned_at, self.core.home, builder)
             if gone is not None:
-                raise Conflict(f"{builder} was unspawned at {_hm(gone)}: its agent has no hooks of hookd's, so the"
-                               f" message would wait forever; spawn it again, or send with --force to queue it anyway")
+                raise Conflict(await self._unspawned_refusal(builder, gone))
         message, created = await self.core.send_message(
             builder, body.text, key=body.id, session_id=body.session_id, agent_id=body.agent_id,
             author=body.author if body.author is not None else os_user(),
         )
         return json_response({"message": message, "created": created}, 201 if created else 200)
+
+    async def _unspawned_refusal(self, builder: str, gone: float) -> str:
+        """Why `send` refuses a message to ``builder``, unspawned at ``gone`` (UNIX seconds): a
+        session still sending hooks (one came since, or its agent is live) keeps the hooks it
+        started with until it ends; else none of its agents has hookd's hooks."""
+        last = await self.core.store.last_hook(builder)
+        live = await self.core.runs.live(builder)
+        if (last is not None and last[0] > gone) or live is not None:
+            sid = (live or {}).get("session_id") or (last[1] if last else None)
+            seen = f", last hook at {_hm(last[0])}" if last is not None else ""
+            return (f"{builder} was unspawned at {_hm(gone)}, but its running session{f' {sid}' if sid else ''} "
+                    f"(still sending hooks{seen}) keeps the hooks it started with until it ends: send with --force "
+                    f"to queue the message for that session, or spawn {builder} again for its next sessions")
+        return (f"{builder} was unspawned at {_hm(gone)}: no session of its agent still runs hookd's hooks, so the"
+                f" message would wait forever; spawn it again, or send with --force to queue it anyway")
 
     async def unspawned(self, request: Request) -> Response:
         """`hookd unspawn` tells a running daemon (no body): records ``builder_unspawned`` so that

@@ -7,8 +7,11 @@ hook entry per event into ``W/.claude/settings.local.json`` (or a standalone fil
 hooks and keys are never touched; files are written atomically; a file that is not strict
 JSON is refused and left as it was. A manifest (``builders/B.json``) records what was added.
 
-Concurrent spawns and unspawns (of different builders into one worktree, say) do not lose
-each other's entries: each holds an exclusive ``flock`` per file it merges into (keyed by the
+One builder per hook file: a spawn into a file already holding another builder's tagged
+hooks (by its content: whatever path or symlink names it) is refused before anything is
+written (:func:`hookd.spawn.files.refuse_shared`). Concurrent spawns and unspawns do not lose
+each other's entries (and of two spawns into one file, exactly one wins): each holds an
+exclusive ``flock`` per file it merges into (keyed by the
 file's real path) around its read-merge-write, and one per builder around the whole run; the
 lock files live in ``HOOKD_HOME/run/locks/``, never next to the user's files. A settings file
 or ``.mcp.json`` that is a symlink (a dotfiles repo) is written through: the link stays a
@@ -73,6 +76,7 @@ from hookd.spawn.files import (
     _locked,
     _original_text,
     _restore,
+    refuse_shared,
     _strip_tagged,
     _through,
     _tmp_of,
@@ -92,6 +96,7 @@ from hookd.spawn.plugin import HOOKS_FILE
 from hookd.spawn.plugin import undo as plugin_undo
 from hookd.spawn.plugin import write as plugin_write
 from hookd.spawn.trust import plan as trust_plan
+from hookd.spawn.trust import preflight as trust_preflight
 from hookd.spawn.trust import undo as trust_undo
 from hookd.spawn.trust import write as trust_write
 from hookd.untrusted import read_regular
@@ -242,6 +247,8 @@ def spawn(
         # nothing is written into it, the MCP server included
         target = settings_file.expanduser().absolute()
         mcp_path = home.mcp_config(builder)
+    if trust or (((read_manifest(home, builder) or {}).get("trust") or {}).get("written")):
+        trust_preflight(install, os.environ)  # a config it would refuse later: refused before any write
     home.ensure()
     with _locked(home, [_builder_key(builder)]):
         # what a spawn killed before left in the home (the user's files: under their locks)
@@ -250,6 +257,8 @@ def spawn(
         old = read_manifest(home, builder)
         # the git worktree `hookd run --git-worktree` made for it: kept until unspawn removes it
         git_worktree = git_worktree or (old or {}).get("git_worktree")
+        with _locked(home, [_file_key(target)]):  # before the previous spawn is undone: nothing written on refusal
+            _check_shared(target, builder)
         if old and old["settings_file"] != os.fspath(target):
             _unspawn_locked(home, builder, old)
             old = None
@@ -268,10 +277,22 @@ def spawn(
                 was = (old or {}).get("plugin") or {}
                 manifest["plugin"] = plugin_write(plugin_dir, builder, bool(was.get("created_dir", plugin_created)))
             _write_manifest(home, builder, manifest)
-        manifest = _trust(home, builder, manifest, old, trust)
+        try:
+            manifest = _trust(home, builder, manifest, old, trust)
+        except ConfigError as e:  # (after the hook file was written: said so)
+            raise ConfigError(f"{e}; the hooks are written to {target}, untrusted "
+                              f"(hookd unspawn {builder} removes them)") from None
         with contextlib.suppress(FileNotFoundError):
             home.unspawned_file(builder).unlink()  # spawned again: no longer unspawned
     return manifest
+
+
+def _check_shared(target: Path, builder: str) -> None:
+    """:func:`refuse_shared` for the file at ``target`` as it is now (through a symlink; a
+    missing file holds nobody's hooks). Its lock is the caller's."""
+    settings, _ = _load_settings(_through(target))
+    _check_hooks_shape(target, settings)
+    refuse_shared(target, settings, builder)
 
 
 def _trust(home: Home, builder: str, manifest: dict[str, Any], old: dict[str, Any] | None, write: bool) -> dict[str, Any]:
@@ -318,6 +339,7 @@ def _spawn_locked(home: Home, builder: str, *, harness: str, install: HookInstal
     io = _through(target)  # a symlinked settings file: written through, the link kept
     settings, existed = _load_settings(io)
     _check_hooks_shape(target, settings)
+    refuse_shared(target, settings, builder)
     install.check_settings(os.fspath(target), settings)
     original = _original_text(io, existed)
     had_hooks_key = "hooks" in settings
@@ -382,6 +404,8 @@ def _spawn_locked(home: Home, builder: str, *, harness: str, install: HookInstal
     }
     if install.warning is not None:
         manifest["warning"] = install.warning
+    if hold_s and install.held_prompt is not None:
+        manifest["held_prompt"] = install.held_prompt
     if client_note:
         manifest["client_note"] = client_note
     moved = [r for r in olds if mcp_rec is None or r.get("file") != mcp_rec["file"]]  # --no-mcp now, or elsewhere

@@ -29,8 +29,8 @@ MAX_SETTINGS_BYTES = 4 * 1024 * 1024
 
 
 def check_hooks(home: Home, manifest: dict[str, Any]) -> dict[str, Any] | None:
-    """None when ``manifest``'s settings file holds every hook entry spawn wrote, as written;
-    else what is wrong: ``{"settings_file", "missing": [events whose entry is gone],
+    """None when ``manifest``'s settings file holds every hook entry spawn wrote, as written
+    (a handler's ``timeout`` raised counts as written: :func:`_works_as`); else what is wrong: ``{"settings_file", "missing": [events whose entry is gone],
     "changed": [events whose entry is there but edited], "reason": words, "fix": the command
     that writes them again}``. A manifest from before spawn recorded its ``entries`` is
     checked by its tag alone (each of its ``events`` has a handler tagged for the builder).
@@ -57,7 +57,7 @@ def check_hooks(home: Home, manifest: dict[str, Any]) -> dict[str, Any] | None:
     for event in events:
         have = hooks.get(event)
         have = have if isinstance(have, list) else []
-        if isinstance(entries, dict) and all(g in have for g in entries[event]):
+        if isinstance(entries, dict) and all(any(_works_as(g, h) for h in have) for g in entries[event]):
             continue
         if _tagged(have, marker):
             if isinstance(entries, dict):
@@ -87,6 +87,32 @@ def read_settings(path: str) -> tuple[Any, str | None]:
         return msgspec.json.decode(data), None
     except msgspec.DecodeError:
         return None, f"{path} is no longer JSON: the agent reads no hook from it"
+
+
+def _works_as(written: Any, group: Any) -> bool:
+    """Whether ``group`` (in the file) is the matcher group spawn wrote (``written``), or that
+    with a handler's ``timeout`` raised: a longer timeout cuts no hook short (a lower one may:
+    edited). Everything else as written."""
+    if written == group:
+        return True
+    if not (isinstance(written, dict) and isinstance(group, dict)) or written.keys() != group.keys():
+        return False
+    if any(written[k] != group[k] for k in written if k != "hooks"):
+        return False
+    mine, theirs = written.get("hooks"), group.get("hooks")
+    if not (isinstance(mine, list) and isinstance(theirs, list)) or len(mine) != len(theirs):
+        return False
+    for w, h in zip(mine, theirs):
+        if w == h:
+            continue
+        if not (isinstance(w, dict) and isinstance(h, dict)) or w.keys() != h.keys():
+            return False
+        if any(w[k] != h[k] for k in w if k != "timeout"):
+            return False
+        t0, t1 = w.get("timeout"), h.get("timeout")
+        if not (isinstance(t0, (int, float)) and isinstance(t1, (int, float)) and not isinstance(t1, bool) and t1 >= t0):
+            return False
+    return True
 
 
 def _tagged(groups: list[Any], marker: str) -> bool:
@@ -129,3 +155,35 @@ def fix_command(home: Home, manifest: dict[str, Any]) -> str:
     if not mcp and m.get("harness", "claude-code") == "claude-code" and not m.get("plugin"):
         argv += ["--no-mcp"]
     return shlex.join(argv)
+
+
+def held_prompt_line(home: Home, manifest: dict[str, Any]) -> str | None:
+    """One sentence for a person spawning (or running) a builder whose harness hides its
+    permission prompt while hookd holds it (the manifest's ``held_prompt``; Codex): how long,
+    and the two ways out (`hookd dismiss`, a spawn with ``--hold 0``). None for the others."""
+    note = manifest.get("held_prompt")
+    if not note or not manifest.get("hold_s"):
+        return None
+    return (f"{note} (up to {manifest['hold_s']} s): answer it with hookd answer, or hookd dismiss ID to show it at "
+            f"the desk; {fix_command(home, {**manifest, 'hold_s': 0})} leaves every prompt to the desk")
+
+
+def untrusted_clause(manifest: dict[str, Any]) -> str:
+    """What the manifest's harness does with hooks it does not trust yet (its
+    :class:`hookd.harness.install.HookTrust`'s ``untrusted``; a clause), or "" when it has no
+    trust step."""
+    from hookd.spawn import INSTALLS
+
+    install = INSTALLS.get(str(manifest.get("harness")))
+    return install.trust.untrusted if install is not None and install.trust is not None else ""
+
+
+def untrusted_advice(home: Home, manifest: dict[str, Any]) -> str | None:
+    """One sentence for `hookd run` when the builder's hooks (``manifest``) will not run until
+    trusted: what the harness does meanwhile and two commands that work as printed (`hookd run
+    ... --trust`, or the spawn that writes the trust). None when trusted or no trust step."""
+    t = manifest.get("trust")
+    if not t or t.get("written"):
+        return None
+    return (f"{t['label']} runs hookd's hooks only once they are trusted ({untrusted_clause(manifest)}): "
+            f"run with --trust, or {fix_command(home, manifest)} --trust")

@@ -8,6 +8,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -153,6 +154,53 @@ def is_tagged(handler: Any, marker: str) -> bool:
     if isinstance(args, list) and args and args[-1] == marker:
         return True
     return isinstance(headers, dict) and headers.get("X-Hookd-Tag") == marker
+
+
+_TAG_RE = re.compile(r"# hookd builder=([A-Za-z0-9][A-Za-z0-9._-]{0,63})$")
+
+
+def _tag_owner(handler: Any) -> str | None:
+    """The builder a hook entry is tagged for (:func:`is_tagged`'s forms, and claw-code-go's
+    flat strings), or None: not hookd's."""
+    if isinstance(handler, str):
+        texts = [handler]
+    elif isinstance(handler, dict):
+        args, headers = handler.get("args"), handler.get("headers")
+        texts = [str(handler.get("command", "")), *([str(args[-1])] if isinstance(args, list) and args else []),
+                 *([str(headers.get("X-Hookd-Tag", ""))] if isinstance(headers, dict) else [])]
+    else:
+        return None
+    for text in texts:
+        m = _TAG_RE.search(text)
+        if m:
+            return m.group(1)
+    return None
+
+
+def tagged_builders(settings: dict[str, Any]) -> list[str]:
+    """Every builder whose hookd hooks ``settings`` (a settings or hook file's object) holds,
+    sorted."""
+    hooks = settings.get("hooks")
+    found: set[str] = set()
+    for groups in hooks.values() if isinstance(hooks, dict) else ():
+        for g in groups if isinstance(groups, list) else ():
+            handlers = g.get("hooks") if isinstance(g, dict) else [g]
+            for h in handlers if isinstance(handlers, list) else ():
+                owner = _tag_owner(h)
+                if owner is not None:
+                    found.add(owner)
+    return sorted(found)
+
+
+def refuse_shared(path: Path, settings: dict[str, Any], builder: str) -> None:
+    """Refuse (ConfigError) to put ``builder``'s hooks into the file at ``path`` (its object
+    ``settings``) when it already holds another builder's: each of those hooks would run for
+    both, and the daemon could not tell their sessions or messages apart."""
+    others = [b for b in tagged_builders(settings) if b != builder]
+    if others:
+        other = others[0]
+        raise ConfigError(f"{path} already holds the hooks of builder {other}: one agent's hooks would report to both; "
+                          f"run `hookd unspawn {other}` first, or give {builder} another worktree")
 
 
 def _strip_tagged(settings: dict[str, Any], builder: str) -> int:

@@ -50,6 +50,13 @@ def plan(install: HookInstall, settings_file: str, settings: dict[str, Any], bui
             "entries": [[list(e.table), e.key, e.value] for e in entries], "written": False, "added": []}
 
 
+def preflight(install: HookInstall, environ: dict[str, str] | os._Environ[str]) -> None:
+    """Refuse (ConfigError) before a spawn writes anything when the harness's user config,
+    which :func:`write` will merge into, cannot be read or is not TOML."""
+    if install.trust is not None:
+        _load(_through(Path(install.trust.config_file(environ))))
+
+
 def _entries(rec: dict[str, Any]) -> list[TrustEntry]:
     return [TrustEntry(table=tuple(t), key=k, value=v) for t, k, v in rec.get("entries") or []]
 

@@ -354,6 +354,13 @@ class Reads:
         """Every run not yet stopped, oldest first."""
         return [run_of(r) for r in await self._all(f"SELECT {RUN_COLS} FROM runs WHERE stopped_at IS NULL ORDER BY id")]
 
+    async def last_hook(self, builder: str) -> tuple[float, str | None] | None:
+        """``builder``'s newest hook: (received at, UNIX seconds; its session id or None), or
+        None when none came (index-only: ``hook_events_builder``)."""
+        rows = await self._all("SELECT received_at, session_id FROM hook_events WHERE builder=? ORDER BY id DESC LIMIT 1",
+                               (builder,))
+        return (rows[0][0], rows[0][1]) if rows else None
+
     async def last_session(self, builder: str) -> dict[str, Any] | None:
         """``builder``'s newest session (by when it started): ``session_id``, ``harness``,
         ``ended_at``, ``agent_pid``, ``agent_started_at``, ``cwd``; None when it has none."""
