@@ -34,7 +34,13 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from .fake_api import LoopbackServer
+if __package__:
+    from .fake_api import LoopbackServer
+else:  # (run as a file: python tests/e2e/fake_responses.py)
+    import sys as _sys
+
+    _sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.e2e.fake_api import LoopbackServer
 
 __all__ = ["FakeResponsesAPI", "LoggedRequest", "call", "codex_config", "load_script", "say"]
 
@@ -429,3 +435,43 @@ def codex_config(api: FakeResponsesAPI, *, model: str | None = None) -> str:
             f'env_key = "{KEY_ENV}"\n'
             f"request_max_retries = 0\n"
             f"stream_max_retries = 0\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python tests/e2e/fake_responses.py SCRIPT.json [--codex-home DIR]``: serve SCRIPT on
+    127.0.0.1 (a free port), print its URL on stdout (and, with ``--codex-home``, write DIR's
+    ``config.toml`` pointing Codex at it), log each request on stderr, until Ctrl-C or SIGTERM."""
+    import argparse
+    import signal
+    import sys
+
+    ap = argparse.ArgumentParser(
+        prog="python tests/e2e/fake_responses.py",
+        description="A scripted fake of OpenAI's Responses API for running the real Codex CLI offline "
+                    "(docs/testing.md \"Trying Codex by hand, offline\"). Prints its URL.",
+        epilog="A script is a JSON file {\"turns\": [...]} as this module's docstring describes; Codex "
+               f"needs {KEY_ENV} set to any value.")
+    ap.add_argument("script", type=Path, help="the model's turns, one per main request")
+    ap.add_argument("--codex-home", type=Path, help="write config.toml there (a CODEX_HOME of your own)")
+    args = ap.parse_args(argv)
+    api = FakeResponsesAPI(str(args.script)).start()
+    if args.codex_home is not None:
+        args.codex_home.mkdir(parents=True, exist_ok=True)
+        (args.codex_home / "config.toml").write_text(codex_config(api))
+    print(api.url, flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        seen = 0
+        while not stop.wait(0.2):
+            for r in api.requests[seen:]:
+                print(f"fake_responses: {r.kind} request", file=sys.stderr, flush=True)
+            seen = len(api.requests)
+    except KeyboardInterrupt:
+        pass
+    api.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
