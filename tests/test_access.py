@@ -283,9 +283,12 @@ def test_tokens_are_never_logged_stored_or_echoed(home: Path, worktree: Path, tm
 def test_generated_files_that_embed_the_token_are_private(daemon: DaemonProcess, home: Path, worktree: Path,
                                                           tmp_path: Path) -> None:
     settings = tmp_path / "standalone.json"
+    w3, w4 = tmp_path / "w3", tmp_path / "w4"  # (one builder per hook file)
+    w3.mkdir()
+    w4.mkdir()
     for args in (["b1", "--worktree", os.fspath(worktree)], ["b2", "--settings-file", os.fspath(settings)],
-                 ["b3", "--worktree", os.fspath(worktree), "--wake-wait", "60"],
-                 ["b4", "--worktree", os.fspath(worktree), "--hook-transport", "http"]):
+                 ["b3", "--worktree", os.fspath(w3), "--wake-wait", "60"],
+                 ["b4", "--worktree", os.fspath(w4), "--hook-transport", "http"]):
         assert hookd_run(home, "spawn", *args).returncode == 0
     _, token = _endpoint(home)
     h = Home.resolve(home)

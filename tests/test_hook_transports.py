@@ -124,20 +124,20 @@ def test_unspawn_removes_exactly_hookds_entries_in_each_form(home: Path, worktre
     mine = {"hooks": {
         "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "/usr/bin/guard", "args": ["x"]}]}],
         "PostToolUse": [{"matcher": ".*", "hooks": [{"type": "http", "url": "http://127.0.0.1:9/mine",
-                                                      "headers": {"X-Hookd-Tag": "# hookd builder=other"}}]}]}}
+                                                      "headers": {"X-Mine": "# hookd is mentioned, not a tag"}}]}]}}
     original = json.dumps(mine, indent=1) + "\n"
     settings.write_text(original)
     spawn_ok(home, "b-1", worktree, "--hook-transport", transport)
-    spawn_ok(home, "b-2", worktree)  # another builder, shell form, same file
+    armed = settings.read_bytes()
+    # another builder in the same file is refused (one builder per hook file), nothing written
+    r = hookd_run(home, "spawn", "b-2", "--worktree", os.fspath(worktree))
+    assert r.returncode == 2 and "already holds the hooks of builder b-1" in r.stderr
+    assert settings.read_bytes() == armed
     s = settings_of(worktree)
-    assert len(s["hooks"]["PreToolUse"]) == 3 and sum(is_tagged(h, tag("b-1")) for g in s["hooks"]["PreToolUse"] for h in g["hooks"]) == 1
+    assert len(s["hooks"]["PreToolUse"]) == 2 and sum(is_tagged(h, tag("b-1")) for g in s["hooks"]["PreToolUse"] for h in g["hooks"]) == 1
     ours = sum(is_tagged(h, tag("b-1")) for groups in s["hooks"].values() for g in groups for h in g["hooks"])
     r = hookd_run(home, "unspawn", "b-1", "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["removed"] == ours > 10
-    left = settings_of(worktree)
-    assert left["hooks"]["PreToolUse"][0] == mine["hooks"]["PreToolUse"][0]
-    assert not any(is_tagged(h, tag("b-1")) for gs in left["hooks"].values() for g in gs for h in g["hooks"])
-    assert hookd_run(home, "unspawn", "b-2").returncode == 0
     assert json.loads(settings.read_text()) == mine
 
 
