@@ -157,6 +157,9 @@ def attach(ctx: click.Context, builder: str) -> None:
     if not r.get("alive"):
         raise NotFound(f"{builder} is not running: its agent ended at {_when(r.get('stopped_at'))}"
                        f" (hookd continue {builder} resumes it)")
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise ConfigError(f"hookd attach needs a terminal: run it in one (the agent of {builder} runs in tmux session"
+                          f" {r['tmux_session']})")
     argv = runner.attach_argv(r)
     env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}  # (attach from inside tmux too)
     os.execvpe(argv[0], argv, env)

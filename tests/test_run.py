@@ -113,6 +113,22 @@ def test_stop_attach_continue_and_ls_of_a_builder_hookd_never_started(home: Path
                     "alive": None, "lane": "idle", "pending": [], "queued": 0}
 
 
+@pytest.mark.daemon
+def test_attach_without_a_terminal_says_so_in_one_sentence(home: Path, daemon: Any, agent: Any) -> None:
+    """Finding 12: not tmux's bare "open terminal failed: not a terminal"."""
+    import psutil
+
+    from hookd.client import Client
+
+    a = agent()
+    Client(Home.resolve(home)).post_json("/v1/builders/b2/started", {
+        "harness": "claude-code", "mode": "interactive", "pid": a.pid, "argv": ["claude"],
+        "pid_started_at": psutil.Process(a.pid).create_time(), "tmux_socket": "/s", "tmux_session": "b2"})
+    r = hookd_cli(home, "attach", "b2")
+    assert (r.returncode, r.stdout, r.stderr) == (
+        2, "", "hookd: hookd attach needs a terminal: run it in one (the agent of b2 runs in tmux session b2)\n")
+
+
 # --- the daemon's record of runs (in process) --------------------------------------------------
 
 
