@@ -216,8 +216,9 @@ def test_an_agent_started_by_hand_makes_the_builder_live(quick: InProc, agent: A
                headers={"x-hookd-agent-pid": str(a.pid)})
     r = _started(quick, "b2", b.pid)
     assert r.status_code == 409
-    assert r.json()["error"]["message"] == (f"b2 already has a live session: pid {a.pid} (started outside hookd); "
-                                            "attach to it (hookd attach b2) or stop it first (hookd stop b2)")
+    assert r.json()["error"]["message"] == (  # (finding 4: only what works for a session hookd did not start)
+        f"b2 already has a live session: pid {a.pid} (started outside hookd, so hookd attach and hookd stop do not "
+        f"reach it); end it yourself (exit the agent at its terminal, or kill {a.pid}), then run this again")
 
 
 @pytest.mark.inproc
@@ -225,6 +226,8 @@ def test_a_run_whose_process_is_gone_is_recorded_exited(quick: InProc, agent: An
     a = agent()
     assert _started(quick, "b3", a.pid, mode="headless", tmux_socket=None, tmux_session=None,
                     log_path="/l/b3.log").status_code == 201
+    assert quick.get("/v1/builders/b3/run")["refusal"] == (  # (hookd attach refuses a headless run)
+        f"b3 already has a live session: pid {a.pid} (headless, its output: /l/b3.log); stop it first (hookd stop b3)")
     a.kill()
     a.wait()
     wait_until(lambda: _kinds(quick, "builder_stopped"), 10, what="builder_stopped")

@@ -164,9 +164,15 @@ class Runs:
 
 
 def _live_text(builder: str, live: dict[str, Any]) -> str:
-    """The refusal of a second live session of ``builder``: what is live, and what to do."""
-    run = live.get("run")
-    where = (f" in tmux session {run.tmux_session}" if run is not None and run.tmux_session
-             else " (headless)" if run is not None else " (started outside hookd)")
-    return (f"{builder} already has a live session: pid {live['pid']}{where}; "
-            f"attach to it (hookd attach {builder}) or stop it first (hookd stop {builder})")
+    """The refusal of a second live session of ``builder``: what is live, and what to do (only
+    what works for it: `hookd attach` only reaches an interactive run, `hookd stop` only a run
+    hookd started)."""
+    run, pid = live.get("run"), live["pid"]
+    head = f"{builder} already has a live session: pid {pid}"
+    if run is None:
+        return (f"{head} (started outside hookd, so hookd attach and hookd stop do not reach it); "
+                f"end it yourself (exit the agent at its terminal, or kill {pid}), then run this again")
+    if run.tmux_session:
+        return (f"{head} in tmux session {run.tmux_session}; "
+                f"attach to it (hookd attach {builder}) or stop it first (hookd stop {builder})")
+    return f"{head} (headless, its output: {run.log_path}); stop it first (hookd stop {builder})"
