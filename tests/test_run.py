@@ -23,7 +23,7 @@ from hookd.harness.claude_code_hooks import LAUNCH
 from hookd.settings import Settings
 from hookd.spawn import read_manifest, spawn, unspawn
 
-from .conftest import hookd_cli, hookd_run, wait_until
+from .conftest import hookd_cli, hookd_run, run_hook, settings_command, wait_until
 from .inproc import InProc
 from .test_inbox import AUQ_PRE, payload
 
@@ -129,6 +129,91 @@ def test_attach_without_a_terminal_says_so_in_one_sentence(home: Path, daemon: A
         2, "", "hookd: hookd attach needs a terminal: run it in one (the agent of b2 runs in tmux session b2)\n")
 
 
+def _failing_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: int) -> None:
+    """HOOKD_CLAUDE_BIN: an agent that refuses its arguments at once, as claude does an unknown option."""
+    exe = tmp_path / "bin" / "claude"
+    exe.parent.mkdir(exist_ok=True)
+    exe.write_text(f"#!/bin/sh\necho \"error: unknown option '$1'\" >&2\nexit {status}\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("HOOKD_CLAUDE_BIN", os.fspath(exe))
+
+
+def _ended_run(home: Path, builder: str) -> dict[str, Any]:
+    from hookd.client import Client
+
+    client = Client(Home.resolve(home))
+    return wait_until(lambda: next((r for r in client.get("/v1/runs") if r["builder"] == builder and r["stopped_at"]), None),
+                      30, what=f"{builder}'s run recorded ended")
+
+
+@pytest.mark.daemon
+def test_a_headless_agent_that_exits_at_once_is_shown_exited_and_not_continued(
+        home: Path, daemon: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finding 2, headless: the exit status in builder_stopped, the run, `hookd ls` (with the
+    log's last line); `hookd continue` resumes no session that never sent a hook."""
+    _failing_agent(tmp_path, monkeypatch, 1)
+    w = tmp_path / "w"
+    w.mkdir()
+    r = hookd_cli(home, "run", "b9", "--worktree", os.fspath(w), "--headless", "--prompt", "go", "--", "--bogus-flag")
+    assert r.returncode == 0, r.stderr
+    run = _ended_run(home, "b9")
+    log = run["log_path"]
+    assert (run["stop_reason"], run["exit_status"], run["hooks"], run["agent_args"]) == ("exited", 1, 0, ["--bogus-flag"])
+    assert Path(log).read_text().endswith("error: unknown option '-p'\n--- hookd: exited 1\n")
+    [ev] = [e for e in map(json.loads, hookd_cli(home, "events", "--json").stdout.splitlines()) if e["kind"] == "builder_stopped"]
+    assert (ev["data"]["exit_status"], ev["data"]["hooks"]) == (1, 0)
+    assert not list((home / "run" / "exits").iterdir())  # (read and removed)
+    out = hookd_cli(home, "ls").stdout.splitlines()
+    assert f"{run['pid']} (exited 1)" in out[2]
+    assert out[3:] == [f"b9: its agent exited 1 before its first hook: see {log} (error: unknown option '-p')"]
+    assert hookd_cli(home, "lanes").stdout.splitlines()[-1] == out[3]
+    r = hookd_cli(home, "continue", "b9", "--prompt", "again")
+    assert (r.returncode, r.stdout, r.stderr) == (1, "", (
+        f"hookd: b9 has no session to continue: its last run exited 1 before its first hook "
+        f"(see {log} (error: unknown option '-p')); "
+        "fix what stopped it, then start it again with hookd run b9\n"))
+    r = hookd_cli(home, "stop", "b9")
+    assert (r.returncode, r.stderr) == (1, f"hookd: b9 is not running: its agent exited 1 at {_when_of(run)} before its first "
+                                           f"hook (see {log} (error: unknown option '-p')); hookd run b9 starts it again\n")
+
+
+def _when_of(run: dict[str, Any]) -> str:
+    from hookd.cli_render import _when
+
+    return _when(run["stopped_at"])
+
+
+@pytest.mark.daemon
+def test_an_interactive_agent_that_exits_at_once_keeps_its_screen_and_status(
+        home: Path, daemon: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finding 2, interactive: hookd's tmux keeps the dead pane (its last screen, for hookd
+    attach) and the daemon reads its exit status there; the next run replaces that session."""
+    _failing_agent(tmp_path, monkeypatch, 3)
+    w = tmp_path / "w"
+    w.mkdir()
+    sock = Home.resolve(home).socket_path.with_suffix(".tmux")
+    try:
+        assert hookd_cli(home, "run", "b8", "--worktree", os.fspath(w), "--", "--bogus-flag").returncode == 0
+        run = _ended_run(home, "b8")
+        assert (run["stop_reason"], run["exit_status"], run["hooks"]) == ("exited", 3, 0)
+        assert runner.pane_dead(sock, "b8")  # (its screen: tests/e2e/test_run_e2e.py, with the real Claude Code)
+        assert hookd_cli(home, "ls").stdout.splitlines()[3:] == [  # (its last line, when tmux kept it)
+            "b8: its agent exited 3 before its first hook: see hookd attach b8 (error: unknown option '--bogus-flag')"]
+        r = hookd_cli(home, "attach", "b8")  # (kept: attach would show it, given a terminal)
+        assert (r.returncode, r.stderr) == (
+            2, "hookd: hookd attach needs a terminal: run it in one (the agent of b8 runs in tmux session b8)\n")
+        fake = tmp_path / "bin" / "claude"
+        fake.write_text("#!/bin/sh\nexec sleep 30\n")
+        r = hookd_cli(home, "run", "b8", "--worktree", os.fspath(w))
+        assert r.returncode == 0, r.stderr
+        assert not runner.pane_dead(sock, "b8")
+        assert hookd_cli(home, "stop", "b8").returncode == 0
+        assert _ended_run(home, "b8")["exit_status"] == 128 + signal.SIGTERM
+        assert subprocess.run(["tmux", "-S", os.fspath(sock), "has-session", "-t", "=b8"]).returncode == 1  # (closed)
+    finally:
+        subprocess.run(["tmux", "-S", os.fspath(sock), "kill-server"], check=False, capture_output=True)
+
+
 # --- the daemon's record of runs (in process) --------------------------------------------------
 
 
@@ -194,7 +279,8 @@ def test_a_run_is_recorded_a_second_live_one_refused_and_stop_ends_the_lane(quic
     assert (r.json()["run"]["stop_reason"], r.json()["run"]["stop_signal"]) == ("stopped", "SIGTERM")
     assert not runner.alive(a.pid, None)  # (reaped by the stop: the test process is its parent)
     [ev] = _kinds(quick, "builder_stopped")
-    assert ev["data"] == {"run": 1, "pid": a.pid, "reason": "stopped", "signal": "SIGTERM", "actor": "ana", "sessions": ["S1"]}
+    assert ev["data"] == {"run": 1, "pid": a.pid, "reason": "stopped", "signal": "SIGTERM", "actor": "ana", "sessions": ["S1"],
+                          "exit_status": None, "hooks": 0}  # (no such tmux server: status unknown; S1's hooks came before)
     [ended] = _kinds(quick, "session_ended")
     assert (ended["session_id"], ended["data"]["reason"]) == ("S1", "stopped")
     closed = quick.interaction(q["id"])  # (nobody can answer it: its agent is gone)

@@ -389,6 +389,17 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "CREATE TABLE hub_cursor (hub TEXT PRIMARY KEY, seq INTEGER NOT NULL, at REAL NOT NULL, home_id TEXT NOT NULL)",
         ],
     ),
+    (
+        # how a run ended and what it was given (findings 2 and 3 of a new user): the agent's
+        # arguments after `--` (JSON list; NULL for runs recorded before), its exit status
+        # (NULL: not known) and how many hooks it sent before it ended (NULL: still running)
+        "0021_run_exit",
+        [
+            "ALTER TABLE runs ADD COLUMN agent_args TEXT",
+            "ALTER TABLE runs ADD COLUMN exit_status INTEGER",
+            "ALTER TABLE runs ADD COLUMN hooks INTEGER",
+        ],
+    ),
 ]
 
 
