@@ -108,7 +108,8 @@ def continue_(ctx: click.Context, builder: str, agent_args: tuple[str, ...], pro
     at its first turn boundary. Refused while BUILDER has a live session."""
     from hookd.launching import resume
 
-    r = resume(ctx.obj, _client(ctx), builder, prompt=_prompt_text(prompt), headless=headless, agent_args=agent_args)
+    r = resume(ctx.obj, _client(ctx), builder, prompt=_prompt_text(prompt), headless=headless, agent_args=agent_args,
+               warn=lambda w: _out(f"hookd: warning: {w}", err=True))
     if as_json:
         _echo_json(r)
         return

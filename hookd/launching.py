@@ -11,6 +11,7 @@ session to continue), :class:`hookd.errors.DaemonNotRunning` (exit 3).
 from __future__ import annotations
 
 import os
+import shlex
 import urllib.parse
 import uuid
 import warnings
@@ -144,12 +145,14 @@ def start(home: Home, client: Client, builder: str, *, worktree: str | os.PathLi
 
 
 def resume(home: Home, client: Client, builder: str, *, prompt: str | None = None, headless: bool | None = None,
-           agent_args: Sequence[str] = (), environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+           agent_args: Sequence[str] = (), environ: Mapping[str, str] | None = None,
+           warn: Callable[[str], None] | None = None) -> dict[str, Any]:
     """`hookd continue`: a new session of an ended ``builder`` resuming its last session (the
     newest one its hooks told hookd of: never a session id hookd only gave an agent that ended
     before its first hook), in that session's directory, run as its last run was unless
-    ``headless`` says; its hooks armed again first. Returns the run. NotFound when it has no
-    session."""
+    ``headless`` says; its hooks armed again first. ``agent_args``: the agent's own arguments;
+    none: the last run's when it ran in the same mode (else they are dropped, and ``warn``
+    is told). Returns the run. NotFound when it has no session."""
     from hookd import runner
     from hookd.spawn import read_manifest
 
@@ -164,6 +167,13 @@ def resume(home: Home, client: Client, builder: str, *, prompt: str | None = Non
     launch = launcher(harness)
     if headless is None:
         headless = bool(prev and prev["mode"] == "headless")
+    if not agent_args and prev and prev.get("agent_args") and prev["harness"] == harness:
+        if (prev["mode"] == "headless") == headless:
+            agent_args = prev["agent_args"]
+        else:
+            (warn or warnings.warn)(
+                f"the last run's agent arguments ({shlex.join(prev['agent_args'])}) were for its {prev['mode']} mode:"
+                f" not given to this {'headless' if headless else 'interactive'} one (give them after --)")
     if headless and not prompt:
         raise ConfigError("--headless needs a prompt: --prompt TEXT, or --prompt - to read it from standard input")
     m = read_manifest(home, builder)

@@ -49,7 +49,8 @@ def test_codex_command_lines() -> None:
     assert cx.headless(("--skip-git-repo-check",), "go", None) == ["exec", "--skip-git-repo-check", "--", "go"]
     assert cx.resume("T1", (), None, False) == ["resume", "--no-daemon", "T1"]
     assert cx.resume("T1", (), "more", False) == ["resume", "--no-daemon", "T1", "--", "more"]
-    assert cx.resume("T1", ("-m", "m"), "more", True) == ["exec", "resume", "-m", "m", "T1", "--", "more"]
+    # (codex exec's own options before resume: `codex exec resume -s X` is refused, `codex exec -s X resume` is not)
+    assert cx.resume("T1", ("-s", "read-only"), "more", True) == ["exec", "-s", "read-only", "resume", "T1", "--", "more"]
     assert (cx.program, cx.program_env, cx.names_session) == ("codex", "HOOKD_CODEX_BIN", False)
 
 
@@ -210,6 +211,43 @@ def test_an_interactive_agent_that_exits_at_once_keeps_its_screen_and_status(
         assert hookd_cli(home, "stop", "b8").returncode == 0
         assert _ended_run(home, "b8")["exit_status"] == 128 + signal.SIGTERM
         assert subprocess.run(["tmux", "-S", os.fspath(sock), "has-session", "-t", "=b8"]).returncode == 1  # (closed)
+    finally:
+        subprocess.run(["tmux", "-S", os.fspath(sock), "kill-server"], check=False, capture_output=True)
+
+
+@pytest.mark.daemon
+def test_continue_gives_the_last_runs_agent_arguments_again_in_the_same_mode(
+        home: Path, daemon: Any, tmp_path: Path, fake_claude: Path) -> None:
+    """Finding 3: `hookd continue` without `--` arguments gives the last run's again (each
+    resume command takes its start command's options: claude --resume, codex resume, codex exec
+    [ARGS] resume); to another mode it drops them, saying so; arguments after `--` replace them."""
+    w = tmp_path / "w"
+    w.mkdir()
+    sock = Home.resolve(home).socket_path.with_suffix(".tmux")
+
+    def last_argv() -> list[str]:
+        [item] = json.loads(hookd_cli(home, "ls", "--json").stdout)
+        return item["run"]["argv"][1:]
+
+    try:
+        r = hookd_cli(home, "run", "b5", "--worktree", os.fspath(w), "--headless", "--prompt", "go", "--", "--model", "m")
+        assert r.returncode == 0, r.stderr
+        hook = settings_command(w / ".claude" / "settings.local.json", "SessionStart")
+        start = {"hook_event_name": "SessionStart", "session_id": "S5", "source": "startup", "cwd": os.fspath(w)}
+        assert run_hook(hook, json.dumps(start).encode(), w).returncode == 0
+        assert hookd_cli(home, "stop", "b5").returncode == 0
+        r = hookd_cli(home, "continue", "b5", "--prompt", "again")
+        assert (r.returncode, r.stderr) == (0, "")
+        assert last_argv() == ["-p", "--resume", "S5", "--model", "m", "--", "again"]
+        assert hookd_cli(home, "stop", "b5").returncode == 0
+        r = hookd_cli(home, "continue", "b5", "--interactive")
+        assert (r.returncode, r.stderr) == (0, "hookd: warning: the last run's agent arguments (--model m) were for its "
+                                               "headless mode: not given to this interactive one (give them after --)\n")
+        assert last_argv() == ["--resume", "S5"]
+        assert hookd_cli(home, "stop", "b5").returncode == 0
+        assert hookd_cli(home, "continue", "b5", "--", "--model", "n").returncode == 0
+        assert last_argv() == ["--resume", "S5", "--model", "n"]
+        assert hookd_cli(home, "stop", "b5").returncode == 0
     finally:
         subprocess.run(["tmux", "-S", os.fspath(sock), "kill-server"], check=False, capture_output=True)
 
