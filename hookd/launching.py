@@ -141,7 +141,30 @@ def start(home: Home, client: Client, builder: str, *, worktree: str | os.PathLi
         args = launch.headless(agent_args, prompt or "", sid) if headless else launch.interactive(agent_args, prompt, sid)
         run = _record(home, client, builder, harness, headless=headless, worktree=where, argv=[program, *args],
                       session_id=sid, resumes=None, environ=env, agent_args=agent_args)
+    if not headless and (dialog := dialog_hint(home, builder, harness, where, env)):
+        (warn or warnings.warn)(dialog)
     return run, git_rec
+
+
+def dialog_hint(home: Home, builder: str, harness: str, worktree: str, environ: Mapping[str, str]) -> str | None:
+    """What an interactive agent of ``builder`` just started in ``worktree`` waits on at its
+    terminal before any hook (None: nothing known): Claude Code's folder trust dialog where it
+    was never accepted (`hookd doctor`'s ``folder_trust`` check), Codex's "Trust this folder" or
+    "Hooks need review" where its config does not trust the project or hookd's hooks."""
+    from hookd.doctor import folder_trust_check
+    from hookd.spawn import INSTALLS, read_manifest
+    from hookd.spawn.trust import check as check_trust
+
+    attach = f"answer it at its terminal (hookd attach {builder}); it sends no hook until then"
+    if harness == "claude-code":
+        if folder_trust_check(builder, worktree, environ)["state"] == "warn":
+            return f"Claude Code has not been trusted in {worktree}: {builder} waits on its trust dialog; {attach}"
+        return None
+    t = check_trust(read_manifest(home, builder) or {}, INSTALLS.get(harness))
+    if t is None or t["state"] == "trusted":
+        return None
+    what = '"Trust this folder"' if t["state"] == "project_not_trusted" else '"Hooks need review"'
+    return f"{builder} waits on {harness}'s {what} dialog ({t['detail']}); {attach}, or stop it and run with --trust"
 
 
 def resume(home: Home, client: Client, builder: str, *, prompt: str | None = None, headless: bool | None = None,

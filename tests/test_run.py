@@ -252,6 +252,49 @@ def test_continue_gives_the_last_runs_agent_arguments_again_in_the_same_mode(
         subprocess.run(["tmux", "-S", os.fspath(sock), "kill-server"], check=False, capture_output=True)
 
 
+@pytest.mark.daemon
+def test_run_says_when_the_agent_waits_on_a_trust_dialog(home: Path, daemon: Any, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finding 6: Claude Code in a folder it never trusted (hookd doctor's folder_trust), Codex
+    without its project's and hooks' trust: one line, naming hookd attach; none once trusted."""
+    w, user = tmp_path / "w", tmp_path / "user"
+    w.mkdir()
+    user.mkdir()
+    for name, var in (("claude", "HOOKD_CLAUDE_BIN"), ("codex", "HOOKD_CODEX_BIN")):
+        exe = tmp_path / "bin" / name
+        exe.parent.mkdir(exist_ok=True)
+        exe.write_text("#!/bin/sh\nexec sleep 30\n")
+        exe.chmod(0o755)
+        monkeypatch.setenv(var, os.fspath(exe))
+    monkeypatch.setenv("HOME", os.fspath(user))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.setenv("CODEX_HOME", os.fspath(user / ".codex"))
+    sock = Home.resolve(home).socket_path.with_suffix(".tmux")
+    wt = os.path.realpath(w)
+    try:
+        r = hookd_cli(home, "run", "b1", "--worktree", os.fspath(w))
+        assert (r.returncode, r.stderr) == (0, f"hookd: warning: Claude Code has not been trusted in {wt}: b1 waits on "
+                                               "its trust dialog; answer it at its terminal (hookd attach b1); it sends "
+                                               "no hook until then\n")
+        assert hookd_cli(home, "stop", "b1").returncode == 0
+        (user / ".claude.json").write_text(json.dumps({"projects": {wt: {"hasTrustDialogAccepted": True}}}))
+        r = hookd_cli(home, "run", "b1", "--worktree", os.fspath(w))
+        assert (r.returncode, r.stderr) == (0, "")
+        assert hookd_cli(home, "stop", "b1").returncode == 0
+
+        r = hookd_cli(home, "run", "c1", "--worktree", os.fspath(w), "--harness", "codex")
+        assert r.returncode == 0, r.stderr
+        last = r.stderr.splitlines()[-1]
+        assert last.startswith("hookd: warning: c1 waits on codex's \"Trust this folder\" dialog (") and last.endswith(
+            "); answer it at its terminal (hookd attach c1); it sends no hook until then, or stop it and run with --trust")
+        assert hookd_cli(home, "stop", "c1").returncode == 0
+        r = hookd_cli(home, "run", "c1", "--worktree", os.fspath(w), "--harness", "codex", "--trust")
+        assert (r.returncode, r.stderr) == (0, "")
+        assert hookd_cli(home, "stop", "c1").returncode == 0
+    finally:
+        subprocess.run(["tmux", "-S", os.fspath(sock), "kill-server"], check=False, capture_output=True)
+
+
 # --- the daemon's record of runs (in process) --------------------------------------------------
 
 
