@@ -161,8 +161,9 @@ def log_path(home: Home, builder: str) -> Path:
 
 #: The headless agent's wrapper (``sh -c``; $1: the log, $2: the folder of exit statuses, then
 #: the agent's argv): it starts the agent, makes ``$2/<pid>`` empty (the status is coming),
-#: prints the pid, waits for the agent, then writes its exit status into ``$2/<pid>`` (for the
-#: daemon: :func:`hookd.core.procs.exit_status`) and to the log.
+#: prints the pid, waits for the agent, then writes its exit status to the log, then into
+#: ``$2/<pid>`` (for the daemon: :func:`hookd.core.procs.exit_status`; the log is complete by the
+#: time the daemon records the exit).
 _HEADLESS = """log=$1; exits=$2; shift 2
 "$@" >>"$log" 2>&1 </dev/null &
 pid=$!
@@ -170,8 +171,8 @@ pid=$!
 echo "$pid"
 exec >/dev/null
 wait "$pid"; rc=$?
-printf '%s\\n' "$rc" >"$exits/$pid.tmp" && mv -f "$exits/$pid.tmp" "$exits/$pid"
 printf -- '--- hookd: exited %s\\n' "$rc" >>"$log"
+printf '%s\\n' "$rc" >"$exits/$pid.tmp" && mv -f "$exits/$pid.tmp" "$exits/$pid"
 """
 
 

@@ -128,7 +128,8 @@ def exit_status(run: Any, exits: Path | None, wait_s: float = 2.0) -> int | None
 
 
 def _pane_status(socket: str, session: str) -> tuple[int | None, bool]:
-    """(the dead pane's status, whether looking again is useless: no such session or tmux)."""
+    """(the pane's exit status once tmux has it, whether looking again is useless: no such
+    session or tmux)."""
     tmux = shutil.which("tmux")
     if tmux is None or not os.path.exists(socket):
         return None, True
@@ -137,14 +138,15 @@ def _pane_status(socket: str, session: str) -> tuple[int | None, bool]:
                        capture_output=True, text=True, timeout=10, check=False)
     if r.returncode != 0:
         return None, True
-    # (tmux has the status once it reaped the process, and calls the pane dead only once its
-    # terminal is closed too: a child of the agent may hold it open a while longer)
-    dead, status, sig = (r.stdout.strip().split(":") + ["", "", ""])[:3]
+    # (tmux has the status once it reaped the process, and calls the pane dead once its
+    # terminal is closed: either may come first, so a dead pane without a status is looked at
+    # again; for an agent that exits within milliseconds of its start tmux 3.3 may never have it)
+    _, status, sig = (r.stdout.strip().split(":") + ["", "", ""])[:3]
     if sig.isdigit():
         return 128 + int(sig), True
     if status.isdigit():
         return int(status), True
-    return None, dead == "1"
+    return None, False
 
 
 def _file_status(path: Path) -> tuple[int | None, bool]:

@@ -236,12 +236,14 @@ def test_an_agent_that_refuses_its_arguments_keeps_its_error_and_is_not_continue
         hookd(h, env, "run", "b9", "--worktree", os.fspath(e2e_project), "--", "--bogus-flag")
         wait_until(lambda: [e for e in h.events() if e["kind"] == "builder_stopped"], 30, 0.1, "builder_stopped")
         [ev] = [e for e in h.events() if e["kind"] == "builder_stopped"]
-        assert (ev["data"]["reason"], ev["data"]["exit_status"], ev["data"]["hooks"]) == ("exited", 1, 0)
+        assert (ev["data"]["reason"], ev["data"]["hooks"]) == ("exited", 0)
+        assert ev["data"]["exit_status"] in (1, None)  # (tmux 3.3a now and then loses it: docs/decisions.md)
+        how = "exited 1" if ev["data"]["exit_status"] == 1 else "ended"
         assert "error: unknown option '--bogus-flag'" in tmux(h, "capture-pane", "-p", "-S", "-", "-t", "=b9:").stdout
         assert hookd(h, env, "ls").stdout.splitlines()[3:] == [
-            "b9: its agent exited 1 before its first hook: see hookd attach b9 (error: unknown option '--bogus-flag')"]
+            f"b9: its agent {how} before its first hook: see hookd attach b9 (error: unknown option '--bogus-flag')"]
         cont = hookd(h, env, "continue", "b9", check=False)
-        assert (cont.returncode, cont.stderr) == (1, "hookd: b9 has no session to continue: its last run exited 1 "
+        assert (cont.returncode, cont.stderr) == (1, f"hookd: b9 has no session to continue: its last run {how} "
                                                      "before its first hook (see hookd attach b9 (error: unknown option "
                                                      "'--bogus-flag')); fix what stopped it, "
                                                      "then start it again with hookd run b9\n")
