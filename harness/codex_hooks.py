@@ -240,7 +240,8 @@ class _Launch:
     """`hookd run` / `hookd continue` for Codex 0.171.0 (:class:`hookd.harness.launch.Launcher`):
     ``codex --no-daemon [ARGS] [-- PROMPT]`` (its terminal UI), ``codex exec [ARGS] -- PROMPT``
     (one prompt, then exit), ``codex resume --no-daemon [ARGS] ID [-- PROMPT]`` and ``codex exec
-    resume [ARGS] ID -- PROMPT``. ``--no-daemon``: the TUI then runs the session in its own
+    [ARGS] resume ID -- PROMPT`` (``codex exec``'s options before ``resume``: ``codex exec resume``
+    itself refuses some of them, ``-s`` and ``-C`` among them). ``--no-daemon``: the TUI then runs the session in its own
     process instead of the shared background app server it starts and leaves running
     otherwise (docs/harness-codex.md): the process hookd starts, watches and stops is the
     session, and its hooks run in the environment hookd started it with. Codex names a new
@@ -258,7 +259,7 @@ class _Launch:
 
     def resume(self, session_id: str, extra: Sequence[str], prompt: str | None, headless: bool) -> list[str]:
         if headless:
-            return ["exec", "resume", *extra, session_id, *_prompt(prompt)]
+            return ["exec", *extra, "resume", session_id, *_prompt(prompt)]
         return ["resume", "--no-daemon", *extra, session_id, *_prompt(prompt)]
 
 

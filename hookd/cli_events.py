@@ -177,7 +177,9 @@ EVENT_SUMMARY: dict[str, Callable[[dict[str, Any], str], Any]] = {
     + (f" in tmux session {d.get('tmux_session')}" if d.get("tmux_session") else "")
     + (f" resuming {d.get('resumes')}" if d.get("resumes") else f" session {d.get('session_id') or '-'}"),
     "builder_stopped": lambda d, s: f"run {d.get('run')} pid {d.get('pid')} {d.get('reason')}"
-    + (f" on {d.get('signal')}" if d.get("signal") else "") + _who(d),
+    + (f" {d['exit_status']}" if d.get("reason") == "exited" and d.get("exit_status") is not None else "")
+    + (f" on {d.get('signal')}" if d.get("signal") else "")
+    + (" before its first hook" if d.get("reason") == "exited" and d.get("hooks") == 0 else "") + _who(d),
     "interaction_id_reused": lambda d, s: f"{d.get('tool_use_id')} recorded as {d.get('id')} "
     + f"(already {(d.get('first') or {}).get('id')} of {(d.get('first') or {}).get('builder')})",
 }

@@ -19,6 +19,7 @@ from hookd.cli_render import (
     _client, _duration, _echo_json, _interaction, _lane_state, _lines, _out, _seg, _subagent_row, _table,
 )
 from hookd.errors import DaemonNotRunning
+from hookd.launching import run_note
 from hookd.vocabulary import os_user
 from hookd.untrusted import visible
 
@@ -53,7 +54,8 @@ def questions(ctx: click.Context, state: str, as_json: bool) -> None:
 @click.pass_context
 def lanes(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     """Every builder's lane: working, waiting_question, waiting_permission, idle, stalled,
-    failed (an API error stopped the agent), ended or dead; those waiting on a human first. A builder unspawned (`hookd unspawn`) is
+    failed (an API error stopped the agent), ended or dead; those waiting on a human first;
+    under the table, a line for each builder whose agent (hookd run) ended before its first hook. A builder unspawned (`hookd unspawn`) is
     shown, as unspawned, only with --all. Under a lane, one row per running subagent of its
     agent (↳ its kind): working or waiting on a human, and its agent id. With `hookd --hub URL`:
     every host's lanes, with a host column."""
@@ -80,6 +82,10 @@ def lanes(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     for lane in items:  # hooks that stopped working (its detail says why): the command that restores them
         if lane.get("hooks_changed"):
             _out(f"{lane['builder']}: to restore its hooks: {lane['hooks_changed'].get('fix')}")
+    runs = {r["builder"]: r for r in _client(ctx).get("/v1/runs")} if rows else {}
+    for lane in items:  # an agent that ended before its first hook: its lane cannot say why
+        if note := run_note(lane["builder"], runs.get(lane["builder"])):
+            _out(note)
 
 
 

@@ -20,6 +20,7 @@ import click
 
 from hookd.cli_complete import builders
 from hookd.cli_render import _client, _echo_json, _lane_state, _out, _seg, _table, _when
+from hookd.launching import ended_text, run_note, where_it_said
 
 
 def _view(ctx: click.Context, builder: str) -> dict[str, Any]:
@@ -107,7 +108,8 @@ def continue_(ctx: click.Context, builder: str, agent_args: tuple[str, ...], pro
     at its first turn boundary. Refused while BUILDER has a live session."""
     from hookd.launching import resume
 
-    r = resume(ctx.obj, _client(ctx), builder, prompt=_prompt_text(prompt), headless=headless, agent_args=agent_args)
+    r = resume(ctx.obj, _client(ctx), builder, prompt=_prompt_text(prompt), headless=headless, agent_args=agent_args,
+               warn=lambda w: _out(f"hookd: warning: {w}", err=True))
     if as_json:
         _echo_json(r)
         return
@@ -129,8 +131,7 @@ def stop(ctx: click.Context, builder: str, timeout: float, as_json: bool) -> Non
     if r is None:
         raise NotFound(f"{builder} was not started by hookd (hookd run {builder} starts it)")
     if not r.get("alive"):
-        raise NotFound(f"{builder} is not running: its agent ended at {_when(r.get('stopped_at'))}"
-                       f" (hookd continue {builder} resumes it)")
+        raise NotFound(_not_running(builder, r))
     r = _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/stop", {"timeout_s": timeout},
                                timeout=timeout + 30)["run"]
     sig = r.get("stop_signal")
@@ -154,12 +155,27 @@ def attach(ctx: click.Context, builder: str) -> None:
         raise NotFound(f"{builder} was not started by hookd (hookd run {builder} starts it)")
     if r["mode"] == "headless":
         raise ConfigError(f"{builder} runs headless: no terminal to attach to; its output: {r['log_path']}")
-    if not r.get("alive"):
-        raise NotFound(f"{builder} is not running: its agent ended at {_when(r.get('stopped_at'))}"
-                       f" (hookd continue {builder} resumes it)")
+    kept = not r.get("alive") and runner.pane_dead(r["tmux_socket"], r["tmux_session"])
+    if not r.get("alive") and not kept:
+        raise NotFound(_not_running(builder, r))
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise ConfigError(f"hookd attach needs a terminal: run it in one (the agent of {builder} runs in tmux session"
+                          f" {r['tmux_session']})")
+    if kept:
+        _out(f"{builder}'s agent {ended_text(r)} at {_when(r.get('stopped_at'))}: its last screen"
+             " (scroll back: Ctrl-b [, then PageUp; detach: Ctrl-b d)", err=True)
     argv = runner.attach_argv(r)
     env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}  # (attach from inside tmux too)
     os.execvpe(argv[0], argv, env)
+
+
+def _not_running(builder: str, r: dict[str, Any]) -> str:
+    """Why `hookd stop` / `hookd attach` have nothing to reach: how its agent ended, and what
+    starts it again (`hookd continue` only when the run left a session to resume)."""
+    head = f"{builder} is not running: its agent {ended_text(r)} at {_when(r.get('stopped_at'))}"
+    if r.get("hooks") == 0 and r.get("stop_reason") != "stopped":
+        return f"{head} before its first hook ({where_it_said(builder, r)}); hookd run {builder} starts it again"
+    return f"{head} (hookd continue {builder} resumes it)"
 
 
 @click.command("ls")
@@ -184,6 +200,9 @@ def ls(ctx: click.Context, as_json: bool) -> None:
     rows = [[i["builder"], i["harness"] or "-", _agent_cell(i["run"]), _pid_cell(i), _lane_state(i["lane"]),
              ", ".join(i["pending"]) or "-", i["worktree"] or "-"] for i in items]
     _out(_table(rows, ["builder", "harness", "agent", "pid", "lane", "waiting on you", "worktree"], numparse=False))
+    for i in items:
+        if note := run_note(i["builder"], i["run"]):
+            _out(note)
 
 
 def _ls_item(builder: str, m: dict[str, Any] | None, r: dict[str, Any] | None, lane: dict[str, Any] | None) -> dict[str, Any]:
@@ -207,4 +226,6 @@ def _agent_cell(r: dict[str, Any] | None) -> str:
 def _pid_cell(i: dict[str, Any]) -> str:
     if i["pid"] is None:
         return "-"
-    return f"{i['pid']}" if i["alive"] else f"{i['pid']} (ended)"
+    if i["alive"]:
+        return f"{i['pid']}"
+    return f"{i['pid']} ({ended_text(i['run'])})" if i["run"] else f"{i['pid']} (ended)"

@@ -11,6 +11,7 @@ session to continue), :class:`hookd.errors.DaemonNotRunning` (exit 3).
 from __future__ import annotations
 
 import os
+import shlex
 import urllib.parse
 import uuid
 import warnings
@@ -53,12 +54,15 @@ def refuse_live(v: Mapping[str, Any]) -> None:
 
 
 def arm(home: Home, client: Client, builder: str, harness: str, worktree: str,
-        git_worktree: dict[str, Any] | None, trust: bool = False) -> str | None:
+        git_worktree: dict[str, Any] | None, trust: bool = False) -> tuple[str | None, str | None]:
     """Spawn ``builder``'s hooks into ``worktree`` (:func:`hookd.spawn.spawn`, as `hookd spawn`
     does), with the options of its last spawn when it was spawned for the same harness, and
     tell the daemon (``POST /v1/builders/B/spawned``). ``trust``: `hookd spawn --trust` (Codex).
-    Returns a warning when the harness will skip the hooks until they are trusted, else None."""
+    Returns two sentences or None each: the harness will not run the hooks until they are
+    trusted (:func:`hookd.spawn.check.untrusted_advice`), and its prompt is hidden at the desk
+    while hookd holds it (:func:`hookd.spawn.check.held_prompt_line`)."""
     from hookd.spawn import read_manifest, spawn
+    from hookd.spawn.check import held_prompt_line, untrusted_advice
 
     old = read_manifest(home, builder)
     kw: dict[str, Any] = {}
@@ -70,22 +74,20 @@ def arm(home: Home, client: Client, builder: str, harness: str, worktree: str,
               "default_answer": d.get("label")}
     m = spawn(home, builder, worktree=Path(worktree), harness=harness, git_worktree=git_worktree, trust=trust, **kw)
     client.post_json(f"/v1/builders/{_seg(builder)}/spawned", {}, timeout=5)
-    t = m.get("trust")
-    if t and not t.get("written"):
-        return (f"{t['label']} skips hookd's hooks without a word until they are trusted: run with --trust"
-                f" (or see hookd spawn {builder} --harness {harness})")
-    return None
+    return untrusted_advice(home, m), held_prompt_line(home, m)
 
 
 def _record(home: Home, client: Client, builder: str, harness: str, *, headless: bool, worktree: str,
-            argv: list[str], session_id: str | None, resumes: str | None, environ: Mapping[str, str]) -> dict[str, Any]:
+            argv: list[str], session_id: str | None, resumes: str | None, environ: Mapping[str, str],
+            agent_args: Sequence[str]) -> dict[str, Any]:
     """Start ``argv`` for ``builder`` (tmux, or headless) in ``worktree`` and record it with the
     daemon; a refusal there (another live session) ends what was started. Returns the run."""
     from hookd import runner
 
     started = (runner.start_headless if headless else runner.start_interactive)(home, builder, argv, worktree, environ)
     body = {"harness": harness, "mode": "headless" if headless else "interactive", "argv": argv,
-            "worktree": worktree, "session_id": session_id, "resumes": resumes, **started}
+            "worktree": worktree, "session_id": session_id, "resumes": resumes, "agent_args": list(agent_args),
+            **started}
     try:
         return client.post_json(f"/v1/builders/{_seg(builder)}/started", body, timeout=10)["run"]
     except BaseException:  # refused (a live session), or the daemon gone: no agent runs unrecorded
@@ -131,21 +133,50 @@ def start(home: Home, client: Client, builder: str, *, worktree: str | os.PathLi
             where = os.path.realpath(worktree)
         else:
             where = (old or {}).get("worktree") or os.path.realpath(cwd)
-        untrusted = arm(home, client, builder, harness, where, git_rec, trust)
-        if untrusted:
+        untrusted, held = arm(home, client, builder, harness, where, git_rec, trust)
+        if untrusted and headless:  # (interactive: the dialog it waits on is named below)
             (warn or warnings.warn)(untrusted)
+        if held:
+            (warn or warnings.warn)(held)
         sid = str(uuid.uuid4()) if launch.names_session else None
         args = launch.headless(agent_args, prompt or "", sid) if headless else launch.interactive(agent_args, prompt, sid)
         run = _record(home, client, builder, harness, headless=headless, worktree=where, argv=[program, *args],
-                      session_id=sid, resumes=None, environ=env)
+                      session_id=sid, resumes=None, environ=env, agent_args=agent_args)
+    if not headless and (dialog := dialog_hint(home, builder, harness, where, env)):
+        (warn or warnings.warn)(dialog)
     return run, git_rec
 
 
+def dialog_hint(home: Home, builder: str, harness: str, worktree: str, environ: Mapping[str, str]) -> str | None:
+    """What an interactive agent of ``builder`` just started in ``worktree`` waits on at its
+    terminal before any hook (None: nothing known): Claude Code's folder trust dialog where it
+    was never accepted (`hookd doctor`'s ``folder_trust`` check), Codex's "Trust this folder" or
+    "Hooks need review" where its config does not trust the project or hookd's hooks."""
+    from hookd.doctor import folder_trust_check
+    from hookd.spawn import INSTALLS, read_manifest
+    from hookd.spawn.trust import check as check_trust
+
+    attach = f"answer it at its terminal (hookd attach {builder}); it sends no hook until then"
+    if harness == "claude-code":
+        if folder_trust_check(builder, worktree, environ)["state"] == "warn":
+            return f"Claude Code has not been trusted in {worktree}: {builder} waits on its trust dialog; {attach}"
+        return None
+    t = check_trust(read_manifest(home, builder) or {}, INSTALLS.get(harness))
+    if t is None or t["state"] == "trusted":
+        return None
+    what = '"Trust this folder"' if t["state"] == "project_not_trusted" else '"Hooks need review"'
+    return f"{builder} waits on {harness}'s {what} dialog ({t['detail']}); {attach}, or stop it and run with --trust"
+
+
 def resume(home: Home, client: Client, builder: str, *, prompt: str | None = None, headless: bool | None = None,
-           agent_args: Sequence[str] = (), environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """`hookd continue`: a new session of an ended ``builder`` resuming its last session, in
-    that session's directory, run as its last run was unless ``headless`` says; its hooks
-    armed again first. Returns the run. NotFound when it has no session."""
+           agent_args: Sequence[str] = (), environ: Mapping[str, str] | None = None,
+           warn: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """`hookd continue`: a new session of an ended ``builder`` resuming its last session (the
+    newest one its hooks told hookd of: never a session id hookd only gave an agent that ended
+    before its first hook), in that session's directory, run as its last run was unless
+    ``headless`` says; its hooks armed again first. ``agent_args``: the agent's own arguments;
+    none: the last run's when it ran in the same mode (else they are dropped, and ``warn``
+    is told). Returns the run. NotFound when it has no session."""
     from hookd import runner
     from hookd.spawn import read_manifest
 
@@ -153,13 +184,20 @@ def resume(home: Home, client: Client, builder: str, *, prompt: str | None = Non
     v = view(client, builder)
     refuse_live(v)
     last, prev = v.get("last_session"), v.get("run")
-    sid = (last or {}).get("session_id") or (prev or {}).get("session_id") or (prev or {}).get("resumes")
+    sid = (last or {}).get("session_id")
     if not sid:
-        raise NotFound(f"{builder} has no session to continue: start it with hookd run {builder}")
+        raise NotFound(f"{builder} has no session to continue: {_no_session(builder, prev)}")
     harness = (last or {}).get("harness") or (prev or {}).get("harness") or "claude-code"
     launch = launcher(harness)
     if headless is None:
         headless = bool(prev and prev["mode"] == "headless")
+    if not agent_args and prev and prev.get("agent_args") and prev["harness"] == harness:
+        if (prev["mode"] == "headless") == headless:
+            agent_args = prev["agent_args"]
+        else:
+            (warn or warnings.warn)(
+                f"the last run's agent arguments ({shlex.join(prev['agent_args'])}) were for its {prev['mode']} mode:"
+                f" not given to this {'headless' if headless else 'interactive'} one (give them after --)")
     if headless and not prompt:
         raise ConfigError("--headless needs a prompt: --prompt TEXT, or --prompt - to read it from standard input")
     m = read_manifest(home, builder)
@@ -173,4 +211,61 @@ def resume(home: Home, client: Client, builder: str, *, prompt: str | None = Non
         arm(home, client, builder, harness, where, None)
         return _record(home, client, builder, harness, headless=headless, worktree=where,
                        argv=[program, *launch.resume(sid, agent_args, prompt, headless)], session_id=None,
-                       resumes=sid, environ=env)
+                       resumes=sid, environ=env, agent_args=agent_args)
+
+
+def _no_session(builder: str, prev: Mapping[str, Any] | None) -> str:
+    """Why ``builder`` has no session to continue, and what to do (``prev``: its last run)."""
+    if prev is None or prev.get("hooks") != 0:
+        return f"start it with hookd run {builder}"
+    return (f"its last run {ended_text(prev)} before its first hook ({where_it_said(builder, prev)}); "
+            f"fix what stopped it, then start it again with hookd run {builder}")
+
+
+def ended_text(r: Mapping[str, Any]) -> str:
+    """How a run (``GET /v1/runs``' shape) ended: ``exited 1``, else ``ended``."""
+    status = r.get("exit_status")
+    return f"exited {status}" if status is not None else "ended"
+
+
+def log_tail(path: str | None) -> str | None:
+    """The last line of a headless agent's log that is its own (not hookd's ``--- hookd:``
+    lines), clipped; None when there is none or the log cannot be read."""
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 8192))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    own = [line.strip() for line in lines if line.strip() and not line.startswith("--- hookd:")]
+    return _clip(own[-1]) if own else None
+
+
+def where_it_said(builder: str, r: Mapping[str, Any]) -> str:
+    """Where to see what an ended run's agent said: its log (and its last line), or its kept
+    tmux screen (`hookd attach`)."""
+    if r.get("mode") == "headless":
+        tail = log_tail(r.get("log_path"))
+        return f"see {r.get('log_path')}" + (f" ({tail})" if tail else "")
+    from hookd import runner
+
+    try:
+        tail = runner.pane_tail(r["tmux_socket"], r["tmux_session"]) if r.get("tmux_socket") else None
+    except Exception:  # (no tmux here, or it failed: the attach hint stands alone)
+        tail = None
+    return f"see hookd attach {builder}" + (f" ({_clip(tail)})" if tail else "")
+
+
+def run_note(builder: str, r: Mapping[str, Any] | None) -> str | None:
+    """A line for a builder whose newest run ended before its first hook (its error would be
+    lost otherwise), for `hookd ls` and `hookd lanes`; None for any other run."""
+    if r is None or r.get("stopped_at") is None or r.get("hooks") != 0 or r.get("stop_reason") == "stopped":
+        return None
+    return f"{builder}: its agent {ended_text(r)} before its first hook: {where_it_said(builder, r)}"
+
+
+def _clip(text: str, n: int = 160) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."

@@ -154,8 +154,12 @@ class Run(msgspec.Struct, frozen=True):
     resumes: the session it resumes (`hookd continue`), else None; argv: the command line;
     times in UNIX seconds; stop_reason: ``stopped`` (`hookd stop`) or ``exited`` (hookd saw
     the process gone), stop_signal: the last signal `hookd stop` sent (``SIGTERM``,
-    ``SIGKILL``; None: it exited on its own). alive: whether the process was alive when this
-    was read (filled in by the API, never stored).
+    ``SIGKILL``; None: it exited on its own). agent_args: the agent's own arguments (what
+    followed ``--``; None: recorded before hookd kept them), which `hookd continue` gives again;
+    exit_status: the agent's exit status once it ended (128 + N when signal N ended it; None:
+    not known, or still running); hooks: how many hooks its builder sent from its start to its
+    end (None: still running; 0: it ended before its first hook). alive: whether the process
+    was alive when this was read (filled in by the API, never stored).
     """
 
     id: int
@@ -175,6 +179,9 @@ class Run(msgspec.Struct, frozen=True):
     stopped_at: float | None = None
     stop_reason: str | None = None
     stop_signal: str | None = None
+    agent_args: list[str] | None = None
+    exit_status: int | None = None
+    hooks: int | None = None
     alive: bool | None = None
 
 

@@ -89,24 +89,49 @@ def start_interactive(home: Home, builder: str, argv: Sequence[str], cwd: str, e
     """Start ``argv`` in a detached tmux session named after ``builder`` on hookd's tmux server
     (started with it), in ``cwd``, with ``env`` (the server may have been started by another
     caller, so the pane is handed the caller's variables: through :func:`_env_file`, never on a
-    command line another local user could read). Returns ``{"pid", "pid_started_at",
-    "tmux_socket", "tmux_session"}``. Raises ConfigError when tmux refuses (a session of that
-    name already exists, no tmux)."""
+    command line another local user could read). The server keeps a pane whose agent ended
+    (``remain-on-exit``): its last screen stays for `hookd attach`, and the daemon reads its
+    exit status there (:func:`hookd.core.procs.exit_status`); such a session of an earlier
+    run of ``builder`` is killed first. Returns ``{"pid", "pid_started_at", "tmux_socket",
+    "tmux_session"}``. Raises ConfigError when tmux refuses (a live session of that name
+    already exists, no tmux)."""
     sock, name = tmux_socket(home), tmux_session(builder)
     tmux = _tmux_bin()
+    if sock.exists() and pane_dead(sock, name):
+        subprocess.run([tmux, "-S", os.fspath(sock), "kill-session", "-t", f"={name}"], capture_output=True,
+                       timeout=10, check=False)
     pane_env = {k: v for k, v in env.items() if k not in _TMUX_VARS}
     env_file = _env_file(sock.parent, pane_env)
     # several arguments: tmux runs them without a shell of its own; sh takes the variables in,
     # removes their file and becomes the agent (the pane's pid is the agent's)
     command = ["/bin/sh", "-c", 'set -a; . "$0"; rm -f -- "$0"; set +a; exec "$@"', os.fspath(env_file), *argv]
     r = subprocess.run(
-        [tmux, "-S", os.fspath(sock), "new-session", "-d", "-s", name, "-x", "160", "-y", "48", "-c", cwd, *command],
+        [tmux, "-S", os.fspath(sock), "start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
+         "new-session", "-d", "-s", name, "-x", "160", "-y", "48", "-c", cwd, *command],
         capture_output=True, text=True, env=pane_env, timeout=30, check=False)
     if r.returncode != 0:
         env_file.unlink(missing_ok=True)
         raise ConfigError(f"tmux could not start session {name}: {r.stderr.strip() or r.returncode}")
     pid = int(_tmux(sock, "display-message", "-p", "-t", f"={name}:", "#{pane_pid}").strip())
     return {"pid": pid, "pid_started_at": _started_at(pid), "tmux_socket": os.fspath(sock), "tmux_session": name}
+
+
+def pane_dead(sock: Path | str, name: str) -> bool:
+    """Is tmux session ``name`` on the server at ``sock`` there with its agent ended (a pane
+    kept by ``remain-on-exit``)? False when there is no such session."""
+    r = subprocess.run([_tmux_bin(), "-S", os.fspath(sock), "display-message", "-p", "-t", f"={name}:", "#{pane_dead}"],
+                       capture_output=True, text=True, timeout=10, check=False)
+    return r.returncode == 0 and r.stdout.strip() == "1"
+
+
+def pane_tail(sock: Path | str, name: str) -> str | None:
+    """The last line the agent of tmux session ``name`` (its pane kept: :func:`pane_dead`)
+    wrote, its scrollback included (tmux's "Pane is dead" line left out); None when there is
+    none or no such session."""
+    r = subprocess.run([_tmux_bin(), "-S", os.fspath(sock), "capture-pane", "-p", "-J", "-S", "-", "-t", f"={name}:"],
+                       capture_output=True, text=True, timeout=10, check=False)
+    lines = [line.strip() for line in r.stdout.splitlines() if line.strip() and not line.startswith("Pane is dead")]
+    return lines[-1] if r.returncode == 0 and lines else None
 
 
 def _env_file(folder: Path, env: Mapping[str, str]) -> Path:
@@ -134,24 +159,59 @@ def log_path(home: Home, builder: str) -> Path:
     return home.root / "logs" / f"{builder}.log"
 
 
+#: The headless agent's wrapper (``sh -c``; $1: the log, $2: the folder of exit statuses, then
+#: the agent's argv): it starts the agent, makes ``$2/<pid>`` empty (the status is coming),
+#: prints the pid, waits for the agent, then writes its exit status to the log, then into
+#: ``$2/<pid>`` (for the daemon: :func:`hookd.core.procs.exit_status`; the log is complete by the
+#: time the daemon records the exit).
+_HEADLESS = """log=$1; exits=$2; shift 2
+"$@" >>"$log" 2>&1 </dev/null &
+pid=$!
+: >"$exits/$pid"
+echo "$pid"
+exec >/dev/null
+wait "$pid"; rc=$?
+printf -- '--- hookd: exited %s\\n' "$rc" >>"$log"
+printf '%s\\n' "$rc" >"$exits/$pid.tmp" && mv -f "$exits/$pid.tmp" "$exits/$pid"
+"""
+
+
+def exits_dir(home: Home) -> Path:
+    """Where a headless agent's wrapper leaves its exit status for the daemon (``run/exits``)."""
+    return home.run_dir / "exits"
+
+
 def start_headless(home: Home, builder: str, argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> dict[str, Any]:
-    """Start ``argv`` in its own session (stdin ``/dev/null``, stdout and stderr appended to
-    :func:`log_path`, 0600) and return at once: ``{"pid", "pid_started_at", "log_path"}``."""
+    """Start ``argv`` (stdin ``/dev/null``, stdout and stderr appended to :func:`log_path`,
+    0600) under a small ``sh`` wrapper in a session of its own (the wrapper leads its process
+    group, so `hookd stop`'s SIGKILL ends the agent's tools too), and return at once: ``{"pid"
+    (the agent's), "pid_started_at", "log_path"}``. When the agent ends, the wrapper appends
+    ``--- hookd: exited N`` to the log and leaves N in :func:`exits_dir` for the daemon."""
     log = log_path(home, builder)
     log.parent.mkdir(mode=0o700, exist_ok=True)
+    exits = exits_dir(home)
+    exits.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         os.write(fd, f"--- hookd: {shlex.join(argv)} (in {cwd}) at {time.strftime('%Y-%m-%d %H:%M:%S %z')}\n".encode())
-        proc = subprocess.Popen(list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=fd,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(["/bin/sh", "-c", _HEADLESS, "hookd-run", os.fspath(log), os.fspath(exits), *argv],
+                                cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=fd,
+                                start_new_session=True)
     except OSError as e:
         raise ConfigError(f"could not start {argv[0]}: {e.strerror or e}") from None
     finally:
         os.close(fd)
-    # reaped when it ends: a caller that lives on (hookd.api's orchestrator) keeps no zombie, which
-    # would look alive to hookd stop's wait (the CLI exits at once: init reaps it then)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    proc.stdout.close()
+    if not line.strip().isdigit():
+        proc.wait()
+        raise ConfigError(f"could not start {argv[0]}: see {log}")
+    pid = int(line)
+    # the wrapper reaped when it ends: a caller that lives on (hookd.api's orchestrator) keeps no
+    # zombie (the CLI exits at once: init reaps it then)
     threading.Thread(target=proc.wait, daemon=True, name=f"reap-{proc.pid}").start()
-    return {"pid": proc.pid, "pid_started_at": _started_at(proc.pid), "log_path": os.fspath(log)}
+    return {"pid": pid, "pid_started_at": _started_at(pid), "log_path": os.fspath(log)}
 
 
 def _started_at(pid: int) -> float | None:

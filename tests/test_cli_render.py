@@ -209,6 +209,9 @@ EVENTS: list[tuple[str, dict[str, Any], str]] = [
      "run 1 pid 42 stopped on SIGTERM by ana"),
     ("builder_stopped", {"run": 2, "pid": 43, "reason": "exited", "signal": None, "actor": None, "sessions": ["s-1"]},
      "run 2 pid 43 exited"),
+    ("builder_stopped", {"run": 3, "pid": 44, "reason": "exited", "signal": None, "actor": None, "sessions": [],
+                         "exit_status": 1, "hooks": 0},
+     "run 3 pid 44 exited 1 before its first hook"),
     ("hooks_changed", {"signal": "settings", "reason": "hookd's entries for Stop are gone in /w/.claude/settings.local.json",
                        "fix": "hookd --home /h spawn b1 --worktree /w", "missing": ["Stop"], "changed": []},
      "hooks stopped working (settings): hookd's entries for Stop are gone in /w/.claude/settings.local.json; "

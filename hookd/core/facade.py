@@ -109,7 +109,7 @@ class Hookd:
         self.spool = Spool(home, self.ingest)
         self.claw = Claw(store, self.bus, self.ingest, self.inbox, self.asks)
         self.policy = Policy(home, store, self.bus, waiters, self.answers)
-        self.runs = Runs(store, self.bus, self.policy.orphan)
+        self.runs = Runs(store, self.bus, self.policy.orphan, home.run_dir / "exits")
 
         # the API: each name is its component's method
         self.ingest_hook = self.ingest.ingest_hook

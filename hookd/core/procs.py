@@ -5,8 +5,12 @@ reads the system: never inside a transaction; off the event loop where it may be
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import subprocess
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -80,9 +84,9 @@ def process_alive(pid: int, started_at: float | None) -> bool:
 def stop_process(pid: int, started_at: float | None, timeout: float) -> str | None:
     """End process ``pid`` (started at ``started_at``, UNIX seconds: a reused pid is left
     alone): SIGTERM, then, if it is still alive after ``timeout`` seconds, SIGKILL to its process
-    group when it leads one (as every agent hookd starts does: its tools go with it), else to it
-    alone. Blocks up to ``timeout`` seconds: run it off the event loop. Returns the last signal
-    sent (``SIGTERM``, ``SIGKILL``; None: it was already gone)."""
+    group when that is not the caller's (every agent hookd starts has one of its own: a tmux
+    pane's, or its headless wrapper's; its tools go with it), else to it alone. Blocks up to ``timeout``
+    seconds: run it off the event loop. Returns the last signal sent (``SIGTERM``, ``SIGKILL``; None: it was already gone)."""
     if not process_alive(pid, started_at):
         return None
     try:
@@ -94,10 +98,74 @@ def stop_process(pid: int, started_at: float | None, timeout: float) -> str | No
     except psutil.TimeoutExpired:
         pass
     try:
-        if os.getpgid(pid) == pid:
-            os.killpg(pid, signal.SIGKILL)
+        group = os.getpgid(pid)
+        if group != os.getpgid(0):
+            os.killpg(group, signal.SIGKILL)
         else:
             os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
     return "SIGKILL"
+
+
+def exit_status(run: Any, exits: Path | None, wait_s: float = 2.0) -> int | None:
+    """The exit status of ``run``'s agent (a :class:`hookd.models.Run` whose process is gone):
+    for an interactive run, its tmux pane's (hookd's tmux server keeps a pane whose process
+    ended: ``remain-on-exit``, :func:`hookd.runner.start_interactive`), for a headless run the
+    file ``exits/<pid>`` its wrapper wrote (read, then removed; empty until the wrapper wrote
+    it). 128 + N when signal N ended it; None when not known (no such pane or file). The pane
+    or status may lag the process's end by a moment: looked for up to ``wait_s`` seconds.
+    Blocks: run it off the event loop."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        if run.tmux_session and run.tmux_socket:
+            status, final = _pane_status(run.tmux_socket, run.tmux_session)
+        else:
+            status, final = _file_status(exits / str(run.pid)) if exits is not None else (None, True)
+        if status is not None or final or time.monotonic() >= deadline:
+            return status
+        time.sleep(0.05)
+
+
+def _pane_status(socket: str, session: str) -> tuple[int | None, bool]:
+    """(the pane's exit status once tmux has it, whether looking again is useless: no such
+    session or tmux)."""
+    tmux = shutil.which("tmux")
+    if tmux is None or not os.path.exists(socket):
+        return None, True
+    r = subprocess.run([tmux, "-S", socket, "display-message", "-p", "-t", f"={session}:",
+                        "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}"],
+                       capture_output=True, text=True, timeout=10, check=False)
+    if r.returncode != 0:
+        return None, True
+    # (tmux has the status once it reaped the process, and calls the pane dead once its
+    # terminal is closed: either may come first, so a dead pane without a status is looked at
+    # again; for an agent that exits within milliseconds of its start tmux 3.3 may never have it)
+    _, status, sig = (r.stdout.strip().split(":") + ["", "", ""])[:3]
+    if sig.isdigit():
+        return 128 + int(sig), True
+    if status.isdigit():
+        return int(status), True
+    return None, False
+
+
+def _file_status(path: Path) -> tuple[int | None, bool]:
+    """(the status the wrapper wrote, whether looking again is useless: no such file)."""
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None, True
+    if not text:
+        return None, False
+    path.unlink(missing_ok=True)
+    return (int(text) if text.isdigit() else None), True
+
+
+def close_pane(socket: str | None, session: str | None) -> None:
+    """Kill tmux session ``session`` on the server at ``socket`` (a stopped run's pane, kept
+    by ``remain-on-exit``); nothing when there is no such session or no tmux."""
+    tmux = shutil.which("tmux")
+    if tmux is None or not socket or not session or not os.path.exists(socket):
+        return
+    subprocess.run([tmux, "-S", socket, "kill-session", "-t", f"={session}"], capture_output=True, timeout=10,
+                   check=False)

@@ -6,21 +6,24 @@ process seen gone by :mod:`hookd.watchers.runs`), ending the builder's open sess
 ``ended``.
 
 Events: ``builder_started`` ``{run, harness, mode, pid, tmux_session, log_path, worktree,
-session_id, resumes}``; ``builder_stopped`` ``{run, pid, reason, signal, actor, sessions}``
-(reason ``stopped`` or ``exited``; sessions: those it ended)."""
+session_id, resumes}``; ``builder_stopped`` ``{run, pid, reason, signal, actor, sessions,
+exit_status, hooks}`` (reason ``stopped`` or ``exited``; sessions: those it ended; exit_status:
+the agent's, None when not known (:func:`hookd.core.procs.exit_status`); hooks: how many its
+builder sent during the run, 0 when it ended before its first hook)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from hookd.core import subagents
 from hookd.core.bus import EventBus
-from hookd.core.procs import process_alive, stop_process
+from hookd.core.procs import close_pane, exit_status, process_alive, stop_process
 from hookd.models import Conflict, NotFound, Run
 from hookd.store import Store, Tx
 
@@ -29,12 +32,15 @@ class Runs:
     """Started agents over ``store`` (``bus``: wakes the lanes and followers after each change).
     ``orphan(builder, session_id, why)``: closes what a session whose agent is gone left pending
     (:meth:`hookd.core.policy.Policy.orphan`), called for the builder's sessions once its run
-    stopped or exited."""
+    stopped or exited. ``exits``: the folder where a headless agent's wrapper leaves its exit
+    status (:func:`hookd.runner.start_headless`); None: not looked for."""
 
-    def __init__(self, store: Store, bus: EventBus, orphan: Callable[[str, str, str], Awaitable[Any]]):
+    def __init__(self, store: Store, bus: EventBus, orphan: Callable[[str, str, str], Awaitable[Any]],
+                 exits: Path | None = None):
         self.store = store
         self.bus = bus
         self.orphan = orphan
+        self.exits = exits
         #: the runs `hookd stop` is stopping now (their ids)
         self.stopping: set[int] = set()
 
@@ -108,8 +114,9 @@ class Runs:
         """`hookd stop`: end ``builder``'s running agent (SIGTERM, then SIGKILL after
         ``timeout_s`` seconds: :func:`hookd.core.procs.stop_process`, off the loop), then record
         it ``stopped`` with the signal and ``actor``, the builder's open sessions ended (lane
-        ``ended``), event ``builder_stopped``. The run watch leaves it alone meanwhile (it would
-        record ``exited``). Raises NotFound when hookd never started it or it is not running."""
+        ``ended``), event ``builder_stopped``, then its tmux session closed (an agent that
+        exits on its own keeps its last screen there instead, for `hookd attach`). The run watch
+        leaves it alone meanwhile (it would record ``exited``). Raises NotFound when hookd never started it or it is not running."""
         runs = await self.store.runs(builder)
         run = runs[0] if runs else None
         if run is None:
@@ -120,6 +127,7 @@ class Runs:
         try:
             sig = await asyncio.to_thread(stop_process, run.pid, run.pid_started_at, timeout_s)
             ended = await self._end(builder, run.id, "stopped", sig, actor)
+            await asyncio.to_thread(close_pane, run.tmux_socket, run.tmux_session)
         finally:
             self.stopping.discard(run.id)
         assert ended is not None
@@ -134,13 +142,18 @@ class Runs:
         return await self._end(run.builder, run.id, "exited", None, None)
 
     async def _end(self, builder: str, run_id: int, reason: str, signal: str | None, actor: str | None) -> Run | None:
+        known = await self.store.run(run_id)
+        status = None if known is None else await asyncio.to_thread(exit_status, known, self.exits)
+
         def tx_fn(tx: Tx) -> Run | None:
             run = tx.run_by_id(run_id)
             if run is None or run.builder != builder:
                 return None
             at = time.time()
-            if not tx.stop_run(run_id, at, reason, signal):
+            if not tx.stop_run(run_id, at, reason, signal, status):
                 return tx.run_by_id(run_id)  # (already recorded)
+            run = tx.run_by_id(run_id)
+            assert run is not None
             ended = []
             for sid in tx.open_sessions(builder):
                 if tx.end_session(sid, at, reason):
@@ -148,8 +161,9 @@ class Runs:
                     subagents.session_ended(tx, builder, sid, "hookd", at)
                     ended.append(sid)
             tx.append_event("builder_stopped", builder, run.session_id or run.resumes, at, {
-                "run": run_id, "pid": run.pid, "reason": reason, "signal": signal, "actor": actor, "sessions": ended})
-            return tx.run_by_id(run_id)
+                "run": run_id, "pid": run.pid, "reason": reason, "signal": signal, "actor": actor, "sessions": ended,
+                "exit_status": run.exit_status, "hooks": run.hooks})
+            return run
 
         run, events = await self.store.write(tx_fn)
         if events:
@@ -164,9 +178,15 @@ class Runs:
 
 
 def _live_text(builder: str, live: dict[str, Any]) -> str:
-    """The refusal of a second live session of ``builder``: what is live, and what to do."""
-    run = live.get("run")
-    where = (f" in tmux session {run.tmux_session}" if run is not None and run.tmux_session
-             else " (headless)" if run is not None else " (started outside hookd)")
-    return (f"{builder} already has a live session: pid {live['pid']}{where}; "
-            f"attach to it (hookd attach {builder}) or stop it first (hookd stop {builder})")
+    """The refusal of a second live session of ``builder``: what is live, and what to do (only
+    what works for it: `hookd attach` only reaches an interactive run, `hookd stop` only a run
+    hookd started)."""
+    run, pid = live.get("run"), live["pid"]
+    head = f"{builder} already has a live session: pid {pid}"
+    if run is None:
+        return (f"{head} (started outside hookd, so hookd attach and hookd stop do not reach it); "
+                f"end it yourself (exit the agent at its terminal, or kill {pid}), then run this again")
+    if run.tmux_session:
+        return (f"{head} in tmux session {run.tmux_session}; "
+                f"attach to it (hookd attach {builder}) or stop it first (hookd stop {builder})")
+    return f"{head} (headless, its output: {run.log_path}); stop it first (hookd stop {builder})"

@@ -43,6 +43,7 @@ class StartedRequest(msgspec.Struct, forbid_unknown_fields=True):
     worktree: str | None = None
     session_id: str | None = None
     resumes: str | None = None
+    agent_args: list[str] | None = None
 
 
 class StopRequest(msgspec.Struct, forbid_unknown_fields=True):

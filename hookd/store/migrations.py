@@ -407,6 +407,17 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             " PRIMARY KEY (channel, update_id))",
         ],
     ),
+    (
+        # how a run ended and what it was given (findings 2 and 3 of a new user): the agent's
+        # arguments after `--` (JSON list; NULL for runs recorded before), its exit status
+        # (NULL: not known) and how many hooks it sent before it ended (NULL: still running)
+        "0022_run_exit",
+        [
+            "ALTER TABLE runs ADD COLUMN agent_args TEXT",
+            "ALTER TABLE runs ADD COLUMN exit_status INTEGER",
+            "ALTER TABLE runs ADD COLUMN hooks INTEGER",
+        ],
+    ),
 ]
 
 

@@ -350,6 +350,11 @@ class Reads:
             f"SELECT {RUN_COLS} FROM runs WHERE id IN (SELECT MAX(id) FROM runs {where} GROUP BY builder)"
             " ORDER BY builder", args)]
 
+    async def run(self, run_id: int) -> Run | None:
+        """Run ``run_id`` (:class:`hookd.models.Run`), or None."""
+        rows = await self._all(f"SELECT {RUN_COLS} FROM runs WHERE id=?", (run_id,))
+        return run_of(rows[0]) if rows else None
+
     async def live_runs(self) -> list[Run]:
         """Every run not yet stopped, oldest first."""
         return [run_of(r) for r in await self._all(f"SELECT {RUN_COLS} FROM runs WHERE stopped_at IS NULL ORDER BY id")]

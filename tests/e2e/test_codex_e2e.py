@@ -319,7 +319,8 @@ def test_hookd_run_starts_codex_headless_and_continue_resumes_it(rig: Rig) -> No
     """`hookd run B --harness codex --headless --trust --prompt P -- --skip-git-repo-check`:
     ``codex exec`` started by hookd in the caller's environment, its hooks (trusted by the run)
     reaching hookd, the session learnt from them, the lane ended at its exit; then `hookd
-    continue B --prompt Q` resumes that session headless (``codex exec resume``)."""
+    continue B --prompt Q` resumes that session headless (``codex exec ARGS resume``), given the
+    run's own arguments again (``--skip-git-repo-check``: without it Codex refuses this folder)."""
     def hookd(*args: str) -> subprocess.CompletedProcess[str]:
         return hookd_in(rig, *args)
 
@@ -343,8 +344,8 @@ def test_hookd_run_starts_codex_headless_and_continue_resumes_it(rig: Rig) -> No
     sid = rig.events("session_started")[0]["session_id"]
     assert (item["run"]["mode"], item["run"]["harness"], item["lane"]) == ("headless", "codex", "ended"), item
 
-    p = hookd("continue", B, "--prompt", "go on", "--", "--skip-git-repo-check")
-    assert p.returncode == 0, p.stderr
+    p = hookd("continue", B, "--prompt", "go on")
+    assert (p.returncode, p.stderr) == (0, "")
     assert p.stdout.startswith(f"continued {B} (codex) headless, pid "), p.stdout
     wait_until(lambda: ended(2), 60, 0.1, "the resumed run's exit")
     last = rig.api.main_requests()[-1]
@@ -352,3 +353,6 @@ def test_hookd_run_starts_codex_headless_and_continue_resumes_it(rig: Rig) -> No
     starts = [e for e in rig.events("hook_received") if e["data"]["hook_event_name"] == "SessionStart"]
     assert [e["session_id"] for e in starts] == [sid, sid]
     assert "FIN-CONT" in log.read_text()
+    (item,) = json.loads(hookd("ls", "--json").stdout)
+    assert item["run"]["argv"][1:] == ["exec", "--skip-git-repo-check", "resume", sid, "--", "go on"]
+    assert (item["run"]["exit_status"], ended(2)[1]["data"]["exit_status"]) == (0, 0)
