@@ -60,7 +60,8 @@ def arm(home: Home, client: Client, builder: str, harness: str, worktree: str,
     tell the daemon (``POST /v1/builders/B/spawned``). ``trust``: `hookd spawn --trust` (Codex).
     Returns two sentences or None each: the harness will not run the hooks until they are
     trusted (:func:`hookd.spawn.check.untrusted_advice`), and its prompt is hidden at the desk
-    while hookd holds it (:func:`hookd.spawn.check.held_prompt_line`)."""
+    while hookd holds it (:func:`hookd.spawn.check.held_prompt_line`; the builder's first arming
+    for this harness only)."""
     from hookd.spawn import read_manifest, spawn
     from hookd.spawn.check import held_prompt_line, untrusted_advice
 
@@ -74,7 +75,8 @@ def arm(home: Home, client: Client, builder: str, harness: str, worktree: str,
               "default_answer": d.get("label")}
     m = spawn(home, builder, worktree=Path(worktree), harness=harness, git_worktree=git_worktree, trust=trust, **kw)
     client.post_json(f"/v1/builders/{_seg(builder)}/spawned", {}, timeout=5)
-    return untrusted_advice(home, m), held_prompt_line(home, m)
+    first = old is None or old.get("harness") != harness  # (the held-prompt note once, as spawn's)
+    return untrusted_advice(home, m), held_prompt_line(home, m) if first else None
 
 
 def _record(home: Home, client: Client, builder: str, harness: str, *, headless: bool, worktree: str,

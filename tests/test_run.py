@@ -294,6 +294,8 @@ def test_run_says_when_the_agent_waits_on_a_trust_dialog(home: Path, daemon: Any
 
         r = hookd_cli(home, "run", "c1", "--worktree", os.fspath(w), "--harness", "codex")
         assert r.returncode == 0, r.stderr
+        # the first arming for codex says once that its prompt hides while hookd holds it
+        assert [x for x in r.stderr.splitlines() if 'Codex shows only "Running hook"' in x]
         last = r.stderr.splitlines()[-1]
         assert last.startswith("hookd: warning: c1 waits on codex's \"Trust this folder\" dialog (") and last.endswith(
             "); answer it at its terminal (hookd attach c1); it sends no hook until then, or stop it and run with --trust")
