@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from .drivers import hermetic_env, run_print
+from .drivers import hermetic_env, run_print, wait_until
 from .fake_api import FakeAnthropicAPI
 from .test_claude_code_hookd import _Hookd
 from .test_claude_code_scenarios import BYPASS, option, rig, text_turn, tool_turn  # noqa: F401  (rig: fixture)
@@ -53,7 +53,9 @@ def test_hooks_and_transcript_rows_with_lone_surrogates_are_parsed(claude_bin, e
         seen = {(e["data"]["hook_event_name"], e["data"].get("tool_name")) for e in events if e["kind"] == "hook_received"}
         assert {("PreToolUse", "Bash"), ("PostToolUse", "Bash"), ("Stop", None)} <= seen
         # claude -p refuses AskUserQuestion before any hook: the question comes from the transcript
-        q = next(x for x in hookd.questions() if x["id"] == ASK_ID)
+        # (read when the session's hooks went quiet: up to 2 s after the row, hookd/watchers/quiet.py)
+        q = wait_until(lambda: next((x for x in hookd.questions() if x["id"] == ASK_ID), None), 30,
+                       message="the question read from the transcript")
         assert q["questions"][0]["question"] == "Pick one \ufffd"
         assert q["questions"][0]["options"][1]["label"] == "Blue \ufffd"
         # Claude Code did send lone surrogates, and hookd kept those bytes as they came
