@@ -168,8 +168,8 @@ def test_hookd_lanes_and_events_print_the_subagents(agent: Agent, monkeypatch: p
 
     class Fixed:  # the daemon's answer, read at a fixed time
         def get(self, path: str, **params: Any) -> Any:
-            assert path == "/v1/lanes"
-            return [dict(lane, since=now - 12, session_id="s-1")]
+            assert path in ("/v1/lanes", "/v1/runs")
+            return [dict(lane, since=now - 12, session_id="s-1")] if path == "/v1/lanes" else []
 
     monkeypatch.setattr(cli_read, "_client", lambda ctx: Fixed())
     monkeypatch.setattr(cli_read.time, "time", lambda: now)
