@@ -678,7 +678,6 @@ def main(argv: list[str] | None = None) -> int:
     """``python tests/e2e/fake_api.py SCRIPT.json``: serve SCRIPT on 127.0.0.1 (a free port), print its URL (for ``ANTHROPIC_BASE_URL``) on stdout, log each request's kind
     on stderr, until Ctrl-C or SIGTERM."""
     import argparse
-    import signal
 
     ap = argparse.ArgumentParser(
         prog="python tests/e2e/fake_api.py",
@@ -689,7 +688,15 @@ def main(argv: list[str] | None = None) -> int:
                "module's docstring says what it may hold.")
     ap.add_argument("script", type=Path, help="the model's turns, one per main request")
     args = ap.parse_args(argv)
-    api = FakeAnthropicAPI(str(args.script)).start()
+    return serve_by_hand(FakeAnthropicAPI(str(args.script)).start(), "fake_api")
+
+
+def serve_by_hand(api: Any, name: str) -> int:
+    """Print started ``api``'s URL on stdout, then each request's kind on stderr (``NAME:
+    main request``) until Ctrl-C or SIGTERM; stop it; 0. ``api``: a started fake with ``url``
+    and ``requests`` (this module's or ``fake_responses``'s)."""
+    import signal
+
     print(api.url, flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -697,7 +704,7 @@ def main(argv: list[str] | None = None) -> int:
         seen = 0
         while not stop.wait(0.2):
             for r in api.requests[seen:]:
-                print(f"fake_api: {r.kind} request", file=sys.stderr, flush=True)
+                print(f"{name}: {r.kind} request", file=sys.stderr, flush=True)
             seen = len(api.requests)
     except KeyboardInterrupt:
         pass

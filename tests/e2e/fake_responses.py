@@ -35,12 +35,12 @@ from pathlib import Path
 from typing import Any
 
 if __package__:
-    from .fake_api import LoopbackServer
+    from .fake_api import LoopbackServer, serve_by_hand
 else:  # (run as a file: python tests/e2e/fake_responses.py)
     import sys as _sys
 
     _sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from tests.e2e.fake_api import LoopbackServer
+    from tests.e2e.fake_api import LoopbackServer, serve_by_hand
 
 __all__ = ["FakeResponsesAPI", "LoggedRequest", "call", "codex_config", "load_script", "say"]
 
@@ -442,8 +442,6 @@ def main(argv: list[str] | None = None) -> int:
     127.0.0.1 (a free port), print its URL on stdout (and, with ``--codex-home``, write DIR's
     ``config.toml`` pointing Codex at it), log each request on stderr, until Ctrl-C or SIGTERM."""
     import argparse
-    import signal
-    import sys
 
     ap = argparse.ArgumentParser(
         prog="python tests/e2e/fake_responses.py",
@@ -458,20 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.codex_home is not None:
         args.codex_home.mkdir(parents=True, exist_ok=True)
         (args.codex_home / "config.toml").write_text(codex_config(api))
-    print(api.url, flush=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        seen = 0
-        while not stop.wait(0.2):
-            for r in api.requests[seen:]:
-                print(f"fake_responses: {r.kind} request", file=sys.stderr, flush=True)
-            seen = len(api.requests)
-    except KeyboardInterrupt:
-        pass
-    api.stop()
-    return 0
-
+    return serve_by_hand(api, "fake_responses")
 
 if __name__ == "__main__":
     raise SystemExit(main())
