@@ -16,13 +16,13 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-
 from hookd.config import Home
 
 from .drivers import hermetic_env, seed_claude_json, wait_until
@@ -136,17 +136,22 @@ def test_run_answer_stop_and_continue_a_tui_builder(claude_bin: Path, tmux_bin: 
 
         # a message queued for the idle agent, then stop: graceful, lane ended
         h.cli("send", "b1", ACROSS)
-        # (a generous --timeout: the outcome asserted is a graceful stop, however busy the machine)
-        stopped = hookd(h, env, "stop", "b1", "--timeout", "50").stdout
-        assert stopped == f"stopped b1: pid {run['pid']} ended on SIGTERM; lane ended (hookd continue b1 resumes it)\n"
+        # Claude Code 2.1.332 exits on SIGTERM, its SessionEnd hook run first, but not always: a
+        # loaded run saw it ignore SIGTERM for 50 s (docs/harness-claude-code.md); hookd stop then
+        # kills it. Either is a stop: the lane ends, the message stays queued.
+        stopped = hookd(h, env, "stop", "b1", "--timeout", "20").stdout
+        how = re.fullmatch(rf"stopped b1: pid {run['pid']} ended on (SIGTERM|SIGKILL); lane ended "
+                           r"\(hookd continue b1 resumes it\)\n", stopped)
+        assert how, stopped
         assert lane(h, "b1")["state"] == "ended"
         [ev] = [e for e in h.events() if e["kind"] == "builder_stopped"]
-        assert ev["data"]["reason"] == "stopped" and ev["data"]["signal"] == "SIGTERM"
-        # Claude Code runs its SessionEnd hook on SIGTERM (reason "other"), before it exits: the
-        # session had ended by the time the daemon recorded the stop
-        assert ev["data"]["sessions"] == []
+        assert ev["data"]["reason"] == "stopped" and ev["data"]["signal"] == how[1]
         [end] = [e for e in h.events() if e["kind"] == "session_ended"]
-        assert (end["session_id"], end["data"]["reason"]) == (run["session_id"], "other")
+        assert end["session_id"] == run["session_id"]
+        if how[1] == "SIGTERM":
+            # its SessionEnd hook (reason "other") came before it exited: the session had ended
+            # by the time the daemon recorded the stop
+            assert ev["data"]["sessions"] == [] and end["data"]["reason"] == "other"
         assert tmux(h, "has-session", "-t", "=b1").returncode != 0
         gone = hookd(h, env, "attach", "b1", check=False)
         assert gone.returncode == 1 and "b1 is not running" in gone.stderr
