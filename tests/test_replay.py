@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import msgspec
@@ -323,7 +324,9 @@ def test_transcript_rows_copied_by_a_fork_are_the_parents_calls_for_its_builder_
 #: What a path of a recording machine's temp tree looks like: pytest's base folders, Python's
 #: tempfile names, the Claude Code recorder's private tree (tests/e2e/record.py); each
 #: recorder writes its private tree as /home/dev instead (Codex's: codex_drivers.normalise_paths).
-MACHINE_PATHS = re.compile(r"/tmp/pytest-of-|pytest-\d+/test_|/tmp/tmp[a-z0-9_]{8}|hookd-rec-")
+#: what a recorder's temporary tree leaves in a path: pytest's and tempfile's folders under this
+#: machine's temporary directory, a pytest run's test folder, the recorder's own prefix
+MACHINE_PATHS = re.compile(re.escape(tempfile.gettempdir()) + r"/(pytest-of-|tmp[a-z0-9_]{8})|pytest-\d+/test_|hookd-rec-")
 
 
 def test_no_committed_fixture_holds_a_path_of_the_machine_that_recorded_it() -> None:

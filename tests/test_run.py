@@ -324,7 +324,7 @@ def agent():
     procs: list[subprocess.Popen[bytes]] = []
 
     def start() -> subprocess.Popen[bytes]:
-        p = subprocess.Popen(["sleep", "60"], start_new_session=True)
+        p = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"], start_new_session=True)
         procs.append(p)
         return p
 
@@ -436,11 +436,11 @@ def test_the_run_routes_refuse_bad_bodies(quick: InProc, path: str, body: dict[s
 def test_stop_process_terms_then_kills() -> None:
     import psutil
 
-    p = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    p = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"], start_new_session=True)
     assert runner.stop_process(p.pid, psutil.Process(p.pid).create_time(), 10) == "SIGTERM"
     assert not runner.alive(p.pid, None)  # (reaped by the wait: the test process is its parent)
-    deaf = subprocess.Popen([sys.executable, "-c", "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN);"
-                             " print('ready', flush=True); time.sleep(60)"], stdout=subprocess.PIPE, start_new_session=True)
+    deaf = subprocess.Popen([sys.executable, "-c", "import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN);"
+                             " print('ready', flush=True); signal.pause()"], stdout=subprocess.PIPE, start_new_session=True)
     assert deaf.stdout is not None and deaf.stdout.readline() == b"ready\n"
     assert runner.stop_process(deaf.pid, psutil.Process(deaf.pid).create_time(), 0.2) == "SIGKILL"
     assert deaf.wait() == -signal.SIGKILL
@@ -491,7 +491,7 @@ def test_an_interactive_agent_gets_the_callers_variables_and_no_command_line_sho
     env = {"PATH": os.environ["PATH"], "HOME": os.fspath(tmp_path), "HOOKD_TEST_SECRET": secret,
            "BASH_FUNC_f%%": "() { :; }"}
     argv = [sys.executable, "-c",
-            f"import os, time; open({os.fspath(out)!r}, 'w').write(os.environ['HOOKD_TEST_SECRET']); time.sleep(60)"]
+            f"import os, signal; open({os.fspath(out)!r}, 'w').write(os.environ['HOOKD_TEST_SECRET']); signal.pause()"]
     run = runner.start_interactive(home, "b1", argv, os.fspath(tmp_path), env)
     sock = Path(run["tmux_socket"])
     try:
