@@ -22,12 +22,12 @@ import os
 import queue
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
+from .fake_api import wait_on
 from .fake_responses import KEY_ENV, FakeResponsesAPI, LoggedRequest, codex_config
 from .test_harness_selfcheck import read_payloads, write_script
 
@@ -284,16 +284,7 @@ class AppServer:
     def wait_for(self, predicate: Callable[[AppServer], Any], timeout: float = 30) -> Any:
         """``predicate(self)``'s first truthy value, checked on every message;
         ``TimeoutError`` after ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            while True:
-                value = predicate(self)
-                if value:
-                    return value
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(f"app-server: condition not met within {timeout}s")
-                self._lock.wait(min(left, 0.1))
+        return wait_on(self._lock, lambda: predicate(self), timeout, 0.1, "app-server")
 
     def start_thread(self, cwd: Path, **params: Any) -> str:
         """``thread/start`` in ``cwd`` (``approvalPolicy``, ``sandbox``, ... as keywords);

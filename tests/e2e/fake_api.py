@@ -311,6 +311,23 @@ class _Script:
         return None, None
 
 
+def wait_on(cond: threading.Condition, predicate: Callable[[], Any], timeout: float, step: float,
+            what: str) -> Any:
+    """``predicate()``'s first truthy value, checked each time ``cond`` is notified (and every
+    ``step`` seconds); ``TimeoutError`` naming ``what`` after ``timeout`` seconds. The fakes
+    notify ``cond`` on every request or message they log."""
+    deadline = time.monotonic() + timeout
+    with cond:
+        while True:
+            value = predicate()
+            if value:
+                return value
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"{what}: condition not met within {timeout}s")
+            cond.wait(min(left, step))
+
+
 class LoopbackServer:
     """A fake API's HTTP server on 127.0.0.1 (a free port) in a daemon thread: the subclass's
     :meth:`_handler` (a ``BaseHTTPRequestHandler`` class) answers, with ``fake`` set to this
@@ -509,15 +526,7 @@ class FakeAnthropicAPI(LoopbackServer):
     ) -> Any:
         """Poll ``predicate(self)`` until it returns a truthy value, which is
         returned. Raises ``TimeoutError`` after ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = predicate(self)
-            if value:
-                return value
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"fake API: condition not met within {timeout}s")
-            with self._lock:
-                self._lock.wait(interval)
+        return wait_on(self._lock, lambda: predicate(self), timeout, interval, "fake API")
 
     def wait_for_main_requests(self, n: int, timeout: float = 10.0) -> list[LoggedRequest]:
         """Wait until at least ``n`` main requests arrived; returns them all."""

@@ -35,12 +35,12 @@ from pathlib import Path
 from typing import Any
 
 if __package__:
-    from .fake_api import LoopbackServer, serve_by_hand
+    from .fake_api import LoopbackServer, serve_by_hand, wait_on
 else:  # (run as a file: python tests/e2e/fake_responses.py)
     import sys as _sys
 
     _sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from tests.e2e.fake_api import LoopbackServer, serve_by_hand
+    from tests.e2e.fake_api import LoopbackServer, serve_by_hand, wait_on
 
 __all__ = ["FakeResponsesAPI", "LoggedRequest", "call", "codex_config", "load_script", "say"]
 
@@ -344,16 +344,7 @@ class FakeResponsesAPI(LoopbackServer):
     def wait_for(self, predicate: Callable[[FakeResponsesAPI], Any], timeout: float = 10.0) -> Any:
         """``predicate(self)``'s first truthy value, polled on every request;
         ``TimeoutError`` after ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            while True:
-                value = predicate(self)
-                if value:
-                    return value
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(f"fake Responses API: condition not met within {timeout}s")
-                self._lock.wait(min(left, 0.05))
+        return wait_on(self._lock, lambda: predicate(self), timeout, 0.05, "fake Responses API")
 
     def _log(self, req: LoggedRequest) -> None:
         with self._lock:
