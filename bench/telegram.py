@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,17 +31,11 @@ sys.path.insert(0, os.fspath(REPO))
 from hookd.daemonproc import DaemonProcess, wait_until  # noqa: E402
 from tests.fake_telegram import TOKEN, FakeTelegram  # noqa: E402
 
-HOOKS = REPO / "fixtures/claude-code/2.1.332/tui-ask-answered-at-terminal/hooks"
-PRE = json.loads((HOOKS / "007-PreToolUse.json").read_bytes())
-PERM = json.loads((HOOKS / "008-PermissionRequest.json").read_bytes())
-Q = PRE["tool_input"]["questions"][0]["question"]
+sys.path.insert(0, os.fspath(REPO / "bench"))
+from answer import armed_builder, held_prompt, released  # noqa: E402
+
 BUDGET_MS = 100.0
 USER = 7
-
-
-def command(settings: Path, event: str) -> str:
-    data = json.loads(settings.read_text())
-    return next(h["command"] for g in data["hooks"][event] for h in g["hooks"] if "# hookd builder=" in h["command"])
 
 
 def main() -> int:
@@ -61,24 +54,10 @@ def main() -> int:
     samples: list[float] = []
     try:
         daemon.start()
-        wt = tmp / "wt"
-        wt.mkdir()
-        subprocess.run(daemon.cli_args("spawn", "b1", "--worktree", os.fspath(wt), "--hold", "60"), check=True,
-                       capture_output=True)
-        settings = wt / ".claude" / "settings.local.json"
-        pre_cmd, perm_cmd = command(settings, "PreToolUse"), command(settings, "PermissionRequest")
+        wt, pre_cmd, perm_cmd = armed_builder(daemon, tmp)
         client = daemon.client()
         for i in range(args.runs):
-            tid = f"toolu_bench_{i:04d}"
-            pre = dict(PRE, tool_use_id=tid, session_id=f"s-bench-{i}")
-            perm = dict(PERM, session_id=f"s-bench-{i}")
-            subprocess.run(["sh", "-c", pre_cmd], input=json.dumps(pre).encode(), cwd=wt, check=True, capture_output=True)
-            p = subprocess.Popen(["sh", "-c", perm_cmd], cwd=wt, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL)
-            assert p.stdin is not None and p.stdout is not None
-            p.stdin.write(json.dumps(perm).encode())
-            p.stdin.close()
-            wait_until(lambda: tid in client.get("/v1/status")["held"], 10, 0.002, "the hook to be held")
+            tid, p = held_prompt(client, wt, pre_cmd, perm_cmd, i)
             rev = client.get(f"/v1/interactions/{tid}")["revision"]
 
             def ready() -> tuple[int, str] | None:
@@ -90,12 +69,8 @@ def main() -> int:
             mid, data = wait_until(ready, 10, 0.002, "the post with buttons for the current revision")
             t0 = time.perf_counter()
             fake.press(USER, mid, data)
-            out = p.stdout.read()
-            rc = p.wait(10)
+            released(p, i)
             dt = time.perf_counter() - t0
-            decision = json.loads(out)["hookSpecificOutput"]["decision"] if out else None
-            if rc != 0 or not decision or decision["updatedInput"]["answers"] != {Q: "Blue"}:
-                raise SystemExit(f"run {i}: held hook exited {rc} with {out[:200]!r}")
             samples.append(dt)
             wait_until(lambda: not fake.buttons(mid), 10, 0.002, "the post ended")
         client.close()
