@@ -42,7 +42,7 @@ from hookd.store import Store, Tx
 __all__ = ["MAX_ANSWER_CHARS", "MAX_HOOK_REPLY", "SURFACES", "Answers", "normalize_answer"]
 
 #: Where an answer comes from (``surface`` of :meth:`Answers.answer`).
-SURFACES = ("cli", "api", "web", "telegram")
+SURFACES = ("cli", "api", "web", "telegram", "slack")
 
 _canon = msgspec.json.Encoder(order="sorted")
 

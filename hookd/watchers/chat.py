@@ -3,7 +3,8 @@ pending interaction in a chat with its buttons, takes a button press or a reply 
 answer ``hookd answer`` gives, edits the message when the interaction ends anywhere, and
 takes ``/send B text``, ``/lanes`` and replies to a lane's alert as inbox messages.
 
-A chat service is one :class:`TwoWayChannel` (Telegram: :mod:`hookd.watchers.telegram`); this
+A chat service is one :class:`TwoWayChannel` (Telegram: :mod:`hookd.watchers.telegram`, Slack:
+:mod:`hookd.watchers.slack`); this
 module is the part every service shares, :class:`ChatRelay`:
 
 - posting: a pending interaction older than ``question_after_s`` is posted once (the post
@@ -56,7 +57,7 @@ class Incoming(msgspec.Struct, frozen=True, kw_only=True):
     message pressed or the one sent."""
 
     update_id: int
-    user_id: int
+    user_id: int | str
     user: str | None = None
     chat_id: str
     message_id: int | None = None
@@ -71,7 +72,7 @@ class TwoWayChannel(Protocol):
 
     name: str
     type: str
-    allow: tuple[int, ...]
+    allow: tuple[int | str, ...]
 
     async def post(self, post: Post, data: list[str]) -> tuple[str, int]:
         """Post ``post`` with one button per ``data`` (the button's callback data, in order);
@@ -259,7 +260,7 @@ class ChatRelay:
             return
         said = ""
         if inc.user_id not in self.ch.allow:
-            log.warning("chat channel %s: update %d from user %d ignored (not in allow)", name, inc.update_id, inc.user_id)
+            log.warning("chat channel %s: update %d from user %s ignored (not in allow)", name, inc.update_id, inc.user_id)
         else:
             try:
                 async with self._placing:

@@ -32,6 +32,7 @@ from hookd.watchers.notify_channels import (
     deliver,
     duration,
     interaction_alert,
+    two_way_channel,
 )
 from hookd.watchers.notify_agent import AgentNotices
 from hookd.watchers.notify_config import TWO_WAY_TYPES, Channel, NotifyConfig
@@ -227,12 +228,11 @@ class Notifier:
 
     def _start_chats(self) -> None:
         from hookd.watchers.chat import ChatRelay
-        from hookd.watchers.telegram import TelegramChannel
 
         cfg = self.config
         for ch in cfg.channels:
             if ch.type in TWO_WAY_TYPES:
-                relay = ChatRelay(self.core, TelegramChannel(ch), question_after_s=cfg.question_after_s,
+                relay = ChatRelay(self.core, two_way_channel(ch), question_after_s=cfg.question_after_s,
                                   retry_initial_s=cfg.retry_initial_s, retry_max_s=cfg.retry_max_s)
                 self.chats[ch.name] = relay
                 self._chat_tasks.append(asyncio.create_task(relay.run()))

@@ -228,13 +228,24 @@ async def _run(argv: list[str], stdin: bytes | None, timeout: float) -> None:
         raise NotifyFailed(f"{argv[0]} exited with {proc.returncode}" + (f": {tail}" if tail else ""))
 
 
+def two_way_channel(ch: Channel) -> Any:
+    """The :class:`hookd.watchers.chat.TwoWayChannel` of a ``telegram`` or ``slack`` channel
+    (its module imported here: a daemon without one never loads the service's SDK)."""
+    if ch.type == "slack":
+        from hookd.watchers.slack import SlackChannel
+
+        return SlackChannel(ch)
+    from hookd.watchers.telegram import TelegramChannel
+
+    return TelegramChannel(ch)
+
+
 async def _chat(ch: Channel, alert: Alert, chat: ChatRelay | None) -> None:
     """``alert`` posted on a two-way channel: through its relay in the daemon (a reply to it
     reaches the builder), or once on its own (``hookd notify test``)."""
     from hookd.watchers.chat import ChatUnreachable
-    from hookd.watchers.telegram import TelegramChannel
 
-    own = TelegramChannel(ch) if chat is None else None
+    own = two_way_channel(ch) if chat is None else None
     try:
         if chat is not None:
             await chat.post_alert(alert)

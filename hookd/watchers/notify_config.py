@@ -27,6 +27,14 @@
     allow = [123456789]            # the Telegram user ids whose answers count
     base_url = "https://api.telegram.org/bot"   # optional (a test's fake)
 
+    [[notify.channel]]
+    type = "slack"                 # two-way over Socket Mode (hookd.watchers.slack)
+    token_env = "HOOKD_SLACK_BOT_TOKEN"      # or token = "xoxb-..." (never logged nor shown)
+    app_token_env = "HOOKD_SLACK_APP_TOKEN"  # or app_token = "xapp-..." (Socket Mode)
+    chat_id = "C0123456789"        # the Slack channel hookd posts in
+    allow = ["U0123ABCD"]          # the Slack user ids whose answers count
+    base_url = "https://slack.com/api/"      # optional (a test's fake)
+
 Environment overrides (watchfiles style): ``HOOKD_NOTIFY_QUESTION_AFTER_S``,
 ``HOOKD_NOTIFY_IDLE_INBOX_AFTER_S``, ``HOOKD_NOTIFY_STEPS_S`` (comma-separated),
 ``HOOKD_NOTIFY_RETRY_ATTEMPTS``, ``HOOKD_NOTIFY_RETRY_INITIAL_S``, ``HOOKD_NOTIFY_RETRY_MAX_S``,
@@ -54,9 +62,9 @@ DEFAULT_RETRY_ATTEMPTS = 5
 DEFAULT_RETRY_INITIAL_S = 1.0
 DEFAULT_RETRY_MAX_S = 60.0
 DEFAULT_TIMEOUT_S = 10.0
-CHANNEL_TYPES = ("desktop", "webhook", "command", "telegram")
+CHANNEL_TYPES = ("desktop", "webhook", "command", "telegram", "slack")
 #: channel types that also take answers from the chat (hookd.watchers.chat)
-TWO_WAY_TYPES = ("telegram",)
+TWO_WAY_TYPES = ("telegram", "slack")
 #: ``agent_messages``: which of the agent's own messages (hookd.watchers.notify_agent) are sent
 AGENT_MESSAGES = ("proactive", "all", "off")
 WEBHOOK_FORMATS = ("json", "slack", "ntfy")
@@ -74,12 +82,15 @@ class Channel(msgspec.Struct, frozen=True, kw_only=True):
     headers: dict[str, str] = {}
     command: list[str] = []
     timeout_s: float = DEFAULT_TIMEOUT_S
-    #: telegram: the bot's token (from ``token`` or the variable ``token_env``), the chat
-    #: posted to, the user ids allowed to answer, the Bot API's base URL (None: Telegram's)
+    #: telegram, slack: the bot's token (from ``token`` or the variable ``token_env``), the
+    #: chat (Slack: the channel id) posted to, the user ids allowed to answer (Telegram:
+    #: numbers, Slack: ``U...`` strings), the API's base URL (None: the service's own)
     token: str | None = None
     chat_id: str | None = None
-    allow: tuple[int, ...] = ()
+    allow: tuple[int | str, ...] = ()
     base_url: str | None = None
+    #: slack: the app-level token (``xapp-``) that opens the Socket Mode websocket
+    app_token: str | None = None
 
     def __repr__(self) -> str:  # the token stays out of logs and tracebacks
         return f"Channel(type={self.type!r}, name={self.name!r})"
@@ -105,7 +116,8 @@ _NUMBERS = {
     "retry_max_s": (float, 0.0),
 }
 _CHANNEL_KEYS = {"type", "name", "url", "format", "topic", "headers", "command", "timeout_s", "token", "token_env",
-                 "chat_id", "allow", "base_url"}
+                 "chat_id", "allow", "base_url", "app_token", "app_token_env"}
+_CHAT_KEYS = ("token", "token_env", "chat_id", "allow", "base_url")
 
 
 def config_path(home: Any) -> Path:
@@ -160,6 +172,48 @@ def _telegram(where: str, t: dict[str, Any], env: Any) -> dict[str, Any]:
     return {"token": token, "chat_id": str(chat), "allow": tuple(allow), "base_url": base}
 
 
+def _secret(where: str, t: dict[str, Any], env: Any, key: str, what: str) -> str:
+    """The value of ``key`` or of the environment variable named by ``<key>_env`` (one of them)."""
+    value, var = t.get(key), t.get(f"{key}_env")
+    if (value is None) == (var is None):
+        raise ConfigError(f"{where}: give the {what} as {key} or {key}_env (one of them)")
+    if var is not None:
+        if not isinstance(var, str) or not var:
+            raise ConfigError(f"{where}.{key}_env must be the name of an environment variable")
+        value = env.get(var)
+        if not value:
+            raise ConfigError(f"{where}.{key}_env: environment variable {var} is not set")
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}.{key} must be a string")
+    return value
+
+
+def _slack(where: str, t: dict[str, Any], env: Any) -> dict[str, Any]:
+    """The slack keys of channel table ``t`` (tokens read from ``*_env`` variables in ``env``)."""
+    from importlib.util import find_spec
+
+    if find_spec("slack_sdk") is None or find_spec("aiohttp") is None:
+        raise ConfigError(f"{where}: a slack channel needs slack_sdk and aiohttp: pip install 'hookd[slack]'")
+    token = _secret(where, t, env, "token", "bot token (xoxb-...)")
+    if not token.startswith("xoxb-") or any(c.isspace() for c in token):
+        raise ConfigError(f"{where}: the token is not a Slack bot token (it starts with xoxb-)")
+    app_token = _secret(where, t, env, "app_token", "app-level token (xapp-..., Socket Mode)")
+    if not app_token.startswith("xapp-") or any(c.isspace() for c in app_token):
+        raise ConfigError(f"{where}: the app_token is not a Slack app-level token (it starts with xapp-)")
+    chat = t.get("chat_id")
+    if not isinstance(chat, str) or not chat.strip() or any(c.isspace() for c in chat):
+        raise ConfigError(f"{where}.chat_id must be the Slack channel's id, e.g. \"C0123456789\" (got {chat!r})")
+    allow = t.get("allow")
+    if not isinstance(allow, list) or not allow or not all(isinstance(a, str) and a.strip() for a in allow):
+        raise ConfigError(f"{where}.allow must be a non-empty list of Slack user ids (strings such as \"U0123ABCD\")")
+    base = t.get("base_url")
+    if base is not None and (not isinstance(base, str) or not base.startswith(("http://", "https://"))):
+        raise ConfigError(f"{where}.base_url must be an http:// or https:// URL (got {base!r})")
+    if base is not None and not base.endswith("/"):
+        base += "/"
+    return {"token": token, "app_token": app_token, "chat_id": chat, "allow": tuple(allow), "base_url": base}
+
+
 def _channel(where: str, t: Any, env: Any = None) -> Channel:
     if not isinstance(t, dict):
         raise ConfigError(f"{where} must be a table ([[notify.channel]])")
@@ -170,9 +224,12 @@ def _channel(where: str, t: Any, env: Any = None) -> Channel:
     if typ not in CHANNEL_TYPES:
         raise ConfigError(f"{where}.type must be one of {', '.join(CHANNEL_TYPES)} (got {typ!r})")
     kw: dict[str, Any] = {"type": typ}
-    extra = [k for k in ("token", "token_env", "chat_id", "allow", "base_url") if k in t and typ != "telegram"]
+    extra = [k for k in _CHAT_KEYS if k in t and typ not in TWO_WAY_TYPES]
     if extra:
-        raise ConfigError(f"{where}.{extra[0]} applies to a telegram channel only")
+        raise ConfigError(f"{where}.{extra[0]} applies to a telegram or slack channel only")
+    extra = [k for k in ("app_token", "app_token_env") if k in t and typ != "slack"]
+    if extra:
+        raise ConfigError(f"{where}.{extra[0]} applies to a slack channel only")
     if "timeout_s" in t:
         kw["timeout_s"] = float(_number(f"{where}.timeout_s", t["timeout_s"], float, 0.1))
     if typ == "webhook":
@@ -198,6 +255,9 @@ def _channel(where: str, t: Any, env: Any = None) -> Channel:
         ident = "\0".join(cmd)
     elif typ == "telegram":
         kw.update(_telegram(where, t, os.environ if env is None else env))
+        ident = f"{kw['chat_id']}"
+    elif typ == "slack":
+        kw.update(_slack(where, t, os.environ if env is None else env))
         ident = f"{kw['chat_id']}"
     else:
         for k in ("url", "command", "topic"):

@@ -1,0 +1,332 @@
+"""Answer from your phone (issue 24): the two-way Slack channel against a loopback fake of
+Slack's Web API and Socket Mode (tests/fake_slack.py), with a real daemon and real hook
+clients: a question posted with its Block Kit buttons, a press releasing the held
+PermissionRequest hook with that answer, a reply in the post's thread as the free-text "Other",
+an unlisted user ignored (and told so), a stale button refused, a duplicate envelope ignored,
+the edit after a CLI answer, the slash command (send, lanes), the fake going away and coming
+back (resume, nothing lost or doubled), `hookd notify test`, and the tokens kept out of logs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hookd.daemonproc import DaemonProcess
+from hookd.models import ConfigError
+from hookd.watchers.notify_config import load_config
+from hookd.watchers.slack import ts_id, update_id
+
+from .conftest import events, hookd_cli, questions, wait_until
+from .fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
+from .test_answers import ASK_ID, AUQ_PERM, AUQ_PRE, Q, Rig, bash_perm, finish
+
+pytestmark = pytest.mark.daemon
+
+ALLOWED = "UANA"
+STRANGER = "UMALLORY"
+
+
+@pytest.fixture
+def fake():
+    f = FakeSlack()
+    yield f
+    f.close()
+
+
+def write_config(home: Path, fake: FakeSlack, extra: str = "") -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(f"""
+[notify]
+question_after_s = 0
+retry_initial_s = 0.05
+retry_max_s = 0.3
+[[notify.channel]]
+type = "slack"
+name = "team"
+token = "{BOT_TOKEN}"
+app_token = "{APP_TOKEN}"
+chat_id = "{fake.channel}"
+allow = ["{ALLOWED}"]
+base_url = "{fake.base_url}"
+{extra}""")
+
+
+def no_tokens(text: str) -> None:
+    assert BOT_TOKEN not in text and APP_TOKEN not in text
+
+
+@pytest.fixture
+def sl(home: Path, worktree: Path, fake: FakeSlack):
+    """A daemon with the slack channel on ``fake`` and a spawned builder b1 (hold 30 s)."""
+    write_config(home, fake)
+    d = DaemonProcess(home).start()
+    try:
+        yield Rig(home, worktree), fake, d
+    finally:
+        d.stop()
+        d.kill()
+        no_tokens(d.log.read_text(errors="replace"))  # never logged
+
+
+def post_of(fake: FakeSlack, needle: str) -> str:
+    """The ts of the bot's post whose text holds ``needle`` (waits for it)."""
+    def found() -> str | None:
+        return next((m["ts"] for m in fake.posts() if needle in fake.text(m["ts"])), None)
+    return wait_until(found, 60, what=lambda: f"a post with {needle!r}: {fake.posts()}")
+
+
+def current(rig: Any, fake: FakeSlack, iid: str, ts: str) -> dict[str, str]:
+    """The post's buttons (label -> value) once they answer the interaction's revision now
+    (``rig``: a daemon's or an in-process Rig: its ``interaction(id)``)."""
+    def fresh() -> dict[str, str] | None:
+        rev = rig.interaction(iid)["revision"]
+        got = dict(fake.buttons(ts))
+        return got if got and all(d.split(":")[2] == str(rev) for d in got.values()) else None
+    return wait_until(fresh, 60, what=lambda: f"buttons at the current revision: {fake.buttons(ts)}")
+
+
+def connected(fake: FakeSlack, n: int = 1) -> None:
+    wait_until(lambda: fake.connections >= n, 60, what=lambda: f"{n} Socket Mode connection(s): {fake.connections}")
+
+
+def held_question(rig: Rig) -> Any:
+    assert rig.hook(AUQ_PRE) == ""
+    held = rig.start_hook(AUQ_PERM)
+    rig.held(ASK_ID)
+    return held
+
+
+def pending_id(home: Path) -> str:
+    (i,) = questions(home, "pending")
+    return str(i["id"])
+
+
+def test_a_question_is_posted_with_its_buttons_and_a_press_releases_the_held_hook(sl: Any) -> None:
+    rig, fake, _ = sl
+    held = held_question(rig)
+    ts = post_of(fake, Q)
+    buttons = current(rig, fake, ASK_ID, ts)
+    assert fake.text(ts) == "\n".join([
+        "b1 asks:", Q,
+        "  • Red: The red option",
+        "  • Blue: The blue option",
+        "", "Other: Reply to this message to answer with text."])
+    assert list(buttons) == ["Red", "Blue"]
+    sent = fake.of("chat.postMessage")[0]
+    assert sent["channel"] == fake.channel and sent["mrkdwn"] is False
+    assert {b["type"] for b in sent["blocks"]} == {"section", "actions"}
+    assert all(b["text"]["type"] == "plain_text" for b in sent["blocks"] if b["type"] == "section")  # never markup
+    connected(fake)
+    press = fake.press(ALLOWED, ts, buttons["Red"])
+    rc, out = finish(held)
+    decision = json.loads(out)["hookSpecificOutput"]["decision"]
+    assert rc == 0 and decision["behavior"] == "allow"
+    assert decision["updatedInput"] == {**AUQ_PRE["tool_input"], "answers": {Q: "Red"}}
+    i = rig.interaction(ASK_ID)
+    assert (i["state"], i["surface"], i["actor"], i["answers"]) == ("answered", "slack", f"slack:{ALLOWED}", {Q: "Red"})
+    wait_until(lambda: fake.text(ts).endswith(f"— answered: Red (by slack:{ALLOWED}, slack)"), 60,
+               what=lambda: f"the post edited: {fake.messages[ts]}")
+    assert fake.buttons(ts) == [] and "Answered." in fake.replies()
+    wait_until(lambda: fake.acked(press) == 1, 60, what="the press acknowledged")
+    ephemeral = next(p for p in fake.of("chat.postEphemeral") if p["text"] == "Answered.")
+    assert (ephemeral["channel"], ephemeral["user"]) == (fake.channel, ALLOWED)
+
+
+def test_allow_releases_a_held_permission_prompt(sl: Any) -> None:
+    rig, fake, _ = sl
+    held = rig.start_hook(bash_perm("ls /tmp"))
+    ts = post_of(fake, "ls /tmp")
+    assert fake.text(ts) == "\n".join([
+        "b1 asks permission to run Bash: x", "  ls /tmp", "", "Reply to this message to deny with a reason."])
+    iid = pending_id(rig.home)
+    buttons = current(rig, fake, iid, ts)
+    assert list(buttons) == ["Allow", "Deny"]
+    connected(fake)
+    fake.press(ALLOWED, ts, buttons["Allow"])
+    rc, out = finish(held)
+    assert rc == 0 and json.loads(out)["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
+
+
+def test_a_thread_reply_is_the_free_text_other_and_denies_a_permission_with_its_reason(sl: Any) -> None:
+    rig, fake, _ = sl
+    held = held_question(rig)
+    ts = post_of(fake, Q)
+    current(rig, fake, ASK_ID, ts)
+    connected(fake)
+    fake.reply(ALLOWED, ts, "Green, please")
+    rc, out = finish(held)
+    assert json.loads(out)["hookSpecificOutput"]["decision"]["updatedInput"]["answers"] == {Q: "Green, please"}
+    held = rig.start_hook(bash_perm("rm -rf build"))
+    ts = post_of(fake, "rm -rf build")
+    iid = pending_id(rig.home)
+    current(rig, fake, iid, ts)
+    fake.reply(ALLOWED, ts, "not now")
+    rc, out = finish(held)
+    assert json.loads(out)["hookSpecificOutput"]["decision"] == {"behavior": "deny", "message": "not now"}
+    assert rig.interaction(iid)["actor"] == f"slack:{ALLOWED}"
+    ephemeral = [p for p in fake.of("chat.postEphemeral") if p["text"] == "Answered."]
+    assert [p["thread_ts"] for p in ephemeral] == [p["thread_ts"] for p in ephemeral if p["thread_ts"]]  # in the thread
+
+
+def test_an_unlisted_user_is_ignored_logged_and_told(sl: Any) -> None:
+    rig, fake, d = sl
+    held = held_question(rig)
+    ts = post_of(fake, Q)
+    buttons = current(rig, fake, ASK_ID, ts)
+    connected(fake)
+    fake.press(STRANGER, ts, buttons["Blue"])
+    fake.reply(STRANGER, ts, "let me in")
+    wait_until(lambda: d.log.read_text().count(f"from user {STRANGER} ignored (not in allow)") == 2, 60,
+               what="two ignored updates logged")
+    assert rig.interaction(ASK_ID)["state"] == "pending"
+    told = [p for p in fake.of("chat.postEphemeral") if p["user"] == STRANGER]
+    assert [p["text"] for p in told] == ["You are not on this hookd's allow list: ignored."] * 2
+    fake.press(ALLOWED, ts, buttons["Red"])
+    rc, out = finish(held)
+    assert json.loads(out)["hookSpecificOutput"]["decision"]["updatedInput"]["answers"] == {Q: "Red"}
+
+
+def test_a_stale_button_is_refused_with_a_clear_reply(sl: Any) -> None:
+    rig, fake, _ = sl
+    held = held_question(rig)
+    ts = post_of(fake, Q)
+    buttons = current(rig, fake, ASK_ID, ts)
+    kind, post, rev, n = buttons["Red"].split(":")
+    connected(fake)
+    # a button made for another revision than the interaction's (its value is what the relay checks)
+    fake.press(ALLOWED, ts, f"{kind}:{post}:{int(rev) + 1}:{n}")
+    stale = (f"Not answered: this button is stale ({ASK_ID} changed since this message showed it); "
+             "use the message's new buttons.")
+    wait_until(lambda: stale in fake.replies(), 60, what=lambda: f"the refusal: {fake.replies()}")
+    assert rig.interaction(ASK_ID)["state"] == "pending"
+    fake.press(ALLOWED, ts, buttons["Blue"])
+    rc, out = finish(held)
+    assert json.loads(out)["hookSpecificOutput"]["decision"]["updatedInput"]["answers"] == {Q: "Blue"}
+    fake.press(ALLOWED, ts, buttons["Red"])  # after it ended
+    wait_until(lambda: f"Not answered: {ASK_ID} has already ended (answered)." in fake.replies(), 60, what="ended")
+    assert rig.interaction(ASK_ID)["answers"] == {Q: "Blue"}
+
+
+def test_a_duplicate_envelope_is_handled_once_and_the_slash_command_works(sl: Any) -> None:
+    rig, fake, d = sl
+    rig.hook(AUQ_PRE)  # (b1 has a lane)
+    connected(fake)
+    env = fake.command(ALLOWED, "send b1 please run the tests")
+    wait_until(lambda: len(rig.inbox()) == 1, 60, what="one inbox message")
+    fake.redeliver(env)
+    n = update_id(f"command:{env['payload']['trigger_id']}")
+    wait_until(lambda: f"update {n} already handled: ignored" in d.log.read_text(), 60, what="the duplicate seen")
+    wait_until(lambda: fake.acked(env) == 2, 60, what="both deliveries acknowledged")
+    inbox = rig.inbox()
+    assert [(m["text"], m["author"]) for m in inbox] == [("please run the tests", f"slack:{ALLOWED}")]
+    assert [r for r in fake.replies() if r.startswith("Queued")] == [f"Queued for b1 ({inbox[0]['id']})."]
+    fake.command(ALLOWED, "lanes")
+    wait_until(lambda: any(r.startswith("b1: ") for r in fake.replies()), 60, what=lambda: f"lanes: {fake.replies()}")
+    fake.command(ALLOWED, "b1 and a registered /send", command="/send")
+    wait_until(lambda: len(rig.inbox()) == 2, 60, what="the /send command's message")
+
+
+def test_a_cli_answer_edits_the_post_to_show_it(sl: Any) -> None:
+    rig, fake, _ = sl
+    held = held_question(rig)
+    ts = post_of(fake, Q)
+    current(rig, fake, ASK_ID, ts)
+    r = rig.answer(ASK_ID, "--option", "Blue", "--actor", "ana")
+    assert r.returncode == 0, r.stderr
+    finish(held)
+    wait_until(lambda: not fake.buttons(ts), 60, what="the buttons gone")
+    assert fake.text(ts) == "\n".join([
+        "b1 asks:", Q, "  • Red: The red option", "  • Blue: The blue option", "", "— answered: Blue (by ana, cli)"])
+    (update,) = fake.of("chat.update")[-1:]
+    assert (update["channel"], update["ts"]) == (fake.channel, ts)
+
+
+def test_the_fake_going_away_and_back_loses_nothing_and_doubles_nothing(home: Path, worktree: Path,
+                                                                        fake: FakeSlack) -> None:
+    write_config(home, fake)
+    d = DaemonProcess(home).start()
+    try:
+        rig = Rig(home, worktree)
+        connected(fake)
+        fake.stop()
+        held = rig.start_hook(bash_perm("make deploy"))
+        wait_until(lambda: "unreachable" in d.log.read_text(), 60, what="the loss noticed")
+        fake.start()
+        ts = post_of(fake, "make deploy")
+        iid = pending_id(rig.home)
+        buttons = current(rig, fake, iid, ts)
+        connected(fake, 2)
+        # away again: the press waits at Slack and is delivered on the next connection
+        fake.stop()
+        press = fake.press(ALLOWED, ts, buttons["Allow"])
+        fake.start()
+        rc, out = finish(held)
+        assert json.loads(out)["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
+        wait_until(lambda: not fake.buttons(ts), 60, what="the post ended")
+        wait_until(lambda: fake.acked(press) == 1, 60, what="the press acknowledged")
+        fake.redeliver(press)
+        n = update_id(f"action:{ALLOWED}:{press['payload']['actions'][0]['action_ts']}:{buttons['Allow']}")
+        wait_until(lambda: f"update {n} already handled" in d.log.read_text(), 60, what="dup")
+        assert [m["ts"] for m in fake.posts() if "make deploy" in fake.text(m["ts"])] == [ts]
+        assert rig.interaction(iid)["actor"] == f"slack:{ALLOWED}"
+        # hookd stopped while a press is sent: delivered to the next daemon, handled once
+        d.stop()
+        again = fake.press(ALLOWED, ts, buttons["Allow"])
+        d = DaemonProcess(home).start()
+        wait_until(lambda: fake.acked(again) == 1, 60, what="the press delivered to the restarted daemon")
+        wait_until(lambda: "has already ended (answered)" in " ".join(fake.replies()), 60, what="told it ended")
+        evs = [e for e in events(home) if e["kind"] == "interaction_answered"]
+        assert len(evs) == 1
+    finally:
+        d.stop()
+        d.kill()
+    no_tokens(d.log.read_text(errors="replace"))
+
+
+def test_notify_test_posts_on_the_slack_channel(home: Path, fake: FakeSlack) -> None:
+    write_config(home, fake)
+    r = hookd_cli(home, "notify", "test", "--channel", "team")
+    assert (r.returncode, r.stdout, r.stderr) == (0, "team (slack): ok\n", "")
+    sent = fake.of("chat.postMessage")[0]
+    assert sent["text"].startswith("hookd: test notification\n") and sent["channel"] == fake.channel
+    # a token Slack rejects: said without the token
+    (home / "config.toml").write_text((home / "config.toml").read_text().replace(BOT_TOKEN, "xoxb-revoked"))
+    r = hookd_cli(home, "notify", "test", "--channel", "team")
+    assert (r.returncode, r.stdout) == (1, "team (slack): failed: slack refused it: invalid_auth\n")
+    fake.stop()
+    r = hookd_cli(home, "notify", "test", "--channel", "team")
+    assert r.returncode == 1 and r.stdout.startswith("team (slack): failed: ") and "xoxb-revoked" not in r.stdout
+
+
+@pytest.mark.parametrize(("table", "words"), [
+    ('app_token = "xapp-1"\nchat_id = "C1"\nallow = ["U1"]', "give the bot token (xoxb-...) as token or token_env"),
+    ('token = "xoxb-1"\nchat_id = "C1"\nallow = ["U1"]', "give the app-level token (xapp-..., Socket Mode) as app_token"),
+    ('token = "xapp-1"\napp_token = "xapp-1"\nchat_id = "C1"\nallow = ["U1"]', "the token is not a Slack bot token"),
+    ('token = "xoxb-1"\napp_token = "xoxb-1"\nchat_id = "C1"\nallow = ["U1"]', "the app_token is not a Slack app-level"),
+    ('token = "xoxb-1"\napp_token_env = "NO_SUCH_VAR_HOOKD"\nchat_id = "C1"\nallow = ["U1"]',
+     "environment variable NO_SUCH_VAR_HOOKD is not set"),
+    ('token = "xoxb-1"\napp_token = "xapp-1"\nchat_id = "C1"\nallow = [1]', "allow must be a non-empty list of Slack user ids"),
+    ('token = "xoxb-1"\napp_token = "xapp-1"\nallow = ["U1"]', "chat_id must be the Slack channel's id"),
+])
+def test_invalid_slack_settings_name_the_key(tmp_path: Path, table: str, words: str) -> None:
+    (tmp_path / "config.toml").write_text(f'[[notify.channel]]\ntype = "slack"\n{table}\n')
+    with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        load_config(type("H", (), {"root": tmp_path})(), env={})
+
+
+def test_the_tokens_may_come_from_the_environment(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text('[[notify.channel]]\ntype = "slack"\ntoken_env = "SB"\napp_token_env = "SA"\n'
+                                          'chat_id = "C5"\nallow = ["U1", "U2"]\n')
+    ch = load_config(type("H", (), {"root": tmp_path})(), env={"SB": "xoxb-abc", "SA": "xapp-def"}).channels[0]
+    assert (ch.token, ch.app_token, ch.chat_id, ch.allow, ch.type) == ("xoxb-abc", "xapp-def", "C5", ("U1", "U2"), "slack")
+    assert "xoxb-abc" not in repr(ch) and "xapp-def" not in repr(ch)
+
+
+def test_a_message_ts_round_trips_as_an_integer() -> None:
+    from hookd.watchers.slack import ts_of
+
+    assert ts_id("1700000000.000100") == 1700000000000100 and ts_of(1700000000000100) == "1700000000.000100"
+    assert ts_of(ts_id("1712345678.123456")) == "1712345678.123456"
