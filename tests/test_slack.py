@@ -286,6 +286,23 @@ def test_the_fake_going_away_and_back_loses_nothing_and_doubles_nothing(home: Pa
     no_tokens(d.log.read_text(errors="replace"))
 
 
+def test_a_reply_in_a_lane_message_thread_queues_it_for_the_builder(sl: Any) -> None:
+    """The agent's own message (rule agent_notified) is posted plainly; a reply in its thread is
+    an inbox message for its builder."""
+    from .test_notices_inproc import TEXT, hook
+
+    rig, fake, _ = sl
+    for name in ("001-SessionStart.json", "002-UserPromptSubmit.json", "003-PreToolUse.json", "004-PostToolUse.json"):
+        rig.hook(hook(name))
+    ts = post_of(fake, TEXT)
+    assert fake.text(ts).startswith(f"hookd: b1's agent: {TEXT}\n") and fake.buttons(ts) == []
+    connected(fake)
+    fake.reply(ALLOWED, ts, "merge it, the flaky ones are known")
+    wait_until(lambda: [m["text"] for m in rig.inbox()] == ["merge it, the flaky ones are known"], 60,
+               what=lambda: f"the reply in b1's inbox: {rig.inbox()}")
+    assert rig.inbox()[0]["author"] == f"slack:{ALLOWED}"
+
+
 def test_notify_test_posts_on_the_slack_channel(home: Path, fake: FakeSlack) -> None:
     write_config(home, fake)
     r = hookd_cli(home, "notify", "test", "--channel", "team")
