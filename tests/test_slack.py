@@ -184,6 +184,11 @@ def test_an_unlisted_user_is_ignored_logged_and_told(sl: Any) -> None:
     assert rig.interaction(ASK_ID)["state"] == "pending"
     told = [p for p in fake.of("chat.postEphemeral") if p["user"] == STRANGER]
     assert [p["text"] for p in told] == ["You are not on this hookd's allow list: ignored."] * 2
+    env = fake.command(STRANGER, "send b1 let me in")  # (told in the command's acknowledgement)
+    wait_until(lambda: fake.acked(env) == 1, 60, what="the command acknowledged")
+    assert [a.get("payload") for a in fake.acks if a["envelope_id"] == env["envelope_id"]] == [
+        {"text": "You are not on this hookd's allow list: ignored.", "response_type": "ephemeral"}]
+    assert rig.inbox() == []
     fake.press(ALLOWED, ts, buttons["Red"])
     rc, out = finish(held)
     assert json.loads(out)["hookSpecificOutput"]["decision"]["updatedInput"]["answers"] == {Q: "Red"}
@@ -227,6 +232,9 @@ def test_a_duplicate_envelope_is_handled_once_and_the_slash_command_works(sl: An
     wait_until(lambda: any(r.startswith("b1: ") for r in fake.replies()), 60, what=lambda: f"lanes: {fake.replies()}")
     fake.command(ALLOWED, "b1 and a registered /send", command="/send")
     wait_until(lambda: len(rig.inbox()) == 2, 60, what="the /send command's message")
+    fake.command(ALLOWED, "")
+    wait_until(lambda: any(r.startswith("Answer with the buttons, or reply in a message's thread") for r in fake.replies()),
+               60, what=lambda: f"the help: {fake.replies()}")
 
 
 def test_a_cli_answer_edits_the_post_to_show_it(sl: Any) -> None:

@@ -49,6 +49,9 @@ LABEL_CHARS = 75
 MAX_BUTTONS = 25
 #: What an unlisted user is told (only them: ephemeral); the relay logs the update.
 NOT_ALLOWED = "You are not on this hookd's allow list: ignored."
+#: The reply to ``/hookd`` with no known word (the relay's help, as Slack's commands are written).
+HELP = ("Answer with the buttons, or reply in a message's thread with text. /hookd send BUILDER TEXT queues a "
+        "message for an agent (or reply in a lane message's thread); /hookd lanes lists the lanes.")
 
 
 class ChatRefused(HookdError):
@@ -103,6 +106,7 @@ class SlackChannel:
     poll_s: :data:`POLL_S`."""
 
     type = "slack"
+    help = HELP
 
     def __init__(self, ch: Channel, poll_s: float = POLL_S):
         assert ch.token is not None and ch.app_token is not None and ch.chat_id is not None
