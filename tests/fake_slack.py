@@ -167,6 +167,17 @@ class FakeSlack:
         self._run(self._send(env))
         return env
 
+    def refresh(self) -> None:
+        """Ask the client to reconnect (Slack's ``disconnect`` message, as it sends before it
+        retires a connection)."""
+        async def say() -> None:
+            with self.lock:
+                live = [ws for ws, _ in self._sockets if not ws.closed]
+            for ws in live:
+                await ws.send_str(json.dumps({"type": "disconnect", "reason": "refresh_requested",
+                                              "debug_info": {"host": "fake"}}))
+        self._run(say())
+
     def redeliver(self, env: dict[str, Any]) -> None:
         """Send ``env`` again (Slack retrying a delivery)."""
         self._run(self._send({**env, "retry_attempt": int(env.get("retry_attempt") or 0) + 1, "retry_reason": "timeout"}))

@@ -311,6 +311,20 @@ def test_a_reply_in_a_lane_message_thread_queues_it_for_the_builder(sl: Any) -> 
     assert rig.inbox()[0]["author"] == f"slack:{ALLOWED}"
 
 
+def test_a_refresh_request_reconnects_and_presses_still_answer(sl: Any) -> None:
+    rig, fake, _ = sl
+    held = rig.start_hook(bash_perm("make lint"))
+    ts = post_of(fake, "make lint")
+    buttons = current(rig, fake, pending_id(rig.home), ts)
+    connected(fake)
+    fake.refresh()
+    connected(fake, 2)
+    press = fake.press(ALLOWED, ts, buttons["Deny"])
+    rc, out = finish(held)
+    assert json.loads(out)["hookSpecificOutput"]["decision"]["behavior"] == "deny"
+    wait_until(lambda: fake.acked(press) == 1, 60, what="the press acknowledged once")
+
+
 def test_notify_test_posts_on_the_slack_channel(home: Path, fake: FakeSlack) -> None:
     write_config(home, fake)
     r = hookd_cli(home, "notify", "test", "--channel", "team")
