@@ -41,7 +41,8 @@ class FakeSlack:
         self._n = itertools.count(1)
         self.lock = threading.Lock()
         self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
         self.port = 0
         self.up = False
         self._runner: web.AppRunner | None = None
@@ -85,6 +86,8 @@ class FakeSlack:
         if self.up:
             self.stop()
         self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(30)
+        self.loop.close()
 
     # --- the Web API ----------------------------------------------------------------------
     async def _api(self, request: web.Request) -> web.Response:
