@@ -153,16 +153,20 @@ def test_a_reply_is_the_free_text_other_and_denies_a_permission_with_its_reason(
     assert json.loads(out)["hookSpecificOutput"]["decision"] == {"behavior": "deny", "message": "not now"}
 
 
-def test_an_unlisted_user_is_ignored_and_logged(tg: Any) -> None:
+def test_an_unlisted_user_is_ignored_and_logged_and_their_press_answered_with_a_refusal(tg: Any) -> None:
     rig, fake, d = tg
     held = held_question(rig)
     mid = post_of(fake, Q)
     buttons = current(rig, fake, ASK_ID, mid)
-    fake.press(STRANGER, mid, buttons["Blue"])
+    press = fake.press(STRANGER, mid, buttons["Blue"])
     fake.reply(STRANGER, mid, "let me in")
     wait_until(lambda: d.log.read_text().count(f"from user {STRANGER} ignored (not in allow)") == 2, 60,
                what="two ignored updates logged")
-    assert rig.interaction(ASK_ID)["state"] == "pending" and replies(fake) == []
+    # the press is answered (their client stops waiting) with a refusal; the message is not
+    wait_until(lambda: fake.of("answerCallbackQuery"), 60, what="the press answered")
+    assert rig.interaction(ASK_ID)["state"] == "pending"
+    assert replies(fake) == ["You are not allowed to answer here."]
+    assert fake.of("answerCallbackQuery")[0]["callback_query_id"] == press["callback_query"]["id"]
     fake.press(ALLOWED, mid, buttons["Red"])
     rc, out = finish(held)
     assert json.loads(out)["hookSpecificOutput"]["decision"]["updatedInput"]["answers"] == {Q: "Red"}

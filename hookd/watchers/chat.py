@@ -13,7 +13,8 @@ module is the part every service shares, :class:`ChatRelay`:
   there), each handled once by its id (a retried delivery is ignored); a press answers with
   ``surface`` the channel's type and actor ``<type>:<user id>``, bound to the revision and
   input hash its message showed (a stale button is refused with a reply saying so); an update
-  from a user not in ``allow`` is ignored and logged;
+  from a user not in ``allow`` is ignored and logged (their press is answered with
+  :data:`NOT_ALLOWED`, so their client stops waiting on it; a message gets no reply);
 - network loss: polling and posting retry with exponential backoff (tenacity), nothing is
   answered twice (the update ids, and the answer's ``response_id`` ``<channel>:<update id>``).
 """
@@ -43,6 +44,10 @@ MIN_PASS_GAP_S = 0.05
 
 HELP = ("Answer with the buttons, or reply to a message with text. /send BUILDER TEXT queues a message for "
         "an agent (or reply to a lane's message); /lanes lists the lanes.")
+
+
+#: What a press by a user not in ``allow`` is told (nothing else happens).
+NOT_ALLOWED = "You are not allowed to answer here."
 
 
 class ChatUnreachable(Exception):
@@ -260,6 +265,8 @@ class ChatRelay:
         said = ""
         if inc.user_id not in self.ch.allow:
             log.warning("chat channel %s: update %d from user %d ignored (not in allow)", name, inc.update_id, inc.user_id)
+            if inc.callback_id is not None:
+                said = NOT_ALLOWED
         else:
             try:
                 async with self._placing:
