@@ -35,13 +35,15 @@ def fake():
         f.stop()
 
 
-def write_config(home: Path, fake: FakeTelegram, extra: str = "") -> None:
+def write_config(home: Path, fake: FakeTelegram, extra: str = "", notify: str = "") -> None:
+    """The telegram channel on ``fake`` (``extra``: more of its keys; ``notify``: more [notify] keys)."""
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(f"""
 [notify]
 question_after_s = 0
 retry_initial_s = 0.05
 retry_max_s = 0.3
+{notify}
 [[notify.channel]]
 type = "telegram"
 name = "phone"
@@ -332,9 +334,11 @@ def test_a_plan_and_an_elicitation_as_posted() -> None:
                                                            ("Approve (manual)", {"options": ["manual"]})]
     el = interaction_post(_interaction(kind="elicitation", tool_name="github", input={
         "message": "Pick a repo", "requested_schema": {"type": "object", "properties": {"repo": {"type": "string"}}}}), None)
-    assert el.text == "\n".join(["b1's tool server github asks:", "Pick a repo",
-                                 "fields: repo (answer those at the desk or with hookd answer)"])
-    assert [b.label for b in el.buttons] == ["Decline", "Cancel"]
+    assert el.text == "\n".join(["b1's tool server github asks:", "Pick a repo", "fields: repo", "",
+                                 "Field 1 of 1: repo (string, optional)", "Reply to this message with its value."])
+    assert [b.label for b in el.buttons] == ["Skip", "Decline", "Cancel"]
+    bare = interaction_post(_interaction(kind="elicitation", tool_name="github", input={"message": "Go on?"}), None)
+    assert [b.label for b in bare.buttons] == ["Accept", "Decline", "Cancel"]
 
 
 def test_agent_text_is_shown_escaped_and_never_as_markup() -> None:
