@@ -207,8 +207,9 @@ def test_an_elicitation_form_declined_with_its_button(rig: Any) -> None:
     iid = e.pending()["id"]
     e.held(iid)
     mid = post_of(fake, "Who is the table for?")
-    fake.reply(ALLOWED, mid, "Ada")
+    fake.reply(ALLOWED, mid, "/srv/ada")  # a value, not a command
     wait_until(lambda: "Field 2 of 4" in fake.messages[mid]["text"], 60, what="the second field")
+    assert "  name = /srv/ada" in fake.messages[mid]["text"]
     fake.press(ALLOWED, mid, dict(fake.buttons(mid))["Decline"])
     assert finish(held) == (200, b'{"hookSpecificOutput":{"hookEventName":"Elicitation","action":"decline"}}')
 

@@ -63,6 +63,8 @@ HELP = ("Answer with the buttons, or reply to a message with text. /send BUILDER
         "an agent (or reply to a lane's message); /lanes lists the lanes.")
 
 
+#: The chat commands (a reply starting with another word is a reply).
+COMMANDS = ("/send", "/lanes")
 #: What a press by a user not in ``allow`` is told (nothing else happens).
 NOT_ALLOWED = "You are not allowed to answer here."
 
@@ -342,10 +344,10 @@ class ChatRelay:
         if inc.data is not None:
             return await self._press(inc)
         text = (inc.text or "").strip()
-        if inc.reply_to is not None and not text.startswith("/"):
-            return await self._reply(inc, text)
         word, _, rest = text.partition(" ")
         word = word.split("@", 1)[0]
+        if inc.reply_to is not None and word not in COMMANDS:  # (a value may start with "/": a path)
+            return await self._reply(inc, text)
         if word == "/lanes":
             return await self._lanes()
         if word == "/send":
