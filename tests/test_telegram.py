@@ -35,13 +35,15 @@ def fake():
         f.stop()
 
 
-def write_config(home: Path, fake: FakeTelegram, extra: str = "") -> None:
+def write_config(home: Path, fake: FakeTelegram, extra: str = "", notify: str = "") -> None:
+    """The telegram channel on ``fake`` (``extra``: more of its keys; ``notify``: more [notify] keys)."""
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(f"""
 [notify]
 question_after_s = 0
 retry_initial_s = 0.05
 retry_max_s = 0.3
+{notify}
 [[notify.channel]]
 type = "telegram"
 name = "phone"
@@ -153,16 +155,20 @@ def test_a_reply_is_the_free_text_other_and_denies_a_permission_with_its_reason(
     assert json.loads(out)["hookSpecificOutput"]["decision"] == {"behavior": "deny", "message": "not now"}
 
 
-def test_an_unlisted_user_is_ignored_and_logged(tg: Any) -> None:
+def test_an_unlisted_user_is_ignored_and_logged_and_their_press_answered_with_a_refusal(tg: Any) -> None:
     rig, fake, d = tg
     held = held_question(rig)
     mid = post_of(fake, Q)
     buttons = current(rig, fake, ASK_ID, mid)
-    fake.press(STRANGER, mid, buttons["Blue"])
+    press = fake.press(STRANGER, mid, buttons["Blue"])
     fake.reply(STRANGER, mid, "let me in")
     wait_until(lambda: d.log.read_text().count(f"from user {STRANGER} ignored (not in allow)") == 2, 60,
                what="two ignored updates logged")
-    assert rig.interaction(ASK_ID)["state"] == "pending" and replies(fake) == []
+    # the press is answered (their client stops waiting) with a refusal; the message is not
+    wait_until(lambda: fake.of("answerCallbackQuery"), 60, what="the press answered")
+    assert rig.interaction(ASK_ID)["state"] == "pending"
+    assert replies(fake) == ["You are not allowed to answer here."]
+    assert fake.of("answerCallbackQuery")[0]["callback_query_id"] == press["callback_query"]["id"]
     fake.press(ALLOWED, mid, buttons["Red"])
     rc, out = finish(held)
     assert json.loads(out)["hookSpecificOutput"]["decision"]["updatedInput"]["answers"] == {Q: "Red"}
@@ -328,9 +334,11 @@ def test_a_plan_and_an_elicitation_as_posted() -> None:
                                                            ("Approve (manual)", {"options": ["manual"]})]
     el = interaction_post(_interaction(kind="elicitation", tool_name="github", input={
         "message": "Pick a repo", "requested_schema": {"type": "object", "properties": {"repo": {"type": "string"}}}}), None)
-    assert el.text == "\n".join(["b1's tool server github asks:", "Pick a repo",
-                                 "fields: repo (answer those at the desk or with hookd answer)"])
-    assert [b.label for b in el.buttons] == ["Decline", "Cancel"]
+    assert el.text == "\n".join(["b1's tool server github asks:", "Pick a repo", "fields: repo", "",
+                                 "Field 1 of 1: repo (string, optional)", "Reply to this message with its value."])
+    assert [b.label for b in el.buttons] == ["Skip", "Decline", "Cancel"]
+    bare = interaction_post(_interaction(kind="elicitation", tool_name="github", input={"message": "Go on?"}), None)
+    assert [b.label for b in bare.buttons] == ["Accept", "Decline", "Cancel"]
 
 
 def test_agent_text_is_shown_escaped_and_never_as_markup() -> None:

@@ -146,6 +146,24 @@ def _validate(content: dict[str, Any], schema: dict[str, Any]) -> None:
         raise BadRequest("the content does not fit the requested schema: " + "; ".join(parts))
 
 
+def check_field(shown: Any, name: str, value: Any) -> Any:
+    """``value`` for field ``name`` of an elicitation whose input is ``shown``, one field at a
+    time (a chat's form, :mod:`hookd.watchers.chat`): text read as the field's type as
+    ``hookd answer --field`` reads it, then checked against that field's schema with the
+    validator the whole answer meets (:func:`normalize_elicitation`). Returns the value as
+    read. Raises BadRequest saying what is wrong."""
+    schema = shown.get("requested_schema") if isinstance(shown, dict) else None
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(schema, dict) or not isinstance(props, dict) or name not in props:
+        raise BadRequest(f"the server asks for no field {name!r}")
+    one: dict[str, Any] = {"type": "object", "properties": {name: props[name]}, "required": [name]}
+    if "$schema" in schema:
+        one["$schema"] = schema["$schema"]
+    content = _coerce({name: value}, one)
+    _validate(content, one)
+    return content[name]
+
+
 def schema_fields(shown: Any) -> list[dict[str, Any]]:
     """The requested schema's fields of an elicitation's ``input`` (``shown``), for showing:
     ``[{"name", "type", "required", "title", "description", "enum"}]`` in the schema's order

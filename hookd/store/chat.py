@@ -16,7 +16,9 @@ class ChatPost(msgspec.Struct, frozen=True):
     ``chat_id`` and ``message_id``; for an interaction its id, the ``revision`` and
     ``input_hash`` its buttons answer and ``choices`` (one answer body per button, JSON
     objects of :class:`hookd.models.AnswerRequest` fields); for a lane's alert only
-    ``builder``. Times are UNIX seconds; ``ended_at``: edited to show the outcome."""
+    ``builder``. Times are UNIX seconds; ``ended_at``: edited to show the outcome. ``draft``:
+    the answer in the making (:mod:`hookd.watchers.chat_posts`; None: none), ``reminded``: the
+    highest reminder step replied in the post's thread (0: none)."""
 
     id: int
     channel: str
@@ -29,18 +31,22 @@ class ChatPost(msgspec.Struct, frozen=True):
     choices: list[dict[str, Any]]
     posted_at: float
     ended_at: float | None
+    draft: dict[str, Any] | None = None
+    reminded: int = 0
 
 
 CHAT_POST_COLS = ("id, channel, chat_id, message_id, interaction_id, builder, revision, input_hash, choices, posted_at,"
-         " ended_at")
+                  " ended_at, draft, reminded")
 
 
 def chat_post_of(row: tuple) -> ChatPost:
     """A ``chat_posts`` row (:data:`CHAT_POST_COLS`) as a :class:`ChatPost`."""
-    id_, channel, chat_id, message_id, interaction_id, builder, revision, input_hash, choices, posted_at, ended_at = row
+    (id_, channel, chat_id, message_id, interaction_id, builder, revision, input_hash, choices, posted_at, ended_at,
+     draft, reminded) = row
     return ChatPost(id=id_, channel=channel, chat_id=chat_id, message_id=message_id, interaction_id=interaction_id,
                     builder=builder, revision=revision, input_hash=input_hash,
-                    choices=_dec.decode(choices) if choices else [], posted_at=posted_at, ended_at=ended_at)
+                    choices=_dec.decode(choices) if choices else [], posted_at=posted_at, ended_at=ended_at,
+                    draft=_dec.decode(draft) if draft else None, reminded=reminded or 0)
 
 
 class ChatTx(TxBase):
@@ -72,9 +78,24 @@ class ChatTx(TxBase):
 
     def revise_chat_post(self, post_id: int, revision: int, input_hash: str | None,
                          choices: list[dict[str, Any]]) -> None:
-        """The post's buttons now answer ``revision`` (the message was edited)."""
-        self._db.execute("UPDATE chat_posts SET revision=?, input_hash=?, choices=? WHERE id=?",
+        """The post's buttons now answer ``revision`` (the message was edited; its draft cleared)."""
+        self._db.execute("UPDATE chat_posts SET revision=?, input_hash=?, choices=?, draft=NULL WHERE id=?",
                          (revision, input_hash, _enc.encode(choices), post_id))
+
+    def set_chat_draft(self, post_id: int, draft: dict[str, Any] | None) -> None:
+        """The post's answer in the making (None: none)."""
+        self._db.execute("UPDATE chat_posts SET draft=? WHERE id=?",
+                         (None if draft is None else _enc.encode(draft), post_id))
+
+    def chat_reminded(self, post_id: int, step: int) -> bool:
+        """Claim reminder ``step`` of the post: True when it is above the highest claimed (send
+        it), False when it (or a later one) was claimed already."""
+        cur = self._db.execute("UPDATE chat_posts SET reminded=? WHERE id=? AND reminded<?", (step, post_id, step))
+        return cur.rowcount > 0
+
+    def unclaim_chat_reminder(self, post_id: int, before: int) -> None:
+        """Reminder claimed but not sent (the chat unreachable): back to ``before``."""
+        self._db.execute("UPDATE chat_posts SET reminded=? WHERE id=?", (before, post_id))
 
     def place_chat_post(self, post_id: int, chat_id: str, message_id: int) -> None:
         """Where the post recorded before it was sent landed."""

@@ -418,6 +418,17 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "ALTER TABLE runs ADD COLUMN hooks INTEGER",
         ],
     ),
+    (
+        # a chat post's answer in the making (issue 24: a question's parts chosen so far, a
+        # multi-select's toggles, an elicitation's fields given: JSON, NULL none; cleared when
+        # the interaction's revision changes) and the highest reminder step replied in its
+        # thread (0: none), so each reminder goes once, across restarts
+        "0023_chat_drafts",
+        [
+            "ALTER TABLE chat_posts ADD COLUMN draft TEXT",
+            "ALTER TABLE chat_posts ADD COLUMN reminded INTEGER NOT NULL DEFAULT 0",
+        ],
+    ),
 ]
 
 

@@ -14,7 +14,14 @@ module is the part every service shares, :class:`ChatRelay`:
   there), each handled once by its id (a retried delivery is ignored); a press answers with
   ``surface`` the channel's type and actor ``<type>:<user id>``, bound to the revision and
   input hash its message showed (a stale button is refused with a reply saying so); an update
-  from a user not in ``allow`` is ignored and logged;
+  from a user not in ``allow`` is ignored and logged (their press is answered with
+  :data:`NOT_ALLOWED`, so their client stops waiting on it; a message gets no reply);
+- steps: what takes more than one press (a question's parts, a multi-select, an
+  elicitation's fields) is answered on the same post step by step, its draft stored with it
+  (:func:`hookd.watchers.chat_posts.advance`), the message edited after each step;
+- reminders: a post still pending is reminded at the notifiers' escalation steps
+  (``steps_s`` after ``question_after_s``: docs/usage.md "Notifications"), each once, as a
+  reply in the post's thread, never a new post; after downtime only the highest step due;
 - network loss: polling and posting retry with exponential backoff (tenacity), nothing is
   answered twice (the update ids, and the answer's ``response_id`` ``<channel>:<update id>``).
 """
@@ -30,7 +37,18 @@ import msgspec
 
 from hookd.harness.registry import present_tool
 from hookd.models import AnswerRequest, BadRequest, Conflict, HookdError, Interaction, NotFound
-from hookd.watchers.chat_posts import KINDS, Post, ended_post, interaction_post
+from hookd.untrusted import visible
+from hookd.watchers.chat_posts import (
+    KINDS,
+    STEPS,
+    Post,
+    advance,
+    ended_post,
+    interaction_choices,
+    interaction_post,
+    stepwise,
+)
+from hookd.watchers.notify_channels import duration
 
 if TYPE_CHECKING:
     from hookd.core import Hookd
@@ -44,6 +62,12 @@ MIN_PASS_GAP_S = 0.05
 
 HELP = ("Answer with the buttons, or reply to a message with text. /send BUILDER TEXT queues a message for "
         "an agent (or reply to a lane's message); /lanes lists the lanes.")
+
+
+#: The chat commands (a reply starting with another word is a reply).
+COMMANDS = ("/send", "/lanes")
+#: What a press by a user not in ``allow`` is told (nothing else happens).
+NOT_ALLOWED = "You are not allowed to answer here."
 
 
 class ChatUnreachable(Exception):
@@ -91,6 +115,10 @@ class TwoWayChannel(Protocol):
         """Tell the update's sender ``text`` (a press: the button's toast; a message: a reply)."""
         ...
 
+    async def remind(self, chat_id: str, message_id: int, text: str) -> None:
+        """Post ``text`` in the thread of a posted message (a reply to it). Raises as :meth:`post`."""
+        ...
+
     async def close(self) -> None:
         ...
 
@@ -100,16 +128,24 @@ def button_data(post_id: int, revision: int, n: int) -> str:
     return f"a:{post_id}:{revision}:{n}"
 
 
+def _data(post_id: int, revision: int, post: Post, choices: list[dict[str, Any]]) -> list[str]:
+    """Each of ``post``'s buttons' callback data: its answer's index in ``choices``."""
+    return [button_data(post_id, revision, choices.index(b.answer)) for b in post.buttons]
+
+
 class ChatRelay:
     """One two-way channel inside ``hookd serve`` (see the module's docstring).
 
-    retry_initial_s / retry_max_s: the backoff's first and longest wait (seconds)."""
+    retry_initial_s / retry_max_s: the backoff's first and longest wait (seconds); steps_s:
+    the escalation steps (seconds after a post is due; step 0 is the post, each later one a
+    reminder: the notifiers' ``steps_s``)."""
 
     def __init__(self, core: Hookd, channel: TwoWayChannel, *, question_after_s: float,
-                 retry_initial_s: float, retry_max_s: float):
+                 retry_initial_s: float, retry_max_s: float, steps_s: tuple[float, ...] = ()):
         self.core = core
         self.ch = channel
         self.question_after_s = question_after_s
+        self.steps_s = steps_s
         self.retry_initial_s = max(0.01, retry_initial_s)
         self.retry_max_s = max(self.retry_initial_s, retry_max_s)
         self._closed = False
@@ -208,18 +244,47 @@ class ChatRelay:
                     await self._show(i, post, now)
                 except HookdError as e:  # refused (tried again at the next pass)
                     log.warning("chat channel %s: could not post %s: %s", name, i.id, e)
+            elif i.kind != "async":  # (an async ask is not notified: the agent keeps working)
+                await self._remind(i, post, now)
+            later = [t for t in self._reminders(i) if t > now] if i.kind != "async" else []
+            if later and (post is not None or due <= now):
+                nxt = later[0] if nxt is None else min(nxt, later[0])
         return nxt
 
+    def _reminders(self, i: Interaction) -> list[float]:
+        """When ``i``'s reminders fall due (UNIX seconds; ``steps_s`` after its post is due)."""
+        return [i.created_at + self.question_after_s + off for off in self.steps_s[1:]]
+
+    async def _remind(self, i: Interaction, p: ChatPost, now: float) -> None:
+        """Reply in the post's thread with the highest reminder step due not yet sent (claimed
+        in the store first: once per step)."""
+        due = [n for n, t in enumerate(self._reminders(i), 1) if t <= now]
+        if due and due[-1] > p.reminded:
+            step = due[-1]
+            claimed, _ = await self.core.store.write(lambda tx: tx.chat_reminded(p.id, step))
+            if claimed:
+                text = (f"Reminder {step} of {len(self.steps_s) - 1}: {i.builder} has been waiting "
+                        f"{duration(now - i.created_at)} for an answer to this.")
+                try:
+                    await self.ch.remind(p.chat_id, p.message_id, visible(text))
+                    log.info("chat channel %s: reminded %s (step %d)", self.ch.name, i.id, step)
+                except HookdError as e:  # (refused: not tried again, as a notifier's refused step)
+                    log.warning("chat channel %s: could not remind %s: %s", self.ch.name, i.id, e)
+                except ChatUnreachable:  # (the claim undone: tried again after the backoff)
+                    await self.core.store.write(lambda tx: tx.unclaim_chat_reminder(p.id, p.reminded))
+                    raise
+
     async def _show(self, i: Interaction, p: ChatPost | None, now: float) -> None:
-        post = interaction_post(i, await self._view(i))
-        choices = [b.answer for b in post.buttons]
+        view = await self._view(i)
+        post = interaction_post(i, view)
+        choices = interaction_choices(i, view)
         if p is None or not p.message_id:
             # the row first (its id goes in the buttons), then the message, then its id (a row
             # left without one, by a stop in between, is replaced: the message is sent again)
             row, _ = await self.core.store.write(lambda tx: tx.add_chat_post(
                 self.ch.name, "", 0, interaction_id=i.id, builder=i.builder, revision=i.revision,
                 input_hash=i.input_hash, choices=choices, at=now))
-            data = [button_data(row.id, i.revision, n) for n in range(len(choices))]
+            data = _data(row.id, i.revision, post, choices)
             async with self._placing:
                 try:
                     chat_id, message_id = await self.ch.post(post, data)
@@ -229,7 +294,7 @@ class ChatRelay:
                 await self.core.store.write(lambda tx: tx.place_chat_post(row.id, chat_id, message_id))
             log.info("chat channel %s: posted %s (revision %d)", self.ch.name, i.id, i.revision)
         else:
-            data = [button_data(p.id, i.revision, n) for n in range(len(choices))]
+            data = _data(p.id, i.revision, post, choices)
             await self.ch.edit(p.chat_id, p.message_id, post, data)
             await self.core.store.write(lambda tx: tx.revise_chat_post(p.id, i.revision, i.input_hash, choices))
 
@@ -261,6 +326,8 @@ class ChatRelay:
         said = ""
         if inc.user_id not in self.ch.allow:
             log.warning("chat channel %s: update %d from user %s ignored (not in allow)", name, inc.update_id, inc.user_id)
+            if inc.callback_id is not None:
+                said = NOT_ALLOWED
         else:
             try:
                 async with self._placing:
@@ -278,10 +345,10 @@ class ChatRelay:
         if inc.data is not None:
             return await self._press(inc)
         text = (inc.text or "").strip()
-        if inc.reply_to is not None and not text.startswith("/"):
-            return await self._reply(inc, text)
         word, _, rest = text.partition(" ")
         word = word.split("@", 1)[0]
+        if inc.reply_to is not None and word not in COMMANDS:  # (a value may start with "/": a path)
+            return await self._reply(inc, text)
         if word == "/lanes":
             return await self._lanes()
         if word == "/send":
@@ -294,9 +361,9 @@ class ChatRelay:
     def _actor(self, inc: Incoming) -> str:
         return f"{self.ch.type}:{inc.user_id}"
 
-    async def _answer(self, inc: Incoming, p: ChatPost, revision: int, body: dict[str, Any]) -> str:
-        assert p.interaction_id is not None
-        i = await self.core.store.interaction(p.interaction_id)
+    @staticmethod
+    def _refusal(p: ChatPost, i: Interaction | None, revision: int) -> str | None:
+        """Why a press or reply on ``p`` for ``revision`` cannot be taken (None: it can)."""
         if i is None:
             return "That interaction is gone."
         if i.state != "pending":
@@ -304,6 +371,14 @@ class ChatRelay:
         if i.revision != revision:
             return (f"Not answered: this button is stale ({p.interaction_id} changed since this message showed it); "
                     "use the message's new buttons.")
+        return None
+
+    async def _answer(self, inc: Incoming, p: ChatPost, revision: int, body: dict[str, Any]) -> str:
+        assert p.interaction_id is not None
+        i = await self.core.store.interaction(p.interaction_id)
+        refused = self._refusal(p, i, revision)
+        if refused is not None or i is None:
+            return refused or ""
         req = msgspec.convert({**body, "actor": self._actor(inc), "revision": revision,
                                "input_hash": p.input_hash, "response_id": f"{self.ch.name}:{inc.update_id}"},
                               AnswerRequest)
@@ -323,7 +398,36 @@ class ChatRelay:
         p, _ = await self.core.store.write(lambda tx: tx.chat_post(post_id))
         if p is None or p.interaction_id is None or n >= len(p.choices):
             return "Not answered: this button belongs to a message hookd no longer knows."
+        if any(k in p.choices[n] for k in STEPS):
+            return await self._step(inc, p, revision, p.choices[n])
         return await self._answer(inc, p, revision, p.choices[n])
+
+    async def _step(self, inc: Incoming, p: ChatPost, revision: int, step: dict[str, Any]) -> str:
+        """One step of a step-by-step answer (module docstring); the whole answer once complete."""
+        assert p.interaction_id is not None
+        i = await self.core.store.interaction(p.interaction_id)
+        refused = self._refusal(p, i, revision)
+        if refused is not None or i is None:
+            return refused or ""
+        try:
+            draft, body = advance(i, p.draft, step)
+        except BadRequest as e:
+            return f"Not taken: {e}."
+        if body is None:
+            await self.core.store.write(lambda tx: tx.set_chat_draft(p.id, draft))
+            await self._redraw(i, p, draft)
+            return "Noted."
+        said = await self._answer(inc, p, revision, body)
+        if said.startswith("Not answered") and (await self.core.store.interaction(i.id) or i).state == "pending":
+            # (the whole refused, e.g. by the requested schema: the form starts again)
+            await self.core.store.write(lambda tx: tx.set_chat_draft(p.id, None))
+            await self._redraw(i, p, None)
+            said += " Start again from the message's first step."
+        return said
+
+    async def _redraw(self, i: Interaction, p: ChatPost, draft: dict[str, Any] | None) -> None:
+        post = interaction_post(i, await self._view(i), draft)
+        await self.ch.edit(p.chat_id, p.message_id, post, _data(p.id, p.revision or 0, post, p.choices))
 
     async def _reply(self, inc: Incoming, text: str) -> str:
         p, _ = await self.core.store.write(lambda tx: tx.chat_post_of_message(self.ch.name, inc.chat_id, inc.reply_to or 0))
@@ -334,12 +438,14 @@ class ChatRelay:
             return await self._send(inc, p.builder, text)
         i = await self.core.store.interaction(p.interaction_id)
         kind = i.kind if i is not None else "question"
+        if i is not None and stepwise(i):
+            return await self._step(inc, p, p.revision or 0, {"text": text})
         if kind == "permission":
             body: dict[str, Any] = {"decision": "deny", "message": text}
         elif kind == "plan":
             body = {"options": ["deny"], "text": text}
         elif kind == "elicitation":
-            return "An elicitation is answered with its buttons, or its fields at the desk or with hookd answer."
+            return "This elicitation asks for no fields: answer it with its buttons."
         else:
             body = {"text": text}
         return await self._answer(inc, p, p.revision or 0, body)

@@ -233,7 +233,8 @@ class Notifier:
         for ch in cfg.channels:
             if ch.type in TWO_WAY_TYPES:
                 relay = ChatRelay(self.core, two_way_channel(ch), question_after_s=cfg.question_after_s,
-                                  retry_initial_s=cfg.retry_initial_s, retry_max_s=cfg.retry_max_s)
+                                  retry_initial_s=cfg.retry_initial_s, retry_max_s=cfg.retry_max_s,
+                                  steps_s=cfg.steps_s)
                 self.chats[ch.name] = relay
                 self._chat_tasks.append(asyncio.create_task(relay.run()))
 

@@ -164,6 +164,10 @@ class SlackChannel:
         await self._call("chat_update", channel=chat_id, ts=ts_of(message_id), text=escape(post.text),
                          blocks=blocks(post, data))
 
+    async def remind(self, chat_id: str, message_id: int, text: str) -> None:
+        await self._call("chat_postMessage", channel=chat_id, thread_ts=ts_of(message_id), text=escape(text),
+                         mrkdwn=False, unfurl_links=False, unfurl_media=False)
+
     async def send_text(self, text: str) -> None:
         """Post a plain message (``hookd notify test``)."""
         await self._call("chat_postMessage", channel=self.chat_id, text=escape(text), mrkdwn=False,
@@ -235,7 +239,7 @@ class SlackChannel:
                 await self._ack(req.envelope_id)
                 continue
             self._unacked.append(req.envelope_id)
-            if inc.user_id not in self.allow:
+            if inc.user_id not in self.allow and inc.callback_id is None:  # (a press: the relay answers it)
                 await self._tell_stranger(inc)
             out.append(inc)
         return out

@@ -119,6 +119,10 @@ class TelegramChannel:
             return
         await self._call(self.bot.send_message, inc.chat_id, text, reply_to_message_id=inc.message_id)
 
+    async def remind(self, chat_id: str, message_id: int, text: str) -> None:
+        await self._call(self.bot.send_message, chat_id, text, reply_to_message_id=message_id,
+                         disable_web_page_preview=True)
+
     async def send_text(self, text: str) -> None:
         """Post a plain message (``hookd notify test``)."""
         await self._call(self.bot.send_message, self.chat_id, text, disable_web_page_preview=True)
