@@ -183,11 +183,11 @@ def test_an_unlisted_user_is_ignored_logged_and_told(sl: Any) -> None:
                what="two ignored updates logged")
     assert rig.interaction(ASK_ID)["state"] == "pending"
     told = [p for p in fake.of("chat.postEphemeral") if p["user"] == STRANGER]
-    assert [p["text"] for p in told] == ["You are not on this hookd's allow list: ignored."] * 2
+    assert [p["text"] for p in told] == ["You are not allowed to answer here."] * 2
     env = fake.command(STRANGER, "send b1 let me in")  # (told in the command's acknowledgement)
     wait_until(lambda: fake.acked(env) == 1, 60, what="the command acknowledged")
     assert [a.get("payload") for a in fake.acks if a["envelope_id"] == env["envelope_id"]] == [
-        {"text": "You are not on this hookd's allow list: ignored.", "response_type": "ephemeral"}]
+        {"text": "You are not allowed to answer here.", "response_type": "ephemeral"}]
     assert rig.inbox() == []
     fake.press(ALLOWED, ts, buttons["Red"])
     rc, out = finish(held)

@@ -34,7 +34,7 @@ import logging
 from typing import Any
 
 from hookd.models import HookdError
-from hookd.watchers.chat import ChatUnreachable, Incoming
+from hookd.watchers.chat import NOT_ALLOWED, ChatUnreachable, Incoming
 from hookd.watchers.chat_posts import Post
 from hookd.watchers.notify_config import Channel
 
@@ -47,8 +47,6 @@ POLL_S = 1.0
 SECTION_CHARS = 3000
 LABEL_CHARS = 75
 MAX_BUTTONS = 25
-#: What an unlisted user is told (only them: ephemeral); the relay logs the update.
-NOT_ALLOWED = "You are not on this hookd's allow list: ignored."
 #: The reply to ``/hookd`` with no known word (the relay's help, as Slack's commands are written).
 HELP = ("Answer with the buttons, or reply in a message's thread with text. /hookd send BUILDER TEXT queues a "
         "message for an agent (or reply in a lane message's thread); /hookd lanes lists the lanes.")
