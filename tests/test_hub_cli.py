@@ -108,13 +108,13 @@ def test_an_operator_reads_every_hosts_lanes_and_questions_from_the_hub(cluster:
         assert (q["host_id"], q["id"], q["kind"], q["builder"]) == (ha, qid, "question", "b1")
         r = hookd_cli(cli_home, "--hub", op, "questions")
         head, row = r.stdout.splitlines()[0], r.stdout.splitlines()[2]
-        assert head.split() == ["host", "id", "kind", "builder", "waiting", "what", "host", "seen"]
+        assert head.split() == ["host", "id", "kind", "builder", "waiting", "what", "answers", "queued", "host", "seen"]
         assert row.split()[:4] == [ha, qid, "question", "b1"]
         # one host's role reads only its own rows; --hub on a command that cannot read the hub is refused
         r = hookd_cli(cli_home, "--hub", b_url, "lanes", "--json")
         assert [(x["host_id"], x["builder"]) for x in json.loads(r.stdout)] == [(hb, "b1")]
-        r = hookd_cli(cli_home, "--hub", op, "send", "b1", "hi")
-        assert r.returncode == 2 and "only lanes, questions, hub read the hub so far" in r.stderr
+        r = hookd_cli(cli_home, "--hub", op, "dismiss", qid, "--reason", "x")
+        assert r.returncode == 2 and "only lanes, questions, inbox, answer, send, hub use the hub so far" in r.stderr
         r = hookd_cli(cli_home, "--hub", cluster.url(f"op_{db}", "wrong-pw", db), "lanes")  # (TCP: passwords)
         assert r.returncode == 1 and "password" in r.stderr and "wrong-pw" not in r.stderr
     finally:

@@ -42,7 +42,7 @@ from hookd.store import Store, Tx
 __all__ = ["MAX_ANSWER_CHARS", "MAX_HOOK_REPLY", "SURFACES", "Answers", "normalize_answer"]
 
 #: Where an answer comes from (``surface`` of :meth:`Answers.answer`).
-SURFACES = ("cli", "api", "web", "telegram")
+SURFACES = ("cli", "api", "web", "telegram", "hub")
 
 _canon = msgspec.json.Encoder(order="sorted")
 
@@ -184,7 +184,8 @@ class Answers:
         """Answer interaction ``interaction_id`` (its id or tool_use_id) for a human.
 
         req: the answer (:class:`hookd.models.AnswerRequest`); surface: ``cli`` | ``api`` |
-        ``web`` | ``telegram`` (a two-way chat channel: hookd.watchers.chat). Returns the receipt ``{"interaction", "response_id", "duplicate",
+        ``web`` | ``telegram`` (a two-way chat channel: hookd.watchers.chat) | ``hub`` (an
+        operator's answer from the fleet's hub, applied by hookd.hub.commands). Returns the receipt ``{"interaction", "response_id", "duplicate",
         "delivery": "hook"|"inbox", "message_id", "warning"}``. Idempotent by
         ``response_id``: the same id and content return the first receipt (``duplicate``
         true). Raises NotFound (unknown id), BadRequest (the answer does not fit the
