@@ -355,6 +355,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
         _out(f"hub {hub['url']} {hub['state']}" + (f" as host {hub['host_id']}" if hub.get("host_id") else "")
              + f", shipped through seq {hub['shipped_seq']} of {c.get('events', '?')}"
              + (f": {hub['error']}" if hub.get("error") else ""))
+        if (cmds := hub.get("commands")) and (cmds["applied"] or cmds["refused"] or cmds["state"] == "down"):
+            _out(f"hub commands {cmds['state']}: {cmds['applied']} applied, {cmds['refused']} refused since the start"
+                 + (f": {cmds['error']}" if cmds.get("error") else ""))
     if s.get("held"):
         _out(f"holding a PermissionRequest hook for: {visible(', '.join(s['held']))} (answer with `hookd answer ID`)")
     if s["builders"]:
