@@ -159,6 +159,8 @@ def test_a_send_reaches_the_right_hosts_inbox(hub: Hub, two: tuple[Host, Host], 
     assert (r.returncode, r.stderr) == (2, f"hookd: command send:{b.id}:k1 was already queued with other content;"
                                            " use a new --id\n")
     assert len(b.app.inbox("b1")) == 1
+    r = op_cli(op, tmp_path, "send", "nohost/b1", "hi")
+    assert (r.returncode, r.stderr) == (1, "hookd: no host 'nohost' on the hub (`hookd --hub URL hub hosts` lists them)\n")
     r = op_cli(op, tmp_path, "send", f"{a.id}/nobody", "hi")
     assert (r.returncode, r.stderr) == (2, f"hookd: {a.id} refused it: builder 'nobody' is not known on this host\n")
     r = op_cli(op, tmp_path, "inbox")

@@ -8,6 +8,10 @@ is still queued is what is left to do), and from then on after the last seq it t
 the hub's NOTIFY on the host's own channel (a wake-up only; it also reads every ``poll_s``
 seconds, and at once when the connection ends).
 
+Only the home that claimed its host on the hub (:func:`hookd.hub.sql.claim`, made by the
+shipper) takes the host's commands: a second home with the same role takes none (``state``
+``refused``), so two homes never apply one command each.
+
 Applied once: each command's outcome is recorded in the local SQLite (``hub_commands``,
 migration ``0023_hub_commands``) before it is written back; a command recorded there is never
 applied again (after a restart its recorded outcome is shipped instead). Between the answer's
@@ -36,6 +40,7 @@ import msgspec
 
 from hookd.hub import sql
 from hookd.hub.config import redact
+from hookd.hub.shipper import HostTaken
 from hookd.models import AnswerRequest, BadRequest, Conflict, NotFound
 
 if TYPE_CHECKING:
@@ -47,13 +52,18 @@ log = logging.getLogger("hookd.hub")
 REFUSALS = (BadRequest, Conflict, NotFound)
 
 
+class NotClaimed(Exception):
+    """This home has not claimed its host on the hub yet (the shipper does at its first connect)."""
+
+
 class Applier:
     """Applies the hub's commands for this host over ``core`` (module doc).
 
     url: the hub's URL (the host's role); poll_s: how often it reads its queued commands with
     no NOTIFY (seconds); retry_max_s, connect_timeout_s, command_timeout_s: as
     :class:`hookd.hub.shipper.Shipper`'s. State for status and tests: ``state``
-    (``connecting``, ``up``, ``down``), ``error``, ``applied`` and ``refused`` (commands this
+    (``connecting``, ``up``, ``down``; ``refused``: another home ships as this host and takes
+    its commands, :class:`hookd.hub.shipper.HostTaken`), ``error``, ``applied`` and ``refused`` (commands this
     daemon applied and refused since it started)."""
 
     def __init__(self, core: "Hookd", url: str, *, poll_s: float = 10.0, retry_max_s: float = 5.0,
@@ -92,9 +102,10 @@ class Applier:
                 if self.state == "up":
                     delay = 0.1
                 why = f"{type(e).__name__}: {str(e).strip().splitlines()[0]}" if str(e).strip() else type(e).__name__
-                if self.state != "down" or self.error != why:
+                state = "refused" if isinstance(e, HostTaken) else "connecting" if isinstance(e, NotClaimed) else "down"
+                if state != "connecting" and (self.state != state or self.error != why):
                     log.warning("hub %s: commands: %s; queued ones wait on the hub", self.key, why)
-                self.state, self.error = "down", why
+                self.state, self.error = state, why
             finally:
                 if conn is not None:
                     with contextlib.suppress(Exception):
@@ -104,8 +115,14 @@ class Applier:
             delay = min(delay * 2, self.retry_max_s)
 
     async def _follow(self, conn: Any, stop: asyncio.Event) -> None:
-        wake = asyncio.Event()
         host = await sql.host_id(conn)
+        mine = await self.core.store.hub_cursor(self.key)
+        if mine is None:  # (the shipper makes this home's id on its first connect to this hub)
+            raise NotClaimed("waiting for the shipper's first connect to claim this host")
+        if await sql.claim(conn, mine[1]) != mine[1]:  # another home is this host: it applies them
+            raise HostTaken(f"another hookd home already ships to this hub as host {host}: it takes the host's"
+                            " commands, this home takes none (hookd status's hub line says more)")
+        wake = asyncio.Event()
         await conn.add_listener(sql.command_channel(host), lambda *_: wake.set())
         conn.add_termination_listener(lambda *_: wake.set())
         for done in await self.core.store.hub_commands(self.key, unshipped=True):  # (lost with a connection)

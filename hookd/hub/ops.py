@@ -75,11 +75,16 @@ def _qualified(target: str) -> tuple[str | None, str]:
     return (host, name) if slash else (None, target)
 
 
-def _host(host: str) -> str:
+async def _host(conn: Any, host: str) -> str:
+    """``host`` if the hub knows it (it has shipped at least once); raises BadRequest,
+    NotFound."""
     try:
-        return sql.check_host_id(host)
+        sql.check_host_id(host)
     except ValueError as e:
         raise BadRequest(str(e)) from None
+    if not any(h["host_id"] == host for h in await sql.hosts(conn)):
+        raise NotFound(f"no host {host!r} on the hub (`hookd --hub URL hub hosts` lists them)")
+    return host
 
 
 async def _answer_target(conn: Any, target: str) -> tuple[str, str, str | None]:
@@ -92,7 +97,7 @@ async def _answer_target(conn: Any, target: str) -> tuple[str, str, str | None]:
         if iid in (d.get("id"), d.get("tool_use_id")) and host in (None, r["host_id"]):
             found.append((r["host_id"], str(d.get("id") or iid), r["builder"]))
     if host is not None:
-        return found[0] if found else (_host(host), iid, None)
+        return found[0] if found else (await _host(conn, host), iid, None)
     hosts = sorted({f[0] for f in found})
     if not hosts:
         raise NotFound(f"no interaction {iid!r} is pending on the hub; name its host: HOST/{iid}")
@@ -106,7 +111,7 @@ async def _send_target(conn: Any, target: str) -> tuple[str, str]:
     one host). Raises NotFound, BadRequest."""
     host, builder = _qualified(target)
     if host is not None:
-        return _host(host), builder
+        return await _host(conn, host), builder
     hosts = sorted({r["host_id"] for r in await sql.lanes(conn) if r["builder"] == builder})
     if not hosts:
         raise NotFound(f"no host has a builder {builder!r} on the hub; name its host: HOST/{builder}")
