@@ -29,7 +29,7 @@ from hookd.hub.config import redact
 from hookd.settings import Settings
 
 from .conftest import hookd_cli
-from .hubrig import Hub, cluster_fixture, fresh_hub, pg, role, session
+from .hubrig import Hub, ask, cluster_fixture, fresh_hub, pg, role, session
 from .inproc import InProc
 from .pg import PgCluster
 from .test_answers import bash_perm, bash_post
@@ -163,13 +163,19 @@ def test_a_send_reaches_the_right_hosts_inbox(hub: Hub, two: tuple[Host, Host], 
     assert (r.returncode, r.stderr) == (1, "hookd: no host 'nohost' on the hub (`hookd --hub URL hub hosts` lists them)\n")
     r = op_cli(op, tmp_path, "send", f"{a.id}/nobody", "hi")
     assert (r.returncode, r.stderr) == (2, f"hookd: {a.id} refused it: builder 'nobody' is not known on this host\n")
+    r = op_cli(op, tmp_path, "send", f"{a.id}/nobody", "hi again", "--json")
+    c = json.loads(r.stdout)
+    assert (r.returncode, c["state"], c["reason"], c["result"]) == (
+        2, "refused", "builder 'nobody' is not known on this host", None)
     r = op_cli(op, tmp_path, "inbox")
     lines = r.stdout.splitlines()
     assert lines[0].split() == ["host", "kind", "builder", "for", "state", "since", "operator", "what"]
     cells = [re.split(r"\s{2,}", x.strip()) for x in lines[2:]]
     assert [(c[0], c[1], c[2], c[3], c[4], c[6], c[7]) for c in cells] == [
         (b.id, "send", "b1", "m-1", "applied", role(op), "look at the failing test"),
-        (a.id, "send", "nobody", "-", "refused", role(op), "hi (refused: builder 'nobody' is not known on this host)")]
+        (a.id, "send", "nobody", "-", "refused", role(op), "hi (refused: builder 'nobody' is not known on this host)"),
+        (a.id, "send", "nobody", "-", "refused", role(op),
+         "hi again (refused: builder 'nobody' is not known on this host)")]
 
 
 def test_an_answer_racing_the_desk_or_the_cli_is_decided_once(hub: Hub, two: tuple[Host, Host], tmp_path: Path) -> None:
@@ -215,7 +221,6 @@ def test_a_host_offline_gets_its_command_when_it_is_back_and_a_restart_applies_n
     finally:
         a.stop()
     r = op_cli(op, tmp_path, "send", f"{a.id}/b1", "while you were away", "--no-wait")
-    (row,) = command_rows(hub)
     created = pg(hub.admin, lambda c: c.fetchval("SELECT created_at FROM hookd.commands"))
     assert r.returncode == 0 and re.fullmatch(
         rf"queued for {a.id} since {created.strftime('%Y-%m-%dT%H:%M:%SZ')} \(host seen \d+s ago\): {a.id} applies"
@@ -254,6 +259,34 @@ def test_a_host_offline_gets_its_command_when_it_is_back_and_a_restart_applies_n
         assert a.app is not None
         wait_until(lambda: [r["state"] for r in command_rows(hub)] == ["applied", "applied"], 60)
         assert len(a.app.inbox("b1")) == 2
+    finally:
+        a.stop()
+
+
+def test_an_answer_queued_for_a_host_offline_shows_on_its_question(hub: Hub, tmp_path: Path) -> None:
+    a = Host(hub, tmp_path, "hq")
+    op = hub.operator()
+    a.start()
+    try:
+        assert a.app is not None
+        qid = ask(a.app, "b1")
+        wait_until(lambda: json.loads(op_cli(op, tmp_path, "questions", "--json").stdout), 60)
+    finally:
+        a.stop()
+    r = op_cli(op, tmp_path, "answer", qid, "--option", "Red", "--no-wait")  # (the bare id: one host has it)
+    assert r.returncode == 0 and r.stdout.startswith(f"queued for {a.id} since "), r.stdout
+    (q,) = json.loads(op_cli(op, tmp_path, "questions", "--json").stdout)
+    assert (q["host_id"], q["id"], q["answers_queued"]) == (a.id, qid, 1)
+    lines = op_cli(op, tmp_path, "questions").stdout.splitlines()
+    at = lines[0].index("answers queued")
+    assert lines[2][at:].split()[0] == "1"
+    a.start()  # back: the answer goes through the host's answer path like any other
+    try:
+        assert a.app is not None
+        wait_until(lambda: [r["state"] for r in command_rows(hub)] != ["queued"], 60)
+        i = a.app.interaction(qid)
+        assert (i["state"], i["surface"], i["actor"], i["answers"]) == (
+            "answered", "hub", role(op), {"Which color do you prefer?": "Red"})
     finally:
         a.stop()
 

@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hookd.hub")
 
+#: Queued commands read at once.
+BATCH = 100
+
 #: The local path's refusals: the command is ``refused`` with the error's message.
 REFUSALS = (BadRequest, Conflict, NotFound)
 
@@ -131,12 +134,14 @@ class Applier:
         cursor = 0
         while not stop.is_set():
             wake.clear()
-            for row in await sql.queued_commands(conn, cursor):
+            rows = await sql.queued_commands(conn, cursor, BATCH)
+            for row in rows:
                 await self._take(conn, row)
                 cursor = row["seq"]
             if conn.is_closed():
                 raise ConnectionError("the hub's connection ended")
-            await _first(wake, stop, self.poll_s)
+            if len(rows) < BATCH:  # (a full batch: more may be queued, read on at once)
+                await _first(wake, stop, self.poll_s)
 
     async def _take(self, conn: Any, row: dict[str, Any]) -> None:
         """Apply command ``row`` unless recorded as applied here, record it, ship its outcome.
