@@ -123,6 +123,7 @@ def test_an_answer_on_the_hub_releases_the_held_hook_on_the_right_host(hub: Hub,
     assert status == 200 and json.loads(out)["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
     i = a.app.interaction(p_a["id"])
     assert (i["state"], i["decision"], i["surface"], i["actor"]) == ("answered", "allow", "hub", role(op))
+    assert i["by"] == f"from the fleet's hub by {role(op)}"  # (what the CLI and the page say)
     assert b.app.interaction(p_b["id"])["state"] == "pending" and not held_b.done()  # B's hook still held
     (row,) = command_rows(hub)
     assert (row["kind"], row["host_id"], row["builder"], row["interaction_id"], row["operator"], row["state"]) == (
