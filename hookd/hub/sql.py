@@ -11,11 +11,14 @@ The hub's tables live in the schema ``hookd``:
   from it, contiguous from 1), ``heartbeat_at`` (the hub's clock), hookd's version,
   ``home_id`` (the hookd home that ships as this host: a second home is refused, its seqs
   would collide with the first's).
+- ``hookd.commands``: operators' answers and messages for hosts, and each one's outcome as its
+  host wrote it back (below, "down to hosts").
 
 Security (docs/fleet.md "Security", docs/decisions.md "The hub: one role per host, row-level
 security"): a host is a PostgreSQL role (``host_id`` is the role's name), member of the group
 role ``hookd_host``; row-level security lets such a role see, insert and update only rows whose
-``host_id`` is ``current_user``. The group role ``hookd_operator`` reads every row. The tables
+``host_id`` is ``current_user`` (of ``hookd.commands``: see and write the outcome of, not
+insert). The group role ``hookd_operator`` reads every row and inserts commands. The tables
 belong to whoever ran :func:`install` (the hub's administrator), which row-level security does
 not restrict.
 
