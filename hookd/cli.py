@@ -55,7 +55,7 @@ LAZY_COMMANDS = {
 }
 
 #: The commands that read a hub named with ``hookd --hub URL`` (docs/fleet.md).
-HUB_COMMANDS = ("lanes", "questions", "hub")
+HUB_COMMANDS = ("lanes", "questions", "inbox", "answer", "send", "hub")
 
 
 def _hookd_error() -> type[HookdError]:
@@ -100,8 +100,8 @@ class _Group(click.Group):
 @click.version_option(__version__, prog_name="hookd")
 @click.option("--home", type=click.Path(path_type=Path), envvar="HOOKD_HOME",
               help="hookd's data directory [env HOOKD_HOME; default: per-user data dir].")
-@click.option("--hub", metavar="URL", help="Read a fleet's hub (PostgreSQL) instead of this machine's daemon: "
-              "lanes, questions and hub (docs/fleet.md).")
+@click.option("--hub", metavar="URL", help="Use a fleet's hub (PostgreSQL) instead of this machine's daemon: "
+              "lanes, questions, inbox, answer, send and hub (docs/fleet.md).")
 @click.pass_context
 def main(ctx: click.Context, home: Path | None, hub: str | None) -> None:
     """hookd: the local hook bridge between coding agents and the humans who steer them."""
@@ -110,7 +110,7 @@ def main(ctx: click.Context, home: Path | None, hub: str | None) -> None:
     ctx.obj = Home.resolve(home)
     if hub is not None:
         if ctx.invoked_subcommand is not None and ctx.invoked_subcommand not in HUB_COMMANDS:
-            raise click.UsageError(f"--hub: only {', '.join(HUB_COMMANDS)} read the hub so far (not {ctx.invoked_subcommand})")
+            raise click.UsageError(f"--hub: only {', '.join(HUB_COMMANDS)} use the hub so far (not {ctx.invoked_subcommand})")
         ctx.meta["hookd.hub"] = hub
 
 
@@ -355,6 +355,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
         _out(f"hub {hub['url']} {hub['state']}" + (f" as host {hub['host_id']}" if hub.get("host_id") else "")
              + f", shipped through seq {hub['shipped_seq']} of {c.get('events', '?')}"
              + (f": {hub['error']}" if hub.get("error") else ""))
+        if (cmds := hub.get("commands")) and (cmds["applied"] or cmds["refused"] or cmds["state"] == "down"):
+            _out(f"hub commands {cmds['state']}: {cmds['applied']} applied, {cmds['refused']} refused since the start"
+                 + (f": {cmds['error']}" if cmds.get("error") else ""))
     if s.get("held"):
         _out(f"holding a PermissionRequest hook for: {visible(', '.join(s['held']))} (answer with `hookd answer ID`)")
     if s["builders"]:

@@ -1,5 +1,6 @@
 """``hookd hub ...`` (set up a hub: its schema, a host's role, an operator's role; its hosts) and
-the hub's side of ``hookd --hub URL lanes|questions`` (every host's, with a host column): over
+the hub's side of ``hookd --hub URL lanes|questions|inbox|answer|send`` (every host's, with a
+host column; answers and messages queued on the hub for their hosts): over
 :mod:`hookd.hub.ops`, imported only when named. docs/fleet.md.
 """
 
@@ -12,7 +13,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import click
 
-from hookd.cli_render import _duration, _echo_json, _lane_state, _out, _table
+from hookd.cli_render import _duration, _echo_json, _lane_state, _out, _table, answered_line, sent_line
 
 
 def _hub_url(ctx: click.Context) -> str:
@@ -111,24 +112,29 @@ def _fresh(age: float | None) -> str:
 def hub_lanes(url: str, as_json: bool) -> None:
     """``hookd --hub URL lanes``: every host's builders' lanes, as their last ``lane_changed``
     says. JSON items: ``host_id``, ``builder``, ``state``, ``since``, ``detail``, ``pending``,
-    ``queued``, ``seq``, ``heartbeat_age_s``."""
+    ``queued`` (its inbox's, as the host last said), ``seq``, ``heartbeat_age_s``,
+    ``sends_queued`` (messages queued on the hub for it, not yet taken by its host; the
+    table's ``queued`` counts both)."""
     import json
 
     from hookd.hub import ops
 
     items = []
+    queued = ops.queued_counts(url)
     for r in ops.lanes(url):
         d = json.loads(r["data"])
         items.append({"host_id": r["host_id"], "builder": r["builder"], "state": d.get("to"), "since": d.get("since"),
                       "detail": d.get("detail"), "pending": d.get("pending") or [], "queued": d.get("queued") or 0,
-                      "seq": r["seq"], "heartbeat_age_s": r["heartbeat_age_s"]})
+                      "seq": r["seq"], "heartbeat_age_s": r["heartbeat_age_s"],
+                      "sends_queued": queued.get((r["host_id"], "send", r["builder"]), 0)})
     if as_json:
         _echo_json(items)
         return
     now = time.time()
     rows: list[list[Any]] = [[i["host_id"], i["builder"], _lane_state(i["state"]),
-                              _duration(max(0.0, now - (i["since"] or now))), len(i["pending"]), i["queued"],
-                              i["detail"] or "", _fresh(i["heartbeat_age_s"])] for i in items]
+                              _duration(max(0.0, now - (i["since"] or now))), len(i["pending"]),
+                              i["queued"] + i["sends_queued"], i["detail"] or "", _fresh(i["heartbeat_age_s"])]
+                             for i in items]
     _out(_table(rows, ["host", "builder", "lane", "for", "pending", "queued", "detail", "host seen"])
          if rows else "no builders")
 
@@ -145,7 +151,8 @@ def _what(kind: str, d: dict[str, Any]) -> str:
 def hub_questions(url: str, as_json: bool) -> None:
     """``hookd --hub URL questions``: what waits on a human on every host. JSON items:
     ``host_id``, ``id``, ``kind``, ``builder``, ``at``, ``data`` (the pending event's),
-    ``heartbeat_age_s``."""
+    ``heartbeat_age_s``, ``answers_queued`` (answers queued on the hub for it, not yet taken by
+    its host)."""
     import json
 
     from hookd.hub import ops
@@ -153,14 +160,85 @@ def hub_questions(url: str, as_json: bool) -> None:
     rows: list[list[Any]] = []
     items = []
     now = time.time()
+    queued = ops.queued_counts(url)
     for r in ops.pending(url):
         d = json.loads(r["data"])
         item = {"host_id": r["host_id"], "id": d.get("id"), "kind": d.get("kind") or r["kind"].split("_")[0],
-                "builder": r["builder"], "at": r["at"], "data": d, "heartbeat_age_s": r["heartbeat_age_s"]}
+                "builder": r["builder"], "at": r["at"], "data": d, "heartbeat_age_s": r["heartbeat_age_s"],
+                "answers_queued": queued.get((r["host_id"], "answer", d.get("id")), 0)}
         items.append(item)
         rows.append([item["host_id"], item["id"], item["kind"], item["builder"], _duration(max(0.0, now - r["at"])),
-                     _what(r["kind"], d), _fresh(r["heartbeat_age_s"])])
+                     _what(r["kind"], d), item["answers_queued"] or "-", _fresh(r["heartbeat_age_s"])])
     if as_json:
         _echo_json(items)
         return
-    _out(_table(rows, ["host", "id", "kind", "builder", "waiting", "what", "host seen"]) if rows else "no questions")
+    _out(_table(rows, ["host", "id", "kind", "builder", "waiting", "what", "answers queued", "host seen"])
+         if rows else "no questions")
+
+
+def _iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+def hub_command(url: str, kind: str, target: str, body: dict[str, Any], wait_s: float, as_json: bool) -> None:
+    """``hookd --hub URL answer|send``: queue the command on the hub for its host
+    (:func:`hookd.hub.ops.command`), wait up to ``wait_s`` seconds for the outcome and say
+    it: applied (the host's own receipt line, after ``HOST: ``), refused (exit 2, the host's
+    reason) or queued (since when, and when the host was last seen). JSON: the command
+    (:func:`hookd.hub.ops.view` and ``created``); a refusal exits 2 there too."""
+    from hookd.errors import Conflict
+    from hookd.hub import ops
+
+    c = ops.command(url, kind, target, body, wait_s)
+    host = c["host_id"]
+    if as_json:
+        _echo_json(c)
+        if c["state"] == "refused":
+            raise click.exceptions.Exit(2)
+        return
+    if c["state"] == "refused":
+        raise Conflict(f"{host} refused it: {c['reason']}")
+    if c["state"] == "applied":
+        r = c["result"] or {}
+        _out(f"{host}: {answered_line(r) if kind == 'answer' else sent_line(r)}")
+        if r.get("warning"):
+            _out(f"hookd: {host}: {r['warning']}", err=True)
+        return
+    _out(f"queued for {host} since {_iso(c['created_at'])} (host seen {_fresh(c['heartbeat_age_s'])}): "
+         f"{host} applies it when it next reads the hub; `hookd --hub URL inbox` shows what becomes of it")
+
+
+def _what_command(c: dict[str, Any]) -> str:
+    p = c["payload"]
+    if c["kind"] == "send":
+        text = str(p.get("text") or "")
+        return (text[:50] + "...") if len(text) > 50 else text
+    if p.get("answers"):
+        return "; ".join(f"{q}: {v}" for q, v in p["answers"].items())
+    parts = [*(p.get("options") or []), *([p["decision"]] if p.get("decision") else []),
+             *([p["text"]] if p.get("text") else []), *([p["message"]] if p.get("message") else [])]
+    return ", ".join(str(x) for x in parts) or "-"
+
+
+def hub_inbox(url: str, target: str | None, limit: int, as_json: bool) -> None:
+    """``hookd --hub URL inbox [[HOST/]BUILDER]``: the operators' commands on the hub (answers
+    and messages for hosts), oldest first, with their state: queued (since when), applied,
+    refused (why). JSON: :func:`hookd.hub.ops.view` items."""
+    from hookd.hub import ops
+
+    host, builder = (None, target) if target is None or "/" not in target else target.split("/", 1)
+    items = [c for c in ops.commands(url, host, limit) if builder is None or c["builder"] == builder]
+    if as_json:
+        _echo_json(items)
+        return
+    now = time.time()
+    rows: list[list[Any]] = []
+    for c in items:
+        res = c["result"] or {}
+        what = _what_command(c) + (f" (refused: {c['reason']})" if c["state"] == "refused" else "")
+        done_at = c["applied_at"] if c["applied_at"] is not None else c["created_at"]
+        rows.append([c["host_id"], c["kind"], c["builder"] or "-",
+                     c["interaction_id"] or (res.get("message") or {}).get("id") or "-", c["state"],
+                     f"{_duration(max(0.0, now - done_at))} ago", c["operator"], what])
+    _out(_table(rows, ["host", "kind", "builder", "for", "state", "since", "operator", "what"])
+         if rows else "no commands")

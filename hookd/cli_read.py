@@ -166,7 +166,12 @@ def inbox() -> None:
 @click.pass_context
 def inbox_list(ctx: click.Context, builder: str | None, limit: int, as_json: bool) -> None:
     """Messages queued for builders and what became of them (queued, delivered, adopted,
-    cancelled); `hookd inbox [B]` for short."""
+    cancelled); `hookd inbox [B]` for short. With `hookd --hub URL`: the answers and messages
+    queued on the hub for every host ([HOST/]B: one builder) and what became of them."""
+    if (hub := ctx.find_root().meta.get("hookd.hub")) is not None:
+        from hookd.cli_hub import hub_inbox
+
+        return hub_inbox(hub, builder, limit, as_json)
     items, headers = _client(ctx).get_with_headers("/v1/messages", builder=builder, limit=limit)
     total = int(headers.get("x-total-count", len(items)))
     if total > len(items):
@@ -192,6 +197,8 @@ def inbox_list(ctx: click.Context, builder: str | None, limit: int, as_json: boo
 def inbox_cancel(ctx: click.Context, message_id: str, actor: str, as_json: bool) -> None:
     """Take back MESSAGE_ID (m-3), still queued: it is never delivered. Refused (exit 2) once
     delivered (the agent may have read it)."""
+    if ctx.find_root().meta.get("hookd.hub") is not None:
+        raise click.UsageError("--hub: a command queued on the hub cannot be taken back yet")
     r = _client(ctx).post_json(f"/v1/messages/{_seg(message_id)}/cancel", {"actor": actor, "surface": "cli"})
     if as_json:
         _echo_json(r)

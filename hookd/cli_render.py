@@ -452,3 +452,26 @@ DELIVERY_WORDS = {
 def _delivery(d: dict[str, Any]) -> str:
     how = d.get("delivery")
     return DELIVERY_WORDS.get(str(how), f"delivery: {how}") if _given(how) else "not delivered"
+
+
+def answered_line(r: dict[str, Any]) -> str:
+    """What `hookd answer` prints for its receipt ``r`` (its warning aside)."""
+    i = r["interaction"]
+    if i["kind"] == "elicitation":
+        what = visible((i["decision"] or "-") + "".join(f"; {k} = {v}" for k, v in (i["answers"] or {}).items()))
+    else:
+        decision = i["decision"] or "-"
+        if i["kind"] == "plan":  # approved (auto) / sent back: FEEDBACK
+            decision = f"approved ({(i['answers'] or {}).get('mode')})" if decision == "allow" else "sent back"
+        what = visible(decision + (f": {i['message']}" if i.get("message") else "") if i["kind"] in ("permission", "plan")
+                       else "; ".join(f"{q} -> {a}" for q, a in (i["answers"] or {}).items()))
+    dup = " (repeated response id: first receipt)" if r["duplicate"] else ""
+    if r["delivery"] == "inbox" and i["state"] == "pending":
+        return f"queued as inbox message {r['message_id']} for {i['builder']}{dup}"
+    return f"answered {visible(i['id'])} ({i['kind']}, {i['builder']}): {what}; {_delivery(r)}{dup}"
+
+
+def sent_line(r: dict[str, Any]) -> str:
+    """What `hookd send` prints for its receipt ``r`` (``{message, created}``)."""
+    m = r["message"]
+    return f"queued {m['id']} for {m['builder']}" if r["created"] else f"{m['id']} for {m['builder']} was already sent ({m['state']})"

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from hookd.cli_complete import builders, pending_interactions
-from hookd.cli_render import _client, _delivery, _echo_json, _out, _seg
+from hookd.cli_render import _client, _echo_json, _out, _seg, answered_line, sent_line
 from hookd.vocabulary import os_user
 from hookd.untrusted import visible
 
@@ -27,22 +27,29 @@ _ME = "your user name"
 @click.option("--actor", "--author", "author", default=os_user, show_default=_ME, metavar="NAME",
               help="Who the agent is told the message is from (--author: the same).")
 @click.option("--force", is_flag=True, help="Queue it even for a builder that was unspawned.")
+@click.option("--wait", "wait_s", type=click.FloatRange(0), default=30.0, show_default=True, metavar="S",
+              help="With --hub: how long to wait for the host's outcome (applied or refused) before saying queued.")
+@click.option("--no-wait", is_flag=True, help="With --hub: return at once (queued).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def send(ctx: click.Context, builder: str, text: str, key: str | None, session_id: str | None,
-         agent_id: str | None, author: str, force: bool, as_json: bool) -> None:
+         agent_id: str | None, author: str, force: bool, wait_s: float, no_wait: bool, as_json: bool) -> None:
     """Queue TEXT for BUILDER's agent; it is delivered at the agent's next turn boundary.
-    Refused (exit 2) for a builder that was unspawned, unless --force."""
+    Refused (exit 2) for a builder that was unspawned, unless --force. With `hookd --hub URL`:
+    BUILDER is [HOST/]BUILDER (HOST/ needed when several hosts have it); the message is queued
+    on the hub for its host, which queues it as its own (the author: your hub role)."""
     body: dict[str, Any] = {"text": text, "id": key, "session_id": session_id, "agent_id": agent_id, "author": author}
     if force:
         body["force"] = True
+    if (hub := ctx.find_root().meta.get("hookd.hub")) is not None:
+        from hookd.cli_hub import hub_command
+
+        return hub_command(hub, "send", builder, body, 0.0 if no_wait else wait_s, as_json)
     r = _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/messages", body)
     if as_json:
         _echo_json(r)
     else:
-        m = r["message"]
-        _out(f"queued {m['id']} for {builder}" if r["created"] else f"{m['id']} for {builder} was already sent ({m['state']})")
-
+        _out(sent_line(r))
 
 
 class _AnswerCommand(click.Command):
@@ -84,19 +91,24 @@ class _AnswerCommand(click.Command):
 @click.option("--response-id", help="Idempotency key: the same key and answer again returns the first receipt.")
 @click.option("--revision", type=int, help="Refuse unless the interaction is still at this revision (what you saw).")
 @click.option("--actor", default=os_user, show_default=_ME, metavar="NAME",
-              help="Who answers (recorded; named in inbox copies).")
+              help="Who answers (recorded; named in inbox copies; with --hub: your hub role instead).")
+@click.option("--wait", "wait_s", type=click.FloatRange(0), default=30.0, show_default=True, metavar="S",
+              help="With --hub: how long to wait for the host's outcome (applied or refused) before saying queued.")
+@click.option("--no-wait", is_flag=True, help="With --hub: return at once (queued).")
 @click.option("--json", "as_json", is_flag=True, help="Print the receipt as JSON.")
 @click.pass_context
 def answer(ctx: click.Context, interaction_id: str, options: tuple[str, ...], text: str | None,
            questions: tuple[str, ...], fields: tuple[str, ...], response_id: str | None, revision: int | None,
-           actor: str | None, as_json: bool) -> None:
+           actor: str | None, wait_s: float, no_wait: bool, as_json: bool) -> None:
     """Answer INTERACTION_ID (an id or tool_use_id from `hookd questions`): a question, a
     permission prompt (--option allow | --option deny --text MESSAGE), a plan (--option auto |
     --option manual | --option deny --text FEEDBACK), an elicitation (--option accept --field
     NAME=VALUE ... | --option decline | --option cancel) or an async ask.
     A question asked in a terminal gets the answer through its held PermissionRequest hook
     (the menu closes with it); refused (exit 2) when it was already answered or expired, and
-    then your answer is kept as an inbox message for the builder."""
+    then your answer is kept as an inbox message for the builder. With `hookd --hub URL`:
+    INTERACTION_ID is [HOST/]ID (HOST/ needed when it is pending on several hosts); the answer
+    is queued on the hub and its host applies it (actor: your hub role, surface: hub)."""
     groups = ctx.meta.get("answer_groups", [])
     body: dict[str, Any] = {"response_id": response_id, "actor": actor, "revision": revision, "surface": "cli"}
     if len(groups) > 1 or (groups and groups[0]["question"] is not None and len(questions) > 1):
@@ -116,28 +128,18 @@ def answer(ctx: click.Context, interaction_id: str, options: tuple[str, ...], te
                 raise click.UsageError(f"--field takes NAME=VALUE, not {f!r}")
             content[name] = value
         body["content"] = content
+    if (hub := ctx.find_root().meta.get("hookd.hub")) is not None:
+        from hookd.cli_hub import hub_command
+
+        return hub_command(hub, "answer", interaction_id, body, 0.0 if no_wait else wait_s, as_json)
     r = _client(ctx).post_json(f"/v1/interactions/{_seg(interaction_id)}/answer", body)
     if as_json:
         _echo_json(r)
         return
-    i = r["interaction"]
-    if i["kind"] == "elicitation":
-        what = visible((i["decision"] or "-") + "".join(f"; {k} = {v}" for k, v in (i["answers"] or {}).items()))
-    else:
-        decision = i["decision"] or "-"
-        if i["kind"] == "plan":  # approved (auto) / sent back: FEEDBACK
-            decision = f"approved ({(i['answers'] or {}).get('mode')})" if decision == "allow" else "sent back"
-        what = visible(decision + (f": {i['message']}" if i.get("message") else "") if i["kind"] in ("permission", "plan")
-                       else "; ".join(f"{q} -> {a}" for q, a in (i["answers"] or {}).items()))
-    dup = " (repeated response id: first receipt)" if r["duplicate"] else ""
-    if r["delivery"] == "inbox" and i["state"] == "pending":
-        _out(f"queued as inbox message {r['message_id']} for {i['builder']}{dup}")
-    else:
-        how = _delivery(r)
-        _out(f"answered {visible(i['id'])} ({i['kind']}, {i['builder']}): {what}; {how}{dup}")
+    line = answered_line(r)
+    _out(line)
     if r.get("warning"):
         _out(f"hookd: {visible(r['warning'])}", err=True)
-
 
 
 @click.command()

@@ -303,9 +303,12 @@ def _lifespan(home: Home, core: Hookd, endpoint: Endpoint, notify_config: Any, s
         if settings.hub_url:  # (hookd.hub: the event log shipped to the hub, off the hook path)
             from hookd.hub.shipper import Shipper
 
+            from hookd.hub.commands import Applier
+
             shipper = Shipper(core, settings.hub_url)
             core.hub = shipper
-            shipping = asyncio.create_task(shipper.run(stop_watch))
+            shipper.applier = Applier(core, settings.hub_url)  # (down to hosts: the hub's commands for this host)
+            shipping = asyncio.gather(shipper.run(stop_watch), shipper.applier.run(stop_watch))
         await core.ingest_spool()
         # what start-up made (modules, the app) lives as long as the daemon: the garbage
         # collector's full passes, pauses of the hook path, need not walk it again and again

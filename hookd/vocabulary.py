@@ -31,6 +31,7 @@ SURFACE_TEXT = {
     "api": "through the API",
     "hook": "in advance",  # ("answered in advance by ana"; "already answered in advance")
     "default": "as the builder's default answer",
+    "hub": "from the fleet's hub",  # (an operator's answer applied by hookd.hub.commands; actor: the hub role)
 }
 
 

@@ -56,6 +56,12 @@ class Hub:
         pg(self.admin, sql.add_host, role, f"pw-{role}")
         return self.cluster.url(role, f"pw-{role}", self.db)
 
+    def operator(self, name: str = "op") -> str:
+        """A new operator role (unique on the cluster) and its URL."""
+        role = f"{name}_{self.db}"
+        pg(self.admin, sql.add_operator, role, f"pw-{role}")
+        return self.cluster.url(role, f"pw-{role}", self.db)
+
     def rows(self, host_url: str | None = None) -> list[tuple[int, str, str | None, Any]]:
         """(seq, kind, builder, data) of the host's rows (every row, read as the
         administrator, for ``host_url``'s role), in seq order."""
@@ -90,6 +96,11 @@ def shipped(app: InProc, h: Hub, url: str) -> list[tuple[int, str, str | None, A
     lanes append events of their own); return the hub's rows."""
     wait_until(lambda: h.rows(url) == local(app), 60)
     return h.rows(url)
+
+
+def role(url: str) -> str:
+    """The role (a host's id) of a role's URL."""
+    return url.split("//")[1].split(":")[0]
 
 
 def ask(app: InProc, builder: str) -> str:

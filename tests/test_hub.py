@@ -224,6 +224,8 @@ def test_a_second_home_shipping_as_the_same_host_is_refused(hub: Hub, tmp_path: 
         session(second)
         wait_until(lambda: second.core.hub.view()["state"] == "refused", 30)  # type: ignore[union-attr]
         assert "another hookd home already ships to this hub as host" in second.core.hub.view()["error"]  # type: ignore[union-attr]
+        # nor does it take the host's commands from the hub (the first home does)
+        wait_until(lambda: second.core.hub.view()["commands"]["state"] == "refused", 30)  # type: ignore[union-attr]
         assert hub.rows(url) == rows  # the first home's events stand
     finally:
         second.stop()

@@ -1,6 +1,6 @@
 """The hub from the command line against a real PostgreSQL (tests/pg.py): `hookd serve` with
 `HOOKD_HUB` shipping (status says so), and an operator's `hookd --hub URL hub ...`,
-`lanes` and `questions` across two hosts."""
+`lanes` and `questions` across two hosts; the daemon applying a command from the hub."""
 
 from __future__ import annotations
 
@@ -48,6 +48,12 @@ def test_hookd_serve_ships_to_the_hub_named_by_HOOKD_HUB(hub: Hub, home: Path) -
             return f"hub {redact(url)} up as host {status['host_id']}, shipped through seq {n} of {n}"
 
         wait_until(lambda: hub_line() == expected(), 30, what=lambda: f"{hub_line()!r} to be {expected()!r}")
+        # the daemon applies the hub's commands for it (docs/fleet.md "Down to hosts"); status says so
+        r = hookd_cli(home / "op", "--hub", hub.operator(), "send", f"{status['host_id']}/b1", "hi from the hub")
+        assert (r.returncode, r.stdout) == (0, f"{status['host_id']}: queued m-1 for b1\n"), r.stderr
+        lines = hookd_cli(home, "status").stdout.splitlines()
+        assert "hub commands up: 1 applied, 0 refused since the start" in lines
+        assert c.get("/v1/status")["hub"]["commands"] == {"state": "up", "error": None, "applied": 1, "refused": 0}
     finally:
         d.stop()
         d.kill()
@@ -108,13 +114,13 @@ def test_an_operator_reads_every_hosts_lanes_and_questions_from_the_hub(cluster:
         assert (q["host_id"], q["id"], q["kind"], q["builder"]) == (ha, qid, "question", "b1")
         r = hookd_cli(cli_home, "--hub", op, "questions")
         head, row = r.stdout.splitlines()[0], r.stdout.splitlines()[2]
-        assert head.split() == ["host", "id", "kind", "builder", "waiting", "what", "host", "seen"]
+        assert head.split() == ["host", "id", "kind", "builder", "waiting", "what", "answers", "queued", "host", "seen"]
         assert row.split()[:4] == [ha, qid, "question", "b1"]
         # one host's role reads only its own rows; --hub on a command that cannot read the hub is refused
         r = hookd_cli(cli_home, "--hub", b_url, "lanes", "--json")
         assert [(x["host_id"], x["builder"]) for x in json.loads(r.stdout)] == [(hb, "b1")]
-        r = hookd_cli(cli_home, "--hub", op, "send", "b1", "hi")
-        assert r.returncode == 2 and "only lanes, questions, hub read the hub so far" in r.stderr
+        r = hookd_cli(cli_home, "--hub", op, "dismiss", qid, "--reason", "x")
+        assert r.returncode == 2 and "only lanes, questions, inbox, answer, send, hub use the hub so far" in r.stderr
         r = hookd_cli(cli_home, "--hub", cluster.url(f"op_{db}", "wrong-pw", db), "lanes")  # (TCP: passwords)
         assert r.returncode == 1 and "password" in r.stderr and "wrong-pw" not in r.stderr
     finally:

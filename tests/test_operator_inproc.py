@@ -43,7 +43,8 @@ def test_the_vocabulary_maps_each_stored_value_once() -> None:
     assert set(OUTCOMES) >= {"allowed", "denied", "answered", "pending", "superseded"}
     assert by_text("cli", "ana") == "from the CLI by ana" and by_text("terminal", None) == "at the desk"
     assert by_text("web", "ana") == "on the page by ana" and by_text(None, None) is None
-    assert set(SURFACE_TEXT) == {"terminal", "cli", "web", "api", "hook", "default"}
+    assert set(SURFACE_TEXT) == {"terminal", "cli", "web", "api", "hook", "default", "hub"}
+    assert by_text("hub", "op_ana") == "from the fleet's hub by op_ana"  # (issue 25: an operator's answer)
     assert by_text("default", "hookd") == "as the builder's default answer by hookd"  # (issue 21 moment 8)
 
 

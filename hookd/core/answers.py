@@ -20,7 +20,7 @@ from hookd.core.asks import Asks
 from hookd.core.bus import EventBus
 from hookd.core.elicitations import normalize_elicitation
 from hookd.core.limits import MAX_ANSWER_CHARS, check_answer_size, check_name
-from hookd.core.outcomes import MAX_HOOK_REPLY, hook_body, late_reason, questions_of, queue_answer, session_remote
+from hookd.core.outcomes import MAX_HOOK_REPLY, SURFACES, hook_body, late_reason, questions_of, queue_answer, session_remote
 from hookd.core.plans import normalize_plan_answer
 from hookd.core.state import Waiters
 from hookd.harness.base import Question, decode_answers, encode_answer
@@ -41,8 +41,6 @@ from hookd.store import Store, Tx
 #: (re-exported: the limits an answer is checked against)
 __all__ = ["MAX_ANSWER_CHARS", "MAX_HOOK_REPLY", "SURFACES", "Answers", "normalize_answer"]
 
-#: Where an answer comes from (``surface`` of :meth:`Answers.answer`).
-SURFACES = ("cli", "api", "web", "telegram", "slack")
 
 _canon = msgspec.json.Encoder(order="sorted")
 
@@ -184,7 +182,8 @@ class Answers:
         """Answer interaction ``interaction_id`` (its id or tool_use_id) for a human.
 
         req: the answer (:class:`hookd.models.AnswerRequest`); surface: ``cli`` | ``api`` |
-        ``web`` | ``telegram`` (a two-way chat channel: hookd.watchers.chat). Returns the receipt ``{"interaction", "response_id", "duplicate",
+        ``web`` | ``telegram`` (a two-way chat channel: hookd.watchers.chat) | ``hub`` (an
+        operator's answer from the fleet's hub, applied by hookd.hub.commands). Returns the receipt ``{"interaction", "response_id", "duplicate",
         "delivery": "hook"|"inbox", "message_id", "warning"}``. Idempotent by
         ``response_id``: the same id and content return the first receipt (``duplicate``
         true). Raises NotFound (unknown id), BadRequest (the answer does not fit the

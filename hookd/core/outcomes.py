@@ -22,6 +22,9 @@ from hookd.core.plans import plan_body
 from hookd.models import DECISION_KINDS, PROMPT_KINDS, Interaction, Selection, by_text
 from hookd.store import Tx
 
+#: Where an answer (or a dismissal) comes from (``surface`` of :meth:`hookd.core.answers.Answers.answer`).
+SURFACES = ("cli", "api", "web", "telegram", "slack", "hub")
+
 #: Largest reply (bytes) a remote answer may make a hook print. The compiled client reads at
 #: most 1 MiB of reply, headers included (``REPLY_MAX``, hooks/client.c), the bash client
 #: 1,048,576 characters; a reply over this is never offered to a hook (the answer goes the

@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from hookd.core.asks import Asks
-from hookd.core.outcomes import inbox_answers_after, settle_remote
+from hookd.core.outcomes import SURFACES, inbox_answers_after, settle_remote
 from hookd.core.state import Waiters
 from hookd.harness.base import (
     HookKind,
@@ -209,7 +209,7 @@ class Questions:
             # dismissed by a human, then answered at the desk after all (a dismissal lets the
             # held hook go with no decision): the desk's answer is what the agent got
             full = tx.interaction(existing.id)
-            if full is None or full.surface not in ("cli", "api", "web", "telegram", "slack") or not tx.answered_after_dismissal(
+            if full is None or full.surface not in SURFACES or not tx.answered_after_dismissal(
                     existing.id, answers=ob.answers, selections=ob.selections, surface=ob.surface, at=at,
                     warning=f"dismissed {full.by} ({full.message}), then answered {by_text(ob.surface, None) or 'at the desk'}"):
                 return

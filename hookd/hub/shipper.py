@@ -35,6 +35,7 @@ from hookd.hub.config import redact
 
 if TYPE_CHECKING:
     from hookd.core import Hookd
+    from hookd.hub.commands import Applier
 
 log = logging.getLogger("hookd.hub")
 
@@ -67,12 +68,16 @@ class Shipper:
         self.home_id = ""
         self.inserted = 0
         self.sent = 0
+        #: the task applying the hub's commands for this host, beside this one (the daemon sets it)
+        self.applier: Applier | None = None
 
     def view(self) -> dict[str, Any]:
         """What status shows: ``url`` (no password), ``state``, ``error``, ``host_id``,
-        ``shipped_seq``, ``sent``, ``inserted``."""
+        ``shipped_seq``, ``sent``, ``inserted``, ``commands`` (the hub's commands for this
+        host: :meth:`hookd.hub.commands.Applier.view`, None without)."""
         return {"url": self.key, "state": self.state, "error": self.error, "host_id": self.host_id,
-                "shipped_seq": self.cursor, "sent": self.sent, "inserted": self.inserted}
+                "shipped_seq": self.cursor, "sent": self.sent, "inserted": self.inserted,
+                "commands": self.applier.view() if self.applier is not None else None}
 
     async def run(self, stop: asyncio.Event) -> None:
         """Connect, catch up, follow the bus; on any failure wait and connect again, until

@@ -11,11 +11,14 @@ The hub's tables live in the schema ``hookd``:
   from it, contiguous from 1), ``heartbeat_at`` (the hub's clock), hookd's version,
   ``home_id`` (the hookd home that ships as this host: a second home is refused, its seqs
   would collide with the first's).
+- ``hookd.commands``: operators' answers and messages for hosts, and each one's outcome as its
+  host wrote it back (below, "down to hosts").
 
 Security (docs/fleet.md "Security", docs/decisions.md "The hub: one role per host, row-level
 security"): a host is a PostgreSQL role (``host_id`` is the role's name), member of the group
 role ``hookd_host``; row-level security lets such a role see, insert and update only rows whose
-``host_id`` is ``current_user``. The group role ``hookd_operator`` reads every row. The tables
+``host_id`` is ``current_user`` (of ``hookd.commands``: see and write the outcome of, not
+insert). The group role ``hookd_operator`` reads every row and inserts commands. The tables
 belong to whoever ran :func:`install` (the hub's administrator), which row-level security does
 not restrict.
 
@@ -219,3 +222,149 @@ async def pending(conn: Any) -> list[dict[str, Any]]:
         " AND r.kind = ANY($2::text[]) AND r.seq > p.seq AND r.data->>'id' = p.data->>'id') ORDER BY p.at, p.host_id, p.seq",
         list(PENDING_KINDS), list(RESOLVED_KINDS))
     return [dict(r) for r in rows]
+
+
+# --- down to hosts: the commands table --------------------------------------------------------
+# (operators' answers and messages for a host; the host applies each through its own answer and
+# send paths and writes back the outcome: hookd.hub.commands, docs/fleet.md "Down to hosts")
+
+#: What a command asks of its host: an answer to one of its interactions, or a message for one
+#: of its builders.
+COMMAND_KINDS = ("answer", "send")
+
+COMMANDS_SCHEMA: list[str] = [
+    """CREATE TABLE IF NOT EXISTS hookd.commands (
+         id text PRIMARY KEY,
+         seq bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+         kind text NOT NULL CHECK (kind IN ('answer', 'send')),
+         host_id text NOT NULL,
+         builder text,
+         interaction_id text,
+         revision bigint,
+         input_hash text,
+         payload json NOT NULL,
+         operator text NOT NULL DEFAULT current_user,
+         created_at timestamptz NOT NULL DEFAULT now(),
+         state text NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'applied', 'refused')),
+         reason text,
+         result json,
+         applied_at timestamptz
+       )""",
+    "CREATE INDEX IF NOT EXISTS commands_queued ON hookd.commands (host_id, seq) WHERE state = 'queued'",
+    # the database, not the client, says who wrote a command and when; a new one is queued;
+    # its host is woken (NOTIFY on the host's own channel, a wake-up only: the host reads by seq)
+    """CREATE OR REPLACE FUNCTION hookd.command_queued() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         NEW.operator := current_user; NEW.created_at := now(); NEW.state := 'queued';
+         NEW.reason := NULL; NEW.result := NULL; NEW.applied_at := NULL;
+         PERFORM pg_notify('hookd_commands_' || NEW.host_id, NEW.seq::text);
+         RETURN NEW;
+       END $$""",
+    # an outcome is written once: queued -> applied | refused; the operators waiting are woken
+    """CREATE OR REPLACE FUNCTION hookd.command_outcome() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF OLD.state <> 'queued' OR NEW.state NOT IN ('applied', 'refused') THEN
+           RAISE EXCEPTION 'command % is already %', OLD.id, OLD.state USING ERRCODE = 'check_violation';
+         END IF;
+         PERFORM pg_notify('hookd_outcomes', NEW.id);
+         RETURN NEW;
+       END $$""",
+    "DROP TRIGGER IF EXISTS queued ON hookd.commands",
+    "DROP TRIGGER IF EXISTS outcome ON hookd.commands",
+    "CREATE TRIGGER queued BEFORE INSERT ON hookd.commands FOR EACH ROW EXECUTE FUNCTION hookd.command_queued()",
+    "CREATE TRIGGER outcome BEFORE UPDATE ON hookd.commands FOR EACH ROW EXECUTE FUNCTION hookd.command_outcome()",
+    "ALTER TABLE hookd.commands ENABLE ROW LEVEL SECURITY",
+    "DROP POLICY IF EXISTS own_commands ON hookd.commands",
+    "DROP POLICY IF EXISTS own_outcomes ON hookd.commands",
+    "DROP POLICY IF EXISTS operator_reads ON hookd.commands",
+    "DROP POLICY IF EXISTS operator_inserts ON hookd.commands",
+    "CREATE POLICY own_commands ON hookd.commands FOR SELECT TO hookd_host USING (host_id = current_user)",
+    "CREATE POLICY own_outcomes ON hookd.commands FOR UPDATE TO hookd_host USING (host_id = current_user)"
+    " WITH CHECK (host_id = current_user)",
+    "CREATE POLICY operator_reads ON hookd.commands FOR SELECT TO hookd_operator USING (true)",
+    "CREATE POLICY operator_inserts ON hookd.commands FOR INSERT TO hookd_operator WITH CHECK (operator = current_user)",
+    "REVOKE ALL ON hookd.commands FROM PUBLIC",
+    # column grants: an operator names only what the command is; a host writes only its outcome
+    "GRANT SELECT, INSERT (id, kind, host_id, builder, interaction_id, revision, input_hash, payload)"
+    " ON hookd.commands TO hookd_operator",
+    "GRANT SELECT, UPDATE (state, reason, result, applied_at) ON hookd.commands TO hookd_host",
+]
+SCHEMA += COMMANDS_SCHEMA
+
+#: The channel operators waiting for an outcome LISTEN on (payload: the command's id).
+OUTCOMES = "hookd_outcomes"
+
+
+def command_channel(host: str) -> str:
+    """The NOTIFY channel host ``host`` LISTENs on for its new commands (a wake-up only)."""
+    return f"hookd_commands_{host}"
+
+
+_COMMAND_COLS = ("id, seq, kind, host_id, builder, interaction_id, revision, input_hash, payload::text AS payload,"
+                 " operator, created_at, state, reason, result::text AS result, applied_at")
+
+
+async def put_command(conn: Any, cid: str, kind: str, host: str, builder: str | None, interaction_id: str | None,
+                      revision: int | None, input_hash: str | None, payload: str) -> tuple[dict[str, Any], bool]:
+    """Queue command ``cid`` (``kind`` one of :data:`COMMAND_KINDS`) for ``host`` with
+    ``payload`` (JSON text), as this connection's role (an operator). Returns (the command's
+    row, whether it is new): an id already queued returns the row that holds it, whatever it
+    says (the caller compares)."""
+    row = await conn.fetchrow(
+        "INSERT INTO hookd.commands (id, kind, host_id, builder, interaction_id, revision, input_hash, payload)"
+        f" VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text::json) ON CONFLICT (id) DO NOTHING RETURNING {_COMMAND_COLS}",
+        cid, kind, host, builder, interaction_id, revision, input_hash, payload)
+    if row is not None:
+        return dict(row), True
+    old = await command(conn, cid)
+    assert old is not None  # (the conflict was on it)
+    return old, False
+
+
+async def command(conn: Any, cid: str) -> dict[str, Any] | None:
+    """Command ``cid`` as the connection may see it (None: none): ``id``, ``seq``, ``kind``,
+    ``host_id``, ``builder``, ``interaction_id``, ``revision``, ``input_hash``, ``payload`` and
+    ``result`` (JSON text), ``operator``, ``created_at``, ``state``, ``reason``,
+    ``applied_at`` (timestamptz or None), ``heartbeat_age_s`` (its host's freshness)."""
+    row = await conn.fetchrow(
+        f"SELECT {_COMMAND_COLS}, (SELECT extract(epoch FROM now() - h.heartbeat_at)::float8 FROM hookd.hosts h"
+        " WHERE h.host_id = c.host_id) AS heartbeat_age_s FROM hookd.commands c WHERE id = $1", cid)
+    return dict(row) if row is not None else None
+
+
+async def list_commands(conn: Any, host: str | None = None, limit: int = 1000) -> list[dict[str, Any]]:
+    """The newest ``limit`` commands the connection may see (of ``host``, else every host's),
+    oldest first, as :func:`command` gives each."""
+    rows = await conn.fetch(
+        f"SELECT * FROM (SELECT {_COMMAND_COLS}, (SELECT extract(epoch FROM now() - h.heartbeat_at)::float8"
+        " FROM hookd.hosts h WHERE h.host_id = c.host_id) AS heartbeat_age_s FROM hookd.commands c"
+        " WHERE ($1::text IS NULL OR host_id = $1) ORDER BY seq DESC LIMIT $2) x ORDER BY seq", host, limit)
+    return [dict(r) for r in rows]
+
+
+async def queued_commands(conn: Any, after: int = 0, limit: int = 100) -> list[dict[str, Any]]:
+    """This connection's host's queued commands with ``seq > after``, oldest first (as
+    :func:`command`, without ``heartbeat_age_s``)."""
+    rows = await conn.fetch(f"SELECT {_COMMAND_COLS} FROM hookd.commands WHERE host_id = current_user"
+                            " AND state = 'queued' AND seq > $1 ORDER BY seq LIMIT $2", after, limit)
+    return [dict(r) for r in rows]
+
+
+async def set_outcome(conn: Any, cid: str, state: str, reason: str | None, result: str | None,
+                      applied_at: float) -> bool:
+    """Write the outcome of this host's queued command ``cid``: ``state`` ``applied`` or
+    ``refused``, ``reason`` (why refused), ``result`` (JSON text: what the host's answer or
+    send path returned), ``applied_at`` (UNIX seconds, the host's clock). False: no such
+    queued command of this host (an outcome written before: a resend after a lost reply)."""
+    done = await conn.execute("UPDATE hookd.commands SET state = $2, reason = $3, result = $4::text::json,"
+                              " applied_at = to_timestamp($5) WHERE id = $1 AND host_id = current_user"
+                              " AND state = 'queued'", cid, state, reason, result, applied_at)
+    return bool(done == "UPDATE 1")
+
+
+async def queued_counts(conn: Any) -> dict[tuple[str, str, str], int]:
+    """How many commands wait queued, by ``(host_id, kind, target)``: ``target`` is the
+    interaction id of an answer, the builder of a send."""
+    rows = await conn.fetch("SELECT host_id, kind, CASE kind WHEN 'answer' THEN interaction_id ELSE builder END AS target,"
+                            " count(*) AS n FROM hookd.commands WHERE state = 'queued' GROUP BY 1, 2, 3")
+    return {(r["host_id"], r["kind"], r["target"]): int(r["n"]) for r in rows}

@@ -34,6 +34,19 @@ class EventsTx(TxBase):
         self._db.execute("INSERT INTO hub_cursor (hub, seq, at, home_id) VALUES (?,?,?,?)"
                          " ON CONFLICT (hub) DO UPDATE SET seq=excluded.seq, at=excluded.at", (hub, seq, at, home_id))
 
+    def record_hub_command(self, hub: str, cid: str, seq: int, kind: str, state: str, reason: str | None,
+                           result: str | None, at: float) -> None:
+        """Record that command ``cid`` of ``hub`` (its ``seq`` and ``kind`` there) was applied
+        here at ``at``: ``state`` ``applied`` | ``refused``, ``reason``, ``result`` (JSON
+        text); a command recorded before keeps its first record."""
+        self._db.execute("INSERT INTO hub_commands (hub, id, seq, kind, state, reason, result, applied_at)"
+                         " VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (hub, id) DO NOTHING",
+                         (hub, cid, seq, kind, state, reason, result, at))
+
+    def hub_command_shipped(self, hub: str, cid: str, at: float) -> None:
+        """Record that the outcome of command ``cid`` of ``hub`` is on the hub (since ``at``)."""
+        self._db.execute("UPDATE hub_commands SET shipped_at=? WHERE hub=? AND id=?", (at, hub, cid))
+
     # notifications -------------------------------------------------------------------
     # (hookd.watchers.notify: escalation steps claimed once per subject, delivery per channel)
     def claim_notification(self, key: str, step: int, rule: str, builder: str | None,

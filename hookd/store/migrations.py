@@ -429,6 +429,18 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "ALTER TABLE chat_posts ADD COLUMN reminded INTEGER NOT NULL DEFAULT 0",
         ],
     ),
+    (
+        # the hub's commands this home applied (hookd.hub.commands: issue 25, down to hosts):
+        # per hub (its URL without the password) and command id, the outcome (applied |
+        # refused, why, what the answer or send path returned, JSON) and when it was written
+        # back to the hub (NULL: not yet): a command is applied once, across restarts
+        "0024_hub_commands",
+        [
+            "CREATE TABLE hub_commands (hub TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,"
+            " state TEXT NOT NULL, reason TEXT, result TEXT, applied_at REAL NOT NULL, shipped_at REAL,"
+            " PRIMARY KEY (hub, id))",
+        ],
+    ),
 ]
 
 

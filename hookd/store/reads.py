@@ -239,6 +239,17 @@ class Reads:
         rows = await self._all("SELECT seq, home_id FROM hub_cursor WHERE hub=?", (hub,))
         return (int(rows[0][0]), str(rows[0][1])) if rows else None
 
+    async def hub_commands(self, hub: str, cid: str | None = None, unshipped: bool = False) -> list[dict[str, Any]]:
+        """The commands of ``hub`` this home applied (:meth:`record_hub_command`): command
+        ``cid`` only (None: all), only those whose outcome is not yet on the hub with
+        ``unshipped``; each ``id``, ``seq``, ``kind``, ``state``, ``reason``, ``result`` (JSON
+        text or None), ``applied_at``, ``shipped_at``; by seq."""
+        rows = await self._all(
+            "SELECT id, seq, kind, state, reason, result, applied_at, shipped_at FROM hub_commands WHERE hub=?"
+            " AND (? IS NULL OR id=?) AND (? = 0 OR shipped_at IS NULL) ORDER BY seq", (hub, cid, cid, int(unshipped)))
+        keys = ("id", "seq", "kind", "state", "reason", "result", "applied_at", "shipped_at")
+        return [dict(zip(keys, r)) for r in rows]
+
     async def _small(self, sql: str, args: tuple = ()) -> list[tuple]:
         """The rows of one small read: at once on the event loop's thread where it can be
         (:meth:`_now`), else on the reader connection (:meth:`_all`)."""

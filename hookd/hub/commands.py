@@ -1,0 +1,232 @@
+"""Down to hosts: the task beside the shipper that applies the hub's commands addressed to this
+host (operators' answers and messages, :mod:`hookd.hub.sql` "down to hosts") through the
+daemon's own answer and send paths, and writes each outcome back.
+
+On each connect it first writes back the outcomes it recorded but could not ship (the
+connection was lost), then reads its queued commands by seq from the start (``seq > 0``: what
+is still queued is what is left to do), and from then on after the last seq it took, woken by
+the hub's NOTIFY on the host's own channel (a wake-up only; it also reads every ``poll_s``
+seconds, and at once when the connection ends).
+
+Only the home that claimed its host on the hub (:func:`hookd.hub.sql.claim`, made by the
+shipper) takes the host's commands: a second home with the same role takes none (``state``
+``refused``), so two homes never apply one command each.
+
+Applied once: each command's outcome is recorded in the local SQLite (``hub_commands``,
+migration ``0024_hub_commands``) before it is written back; a command recorded there is never
+applied again (after a restart its recorded outcome is shipped instead). Between the answer's
+own transaction and that record a crash could fall; the command is then applied again, and the
+local path's own idempotency takes it once: an answer carries the command's ``response_id``, a
+message its ``key`` (the first receipt comes back, nothing is done twice).
+
+The outcome is the local path's: ``applied`` with its receipt (an answer's: what ``POST
+/v1/interactions/{id}/answer`` returns; a message's: ``{message, created}``), or ``refused``
+with the reason the local path gives (the desk answered first, a stale revision, an unknown
+interaction, an unspawned builder...). The answer's actor is the operator's role (recorded by
+the hub), its surface ``hub``. A local failure that is not a refusal (storage refusing writes)
+leaves the command queued; it is tried again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from hookd.hub import sql
+from hookd.hub.config import redact
+from hookd.hub.shipper import HostTaken
+from hookd.models import AnswerRequest, BadRequest, Conflict, NotFound
+
+if TYPE_CHECKING:
+    from hookd.core import Hookd
+
+log = logging.getLogger("hookd.hub")
+
+#: Queued commands read at once.
+BATCH = 100
+
+#: The local path's refusals: the command is ``refused`` with the error's message.
+REFUSALS = (BadRequest, Conflict, NotFound)
+
+
+class NotClaimed(Exception):
+    """This home has not claimed its host on the hub yet (the shipper does at its first connect)."""
+
+
+class Applier:
+    """Applies the hub's commands for this host over ``core`` (module doc).
+
+    url: the hub's URL (the host's role); poll_s: how often it reads its queued commands with
+    no NOTIFY (seconds); retry_max_s, connect_timeout_s, command_timeout_s: as
+    :class:`hookd.hub.shipper.Shipper`'s. State for status and tests: ``state``
+    (``connecting``, ``up``, ``down``; ``refused``: another home ships as this host and takes
+    its commands, :class:`hookd.hub.shipper.HostTaken`), ``error``, ``applied`` and ``refused`` (commands this
+    daemon applied and refused since it started)."""
+
+    def __init__(self, core: "Hookd", url: str, *, poll_s: float = 10.0, retry_max_s: float = 5.0,
+                 connect_timeout_s: float = 10.0, command_timeout_s: float = 30.0):
+        self.core = core
+        self.url = url
+        self.key = redact(url)
+        self.poll_s = poll_s
+        self.retry_max_s = retry_max_s
+        self.connect_timeout_s = connect_timeout_s
+        self.command_timeout_s = command_timeout_s
+        self.state = "connecting"
+        self.error: str | None = None
+        self.applied = 0
+        self.refused = 0
+
+    def view(self) -> dict[str, Any]:
+        """``state``, ``error``, ``applied``, ``refused`` (status's ``hub.commands``)."""
+        return {"state": self.state, "error": self.error, "applied": self.applied, "refused": self.refused}
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Connect, apply, follow; on any failure wait and connect again, until ``stop`` is
+        set (or the task is cancelled)."""
+        import asyncpg  # (the optional extra hookd[hub]: hookd.daemon checked it is installed)
+
+        delay = 0.1
+        while not stop.is_set():
+            conn = None
+            try:
+                conn = await asyncpg.connect(self.url, timeout=self.connect_timeout_s,
+                                             command_timeout=self.command_timeout_s)
+                await self._follow(conn, stop)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # (the hub went away, refused, timed out: never the daemon's end)
+                if self.state == "up":
+                    delay = 0.1
+                why = f"{type(e).__name__}: {str(e).strip().splitlines()[0]}" if str(e).strip() else type(e).__name__
+                state = "refused" if isinstance(e, HostTaken) else "connecting" if isinstance(e, NotClaimed) else "down"
+                if state != "connecting" and (self.state != state or self.error != why):
+                    log.warning("hub %s: commands: %s; queued ones wait on the hub", self.key, why)
+                self.state, self.error = state, why
+            finally:
+                if conn is not None:
+                    with contextlib.suppress(Exception):
+                        conn.terminate()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
+            delay = min(delay * 2, self.retry_max_s)
+
+    async def _follow(self, conn: Any, stop: asyncio.Event) -> None:
+        host = await sql.host_id(conn)
+        mine = await self.core.store.hub_cursor(self.key)
+        if mine is None:  # (the shipper makes this home's id on its first connect to this hub)
+            raise NotClaimed("waiting for the shipper's first connect to claim this host")
+        if await sql.claim(conn, mine[1]) != mine[1]:  # another home is this host: it applies them
+            raise HostTaken(f"another hookd home already ships to this hub as host {host}: it takes the host's"
+                            " commands, this home takes none (hookd status's hub line says more)")
+        wake = asyncio.Event()
+        await conn.add_listener(sql.command_channel(host), lambda *_: wake.set())
+        conn.add_termination_listener(lambda *_: wake.set())
+        for done in await self.core.store.hub_commands(self.key, unshipped=True):  # (lost with a connection)
+            await self._ship(conn, done)
+        self.state, self.error = "up", None
+        cursor = 0
+        while not stop.is_set():
+            wake.clear()
+            rows = await sql.queued_commands(conn, cursor, BATCH)
+            for row in rows:
+                await self._take(conn, row)
+                cursor = row["seq"]
+            if conn.is_closed():
+                raise ConnectionError("the hub's connection ended")
+            if len(rows) < BATCH:  # (a full batch: more may be queued, read on at once)
+                await _first(wake, stop, self.poll_s)
+
+    async def _take(self, conn: Any, row: dict[str, Any]) -> None:
+        """Apply command ``row`` unless recorded as applied here, record it, ship its outcome.
+        Raises what the store raises when it cannot record (the command stays queued)."""
+        store = self.core.store
+        done = await store.hub_commands(self.key, row["id"])
+        if not done:
+            state, reason, result = await self.apply(row)
+            await store.write(_record, self.key, row["id"], row["seq"], row["kind"], state, reason, result, time.time())
+            if state == "applied":
+                self.applied += 1
+            else:
+                self.refused += 1
+            done = await store.hub_commands(self.key, row["id"])
+        await self._ship(conn, done[0])
+
+    async def _ship(self, conn: Any, done: dict[str, Any]) -> None:
+        await sql.set_outcome(conn, done["id"], done["state"], done["reason"], done["result"], done["applied_at"])
+        await self.core.store.write(_shipped, self.key, done["id"], time.time())
+
+    async def apply(self, row: dict[str, Any]) -> tuple[str, str | None, str | None]:
+        """Apply one command through the local paths: (``applied`` | ``refused``, the reason
+        refused, the result as JSON text). Raises what is not a refusal (the store refusing
+        writes: :class:`hookd.models.StorageUnavailable`)."""
+        try:
+            payload = json.loads(row["payload"])
+            if not isinstance(payload, dict):
+                raise BadRequest("the command's payload is not a JSON object")
+            if row["kind"] == "answer":
+                result = await self._answer(row, payload)
+            elif row["kind"] == "send":
+                result = await self._send(row, payload)
+            else:
+                raise BadRequest(f"this hookd applies no {row['kind']!r} commands")
+        except REFUSALS as e:
+            return "refused", e.message, None
+        except (msgspec.ValidationError, ValueError) as e:
+            return "refused", f"the command is malformed: {e}", None
+        return "applied", None, msgspec.json.encode(result).decode()
+
+    async def _answer(self, row: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+        body = {k: v for k, v in payload.items() if k not in ("actor", "surface")}
+        req = msgspec.convert({**body, "actor": row["operator"], "surface": "hub"}, AnswerRequest)
+        if not row["interaction_id"]:
+            raise BadRequest("the command names no interaction")
+        return await self.core.answer(row["interaction_id"], req, surface="hub")
+
+    async def _send(self, row: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+        from hookd.config import check_builder_id
+        from hookd.models import ConfigError
+        from hookd.spawn import read_manifest, unspawned_at
+
+        builder = str(row["builder"] or "")
+        try:
+            check_builder_id(builder)
+        except ConfigError as e:
+            raise BadRequest(e.message) from None
+        core = self.core
+        if read_manifest(core.home, builder) is None and not await core.store.builder_known(builder):
+            raise NotFound(f"builder {builder!r} is not known on this host")
+        if not payload.get("force"):
+            gone = await asyncio.to_thread(unspawned_at, core.home, builder)
+            if gone is not None:
+                raise Conflict(f"{builder} was unspawned on this host at "
+                               f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(gone))}; send with --force")
+        message, created = await core.send_message(
+            builder, str(payload.get("text") or ""), key=payload.get("key"), session_id=payload.get("session_id"),
+            agent_id=payload.get("agent_id"), author=str(row["operator"]))
+        return {"message": msgspec.to_builtins(message), "created": created}
+
+
+async def _first(wake: asyncio.Event, stop: asyncio.Event, timeout: float) -> None:
+    """Until ``wake`` or ``stop`` is set, or ``timeout`` seconds pass."""
+    waits = [asyncio.ensure_future(wake.wait()), asyncio.ensure_future(stop.wait())]
+    try:
+        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waits:
+            w.cancel()
+
+
+def _record(tx: Any, hub: str, cid: str, seq: int, kind: str, state: str, reason: str | None, result: str | None,
+            at: float) -> None:
+    tx.record_hub_command(hub, cid, seq, kind, state, reason, result, at)
+
+
+def _shipped(tx: Any, hub: str, cid: str, at: float) -> None:
+    tx.hub_command_shipped(hub, cid, at)
