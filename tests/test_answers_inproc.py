@@ -189,6 +189,14 @@ def test_same_response_id_other_content_is_a_conflict(rig: Rig) -> None:
     assert rig.inbox() == []  # a retry bug, not a human's second thought: nothing queued
 
 
+def test_a_rest_body_cannot_claim_a_chat_or_the_hubs_surface(rig: Rig) -> None:
+    rig.hook(AUQ_PRE)
+    for surface in ("telegram", "slack", "hub", "terminal"):
+        r = rig.api("POST", f"/v1/interactions/{ASK_ID}/answer", {"options": ["Blue"], "surface": surface})
+        assert refused(r, 400) == "surface must be one of cli, api, web"
+    assert rig.interaction(ASK_ID)["state"] == "pending"
+
+
 def test_second_answer_is_refused_and_kept(rig: Rig) -> None:
     rig.hook(AUQ_PRE)
     rig.answer_json(ASK_ID, options=["Red"])

@@ -25,6 +25,9 @@ from hookd.spawn import list_unspawned, read_manifest, unspawned_at
 from hookd.untrusted import decode_json
 
 
+#: The surfaces a REST body may name (``telegram``, ``slack`` and ``hub`` are hookd's own relays).
+REST_SURFACES = ("cli", "api", "web")
+
 class AskRequest(msgspec.Struct, forbid_unknown_fields=True):
     """Body of ``POST /v1/builders/{builder}/asks``."""
 
@@ -302,8 +305,8 @@ class RestApi:
 
     async def cancel(self, request: Request) -> Response:
         body = decode_body(await read_api_body(request) or b"{}", CancelRequest, "cancel")
-        if body.surface not in ("cli", "api", "web"):
-            raise BadRequest("surface must be one of cli, api, web")
+        if body.surface not in REST_SURFACES:
+            raise BadRequest(f"surface must be one of {', '.join(REST_SURFACES)}")
         message, cancelled = await self.core.cancel_message(
             request.path_params["id"], actor=body.actor if body.actor is not None else os_user(), surface=body.surface)
         return json_response({"message": message, "cancelled": cancelled})
@@ -316,6 +319,8 @@ class RestApi:
 
     async def answer(self, request: Request) -> Response:
         body = decode_body(await read_api_body(request), AnswerRequest, "answer")
+        if body.surface not in REST_SURFACES:  # (a chat's or the hub's answers come from hookd itself)
+            raise BadRequest(f"surface must be one of {', '.join(REST_SURFACES)}")
         receipt = await self.core.answer(request.path_params["id"], body, surface=body.surface)
         if receipt.get("interaction") is not None:
             receipt = {**receipt, "interaction": await with_tool_view(self.core.store, receipt["interaction"])}
