@@ -223,6 +223,21 @@ def events(home: Path) -> list[dict[str, Any]]:
         c.close()
 
 
+def _group_module_fixture_users(items: list[pytest.Item]) -> None:
+    """Each module's tests that use a module- or class-scoped fixture (a recording made once,
+    a daemon shared by a module's tests) become one ``xdist_group`` named after the module, unless
+    they are in a group already: under ``--dist loadgroup`` ungrouped tests go to any worker, and
+    each worker would set the fixture up again (tests/e2e/test_record.py recorded its two Claude
+    Code sessions on every worker that ran one of its tests)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs.values() if info is not None else ()
+        if any(d[-1].scope in ("module", "class", "package") for d in defs if d):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config, items):
     """Under ``--dist loadgroup`` pytest-xdist keeps an ``xdist_group``'s tests on one worker by
@@ -230,6 +245,7 @@ def pytest_collection_modifyitems(config, items):
     and end with a check over all of them). pytest 9.2 keeps node ids where xdist 3.8 cannot
     change them: the suffix is lost and the group is split across workers. Refuse to run then
     instead of failing later for that reason (pyproject.toml pins pytest below 9.2)."""
+    _group_module_fixture_users(items)
     result = yield
     # the groups first (the fuzzing module's one daemon, the browser tests' one Chromium at a
     # time, the CLI's module-wide rigs), each in its own order: under --dist loadgroup each is
