@@ -11,13 +11,15 @@ each its own host role on the hub (``HOOKD_HUB``). Measured:
    to back, ``--hooks`` each) at once; the hub's ingest rate (every host's events over the
    wall time from the start until the hub holds them all) and each event's lag from its local
    commit (``events.at``) to the hub's ``shipped_at`` (one machine, one clock): p50/p99;
-2. the hub down changes nothing for the hook path: three daemons, no hub / the hub up / a hub
-   that refuses connections (nothing listens on its port), the same open-loop load (``--rate``
-   hooks/s per builder), interleaved round-robin ``--rounds`` times; daemon-side p50/p99 per
-   variant and each one's ratio to no hub, in one run.
+2. the hub down changes nothing for the hook path: three daemons, no hub / the hub up / the
+   hub stopped (a second private cluster the daemon connected and shipped to, then stopped
+   with ``pg_ctl -m immediate``: its shipper is ``down`` and retrying), the same open-loop load
+   (``--rate`` hooks/s per builder), interleaved round-robin ``--rounds`` times; daemon-side
+   p50/p99 per variant and each one's ratio to no hub, in one run;
+3. the answer from the hub to a held hook's release: a slot (``answer_release``: null) until
+   the hub's ``commands`` (answers down to hosts, issue 25's later stage) are on main.
 
-Not yet: the answer from the hub to a held hook's release (issue 25's later stage: answers
-down to hosts). No budget is judged: the figures go to docs/benchmarks.md with their machine.
+No budget is judged: the figures go to docs/benchmarks.md with their machine and its load.
 """
 
 from __future__ import annotations
@@ -40,10 +42,10 @@ sys.path.insert(0, os.fspath(REPO / "bench"))
 
 import asyncpg  # noqa: E402
 
-from hookd.daemonproc import DaemonProcess  # noqa: E402
+from hookd.daemonproc import DaemonProcess, wait_until  # noqa: E402
 from hookd.hub import sql  # noqa: E402
 from load import Daemon, pct, run_raw, summary  # noqa: E402
-from tests.pg import PgCluster, _free_port, private_cluster  # noqa: E402
+from tests.pg import PgCluster, private_cluster  # noqa: E402
 
 
 def pg(url: str, fn: Any, *args: Any) -> Any:
@@ -116,28 +118,39 @@ def ingest(tmp: Path, cluster: PgCluster, hosts: int, builders: int, hooks: int)
             d.__exit__()
 
 
-def hub_down(tmp: Path, cluster: PgCluster, builders: int, hooks: int, rate: float, rounds: int) -> dict[str, Any]:
+def hub_state(d: Daemon) -> str:
+    return str(d.get("/v1/status")[0]["hub"]["state"])
+
+
+def hub_down(tmp: Path, cluster: PgCluster, gone: PgCluster, builders: int, hooks: int, rate: float,
+             rounds: int) -> dict[str, Any]:
+    """The hook path with no hub, the hub up (``cluster``) and the hub stopped (``gone``, stopped
+    once the daemon shipped to it)."""
     _, urls = setup_hub(cluster, ["up_host"])
-    refused = f"postgresql://down_host:pw@127.0.0.1:{_free_port()}/fleet_bench"  # nothing listens there
-    variants = {"no hub": None, "hub up": urls["up_host"], "hub down": refused}
+    _, gone_urls = setup_hub(gone, ["down_host"])
+    variants = {"no hub": None, "hub up": urls["up_host"], "hub down": gone_urls["down_host"]}
     daemons = {v: hub_daemon(tmp / f"latency-{i}", u) for i, (v, u) in enumerate(variants.items())}
     samples: dict[str, list[float]] = {v: [] for v in variants}
     for d in daemons.values():
         d.__enter__()
     try:
+        for v in ("hub up", "hub down"):
+            wait_until(lambda v=v: hub_state(daemons[v]) == "up", 60, what=f"the {v} daemon's shipper up")
+        gone.stop("immediate")
+        wait_until(lambda: hub_state(daemons["hub down"]) == "down", 60, what="the stopped hub seen down")
         order = list(variants)
         for r in range(rounds):
             for v in order[r % 3:] + order[:r % 3]:
                 d = daemons[v]
                 run_raw(d, builders, hooks, tag=f"r{r}b", rate=rate)
                 samples[v] += d.last_timings  # type: ignore[attr-defined]
-        hub_state = daemons["hub down"].get("/v1/status")[0]["hub"]["state"]
+        down_state = hub_state(daemons["hub down"])
     finally:
         for d in daemons.values():
             d.__exit__()
     out = {v: summary(s) for v, s in samples.items()}
     base = out["no hub"]
-    return {"builders": builders, "rate_per_builder": rate, "rounds": rounds, "down_state": hub_state,
+    return {"builders": builders, "rate_per_builder": rate, "rounds": rounds, "down_state": down_state,
             "variants": out, "ratio_p50": {v: out[v]["p50_ms"] / base["p50_ms"] for v in out},
             "ratio_p99": {v: out[v]["p99_ms"] / base["p99_ms"] for v in out}}
 
@@ -174,9 +187,12 @@ def main() -> int:
     res: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M %Z"),
                            "machine": {"cpus": os.cpu_count(), "load_avg_1m": os.getloadavg()[0]}}
     try:
-        with private_cluster() as cluster:
+        with private_cluster() as cluster, private_cluster() as gone:
             res["ingest"] = ingest(tmp, cluster, args.hosts, args.builders, args.hooks)
-            res["hub_down"] = hub_down(tmp, cluster, args.builders, args.latency_hooks, args.rate, args.rounds)
+            res["hub_down"] = hub_down(tmp, cluster, gone, args.builders, args.latency_hooks, args.rate, args.rounds)
+        # (the answer given on the hub -> the held hook released, p50/p99: measured once the
+        # hub's commands carry answers down to hosts)
+        res["answer_release"] = None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if args.json:
@@ -192,6 +208,7 @@ def main() -> int:
     for v, s in h["variants"].items():
         print(f"  {v:9} p50 {s['p50_ms']:.3f} ms ({h['ratio_p50'][v]:.2f}x)  p99 {s['p99_ms']:.3f} ms "
               f"({h['ratio_p99'][v]:.2f}x)  n={s['n']}")
+    print("answer on the hub -> held hook released: not measured yet (needs the hub's commands: answers down to hosts)")
     return 0
 
 
