@@ -63,3 +63,12 @@ def lanes(url: str) -> list[dict[str, Any]]:
 def pending(url: str) -> list[dict[str, Any]]:
     """:func:`hookd.hub.sql.pending`."""
     return list(_run(url, sql.pending))
+
+
+def grant_notifier(url: str, role: str) -> None:
+    """Let host role ``role`` lead the fleet's notifications (:func:`hookd.hub.fleet_sql.grant_notifier`).
+    Raises ValueError for a bad name."""
+    from hookd.hub import fleet_sql
+
+    fleet_sql.check_role(role)
+    _run(url, fleet_sql.grant_notifier, role)
