@@ -35,7 +35,7 @@ class Host:
     """A daemon shipping to the hub as its own host, notifying into ``out`` (one JSON alert a
     line)."""
 
-    def __init__(self, hub: Hub, tmp: Path, name: str, notifier: bool):
+    def __init__(self, hub: Hub, tmp: Path, name: str, notifier: bool, notify: str = "fleet"):
         self.url = hub.host(name)
         self.role = self.url.split("//")[1].split(":")[0]
         if notifier:
@@ -45,7 +45,7 @@ class Host:
         self.out = tmp / f"{name}.notified"
         script = f"import sys; open({str(self.out)!r}, 'ab').write(sys.stdin.buffer.read() + b'\\n')"
         (self.home / "config.toml").write_text(
-            f"[hub]\nurl = {json.dumps(self.url)}\nnotify_grace_s = 1\n\n"
+            f"[hub]\nurl = {json.dumps(self.url)}\nnotify = \"{notify}\"\nnotify_grace_s = 1\n\n"
             "[notify]\nquestion_after_s = 0\nsteps_s = [0]\n\n"
             f"[[notify.channel]]\ntype = \"command\"\nname = \"log\"\ncommand = {json.dumps([sys.executable, '-c', script])}\n")
         self.d = DaemonProcess(self.home)
@@ -170,6 +170,26 @@ def test_the_hub_down_each_host_notifies_its_own_and_back_up_none_is_sent_twice(
         assert _about(hosts, qid) == {m: [hosts[n].role] if m == n else [] for m in hosts}, _about(hosts, qid)
     claims = {(r["host_id"], r["interaction_id"]): r["notified_by"] for r in pg(hub.admin, fleet_sql.notified)}
     assert {claims.get((hosts[n].role, qid)) for n, qid in away.items()} == {b.role, c.role}
+
+
+def test_a_host_that_notifies_locally_is_left_alone_by_the_lead(cluster: PgCluster, tmp_path: Path) -> None:
+    hub = fresh_hub(cluster)
+    hosts = {"a": Host(hub, tmp_path, "a", notifier=True), "d": Host(hub, tmp_path, "d", notifier=True, notify="local")}
+    a, d = hosts["a"], hosts["d"]
+    try:
+        a.start()
+        wait_until(lambda: _lead(hub) == a.role, 30, what="A leading")
+        d.start()
+        assert d.notify()["notifier"] is None  # (notify = "local": never a candidate)
+        mine = d.ask("b1")
+        wait_until(lambda: _about(hosts, mine)["d"], 30, what="D notifying its own question")
+        later = a.ask("b1")  # (the lead reads pending interactions oldest first: D's before this one)
+        wait_until(lambda: _about(hosts, later)["a"], 30, what="A notifying its own question through the fleet")
+        assert _about(hosts, mine) == {"a": [], "d": [d.role]}
+        assert d.notify()["here"] == 1 and d.notify()["by_fleet"] == 0
+    finally:
+        for h in hosts.values():
+            h.stop()
 
 
 @pytest.mark.parametrize("table, error", [

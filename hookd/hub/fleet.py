@@ -40,6 +40,10 @@ log = logging.getLogger("hookd.hub")
 #: ``send(row, step, steps, now)``: notify step ``step`` (of ``steps``) of the interaction in
 #: ``row`` (:func:`hookd.hub.fleet_sql.fleet_pending`'s, ``data`` decoded) on this daemon's
 #: channels, retries included; True when a channel took it. Never raises.
+#: How long the lead leaves a step no channel took before trying it again (seconds; its host
+#: claims it itself once its grace is over).
+UNSENT_RETRY_S = 60.0
+
 Send = Callable[[dict[str, Any], int, int, float], Awaitable[bool]]
 
 
@@ -195,6 +199,7 @@ class FleetLead(_Conn):
         #: ``standby``, ``lead``, ``not_allowed`` (the role is not in hookd_notifier), or the connection's state
         self.role = "standby"
         self.notified = 0
+        self._unsent: dict[tuple[str, str, int], float] = {}  # a step no channel took -> when to try again
 
     def view(self) -> dict[str, Any]:
         """``role`` (``standby``, ``lead``, ``not_allowed``), ``state`` (the connection's),
@@ -243,6 +248,7 @@ class FleetLead(_Conn):
     async def _pass(self, conn: Any, now: float) -> float | None:
         """Notify what is due; return when the next step falls due (None: nothing scheduled)."""
         nxt: float | None = None
+        self._unsent = {k: t for k, t in self._unsent.items() if t > now}
         for row in await fleet_sql.fleet_pending(conn):
             fire_at = float(row["at"]) + self.question_after_s
             top = -1 if row["top"] is None else int(row["top"])
@@ -260,12 +266,16 @@ class FleetLead(_Conn):
 
     async def _notify(self, conn: Any, row: dict[str, Any], step: int, now: float) -> None:
         iid = str(row["data"].get("id"))
+        key = (str(row["host_id"]), iid, step)
+        if self._unsent.get(key, 0.0) > now:
+            return
         # the claim commits once sent; this connection lost, or no channel took it: rolled back
         # (the host's own claim, once its grace is over, then finds the step free)
         with contextlib.suppress(_Unsent):
             async with conn.transaction():
                 if await fleet_sql.claim_new(conn, row["host_id"], iid, step, row["seq"]):
                     if not await self.send(row, step, len(self.steps_s), now):
+                        self._unsent[key] = time.time() + UNSENT_RETRY_S
                         raise _Unsent
                     self.notified += 1
 
