@@ -14,14 +14,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 
 from hookd.daemonproc import DaemonProcess, wait_until
-from hookd.hub import fleet_sql
+from hookd.hub import fleet_sql, sql
 from hookd.hub.config import notify_settings, resolve
 from hookd.models import ConfigError
 
-from .conftest import TUI
+from .conftest import TUI, events, hookd_cli
 from .hubrig import Hub, cluster_fixture, fresh_hub, pg
 from .pg import PgCluster
 
@@ -33,9 +34,12 @@ _sessions = itertools.count(1)
 
 class Host:
     """A daemon shipping to the hub as its own host, notifying into ``out`` (one JSON alert a
-    line)."""
+    line; ``broken``: a channel that fails), leaving its steps to a lead for ``grace_s`` (long
+    enough for the lead to have them under load: a lead that has not sent within it is
+    overtaken by the host, by design)."""
 
-    def __init__(self, hub: Hub, tmp: Path, name: str, notifier: bool, notify: str = "fleet"):
+    def __init__(self, hub: Hub, tmp: Path, name: str, notifier: bool, notify: str = "fleet", broken: bool = False,
+                 grace_s: float = 5):
         self.url = hub.host(name)
         self.role = self.url.split("//")[1].split(":")[0]
         if notifier:
@@ -44,9 +48,11 @@ class Host:
         self.home.mkdir()
         self.out = tmp / f"{name}.notified"
         script = f"import sys; open({str(self.out)!r}, 'ab').write(sys.stdin.buffer.read() + b'\\n')"
+        if broken:  # (a channel that never takes an alert)
+            script = "import sys; sys.exit(3)"
         (self.home / "config.toml").write_text(
-            f"[hub]\nurl = {json.dumps(self.url)}\nnotify = \"{notify}\"\nnotify_grace_s = 1\n\n"
-            "[notify]\nquestion_after_s = 0\nsteps_s = [0]\n\n"
+            f"[hub]\nurl = {json.dumps(self.url)}\nnotify = \"{notify}\"\nnotify_grace_s = {grace_s}\n\n"
+            "[notify]\nquestion_after_s = 0\nsteps_s = [0]\nretry_attempts = 1\n\n"
             f"[[notify.channel]]\ntype = \"command\"\nname = \"log\"\ncommand = {json.dumps([sys.executable, '-c', script])}\n")
         self.d = DaemonProcess(self.home)
 
@@ -137,6 +143,8 @@ def test_a_question_on_any_host_is_notified_once_by_the_lead_and_failover_loses_
     a.d.kill()
     during = c.ask("b2")
     wait_until(lambda: b.role_now() == "lead", 30, what="B taking the lead")
+    # (C's link looks for a lead every second: one it has not seen yet, C sends at once itself)
+    wait_until(lambda: c.notify()["lead_present"], 30, what="C seeing the lead")
     after = c.ask("b3")
     wait_until(lambda: _about(hosts, after)["b"], 30, what="B notifying C's question")
     wait_until(lambda: sum(map(len, _about(hosts, during).values())) == 1, 30, what="the question asked during failover notified")
@@ -149,7 +157,7 @@ def test_a_question_on_any_host_is_notified_once_by_the_lead_and_failover_loses_
 
 def test_the_hub_down_each_host_notifies_its_own_and_back_up_none_is_sent_twice(fleet: Any) -> None:
     hub, hosts = fleet
-    a, b, c = hosts["a"], hosts["b"], hosts["c"]
+    b, c = hosts["b"], hosts["c"]
     hub.cluster.stop("immediate")
     wait_until(lambda: all(h.notify()["link"] == "down" for h in hosts.values()), 30, what="every link down")
     away = {n: hosts[n].ask("b1") for n in ("b", "c")}
@@ -159,7 +167,8 @@ def test_the_hub_down_each_host_notifies_its_own_and_back_up_none_is_sent_twice(
     who = wait_until(lambda: _lead(hub), 60, what="a lead again")
     lead = next(h for h in hosts.values() if h.role == who)
     for h in hosts.values():
-        wait_until(lambda h=h: h.notify()["link"] == "up", 60, what=f"{h.role} linked again")
+        wait_until(lambda h=h: h.notify()["link"] == "up" and h.notify()["lead_present"], 60,
+                   what=f"{h.role} linked again, seeing the lead")
     # the fleet works again: a new question is the lead's; the lead has read the ones of the
     # outage by then (pending, shipped before it) and left them alone
     fresh = c.ask("b2")
@@ -192,6 +201,28 @@ def test_a_host_that_notifies_locally_is_left_alone_by_the_lead(cluster: PgClust
             h.stop()
 
 
+def test_a_step_no_channel_of_the_lead_took_is_sent_by_its_host(cluster: PgCluster, tmp_path: Path) -> None:
+    hub = fresh_hub(cluster)
+    hosts = {"a": Host(hub, tmp_path, "a", notifier=True, broken=True),
+             "b": Host(hub, tmp_path, "b", notifier=False, grace_s=1)}
+    a, b = hosts["a"], hosts["b"]
+    try:
+        a.start()
+        wait_until(lambda: _lead(hub) == a.role, 30, what="A leading")
+        b.start()
+        wait_until(lambda: b.notify()["lead_present"], 30, what="B seeing the lead")
+        qid = b.ask("b1")
+        wait_until(lambda: _about(hosts, qid)["b"], 30, what="B sending its question itself after its grace")
+        assert b.notify()["here"] == 1 and b.notify()["by_fleet"] == 0
+        failed = [e for e in events(a.home) if e["kind"] == "notification_failed"]
+        assert failed and all(e["data"]["host"] == b.role and e["data"]["key"] == f"interaction:{qid}" for e in failed)
+        assert [(r["host_id"], r["notified_by"], r["via"]) for r in pg(hub.admin, fleet_sql.notified)] == [
+            (b.role, b.role, "host")]
+    finally:
+        for h in hosts.values():
+            h.stop()
+
+
 @pytest.mark.parametrize("table, error", [
     ('notify = "both"', 'hub.notify must be "fleet" or "local" (got \'both\')'),
     ("notify_grace_s = -1", "hub.notify_grace_s must be a number of seconds, at least 0 (got -1)"),
@@ -208,3 +239,31 @@ def test_notify_defaults_to_the_fleet_with_a_30_s_grace(tmp_path: Path) -> None:
     assert notify_settings(tmp_path) == ("fleet", 30.0)
     (tmp_path / "config.toml").write_text('[hub]\nnotify = "local"\nnotify_grace_s = 5\n')
     assert notify_settings(tmp_path) == ("local", 5.0)
+
+
+def test_only_a_notifier_reads_other_hosts_interactions_and_it_claims_only_as_the_fleet(cluster: PgCluster,
+                                                                                       tmp_path: Path) -> None:
+    hub = fresh_hub(cluster)
+    a_url, b_url, c_url = hub.host("na"), hub.host("nb"), hub.host("nc")
+    a, b, c = (u.split("//")[1].split(":")[0] for u in (a_url, b_url, c_url))
+    (tmp_path / "pw").write_text(f"pw-{a}\n")  # (add-host on an existing role sets its password: the same one)
+    r = hookd_cli(tmp_path / "op", "--hub", hub.admin, "hub", "add-host", a, "--notifier", "--password-file",
+                  str(tmp_path / "pw"), "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["notifier"] is True, r.stderr
+    pg(b_url, sql.ship, [(1, "question_pending", "b1", None, 1.0, '{"id": "q1", "kind": "question"}'),
+                         (2, "lane_changed", "b1", None, 1.0, '{"to": "waiting"}')], "test")
+
+    def kinds(url: str) -> list[str]:
+        return [r["kind"] for r in pg(url, sql.events, b)]
+    assert kinds(a_url) == ["question_pending"]  # the notifier: B's interaction events, nothing else of B's
+    assert kinds(c_url) == []  # a plain host: nothing of B's
+    with pytest.raises(asyncpg.InsufficientPrivilegeError):  # not in B's name ...
+        pg(a_url, lambda conn: conn.execute("INSERT INTO hookd.notified (host_id, interaction_id, step, notified_by)"
+                                            " VALUES ($1, 'q1', 0, $1)", b))
+    with pytest.raises(asyncpg.InsufficientPrivilegeError):  # ... and a plain host claims no other host's step
+        pg(c_url, fleet_sql.claim_new, b, "q1", 0, 1)
+    assert pg(a_url, fleet_sql.claim_new, b, "q1", 0, 1) is True
+    assert pg(b_url, fleet_sql.claim, "q1", 0, 1) is False  # B finds its step claimed by the fleet
+    assert pg(b_url, fleet_sql.claim, "q1", 1, 1) is True
+    assert [(r["host_id"], r["step"], r["notified_by"], r["via"]) for r in pg(b_url, fleet_sql.notified)] == [
+        (b, 0, a, "fleet"), (b, 1, b, "host")]
