@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """hookd fleet benchmark: hosts shipping their event logs to a PostgreSQL hub (hookd.hub).
 
-    python bench/fleet.py [--hosts 3] [--builders 50] [--hooks 200] [--rate 20] [--rounds 3] [--json]
+    python bench/fleet.py [--hosts 3] [--builders 50] [--hooks 200] [--rate 20] [--rounds 3] [--questions 20] [--json]
 
 Starts a private PostgreSQL cluster (tests/pg.py: Debian's server, as its ``postgres`` user
 when run as root) and real daemons (bench/load.py's ``Daemon``: in-daemon hook timings on),

@@ -235,8 +235,8 @@ def test_the_hub_tables_notify_settings_are_checked_at_start(tmp_path: Path, tab
     assert str(e.value) == f"{tmp_path / 'config.toml'}: {error}"
 
 
-def test_notify_defaults_to_the_fleet_with_a_30_s_grace(tmp_path: Path) -> None:
-    assert notify_settings(tmp_path) == ("fleet", 30.0)
+def test_notify_defaults_to_the_fleet_with_a_10_s_grace(tmp_path: Path) -> None:
+    assert notify_settings(tmp_path) == ("fleet", 10.0)
     (tmp_path / "config.toml").write_text('[hub]\nnotify = "local"\nnotify_grace_s = 5\n')
     assert notify_settings(tmp_path) == ("local", 5.0)
 

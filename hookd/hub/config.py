@@ -65,12 +65,12 @@ def notify_settings(home_root: Path) -> tuple[str, float]:
     """``[hub] notify`` (``fleet``, the default: one notifier for the fleet covers this
     host's interactions; ``local``: this host notifies them itself) and ``notify_grace_s``
     (seconds a step the fleet covers is left to it before this host claims it itself;
-    default 30). Raises ConfigError naming the file and the key."""
+    default 10). Raises ConfigError naming the file and the key."""
     path, hub = _table(home_root)
     mode = hub.get("notify", "fleet")
     if mode not in NOTIFY_MODES:
         raise ConfigError(f"{path}: hub.notify must be \"fleet\" or \"local\" (got {mode!r})")
-    grace = hub.get("notify_grace_s", 30.0)
+    grace = hub.get("notify_grace_s", 10.0)
     if isinstance(grace, bool) or not isinstance(grace, (int, float)) or grace < 0:
         raise ConfigError(f"{path}: hub.notify_grace_s must be a number of seconds, at least 0 (got {grace!r})")
     return mode, float(grace)

@@ -92,7 +92,7 @@ class FleetLink(_Conn):
     before the host claims it itself (seconds); poll_s: how often the link looks whether a
     lead is present (seconds); claim_timeout_s: one claim's limit (then: notified locally)."""
 
-    def __init__(self, url: str, notify: str = "fleet", *, grace_s: float = 30.0, poll_s: float = 1.0,
+    def __init__(self, url: str, notify: str = "fleet", *, grace_s: float = 10.0, poll_s: float = 1.0,
                  retry_max_s: float = 5.0, connect_timeout_s: float = 10.0, claim_timeout_s: float = 5.0):
         super().__init__(url, "notification link", retry_max_s, connect_timeout_s, claim_timeout_s)
         self.notify = notify
