@@ -106,6 +106,13 @@ def fleet(cluster: PgCluster, tmp_path: Path) -> Any:
             h.stop()
 
 
+def _status_line(h: Host) -> str:
+    """``hookd status``'s line on the fleet's notifications."""
+    r = hookd_cli(h.home, "status")
+    assert r.returncode == 0, r.stderr
+    return next(x for x in r.stdout.splitlines() if x.startswith("notifications: "))
+
+
 def _lead(hub: Hub) -> str | None:
     """The role whose session holds the lead's lock on the hub now (None: no lead), as the
     hub's administrator sees it."""
@@ -133,6 +140,8 @@ def test_a_question_on_any_host_is_notified_once_by_the_lead_and_failover_loses_
                what=lambda: f"every host leaving its question to the fleet: {[h.notify() for h in hosts.values()]}")
     for n, qid in asked.items():
         assert _about(hosts, qid) == {"a": [hosts[n].role], "b": [], "c": []}
+    assert _status_line(a) == "notifications: fleet (this host is the fleet's notifier; 1 left to it, 0 sent here)"
+    assert _status_line(b) == "notifications: fleet (the fleet's notifier sends them; 1 left to it, 0 sent here)"
     alert = next(x for x in a.sent() if x["key"] == f"interaction:{asked['b']}")
     assert alert["title"].startswith(f"[{b.role}] hookd: b1") and alert["message"].startswith(f"on host {b.role}: b1 ")
     assert sorted((r["host_id"], r["step"], r["notified_by"], r["via"]) for r in pg(hub.admin, fleet_sql.notified)) == sorted(
@@ -196,6 +205,7 @@ def test_a_host_that_notifies_locally_is_left_alone_by_the_lead(cluster: PgClust
         wait_until(lambda: _about(hosts, later)["a"], 30, what="A notifying its own question through the fleet")
         assert _about(hosts, mine) == {"a": [], "d": [d.role]}
         assert d.notify()["here"] == 1 and d.notify()["by_fleet"] == 0
+        assert _status_line(d) == "notifications: local (this host sends its own alerts)"
     finally:
         for h in hosts.values():
             h.stop()
