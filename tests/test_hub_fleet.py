@@ -4,12 +4,16 @@ against a real PostgreSQL (tests/pg.py) and three real daemons sharing a hub: A 
 channel that appends them to a file of its own, so what each host sent is read back: a
 question is notified once, by the lead, whichever host asked it; the lead killed, B takes the
 lead and nothing is lost or sent twice; the hub down, each host notifies its own questions, and
-the hub back, the lead sends none of them again."""
+the hub back, the lead sends none of them again. Also: a host with `notify = "local"`, a lead
+whose channel fails, a lead killed mid-send, the notifier role's rights, `[hub]`'s checks."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,7 +43,7 @@ class Host:
     overtaken by the host, by design)."""
 
     def __init__(self, hub: Hub, tmp: Path, name: str, notifier: bool, notify: str = "fleet", broken: bool = False,
-                 grace_s: float = 5):
+                 grace_s: float = 5, stuck: bool = False):
         self.url = hub.host(name)
         self.role = self.url.split("//")[1].split(":")[0]
         if notifier:
@@ -50,10 +54,15 @@ class Host:
         script = f"import sys; open({str(self.out)!r}, 'ab').write(sys.stdin.buffer.read() + b'\\n')"
         if broken:  # (a channel that never takes an alert)
             script = "import sys; sys.exit(3)"
+        self.pid_file = tmp / f"{name}.channel-pid"
+        if stuck:  # (a channel that has written the alert and never returns: the send is in flight)
+            script = (f"import os, signal, sys; open({str(self.out)!r}, 'ab').write(sys.stdin.buffer.read() + b'\\n');"
+                      f" open({str(self.pid_file)!r}, 'w').write(str(os.getpid())); signal.pause()")
         (self.home / "config.toml").write_text(
             f"[hub]\nurl = {json.dumps(self.url)}\nnotify = \"{notify}\"\nnotify_grace_s = {grace_s}\n\n"
             "[notify]\nquestion_after_s = 0\nsteps_s = [0]\nretry_attempts = 1\n\n"
-            f"[[notify.channel]]\ntype = \"command\"\nname = \"log\"\ncommand = {json.dumps([sys.executable, '-c', script])}\n")
+            f"[[notify.channel]]\ntype = \"command\"\nname = \"log\"\ntimeout_s = 600\n"
+            f"command = {json.dumps([sys.executable, '-c', script])}\n")
         self.d = DaemonProcess(self.home)
 
     def start(self) -> "Host":
@@ -231,6 +240,33 @@ def test_a_step_no_channel_of_the_lead_took_is_sent_by_its_host(cluster: PgClust
     finally:
         for h in hosts.values():
             h.stop()
+
+
+def test_a_lead_killed_mid_send_leaves_the_step_to_the_next_lead(cluster: PgCluster, tmp_path: Path) -> None:
+    hub = fresh_hub(cluster)
+    hosts = {"a": Host(hub, tmp_path, "a", notifier=True, stuck=True), "b": Host(hub, tmp_path, "b", notifier=True)}
+    a, b = hosts["a"], hosts["b"]
+    try:
+        a.start()
+        wait_until(lambda: _lead(hub) == a.role, 30, what="A leading")
+        b.start()
+        wait_until(lambda: b.role_now() == "standby" and b.notify()["lead_present"], 30, what="B standing by")
+        qid = b.ask("b1")
+        wait_until(lambda: _about(hosts, qid)["a"] and a.pid_file.exists(), 30, what="A's send in flight")
+        assert pg(hub.admin, fleet_sql.notified) == []  # (its claim is not committed while it sends)
+        a.d.kill()
+        wait_until(lambda: _about(hosts, qid)["b"], 30, what="the next lead (or B itself) sending it")
+        # sent again: the first send's channel had it, its claim never committed (docs/fleet.md "Limits")
+        assert _about(hosts, qid) == {"a": [b.role], "b": [b.role]}
+        # (B's claim, as the lead or as the question's host once its grace is over, commits once sent)
+        rows = wait_until(lambda: pg(hub.admin, fleet_sql.notified), 30, what="B's claim committed")
+        assert [(r["host_id"], r["notified_by"]) for r in rows] == [(b.role, b.role)]
+    finally:
+        for h in hosts.values():
+            h.stop()
+        if a.pid_file.exists():  # (the stuck channel's process, A's child, outlives A's kill)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(a.pid_file.read_text()), signal.SIGKILL)
 
 
 @pytest.mark.parametrize("table, error", [
