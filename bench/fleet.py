@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """hookd fleet benchmark: hosts shipping their event logs to a PostgreSQL hub (hookd.hub).
 
-    python bench/fleet.py [--hosts 3] [--builders 50] [--hooks 200] [--rate 20] [--rounds 3] [--json]
+    python bench/fleet.py [--hosts 3] [--builders 50] [--hooks 200] [--rate 20] [--rounds 3] [--questions 20] [--json]
 
 Starts a private PostgreSQL cluster (tests/pg.py: Debian's server, as its ``postgres`` user
 when run as root) and real daemons (bench/load.py's ``Daemon``: in-daemon hook timings on),
@@ -11,13 +11,20 @@ each its own host role on the hub (``HOOKD_HUB``). Measured:
    to back, ``--hooks`` each) at once; the hub's ingest rate (every host's events over the
    wall time from the start until the hub holds them all) and each event's lag from its local
    commit (``events.at``) to the hub's ``shipped_at`` (one machine, one clock): p50/p99;
-2. the hub down changes nothing for the hook path: three daemons, no hub / the hub up / a hub
-   that refuses connections (nothing listens on its port), the same open-loop load (``--rate``
-   hooks/s per builder), interleaved round-robin ``--rounds`` times; daemon-side p50/p99 per
-   variant and each one's ratio to no hub, in one run.
+2. the hub down changes nothing for the hook path: three daemons, no hub / the hub up / the
+   hub stopped (a second private cluster the daemon connected and shipped to, then stopped
+   with ``pg_ctl -m immediate``: its shipper is ``down`` and retrying), the same open-loop load
+   (``--rate`` hooks/s per builder), interleaved round-robin ``--rounds`` times; daemon-side
+   p50/p99 per variant and each one's ratio to no hub, in one run;
+3. the fleet's one notifier (docs/fleet.md): ``--hosts`` daemons on a fresh hub, host0 the
+   lead (``hookd_notifier``), every host with a webhook channel to this process (a host's own
+   alert would show there too); ``--questions`` questions asked one at a time on the other
+   hosts: the time from the question's hook answered to the lead's webhook received
+   (p50/p99), and how many alerts each question got (1: once, by the lead);
+4. the answer from the hub to a held hook's release: a slot (``answer_release``: null) until
+   the hub's ``commands`` (answers down to hosts, issue 25's later stage) are on main.
 
-Not yet: the answer from the hub to a held hook's release (issue 25's later stage: answers
-down to hosts). No budget is judged: the figures go to docs/benchmarks.md with their machine.
+No budget is judged: the figures go to docs/benchmarks.md with their machine and its load.
 """
 
 from __future__ import annotations
@@ -40,10 +47,10 @@ sys.path.insert(0, os.fspath(REPO / "bench"))
 
 import asyncpg  # noqa: E402
 
-from hookd.daemonproc import DaemonProcess  # noqa: E402
-from hookd.hub import sql  # noqa: E402
+from hookd.daemonproc import DaemonProcess, wait_until  # noqa: E402
+from hookd.hub import fleet_sql, sql  # noqa: E402
 from load import Daemon, pct, run_raw, summary  # noqa: E402
-from tests.pg import PgCluster, _free_port, private_cluster  # noqa: E402
+from tests.pg import PgCluster, private_cluster  # noqa: E402
 
 
 def pg(url: str, fn: Any, *args: Any) -> Any:
@@ -116,30 +123,130 @@ def ingest(tmp: Path, cluster: PgCluster, hosts: int, builders: int, hooks: int)
             d.__exit__()
 
 
-def hub_down(tmp: Path, cluster: PgCluster, builders: int, hooks: int, rate: float, rounds: int) -> dict[str, Any]:
+def hub_state(d: Daemon) -> str:
+    return str(d.get("/v1/status")[0]["hub"]["state"])
+
+
+def hub_down(tmp: Path, cluster: PgCluster, gone: PgCluster, builders: int, hooks: int, rate: float,
+             rounds: int) -> dict[str, Any]:
+    """The hook path with no hub, the hub up (``cluster``) and the hub stopped (``gone``, stopped
+    once the daemon shipped to it)."""
     _, urls = setup_hub(cluster, ["up_host"])
-    refused = f"postgresql://down_host:pw@127.0.0.1:{_free_port()}/fleet_bench"  # nothing listens there
-    variants = {"no hub": None, "hub up": urls["up_host"], "hub down": refused}
+    _, gone_urls = setup_hub(gone, ["down_host"])
+    variants = {"no hub": None, "hub up": urls["up_host"], "hub down": gone_urls["down_host"]}
     daemons = {v: hub_daemon(tmp / f"latency-{i}", u) for i, (v, u) in enumerate(variants.items())}
     samples: dict[str, list[float]] = {v: [] for v in variants}
     for d in daemons.values():
         d.__enter__()
     try:
+        for v in ("hub up", "hub down"):
+            wait_until(lambda v=v: hub_state(daemons[v]) == "up", 60, what=f"the {v} daemon's shipper up")
+        gone.stop("immediate")
+        wait_until(lambda: hub_state(daemons["hub down"]) == "down", 60, what="the stopped hub seen down")
         order = list(variants)
         for r in range(rounds):
             for v in order[r % 3:] + order[:r % 3]:
                 d = daemons[v]
                 run_raw(d, builders, hooks, tag=f"r{r}b", rate=rate)
                 samples[v] += d.last_timings  # type: ignore[attr-defined]
-        hub_state = daemons["hub down"].get("/v1/status")[0]["hub"]["state"]
+        down_state = hub_state(daemons["hub down"])
     finally:
         for d in daemons.values():
             d.__exit__()
     out = {v: summary(s) for v, s in samples.items()}
     base = out["no hub"]
-    return {"builders": builders, "rate_per_builder": rate, "rounds": rounds, "down_state": hub_state,
+    return {"builders": builders, "rate_per_builder": rate, "rounds": rounds, "down_state": down_state,
             "variants": out, "ratio_p50": {v: out[v]["p50_ms"] / base["p50_ms"] for v in out},
             "ratio_p99": {v: out[v]["p99_ms"] / base["p99_ms"] for v in out}}
+
+
+class _Receiver:
+    """A webhook on 127.0.0.1 recording when each alert arrived: key -> [(monotonic, alert)]."""
+
+    def __init__(self) -> None:
+        import http.server
+
+        self.got: dict[str, list[tuple[float, dict[str, Any]]]] = {}
+        me = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - (http.server's name)
+                at = time.monotonic()
+                alert = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                me.got.setdefault(alert["key"], []).append((at, alert))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *a: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def _ask(d: Daemon, builder: str, sid: str) -> str:
+    """A session of ``builder`` whose agent asks a question (the tui fixture's hooks): its id."""
+    import httpx
+
+    from load import TUI
+
+    qid = f"toolu_{sid}"
+    with httpx.Client(transport=httpx.HTTPTransport(uds=d.sock), base_url="http://hookd", timeout=60) as c:
+        for n, name in enumerate(("001-SessionStart.json", "002-UserPromptSubmit.json", "007-PreToolUse.json")):
+            p = json.loads((TUI / name).read_bytes())
+            p["session_id"] = sid
+            if "tool_use_id" in p:
+                p["tool_use_id"] = qid
+            c.post(f"/v1/hooks/claude-code/{builder}", content=json.dumps(p).encode(),
+                   headers={"content-type": "application/json", "x-hookd-delivery": f"{sid}-{n}"}).raise_for_status()
+    return qid
+
+
+def fleet_notify(tmp: Path, cluster: PgCluster, hosts: int, questions: int) -> dict[str, Any]:
+    """The fleet's one notifier: question asked on a host -> the lead's alert received."""
+    names = [f"nhost{i}" for i in range(hosts)]
+    pg(cluster.admin_url(), lambda c: c.execute("DROP DATABASE IF EXISTS fleet_notify"))
+    pg(cluster.admin_url(), lambda c: c.execute("CREATE DATABASE fleet_notify"))
+    admin = cluster.admin_url("fleet_notify")
+    pg(admin, sql.install)
+    rx = _Receiver()
+    daemons = []
+    for i, n in enumerate(names):
+        pg(admin, sql.add_host, n, f"pw-{n}")
+        if i == 0:
+            pg(admin, fleet_sql.grant_notifier, n)
+        home = tmp / f"notify-{n}"
+        home.mkdir(parents=True)
+        (home / "config.toml").write_text(
+            "[hub]\nnotify_grace_s = 30\n\n[notify]\nquestion_after_s = 0\nsteps_s = [0]\n\n"
+            f"[[notify.channel]]\ntype = \"webhook\"\nname = \"bench\"\nurl = \"{rx.url}\"\n")
+        daemons.append(hub_daemon(home, cluster.url(n, f"pw-{n}", "fleet_notify")))
+    for d in daemons:
+        d.__enter__()
+    lat: list[float] = []
+    try:
+        wait_until(lambda: hub_state(daemons[0]) == "up" and daemons[0].get("/v1/status")[0]["hub"]["notify"]
+                   ["notifier"]["role"] == "lead", 60, what="host0 leading")
+        wait_until(lambda: all(d.get("/v1/status")[0]["hub"]["notify"]["lead_present"] for d in daemons), 60,
+                   what="every host seeing the lead")
+        for k in range(questions):
+            d = daemons[1 + k % (hosts - 1)]
+            qid = _ask(d, f"q{k}", f"fleetq-{k}-{time.time_ns()}")
+            t0 = time.monotonic()
+            got = wait_until(lambda: rx.got.get(f"interaction:{qid}"), 60, interval=0.001, what=f"question {k} notified")
+            lat.append(got[0][0] - t0)
+        # every host has decided by the end of its grace (30 s): a second alert would show by then
+        wait_until(lambda: sum(x.get("/v1/status")[0]["hub"]["notify"]["by_fleet"] for x in daemons[1:]) >= questions,
+                   90, what="the hosts leaving every question to the lead")
+        alerts = [len(v) for v in rx.got.values()]
+        by_lead = sum(1 for v in rx.got.values() for _, a in v if a.get("data", {}).get("host"))
+    finally:
+        for d in daemons:
+            d.__exit__()
+        rx.server.shutdown()
+    return {"hosts": hosts, "questions": questions, "notify_p50_ms": pct(lat, 0.5), "notify_p99_ms": pct(lat, 0.99),
+            "notify_max_ms": max(lat) * 1e3, "alerts_per_question": sorted(set(alerts)), "by_lead": by_lead}
 
 
 def _keep_timings(d: Daemon) -> None:
@@ -161,6 +268,7 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=20.0, help="hooks/s per builder in the hub-down runs")
     ap.add_argument("--latency-hooks", type=int, default=100, help="hooks per builder per round in the hub-down runs")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--questions", type=int, default=20, help="questions asked one at a time in the fleet-notifier run")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     orig_enter = Daemon.__enter__
@@ -174,9 +282,13 @@ def main() -> int:
     res: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M %Z"),
                            "machine": {"cpus": os.cpu_count(), "load_avg_1m": os.getloadavg()[0]}}
     try:
-        with private_cluster() as cluster:
+        with private_cluster() as cluster, private_cluster() as gone:
             res["ingest"] = ingest(tmp, cluster, args.hosts, args.builders, args.hooks)
-            res["hub_down"] = hub_down(tmp, cluster, args.builders, args.latency_hooks, args.rate, args.rounds)
+            res["hub_down"] = hub_down(tmp, cluster, gone, args.builders, args.latency_hooks, args.rate, args.rounds)
+            res["fleet_notify"] = fleet_notify(tmp, cluster, max(2, args.hosts), args.questions)
+        # (the answer given on the hub -> the held hook released, p50/p99: measured once the
+        # hub's commands carry answers down to hosts)
+        res["answer_release"] = None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if args.json:
@@ -192,6 +304,11 @@ def main() -> int:
     for v, s in h["variants"].items():
         print(f"  {v:9} p50 {s['p50_ms']:.3f} ms ({h['ratio_p50'][v]:.2f}x)  p99 {s['p99_ms']:.3f} ms "
               f"({h['ratio_p99'][v]:.2f}x)  n={s['n']}")
+    f = res["fleet_notify"]
+    print(f"fleet notifier, {f['hosts']} hosts, {f['questions']} questions one at a time: question -> the lead's alert "
+          f"p50 {f['notify_p50_ms']:.0f} ms, p99 {f['notify_p99_ms']:.0f} ms (max {f['notify_max_ms']:.0f}); alerts per "
+          f"question {f['alerts_per_question']}, {f['by_lead']} sent by the lead")
+    print("answer on the hub -> held hook released: not measured yet (needs the hub's commands: answers down to hosts)")
     return 0
 
 

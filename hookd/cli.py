@@ -358,6 +358,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
         if (cmds := hub.get("commands")) and (cmds["applied"] or cmds["refused"] or cmds["state"] == "down"):
             _out(f"hub commands {cmds['state']}: {cmds['applied']} applied, {cmds['refused']} refused since the start"
                  + (f": {cmds['error']}" if cmds.get("error") else ""))
+        if (n := hub.get("notify")) is not None:
+            _out(_fleet_line(n))
     if s.get("held"):
         _out(f"holding a PermissionRequest hook for: {visible(', '.join(s['held']))} (answer with `hookd answer ID`)")
     if s["builders"]:
@@ -385,6 +387,18 @@ def status(ctx: click.Context, as_json: bool) -> None:
             if b.get("client_note"):
                 _out(f"{b['builder']}: hook client {_hook_client(b.get('client'))}: {visible(b['client_note'])}")
 
+
+
+def _fleet_line(n: dict[str, Any]) -> str:
+    """``hookd status``'s line on the fleet's notifications (docs/fleet.md "One notifier for
+    the fleet"): who sends this host's interaction alerts."""
+    if n["notify"] == "local":
+        return "notifications: local (this host sends its own alerts)"
+    lead = (n.get("notifier") or {}).get("role")
+    who = ("this host is the fleet's notifier" if lead == "lead" else
+           "the fleet's notifier sends them" if n["lead_present"] and n["link"] == "up" else
+           "no fleet notifier: sent here" if n["link"] == "up" else f"link {n['link']}: sent here")
+    return f"notifications: fleet ({who}; {n['by_fleet']} left to it, {n['here']} sent here)"
 
 
 def _stopped(lane: dict | None) -> str:

@@ -47,7 +47,8 @@ def _role_url(admin_url: str, role: str, password: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{role}:{quote(password, safe='')}@{where}"))
 
 
-def _add(ctx: click.Context, name: str, password_file: Path | None, as_json: bool, operator: bool) -> None:
+def _add(ctx: click.Context, name: str, password_file: Path | None, as_json: bool, operator: bool,
+         notifier: bool = False) -> None:
     from hookd.errors import ConfigError
     from hookd.hub import ops
 
@@ -55,27 +56,34 @@ def _add(ctx: click.Context, name: str, password_file: Path | None, as_json: boo
     password = password_file.read_text().strip() if password_file is not None else None
     try:
         password = ops.add_role(url, name, operator, password)
+        if notifier:
+            ops.grant_notifier(url, name)
     except ValueError as e:
         raise ConfigError(str(e)) from None
     role_url = _role_url(url, name, password)
     if as_json:
-        _echo_json({"role": name, "kind": "operator" if operator else "host", "password": password, "url": role_url})
+        out = {"role": name, "kind": "operator" if operator else "host", "password": password, "url": role_url}
+        _echo_json(out if operator else {**out, "notifier": notifier})
     elif operator:
         _out(f"operator {name} ready (reads every host, writes nothing); read with: hookd --hub '{role_url}' lanes")
     else:
-        _out(f"host {name} ready (writes only its own rows); on that machine: hookd serve --hub '{role_url}'")
+        may = "; it may notify for the fleet" if notifier else ""
+        _out(f"host {name} ready (writes only its own rows{may}); on that machine: hookd serve --hub '{role_url}'")
 
 
 @hub.command("add-host")
 @click.argument("name")
 @click.option("--password-file", type=click.Path(path_type=Path, dir_okay=False, exists=True),
               help="The role's password from this file (default: a new random one, printed once).")
-@click.option("--json", "as_json", is_flag=True, help="Print {role, kind, password, url} as JSON.")
+@click.option("--notifier", is_flag=True,
+              help="The host may be the fleet's notifier (a member of hookd_notifier: it reads every host's "
+                   "pending and resolved interactions, nothing else of theirs): docs/fleet.md.")
+@click.option("--json", "as_json", is_flag=True, help="Print {role, kind, password, url, notifier} as JSON.")
 @click.pass_context
-def add_host(ctx: click.Context, name: str, password_file: Path | None, as_json: bool) -> None:
+def add_host(ctx: click.Context, name: str, password_file: Path | None, notifier: bool, as_json: bool) -> None:
     """Create host NAME's role (it writes only its own rows), or give it a new password; prints
     the URL that host's `hookd serve --hub` takes."""
-    _add(ctx, name, password_file, as_json, operator=False)
+    _add(ctx, name, password_file, as_json, operator=False, notifier=notifier)
 
 
 @hub.command("add-operator")

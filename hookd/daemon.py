@@ -261,6 +261,44 @@ async def _serve(home: Home, port: int, notify_config: Any = None, settings: Set
         log.info("hookd stopped")
 
 
+def _start_hub(core: Hookd, home: Home, settings: Settings, notifier: Any, stop: asyncio.Event) -> list[asyncio.Task[None]]:
+    """The hub's background tasks (hookd.hub, docs/fleet.md), none on the hook path: the
+    shipper (the event log up to the hub), the applier (the hub's commands down to this host),
+    the notification link, and the fleet notifier's
+    candidate when this host notifies for the fleet and has a one-way channel."""
+    from hookd.hub.commands import Applier
+    from hookd.hub.config import notify_settings
+    from hookd.hub.fleet import FleetLead, FleetLink
+    from hookd.hub.shipper import Shipper
+    from hookd.watchers.notify_fleet import fleet_sender, one_way
+
+    url = str(settings.hub_url)
+    shipper = Shipper(core, url)
+    shipper.applier = Applier(core, url)  # (down to hosts: the hub's commands for this host)
+    mode, grace = notify_settings(home.root)
+    link = FleetLink(url, mode, grace_s=grace)
+    notifier.fleet = link
+    lead = None
+    if mode == "fleet" and one_way(notifier.config):
+        cfg = notifier.config
+        lead = FleetLead(url, fleet_sender(notifier), cfg.question_after_s, cfg.steps_s)
+    core.hub = _HubView(shipper, link, lead)
+    return [asyncio.create_task(t.run(stop)) for t in (shipper, shipper.applier, link, lead) if t is not None]
+
+
+class _HubView:
+    """What status shows of the hub: the shipper's view (hookd.hub.shipper.Shipper.view) and
+    ``notify``: the link's (hookd.hub.fleet.FleetLink.view) with ``notifier``: the fleet
+    notifier's candidate here (hookd.hub.fleet.FleetLead.view; None: this host never leads)."""
+
+    def __init__(self, shipper: Any, link: Any, lead: Any):
+        self.shipper, self.link, self.lead = shipper, link, lead
+
+    def view(self) -> dict[str, Any]:
+        return {**self.shipper.view(), "notify": {**self.link.view(),
+                                                  "notifier": None if self.lead is None else self.lead.view()}}
+
+
 def _lifespan(home: Home, core: Hookd, endpoint: Endpoint, notify_config: Any, settings: Settings,
               sock_path: Path) -> Any:
     """The app's lifespan: at start, ingest the spool, publish the endpoint and start the
@@ -299,16 +337,7 @@ def _lifespan(home: Home, core: Hookd, endpoint: Endpoint, notify_config: Any, s
         retrying = asyncio.create_task(retry_until_back(core, stop_watch))
         hook_alerts = asyncio.create_task(HookAlerts(core, notifier).run(stop_watch))
         run_watch = asyncio.create_task(RunWatch(core, settings.liveness_s).run(stop_watch))
-        shipping = None
-        if settings.hub_url:  # (hookd.hub: the event log shipped to the hub, off the hook path)
-            from hookd.hub.shipper import Shipper
-
-            from hookd.hub.commands import Applier
-
-            shipper = Shipper(core, settings.hub_url)
-            core.hub = shipper
-            shipper.applier = Applier(core, settings.hub_url)  # (down to hosts: the hub's commands for this host)
-            shipping = asyncio.gather(shipper.run(stop_watch), shipper.applier.run(stop_watch))
+        hub_tasks = _start_hub(core, home, settings, notifier, stop_watch) if settings.hub_url else []
         await core.ingest_spool()
         # what start-up made (modules, the app) lives as long as the daemon: the garbage
         # collector's full passes, pauses of the hook path, need not walk it again and again
@@ -333,9 +362,9 @@ def _lifespan(home: Home, core: Hookd, endpoint: Endpoint, notify_config: Any, s
             retrying.cancel()
             hook_alerts.cancel()
             run_watch.cancel()
-            if shipping is not None:
-                shipping.cancel()
-                await asyncio.gather(shipping, return_exceptions=True)
+            for t in hub_tasks:
+                t.cancel()
+            await asyncio.gather(*hub_tasks, return_exceptions=True)
             core.release_all()
             await core.bus.close()
             await core.close()

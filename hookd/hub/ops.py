@@ -193,3 +193,12 @@ def commands(url: str, host: str | None = None, limit: int = 1000) -> list[dict[
 def queued_counts(url: str) -> dict[tuple[str, str, str], int]:
     """:func:`hookd.hub.sql.queued_counts`."""
     return dict(_run(url, sql.queued_counts))
+
+
+def grant_notifier(url: str, role: str) -> None:
+    """Let host role ``role`` lead the fleet's notifications (:func:`hookd.hub.fleet_sql.grant_notifier`).
+    Raises ValueError for a bad name."""
+    from hookd.hub import fleet_sql
+
+    fleet_sql.check_role(role)
+    _run(url, fleet_sql.grant_notifier, role)

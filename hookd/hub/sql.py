@@ -1,5 +1,6 @@
 """All of the hub's SQL (PostgreSQL, through asyncpg): its schema, the hosts' roles, what a host
-ships, what an operator reads. No other module holds hub SQL.
+ships, what an operator reads. No other module holds hub SQL but :mod:`hookd.hub.fleet_sql`
+(the fleet notifier's).
 
 The hub's tables live in the schema ``hookd``:
 
@@ -83,9 +84,12 @@ SCHEMA: list[str] = [
 
 async def install(conn: Any) -> None:
     """Create (or bring up to date) the hub's roles, schema, tables and policies; idempotent.
-    Needs a role that may create roles and schemas (the hub's administrator)."""
+    Needs a role that may create roles and schemas (the hub's administrator). With it, the
+    fleet notifier's tables and role (:data:`hookd.hub.fleet_sql.SCHEMA`)."""
+    from hookd.hub.fleet_sql import SCHEMA as FLEET_SCHEMA
+
     async with conn.transaction():
-        for sql in SCHEMA:
+        for sql in SCHEMA + FLEET_SCHEMA:
             await conn.execute(sql)
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -55,6 +55,12 @@ _enc = msgspec.json.Encoder(order="sorted")
 
 # --- the notifier in the daemon -----------------------------------------------------------
 
+class FleetCover(Protocol):
+    """The fleet's say on this host's interaction notifications (:class:`hookd.hub.fleet.FleetLink`)."""
+
+    async def decide(self, interaction_id: str, step: int, due_at: float, now: float) -> tuple[str, float | None]: ...
+
+
 class Notifier:
     """Rules, escalation and delivery inside ``hookd serve``.
 
@@ -78,6 +84,9 @@ class Notifier:
         #: the two-way channels' relays (channel name -> relay), started by :meth:`run`
         self.chats: dict[str, ChatRelay] = {}
         self._chat_tasks: list[asyncio.Task[None]] = []
+        #: the fleet's link when the daemon has a hub (docs/fleet.md "One notifier for the
+        #: fleet"): asked before an interaction's step is sent; None: every step is sent here
+        self.fleet: FleetCover | None = None
 
     # public API (lanes) ----------------------------------------------------------------
     async def raise_alert(self, alert: Alert, *, escalate: bool = True) -> bool:
@@ -106,6 +115,48 @@ class Notifier:
             self._clearing.discard(key)
         if n:
             log.info("notifications for %s cleared (%d pending)", key, n)
+
+    async def send_now(self, alert: Alert) -> bool:
+        """Send ``alert`` on every one-way channel now, each with the configured retries, and
+        wait for the outcome (the fleet notifier's sends: claimed on the hub, not in the
+        store); each channel's outcome is a ``notification_sent`` / ``notification_failed``
+        event of this host's. True when a channel took it; never raises but for cancellation."""
+        chans = [c for c in self.config.channels if c.type not in TWO_WAY_TYPES]
+        if not chans or self._closed:
+            return False
+        outcomes = await asyncio.gather(*(self._send_one(ch, alert) for ch in chans))
+        return any(outcomes)
+
+    async def _send_one(self, ch: Channel, alert: Alert) -> bool:
+        cfg = self.config
+        attempts, error = 0, None
+        from tenacity import AsyncRetrying, retry_if_not_exception_type, stop_after_attempt, wait_exponential
+
+        try:
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(max(1, cfg.retry_attempts)),
+                wait=wait_exponential(multiplier=cfg.retry_initial_s, min=cfg.retry_initial_s, max=cfg.retry_max_s),
+                retry=retry_if_not_exception_type((PermanentFailure, asyncio.CancelledError)), reraise=True,
+            ):
+                with attempt:
+                    attempts += 1
+                    await deliver(ch, alert, self._http, None)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a notifier must never take the daemon down
+            error = str(e) or type(e).__name__
+        data: dict[str, Any] = {"key": alert.key, "step": alert.step, "channel": ch.name, "type": ch.type,
+                                "rule": alert.rule, "attempts": attempts, "host": alert.data.get("host")}
+        if error:
+            data["error"] = error
+        status = "failed" if error else "sent"
+        try:
+            await self.core.store.write(lambda tx: tx.append_event(f"notification_{status}", alert.builder,
+                                                                   alert.session_id, time.time(), data))
+            await self.core.bus.publish()
+        except Exception:
+            log.exception("recording notification %s step %d on %s failed", alert.key, alert.step, ch.name)
+        return error is None
 
     # delivery --------------------------------------------------------------------------
     async def _claim_and_send(self, alert: Alert) -> bool:
@@ -286,6 +337,14 @@ class Notifier:
             fire_at = i.created_at + cfg.question_after_s
             top = self._steps.get(key, (-1, 0.0))[0]
             due = [n for n, off in enumerate(cfg.steps_s) if fire_at + off <= now]
+            if due and due[-1] > top and self.fleet is not None:  # (docs/fleet.md "One notifier for the fleet")
+                verdict, until = await self.fleet.decide(i.id, due[-1], fire_at + cfg.steps_s[due[-1]], now)
+                if verdict == "wait" and until is not None:
+                    nxt = until if nxt is None else min(nxt, until)
+                    continue
+                if verdict == "skip":  # the fleet notifier sent it
+                    top = due[-1]
+                    self._steps[key] = (top, self._steps.get(key, (-1, now))[1])
             if due and due[-1] > top:
                 view = None
                 if i.kind == "permission":  # the tool call as its harness's adapter shows it

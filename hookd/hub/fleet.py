@@ -1,0 +1,289 @@
+"""One notifier for the fleet (docs/fleet.md "One notifier for the fleet"): hosts sharing a
+hub have a question notified once, not once per host.
+
+Two background tasks of a hub-connected daemon, each on a dedicated connection, neither on
+the hook path:
+
+- :class:`FleetLink` (every host): links the host for notifications (``[hub] notify``:
+  ``fleet`` or ``local``; :mod:`hookd.hub.fleet_sql`'s ``links``, held live by an advisory
+  lock of its session) and answers the local notifier's question "do I notify this step?"
+  (:meth:`FleetLink.decide`): with ``fleet``, a step due while the link is up and a fleet
+  notifier holds the lead is left to the fleet for ``grace_s``; else, or once the grace is
+  over, the host claims the step on the hub and notifies it itself unless the fleet already
+  has; the hub out of reach, it notifies locally (and records the claim once it is back).
+- :class:`FleetLead` (a host that may lead: a member of ``hookd_notifier``, ``notify =
+  "fleet"``, a one-way channel configured): takes the lead's advisory lock when free (a
+  standby tries again every ``poll_s``); leading, it reads the linked hosts' pending
+  interactions from their shipped events (woken by the shippers' NOTIFY) and notifies each
+  due step through its own channels (``send``), the step's claim inserted in a transaction
+  committed only once it is sent. Its connection lost (the daemon killed, the network
+  gone), PostgreSQL ends its session: the lock is free for a standby, and the claims not
+  committed are gone with it, so the next lead notifies them: nothing lost, nothing twice
+  (but a send the channel took in the instant before the commit was lost: docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+import time
+from typing import Any, Awaitable, Callable, Sequence
+
+from hookd.hub import fleet_sql, sql
+from hookd.hub.config import redact
+
+log = logging.getLogger("hookd.hub")
+
+#: ``send(row, step, steps, now)``: notify step ``step`` (of ``steps``) of the interaction in
+#: ``row`` (:func:`hookd.hub.fleet_sql.fleet_pending`'s, ``data`` decoded) on this daemon's
+#: channels, retries included; True when a channel took it. Never raises.
+#: How long the lead leaves a step no channel took before trying it again (seconds; its host
+#: claims it itself once its grace is over).
+UNSENT_RETRY_S = 60.0
+
+Send = Callable[[dict[str, Any], int, int, float], Awaitable[bool]]
+
+
+class _Conn:
+    """A dedicated connection with a retry loop: ``state`` (``connecting``, ``up``, ``down``),
+    ``error`` (the last failure's text), backoff 0.1 s doubling to ``retry_max_s``."""
+
+    def __init__(self, url: str, what: str, retry_max_s: float, connect_timeout_s: float, command_timeout_s: float):
+        self.url, self.key, self.what = url, redact(url), what
+        self.retry_max_s = retry_max_s
+        self.connect_timeout_s = connect_timeout_s
+        self.command_timeout_s = command_timeout_s
+        self.state = "connecting"
+        self.error: str | None = None
+
+    async def loop(self, stop: asyncio.Event, body: Callable[[Any], Awaitable[None]]) -> None:
+        import asyncpg
+
+        delay = 0.1
+        while not stop.is_set():
+            conn = None
+            try:
+                conn = await asyncpg.connect(self.url, timeout=self.connect_timeout_s,
+                                             command_timeout=self.command_timeout_s)
+                delay = 0.1
+                await body(conn)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # (the hub refused, went away, timed out: never the daemon's end)
+                why = _why(e)
+                if self.state != "down" or self.error != why:
+                    log.warning("hub %s: %s: %s", self.key, self.what, why)
+                self.state, self.error = "down", why
+            finally:
+                if conn is not None:
+                    with contextlib.suppress(Exception):
+                        conn.terminate()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
+            delay = min(delay * 2, self.retry_max_s)
+
+
+class FleetLink(_Conn):
+    """This host's link for notifications (module doc). notify: ``fleet`` or ``local``;
+    grace_s: how long a step due while the fleet covers it is left to the fleet notifier
+    before the host claims it itself (seconds); poll_s: how often the link looks whether a
+    lead is present (seconds); claim_timeout_s: one claim's limit (then: notified locally)."""
+
+    def __init__(self, url: str, notify: str = "fleet", *, grace_s: float = 10.0, poll_s: float = 1.0,
+                 retry_max_s: float = 5.0, connect_timeout_s: float = 10.0, claim_timeout_s: float = 5.0):
+        super().__init__(url, "notification link", retry_max_s, connect_timeout_s, claim_timeout_s)
+        self.notify = notify
+        self.grace_s = grace_s
+        self.poll_s = poll_s
+        self.host_id: str | None = None
+        #: when the live link began (this host's clock; None: not linked)
+        self.linked_at: float | None = None
+        #: whether a fleet notifier held the lead at the last look
+        self.lead_present = False
+        self._conn: Any = None
+        self._lock = asyncio.Lock()  # (one statement at a time on the connection)
+        self._unrecorded: list[tuple[str, int]] = []  # steps notified here while the hub was away
+        self.by_fleet = 0
+        self.here = 0
+
+    def view(self) -> dict[str, Any]:
+        """``notify``, ``link`` (``connecting``, ``up``, ``down``), ``lead_present``,
+        ``error``, ``by_fleet`` (steps of this host's interactions this host left to the
+        fleet notifier, which had sent them), ``here`` (steps it decided to send itself; with
+        ``notify = "local"``, every one)."""
+        return {"notify": self.notify, "link": self.state, "lead_present": self.lead_present, "error": self.error,
+                "by_fleet": self.by_fleet, "here": self.here}
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Link, look for the lead every ``poll_s``; relink after any failure; until ``stop``."""
+        await self.loop(stop, lambda conn: self._linked(conn, stop))
+
+    async def _linked(self, conn: Any, stop: asyncio.Event) -> None:
+        try:
+            async with self._lock:
+                self.host_id = await sql.host_id(conn)
+                await self._record(conn)
+                linked_at = time.time()
+                await fleet_sql.link(conn, self.notify, 1 + secrets.randbelow(2**31 - 2), linked_at)
+                self.lead_present = await fleet_sql.lead_present(conn)
+            self._conn, self.linked_at = conn, linked_at
+            if self.state != "up":
+                log.info("hub %s: linked for notifications (%s) as host %s", self.key, self.notify, self.host_id)
+            self.state, self.error = "up", None
+            while not stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self.poll_s)
+                async with self._lock:
+                    self.lead_present = await fleet_sql.lead_present(conn)
+        finally:
+            self._conn, self.linked_at, self.lead_present = None, None, False
+
+    async def _record(self, conn: Any) -> None:
+        """Claim on the hub what this host notified while it was away (a duplicate is logged)."""
+        while self._unrecorded:
+            iid, step = self._unrecorded[0]
+            if not await fleet_sql.claim(conn, iid, step, None):
+                log.warning("interaction %s step %d was notified here and by the fleet notifier (the hub was "
+                            "out of reach)", iid, step)
+            self._unrecorded.pop(0)
+
+    async def decide(self, interaction_id: str, step: int, due_at: float, now: float) -> tuple[str, float | None]:
+        """Whether this host notifies step ``step`` of its interaction, due at ``due_at``:
+        ``("send", None)``, ``("skip", None)`` (the fleet notifier did) or ``("wait", t)``
+        (left to the fleet until ``t``; ask again then). Never raises."""
+        if self.notify != "fleet":
+            self.here += 1
+            return "send", None
+        linked = self.linked_at
+        if linked is not None and due_at >= linked and self.lead_present and now < due_at + self.grace_s:
+            return "wait", due_at + self.grace_s
+        conn = self._conn
+        if conn is not None:
+            try:
+                async with self._lock:
+                    mine = await asyncio.wait_for(fleet_sql.claim(conn, interaction_id, step, None),
+                                                  self.command_timeout_s)
+                if not mine:
+                    self.by_fleet += 1
+                    return "skip", None
+                self.here += 1
+                return "send", None
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 - the hub away: notified here, recorded later
+                log.warning("hub %s: claiming %s step %d failed (%s); notified locally", self.key, interaction_id,
+                            step, _why(e))
+        self._unrecorded.append((interaction_id, step))
+        self.here += 1
+        return "send", None
+
+
+class FleetLead(_Conn):
+    """The fleet notifier's candidate on this host (module doc). send: the daemon's
+    :data:`Send`; question_after_s, steps_s: when a pending interaction's steps fall due
+    (this daemon's ``[notify]``, from the interaction's ``at``); poll_s: a standby's period
+    between two tries for the lock, and the lead's longest wait between two reads (seconds)."""
+
+    def __init__(self, url: str, send: Send, question_after_s: float, steps_s: Sequence[float], *,
+                 poll_s: float = 1.0, read_every_s: float = 5.0, retry_max_s: float = 5.0,
+                 connect_timeout_s: float = 10.0, command_timeout_s: float = 30.0):
+        super().__init__(url, "fleet notifier", retry_max_s, connect_timeout_s, command_timeout_s)
+        self.send = send
+        self.question_after_s = question_after_s
+        self.steps_s = tuple(steps_s)
+        self.poll_s = poll_s
+        self.read_every_s = read_every_s
+        #: ``standby``, ``lead``, ``not_allowed`` (the role is not in hookd_notifier), or the connection's state
+        self.role = "standby"
+        self.notified = 0
+        self._unsent: dict[tuple[str, str, int], float] = {}  # a step no channel took -> when to try again
+
+    def view(self) -> dict[str, Any]:
+        """``role`` (``standby``, ``lead``, ``not_allowed``), ``state`` (the connection's),
+        ``notified`` (steps this host notified for the fleet since it started)."""
+        return {"role": self.role, "state": self.state, "notified": self.notified}
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Stand by, lead when the lock is free, until ``stop``."""
+        await self.loop(stop, lambda conn: self._stand_by(conn, stop))
+
+    async def _stand_by(self, conn: Any, stop: asyncio.Event) -> None:
+        self.state, self.error = "up", None
+        try:
+            while not stop.is_set():
+                if not await fleet_sql.may_lead(conn):
+                    self.role = "not_allowed"
+                elif await fleet_sql.try_lead(conn):
+                    await self._lead(conn, stop)
+                    return
+                else:
+                    self.role = "standby"
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self.poll_s if self.role == "standby" else 30.0)
+        finally:
+            self.role = "standby"
+
+    async def _lead(self, conn: Any, stop: asyncio.Event) -> None:
+        self.role = "lead"
+        log.info("hub %s: this host is the fleet's notifier", self.key)
+        wake = asyncio.Event()
+        await conn.add_listener(sql.CHANNEL, lambda *_: wake.set())
+        while not stop.is_set():
+            wake.clear()
+            nxt = await self._pass(conn, time.time())
+            wait = self.read_every_s if nxt is None else min(self.read_every_s, max(0.0, nxt - time.time()) + 0.01)
+            stopping = asyncio.create_task(stop.wait())
+            woken = asyncio.create_task(wake.wait())
+            try:
+                await asyncio.wait({stopping, woken}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                stopping.cancel()
+                woken.cancel()
+            if not conn.is_closed():
+                await conn.execute("SELECT 1")  # (a lost connection ends the lead here, not at the next send)
+
+    async def _pass(self, conn: Any, now: float) -> float | None:
+        """Notify what is due; return when the next step falls due (None: nothing scheduled)."""
+        nxt: float | None = None
+        self._unsent = {k: t for k, t in self._unsent.items() if t > now}
+        for row in await fleet_sql.fleet_pending(conn):
+            fire_at = float(row["at"]) + self.question_after_s
+            top = -1 if row["top"] is None else int(row["top"])
+            due = [n for n, off in enumerate(self.steps_s) if fire_at + off <= now]
+            if due and due[-1] > top:
+                step = due[-1]
+                # (a step due before the host linked is the host's own: it notified it then)
+                if fire_at + self.steps_s[step] >= float(row["linked_at"]):
+                    await self._notify(conn, {**row, "data": json.loads(row["data"])}, step, now)
+                top = step
+            if top + 1 < len(self.steps_s):
+                t = fire_at + self.steps_s[top + 1]
+                nxt = t if nxt is None else min(nxt, t)
+        return nxt
+
+    async def _notify(self, conn: Any, row: dict[str, Any], step: int, now: float) -> None:
+        iid = str(row["data"].get("id"))
+        key = (str(row["host_id"]), iid, step)
+        if self._unsent.get(key, 0.0) > now:
+            return
+        # the claim commits once sent; this connection lost, or no channel took it: rolled back
+        # (the host's own claim, once its grace is over, then finds the step free)
+        with contextlib.suppress(_Unsent):
+            async with conn.transaction():
+                if await fleet_sql.claim_new(conn, row["host_id"], iid, step, row["seq"]):
+                    if not await self.send(row, step, len(self.steps_s), now):
+                        self._unsent[key] = time.time() + UNSENT_RETRY_S
+                        raise _Unsent
+                    self.notified += 1
+
+
+class _Unsent(Exception):
+    """No channel took the fleet's notification: its claim is rolled back."""
+
+
+def _why(e: BaseException) -> str:
+    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
