@@ -27,10 +27,11 @@ def forked_daemons():
     """Every DaemonProcess of the run starts forked from its test's process, which imported the
     daemon once (tests/forkserve.py), unless the test is marked ``exec_daemon`` or ``e2e``, or
     ``HOOKD_TEST_DAEMON=exec``: then a new interpreter, as a user starts it."""
-    from . import forkserve
+    from . import forkserve, fresh_schema
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(DaemonProcess, "popen", forkserve.ForkedServe)
+        fresh_schema.install(mp)
         yield
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -113,3 +114,37 @@ def test_hook_kinds_of_rows_stored_before_0014_are_their_adapters(tmp_path: Path
     assert [k for _, _, k in got if k] and "notice" in {k for _, _, k in got}
     # claude-code's newest rows: SessionEnd, then a Notification (a notice: not activity)
     assert (lane["last_hook"]["hook_event_name"], lane["last_hook"]["kind"]) == ("SessionEnd", "session_end")
+
+
+def test_a_fresh_schema_copy_is_what_migrate_makes(tmp_path: Path) -> None:
+    """tests/fresh_schema.py gives the tests' new homes a copy of a migrated database: it must
+    hold exactly what :func:`hookd.store.migrations.migrate` makes, in a WAL database."""
+    from hookd.store.migrations import MIGRATIONS, migrate
+
+    from .fresh_schema import image, migrate_fresh
+
+    image()
+
+    def opened(name: str) -> sqlite3.Connection:
+        db = sqlite3.connect(tmp_path / name, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        return db
+
+    def contents(db: sqlite3.Connection) -> dict[str, Any]:
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        return {
+            "schema": db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name").fetchall(),
+            "rows": {t: db.execute(f'SELECT * FROM "{t}"').fetchall() for t in tables if t != "migrations"},
+            "migrations": [r[0] for r in db.execute("SELECT name FROM migrations ORDER BY id")],
+            "user_version": db.execute("PRAGMA user_version").fetchone(),
+            "journal_mode": db.execute("PRAGMA journal_mode").fetchone(),
+        }
+
+    real, copied = opened("real.db"), opened("copied.db")
+    migrate(real)
+    migrate_fresh(copied)
+    assert contents(copied) == contents(real)
+    assert contents(copied)["migrations"] == [name for name, _ in MIGRATIONS]
+    assert contents(copied)["journal_mode"] == ("wal",)
+    migrate_fresh(copied)  # a database with tables is migrated for real: nothing applied twice
+    assert contents(copied)["migrations"] == [name for name, _ in MIGRATIONS]
