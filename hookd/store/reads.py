@@ -366,6 +366,15 @@ class Reads:
         rows = await self._all(f"SELECT {RUN_COLS} FROM runs WHERE id=?", (run_id,))
         return run_of(rows[0]) if rows else None
 
+    async def any_row(self, sql: str) -> bool:
+        """Whether the ``SELECT`` ``sql`` (an indexed look, ``LIMIT 1``) finds a row: on the
+        event loop's thread where it can be (:meth:`_now`), so that a periodic pass with nothing
+        to do (no pending interaction, no live run) costs no trip to the reader's thread."""
+        rows = self._now(sql)
+        if rows is None:
+            rows = await self._all(sql)
+        return bool(rows)
+
     async def live_runs(self) -> list[Run]:
         """Every run not yet stopped, oldest first."""
         return [run_of(r) for r in await self._all(f"SELECT {RUN_COLS} FROM runs WHERE stopped_at IS NULL ORDER BY id")]
