@@ -222,8 +222,8 @@ class Policy:
         """Apply the default answers due at ``now``; returns when the next one falls due
         (None: none scheduled)."""
         nxt: float | None = None
-        if not await self.store.any_row("SELECT 1 FROM interactions WHERE state='pending' LIMIT 1"):
-            return None  # (index interactions_state) nothing pending: nothing to read
+        if not await self.store.any_pending():
+            return None  # nothing pending: nothing more to read (no trip to the reader's thread)
         for i, at, req, _ in self._planned(await self.store.interactions("pending", limit=100000)):
             if at > now:
                 nxt = at if nxt is None else min(nxt, at)

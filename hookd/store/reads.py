@@ -366,14 +366,22 @@ class Reads:
         rows = await self._all(f"SELECT {RUN_COLS} FROM runs WHERE id=?", (run_id,))
         return run_of(rows[0]) if rows else None
 
-    async def any_row(self, sql: str) -> bool:
-        """Whether the ``SELECT`` ``sql`` (an indexed look, ``LIMIT 1``) finds a row: on the
-        event loop's thread where it can be (:meth:`_now`), so that a periodic pass with nothing
-        to do (no pending interaction, no live run) costs no trip to the reader's thread."""
+    async def _any(self, sql: str) -> bool:
+        """Whether ``sql`` (an indexed look, ``LIMIT 1``) finds a row: on the event loop's
+        thread where it can be (:meth:`_now`), so that a periodic pass with nothing to do costs
+        no trip to the reader's thread."""
         rows = self._now(sql)
         if rows is None:
             rows = await self._all(sql)
         return bool(rows)
+
+    async def any_pending(self) -> bool:
+        """Whether any interaction is pending (index ``interactions_state``)."""
+        return await self._any("SELECT 1 FROM interactions WHERE state='pending' LIMIT 1")
+
+    async def any_live_run(self) -> bool:
+        """Whether any run is not yet stopped (index ``runs_live``)."""
+        return await self._any("SELECT 1 FROM runs WHERE stopped_at IS NULL LIMIT 1")
 
     async def live_runs(self) -> list[Run]:
         """Every run not yet stopped, oldest first."""

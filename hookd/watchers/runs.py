@@ -27,8 +27,8 @@ class RunWatch:
     async def sweep(self) -> int:
         """Record each live run whose process is gone as exited; returns how many were."""
         n = 0
-        if not await self.core.store.any_row("SELECT 1 FROM runs WHERE stopped_at IS NULL LIMIT 1"):
-            return 0  # (index runs_live) no run: nothing to read
+        if not await self.core.store.any_live_run():
+            return 0  # no run: nothing more to read (no trip to the reader's thread)
         for run in await self.core.store.live_runs():
             if not await asyncio.to_thread(process_alive, run.pid, run.pid_started_at):
                 await self.core.runs.exited(run)
