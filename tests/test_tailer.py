@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -193,3 +194,38 @@ def test_a_deferred_read_comes_at_its_bound_though_the_hooks_keep_coming() -> No
         assert r.paths == ["/t/a.jsonl"] and q.pending() == []
 
     asyncio.run(main())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify: Linux only")
+def test_the_watch_drops_modifications_of_ignored_paths_where_it_reads_them(tmp_path: Path) -> None:
+    """``awatch_dirs(ignore=...)``: an append to a file whose read is already due (the tailer's
+    deferred transcripts) is dropped in the inotify callback, so it wakes nobody; an append to
+    another file, and the ignored file's deletion, are reported."""
+    import asyncio
+
+    from watchfiles import Change
+
+    from hookd.watchers.watch import awatch_dirs
+
+    waiting, other = os.fspath(tmp_path / "waiting.jsonl"), os.fspath(tmp_path / "other.jsonl")
+    for p in (waiting, other):
+        Path(p).write_bytes(b"")
+
+    async def run() -> list[set[tuple[Any, str]]]:
+        stop = asyncio.Event()
+        gen = awatch_dirs(os.fspath(tmp_path), stop_event=stop, debounce=0, step=10, ignore=lambda p: p == waiting)
+        first = asyncio.ensure_future(gen.__anext__())
+        await asyncio.sleep(0)  # the watch is set up in the generator's first step
+        append(Path(waiting), row(0) + b"\n")
+        append(Path(other), row(1) + b"\n")
+        got = [await asyncio.wait_for(first, 10)]
+        append(Path(waiting), row(2) + b"\n")
+        os.unlink(waiting)
+        got.append(await asyncio.wait_for(gen.__anext__(), 10))
+        stop.set()
+        await gen.aclose()
+        return got
+
+    batches = asyncio.run(run())
+    assert batches[0] == {(Change.modified, other)}
+    assert batches[1] == {(Change.deleted, waiting)}

@@ -110,6 +110,12 @@ class QuietReads:
             except Exception as e:
                 log.warning("transcript %s: not read before stopping: %s", path, e)
 
+    def waiting(self, path: str) -> bool:
+        """Whether a read of ``path`` is already due (a change of it needs nothing more: the
+        tailer's watch drops it where it is read, :func:`hookd.watchers.watch.awatch_dirs`'s
+        ``ignore``, so an agent's appends while its hooks keep coming wake no task)."""
+        return path in self._deferred
+
     def pending(self) -> list[str]:
         """The files whose read is deferred."""
         return sorted(self._deferred)

@@ -304,7 +304,7 @@ class Tailer:
                     continue
                 changes_gen = awatch_dirs(
                     *dirs, stop_event=restart, debounce=self.debounce_ms, step=self.step_ms,
-                    backend=self.watch_backend,
+                    backend=self.watch_backend, ignore=self._quiet.waiting,
                     rust_timeout=60_000, ignore_permission_denied=True,
                 )
                 nxt: Awaitable[Any] = asyncio.ensure_future(changes_gen.__anext__())

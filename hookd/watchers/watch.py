@@ -25,6 +25,7 @@ import logging
 import os
 import struct
 import sys
+from collections.abc import Callable
 from typing import Any, AsyncIterator
 
 log = logging.getLogger("hookd")
@@ -43,10 +44,12 @@ class _Inotify:
     """An ``asyncinotify.Inotify`` watching some folders (asyncinotify adds the watches; the
     events are read by :meth:`take_queued`), their changes as watchfiles reports them."""
 
-    def __init__(self, recursive: bool = False) -> None:
+    def __init__(self, recursive: bool = False, ignore: Callable[[str], bool] | None = None) -> None:
         from asyncinotify import InitFlags, Inotify, Mask
 
         self.recursive = recursive
+        #: a modification of a path for which this is true is dropped as it is read (no wake-up)
+        self.ignore = ignore
         # no CLOSE_WRITE: every write (and a truncation) is a MODIFY already, and an append by
         # open-write-close (Claude Code's) gave two events, often two wake-ups
         self.mask = Mask(_MODIFY | _ATTRIB | _MOVED_FROM | _MOVED_TO | _CREATE | _DELETE | _ONLYDIR)
@@ -102,6 +105,8 @@ class _Inotify:
         kind = (Change.added if mask & (_CREATE | _MOVED_TO)
                 else Change.deleted if mask & (_DELETE | _MOVED_FROM) else Change.modified)
         path = os.path.join(folder, os.fsdecode(name))
+        if kind == Change.modified and self.ignore is not None and self.ignore(path):
+            return
         out.add((kind, path))
         if self.recursive and kind == Change.added and mask & _ISDIR:
             try:
@@ -124,13 +129,14 @@ class _Inotify:
         self.ino.close()
 
 
-def _inotify(dirs: tuple[str, ...], recursive: bool, backend: str) -> _Inotify | None:
+def _inotify(dirs: tuple[str, ...], recursive: bool, backend: str,
+             ignore: Callable[[str], bool] | None = None) -> _Inotify | None:
     """An inotify instance watching ``dirs`` (unreadable ones skipped), or None when inotify
     cannot be used here or ``backend`` is ``watchfiles``."""
     if not sys.platform.startswith("linux") or backend == "watchfiles":
         return None
     try:
-        ino = _Inotify(recursive)
+        ino = _Inotify(recursive, ignore)
     except (ImportError, OSError, RuntimeError, AttributeError) as e:  # asyncinotify raises RuntimeError without libc inotify
         log.info("inotify unavailable (%s); watching with watchfiles", e)
         return None
@@ -147,18 +153,25 @@ def _inotify(dirs: tuple[str, ...], recursive: bool, backend: str) -> _Inotify |
 
 
 async def awatch_dirs(*dirs: str, stop_event: asyncio.Event, debounce: int, step: int, recursive: bool = False,
-                      backend: str = "auto", **watchfiles_kw: Any) -> AsyncIterator[set[tuple[Any, str]]]:
+                      backend: str = "auto", ignore: Callable[[str], bool] | None = None,
+                      **watchfiles_kw: Any) -> AsyncIterator[set[tuple[Any, str]]]:
     """Changes of the entries of ``dirs`` (and of their sub-folders, also new ones, when
     ``recursive``) until ``stop_event`` is set. ``backend``: ``watchfiles`` forces the
     watchfiles fallback, anything else takes inotify where it can be used. ``debounce``,
-    ``step`` (milliseconds) and ``watchfiles_kw`` apply to the watchfiles fallback only."""
-    ino = _inotify(dirs, recursive, backend)
+    ``step`` (milliseconds) and ``watchfiles_kw`` apply to the watchfiles fallback only.
+    ``ignore(path)`` true: a modification of that path is not reported (with inotify, dropped
+    where it is read, in the loop's callback: the consumer is not woken for it); additions,
+    deletions and moves always are."""
+    ino = _inotify(dirs, recursive, backend, ignore)
     if ino is None:
         import watchfiles
 
         async for batch in watchfiles.awatch(*dirs, stop_event=stop_event, debounce=debounce, step=step,
                                              recursive=recursive, **watchfiles_kw):
-            yield batch
+            if ignore is not None:
+                batch = {c for c in batch if c[0] != watchfiles.Change.modified or not ignore(c[1])}
+            if batch:
+                yield batch
         return
     # the fd stays registered with the loop while the watch lasts, its events taken in the
     # loop's callback (asyncinotify's ``get`` registers and unregisters it, and a task waits,
