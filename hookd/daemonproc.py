@@ -18,20 +18,35 @@ from hookd.config import Home
 from hookd.models import HookdError
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.01,
-               what: str | Callable[[], str] = "condition") -> Any:
+#: ``wait_until``'s polling when no interval is given: the first poll again after FIRST_S,
+#: each wait then GROWTH times the last, up to MAX_S (seconds)
+FIRST_S, GROWTH, MAX_S = 0.01, 1.25, 0.1
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, interval: float | None = None,
+               what: str | Callable[[], str] = "condition", *, max_interval: float | None = None) -> Any:
     """Poll ``predicate`` until it returns a truthy value (returned) or ``timeout`` seconds
     pass: then raise TimeoutError naming ``what`` (or ``what()`` when callable). The only
-    way hookd's tools and tests wait: never a bare sleep as synchronisation."""
+    way hookd's tools and tests wait: never a bare sleep as synchronisation.
+
+    Between polls: ``interval`` seconds, always the same when given (a benchmark timing how
+    soon something happens); with no interval, 10 ms first and each wait 1.25 times the last
+    up to 100 ms, so a condition met at once is seen at once and a long wait polls about ten
+    times a second (a predicate asking a daemon costs both processes CPU at each poll).
+    ``max_interval``: grow from ``interval`` up to it, the same way."""
     deadline = time.monotonic() + timeout
+    wait = FIRST_S if interval is None else interval
+    most = max(wait, MAX_S if interval is None else (max_interval or wait))
     while True:
         value = predicate()
         if value:
             return value
-        if time.monotonic() >= deadline:
+        now = time.monotonic()
+        if now >= deadline:
             text = what() if callable(what) else what
             raise TimeoutError(f"timed out after {timeout} s waiting for {text}")
-        time.sleep(interval)
+        time.sleep(min(wait, max(deadline - now, 0.0)))
+        wait = min(wait * GROWTH, most)
 
 
 class DaemonProcess:

@@ -59,9 +59,10 @@ class ClaudeNotFound(RuntimeError):
 
 def wait_until(fn: Callable[[], Any], timeout: float, interval: float = 0.05,
                message: str | Callable[[], str] = "condition") -> Any:
-    """Poll ``fn()`` until truthy (hookd.daemonproc.wait_until with the drivers' default
-    interval); raises TimeoutError naming ``message``."""
-    return _wait_until(fn, timeout, interval, message)
+    """Poll ``fn()`` until truthy (hookd.daemonproc.wait_until: ``interval`` seconds at first,
+    growing to 0.25 s: a poll here is often a process, e.g. ``tmux capture-pane``); raises
+    TimeoutError naming ``message``."""
+    return _wait_until(fn, timeout, interval, message, max_interval=max(interval, 0.25))
 
 
 # --------------------------------------------------------------------------- env
