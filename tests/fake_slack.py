@@ -10,7 +10,8 @@ Slack answers ``invalid_blocks``), and a user's text reaches hookd as Slack send
 (:func:`as_slack_sends`: ``& < >`` escaped, links and addresses in angle brackets). :meth:`stop` and :meth:`start` take it off the network and
 bring it back on the same port (a network loss: the websocket cut, connections refused).
 
-It runs an aiohttp server on a loop of its own, in a thread."""
+It runs an aiohttp server on a loop of its own, in a thread. Run as a script (``python
+tests/fake_slack.py``), it is a Slack to try hookd's channel by hand: tests/chat_by_hand.py."""
 
 from __future__ import annotations
 
@@ -18,12 +19,17 @@ import asyncio
 import itertools
 import json
 import re
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
 from aiohttp import WSMsgType, web
+
+if not __package__:  # (run as a file: python tests/fake_slack.py)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 BOT_TOKEN = "xoxb-1-test-bot-token-never-logged"
 APP_TOKEN = "xapp-1-A1-test-app-token-never-logged"
@@ -76,7 +82,7 @@ _LINK = re.compile(r"(https?://[^\s<>]+)|(?<![\w/.])[\w.+-]+@[\w-]+(?:\.[\w-]+)+
 
 
 class FakeSlack:
-    def __init__(self, channel: str = CHANNEL) -> None:
+    def __init__(self, channel: str = CHANNEL, port: int = 0) -> None:
         self.channel = channel
         self.calls: list[dict[str, Any]] = []  # {"method", "params", "at"}
         self.messages: dict[str, dict[str, Any]] = {}  # ts -> the message as posted (edits applied)
@@ -89,7 +95,7 @@ class FakeSlack:
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._thread.start()
-        self.port = 0
+        self.port = port
         self.up = False
         self._runner: web.AppRunner | None = None
         self.start()
@@ -165,7 +171,7 @@ class FakeSlack:
                 n = next(self._n)
                 ts = f"{1700000000 + n}.{n:06d}"
                 m = {"ts": ts, "channel": p["channel"], "user": BOT_USER, "bot_id": "BHOOKD", "text": p.get("text", ""),
-                     "blocks": p.get("blocks") or []}
+                     "blocks": p.get("blocks") or [], **({"thread_ts": p["thread_ts"]} if p.get("thread_ts") else {})}
                 self.messages[ts] = m
                 return {"ok": True, "channel": p["channel"], "ts": ts, "message": m}
             if method == "chat.update":
@@ -300,3 +306,49 @@ class FakeSlack:
         """How many acknowledgements ``env`` got."""
         with self.lock:
             return sum(1 for a in self.acks if a.get("envelope_id") == env["envelope_id"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python tests/fake_slack.py [--port N] [--user ID]``: tests/chat_by_hand.py."""
+    import argparse
+
+    from tests.chat_by_hand import ByHand
+
+    ap = argparse.ArgumentParser(prog="python tests/fake_slack.py",
+                                 description="A fake Slack to answer hookd's posts by hand "
+                                             "(docs/testing.md \"Trying the chat channels by hand\").")
+    ap.add_argument("--port", type=int, default=0, help="listen on this port of 127.0.0.1 (default: a free one)")
+    ap.add_argument("--user", default="UHAND", help="your member id (the channel's allow)")
+    args = ap.parse_args(argv)
+    fake = FakeSlack(port=args.port)
+
+    def view() -> dict[Any, tuple[str, list[tuple[str, str]]]]:
+        shown: dict[Any, tuple[str, list[tuple[str, str]]]] = {}
+        for m in fake.posts():
+            text = fake.text(m["ts"]) if m["blocks"] else m["text"]
+            if m.get("thread_ts") in shown:  # (a reply in a post's thread: a reminder)
+                text = f"(in the thread of #{list(shown).index(m['thread_ts']) + 1}) {text}"
+            shown[m["ts"]] = (text, fake.buttons(m["ts"]))
+        return shown
+
+    def say(text: str) -> Any:
+        word, _, rest = text.partition(" ")
+        return fake.command(args.user, rest, command=word) if word.startswith("/") else None
+
+    return ByHand(view=view, told=fake.replies, press=lambda ts, v: fake.press(args.user, ts, v),
+                  reply=lambda ts, t: fake.reply(args.user, ts, t), say=say, stop=fake.close).run(f"""
+[notify]
+question_after_s = 0
+[[notify.channel]]
+type = "slack"
+name = "team"
+token = "{BOT_TOKEN}"
+app_token = "{APP_TOKEN}"
+chat_id = "{fake.channel}"
+allow = ["{args.user}"]
+base_url = "{fake.base_url}"
+""")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
