@@ -278,7 +278,8 @@ def test_the_fake_going_away_and_back_loses_nothing_and_doubles_nothing(home: Pa
         wait_until(lambda: not fake.buttons(ts), 60, what="the post ended")
         wait_until(lambda: fake.acked(press) == 1, 60, what="the press acknowledged")
         fake.redeliver(press)
-        n = update_id(f"action:{ALLOWED}:{press['payload']['actions'][0]['action_ts']}:{buttons['Allow']}")
+        action = press["payload"]["actions"][0]
+        n = update_id(f"action:{ALLOWED}:{action['action_ts']}:{action['action_id']}")
         wait_until(lambda: f"update {n} already handled" in d.log.read_text(), 60, what="dup")
         assert [m["ts"] for m in fake.posts() if "make deploy" in fake.text(m["ts"])] == [ts]
         assert rig.interaction(iid)["actor"] == f"slack:{ALLOWED}"
