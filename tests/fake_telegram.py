@@ -232,9 +232,12 @@ def main(argv: list[str] | None = None) -> int:
     fake = FakeTelegram(port=args.port)
 
     def view() -> dict[Any, tuple[str, list[tuple[str, str]]]]:
-        with fake.cond:
-            ids = [m["message_id"] for m in fake.sent_to_chat()]
-        return {i: (str(fake.messages[i]["text"]), fake.buttons(i)) for i in ids}
+        shown: dict[Any, tuple[str, list[tuple[str, str]]]] = {}
+        for m in fake.sent_to_chat():
+            to = (m.get("reply_to_message") or {}).get("message_id")
+            text = (f"(in reply to #{list(shown).index(to) + 1}) " if to in shown else "") + str(m["text"])
+            shown[m["message_id"]] = (text, fake.buttons(m["message_id"]))
+        return shown
 
     def told() -> list[str]:  # (the toasts: a reply to a message is a message of its own)
         return [c["text"] for c in fake.of("answerCallbackQuery") if c.get("text")]
