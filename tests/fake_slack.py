@@ -5,32 +5,84 @@ and ``chat.postEphemeral`` (the bot token) at ``/api/<method>``, and the websock
 ``/link/``: ``hello`` on connect, then the envelopes the test makes (:meth:`FakeSlack.press`,
 :meth:`reply`, :meth:`command`), each sent again on the next connection until it is
 acknowledged (as Slack retries). Every Web API call is logged (:attr:`FakeSlack.calls`), every
-acknowledgement too (:attr:`acks`). :meth:`stop` and :meth:`start` take it off the network and
+acknowledgement too (:attr:`acks`). Messages are held to Block Kit's limits (:func:`invalid`:
+Slack answers ``invalid_blocks``), and a user's text reaches hookd as Slack sends it
+(:func:`as_slack_sends`: ``& < >`` escaped, links and addresses in angle brackets). :meth:`stop` and :meth:`start` take it off the network and
 bring it back on the same port (a network loss: the websocket cut, connections refused).
 
-It runs an aiohttp server on a loop of its own, in a thread."""
+It runs an aiohttp server on a loop of its own, in a thread. Run as a script (``python
+tests/fake_slack.py``), it is a Slack to try hookd's channel by hand: tests/chat_by_hand.py."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import json
+import re
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
 from aiohttp import WSMsgType, web
+
+if not __package__:  # (run as a file: python tests/fake_slack.py)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 BOT_TOKEN = "xoxb-1-test-bot-token-never-logged"
 APP_TOKEN = "xapp-1-A1-test-app-token-never-logged"
 BOT_USER = "UHOOKDBOT"
 CHANNEL = "C0HOOKD"
 _JSON_KEYS = {"blocks", "attachments"}
+#: Block Kit's limits (api.slack.com/reference/block-kit): blocks in a message, elements in an
+#: actions block, a button's label, value and action id, a section's text.
+MAX_BLOCKS, MAX_ELEMENTS, MAX_LABEL, MAX_VALUE, MAX_ACTION_ID, MAX_SECTION = 50, 25, 75, 2000, 255, 3000
+
+
+def invalid(blocks: list[dict[str, Any]]) -> str | None:
+    """Why Slack would refuse ``blocks`` (None: it would not)."""
+    if len(blocks) > MAX_BLOCKS:
+        return f"{len(blocks)} blocks (at most {MAX_BLOCKS})"
+    for b in blocks:
+        if b["type"] == "section" and not 0 < len(b["text"]["text"]) <= MAX_SECTION:
+            return f"a section's text of {len(b['text']['text'])} characters"
+        if b["type"] == "actions":
+            es = b["elements"]
+            ids = [e["action_id"] for e in es]
+            if not 0 < len(es) <= MAX_ELEMENTS:
+                return f"an actions block with {len(es)} elements (at most {MAX_ELEMENTS})"
+            if len(set(ids)) != len(ids):
+                return f"action ids not unique in their block: {ids}"
+            for e in es:
+                if not 0 < len(e["text"]["text"]) <= MAX_LABEL or len(e.get("value", "")) > MAX_VALUE \
+                        or len(e["action_id"]) > MAX_ACTION_ID:
+                    return f"a button out of bounds: {e}"
+    return None
+
+
+def as_slack_sends(text: str) -> str:
+    """``text`` as typed, the way a message event carries it: ``& < >`` escaped, an address
+    as ``<mailto:A|A>``, a web address as ``<URL>``."""
+    def esc(x: str) -> str:
+        return x.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+    def link(m: re.Match[str]) -> str:
+        return f"<{esc(m[0])}>" if m[1] else f"<mailto:{m[0]}|{m[0]}>"
+
+    out, at = [], 0
+    for m in _LINK.finditer(text):
+        out += [esc(text[at:m.start()]), link(m)]
+        at = m.end()
+    return "".join([*out, esc(text[at:])])
+
+
+_LINK = re.compile(r"(https?://[^\s<>]+)|(?<![\w/.])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 
 
 class FakeSlack:
-    def __init__(self, channel: str = CHANNEL) -> None:
+    def __init__(self, channel: str = CHANNEL, port: int = 0) -> None:
         self.channel = channel
         self.calls: list[dict[str, Any]] = []  # {"method", "params", "at"}
         self.messages: dict[str, dict[str, Any]] = {}  # ts -> the message as posted (edits applied)
@@ -43,7 +95,7 @@ class FakeSlack:
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._thread.start()
-        self.port = 0
+        self.port = port
         self.up = False
         self._runner: web.AppRunner | None = None
         self.start()
@@ -112,11 +164,14 @@ class FakeSlack:
                 return {"ok": True, "user_id": BOT_USER, "bot_id": "BHOOKD", "team_id": "T1", "user": "hookd"}
             if method == "apps.connections.open":
                 return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/link/?ticket=t{next(self._n)}"}
+            bad = invalid(p.get("blocks") or []) if method in ("chat.postMessage", "chat.update") else None
+            if bad is not None:
+                return {"ok": False, "error": "invalid_blocks", "errors": [bad]}
             if method == "chat.postMessage":
                 n = next(self._n)
                 ts = f"{1700000000 + n}.{n:06d}"
                 m = {"ts": ts, "channel": p["channel"], "user": BOT_USER, "bot_id": "BHOOKD", "text": p.get("text", ""),
-                     "blocks": p.get("blocks") or []}
+                     "blocks": p.get("blocks") or [], **({"thread_ts": p["thread_ts"]} if p.get("thread_ts") else {})}
                 self.messages[ts] = m
                 return {"ok": True, "channel": p["channel"], "ts": ts, "message": m}
             if method == "chat.update":
@@ -190,20 +245,24 @@ class FakeSlack:
         n = next(self._n)
         with self.lock:
             m = dict(self.messages[ts])
+        action_id = next((e["action_id"] for b in m["blocks"] if b["type"] == "actions" for e in b["elements"]
+                          if e.get("value") == value), value)
         return self.push("interactive", {
             "type": "block_actions", "user": {"id": user, "username": f"user-{user}", "team_id": "T1"},
             "api_app_id": "A1", "trigger_id": f"trig-{n}", "team": {"id": "T1"},
             "container": {"type": "message", "message_ts": ts, "channel_id": m["channel"], "is_ephemeral": False},
             "channel": {"id": m["channel"], "name": "hookd"}, "message": m,
-            "actions": [{"type": "button", "action_id": value, "value": value, "block_id": "b",
+            "actions": [{"type": "button", "action_id": action_id, "value": value, "block_id": "b",
                          "action_ts": f"{time.time():.6f}{n}"}]})
 
     def reply(self, user: str, ts: str, text: str, parent_user: str = BOT_USER) -> dict[str, Any]:
-        """User ``user`` replies ``text`` in the thread of message ``ts``."""
+        """User ``user`` replies ``text`` (as typed: :func:`as_slack_sends`) in the thread of
+        message ``ts``."""
         n = next(self._n)
         return self.push("events_api", {
             "type": "event_callback", "event_id": f"Ev{n}", "event_time": int(time.time()), "team_id": "T1",
-            "api_app_id": "A1", "event": {"type": "message", "channel": self.channel, "user": user, "text": text,
+            "api_app_id": "A1", "event": {"type": "message", "channel": self.channel, "user": user,
+                                          "text": as_slack_sends(text),
                                           "ts": f"{1800000000 + n}.{n:06d}", "thread_ts": ts,
                                           "parent_user_id": parent_user, "channel_type": "channel"}})
 
@@ -247,3 +306,49 @@ class FakeSlack:
         """How many acknowledgements ``env`` got."""
         with self.lock:
             return sum(1 for a in self.acks if a.get("envelope_id") == env["envelope_id"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python tests/fake_slack.py [--port N] [--user ID]``: tests/chat_by_hand.py."""
+    import argparse
+
+    from tests.chat_by_hand import ByHand
+
+    ap = argparse.ArgumentParser(prog="python tests/fake_slack.py",
+                                 description="A fake Slack to answer hookd's posts by hand "
+                                             "(docs/testing.md \"Trying the chat channels by hand\").")
+    ap.add_argument("--port", type=int, default=0, help="listen on this port of 127.0.0.1 (default: a free one)")
+    ap.add_argument("--user", default="UHAND", help="your member id (the channel's allow)")
+    args = ap.parse_args(argv)
+    fake = FakeSlack(port=args.port)
+
+    def view() -> dict[Any, tuple[str, list[tuple[str, str]]]]:
+        shown: dict[Any, tuple[str, list[tuple[str, str]]]] = {}
+        for m in fake.posts():
+            text = fake.text(m["ts"]) if m["blocks"] else m["text"]
+            if m.get("thread_ts") in shown:  # (a reply in a post's thread: a reminder)
+                text = f"(in the thread of #{list(shown).index(m['thread_ts']) + 1}) {text}"
+            shown[m["ts"]] = (text, fake.buttons(m["ts"]))
+        return shown
+
+    def say(text: str) -> Any:
+        word, _, rest = text.partition(" ")
+        return fake.command(args.user, rest, command=word) if word.startswith("/") else None
+
+    return ByHand(view=view, told=fake.replies, press=lambda ts, v: fake.press(args.user, ts, v),
+                  reply=lambda ts, t: fake.reply(args.user, ts, t), say=say, stop=fake.close).run(f"""
+[notify]
+question_after_s = 0
+[[notify.channel]]
+type = "slack"
+name = "team"
+token = "{BOT_TOKEN}"
+app_token = "{APP_TOKEN}"
+chat_id = "{fake.channel}"
+allow = ["{args.user}"]
+base_url = "{fake.base_url}"
+""")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

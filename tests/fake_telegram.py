@@ -3,16 +3,24 @@
 ``editMessageText`` and ``answerCallbackQuery``, at ``/bot<token>/<method>``. Every call is
 logged (:attr:`FakeTelegram.calls`); updates are made by the test (:meth:`press`,
 :meth:`reply`, :meth:`say`); :meth:`stop` and :meth:`start` take it off the network and
-bring it back on the same port (a network loss: connections refused, a long poll cut)."""
+bring it back on the same port (a network loss: connections refused, a long poll cut).
+
+Run as a script (``python tests/fake_telegram.py``), it is a Telegram to try hookd's channel
+by hand: tests/chat_by_hand.py."""
 
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
+
+if not __package__:  # (run as a file: python tests/fake_telegram.py)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 TOKEN = "123456:TEST-token-never-logged"
 BOT = {"id": 123456, "is_bot": True, "first_name": "hookd", "username": "hookd_test_bot"}
@@ -26,7 +34,7 @@ class _Server(ThreadingHTTPServer):
 
 
 class FakeTelegram:
-    def __init__(self, chat_id: int = 4242) -> None:
+    def __init__(self, chat_id: int = 4242, port: int = 0) -> None:
         self.chat_id = chat_id
         self.calls: list[dict[str, Any]] = []  # {"method", "params", "at"}
         self.messages: dict[int, dict[str, Any]] = {}  # message_id -> the message as sent (edits applied)
@@ -35,7 +43,7 @@ class FakeTelegram:
         self._next_update = 100
         self._next_message = 1
         self.cond = threading.Condition()
-        self.port = 0
+        self.port = port
         self.server: _Server | None = None
         self.up = False
         self.start()
@@ -207,3 +215,47 @@ class FakeTelegram:
 
 
 _CUT = object()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python tests/fake_telegram.py [--port N] [--user ID]``: tests/chat_by_hand.py."""
+    import argparse
+
+    from tests.chat_by_hand import ByHand
+
+    ap = argparse.ArgumentParser(prog="python tests/fake_telegram.py",
+                                 description="A fake Telegram to answer hookd's posts by hand "
+                                             "(docs/testing.md \"Trying the chat channels by hand\").")
+    ap.add_argument("--port", type=int, default=0, help="listen on this port of 127.0.0.1 (default: a free one)")
+    ap.add_argument("--user", type=int, default=1001, help="your user id (the channel's allow)")
+    args = ap.parse_args(argv)
+    fake = FakeTelegram(port=args.port)
+
+    def view() -> dict[Any, tuple[str, list[tuple[str, str]]]]:
+        shown: dict[Any, tuple[str, list[tuple[str, str]]]] = {}
+        for m in fake.sent_to_chat():
+            to = (m.get("reply_to_message") or {}).get("message_id")
+            text = (f"(in reply to #{list(shown).index(to) + 1}) " if to in shown else "") + str(m["text"])
+            shown[m["message_id"]] = (text, fake.buttons(m["message_id"]))
+        return shown
+
+    def told() -> list[str]:  # (the toasts: a reply to a message is a message of its own)
+        return [c["text"] for c in fake.of("answerCallbackQuery") if c.get("text")]
+
+    return ByHand(view=view, told=told, press=lambda i, v: fake.press(args.user, i, v),
+                  reply=lambda i, t: fake.reply(args.user, i, t), say=lambda t: fake.say(args.user, t),
+                  stop=fake.stop).run(f"""
+[notify]
+question_after_s = 0
+[[notify.channel]]
+type = "telegram"
+name = "phone"
+token = "{TOKEN}"
+chat_id = "{fake.chat_id}"
+allow = [{args.user}]
+base_url = "{fake.base_url}"
+""")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -20,7 +20,7 @@ from hookd.watchers.notify_config import load_config
 from hookd.watchers.slack import ts_id, update_id
 
 from .conftest import events, hookd_cli, questions, wait_until
-from .fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
+from .fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack, as_slack_sends, invalid
 from .test_answers import ASK_ID, AUQ_PERM, AUQ_PRE, Q, Rig, bash_perm, finish
 
 pytestmark = pytest.mark.daemon
@@ -36,13 +36,15 @@ def fake():
     f.close()
 
 
-def write_config(home: Path, fake: FakeSlack, extra: str = "") -> None:
+def write_config(home: Path, fake: FakeSlack, extra: str = "", notify: str = "") -> None:
+    """The slack channel on ``fake`` (``extra``: more of its keys; ``notify``: more [notify] keys)."""
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(f"""
 [notify]
 question_after_s = 0
 retry_initial_s = 0.05
 retry_max_s = 0.3
+{notify}
 [[notify.channel]]
 type = "slack"
 name = "team"
@@ -276,7 +278,8 @@ def test_the_fake_going_away_and_back_loses_nothing_and_doubles_nothing(home: Pa
         wait_until(lambda: not fake.buttons(ts), 60, what="the post ended")
         wait_until(lambda: fake.acked(press) == 1, 60, what="the press acknowledged")
         fake.redeliver(press)
-        n = update_id(f"action:{ALLOWED}:{press['payload']['actions'][0]['action_ts']}:{buttons['Allow']}")
+        action = press["payload"]["actions"][0]
+        n = update_id(f"action:{ALLOWED}:{action['action_ts']}:{action['action_id']}")
         wait_until(lambda: f"update {n} already handled" in d.log.read_text(), 60, what="dup")
         assert [m["ts"] for m in fake.posts() if "make deploy" in fake.text(m["ts"])] == [ts]
         assert rig.interaction(iid)["actor"] == f"slack:{ALLOWED}"
@@ -369,3 +372,35 @@ def test_a_message_ts_round_trips_as_an_integer() -> None:
 
     assert ts_id("1700000000.000100") == 1700000000000100 and ts_of(1700000000000100) == "1700000000.000100"
     assert ts_of(ts_id("1712345678.123456")) == "1712345678.123456"
+
+
+def test_block_kit_limits_hold_for_many_buttons_repeated_answers_and_long_labels() -> None:
+    """30 buttons (Slack takes 25 to an actions block), two giving the same answer (action ids
+    must be unique in their block), a label past 75 characters: a message Slack takes
+    (tests/fake_slack.py ``invalid``), every button on it in order."""
+    from hookd.watchers.chat_posts import Button, Post
+    from hookd.watchers.slack import blocks
+
+    names = [f"option {k}" for k in range(29)] + ["x" * 100]
+    post = Post("pick one", [Button(n, {"options": [n]}) for n in names])
+    data = [f"a:1:0:{k}" for k in range(29)] + ["a:1:0:3"]  # the last gives the answer of the fourth
+    got = blocks(post, data)
+    assert invalid(got) is None
+    assert [b["type"] for b in got] == ["section", "actions", "actions"]
+    shown = [e for b in got if b["type"] == "actions" for e in b["elements"]]
+    assert [e["value"] for e in shown] == data
+    assert [e["text"]["text"] for e in shown] == names[:29] + ["x" * 74 + "…"]
+    assert invalid([{"type": "actions", "elements": [{**e, "action_id": e["value"]} for e in shown[:25]]}]) is None
+    assert "not unique" in (invalid([{"type": "actions", "elements": [{**e, "action_id": e["value"]} for e in
+                                                                      [shown[3], shown[29]]]}]) or "")
+    assert "26 elements" in (invalid([{"type": "actions", "elements": shown[:26]}]) or "")
+
+
+def test_a_reply_is_taken_as_typed() -> None:
+    """Slack sends a message's ``& < >`` escaped and its links and addresses in angle brackets:
+    hookd takes the text its author typed (tests/fake_slack.py ``as_slack_sends``)."""
+    from hookd.watchers.slack import unescape
+
+    for typed in ("a < b && c > d", "Ada <ada@example.com>", "see https://x.io/a?b=1&c=2 now", "/srv/ada", "&lt;"):
+        assert unescape(as_slack_sends(typed)) == typed
+    assert unescape("<http://example.com|example.com> and <@U1> in <#C1|general>") == "example.com and @U1 in general"

@@ -14,6 +14,9 @@ What Slack sends over the socket becomes :class:`~hookd.watchers.chat.Incoming`:
   envelope; a command registered as ``/send`` or ``/lanes`` works too): the text ``/send B
   TEXT`` or ``/lanes``; its reply is the envelope's acknowledgement, shown to that user only.
 
+A reply's or command's text is taken as its author typed it (:func:`unescape`: Slack sends
+``& < >`` escaped and links in angle brackets).
+
 Every other envelope (hookd's own messages coming back, edits, other events) is acknowledged
 and dropped. An envelope handed to the relay is acknowledged once it was handled (at the next
 :meth:`SlackChannel.updates`): one Slack delivers again because hookd stopped first is
@@ -31,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import re
 from typing import Any
 
 from hookd.models import HookdError
@@ -43,7 +47,8 @@ log = logging.getLogger("hookd")
 #: How long one :meth:`SlackChannel.updates` waits for an envelope before it looks at the
 #: websocket again (seconds; a lost socket is reopened at the next call).
 POLL_S = 1.0
-#: Slack's limits: a plain_text section's text, a button's label, an actions block's buttons.
+#: Slack's limits: a plain_text section's text, a button's label, an actions block's buttons
+#: (more buttons go in another actions block).
 SECTION_CHARS = 3000
 LABEL_CHARS = 75
 MAX_BUTTONS = 25
@@ -80,16 +85,35 @@ def escape(text: str) -> str:
 
 def blocks(post: Post, data: list[str]) -> list[dict[str, Any]]:
     """``post`` as Block Kit: its text in plain_text sections (never markup), then one button per
-    ``data`` (the button's action id and value)."""
+    ``data`` (the button's value), :data:`MAX_BUTTONS` to an actions block. A button's action id
+    is its value and its place (``a:1:0:2#3``): unique in its block even where two buttons give
+    the same answer (Slack refuses a message whose block repeats one)."""
     text = post.text or "-"
     out: list[dict[str, Any]] = [{"type": "section", "text": {"type": "plain_text", "text": text[i:i + SECTION_CHARS],
                                                                 "emoji": False}}
                                  for i in range(0, len(text), SECTION_CHARS)]
-    if post.buttons:
-        out.append({"type": "actions", "elements": [
-            {"type": "button", "text": {"type": "plain_text", "text": b.label[:LABEL_CHARS] or "-", "emoji": False},
-             "action_id": d, "value": d} for b, d in list(zip(post.buttons, data))[:MAX_BUTTONS]]})
+    shown = [{"type": "button", "text": {"type": "plain_text", "text": label(b.label), "emoji": False},
+              "action_id": f"{d}#{k}", "value": d} for k, (b, d) in enumerate(zip(post.buttons, data))]
+    out += [{"type": "actions", "elements": shown[i:i + MAX_BUTTONS]} for i in range(0, len(shown), MAX_BUTTONS)]
     return out
+
+
+def label(text: str) -> str:
+    """A button's label within Slack's :data:`LABEL_CHARS` (cut with "…"; "-" for none)."""
+    return (text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…") or "-"
+
+
+_LINK = re.compile(r"<([^<>|]*)(?:\|([^<>]*))?>")
+
+
+def unescape(text: str) -> str:
+    """A message event's text as its author typed it: a link, address or mention in angle
+    brackets as its label (else its target, ``mailto:`` dropped), then ``&lt; &gt; &amp;``
+    as ``< > &``."""
+    def shown(m: re.Match[str]) -> str:
+        return m[2] if m[2] else m[1].removeprefix("mailto:")
+    text = _LINK.sub(shown, text)
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
 def quiet_sdk_logs() -> None:
@@ -264,7 +288,7 @@ class SlackChannel:
                             message_id=ts_id(ts) if ts else None, data=str(action.get("value") or action.get("action_id") or ""),
                             callback_id=str(p.get("trigger_id") or req.envelope_id))
         if req.type == "slash_commands":
-            cmd, text = str(p.get("command") or ""), str(p.get("text") or "").strip()
+            cmd, text = str(p.get("command") or ""), unescape(str(p.get("text") or "")).strip()
             line = f"{cmd} {text}".strip() if cmd in ("/send", "/lanes") else "/" + text
             n = update_id(f"command:{p.get('trigger_id') or req.envelope_id}")
             self._slash[n] = req.envelope_id
@@ -278,7 +302,7 @@ class SlackChannel:
                     or (self._bot_user and ev.get("parent_user_id") not in (None, self._bot_user))):
                 return None  # (only replies in the threads of hookd's posts)
             return Incoming(update_id=update_id(f"event:{p.get('event_id') or req.envelope_id}"), user_id=str(ev["user"]),
-                            chat_id=str(ev["channel"]), message_id=ts_id(ev["ts"]), text=str(ev.get("text") or ""),
+                            chat_id=str(ev["channel"]), message_id=ts_id(ev["ts"]), text=unescape(str(ev.get("text") or "")),
                             reply_to=ts_id(thread))
         return None
 

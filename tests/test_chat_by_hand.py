@@ -1,0 +1,90 @@
+"""Trying the chat channels by hand (docs/testing.md "Trying the chat channels by hand"): each
+fake run as a script (a real process, stdin and stdout piped as a person's terminal) prints
+the channel's table; hookd (in process) with that table posts a held question there, the
+script shows it with its buttons numbered, ``p 1 1`` presses the first and the held hook gets
+that answer, and the post is shown again, edited with the outcome."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import wait_until
+from .inproc import InProc
+from .test_answers import ASK_ID, AUQ_PERM, AUQ_PRE, Q
+from .test_answers_inproc import Rig, finish
+
+pytestmark = pytest.mark.inproc
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Script:
+    """``python tests/<name>.py`` with its stdout read line by line on a thread."""
+
+    def __init__(self, name: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / f"{name}.py")], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def until(self, line: str) -> int:
+        """Wait for ``line`` in the output; its index."""
+        wait_until(lambda: line in self.lines, 60, what=lambda: f"{line!r} printed: {self.lines}")
+        return self.lines.index(line)
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def quit(self) -> int:
+        if self.proc.poll() is None:
+            self.send("q")
+        return self.proc.wait(30)
+
+
+@pytest.mark.parametrize(("name", "by"), [("fake_telegram", "telegram:1001, telegram"),
+                                          ("fake_slack", "slack:UHAND, slack")])
+def test_a_fake_run_by_hand_shows_a_question_and_presses_its_button(home: Path, worktree: Path, name: str,
+                                                                   by: str) -> None:
+    script = Script(name)
+    try:
+        script.until("# Add this to HOOKD_HOME/config.toml, then start hookd serve:")
+        end = script.until("")
+        home.mkdir(parents=True)
+        (home / "config.toml").write_text("\n".join(script.lines[1:end]) + "\n")
+        app = InProc(home).start()
+        try:
+            r = Rig(app, worktree)
+            assert r.hook(AUQ_PRE) == ""
+            held: Any = r.start_hook(AUQ_PERM)
+            r.held(ASK_ID)
+            at = script.until("--- #1 posted")
+            assert script.lines[at + 1:at + 7] == [
+                "b1 asks:", Q, "  • Red: The red option", "  • Blue: The blue option", "",
+                "Other: Reply to this message to answer with text."]
+            script.until("[1] Red  [2] Blue")
+            script.send("p 1 9")
+            script.until("#1 has buttons 1 to 2")
+            script.send("p 1 1")
+            status, out = finish(held)
+            assert status == 200 and json.loads(out)["hookSpecificOutput"]["decision"]["updatedInput"]["answers"] == {
+                Q: "Red"}
+            at = script.until("--- #1 edited")
+            script.until(f"— answered: Red (by {by})")
+        finally:
+            app.stop()
+    finally:
+        assert script.quit() == 0
