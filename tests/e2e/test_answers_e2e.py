@@ -427,7 +427,7 @@ def test_tui_desk_allow_resolves_at_once_while_the_command_runs(rig, tmux_bin, t
         assert pending["at"] + NOTIFY_AFTER_S <= resolved["at"] and [e["data"].get("step") for e in sent] == [0], sent
         assert alerts.exists()
     else:
-        assert not alerts.exists()
+        assert not alerts.exists(), (alerts.read_text(), [e for e in ev if e["kind"].startswith("notification")])
 
 
 # ============= 7. every tool a PermissionRequest can hold: a remote allow or deny takes effect
