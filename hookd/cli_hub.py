@@ -113,6 +113,35 @@ def hosts(ctx: click.Context, as_json: bool) -> None:
     _out(_table(rows, ["host", "shipped", "heartbeat", "version"]) if rows else "no hosts")
 
 
+@hub.command("serve")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="The loopback TCP port (0: any free one).")
+@click.option("--wait", "wait_s", type=click.FloatRange(0), default=10.0, show_default=True,
+              help="Seconds an answer or message from the page waits for its host's outcome.")
+@click.option("--no-browser", is_flag=True, help="Print the sign-in link only.")
+@click.pass_context
+def serve(ctx: click.Context, port: int, wait_s: float, no_browser: bool) -> None:
+    """Serve the operator page over the hub on 127.0.0.1: every host's lanes and questions,
+    each host's freshness, live; answers and messages go to their hosts as the hub's commands.
+    Use an operator's role (`hub add-operator`). Prints a one-time sign-in link; sessions end
+    when this stops (Ctrl-C). docs/fleet.md "The page over the hub"."""
+    from hookd.http.hubpage import serve_hub_page
+    from hookd.http.web import open_browser, should_open_browser
+    from hookd.hub import ops
+    from hookd.hub.config import redact
+    from hookd.hub.page import HubSource
+
+    url = _hub_url(ctx)
+    ops.hosts(url)  # the hub reachable and the role allowed to read it, or exit 1 now
+    user = urlsplit(url).username or "operator"
+
+    def ready(link: str) -> None:
+        _out(f"the page over hub {redact(url)}, as {user}: {link}")
+        if not no_browser and should_open_browser():
+            open_browser(link)
+    serve_hub_page(HubSource(url, wait_s), user, port, ready)
+
+
 def _fresh(age: float | None) -> str:
     return "-" if age is None else f"{_duration(max(0.0, age))} ago"
 

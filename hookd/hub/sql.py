@@ -228,6 +228,38 @@ async def pending(conn: Any) -> list[dict[str, Any]]:
     return [dict(r) for r in rows]
 
 
+async def resolved(conn: Any, limit: int = 100) -> list[dict[str, Any]]:
+    """The newest ``limit`` interactions resolved on any host (a ``*_resolved`` event and the
+    ``*_pending`` event of the same ``id`` before it): ``host_id``, ``seq`` (the pending
+    event's), ``kind`` (the pending event's), ``builder``, ``at`` (asked), ``resolved_at``
+    (UNIX seconds), ``data`` and ``resolution`` (JSON text: the two events' data),
+    ``heartbeat_age_s``; newest resolved first."""
+    rows = await conn.fetch(
+        "SELECT p.host_id, p.seq, p.kind, p.builder, p.at, r.at AS resolved_at, p.data::text AS data,"
+        " r.data::text AS resolution, extract(epoch FROM now() - h.heartbeat_at)::float8 AS heartbeat_age_s"
+        " FROM hookd.events r JOIN LATERAL (SELECT * FROM hookd.events p WHERE p.host_id = r.host_id"
+        " AND p.kind = ANY($1::text[]) AND p.seq < r.seq AND p.data->>'id' = r.data->>'id' ORDER BY p.seq DESC LIMIT 1) p"
+        " ON true LEFT JOIN hookd.hosts h ON h.host_id = r.host_id"
+        " WHERE r.kind = ANY($2::text[]) ORDER BY r.at DESC, r.host_id, r.seq DESC LIMIT $3",
+        list(PENDING_KINDS), list(RESOLVED_KINDS), limit)
+    return [dict(r) for r in rows]
+
+
+async def interaction(conn: Any, host: str, iid: str) -> dict[str, Any] | None:
+    """Interaction ``iid`` of ``host`` as its events say (None: no ``*_pending`` event of that
+    id): as :func:`resolved` gives one, ``resolved_at`` and ``resolution`` None while it is
+    pending."""
+    row = await conn.fetchrow(
+        "SELECT p.host_id, p.seq, p.kind, p.builder, p.at, r.at AS resolved_at, p.data::text AS data,"
+        " r.data::text AS resolution, extract(epoch FROM now() - h.heartbeat_at)::float8 AS heartbeat_age_s"
+        " FROM hookd.events p LEFT JOIN LATERAL (SELECT * FROM hookd.events r WHERE r.host_id = p.host_id"
+        " AND r.kind = ANY($4::text[]) AND r.seq > p.seq AND r.data->>'id' = p.data->>'id' ORDER BY r.seq LIMIT 1) r"
+        " ON true LEFT JOIN hookd.hosts h ON h.host_id = p.host_id"
+        " WHERE p.host_id = $1 AND p.kind = ANY($3::text[]) AND p.data->>'id' = $2 ORDER BY p.seq DESC LIMIT 1",
+        host, iid, list(PENDING_KINDS), list(RESOLVED_KINDS))
+    return dict(row) if row is not None else None
+
+
 # --- down to hosts: the commands table --------------------------------------------------------
 # (operators' answers and messages for a host; the host applies each through its own answer and
 # send paths and writes back the outcome: hookd.hub.commands, docs/fleet.md "Down to hosts")
