@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -22,6 +23,7 @@ from hookd.daemonproc import wait_until
 from hookd.http.hubpage import HubASGI, build_hub_app
 from hookd.hub.page import HubSource
 
+from .conftest import hookd_cli
 from .hubrig import Hub, cluster_fixture, fresh_hub, role, session, shipped
 from .pg import PgCluster
 from .test_answers_inproc import finish
@@ -200,3 +202,62 @@ def test_the_hub_page_needs_a_session(hub: Hub) -> None:
     assert r.status_code == 403  # a write without the CSRF header
     r = page.call("POST", "/v1/interactions/h/x/dismiss", {}, WRITE)
     assert (r.status_code, r.json()["error"]["code"]) == (400, "bad_request")
+
+
+def op_cli(op: str, tmp: Path, *args: str) -> Any:
+    return hookd_cli(tmp / "operator", "--hub", op, *args)
+
+
+def cells(out: str) -> list[list[str]]:
+    """A table's rows (its head, then each row after the rule) as cells, a span of time as
+    ``T`` (``12s``, ``3m``, ``1h02m``: the clock's, not the golden's)."""
+    lines = out.splitlines()
+    rows = [lines[0]] + lines[2:] if len(lines) > 1 else lines
+    return [[re.sub(r"^\d+(s|m|h\d\dm)( ago)?$", r"T\2", c) for c in re.split(r"\s{2,}", x.strip())] for x in rows]
+
+
+def test_hub_questions_lists_async_asks_and_resolved_interactions(hub: Hub, two: tuple[Host, Host],
+                                                                  tmp_path: Path) -> None:
+    a, b = two
+    assert a.app is not None and b.app is not None
+    op = hub.operator()
+    r = a.app.request("POST", "/v1/builders/b1/asks", json={"question": "Ship it today?", "options": ["yes", "no"]})
+    assert r.status_code == 201, r.text
+    ask_id = r.json()["interaction"]["id"]
+    held, p = b.held_permission("make deploy")
+    r = op_cli(op, tmp_path, "answer", f"{b.id}/{p['id']}", "--option", "deny", "--text", "not today")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(finish(held)[1])["hookSpecificOutput"]["decision"] == {"behavior": "deny", "message": "not today"}
+    wait_until(lambda: json.loads(op_cli(op, tmp_path, "questions", "--state", "resolved", "--json").stdout), 60)
+    # the page over the hub shows the async ask as a daemon's page does: its one question
+    page = Page(op)
+    page.sign_in()
+    (q,) = page.get("/v1/questions?state=pending")
+    assert (q["id"], q["kind"], q["questions"]) == (f"{a.id}/{ask_id}", "async", [
+        {"question": "Ship it today?", "header": None, "multiSelect": False,
+         "options": [{"label": "yes"}, {"label": "no"}]}])
+    r = op_cli(op, tmp_path, "questions")
+    assert (r.returncode, cells(r.stdout)) == (0, [
+        ["host", "id", "kind", "builder", "waiting", "what", "answers queued", "host seen"],
+        [a.id, ask_id, "async", "b1", "T", "Ship it today? [yes / no]", "-", "T ago"]]), r.stdout
+    r = op_cli(op, tmp_path, "questions", "--state", "resolved")
+    assert (r.returncode, cells(r.stdout)) == (0, [
+        ["host", "id", "kind", "builder", "outcome", "by", "resolved", "what", "host seen"],
+        [b.id, p["id"], "permission", "b1", "denied", f"from the fleet's hub by {role(op)}", "T ago", "Bash permission",
+         "T ago"]]), r.stdout
+    r = op_cli(op, tmp_path, "questions", "--state", "all")
+    pending_part, resolved_part = r.stdout.split("\n\n")
+    assert [c[:2] for c in cells(pending_part)[1:]] == [[a.id, ask_id]]
+    assert [c[:2] for c in cells(resolved_part)[1:]] == [[b.id, p["id"]]]
+    items = json.loads(op_cli(op, tmp_path, "questions", "--state", "all", "--json").stdout)
+    assert [(i["state"], i["host_id"], i["id"], i["kind"]) for i in items] == [
+        ("pending", a.id, ask_id, "async"), ("answered", b.id, p["id"], "permission")]
+    assert (items[1]["outcome"], items[1]["by"], items[1]["resolution"]["decision"]) == (
+        "denied", f"from the fleet's hub by {role(op)}", "deny")
+    # the async ask is answered from the hub like any question, and then listed resolved
+    r = op_cli(op, tmp_path, "answer", f"{a.id}/{ask_id}", "--option", "yes")
+    assert r.returncode == 0, r.stderr
+    wait_until(lambda: op_cli(op, tmp_path, "questions").stdout == "no questions\n", 60)
+    r = op_cli(op, tmp_path, "questions", "--state", "resolved")
+    assert [c[:5] for c in cells(r.stdout)[1:]] == [[a.id, ask_id, "async", "b1", "answered"],
+                                                     [b.id, p["id"], "permission", "b1", "denied"]]

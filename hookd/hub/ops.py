@@ -67,6 +67,11 @@ def pending(url: str) -> list[dict[str, Any]]:
     return list(_run(url, sql.pending))
 
 
+def resolved(url: str, limit: int = 100) -> list[dict[str, Any]]:
+    """:func:`hookd.hub.sql.resolved`."""
+    return list(_run(url, sql.resolved, limit))
+
+
 # --- down to hosts: an operator's commands ----------------------------------------------------
 
 def _qualified(target: str) -> tuple[str | None, str]:

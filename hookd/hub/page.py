@@ -60,6 +60,10 @@ def _interaction(r: dict[str, Any]) -> dict[str, Any]:
     for k in ("server", "message", "mode", "requested_schema"):
         if k in d:
             out[k] = d[k]
+    if r["kind"] == "human_input_requested":  # an agent's async ask: its one question, as a daemon shows it
+        out["questions"] = [{"question": d.get("question"), "header": None, "multiSelect": False,
+                             "options": [{"label": o} for o in d.get("options") or []]}]
+        out["expires_at"], out["author"] = d.get("expires_at"), d.get("author")
     if kind == "elicitation" and out["input"] is None:
         out["input"] = d.get("requested_schema")
     if res is not None:
