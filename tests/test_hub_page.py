@@ -4,8 +4,10 @@ and two hosts in process (tests/test_hub_commands.py's ``Host``).
 
 What is proven: the page's API lists both hosts' lanes and pending prompts, named ``HOST/...``,
 with each host's freshness; an answer posted from the page releases the held hook on the right
-host only, and is then listed resolved; a message from the page reaches the right host's inbox;
-the stream wakes on a host's shipped event; nothing is served without a session (and no
+host only, and is then listed resolved; one for a host offline is queued, and says so; a
+message from the page reaches the right host's inbox; the stream wakes on a host's shipped
+event; ``hookd --hub URL questions`` lists async asks and resolved interactions (goldens, the
+clock's spans aside); nothing is served without a session (and no
 session without the one-time code, the loopback Host, the CSRF header)."""
 
 from __future__ import annotations
@@ -54,8 +56,8 @@ def two(hub: Hub, tmp_path: Path) -> Iterator[tuple[Host, Host]]:
 class Page:
     """The hub page's app and a browser's cookie (None: not signed in)."""
 
-    def __init__(self, op_url: str):
-        self.app, self.code = build_hub_app(HubSource(op_url, wait_s=30), role(op_url))
+    def __init__(self, op_url: str, wait_s: float = 30):
+        self.app, self.code = build_hub_app(HubSource(op_url, wait_s=wait_s), role(op_url))
         self.cookie: str | None = None
 
     def call(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None) -> httpx.Response:
@@ -150,6 +152,23 @@ def test_the_hub_page_lists_every_host_and_an_answer_releases_the_right_hook(
     assert (r.status_code, r.json()["command"]["state"]) == (200, "applied"), r.text
     assert json.loads(finish(held_b)[1])["hookSpecificOutput"]["decision"] == {
         "behavior": "deny", "message": "not from here"}
+
+
+def test_an_answer_from_the_hub_page_for_a_host_offline_is_queued(hub: Hub, two: tuple[Host, Host]) -> None:
+    a, _ = two
+    assert a.app is not None
+    page = Page(hub.operator(), wait_s=0.5)
+    page.sign_in()
+    _, p = a.held_permission("make deploy")
+    iid = f"{a.id}/{p['id']}"
+    wait_until(lambda: [q["id"] for q in page.get("/v1/questions?state=pending")] == [iid], 60)
+    a.stop()  # the host offline: its command stays queued on the hub
+    r = page.call("POST", f"/v1/interactions/{iid}/answer", {"decision": "allow", "response_id": "r-off"}, WRITE)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert (out["command"]["state"], out["interaction"]["state"]) == ("queued", "pending")
+    assert re.fullmatch(rf"queued on the hub for {a.id} \(host seen \d+ s ago\): it is applied when the host takes it",
+                        out["warning"]), out["warning"]
 
 
 def test_the_hub_page_stream_wakes_on_a_hosts_event(hub: Hub, two: tuple[Host, Host]) -> None:

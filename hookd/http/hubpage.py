@@ -16,7 +16,7 @@ names qualified ``HOST/ID``, ``HOST/BUILDER``):
 - ``GET /v1/events/sse``: ``event: hello`` ``{"seq": 0, "after": 0, "reset": true}`` (the hub
   has no one seq: every connect starts over and the page reads everything again), then each
   shipped event (``id``: this stream's own count) and ``hub_changed`` items (a heartbeat, a
-  new host, a command's outcome).
+  new host, a command's outcome: :meth:`hookd.hub.page.HubSource.stream`).
 - Not over the hub (400 ``bad_request`` saying so): dismissing an interaction, taking back a
   message (docs/fleet.md "Not yet").
 

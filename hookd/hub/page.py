@@ -194,8 +194,9 @@ class HubSource:
     async def stream(self, should_exit: Callable[[], bool]) -> AsyncIterator[dict[str, Any]]:
         """Every event the hosts ship from now on (:func:`_qualify_event`), woken by the
         shippers' NOTIFY; and ``hub_changed`` items (``data``: ``{"host", "what"}``, what
-        ``host_seen``: a heartbeat or a new host, each host's first at once; ``command``: a
-        command's outcome) that tell the page to read again. Ends when ``should_exit()`` or the connection is lost (raises
+        ``host_seen``: a heartbeat, each host's first at once: its freshness; ``host_new``: a
+        host that first shipped since the stream began, whose events so far are not sent;
+        ``command``: a command's outcome, with its ``id``) that tell the page what to read again. Ends when ``should_exit()`` or the connection is lost (raises
         HubUnavailable)."""
         import asyncpg
 
@@ -224,7 +225,7 @@ class HubSource:
                     host = h["host_id"]
                     if host not in cursor:  # a new host: the page reads everything again
                         cursor[host] = h["shipped_seq"]
-                        yield {"kind": "hub_changed", "data": {"what": "host_seen", "host": host}}
+                        yield {"kind": "hub_changed", "data": {"what": "host_new", "host": host}}
                     while cursor[host] < h["shipped_seq"]:
                         evs = await sql.events(conn, host, cursor[host], BATCH)
                         if not evs:

@@ -884,10 +884,12 @@ function onEvent(ev) {
   if (INTERACTION_EVENTS.has(ev.kind) && id) refreshInteraction(id);
   if (LANE_EVENTS.has(ev.kind)) later("lanes", loadLanes, 150);
   if (INBOX_EVENTS.has(ev.kind)) later("inbox", loadInbox, 100);
-  if (ev.kind === "hub_changed") {  // the page over the hub: a heartbeat, a new host, a command's outcome
+  if (ev.kind === "hub_changed") {  // the page over the hub: a host seen (its freshness), a new host, a command's outcome
     later("lanes", loadLanes, 150);
-    later("inbox", loadInbox, 100);
-    later("interactions", loadInteractions, 150);
+    if (!ev.data || ev.data.what !== "host_seen") {
+      later("inbox", loadInbox, 100);
+      later("interactions", loadInteractions, 150);
+    }
   }
 }
 
