@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """hookd fleet benchmark: hosts shipping their event logs to a PostgreSQL hub (hookd.hub).
 
-    python bench/fleet.py [--hosts 3] [--builders 50] [--hooks 200] [--rate 20] [--rounds 3] [--questions 20] [--json]
+    python bench/fleet.py [--hosts 3] [--builders 50] [--hooks 200] [--rate 20] [--rounds 3] [--questions 20] [--answers 20] [--only PART] [--json]
 
 Starts a private PostgreSQL cluster (tests/pg.py: Debian's server, as its ``postgres`` user
 when run as root) and real daemons (bench/load.py's ``Daemon``: in-daemon hook timings on),
@@ -21,8 +21,14 @@ each its own host role on the hub (``HOOKD_HUB``). Measured:
    alert would show there too); ``--questions`` questions asked one at a time on the other
    hosts: the time from the question's hook answered to the lead's webhook received
    (p50/p99), and how many alerts each question got (1: once, by the lead);
-4. the answer from the hub to a held hook's release: a slot (``answer_release``: null) until
-   the hub's ``commands`` (answers down to hosts, issue 25's later stage) are on main.
+4. the answer from the hub to a held hook's release (``answer_release``): one host daemon with a
+   spawned builder (bench/answer.py's: its generated hooks, PermissionRequest held up to 60 s);
+   ``--answers`` times each way, interleaved, an AskUserQuestion call's PermissionRequest hook is held, its pending
+   event shipped to the hub, then an operator's ``hookd.hub.ops.command(..., "answer", ...)``
+   (a new connection, the command queued, no wait: what ``hookd --hub URL answer --no-wait``
+   does), or ``hookd.hub.ops.queue`` on a connection kept open (``open_conn``: the hub's and the
+   host's part alone), is timed to the held hook's exit with the answer: p50/p99, and the part
+   until the call returned (the command queued).
 
 No budget is judged: the figures go to docs/benchmarks.md with their machine and its load.
 """
@@ -249,6 +255,60 @@ def fleet_notify(tmp: Path, cluster: PgCluster, hosts: int, questions: int) -> d
             "notify_max_ms": max(lat) * 1e3, "alerts_per_question": sorted(set(alerts)), "by_lead": by_lead}
 
 
+def answer_release(tmp: Path, cluster: PgCluster, answers: int) -> dict[str, Any]:
+    """hookd.hub.ops.command(answer) on the hub -> the held hook's exit on its host."""
+    from answer import armed_builder, held_prompt, released
+
+    from hookd.hub import ops
+
+    pg(cluster.admin_url(), lambda c: c.execute("DROP DATABASE IF EXISTS fleet_answer"))
+    pg(cluster.admin_url(), lambda c: c.execute("CREATE DATABASE fleet_answer"))
+    admin = cluster.admin_url("fleet_answer")
+    pg(admin, sql.install)
+    pg(admin, sql.add_host, "ahost", "pw-ahost")
+    pg(admin, sql.add_operator, "aop", "pw-aop")
+    op = cluster.url("aop", "pw-aop", "fleet_answer")
+    env = {**os.environ, "HOOKD_HUB": cluster.url("ahost", "pw-ahost", "fleet_answer")}
+    d = DaemonProcess(tmp / "answer-home", env=env)
+    lat: list[float] = []
+    queued: list[float] = []
+    lat_open: list[float] = []
+    queued_open: list[float] = []
+    try:
+        d.start()
+        (tmp / "answer").mkdir()
+        wt, pre_cmd, perm_cmd = armed_builder(d, tmp / "answer")
+        client = d.client()
+        wait_until(lambda: (client.get("/v1/status")["hub"]["commands"] or {}).get("state") == "up", 60,
+                   what="the host's commands task up")
+        conn_loop = asyncio.new_event_loop()
+        conn = conn_loop.run_until_complete(asyncpg.connect(op))
+        for i in range(2 * answers):
+            tid, p = held_prompt(client, wt, pre_cmd, perm_cmd, i)
+            # the operator answers what the hub shows: the prompt's pending event shipped
+            wait_until(lambda: any(json.loads(r["data"]).get("id") == tid for r in ops.pending(op)), 60, 0.005,
+                       what=f"prompt {i} on the hub")
+            body = {"options": ["Blue"], "response_id": f"bench-{i}"}
+            t0 = time.perf_counter()
+            if i % 2 == 0:  # as the CLI: a new connection per command
+                ops.command(op, "answer", f"ahost/{tid}", body, 0)
+                queued.append(time.perf_counter() - t0)
+            else:  # as a long-lived client: the command on an open connection
+                conn_loop.run_until_complete(ops.queue(conn, "answer", f"ahost/{tid}", body, 0))
+                queued_open.append(time.perf_counter() - t0)
+            released(p, i)
+            (lat if i % 2 == 0 else lat_open).append(time.perf_counter() - t0)
+        conn_loop.run_until_complete(conn.close())
+        conn_loop.close()
+        client.close()
+    finally:
+        d.stop()
+    return {"answers": answers, "p50_ms": pct(lat, 0.5), "p99_ms": pct(lat, 0.99), "max_ms": max(lat) * 1e3,
+            "queued_p50_ms": pct(queued, 0.5), "queued_p99_ms": pct(queued, 0.99),
+            "open_conn": {"p50_ms": pct(lat_open, 0.5), "p99_ms": pct(lat_open, 0.99), "max_ms": max(lat_open) * 1e3,
+                          "queued_p50_ms": pct(queued_open, 0.5), "queued_p99_ms": pct(queued_open, 0.99)}}
+
+
 def _keep_timings(d: Daemon) -> None:
     """Record the daemon-side timings run_raw reads (and clears), for the variant's samples."""
     orig = d.timings
@@ -260,6 +320,10 @@ def _keep_timings(d: Daemon) -> None:
     d.timings = timings  # type: ignore[method-assign]
 
 
+#: The benchmark's parts (``--only``), in the order they run.
+PARTS = ("ingest", "hub_down", "fleet_notify", "answer_release")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--hosts", type=int, default=3)
@@ -269,8 +333,11 @@ def main() -> int:
     ap.add_argument("--latency-hooks", type=int, default=100, help="hooks per builder per round in the hub-down runs")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--questions", type=int, default=20, help="questions asked one at a time in the fleet-notifier run")
+    ap.add_argument("--answers", type=int, default=20, help="answers given on the hub each way in the answer-release run")
+    ap.add_argument("--only", action="append", choices=PARTS, help="run only this part (repeatable; default: all)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    only = set(args.only or PARTS)
     orig_enter = Daemon.__enter__
 
     def enter(self: Daemon) -> Daemon:
@@ -283,33 +350,53 @@ def main() -> int:
                            "machine": {"cpus": os.cpu_count(), "load_avg_1m": os.getloadavg()[0]}}
     try:
         with private_cluster() as cluster, private_cluster() as gone:
-            res["ingest"] = ingest(tmp, cluster, args.hosts, args.builders, args.hooks)
-            res["hub_down"] = hub_down(tmp, cluster, gone, args.builders, args.latency_hooks, args.rate, args.rounds)
-            res["fleet_notify"] = fleet_notify(tmp, cluster, max(2, args.hosts), args.questions)
-        # (the answer given on the hub -> the held hook released, p50/p99: measured once the
-        # hub's commands carry answers down to hosts)
-        res["answer_release"] = None
+            if "ingest" in only:
+                res["ingest"] = ingest(tmp, cluster, args.hosts, args.builders, args.hooks)
+            if "hub_down" in only:
+                res["hub_down"] = hub_down(tmp, cluster, gone, args.builders, args.latency_hooks, args.rate, args.rounds)
+            if "fleet_notify" in only:
+                res["fleet_notify"] = fleet_notify(tmp, cluster, max(2, args.hosts), args.questions)
+            if "answer_release" in only:
+                res["answer_release"] = answer_release(tmp, cluster, args.answers)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if args.json:
         print(json.dumps(res, indent=2))
         return 0
-    i, h = res["ingest"], res["hub_down"]
     print(f"{res['date']}, {res['machine']['cpus']} CPUs, load {res['machine']['load_avg_1m']:.1f}")
+    if "ingest" in res:
+        print_ingest(res["ingest"])
+    if "hub_down" in res:
+        print_hub_down(res["hub_down"])
+    if "fleet_notify" in res:
+        f = res["fleet_notify"]
+        print(f"fleet notifier, {f['hosts']} hosts, {f['questions']} questions one at a time: question -> the lead's alert "
+              f"p50 {f['notify_p50_ms']:.0f} ms, p99 {f['notify_p99_ms']:.0f} ms (max {f['notify_max_ms']:.0f}); alerts per "
+              f"question {f['alerts_per_question']}, {f['by_lead']} sent by the lead")
+    if "answer_release" in res:
+        a = res["answer_release"]
+        print(f"answer on the hub -> held PermissionRequest hook released on its host, {a['answers']} answers one at a"
+              f" time: p50 {a['p50_ms']:.0f} ms, p99 {a['p99_ms']:.0f} ms (max {a['max_ms']:.0f}); of which the command"
+              f" queued (ops.command returned: connect, insert) p50 {a['queued_p50_ms']:.0f} ms,"
+              f" p99 {a['queued_p99_ms']:.0f} ms")
+        o = a["open_conn"]
+        print(f"  the same on an open connection (hookd.hub.ops.queue): p50 {o['p50_ms']:.0f} ms, p99 {o['p99_ms']:.0f} ms"
+              f" (max {o['max_ms']:.0f}); queued p50 {o['queued_p50_ms']:.0f} ms, p99 {o['queued_p99_ms']:.0f} ms")
+    return 0
+
+
+def print_ingest(i: dict[str, Any]) -> None:
     print(f"ingest: {i['hosts']} hosts x {i['builders_per_host']} builders, {i['events']} events on the hub in "
           f"{i['wall_s']:.1f} s: {i['hub_events_per_s']:.0f} events/s; lag local commit -> hub p50 "
           f"{i['lag_p50_ms']:.1f} ms, p99 {i['lag_p99_ms']:.1f} ms")
+
+
+def print_hub_down(h: dict[str, Any]) -> None:
     print(f"hook path (daemon side), {h['builders']} builders at {h['rate_per_builder']:g} hooks/s each, "
           f"{h['rounds']} rounds interleaved (the down hub's shipper: {h['down_state']}):")
     for v, s in h["variants"].items():
         print(f"  {v:9} p50 {s['p50_ms']:.3f} ms ({h['ratio_p50'][v]:.2f}x)  p99 {s['p99_ms']:.3f} ms "
               f"({h['ratio_p99'][v]:.2f}x)  n={s['n']}")
-    f = res["fleet_notify"]
-    print(f"fleet notifier, {f['hosts']} hosts, {f['questions']} questions one at a time: question -> the lead's alert "
-          f"p50 {f['notify_p50_ms']:.0f} ms, p99 {f['notify_p99_ms']:.0f} ms (max {f['notify_max_ms']:.0f}); alerts per "
-          f"question {f['alerts_per_question']}, {f['by_lead']} sent by the lead")
-    print("answer on the hub -> held hook released: not measured yet (needs the hub's commands: answers down to hosts)")
-    return 0
 
 
 if __name__ == "__main__":

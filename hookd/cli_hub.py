@@ -6,6 +6,7 @@ host column; answers and messages queued on the hub for their hosts): over
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import click
 
 from hookd.cli_render import _duration, _echo_json, _lane_state, _out, _table, answered_line, sent_line
+from hookd.vocabulary import by_text, outcome_of
 
 
 def _hub_url(ctx: click.Context) -> str:
@@ -113,6 +115,35 @@ def hosts(ctx: click.Context, as_json: bool) -> None:
     _out(_table(rows, ["host", "shipped", "heartbeat", "version"]) if rows else "no hosts")
 
 
+@hub.command("serve")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="The loopback TCP port (0: any free one).")
+@click.option("--wait", "wait_s", type=click.FloatRange(0), default=10.0, show_default=True,
+              help="Seconds an answer or message from the page waits for its host's outcome.")
+@click.option("--no-browser", is_flag=True, help="Print the sign-in link only.")
+@click.pass_context
+def serve(ctx: click.Context, port: int, wait_s: float, no_browser: bool) -> None:
+    """Serve the operator page over the hub on 127.0.0.1: every host's lanes and questions,
+    each host's freshness, live; answers and messages go to their hosts as the hub's commands.
+    Use an operator's role (`hub add-operator`). Prints a one-time sign-in link; sessions end
+    when this stops (Ctrl-C). docs/fleet.md "The page over the hub"."""
+    from hookd.http.hubpage import serve_hub_page
+    from hookd.http.web import open_browser, should_open_browser
+    from hookd.hub import ops
+    from hookd.hub.config import redact
+    from hookd.hub.page import HubSource
+
+    url = _hub_url(ctx)
+    ops.hosts(url)  # the hub reachable and the role allowed to read it, or exit 1 now
+    user = urlsplit(url).username or "operator"
+
+    def ready(link: str) -> None:
+        _out(f"the page over hub {redact(url)}, as {user}: {link}")
+        if not no_browser and should_open_browser():
+            open_browser(link)
+    serve_hub_page(HubSource(url, wait_s), user, port, ready)
+
+
 def _fresh(age: float | None) -> str:
     return "-" if age is None else f"{_duration(max(0.0, age))} ago"
 
@@ -152,36 +183,59 @@ def _what(kind: str, d: dict[str, Any]) -> str:
         return f"{d.get('tool_name') or '?'} permission" if d.get("kind") != "plan" else "plan approval"
     if kind == "elicitation_pending":
         return f"{d.get('server') or '?'}: {d.get('message') or ''}"
+    if kind == "human_input_requested":
+        return str(d.get("question") or "question") + (f" [{' / '.join(map(str, d['options']))}]" if d.get("options") else "")
     qs = d.get("questions") or []
     return " / ".join(str(q.get("question", "")) for q in qs if isinstance(q, dict)) or "question"
 
 
-def hub_questions(url: str, as_json: bool) -> None:
-    """``hookd --hub URL questions``: what waits on a human on every host. JSON items:
-    ``host_id``, ``id``, ``kind``, ``builder``, ``at``, ``data`` (the pending event's),
-    ``heartbeat_age_s``, ``answers_queued`` (answers queued on the hub for it, not yet taken by
-    its host)."""
-    import json
-
+def hub_questions(url: str, as_json: bool, state: str = "pending") -> None:
+    """``hookd --hub URL questions [--state pending|resolved|all]``: what waits on a human on
+    every host (agents' async asks too), and the newest 100 resolved. JSON items: ``state``
+    (``pending``, or how it ended: ``answered``, ``dismissed``, ``expired``...), ``host_id``,
+    ``id``, ``kind``, ``builder``, ``at``, ``data`` (the pending event's), ``heartbeat_age_s``,
+    and ``answers_queued`` (pending: answers queued on the hub for it, not yet taken by its
+    host), or ``resolved_at``, ``outcome``, ``by``, ``resolution`` (resolved: the resolving
+    event's data)."""
     from hookd.hub import ops
 
-    rows: list[list[Any]] = []
-    items = []
     now = time.time()
-    queued = ops.queued_counts(url)
-    for r in ops.pending(url):
-        d = json.loads(r["data"])
-        item = {"host_id": r["host_id"], "id": d.get("id"), "kind": d.get("kind") or r["kind"].split("_")[0],
-                "builder": r["builder"], "at": r["at"], "data": d, "heartbeat_age_s": r["heartbeat_age_s"],
-                "answers_queued": queued.get((r["host_id"], "answer", d.get("id")), 0)}
-        items.append(item)
-        rows.append([item["host_id"], item["id"], item["kind"], item["builder"], _duration(max(0.0, now - r["at"])),
-                     _what(r["kind"], d), item["answers_queued"] or "-", _fresh(r["heartbeat_age_s"])])
+    pending: list[dict[str, Any]] = []
+    done: list[dict[str, Any]] = []
+    if state in ("pending", "all"):
+        queued = ops.queued_counts(url)
+        for r in ops.pending(url):
+            d = json.loads(r["data"])
+            pending.append({"state": "pending", "host_id": r["host_id"], "id": d.get("id"),
+                            "kind": d.get("kind") or r["kind"].split("_")[0], "builder": r["builder"], "at": r["at"],
+                            "data": d, "heartbeat_age_s": r["heartbeat_age_s"],
+                            "answers_queued": queued.get((r["host_id"], "answer", d.get("id")), 0), "event": r["kind"]})
+    if state in ("resolved", "all"):
+        for r in ops.resolved(url):
+            d, res = json.loads(r["data"]), json.loads(r["resolution"])
+            kind = d.get("kind") or r["kind"].split("_")[0]
+            st = res.get("outcome") or "answered"
+            done.append({"state": st, "host_id": r["host_id"], "id": d.get("id"), "kind": kind, "builder": r["builder"],
+                         "at": r["at"], "data": d, "heartbeat_age_s": r["heartbeat_age_s"],
+                         "resolved_at": r["resolved_at"], "outcome": outcome_of(kind, st, res.get("decision")),
+                         "by": by_text(res.get("surface"), res.get("actor")), "resolution": res, "event": r["kind"]})
     if as_json:
-        _echo_json(items)
+        _echo_json([{k: v for k, v in i.items() if k != "event"} for i in pending + done])
         return
-    _out(_table(rows, ["host", "id", "kind", "builder", "waiting", "what", "answers queued", "host seen"])
-         if rows else "no questions")
+    out = []
+    if state in ("pending", "all"):
+        rows: list[list[Any]] = [[i["host_id"], i["id"], i["kind"], i["builder"], _duration(max(0.0, now - i["at"])),
+                                  _what(i["event"], i["data"]), i["answers_queued"] or "-", _fresh(i["heartbeat_age_s"])]
+                                 for i in pending]
+        out.append(_table(rows, ["host", "id", "kind", "builder", "waiting", "what", "answers queued", "host seen"])
+                   if rows else "no questions")
+    if state in ("resolved", "all"):
+        rows = [[i["host_id"], i["id"], i["kind"], i["builder"], i["outcome"], i["by"] or "-",
+                 f"{_duration(max(0.0, now - i['resolved_at']))} ago", _what(i["event"], i["data"]),
+                 _fresh(i["heartbeat_age_s"])] for i in done]
+        out.append(_table(rows, ["host", "id", "kind", "builder", "outcome", "by", "resolved", "what", "host seen"])
+                   if rows else "nothing resolved")
+    _out("\n\n".join(out))
 
 
 def _iso(ts: float) -> str:

@@ -32,13 +32,12 @@ from hookd.untrusted import visible
 def questions(ctx: click.Context, state: str, as_json: bool) -> None:
     """Questions and other interactions waiting on (or answered by) a human: each with its
     options (a permission prompt: its tool input), how long it has waited, and the
-    `hookd answer` command that answers it. With `hookd --hub URL`: every host's pending ones."""
+    `hookd answer` command that answers it. With `hookd --hub URL`: every host's (agents' async
+    asks too; resolved: the newest 100)."""
     if (hub := ctx.find_root().meta.get("hookd.hub")) is not None:
         from hookd.cli_hub import hub_questions
 
-        if state != "pending":
-            raise click.UsageError("--hub: only pending interactions are read from the hub so far")
-        return hub_questions(hub, as_json)
+        return hub_questions(hub, as_json, state)
     items = _client(ctx).get("/v1/questions", state=state)
     if as_json:
         _echo_json(items)

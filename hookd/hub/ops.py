@@ -67,6 +67,11 @@ def pending(url: str) -> list[dict[str, Any]]:
     return list(_run(url, sql.pending))
 
 
+def resolved(url: str, limit: int = 100) -> list[dict[str, Any]]:
+    """:func:`hookd.hub.sql.resolved`."""
+    return list(_run(url, sql.resolved, limit))
+
+
 # --- down to hosts: an operator's commands ----------------------------------------------------
 
 def _qualified(target: str) -> tuple[str | None, str]:
@@ -136,6 +141,34 @@ async def _wait_outcome(conn: Any, cid: str, wait_s: float) -> None:
             await asyncio.wait_for(woken.wait(), min(1.0, left))
 
 
+async def queue(conn: Any, kind: str, target: str, body: dict[str, Any], wait_s: float) -> dict[str, Any]:
+    """:func:`command` on an open connection (the hub page's answers and sends, hookd/hub/page.py)."""
+    revision, input_hash = None, None
+    if kind == "answer":
+        host, iid, builder = await _answer_target(conn, target)
+        key = body.get("response_id") or f"hub-{secrets.token_hex(8)}"
+        payload = {k: v for k, v in body.items() if k not in ("actor", "surface", "response_id") and v is not None}
+        payload["response_id"] = key
+        revision, input_hash = body.get("revision"), body.get("input_hash")
+    else:
+        host, builder = await _send_target(conn, target)
+        key = body.get("id") or f"hub-{secrets.token_hex(8)}"
+        payload = {"text": body["text"], "key": key, "session_id": body.get("session_id"),
+                   "agent_id": body.get("agent_id"), "force": bool(body.get("force"))}
+        iid = None
+    cid = f"{kind}:{host}:{key}"
+    row, created = await sql.put_command(conn, cid, kind, host, builder, iid, revision, input_hash,
+                                        json.dumps(payload, sort_keys=True))
+    if not created and (json.loads(row["payload"]) != payload or row["interaction_id"] != iid):
+        raise Conflict(f"command {cid} was already queued with other content; use a new "
+                       + ("--response-id" if kind == "answer" else "--id"))
+    if wait_s > 0:
+        await _wait_outcome(conn, cid, wait_s)
+    done = await sql.command(conn, cid)
+    assert done is not None
+    return {**view(done), "created": created}
+
+
 def command(url: str, kind: str, target: str, body: dict[str, Any], wait_s: float) -> dict[str, Any]:
     """Queue an operator's command on the hub and wait up to ``wait_s`` seconds (0: not at
     all) for its host's outcome. kind: ``answer`` (``target``: ``[HOST/]INTERACTION_ID``,
@@ -144,32 +177,7 @@ def command(url: str, kind: str, target: str, body: dict[str, Any], wait_s: floa
     Returns the command as :func:`view` gives it, with ``created`` (False: the same command id
     was queued before). Raises NotFound / BadRequest (the target), Conflict (the id was used
     for another command), HubUnavailable, ConfigError."""
-    async def go(conn: Any) -> dict[str, Any]:
-        revision, input_hash = None, None
-        if kind == "answer":
-            host, iid, builder = await _answer_target(conn, target)
-            key = body.get("response_id") or f"hub-{secrets.token_hex(8)}"
-            payload = {k: v for k, v in body.items() if k not in ("actor", "surface", "response_id") and v is not None}
-            payload["response_id"] = key
-            revision, input_hash = body.get("revision"), body.get("input_hash")
-        else:
-            host, builder = await _send_target(conn, target)
-            key = body.get("id") or f"hub-{secrets.token_hex(8)}"
-            payload = {"text": body["text"], "key": key, "session_id": body.get("session_id"),
-                       "agent_id": body.get("agent_id"), "force": bool(body.get("force"))}
-            iid = None
-        cid = f"{kind}:{host}:{key}"
-        row, created = await sql.put_command(conn, cid, kind, host, builder, iid, revision, input_hash,
-                                            json.dumps(payload, sort_keys=True))
-        if not created and (json.loads(row["payload"]) != payload or row["interaction_id"] != iid):
-            raise Conflict(f"command {cid} was already queued with other content; use a new "
-                           + ("--response-id" if kind == "answer" else "--id"))
-        if wait_s > 0:
-            await _wait_outcome(conn, cid, wait_s)
-        done = await sql.command(conn, cid)
-        assert done is not None
-        return {**view(done), "created": created}
-    return dict(_run(url, go))
+    return dict(_run(url, queue, kind, target, body, wait_s))
 
 
 def view(row: dict[str, Any]) -> dict[str, Any]:

@@ -211,11 +211,15 @@ async def lanes(conn: Any) -> list[dict[str, Any]]:
 
 PENDING_KINDS = ("question_pending", "permission_pending", "elicitation_pending")
 RESOLVED_KINDS = ("question_resolved", "permission_resolved", "elicitation_resolved")
+#: What an operator reads as waiting: :data:`PENDING_KINDS` and an agent's async ask
+#: (``human_input_requested``, ended by ``question_resolved``; the fleet's notifier leaves it
+#: to its host, as before).
+ASKED_KINDS = PENDING_KINDS + ("human_input_requested",)
 
 
 async def pending(conn: Any) -> list[dict[str, Any]]:
-    """The interactions still pending on each host as its events say (a ``*_pending`` event
-    with no ``*_resolved`` of the same ``id``): ``host_id``, ``seq``, ``kind`` (the event's),
+    """The interactions still pending on each host as its events say (a ``*_pending`` or
+    ``human_input_requested`` event with no ``*_resolved`` of the same ``id``): ``host_id``, ``seq``, ``kind`` (the event's),
     ``builder``, ``at``, ``data`` (JSON text, the pending event's), ``heartbeat_age_s``; oldest
     first."""
     rows = await conn.fetch(
@@ -224,8 +228,40 @@ async def pending(conn: Any) -> list[dict[str, Any]]:
         " FROM hookd.events p LEFT JOIN hookd.hosts h ON h.host_id = p.host_id"
         " WHERE p.kind = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM hookd.events r WHERE r.host_id = p.host_id"
         " AND r.kind = ANY($2::text[]) AND r.seq > p.seq AND r.data->>'id' = p.data->>'id') ORDER BY p.at, p.host_id, p.seq",
-        list(PENDING_KINDS), list(RESOLVED_KINDS))
+        list(ASKED_KINDS), list(RESOLVED_KINDS))
     return [dict(r) for r in rows]
+
+
+async def resolved(conn: Any, limit: int = 100) -> list[dict[str, Any]]:
+    """The newest ``limit`` interactions resolved on any host (a ``*_resolved`` event and the
+    ``*_pending`` event of the same ``id`` before it): ``host_id``, ``seq`` (the pending
+    event's), ``kind`` (the pending event's), ``builder``, ``at`` (asked), ``resolved_at``
+    (UNIX seconds), ``data`` and ``resolution`` (JSON text: the two events' data),
+    ``heartbeat_age_s``; newest resolved first."""
+    rows = await conn.fetch(
+        "SELECT p.host_id, p.seq, p.kind, p.builder, p.at, r.at AS resolved_at, p.data::text AS data,"
+        " r.data::text AS resolution, extract(epoch FROM now() - h.heartbeat_at)::float8 AS heartbeat_age_s"
+        " FROM hookd.events r JOIN LATERAL (SELECT * FROM hookd.events p WHERE p.host_id = r.host_id"
+        " AND p.kind = ANY($1::text[]) AND p.seq < r.seq AND p.data->>'id' = r.data->>'id' ORDER BY p.seq DESC LIMIT 1) p"
+        " ON true LEFT JOIN hookd.hosts h ON h.host_id = r.host_id"
+        " WHERE r.kind = ANY($2::text[]) ORDER BY r.at DESC, r.host_id, r.seq DESC LIMIT $3",
+        list(ASKED_KINDS), list(RESOLVED_KINDS), limit)
+    return [dict(r) for r in rows]
+
+
+async def interaction(conn: Any, host: str, iid: str) -> dict[str, Any] | None:
+    """Interaction ``iid`` of ``host`` as its events say (None: no ``*_pending`` event of that
+    id): as :func:`resolved` gives one, ``resolved_at`` and ``resolution`` None while it is
+    pending."""
+    row = await conn.fetchrow(
+        "SELECT p.host_id, p.seq, p.kind, p.builder, p.at, r.at AS resolved_at, p.data::text AS data,"
+        " r.data::text AS resolution, extract(epoch FROM now() - h.heartbeat_at)::float8 AS heartbeat_age_s"
+        " FROM hookd.events p LEFT JOIN LATERAL (SELECT * FROM hookd.events r WHERE r.host_id = p.host_id"
+        " AND r.kind = ANY($4::text[]) AND r.seq > p.seq AND r.data->>'id' = p.data->>'id' ORDER BY r.seq LIMIT 1) r"
+        " ON true LEFT JOIN hookd.hosts h ON h.host_id = p.host_id"
+        " WHERE p.host_id = $1 AND p.kind = ANY($3::text[]) AND p.data->>'id' = $2 ORDER BY p.seq DESC LIMIT 1",
+        host, iid, list(ASKED_KINDS), list(RESOLVED_KINDS))
+    return dict(row) if row is not None else None
 
 
 # --- down to hosts: the commands table --------------------------------------------------------

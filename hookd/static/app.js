@@ -714,7 +714,21 @@ async function loadLanes() {
   if (S.signedOut) return;
   S.lanes = lanes;
   S.builders = new Map(status.builders.map((b) => [b.builder, b]));
+  if (status.hosts) renderHosts(status.hosts);
   renderLanes();
+}
+
+// The page over the hub (`hookd hub serve`): its /v1/status lists every host with `seen_at`,
+// when its heartbeat was last seen; one line under the header says each host's freshness.
+function renderHosts(hosts) {
+  let el = $("hosts");
+  if (!el) {
+    el = h("p", {id: "hosts", class: "hosts"});
+    $("banner").before(el);
+  }
+  el.replaceChildren("hosts: ", ...hosts.flatMap((x, k) => [k ? " · " : "",
+    h("span", {class: "host", "data-host": x.host}, h("strong", {}, x.host), " seen ", since(x.seen_at, " ago"))]));
+  if (!hosts.length) el.append("none has shipped yet");
 }
 
 function upsertMessage(m) {
@@ -870,6 +884,13 @@ function onEvent(ev) {
   if (INTERACTION_EVENTS.has(ev.kind) && id) refreshInteraction(id);
   if (LANE_EVENTS.has(ev.kind)) later("lanes", loadLanes, 150);
   if (INBOX_EVENTS.has(ev.kind)) later("inbox", loadInbox, 100);
+  if (ev.kind === "hub_changed") {  // the page over the hub: a host seen (its freshness), a new host, a command's outcome
+    later("lanes", loadLanes, 150);
+    if (!ev.data || ev.data.what !== "host_seen") {
+      later("inbox", loadInbox, 100);
+      later("interactions", loadInteractions, 150);
+    }
+  }
 }
 
 function connect() {
