@@ -87,11 +87,12 @@ class Page:
         assert r.status_code == 200, (path, r.status_code, r.text)
         return r.json()
 
-    def until(self, path: str, n: int) -> Any:
-        """``GET path`` once it lists ``n`` items (the hosts' events shipped)."""
+    def until(self, path: str, n: int, ok: Any = None) -> Any:
+        """``GET path`` once it lists ``n`` items (the hosts' events shipped) and ``ok(items)``
+        holds (a lane's state comes with a lane_changed event, up to a second after its hook)."""
         def look() -> Any:
             items = self.get(path)
-            return items if len(items) == n else None
+            return items if len(items) == n and (ok is None or ok(items)) else None
         return wait_until(look, 60, what=lambda: f"{n} items at {path}: {self.get(path)}")
 
 
@@ -110,10 +111,9 @@ def test_the_hub_page_lists_every_host_and_an_answer_releases_the_right_hook(
         (f"{b.id}/{p_b['id']}", b.id, f"{b.id}/b1", "permission", "Bash", "pending")]
     assert all(q["tool_view"] and q["input"]["command"] == "make deploy" for q in pending)
     assert all(0 <= q["heartbeat_age_s"] < 60 for q in pending)
-    lanes = page.until("/v1/lanes", 3)
-    assert sorted((x["builder"], x["host"], x["state"]) for x in lanes) == [
-        (f"{a.id}/b1", a.id, "waiting_permission"), (f"{b.id}/b1", b.id, "waiting_permission"),
-        (f"{b.id}/b2", b.id, "idle")]
+    want = [(f"{a.id}/b1", a.id, "waiting_permission"), (f"{b.id}/b1", b.id, "waiting_permission"),
+            (f"{b.id}/b2", b.id, "idle")]
+    page.until("/v1/lanes", 3, lambda lanes: sorted((x["builder"], x["host"], x["state"]) for x in lanes) == want)
     status = page.get("/v1/status")
     assert [h["host"] for h in status["hosts"]] == sorted([a.id, b.id])
     assert all(0 <= h["heartbeat_age_s"] < 60 and h["shipped_seq"] > 0 for h in status["hosts"])
