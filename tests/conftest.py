@@ -25,7 +25,7 @@ __all__ = ["REPO", "FIXTURES", "TUI", "wait_until", "run_hook", "hookd_cli", "ho
 @pytest.fixture(scope="session", autouse=True)
 def forked_daemons():
     """Every DaemonProcess of the run starts forked from its test's process, which imported the
-    daemon once (tests/forkserve.py), unless the test is marked ``exec_daemon`` or ``e2e``, or
+    daemon once (tests/forkserve.py), unless the test is marked ``exec_daemon`` or
     ``HOOKD_TEST_DAEMON=exec``: then a new interpreter, as a user starts it."""
     from . import forkserve, fresh_schema
 
@@ -40,7 +40,7 @@ def pytest_runtest_setup(item):
     """(Before any of the test's fixtures, module-scoped ones too: they start daemons.)"""
     from . import forkserve
 
-    forkserve.exec_only = bool(item.get_closest_marker("exec_daemon") or item.get_closest_marker("e2e"))
+    forkserve.exec_only = bool(item.get_closest_marker("exec_daemon"))
 
 
 class _Chromium:

@@ -9,8 +9,8 @@ its own pid, sockets, database and log, with the given environment, stdin, stdou
 It gets signals, is killed with SIGKILL and exits with the CLI's exit code as the real one.
 
 What it does not repeat is the interpreter's start and the imports: where that is the point
-(a module marked ``pytest.mark.exec_daemon``: the start-up and crash tests, the real Claude
-Code), and everywhere with ``HOOKD_TEST_DAEMON=exec``, DaemonProcess starts a new interpreter.
+(a module marked ``pytest.mark.exec_daemon``: the start-up and crash tests, one module of the
+real Claude Code's), and everywhere with ``HOOKD_TEST_DAEMON=exec``, DaemonProcess starts a new interpreter.
 tests/conftest.py installs it (``DaemonProcess.popen``).
 
 :func:`run_forked` runs any function of this process's in such a child, for the tests that

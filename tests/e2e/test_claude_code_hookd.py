@@ -18,7 +18,8 @@ import pytest
 from .drivers import TmuxClaude, hermetic_env, wait_until
 from .fake_api import FakeAnthropicAPI
 
-pytestmark = pytest.mark.e2e
+# (one e2e module whose daemons are new interpreters, as a user starts them: the others fork)
+pytestmark = [pytest.mark.e2e, pytest.mark.exec_daemon]
 
 BUILDER = "b-e2e"
 BASH_ID = "toolu_01HKDBASH000000000000001"
