@@ -69,7 +69,8 @@ def _damaged(d: dict[str, Any]) -> str:
 def _notification(d: dict[str, Any]) -> str:
     failed = f": {_clip(d['error'], 80)}" if _given(d.get("error")) else ""
     tries = f" after {d['attempts']} attempts" if isinstance(d.get("attempts"), int) and d["attempts"] > 1 else ""
-    return f"{d.get('rule')} step {d.get('step')} to {d.get('channel')} ({d.get('type')}){tries}{failed}"
+    about = f" for {d['host']}/{d.get('builder') or '-'}" if _given(d.get("host")) else ""  # (the fleet's)
+    return f"{d.get('rule')} step {d.get('step')}{about} to {d.get('channel')} ({d.get('type')}){tries}{failed}"
 
 
 def _lane(d: dict[str, Any]) -> _Shown:

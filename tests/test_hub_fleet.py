@@ -313,3 +313,31 @@ def test_only_a_notifier_reads_other_hosts_interactions_and_it_claims_only_as_th
     assert pg(b_url, fleet_sql.claim, "q1", 1, 1) is True
     assert [(r["host_id"], r["step"], r["notified_by"], r["via"]) for r in pg(b_url, fleet_sql.notified)] == [
         (b, 0, a, "fleet"), (b, 1, b, "host")]
+
+
+def test_the_leads_record_of_another_hosts_notification_makes_no_lane_on_the_leads_host(cluster: PgCluster,
+                                                                                         tmp_path: Path) -> None:
+    hub = fresh_hub(cluster)
+    hosts = {"a": Host(hub, tmp_path, "a", notifier=True), "b": Host(hub, tmp_path, "b", notifier=False)}
+    a, b = hosts["a"], hosts["b"]
+    try:
+        a.start()
+        wait_until(lambda: _lead(hub) == a.role, 30, what="A leading")
+        b.start()
+        wait_until(lambda: b.notify()["lead_present"], 30, what="B seeing the lead")
+        qid = b.ask("b2")  # (b2 exists on B only)
+        wait_until(lambda: _about(hosts, qid)["a"], 30, what="A notifying B's question")
+        a.ask("b9")  # the lanes watcher takes A's events in order: b9's lane means it has read the notification
+        wait_until(lambda: any(e["kind"] == "lane_changed" and e["builder"] == "b9" for e in events(a.home)), 30,
+                   what="A's lane for its own b9")
+        (sent,) = [e for e in events(a.home) if e["kind"] == "notification_sent"
+                   and e["data"]["key"] == f"interaction:{qid}"]
+        assert (sent["builder"], sent["session_id"]) == (None, None)
+        assert (sent["data"]["host"], sent["data"]["builder"]) == (b.role, "b2")
+        assert [e["builder"] for e in events(a.home) if e["kind"] == "lane_changed"] == ["b9"]
+        r = hookd_cli(a.home, "events")
+        assert r.returncode == 0, r.stderr
+        assert f"question_pending step 0 for {b.role}/b2 to log (command)" in r.stdout, r.stdout
+    finally:
+        for h in hosts.values():
+            h.stop()

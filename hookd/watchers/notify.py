@@ -120,7 +120,8 @@ class Notifier:
         """Send ``alert`` on every one-way channel now, each with the configured retries, and
         wait for the outcome (the fleet notifier's sends: claimed on the hub, not in the
         store); each channel's outcome is a ``notification_sent`` / ``notification_failed``
-        event of this host's. True when a channel took it; never raises but for cancellation."""
+        event of this host's, with no builder or session (the interaction's host, builder and
+        session are in its data: ``host``, ``builder``, ``session_id``). True when a channel took it; never raises but for cancellation."""
         chans = [c for c in self.config.channels if c.type not in TWO_WAY_TYPES]
         if not chans or self._closed:
             return False
@@ -145,14 +146,17 @@ class Notifier:
             raise
         except Exception as e:  # noqa: BLE001 - a notifier must never take the daemon down
             error = str(e) or type(e).__name__
+        # the interaction is the named host's: its builder and session go in the data, never in
+        # this host's builder column (the lanes watcher would take them for a local builder)
         data: dict[str, Any] = {"key": alert.key, "step": alert.step, "channel": ch.name, "type": ch.type,
-                                "rule": alert.rule, "attempts": attempts, "host": alert.data.get("host")}
+                                "rule": alert.rule, "attempts": attempts, "host": alert.data.get("host"),
+                                "builder": alert.builder, "session_id": alert.session_id}
         if error:
             data["error"] = error
         status = "failed" if error else "sent"
         try:
-            await self.core.store.write(lambda tx: tx.append_event(f"notification_{status}", alert.builder,
-                                                                   alert.session_id, time.time(), data))
+            await self.core.store.write(lambda tx: tx.append_event(f"notification_{status}", None, None,
+                                                                   time.time(), data))
             await self.core.bus.publish()
         except Exception:
             log.exception("recording notification %s step %d on %s failed", alert.key, alert.step, ch.name)
