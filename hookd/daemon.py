@@ -278,6 +278,7 @@ def _start_hub(core: Hookd, home: Home, settings: Settings, notifier: Any, stop:
     mode, grace = notify_settings(home.root)
     link = FleetLink(url, mode, grace_s=grace)
     notifier.fleet = link
+    link.on_linked = notifier.wake
     lead = None
     if mode == "fleet" and one_way(notifier.config):
         cfg = notifier.config

@@ -341,3 +341,27 @@ def test_the_leads_record_of_another_hosts_notification_makes_no_lane_on_the_lea
     finally:
         for h in hosts.values():
             h.stop()
+
+
+def test_a_host_restarted_sends_no_step_the_fleet_notifier_sent_before_its_link_checked_the_hub(
+        cluster: PgCluster, tmp_path: Path) -> None:
+    hub = fresh_hub(cluster)
+    hosts = {"a": Host(hub, tmp_path, "a", notifier=True), "b": Host(hub, tmp_path, "b", notifier=False)}
+    a, b = hosts["a"], hosts["b"]
+    try:
+        a.start()
+        wait_until(lambda: _lead(hub) == a.role, 30, what="A leading")
+        b.start()
+        wait_until(lambda: b.notify()["lead_present"], 30, what="B seeing the lead")
+        qid = b.ask("b1")
+        wait_until(lambda: _about(hosts, qid)["a"] and b.notify()["by_fleet"] == 1, 30,
+                   what="A notifying B's question, B leaving it to the fleet")
+        b.d.stop()  # (SIGTERM: a clean stop) and started again: the question still pending on B
+        b.d.start()
+        wait_until(lambda: b.notify()["by_fleet"] + b.notify()["here"] == 1, 30,
+                   what=lambda: f"B deciding its step again after the restart: {b.notify()}")
+        assert b.notify()["by_fleet"] == 1 and _about(hosts, qid) == {"a": [b.role], "b": []}
+        assert "out of reach" not in b.d.log.read_text()
+    finally:
+        for h in hosts.values():
+            h.stop()

@@ -10,7 +10,9 @@ the hook path:
   (:meth:`FleetLink.decide`): with ``fleet``, a step due while the link is up and a fleet
   notifier holds the lead is left to the fleet for ``grace_s``; else, or once the grace is
   over, the host claims the step on the hub and notifies it itself unless the fleet already
-  has; the hub out of reach, it notifies locally (and records the claim once it is back).
+  has; the hub out of reach, it notifies locally (and records the claim once it is back). Just
+  started, it sends nothing before its link was up once (the hub's claims read) or ``grace_s``
+  passed without it.
 - :class:`FleetLead` (a host that may lead: a member of ``hookd_notifier``, ``notify =
   "fleet"``, a one-way channel configured): takes the lead's advisory lock when free (a
   standby tries again every ``poll_s``); leading, it reads the linked hosts' pending
@@ -105,9 +107,15 @@ class FleetLink(_Conn):
         self.lead_present = False
         self._conn: Any = None
         self._lock = asyncio.Lock()  # (one statement at a time on the connection)
-        self._unrecorded: list[tuple[str, int]] = []  # steps notified here while the hub was away
+        self._unrecorded: list[tuple[str, int, str]] = []  # steps notified here unclaimed, and why
         self.by_fleet = 0
         self.here = 0
+        #: when this link started (this host's clock): until it has linked once or ``grace_s``
+        #: has passed since, no step is sent here (the hub's claims are not known yet)
+        self.started_at = time.time()
+        self._checked = False  # whether the link was up once since the start
+        #: called once the link is up (the daemon wakes its notifier: steps held for it)
+        self.on_linked: Callable[[], None] | None = None
 
     def view(self) -> dict[str, Any]:
         """``notify``, ``link`` (``connecting``, ``up``, ``down``), ``lead_present``,
@@ -129,7 +137,9 @@ class FleetLink(_Conn):
                 linked_at = time.time()
                 await fleet_sql.link(conn, self.notify, 1 + secrets.randbelow(2**31 - 2), linked_at)
                 self.lead_present = await fleet_sql.lead_present(conn)
-            self._conn, self.linked_at = conn, linked_at
+            self._conn, self.linked_at, self._checked = conn, linked_at, True
+            if self.on_linked is not None:
+                self.on_linked()
             if self.state != "up":
                 log.info("hub %s: linked for notifications (%s) as host %s", self.key, self.notify, self.host_id)
             self.state, self.error = "up", None
@@ -144,10 +154,10 @@ class FleetLink(_Conn):
     async def _record(self, conn: Any) -> None:
         """Claim on the hub what this host notified while it was away (a duplicate is logged)."""
         while self._unrecorded:
-            iid, step = self._unrecorded[0]
+            iid, step, why = self._unrecorded[0]
             if not await fleet_sql.claim(conn, iid, step, None):
-                log.warning("interaction %s step %d was notified here and by the fleet notifier (the hub was "
-                            "out of reach)", iid, step)
+                log.warning("interaction %s step %d was notified here and by the fleet notifier (sent here "
+                            "unclaimed: %s)", iid, step, why)
             self._unrecorded.pop(0)
 
     async def decide(self, interaction_id: str, step: int, due_at: float, now: float) -> tuple[str, float | None]:
@@ -161,6 +171,10 @@ class FleetLink(_Conn):
         if linked is not None and due_at >= linked and self.lead_present and now < due_at + self.grace_s:
             return "wait", due_at + self.grace_s
         conn = self._conn
+        if conn is None and not self._checked and now < self.started_at + self.grace_s:
+            return "wait", self.started_at + self.grace_s  # (just started: the hub's claims unread yet)
+        why = (f"the hub was out of reach: {self.error}" if self.state == "down"
+               else f"this host's link to the hub was {self.state}")
         if conn is not None:
             try:
                 async with self._lock:
@@ -174,9 +188,10 @@ class FleetLink(_Conn):
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 - the hub away: notified here, recorded later
+                why = f"claiming it on the hub failed: {_why(e)}"
                 log.warning("hub %s: claiming %s step %d failed (%s); notified locally", self.key, interaction_id,
                             step, _why(e))
-        self._unrecorded.append((interaction_id, step))
+        self._unrecorded.append((interaction_id, step, why))
         self.here += 1
         return "send", None
 

@@ -100,6 +100,10 @@ class Notifier:
             self._wake.set()
         return sent
 
+    def wake(self) -> None:
+        """Evaluate the rules again now (the fleet's link is up: steps held for it are decided)."""
+        self._wake.set()
+
     async def clear(self, key: str) -> None:
         """The subject is resolved: no further steps, pending retries stop (``cleared``)."""
         self._lane.pop(key, None)
