@@ -151,7 +151,7 @@ def _fresh(age: float | None) -> str:
 def hub_lanes(url: str, as_json: bool) -> None:
     """``hookd --hub URL lanes``: every host's builders' lanes, as their last ``lane_changed``
     says. JSON items: ``host_id``, ``builder``, ``state``, ``since``, ``detail``, ``pending``,
-    ``queued`` (its inbox's, as the host last said), ``seq``, ``heartbeat_age_s``,
+    ``queued`` (its inbox's messages still queued, as the host's shipped inbox events say), ``seq``, ``heartbeat_age_s``,
     ``sends_queued`` (messages queued on the hub for it, not yet taken by its host; the
     table's ``queued`` counts both)."""
     import json
@@ -163,7 +163,7 @@ def hub_lanes(url: str, as_json: bool) -> None:
     for r in ops.lanes(url):
         d = json.loads(r["data"])
         items.append({"host_id": r["host_id"], "builder": r["builder"], "state": d.get("to"), "since": d.get("since"),
-                      "detail": d.get("detail"), "pending": d.get("pending") or [], "queued": d.get("queued") or 0,
+                      "detail": d.get("detail"), "pending": d.get("pending") or [], "queued": r["inbox_queued"],
                       "seq": r["seq"], "heartbeat_age_s": r["heartbeat_age_s"],
                       "sends_queued": queued.get((r["host_id"], "send", r["builder"]), 0)})
     if as_json:

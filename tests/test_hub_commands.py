@@ -29,7 +29,7 @@ from hookd.hub.config import redact
 from hookd.settings import Settings
 
 from .conftest import hookd_cli
-from .hubrig import Hub, ask, cluster_fixture, fresh_hub, pg, role, session
+from .hubrig import Hub, ask, cluster_fixture, fresh_hub, pg, role, session, shipped
 from .inproc import InProc
 from .pg import PgCluster
 from .test_answers import bash_perm, bash_post
@@ -353,3 +353,31 @@ def test_a_host_can_neither_read_nor_write_another_hosts_commands(hub: Hub) -> N
         return out
 
     assert pg(op, as_op) == {k: "InsufficientPrivilegeError" for k in ("operator", "outcome", "delete", "events")}
+
+
+def test_lanes_queued_is_the_hosts_inbox_as_it_ships_it_plus_the_hubs_queued_sends(hub: Hub, tmp_path: Path) -> None:
+    a = Host(hub, tmp_path, "ha").start()
+    try:
+        assert a.app is not None
+        app = a.app
+        session(app, "b1")
+        op = hub.operator()
+        for n in range(3):  # sent from the hub, applied: queued in the host's inbox
+            r = op_cli(op, tmp_path, "send", f"{a.id}/b1", f"note {n}")
+            assert r.returncode == 0 and r.stdout == f"{a.id}: queued m-{n + 1} for b1\n", (r.stdout, r.stderr)
+        assert app.request("POST", "/v1/builders/b1/messages", json={"text": "from here"}).status_code == 201
+        assert app.request("POST", "/v1/messages/m-1/cancel", json={}).status_code == 200
+        (lane,) = [x for x in app.get("/v1/lanes") if x["builder"] == "b1"]
+        assert lane["queued"] == 3  # m-2, m-3, m-4
+        shipped(app, hub, a.url)
+        lanes = json.loads(op_cli(op, tmp_path, "lanes", "--json").stdout)
+        assert [(x["builder"], x["state"], x["queued"], x["sends_queued"]) for x in lanes] == [("b1", "idle", 3, 0)]
+        a.stop()  # the host offline: a send waits on the hub, counted beside the host's inbox
+        r = op_cli(op, tmp_path, "send", f"{a.id}/b1", "later", "--no-wait")
+        assert r.returncode == 0, r.stderr
+        lanes = json.loads(op_cli(op, tmp_path, "lanes", "--json").stdout)
+        assert [(x["queued"], x["sends_queued"]) for x in lanes] == [(3, 1)]
+        (row,) = op_cli(op, tmp_path, "lanes").stdout.splitlines()[2:]
+        assert row.split()[:2] == [a.id, "b1"] and row.split()[5] == "4", row
+    finally:
+        a.stop()

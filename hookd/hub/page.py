@@ -80,7 +80,7 @@ def _lane(r: dict[str, Any], sends_queued: int) -> dict[str, Any]:
     return {"builder": f"{host}/{r['builder']}", "host": host, "local_builder": r["builder"], "state": d.get("to"),
             "since": d.get("since"), "detail": d.get("detail"),
             "pending": [f"{host}/{p}" for p in d.get("pending") or []],
-            "queued": (d.get("queued") or 0) + sends_queued, "sends_queued": sends_queued,
+            "queued": r["inbox_queued"] + sends_queued, "sends_queued": sends_queued,
             "heartbeat_age_s": r["heartbeat_age_s"]}
 
 

@@ -196,15 +196,36 @@ async def events(conn: Any, host: str | None = None, after: int = 0, limit: int 
     return [dict(r) for r in rows]
 
 
+#: Each host's inbox messages still queued, by builder, from its shipped inbox events: a
+#: message (``inbox_queued``'s ``id``) is queued while the last event naming it
+#: (``inbox_cancelled``'s ``id``; ``inbox_delivered``'s, ``inbox_adopted``'s,
+#: ``inbox_requeued``'s ``ids``) is ``inbox_queued`` or ``inbox_requeued``.
+_INBOX_QUEUED = (
+    "WITH touched AS (SELECT e.host_id, e.seq, e.kind, x.id FROM hookd.events e CROSS JOIN LATERAL"
+    " (SELECT e.data->>'id' AS id WHERE e.kind IN ('inbox_queued', 'inbox_cancelled')"
+    " UNION ALL SELECT json_array_elements_text(e.data->'ids')"
+    " WHERE e.kind IN ('inbox_delivered', 'inbox_adopted', 'inbox_requeued')) x"
+    " WHERE e.kind IN ('inbox_queued', 'inbox_cancelled', 'inbox_delivered', 'inbox_adopted', 'inbox_requeued')),"
+    " last AS (SELECT DISTINCT ON (host_id, id) host_id, id, kind FROM touched ORDER BY host_id, id, seq DESC)"
+    " SELECT q.host_id, q.builder, count(*) AS n FROM last l JOIN hookd.events q ON q.host_id = l.host_id"
+    " AND q.kind = 'inbox_queued' AND q.data->>'id' = l.id"
+    " WHERE l.kind IN ('inbox_queued', 'inbox_requeued') GROUP BY q.host_id, q.builder")
+
+
 async def lanes(conn: Any) -> list[dict[str, Any]]:
     """Each host's builders' lanes as their last ``lane_changed`` event says: ``host_id``,
     ``builder``, ``seq``, ``at`` (UNIX seconds), ``data`` (JSON text: ``from``, ``to``,
-    ``since``, ``detail``, ``pending``, ``queued``), ``heartbeat_age_s`` (the host's
-    freshness: seconds since its heartbeat, None without one); by host, then builder."""
+    ``since``, ``detail``, ``pending``, ``queued``: as of that event), ``inbox_queued`` (the
+    builder's inbox messages still queued now, as the host's shipped inbox events say),
+    ``heartbeat_age_s`` (the host's freshness: seconds since its heartbeat, None without
+    one); by host, then builder."""
     rows = await conn.fetch(
-        "SELECT DISTINCT ON (e.host_id, e.builder) e.host_id, e.builder, e.seq, e.at, e.data::text AS data,"
+        f"WITH inbox AS ({_INBOX_QUEUED})"
+        " SELECT DISTINCT ON (e.host_id, e.builder) e.host_id, e.builder, e.seq, e.at, e.data::text AS data,"
+        " coalesce(i.n, 0)::int AS inbox_queued,"
         " extract(epoch FROM now() - h.heartbeat_at)::float8 AS heartbeat_age_s"
         " FROM hookd.events e LEFT JOIN hookd.hosts h ON h.host_id = e.host_id"
+        " LEFT JOIN inbox i ON i.host_id = e.host_id AND i.builder = e.builder"
         " WHERE e.kind = 'lane_changed' AND e.builder IS NOT NULL ORDER BY e.host_id, e.builder, e.seq DESC")
     return [dict(r) for r in rows]
 
