@@ -578,3 +578,23 @@ command = ["{sys.executable}", "-c", "import sys; sys.exit('no pager here')"]
 def test_notify_test_without_channels(home: Path) -> None:
     r = hookd_cli(home, "notify", "test")
     assert r.returncode == 2 and "no [[notify.channel]]" in r.stderr
+
+
+def test_a_fleet_alerts_answer_line_answers_through_the_hub():
+    """The fleet's notifier's alert for another host's interaction (docs/fleet.md "One notifier
+    for the fleet"): the lead's own `hookd answer ID` cannot reach that host; its Answer: line
+    names the host and goes through the hub, the operator's URL left to the reader."""
+    from hookd.watchers.notify_fleet import fleet_alert
+
+    q = {"host_id": "hostb", "kind": "question_pending", "builder": "b2", "session_id": "s", "at": 1000.0,
+         "data": {"id": "toolu_1", "kind": "question", "tool_name": "AskUserQuestion",
+                  "questions": [{"question": "Which color?", "options": [{"label": "Red"}, {"label": "Blue"}]}]}}
+    a = fleet_alert(q, 0, 2, 1060.0)
+    assert (a.title, a.message) == (
+        "[hostb] hookd: b2 is waiting for your answer",
+        "on host hostb: b2 has been waiting 1 min for an answer to: Which color? (options: Red, Blue). "
+        "Answer: hookd --hub <operator URL> answer hostb/toolu_1 --option Red")
+    p = {**q, "kind": "permission_pending",
+         "data": {"id": "pr_1", "kind": "permission", "tool_name": "Bash", "tool_input": {"command": "ls"}}}
+    assert fleet_alert(p, 0, 2, 1060.0).message.splitlines()[-1] == (
+        'Answer: hookd --hub <operator URL> answer hostb/pr_1 --option allow   (or: --option deny --text "why")')

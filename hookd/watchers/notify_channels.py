@@ -92,7 +92,7 @@ def view_lines(view: ToolView) -> list[str]:
 
 
 def interaction_alert(i: Interaction, step: int, steps: int, now: float, view: ToolView | None = None,
-                      default: dict[str, Any] | None = None) -> Alert:
+                      default: dict[str, Any] | None = None, answer: str | None = None) -> Alert:
     """The alert for a pending question, permission prompt or elicitation (its server, message
     and fields, the answer command). view: a permission prompt's
     tool call as a person reads it (its adapter's ``present_tool``; None: compact JSON of the
@@ -100,8 +100,9 @@ def interaction_alert(i: Interaction, step: int, steps: int, now: float, view: T
     own, and whether it looks destructive. default: the builder's default answer for it
     (:meth:`hookd.core.policy.Policy.defaults`: ``{"answer": words, "at": UNIX seconds}``;
     None: none), said last (``Unless you answer, hookd denies it in 4m.``) and in ``data``
-    as ``default_answer``."""
-    alert = _interaction_alert(i, step, steps, now, view)
+    as ``default_answer``. answer: the command its ``Answer:`` line gives, up to the id (None:
+    ``hookd answer ID``, run on the interaction's own host)."""
+    alert = _interaction_alert(i, step, steps, now, view, answer)
     if default is None:
         return alert
     left = float(default["at"]) - now
@@ -111,8 +112,10 @@ def interaction_alert(i: Interaction, step: int, steps: int, now: float, view: T
     return msgspec.structs.replace(alert, message=said, data={**alert.data, "default_answer": default})
 
 
-def _interaction_alert(i: Interaction, step: int, steps: int, now: float, view: ToolView | None) -> Alert:
+def _interaction_alert(i: Interaction, step: int, steps: int, now: float, view: ToolView | None,
+                       answer: str | None) -> Alert:
     waited = duration(now - i.created_at)
+    cmd = answer or f"hookd answer {i.id}"
     nth = f" (reminder {step} of {steps - 1})" if step else ""
     if i.kind == "elicitation":
         shown = i.input if isinstance(i.input, dict) else {}
@@ -124,7 +127,7 @@ def _interaction_alert(i: Interaction, step: int, steps: int, now: float, view: 
         message = visible(f"{i.builder} has been waiting {waited}: {i.tool_name} asks: {shown.get('message') or '-'}"
                           + (f" (fields: {', '.join(map(str, names))})" if names else "")
                           + (f" (open {shown.get('url')})" if shown.get("url") else "") + f"{nth}. "
-                          f"Answer: hookd answer {i.id} --option accept{how}   (or: --option decline)")
+                          f"Answer: {cmd} --option accept{how}   (or: --option decline)")
         what: Any = {"server": i.tool_name, "message": shown.get("message"), "fields": names}
     elif i.kind == "plan":
         plan, path = plan_text(i)
@@ -135,7 +138,7 @@ def _interaction_alert(i: Interaction, step: int, steps: int, now: float, view: 
         message = "\n".join([
             f"{i.builder} has been waiting {waited} for you to approve its plan{nth}.",
             *("  " + x for x in preview + (["…"] if len(lines) > DETAIL_LINES else [])),
-            f"Answer: hookd answer {i.id} --option auto   (or: --option manual; --option deny --text \"what to change\")"])
+            f"Answer: {cmd} --option auto   (or: --option manual; --option deny --text \"what to change\")"])
         what = {"plan": plan, "plan_path": path}
     elif i.kind == "permission":
         view = view if view is not None else json_view(i.input)
@@ -148,7 +151,7 @@ def _interaction_alert(i: Interaction, step: int, steps: int, now: float, view: 
             f"{who} has been waiting {waited} for permission to run {i.tool_name}: "
             f"{visible(view.summary)}{risky}{nth}.",
             *("  " + x for x in view_lines(view)),
-            f"Answer: hookd answer {i.id} --option allow   (or: --option deny --text \"why\")"])
+            f"Answer: {cmd} --option allow   (or: --option deny --text \"why\")"])
         what = {"tool_name": i.tool_name, "input": i.input, "tool_view": msgspec.to_builtins(view)}
     else:
         qs = [q for q in (i.questions or []) if isinstance(q, dict)]
@@ -159,7 +162,7 @@ def _interaction_alert(i: Interaction, step: int, steps: int, now: float, view: 
         how = (f"--option {_shell_word(opts[0])}" if opts else "--text \"...\"")
         message = visible(f"{i.builder} has been waiting {waited} for an answer to: {text}"
                           + (f" (options: {', '.join(map(str, opts))})" if opts else "") + f"{nth}. "
-                          f"Answer: hookd answer {i.id} {how}")  # one line: the agent's text has no say
+                          f"Answer: {cmd} {how}")  # one line: the agent's text has no say
         what = {"questions": [q.get("question") for q in qs]}
     return Alert(key=f"interaction:{i.id}", rule=rule, step=step, builder=i.builder, session_id=i.session_id,
                  title=title, message=message, at=now,

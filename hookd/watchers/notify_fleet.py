@@ -33,7 +33,8 @@ def fleet_alert(row: dict[str, Any], step: int, steps: int, now: float) -> Alert
     (``host_id``, ``kind``: its ``*_pending`` event's, ``builder``, ``session_id``, ``at``,
     ``data``: the event's data, decoded): the host's alert as its own notifier would word it
     (the harness unknown: a tool call as compact JSON), ``[host]`` before the title, ``on
-    host H:`` before the message, ``host`` in ``data``."""
+    host H:`` before the message, ``host`` in ``data``, and its ``Answer:`` line through the
+    hub: ``hookd --hub <operator URL> answer HOST/ID ...``."""
     data, host = row["data"], str(row["host_id"])
     kind = cast(Literal["question", "permission", "plan", "elicitation"],
                 data.get("kind") if data.get("kind") in ("plan", "permission") else _KINDS.get(row["kind"], "question"))
@@ -51,7 +52,9 @@ def fleet_alert(row: dict[str, Any], step: int, steps: int, now: float) -> Alert
                     created_at=float(row["at"]), resolved_at=None, revision=1, input=shown,
                     agent_type=data.get("agent_type"))
     view = present_tool(None, tool, shown) if kind == "permission" else None
-    alert = interaction_alert(i, step, steps, now, view)
+    # (answered through the hub: the lead's own `hookd answer` reaches only its own host, and the
+    # operator's URL, with its password, is the operator's, not the lead's to know)
+    alert = interaction_alert(i, step, steps, now, view, answer=f"hookd --hub <operator URL> answer {host}/{i.id}")
     return msgspec.structs.replace(alert, title=f"[{host}] {alert.title}", message=f"on host {host}: {alert.message}",
                                    data={**alert.data, "host": host})
 
