@@ -67,7 +67,7 @@ def _add(ctx: click.Context, name: str, password_file: Path | None, as_json: boo
         out = {"role": name, "kind": "operator" if operator else "host", "password": password, "url": role_url}
         _echo_json(out if operator else {**out, "notifier": notifier})
     elif operator:
-        _out(f"operator {name} ready (reads every host, writes nothing); read with: hookd --hub '{role_url}' lanes")
+        _out(f"operator {name} ready (reads every host; writes only commands: answers and messages for hosts); read with: hookd --hub '{role_url}' lanes")
     else:
         may = "; it may notify for the fleet" if notifier else ""
         _out(f"host {name} ready (writes only its own rows{may}); on that machine: hookd serve --hub '{role_url}'")
@@ -95,7 +95,8 @@ def add_host(ctx: click.Context, name: str, password_file: Path | None, notifier
 @click.option("--json", "as_json", is_flag=True, help="Print {role, kind, password, url} as JSON.")
 @click.pass_context
 def add_operator(ctx: click.Context, name: str, password_file: Path | None, as_json: bool) -> None:
-    """Create operator NAME's role (reads every host's rows, writes none), or give it a new password."""
+    """Create operator NAME's role (reads every host's rows; writes only commands: answers and
+    messages for hosts), or give it a new password."""
     _add(ctx, name, password_file, as_json, operator=True)
 
 
@@ -259,7 +260,7 @@ def hub_command(url: str, kind: str, target: str, body: dict[str, Any], wait_s: 
             raise click.exceptions.Exit(2)
         return
     if c["state"] == "refused":
-        raise Conflict(f"{host} refused it: {c['reason']}")
+        raise Conflict(f"{host} refused it: {ops.on_host(host, c['reason'])}")
     if c["state"] == "applied":
         r = c["result"] or {}
         _out(f"{host}: {answered_line(r) if kind == 'answer' else sent_line(r)}")
@@ -297,7 +298,7 @@ def hub_inbox(url: str, target: str | None, limit: int, as_json: bool) -> None:
     rows: list[list[Any]] = []
     for c in items:
         res = c["result"] or {}
-        what = _what_command(c) + (f" (refused: {c['reason']})" if c["state"] == "refused" else "")
+        what = _what_command(c) + (f" (refused: {ops.on_host(c['host_id'], c['reason'])})" if c["state"] == "refused" else "")
         done_at = c["applied_at"] if c["applied_at"] is not None else c["created_at"]
         rows.append([c["host_id"], c["kind"], c["builder"] or "-",
                      c["interaction_id"] or (res.get("message") or {}).get("id") or "-", c["state"],

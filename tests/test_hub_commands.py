@@ -193,6 +193,14 @@ def test_an_answer_racing_the_desk_or_the_cli_is_decided_once(hub: Hub, two: tup
     assert re.fullmatch(rf"hookd: {a.id} refused it: the desk answered first: {p['id']} is already allowed"
                         r" at the desk at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n", r.stderr), r.stderr
     assert (i["surface"], i["decision"]) == ("terminal", "allow")
+    # a late answer with words is kept in the host's inbox: taking it back is a command of that host's
+    r = op_cli(op, tmp_path, "answer", f"{a.id}/{p['id']}", "--option", "deny", "--text", "not that one",
+               "--response-id", "late")
+    assert r.returncode == 2 and r.stderr.endswith(
+        f"; your answer was kept as inbox message m-1 for b1; take it back on {a.id} (a command run there):"
+        " hookd inbox cancel m-1\n"), r.stderr
+    r = op_cli(op, tmp_path, "inbox")
+    assert f"take it back on {a.id} (a command run there): hookd inbox cancel m-1)" in r.stdout, r.stdout
     # the local CLI (the answer `hookd answer` posts) and the hub at once: exactly one wins, the
     # other is refused with the local reason
     held, p = a.held_permission("npm run lint")
@@ -207,7 +215,7 @@ def test_an_answer_racing_the_desk_or_the_cli_is_decided_once(hub: Hub, two: tup
     decision = json.loads(finish(held)[1])["hookSpecificOutput"]["decision"]["behavior"]
     assert decision == ("deny" if winner == "hub" else "allow")
     assert a.app.interaction(p["id"])["surface"] == winner
-    assert [r["state"] for r in command_rows(hub)] == ["refused", "applied" if winner == "hub" else "refused"]
+    assert [r["state"] for r in command_rows(hub)] == ["refused", "refused", "applied" if winner == "hub" else "refused"]
 
 
 def test_a_host_offline_gets_its_command_when_it_is_back_and_a_restart_applies_nothing_again(

@@ -141,6 +141,15 @@ def _about(hosts: dict[str, Host], qid: str) -> dict[str, list[str]]:
 def test_a_question_on_any_host_is_notified_once_by_the_lead_and_failover_loses_and_repeats_nothing(fleet: Any) -> None:
     hub, hosts = fleet
     a, b, c = hosts["a"], hosts["b"], hosts["c"]
+    # C may not lead: it holds no connection for it (B, standing by, holds one: its last
+    # statement asked for the lead's lock)
+    assert c.notify()["notifier"] == {"role": "not_allowed", "state": "idle", "notified": 0}
+
+    def candidates(h: Host) -> int:
+        return int(pg(hub.admin, lambda conn: conn.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE usename = $1 AND (query LIKE '%pg_has_role%'"
+            " OR query LIKE '%pg_try_advisory_lock%')", h.role)))
+    assert (candidates(b), candidates(c)) == (1, 0)
     asked = {n: h.ask("b1") for n, h in hosts.items()}  # on B and C, and on the lead's own host
     for n, qid in asked.items():
         wait_until(lambda qid=qid: _about(hosts, qid)["a"], 30, what=f"A notifying {n}'s question")

@@ -45,6 +45,8 @@ log = logging.getLogger("hookd.hub")
 #: How long the lead leaves a step no channel took before trying it again (seconds; its host
 #: claims it itself once its grace is over).
 UNSENT_RETRY_S = 60.0
+#: How often a host whose role may not lead (not in ``hookd_notifier``) looks again (seconds).
+NOT_ALLOWED_RECHECK_S = 60.0
 
 Send = Callable[[dict[str, Any], int, int, float], Awaitable[bool]]
 
@@ -61,17 +63,19 @@ class _Conn:
         self.state = "connecting"
         self.error: str | None = None
 
-    async def loop(self, stop: asyncio.Event, body: Callable[[Any], Awaitable[None]]) -> None:
+    async def loop(self, stop: asyncio.Event, body: Callable[[Any], Awaitable[float | None]]) -> None:
+        """Connect and run ``body(conn)`` until ``stop``, again after each failure (backoff) or
+        return (``body``'s return: seconds to wait before connecting again; None: the backoff's)."""
         import asyncpg
 
         delay = 0.1
         while not stop.is_set():
-            conn = None
+            conn, pause = None, None
             try:
                 conn = await asyncpg.connect(self.url, timeout=self.connect_timeout_s,
                                              command_timeout=self.command_timeout_s)
                 delay = 0.1
-                await body(conn)
+                pause = await body(conn)
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # (the hub refused, went away, timed out: never the daemon's end)
@@ -84,7 +88,7 @@ class _Conn:
                     with contextlib.suppress(Exception):
                         conn.terminate()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), delay)
+                await asyncio.wait_for(stop.wait(), delay if pause is None else pause)
             delay = min(delay * 2, self.retry_max_s)
 
 
@@ -129,7 +133,7 @@ class FleetLink(_Conn):
         """Link, look for the lead every ``poll_s``; relink after any failure; until ``stop``."""
         await self.loop(stop, lambda conn: self._linked(conn, stop))
 
-    async def _linked(self, conn: Any, stop: asyncio.Event) -> None:
+    async def _linked(self, conn: Any, stop: asyncio.Event) -> None:  # (returns only when stopped)
         try:
             async with self._lock:
                 self.host_id = await sql.host_id(conn)
@@ -211,13 +215,16 @@ class FleetLead(_Conn):
         self.steps_s = tuple(steps_s)
         self.poll_s = poll_s
         self.read_every_s = read_every_s
-        #: ``standby``, ``lead``, ``not_allowed`` (the role is not in hookd_notifier), or the connection's state
+        #: ``standby``, ``lead``, ``not_allowed`` (the role is not in hookd_notifier: no
+        #: connection is held then, ``state`` ``idle``; looked at again every ``recheck_s``)
         self.role = "standby"
+        self.recheck_s = NOT_ALLOWED_RECHECK_S
         self.notified = 0
         self._unsent: dict[tuple[str, str, int], float] = {}  # a step no channel took -> when to try again
 
     def view(self) -> dict[str, Any]:
-        """``role`` (``standby``, ``lead``, ``not_allowed``), ``state`` (the connection's),
+        """``role`` (``standby``, ``lead``, ``not_allowed``), ``state`` (the connection's;
+        ``idle``: not allowed, no connection held),
         ``notified`` (steps this host notified for the fleet since it started)."""
         return {"role": self.role, "state": self.state, "notified": self.notified}
 
@@ -225,21 +232,25 @@ class FleetLead(_Conn):
         """Stand by, lead when the lock is free, until ``stop``."""
         await self.loop(stop, lambda conn: self._stand_by(conn, stop))
 
-    async def _stand_by(self, conn: Any, stop: asyncio.Event) -> None:
+    async def _stand_by(self, conn: Any, stop: asyncio.Event) -> float | None:
         self.state, self.error = "up", None
         try:
             while not stop.is_set():
                 if not await fleet_sql.may_lead(conn):
-                    self.role = "not_allowed"
-                elif await fleet_sql.try_lead(conn):
+                    # (its connection closed: a host that may not lead holds none of the hub's
+                    # connections for it; a later `hub add-host --notifier` is seen at the next look)
+                    self.role, self.state = "not_allowed", "idle"
+                    return self.recheck_s
+                if await fleet_sql.try_lead(conn):
                     await self._lead(conn, stop)
-                    return
-                else:
-                    self.role = "standby"
+                    return None
+                self.role = "standby"
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), self.poll_s if self.role == "standby" else 30.0)
+                    await asyncio.wait_for(stop.wait(), self.poll_s)
+            return None
         finally:
-            self.role = "standby"
+            if self.role == "lead":
+                self.role = "standby"
 
     async def _lead(self, conn: Any, stop: asyncio.Event) -> None:
         self.role = "lead"

@@ -192,6 +192,13 @@ def view(row: dict[str, Any]) -> dict[str, Any]:
             "heartbeat_age_s": row.get("heartbeat_age_s")}
 
 
+def on_host(host: str, reason: str) -> str:
+    """A host's refusal ``reason`` as read away from the host: the local commands it advises
+    (``take it back: hookd inbox cancel m-5``, :func:`hookd.core.answers.take_back`) are the
+    host's, run on that host (the hub takes nothing back yet)."""
+    return reason.replace("take it back: hookd ", f"take it back on {host} (a command run there): hookd ")
+
+
 def commands(url: str, host: str | None = None, limit: int = 1000) -> list[dict[str, Any]]:
     """The newest ``limit`` commands the role may see (of ``host``, else every host's), oldest
     first, as :func:`view` gives each."""

@@ -174,7 +174,7 @@ class HubSource:
         body = {k: v for k, v in body.items() if k not in ("surface", "actor")}
         c = await self._with(ops.queue, "answer", f"{host}/{iid}", body, self.wait_s)
         if c["state"] == "refused":
-            raise Conflict(f"{host}: {c['reason']}")
+            raise Conflict(f"{host}: {ops.on_host(host, c['reason'])}")
         warning = None if c["state"] == "applied" else _queued_words(c)
         return {"command": c, "interaction": await self.interaction(qualified), "warning": warning,
                 "duplicate": not c["created"]}
@@ -188,7 +188,7 @@ class HubSource:
             raise BadRequest("text: a message needs words")
         c = await self._with(ops.queue, "send", f"{host}/{builder}", {"text": text, "id": body.get("id")}, self.wait_s)
         if c["state"] == "refused":
-            raise Conflict(f"{host}: {c['reason']}")
+            raise Conflict(f"{host}: {ops.on_host(host, c['reason'])}")
         return {"message": _message(c), "command": c}
 
     async def stream(self, should_exit: Callable[[], bool]) -> AsyncIterator[dict[str, Any]]:
