@@ -240,3 +240,24 @@ def test_a_pending_post_is_reminded_in_its_thread_and_no_more_once_it_ended(fres
     [pending] = r.app.questions("pending")
     r.answer(pending["id"], options=["deny"])
     finish(held)
+
+
+# --- /lanes and /send as the CLI has them ----------------------------------------------------
+
+def test_lanes_shows_the_lanes_as_they_are_now_not_as_last_recorded(rig: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chat /lanes renders the lanes computed now (as ``hookd lanes``): a stalled permission
+    2 minutes later says 2m, where the recorded lane said 0s."""
+    r, fake = rig
+    r.start_hook(bash_perm("make deploy"))
+    (p,) = r.app.get("/v1/questions?state=pending")
+    r.held(p["id"])
+    wait_until(lambda: [lane["state"] for lane in r.app.get("/v1/lanes")] == ["stalled"], 60, what="the lane stalled")
+    clock = r.app.store.clock
+    wall, boottime = clock._wall, clock._boottime
+    monkeypatch.setattr(clock, "_wall", lambda: wall() + 125)  # two minutes pass
+    monkeypatch.setattr(clock, "_boottime", lambda: boottime() + 125)
+    fake.say(ALLOWED, "/lanes")
+    line = wait_until(lambda: next((x for x in fake.replies() if x.startswith("b1: ")), None), 60,
+                      what=lambda: f"/lanes: {fake.replies()}")
+    assert line == f"b1: stalled for 2m, 1 pending, 0 queued (permission {p['id']} waiting on a human for 2m)"
+

@@ -19,10 +19,11 @@ from hookd.config import check_builder_id
 from hookd.http.responses import enc, json_response
 from hookd.http.status import core_status
 from hookd.http.views import with_tool_view, with_tool_views
-from hookd.models import DECISION_KINDS, AnswerRequest, BadRequest, Conflict, NotFound, PayloadTooLarge, Subagent, os_user
+from hookd.models import DECISION_KINDS, AnswerRequest, BadRequest, Conflict, NotFound, PayloadTooLarge, os_user
 from hookd.core import Hookd
-from hookd.spawn import list_unspawned, read_manifest, unspawned_at
+from hookd.spawn import read_manifest, unspawned_at
 from hookd.untrusted import decode_json
+from hookd.watchers.lane_view import lanes_now
 
 
 #: The surfaces a REST body may name (``telegram``, ``slack`` and ``hub`` are hookd's own relays).
@@ -139,46 +140,10 @@ async def read_api_body(request: Request, limit: int = MAX_API_BODY) -> bytes:
     return bytes(buf)
 
 
-_LANE_RANK = {"stalled": 0, "failed": 0, "dead": 1, "waiting_question": 2, "waiting_permission": 3, "idle": 4, "working": 5, "ended": 6,
-              "unspawned": 7}
-
-
 def _hm(ts: float) -> str:
     """``ts`` (UNIX seconds) as the daemon's local time with its UTC offset
     (:func:`hookd.clock.when`: ``2026-12-02 19:40:01 +01:00``)."""
     return when(ts)
-
-
-def _unspawned(lane: Any, at: float) -> Any:
-    """``lane`` of a builder unspawned at ``at``: state ``unspawned``, since then, the lane it
-    would have in its detail."""
-    return msgspec.structs.replace(lane, state="unspawned", since=at, due=None,
-                                   detail=f"unspawned at {_hm(at)} (was {lane.state}: {lane.detail})")
-
-
-def _with_subagents(lanes: list[Any], running: list[Subagent]) -> list[Any]:
-    """``lanes`` with each builder's running subagents (``subagents``, oldest first), but for a
-    lane whose agent is gone (``dead``, ``ended``: its subagents went with it) or no longer
-    hooked (``unspawned``: nothing would say that they ended)."""
-    if not running:
-        return lanes
-    by: dict[str, list[Subagent]] = {}
-    for s in running:
-        by.setdefault(s.builder, []).append(s)
-    return [msgspec.structs.replace(lane, subagents=tuple(by[lane.builder]))
-            if lane.builder in by and lane.state not in ("dead", "ended", "unspawned") else lane for lane in lanes]
-
-
-def _hooks_changed(lane: Any, warning: dict[str, Any]) -> Any:
-    """``lane`` of a builder whose hooks stopped working: the warning in ``hooks_changed`` and
-    first in its detail."""
-    return msgspec.structs.replace(lane, hooks_changed=warning,
-                                   detail=f"hooks stopped working: {warning.get('reason')}; {lane.detail}")
-
-
-def _lane_order(lane: Any) -> tuple[int, float]:
-    """Lanes waiting on a human first, then the rest; oldest state first."""
-    return (_LANE_RANK.get(lane.state, 9), lane.since)
 
 
 class RestApi:
@@ -365,19 +330,7 @@ class RestApi:
         return json_response({"builder": builder, "files": out}, 201)
 
     async def lanes(self, request: Request) -> Response:
-        core = self.core
-        watch = core.lanes
-        if watch is None:
-            raise BadRequest("lanes are not being watched")
-        lanes = await watch.compute()
-        gone = await asyncio.to_thread(list_unspawned, self.core.home)
-        if gone:  # (a lane of a builder unspawned: its agent has no hooks of hookd's any more)
-            lanes = [_unspawned(lane, gone[lane.builder]) if lane.builder in gone else lane for lane in lanes]
-        lanes = _with_subagents(lanes, await core.store.running_subagents())
-        warned = await core.store.hooks_changed()
-        if warned:  # (hookd.core.hookhealth: its hooks stopped working)
-            lanes = [_hooks_changed(lane, warned[lane.builder]) if lane.builder in warned else lane for lane in lanes]
-        lanes = sorted(lanes, key=_lane_order)
+        lanes = await lanes_now(self.core)
         parts = []
         for i in range(0, len(lanes), 500):  # encoded 500 lanes per turn of the event loop
             if i:

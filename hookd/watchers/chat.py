@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
+from hookd.clock import span
 from hookd.harness.registry import present_tool
 from hookd.models import AnswerRequest, BadRequest, Conflict, HookdError, Interaction, NotFound
 from hookd.untrusted import visible
@@ -48,6 +49,7 @@ from hookd.watchers.chat_posts import (
     interaction_post,
     stepwise,
 )
+from hookd.watchers.lane_view import lanes_now
 from hookd.watchers.notify_channels import duration
 
 if TYPE_CHECKING:
@@ -456,8 +458,17 @@ class ChatRelay:
         return f"Queued for {builder} ({msg.id})." if created else f"Already queued for {builder} ({msg.id})."
 
     async def _lanes(self) -> str:
-        lanes = await self.core.store.lanes()
-        if not lanes:
-            return "No lanes."
-        return "\n".join(f"{b}: {state}" + (f" ({detail})" if detail else "")
-                         for b, (state, _since, _sid, detail) in sorted(lanes.items()))
+        """Every lane as ``hookd lanes`` shows it now (:func:`hookd.watchers.lane_view.lanes_now`):
+        a line per lane (state, for how long, pending, queued, detail), one per running subagent
+        under it; unspawned builders counted, not shown."""
+        lanes, now = await lanes_now(self.core), self.core.store.clock.wall()
+        shown = [lane for lane in lanes if lane.state != "unspawned"]
+        lines = []
+        for lane in shown:
+            lines.append(f"{lane.builder}: {lane.state} for {span(now - lane.since)}, {len(lane.pending)} pending, "
+                         f"{lane.queued} queued" + (f" ({lane.detail})" if lane.detail else ""))
+            lines += [f"  ↳ {s.agent_type or 'subagent'}: {s.waiting} for {span(now - s.started_at)}"
+                      + (f", waiting on {', '.join(s.pending)}" if s.pending else "") for s in lane.subagents or ()]
+        if hidden := len(lanes) - len(shown):
+            lines.append(f"({hidden} unspawned builder{'s' if hidden > 1 else ''} not shown)")
+        return "\n".join(lines) if lines else "No lanes."
