@@ -261,3 +261,13 @@ def test_lanes_shows_the_lanes_as_they_are_now_not_as_last_recorded(rig: Any, mo
                       what=lambda: f"/lanes: {fake.replies()}")
     assert line == f"b1: stalled for 2m, 1 pending, 0 queued (permission {p['id']} waiting on a human for 2m)"
 
+
+def test_send_to_a_builder_not_known_is_refused_as_the_cli_refuses_it(rig: Any) -> None:
+    r, fake = rig
+    fake.say(ALLOWED, "/send nosuch hi")
+    said(fake, "builder 'nosuch' is not known: spawn it first (or check the name)")
+    fake.say(ALLOWED, "/lanes")
+    lanes = wait_until(lambda: next((x for x in fake.replies() if x.startswith("b1: ")), None), 60,
+                       what=lambda: f"/lanes: {fake.replies()}")
+    assert "nosuch" not in lanes
+    assert r.app.get("/v1/messages") == []

@@ -278,8 +278,7 @@ class RestApi:
 
     async def known_builder(self, request: Request) -> str:
         builder = check_builder_id(request.path_params["builder"])
-        if read_manifest(self.core.home, builder) is None and not await self.core.store.builder_known(builder):
-            raise NotFound(f"builder {builder!r} is not known: spawn it first (or check the name)")
+        await self.core.known_builder(builder)
         return builder
 
     async def answer(self, request: Request) -> Response:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import msgspec
 
 from hookd.clock import span
+from hookd.config import check_builder_id
 from hookd.harness.registry import present_tool
 from hookd.models import AnswerRequest, BadRequest, Conflict, HookdError, Interaction, NotFound
 from hookd.untrusted import visible
@@ -453,6 +454,7 @@ class ChatRelay:
         return await self._answer(inc, p, p.revision or 0, body)
 
     async def _send(self, inc: Incoming, builder: str, text: str) -> str:
+        await self.core.known_builder(check_builder_id(builder))  # (as REST's send: no message for a typo)
         msg, created = await self.core.send_message(builder, text, key=f"{self.ch.name}:{inc.update_id}",
                                                     author=self._actor(inc))
         return f"Queued for {builder} ({msg.id})." if created else f"Already queued for {builder} ({msg.id})."
