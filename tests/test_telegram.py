@@ -8,6 +8,8 @@ ignored, the edit after a CLI answer, /send and /lanes, the fake going away and 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -276,6 +278,37 @@ def test_notify_test_posts_on_the_telegram_channel(home: Path, fake: FakeTelegra
     fake.stop()
     r = hookd_cli(home, "notify", "test", "--channel", "phone")
     assert r.returncode == 1 and r.stdout.startswith("phone (telegram): failed: ") and "999:revoked" not in r.stdout
+
+
+def test_notify_test_has_the_daemon_send_it_with_the_token_in_its_own_environment(home: Path, fake: FakeTelegram) -> None:
+    """README's ``token_env`` with the variable set only where the daemon runs (``hookd service``'s
+    unit): ``hookd notify test`` asks the daemon to send it; with no daemon running it reads the
+    tokens of the channel it tests only."""
+    write_config(home, fake)
+    cfg = home / "config.toml"
+    cfg.write_text(cfg.read_text().replace(f'token = "{TOKEN}"', 'token_env = "HOOKD_TEST_TG_TOKEN"') + f"""
+[[notify.channel]]
+type = "command"
+name = "pager"
+command = ["{sys.executable}", "-c", "pass"]
+""")
+    assert "HOOKD_TEST_TG_TOKEN" not in os.environ
+    r = hookd_cli(home, "notify", "test", "--channel", "pager")  # no daemon: phone's variable not read
+    assert (r.returncode, r.stdout, r.stderr) == (0, "pager (command): ok\n", "")
+    r = hookd_cli(home, "notify", "test", "--channel", "phone")
+    assert r.returncode == 2 and "environment variable HOOKD_TEST_TG_TOKEN is not set" in r.stderr
+    d = DaemonProcess(home, env={**os.environ, "HOOKD_TEST_TG_TOKEN": TOKEN}).start()
+    try:
+        r = hookd_cli(home, "notify", "test", "--channel", "phone")
+        assert (r.returncode, r.stdout, r.stderr) == (0, "phone (telegram): ok\n", "")
+        assert [m["text"].split("\n")[0] for m in fake.sent_to_chat()] == ["hookd: test notification"]
+        r = hookd_cli(home, "notify", "test", "--channel", "nosuch")
+        assert r.returncode == 1 and "no channel 'nosuch'" in r.stderr
+        r = hookd_cli(home, "notify", "test")
+        assert (r.returncode, r.stdout) == (0, "phone (telegram): ok\npager (command): ok\n")
+    finally:
+        d.stop()
+        d.kill()
 
 
 @pytest.mark.parametrize(("table", "words"), [

@@ -51,10 +51,11 @@ class Lanes(Protocol):
 
 
 class Notifier(Protocol):
-    """The notifier as the lanes use it (:class:`hookd.watchers.notify.Notifier`)."""
+    """The notifier as the lanes and the API use it (:class:`hookd.watchers.notify.Notifier`)."""
 
     async def raise_alert(self, alert: Any, *, escalate: bool = True) -> bool: ...
     async def clear(self, key: str) -> None: ...
+    async def test(self, only: str | None = None) -> list[dict[str, Any]]: ...
 
 
 class Hub(Protocol):

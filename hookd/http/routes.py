@@ -77,6 +77,13 @@ class SendRequest(msgspec.Struct, forbid_unknown_fields=True):
     force: bool = False
 
 
+class NotifyTestRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """``POST /v1/notify/test``: channel: the one channel to test (its 1-based number or its
+    name), or None: every channel."""
+
+    channel: str | None = None
+
+
 class CancelRequest(msgspec.Struct, forbid_unknown_fields=True):
     """Body of ``POST /v1/messages/{id}/cancel`` (may be empty): who takes the message back
     (None: the daemon's user) and where (``cli`` | ``api`` | ``web``)."""
@@ -174,6 +181,7 @@ class RestApi:
             Route("/v1/messages", self.messages),
             Route("/v1/messages/{id}/cancel", self.cancel, methods=["POST"]),
             Route("/v1/lanes", self.lanes),
+            Route("/v1/notify/test", self.notify_test, methods=["POST"]),
             Route("/v1/transcripts", self.transcripts),
         ]
 
@@ -336,6 +344,12 @@ class RestApi:
                 await asyncio.sleep(0)
             parts.append(enc.encode(lanes[i:i + 500])[1:-1])
         return Response(b"[" + b",".join(parts) + b"]", media_type="application/json")
+
+    async def notify_test(self, request: Request) -> Response:
+        body = decode_body(await read_api_body(request) or b"{}", NotifyTestRequest, "notify test")
+        if self.core.notifier is None:
+            raise BadRequest("this daemon sends no notifications")
+        return json_response({"channels": await self.core.notifier.test(body.channel)})
 
     async def transcripts(self, request: Request) -> Response:
         return json_response(await self.core.store.transcripts())
