@@ -88,3 +88,33 @@ def test_a_fake_run_by_hand_shows_a_question_and_presses_its_button(home: Path, 
             app.stop()
     finally:
         assert script.quit() == 0
+
+
+def test_the_slack_fake_by_hand_tells_each_reply_once_in_the_order_hookd_gave_them(home: Path, worktree: Path) -> None:
+    """A slash command's reply (an acknowledgement) and then a thread reply's (an ephemeral
+    message): each printed once, as it came."""
+    script = Script("fake_slack")
+    try:
+        script.until("# Add this to HOOKD_HOME/config.toml, then start hookd serve:")
+        end = script.until("")
+        home.mkdir(parents=True)
+        (home / "config.toml").write_text("\n".join(script.lines[1:end]) + "\n")
+        app = InProc(home).start()
+        try:
+            r = Rig(app, worktree)
+            assert r.hook(AUQ_PRE) == ""
+            held: Any = r.start_hook(AUQ_PERM)
+            r.held(ASK_ID)
+            script.until("[1] Red  [2] Blue")
+            script.send("s /hookd lanes")
+            wait_until(lambda: any(x.startswith("(hookd tells you: b1: ") for x in script.lines), 60,
+                       what=lambda: f"the lanes told: {script.lines}")
+            script.send("r 1 Green")
+            status, out = finish(held)
+            assert json.loads(out)["hookSpecificOutput"]["decision"]["updatedInput"]["answers"] == {Q: "Green"}
+            script.until("(hookd tells you: Answered.)")
+            assert sum(1 for x in script.lines if x.startswith("(hookd tells you: ")) == 2
+        finally:
+            app.stop()
+    finally:
+        assert script.quit() == 0
