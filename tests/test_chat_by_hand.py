@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 class Script:
     """``python tests/<name>.py`` with its stdout read line by line on a thread."""
 
-    def __init__(self, name: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / f"{name}.py")], stdin=subprocess.PIPE,
+    def __init__(self, name: str, *args: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / f"{name}.py"), *args], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, cwd=ROOT)
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -118,3 +118,36 @@ def test_the_slack_fake_by_hand_tells_each_reply_once_in_the_order_hookd_gave_th
             app.stop()
     finally:
         assert script.quit() == 0
+
+
+def test_the_telegram_fake_run_again_on_its_port_still_reaches_hookd(home: Path, worktree: Path) -> None:
+    """hookd resumes polling after the newest update it handled: the fake run a second time
+    (same port, same home) numbers its updates above the first run's, so what is typed there
+    is handled too."""
+    first = Script("fake_telegram")
+    try:
+        first.until("# Add this to HOOKD_HOME/config.toml, then start hookd serve:")
+        end = first.until("")
+        table = "\n".join(first.lines[1:end]).replace("[notify]", "[notify]\nretry_initial_s = 0.05\nretry_max_s = 0.3")
+        port = table.split("127.0.0.1:", 1)[1].split("/", 1)[0]
+        home.mkdir(parents=True)
+        (home / "config.toml").write_text(table + "\n")
+        app = InProc(home).start()
+        try:
+            Rig(app, worktree)
+            first.send("s /lanes")
+            wait_until(lambda: any(x.startswith("b1: idle for ") for x in first.lines), 60,
+                       what=lambda: f"/lanes answered: {first.lines}")
+            assert first.quit() == 0
+            again = Script("fake_telegram", "--port", port)
+            try:
+                again.until("# Add this to HOOKD_HOME/config.toml, then start hookd serve:")
+                again.send("s /lanes")
+                wait_until(lambda: any(x.startswith("b1: idle for ") for x in again.lines), 60,
+                           what=lambda: f"/lanes answered in the second run: {again.lines}")
+            finally:
+                assert again.quit() == 0
+        finally:
+            app.stop()
+    finally:
+        first.quit()
