@@ -55,10 +55,11 @@ class Script:
         return self.proc.wait(30)
 
 
-@pytest.mark.parametrize(("name", "by"), [("fake_telegram", "telegram:1001, telegram"),
-                                          ("fake_slack", "slack:UHAND, slack")])
+@pytest.mark.parametrize(("name", "by", "reply"), [
+    ("fake_telegram", "telegram:1001, telegram", "Reply to this message"),
+    ("fake_slack", "slack:UHAND, slack", "Reply in this message's thread")])
 def test_a_fake_run_by_hand_shows_a_question_and_presses_its_button(home: Path, worktree: Path, name: str,
-                                                                   by: str) -> None:
+                                                                   by: str, reply: str) -> None:
     script = Script(name)
     try:
         script.until("# Add this to HOOKD_HOME/config.toml, then start hookd serve:")
@@ -74,7 +75,7 @@ def test_a_fake_run_by_hand_shows_a_question_and_presses_its_button(home: Path, 
             at = script.until("--- #1 posted")
             assert script.lines[at + 1:at + 7] == [
                 "b1 asks:", Q, "  • Red: The red option", "  • Blue: The blue option", "",
-                "Other: Reply to this message to answer with text."]
+                f"Other: {reply} to answer with text."]
             script.until("[1] Red  [2] Blue")
             script.send("p 1 9")
             script.until("#1 has buttons 1 to 2")

@@ -161,6 +161,34 @@ def test_a_part_answered_with_text_by_reply(rig: Any) -> None:
     assert fake.replies().count("Noted.") == 1
 
 
+def test_a_text_reply_on_a_multi_select_part_keeps_the_toggles_chosen(rig: Any) -> None:
+    r, fake = rig
+    held = two_part_question(r)
+    mid = post_of(fake, TOPPINGS)
+    first = current(r, fake, ASK_ID, mid)
+    fake.press(ALLOWED, mid, first["Red"])
+    wait_until(lambda: labels(fake, mid)[-1:] == ["Done"], 60, what="the second part")
+    fake.press(ALLOWED, mid, dict(fake.buttons(mid))["☐ Olives"])
+    wait_until(lambda: "☑ Olives" in labels(fake, mid), 60, what=lambda: f"Olives on: {fake.buttons(mid)}")
+    fake.reply(ALLOWED, mid, "and pineapple")
+    status, out = finish(held)
+    answers = json.loads(out)["hookSpecificOutput"]["decision"]["updatedInput"]["answers"]
+    assert answers[Q] == "Red" and "Olives" in answers[TOPPINGS] and "and pineapple" in answers[TOPPINGS]
+
+
+def test_a_dismissed_post_says_why(rig: Any) -> None:
+    r, fake = rig
+    r.hook(AUQ_PRE)
+    r.start_hook(AUQ_PERM)
+    r.held(ASK_ID)
+    mid = post_of(fake, Q)
+    current(r, fake, ASK_ID, mid)
+    d = r.api("POST", f"/v1/interactions/{ASK_ID}/dismiss", {"reason": "asked twice", "actor": "ana", "surface": "cli"})
+    assert d.status_code == 200, d.text
+    wait_until(lambda: fake.messages[mid]["text"].endswith("\n\n— dismissed: asked twice (by ana, cli)"), 60,
+               what=lambda: f"the post edited: {fake.messages[mid]['text']!r}")
+
+
 SCHEMA = {"type": "object", "required": ["name", "party"], "properties": {
     "name": {"type": "string", "title": "Name", "description": "Name on the booking"},
     "party": {"type": "integer", "minimum": 1, "maximum": 12},
