@@ -32,6 +32,13 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client gone mid-request (hookd stopped during a long poll): nothing to report;
+        anything else as the standard server reports it (a traceback on stderr)."""
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
+
 
 class FakeTelegram:
     """first_update: the first update's id (the next ones count up from it); Telegram's own

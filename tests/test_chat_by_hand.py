@@ -152,3 +152,36 @@ def test_the_telegram_fake_run_again_on_its_port_still_reaches_hookd(home: Path,
             app.stop()
     finally:
         first.quit()
+
+
+def test_what_hookd_tells_in_several_lines_is_printed_as_lines() -> None:
+    import io
+
+    from .chat_by_hand import ByHand
+
+    out = io.StringIO()
+    told = ["b1: idle for 3s\nb2: working for 1m", "Answered."]
+    ByHand(view=dict, told=lambda: told, press=print, reply=print, say=print, stop=print, out=out).show_changes()
+    assert out.getvalue() == "(hookd tells you: b1: idle for 3s\n  b2: working for 1m)\n(hookd tells you: Answered.)\n"
+
+
+def test_the_telegram_fake_says_nothing_of_a_client_gone_mid_poll(capsys: pytest.CaptureFixture[str]) -> None:
+    """hookd stopped during a long poll: the fake's reply finds the connection gone; no
+    traceback for that (other errors keep theirs)."""
+    from .fake_telegram import FakeTelegram
+
+    fake = FakeTelegram()
+    try:
+        assert fake.server is not None
+        try:
+            raise BrokenPipeError(32, "Broken pipe")
+        except BrokenPipeError:
+            fake.server.handle_error(None, ("127.0.0.1", 1))
+        assert capsys.readouterr().err == ""
+        try:
+            raise ValueError("a bug of the fake's")
+        except ValueError:
+            fake.server.handle_error(None, ("127.0.0.1", 1))
+        assert "ValueError: a bug of the fake's" in capsys.readouterr().err
+    finally:
+        fake.stop()

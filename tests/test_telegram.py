@@ -188,6 +188,7 @@ def test_a_stale_button_is_refused_with_a_clear_reply(tg: Any) -> None:
     stale = (f"Not answered: this button is stale ({ASK_ID} changed since this message showed it); "
              "use the message's new buttons.")
     wait_until(lambda: stale in replies(fake), 60, what=lambda: f"the refusal: {replies(fake)}")
+    assert [m["text"] for m in fake.of("sendMessage") if m["text"].startswith("Not answered")] == []  # (a toast only)
     assert rig.interaction(ASK_ID)["state"] == "pending"
     fake.press(ALLOWED, mid, buttons["Blue"])
     rc, out = finish(held)
