@@ -303,6 +303,9 @@ command = ["{sys.executable}", "-c", "pass"]
         r = hookd_cli(home, "notify", "test", "--channel", "phone")
         assert (r.returncode, r.stdout, r.stderr) == (0, "phone (telegram): ok\n", "")
         assert [m["text"].split("\n")[0] for m in fake.sent_to_chat()] == ["hookd: test notification"]
+        fake.reply(ALLOWED, fake.sent_to_chat()[0]["message_id"], "thanks")  # a reply to it: told what it was
+        wait_until(lambda: "That was hookd's test notification: this channel works. Reply to a question, or use "
+                           "/send BUILDER TEXT." in replies(fake), 60, what=lambda: f"the reply: {replies(fake)}")
         r = hookd_cli(home, "notify", "test", "--channel", "nosuch")
         assert r.returncode == 1 and "no channel 'nosuch'" in r.stderr
         r = hookd_cli(home, "notify", "test")

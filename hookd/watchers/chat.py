@@ -309,13 +309,14 @@ class ChatRelay:
         await self.core.store.write(lambda tx: tx.end_chat_post(p.id, now))
 
     async def post_alert(self, alert: Alert) -> None:
-        """Post a one-way alert (a lane's, the agent's own message); a reply to it queues an
-        inbox message for its builder. Raises ChatUnreachable or HookdError."""
+        """Post a one-way alert (a lane's, the agent's own message, ``hookd notify test``'s); a
+        reply to it queues an inbox message for its builder (to the test's: says what it was).
+        Raises ChatUnreachable or HookdError."""
         async with self._placing:
             chat_id, message_id = await self.ch.post(Post(f"{alert.title}\n{alert.message}"), [])
-            if alert.builder:
+            if alert.builder or alert.rule == "test":  # (a reply to the test: told what it was)
                 await self.core.store.write(lambda tx: tx.add_chat_post(
-                    self.ch.name, chat_id, message_id, interaction_id=None, builder=alert.builder, revision=None,
+                    self.ch.name, chat_id, message_id, interaction_id=None, builder=alert.builder or None, revision=None,
                     input_hash=None, choices=[], at=time.time()))
 
     # --- updates ------------------------------------------------------------------------
@@ -436,6 +437,9 @@ class ChatRelay:
         p, _ = await self.core.store.write(lambda tx: tx.chat_post_of_message(self.ch.name, inc.chat_id, inc.reply_to or 0))
         if p is None:
             return "That message is not one of hookd's: reply to a question, or use /send BUILDER TEXT."
+        if p.interaction_id is None and p.builder is None:  # (hookd notify test's post)
+            return ("That was hookd's test notification: this channel works. Reply to a question, or use "
+                    "/send BUILDER TEXT.")
         if p.interaction_id is None:
             assert p.builder is not None
             return await self._send(inc, p.builder, text)
