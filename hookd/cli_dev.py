@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from hookd.cli_render import _echo_json, _out
+from hookd.cli_render import _client, _echo_json, _out
 from hookd.models import ConfigError
 from hookd.untrusted import visible
 
@@ -90,16 +90,21 @@ def notify() -> None:
 @click.pass_context
 def notify_test(ctx: click.Context, channel: str | None) -> None:
     """Send a test notification to each configured channel (one attempt each) and report
-    which worked; exit 1 if any failed."""
+    which worked; exit 1 if any failed. The running daemon sends it, with its own settings and
+    environment (a token's token_env); with no daemon running, this command does, reading the
+    tokens of the channel tested only."""
     import asyncio
 
-    from hookd.watchers.notify_channels import test_channels
-    from hookd.watchers.notify_config import load_config
+    from hookd.errors import DaemonNotRunning
 
-    cfg = load_config(ctx.find_root().obj)
-    if not cfg.channels:
-        raise ConfigError(f"no [[notify.channel]] in {cfg.path}: nothing to test")
-    results = asyncio.run(test_channels(cfg, channel))
-    for ch, err in results:
-        _out(f"{visible(ch.name)} ({ch.type}): " + ("ok" if err is None else f"failed: {visible(err)}"))
-    sys.exit(1 if any(err is not None for _, err in results) else 0)
+    try:
+        results = _client(ctx).post_json("/v1/notify/test", {"channel": channel}, timeout=120)["channels"]
+    except DaemonNotRunning:
+        from hookd.watchers.notify_channels import test_channels
+        from hookd.watchers.notify_config import load_config
+
+        cfg = load_config(ctx.find_root().obj, only=channel)
+        results = [{"name": ch.name, "type": ch.type, "error": err} for ch, err in asyncio.run(test_channels(cfg, channel))]
+    for r in results:
+        _out(f"{visible(r['name'])} ({r['type']}): " + ("ok" if r["error"] is None else f"failed: {visible(r['error'])}"))
+    sys.exit(1 if any(r["error"] is not None for r in results) else 0)

@@ -61,8 +61,11 @@ class ByHand:
                 self._print(f"--- #{self.ids.index(mid) + 1} {what}", *(visible(x) for x in text.split("\n")),
                             *([row] if row else []))
             told = self.told()
-            for t in told[self._told:]:
-                self._print(f"(hookd tells you: {visible(t)})")
+            for t in told[self._told:]:  # (a text of several lines, /lanes': one line each)
+                rows = [visible(x) for x in t.split("\n")]
+                rows = [f"(hookd tells you: {rows[0]}", *(f"  {x}" for x in rows[1:])]
+                rows[-1] += ")"
+                self._print(*rows)
             self._told = len(told)
 
     def act(self, line: str) -> str | None:

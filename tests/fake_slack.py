@@ -87,6 +87,7 @@ class FakeSlack:
         self.calls: list[dict[str, Any]] = []  # {"method", "params", "at"}
         self.messages: dict[str, dict[str, Any]] = {}  # ts -> the message as posted (edits applied)
         self.acks: list[dict[str, Any]] = []  # the acknowledgements received, in order
+        self._told: list[str] = []  # what the bot told single users, in the order it told it
         self.connections = 0
         self._unacked: dict[str, dict[str, Any]] = {}  # envelope id -> envelope (sent again on connect)
         self._sockets: list[tuple[web.WebSocketResponse, web.Request]] = []
@@ -154,6 +155,8 @@ class FakeSlack:
         want = APP_TOKEN if method == "apps.connections.open" else BOT_TOKEN
         with self.lock:
             self.calls.append({"method": method, "params": params, "at": time.time()})
+            if method == "chat.postEphemeral" and isinstance(params.get("text"), str):
+                self._told.append(params["text"])
         if auth != f"Bearer {want}":
             return web.json_response({"ok": False, "error": "invalid_auth"})
         return web.json_response(self._call(method, params))
@@ -202,6 +205,8 @@ class FakeSlack:
                     doc = json.loads(msg.data)
                     with self.lock:
                         self.acks.append(doc)
+                        if isinstance(doc.get("payload"), dict) and "text" in doc["payload"]:
+                            self._told.append(doc["payload"]["text"])
                         self._unacked.pop(doc.get("envelope_id"), None)
         finally:
             with self.lock:
@@ -296,11 +301,11 @@ class FakeSlack:
             return list(self.messages.values())
 
     def replies(self) -> list[str]:
-        """What the bot told single users: its ephemeral messages, then its acknowledgements'
-        texts (a slash command's reply)."""
+        """What the bot told single users, oldest first: its ephemeral messages and its
+        acknowledgements' texts (a slash command's reply), in the order they came (a terminal
+        shows the new ones by their count: tests/chat_by_hand.py)."""
         with self.lock:
-            return [c["params"]["text"] for c in self.calls if c["method"] == "chat.postEphemeral"] + [
-                a["payload"]["text"] for a in self.acks if isinstance(a.get("payload"), dict) and "text" in a["payload"]]
+            return list(self._told)
 
     def acked(self, env: dict[str, Any]) -> int:
         """How many acknowledgements ``env`` got."""

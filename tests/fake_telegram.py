@@ -32,15 +32,26 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client gone mid-request (hookd stopped during a long poll): nothing to report;
+        anything else as the standard server reports it (a traceback on stderr)."""
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
+
 
 class FakeTelegram:
-    def __init__(self, chat_id: int = 4242, port: int = 0) -> None:
+    """first_update: the first update's id (the next ones count up from it); Telegram's own
+    only grow, and hookd resumes after the newest it handled: a fake run again for the same
+    home starts above the last run's (:func:`main`: from the time)."""
+
+    def __init__(self, chat_id: int = 4242, port: int = 0, first_update: int = 100) -> None:
         self.chat_id = chat_id
         self.calls: list[dict[str, Any]] = []  # {"method", "params", "at"}
         self.messages: dict[int, dict[str, Any]] = {}  # message_id -> the message as sent (edits applied)
         self.updates: list[dict[str, Any]] = []
         self._forced: list[dict[str, Any]] = []  # delivered again whatever the offset (a retried delivery)
-        self._next_update = 100
+        self._next_update = first_update
         self._next_message = 1
         self.cond = threading.Condition()
         self.port = port
@@ -228,8 +239,12 @@ def main(argv: list[str] | None = None) -> int:
                                              "(docs/testing.md \"Trying the chat channels by hand\").")
     ap.add_argument("--port", type=int, default=0, help="listen on this port of 127.0.0.1 (default: a free one)")
     ap.add_argument("--user", type=int, default=1001, help="your user id (the channel's allow)")
+    ap.add_argument("--first-update", type=int, default=None,
+                    help="the first update's id (default: the time in milliseconds, above any earlier run's, "
+                         "which hookd resumes after)")
     args = ap.parse_args(argv)
-    fake = FakeTelegram(port=args.port)
+    first = args.first_update if args.first_update is not None else int(time.time() * 1000)
+    fake = FakeTelegram(port=args.port, first_update=first)
 
     def view() -> dict[Any, tuple[str, list[tuple[str, str]]]]:
         shown: dict[Any, tuple[str, list[tuple[str, str]]]] = {}

@@ -115,7 +115,7 @@ def test_a_question_is_posted_with_its_buttons_and_a_press_releases_the_held_hoo
         "b1 asks:", Q,
         "  • Red: The red option",
         "  • Blue: The blue option",
-        "", "Other: Reply to this message to answer with text."])
+        "", "Other: Reply in this message's thread to answer with text."])
     assert list(buttons) == ["Red", "Blue"]
     sent = fake.of("chat.postMessage")[0]
     assert sent["channel"] == fake.channel and sent["mrkdwn"] is False
@@ -142,7 +142,7 @@ def test_allow_releases_a_held_permission_prompt(sl: Any) -> None:
     held = rig.start_hook(bash_perm("ls /tmp"))
     ts = post_of(fake, "ls /tmp")
     assert fake.text(ts) == "\n".join([
-        "b1 asks permission to run Bash: x", "  ls /tmp", "", "Reply to this message to deny with a reason."])
+        "b1 asks permission to run Bash: x", "  ls /tmp", "", "Reply in this message's thread to deny with a reason."])
     iid = pending_id(rig.home)
     buttons = current(rig, fake, iid, ts)
     assert list(buttons) == ["Allow", "Deny"]

@@ -47,7 +47,7 @@ def test_a_plan_is_approved_with_a_press(rig: Any) -> None:
     ts = post_of(fake, "asks you to approve its plan")
     assert fake.text(ts) == "\n".join([
         "b1 asks you to approve its plan:", "# Plan", "", "1. build the **thing**", "2. ship it", "",
-        "Reply to this message to send it back with what to change."])
+        "Reply in this message's thread to send it back with what to change."])
     buttons = current(r, fake, p["id"], ts)
     assert list(buttons) == ["Approve (auto)", "Approve (manual)"]
     connected(fake)
@@ -125,7 +125,7 @@ def test_a_question_with_two_parts_and_a_multi_select_is_answered_step_by_step(r
     assert fake.text(ts) == "\n".join([
         "b1 asks:", f"1. {Q}", "  • Red: The red option", "  • Blue: The blue option",
         f"2. {TOPPINGS} (choose any, then Done)", "  • Cheese", "  • Olives", "  • Ham",
-        "", "Question 1 of 2: Other: Reply to this message to answer it with text."])
+        "", "Question 1 of 2: Other: Reply in this message's thread to answer it with text."])
     assert list(first) == ["Red", "Blue"]
     connected(fake)
     fake.press(ALLOWED, ts, first["Red"])
@@ -189,7 +189,7 @@ def test_an_elicitation_with_fields_is_a_form_one_field_at_a_time(rig: Any) -> N
     current(r, fake, iid, ts)
     head = ["b1's tool server booker asks:", "Who is the table for?", "fields: name, party, seating, quiet"]
     assert fake.text(ts) == "\n".join([*head, "", "Field 1 of 4: name (string, required): Name on the booking",
-                                       "Reply to this message with its value."])
+                                       "Reply in this message's thread with its value."])
     assert labels(fake, ts) == ["Decline", "Cancel"]
     connected(fake)
     fake.reply(ALLOWED, ts, "Ada <ada@example.com>")  # (Slack sends it as a mailto link: its label taken)
@@ -200,7 +200,7 @@ def test_an_elicitation_with_fields_is_a_form_one_field_at_a_time(rig: Any) -> N
     wait_until(lambda: "Field 3 of 4" in fake.text(ts), 60, what="the third field")
     assert fake.text(ts) == "\n".join([
         *head, "  name = Ada <ada@example.com>", "  party = 3", "", "Field 3 of 4: seating (string, optional)",
-        "one of: inside, terrace", "Reply to this message with its value, or press a button."])
+        "one of: inside, terrace", "Reply in this message's thread with its value, or press a button."])
     assert labels(fake, ts) == ["inside", "terrace", "Skip", "Decline", "Cancel"]
     fake.press(ALLOWED, ts, dict(fake.buttons(ts))["Skip"])
     wait_until(lambda: labels(fake, ts) == ["true", "false", "Skip", "Decline", "Cancel"], 60, what="the fourth field")

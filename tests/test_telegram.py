@@ -8,6 +8,8 @@ ignored, the edit after a CLI answer, /send and /lanes, the fake going away and 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -186,6 +188,7 @@ def test_a_stale_button_is_refused_with_a_clear_reply(tg: Any) -> None:
     stale = (f"Not answered: this button is stale ({ASK_ID} changed since this message showed it); "
              "use the message's new buttons.")
     wait_until(lambda: stale in replies(fake), 60, what=lambda: f"the refusal: {replies(fake)}")
+    assert [m["text"] for m in fake.of("sendMessage") if m["text"].startswith("Not answered")] == []  # (a toast only)
     assert rig.interaction(ASK_ID)["state"] == "pending"
     fake.press(ALLOWED, mid, buttons["Blue"])
     rc, out = finish(held)
@@ -276,6 +279,40 @@ def test_notify_test_posts_on_the_telegram_channel(home: Path, fake: FakeTelegra
     fake.stop()
     r = hookd_cli(home, "notify", "test", "--channel", "phone")
     assert r.returncode == 1 and r.stdout.startswith("phone (telegram): failed: ") and "999:revoked" not in r.stdout
+
+
+def test_notify_test_has_the_daemon_send_it_with_the_token_in_its_own_environment(home: Path, fake: FakeTelegram) -> None:
+    """README's ``token_env`` with the variable set only where the daemon runs (``hookd service``'s
+    unit): ``hookd notify test`` asks the daemon to send it; with no daemon running it reads the
+    tokens of the channel it tests only."""
+    write_config(home, fake)
+    cfg = home / "config.toml"
+    cfg.write_text(cfg.read_text().replace(f'token = "{TOKEN}"', 'token_env = "HOOKD_TEST_TG_TOKEN"') + f"""
+[[notify.channel]]
+type = "command"
+name = "pager"
+command = ["{sys.executable}", "-c", "pass"]
+""")
+    assert "HOOKD_TEST_TG_TOKEN" not in os.environ
+    r = hookd_cli(home, "notify", "test", "--channel", "pager")  # no daemon: phone's variable not read
+    assert (r.returncode, r.stdout, r.stderr) == (0, "pager (command): ok\n", "")
+    r = hookd_cli(home, "notify", "test", "--channel", "phone")
+    assert r.returncode == 2 and "environment variable HOOKD_TEST_TG_TOKEN is not set" in r.stderr
+    d = DaemonProcess(home, env={**os.environ, "HOOKD_TEST_TG_TOKEN": TOKEN}).start()
+    try:
+        r = hookd_cli(home, "notify", "test", "--channel", "phone")
+        assert (r.returncode, r.stdout, r.stderr) == (0, "phone (telegram): ok\n", "")
+        assert [m["text"].split("\n")[0] for m in fake.sent_to_chat()] == ["hookd: test notification"]
+        fake.reply(ALLOWED, fake.sent_to_chat()[0]["message_id"], "thanks")  # a reply to it: told what it was
+        wait_until(lambda: "That was hookd's test notification: this channel works. Reply to a question, or use "
+                           "/send BUILDER TEXT." in replies(fake), 60, what=lambda: f"the reply: {replies(fake)}")
+        r = hookd_cli(home, "notify", "test", "--channel", "nosuch")
+        assert r.returncode == 1 and "no channel 'nosuch'" in r.stderr
+        r = hookd_cli(home, "notify", "test")
+        assert (r.returncode, r.stdout) == (0, "phone (telegram): ok\npager (command): ok\n")
+    finally:
+        d.stop()
+        d.kill()
 
 
 @pytest.mark.parametrize(("table", "words"), [

@@ -9,6 +9,7 @@ calls them through the small protocols below and imports none of them.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any, Protocol
 
@@ -27,6 +28,7 @@ from hookd.core.runs import Runs
 from hookd.core.spool import Spool
 from hookd.core.state import HookCache, Waiters
 from hookd.core.transcripts import Transcripts
+from hookd.models import NotFound
 from hookd.settings import Settings
 from hookd.store import Store
 
@@ -49,10 +51,11 @@ class Lanes(Protocol):
 
 
 class Notifier(Protocol):
-    """The notifier as the lanes use it (:class:`hookd.watchers.notify.Notifier`)."""
+    """The notifier as the lanes and the API use it (:class:`hookd.watchers.notify.Notifier`)."""
 
     async def raise_alert(self, alert: Any, *, escalate: bool = True) -> bool: ...
     async def clear(self, key: str) -> None: ...
+    async def test(self, only: str | None = None) -> list[dict[str, Any]]: ...
 
 
 class Hub(Protocol):
@@ -142,6 +145,15 @@ class Hookd:
         self.run_defaults = self.policy.run_defaults
         self.builder_started = self.runs.started
         self.stop_builder = self.runs.stop
+
+    async def known_builder(self, builder: str) -> None:
+        """Raise NotFound unless ``builder`` (an id, checked by the caller) is spawned or the
+        store knows it (a session, a message): what queues a message or asks for it first
+        checks (REST, a chat's ``/send``)."""
+        from hookd.spawn import read_manifest
+
+        if await asyncio.to_thread(read_manifest, self.home, builder) is None and not await self.store.builder_known(builder):
+            raise NotFound(f"builder {builder!r} is not known: spawn it first (or check the name)")
 
     def attach_tailer(self, tailer: Tailer) -> None:
         """From now on ``tailer`` follows each transcript path a session reports, and hears of

@@ -41,6 +41,7 @@ Routes (all errors: ``{"error": {"code", "message"}}`` with a 4xx/5xx status,
   ``GET /v1/messages?builder=``; ``POST /v1/builders/{builder}/unspawned`` (``hookd unspawn``
   tells a running daemon: ``builder_unspawned``); ``POST /v1/messages/{id}/cancel`` (``{"actor"?, "surface"?}``:
   200 ``{message, cancelled}``, 409 once delivered);
+- ``POST /v1/notify/test`` (``{"channel"?}``: a test notification on the daemon's channels),
 - ``GET /v1/lanes`` (every builder's lane, those waiting on a human first; ``unspawned`` for a
   builder `hookd unspawn` removed),
   ``GET /v1/status``, ``GET /v1/questions?state=pending|resolved|all``,

@@ -19,10 +19,11 @@ from hookd.config import check_builder_id
 from hookd.http.responses import enc, json_response
 from hookd.http.status import core_status
 from hookd.http.views import with_tool_view, with_tool_views
-from hookd.models import DECISION_KINDS, AnswerRequest, BadRequest, Conflict, NotFound, PayloadTooLarge, Subagent, os_user
+from hookd.models import DECISION_KINDS, AnswerRequest, BadRequest, Conflict, NotFound, PayloadTooLarge, os_user
 from hookd.core import Hookd
-from hookd.spawn import list_unspawned, read_manifest, unspawned_at
+from hookd.spawn import read_manifest, unspawned_at
 from hookd.untrusted import decode_json
+from hookd.watchers.lane_view import lanes_now
 
 
 #: The surfaces a REST body may name (``telegram``, ``slack`` and ``hub`` are hookd's own relays).
@@ -74,6 +75,13 @@ class SendRequest(msgspec.Struct, forbid_unknown_fields=True):
     author: str | None = None
     #: queue it even for a builder that was unspawned (its agent has no hooks of hookd's)
     force: bool = False
+
+
+class NotifyTestRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """``POST /v1/notify/test``: channel: the one channel to test (its 1-based number or its
+    name), or None: every channel."""
+
+    channel: str | None = None
 
 
 class CancelRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -139,46 +147,10 @@ async def read_api_body(request: Request, limit: int = MAX_API_BODY) -> bytes:
     return bytes(buf)
 
 
-_LANE_RANK = {"stalled": 0, "failed": 0, "dead": 1, "waiting_question": 2, "waiting_permission": 3, "idle": 4, "working": 5, "ended": 6,
-              "unspawned": 7}
-
-
 def _hm(ts: float) -> str:
     """``ts`` (UNIX seconds) as the daemon's local time with its UTC offset
     (:func:`hookd.clock.when`: ``2026-12-02 19:40:01 +01:00``)."""
     return when(ts)
-
-
-def _unspawned(lane: Any, at: float) -> Any:
-    """``lane`` of a builder unspawned at ``at``: state ``unspawned``, since then, the lane it
-    would have in its detail."""
-    return msgspec.structs.replace(lane, state="unspawned", since=at, due=None,
-                                   detail=f"unspawned at {_hm(at)} (was {lane.state}: {lane.detail})")
-
-
-def _with_subagents(lanes: list[Any], running: list[Subagent]) -> list[Any]:
-    """``lanes`` with each builder's running subagents (``subagents``, oldest first), but for a
-    lane whose agent is gone (``dead``, ``ended``: its subagents went with it) or no longer
-    hooked (``unspawned``: nothing would say that they ended)."""
-    if not running:
-        return lanes
-    by: dict[str, list[Subagent]] = {}
-    for s in running:
-        by.setdefault(s.builder, []).append(s)
-    return [msgspec.structs.replace(lane, subagents=tuple(by[lane.builder]))
-            if lane.builder in by and lane.state not in ("dead", "ended", "unspawned") else lane for lane in lanes]
-
-
-def _hooks_changed(lane: Any, warning: dict[str, Any]) -> Any:
-    """``lane`` of a builder whose hooks stopped working: the warning in ``hooks_changed`` and
-    first in its detail."""
-    return msgspec.structs.replace(lane, hooks_changed=warning,
-                                   detail=f"hooks stopped working: {warning.get('reason')}; {lane.detail}")
-
-
-def _lane_order(lane: Any) -> tuple[int, float]:
-    """Lanes waiting on a human first, then the rest; oldest state first."""
-    return (_LANE_RANK.get(lane.state, 9), lane.since)
 
 
 class RestApi:
@@ -209,6 +181,7 @@ class RestApi:
             Route("/v1/messages", self.messages),
             Route("/v1/messages/{id}/cancel", self.cancel, methods=["POST"]),
             Route("/v1/lanes", self.lanes),
+            Route("/v1/notify/test", self.notify_test, methods=["POST"]),
             Route("/v1/transcripts", self.transcripts),
         ]
 
@@ -313,8 +286,7 @@ class RestApi:
 
     async def known_builder(self, request: Request) -> str:
         builder = check_builder_id(request.path_params["builder"])
-        if read_manifest(self.core.home, builder) is None and not await self.core.store.builder_known(builder):
-            raise NotFound(f"builder {builder!r} is not known: spawn it first (or check the name)")
+        await self.core.known_builder(builder)
         return builder
 
     async def answer(self, request: Request) -> Response:
@@ -365,25 +337,19 @@ class RestApi:
         return json_response({"builder": builder, "files": out}, 201)
 
     async def lanes(self, request: Request) -> Response:
-        core = self.core
-        watch = core.lanes
-        if watch is None:
-            raise BadRequest("lanes are not being watched")
-        lanes = await watch.compute()
-        gone = await asyncio.to_thread(list_unspawned, self.core.home)
-        if gone:  # (a lane of a builder unspawned: its agent has no hooks of hookd's any more)
-            lanes = [_unspawned(lane, gone[lane.builder]) if lane.builder in gone else lane for lane in lanes]
-        lanes = _with_subagents(lanes, await core.store.running_subagents())
-        warned = await core.store.hooks_changed()
-        if warned:  # (hookd.core.hookhealth: its hooks stopped working)
-            lanes = [_hooks_changed(lane, warned[lane.builder]) if lane.builder in warned else lane for lane in lanes]
-        lanes = sorted(lanes, key=_lane_order)
+        lanes = await lanes_now(self.core)
         parts = []
         for i in range(0, len(lanes), 500):  # encoded 500 lanes per turn of the event loop
             if i:
                 await asyncio.sleep(0)
             parts.append(enc.encode(lanes[i:i + 500])[1:-1])
         return Response(b"[" + b",".join(parts) + b"]", media_type="application/json")
+
+    async def notify_test(self, request: Request) -> Response:
+        body = decode_body(await read_api_body(request) or b"{}", NotifyTestRequest, "notify test")
+        if self.core.notifier is None:
+            raise BadRequest("this daemon sends no notifications")
+        return json_response({"channels": await self.core.notifier.test(body.channel)})
 
     async def transcripts(self, request: Request) -> Response:
         return json_response(await self.core.store.transcripts())

@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
+from hookd.clock import span
+from hookd.config import check_builder_id
 from hookd.harness.registry import present_tool
 from hookd.models import AnswerRequest, BadRequest, Conflict, HookdError, Interaction, NotFound
 from hookd.untrusted import visible
@@ -48,6 +50,7 @@ from hookd.watchers.chat_posts import (
     interaction_post,
     stepwise,
 )
+from hookd.watchers.lane_view import lanes_now
 from hookd.watchers.notify_channels import duration
 
 if TYPE_CHECKING:
@@ -306,13 +309,14 @@ class ChatRelay:
         await self.core.store.write(lambda tx: tx.end_chat_post(p.id, now))
 
     async def post_alert(self, alert: Alert) -> None:
-        """Post a one-way alert (a lane's, the agent's own message); a reply to it queues an
-        inbox message for its builder. Raises ChatUnreachable or HookdError."""
+        """Post a one-way alert (a lane's, the agent's own message, ``hookd notify test``'s); a
+        reply to it queues an inbox message for its builder (to the test's: says what it was).
+        Raises ChatUnreachable or HookdError."""
         async with self._placing:
             chat_id, message_id = await self.ch.post(Post(f"{alert.title}\n{alert.message}"), [])
-            if alert.builder:
+            if alert.builder or alert.rule == "test":  # (a reply to the test: told what it was)
                 await self.core.store.write(lambda tx: tx.add_chat_post(
-                    self.ch.name, chat_id, message_id, interaction_id=None, builder=alert.builder, revision=None,
+                    self.ch.name, chat_id, message_id, interaction_id=None, builder=alert.builder or None, revision=None,
                     input_hash=None, choices=[], at=time.time()))
 
     # --- updates ------------------------------------------------------------------------
@@ -433,6 +437,9 @@ class ChatRelay:
         p, _ = await self.core.store.write(lambda tx: tx.chat_post_of_message(self.ch.name, inc.chat_id, inc.reply_to or 0))
         if p is None:
             return "That message is not one of hookd's: reply to a question, or use /send BUILDER TEXT."
+        if p.interaction_id is None and p.builder is None:  # (hookd notify test's post)
+            return ("That was hookd's test notification: this channel works. Reply to a question, or use "
+                    "/send BUILDER TEXT.")
         if p.interaction_id is None:
             assert p.builder is not None
             return await self._send(inc, p.builder, text)
@@ -451,13 +458,23 @@ class ChatRelay:
         return await self._answer(inc, p, p.revision or 0, body)
 
     async def _send(self, inc: Incoming, builder: str, text: str) -> str:
+        await self.core.known_builder(check_builder_id(builder))  # (as REST's send: no message for a typo)
         msg, created = await self.core.send_message(builder, text, key=f"{self.ch.name}:{inc.update_id}",
                                                     author=self._actor(inc))
         return f"Queued for {builder} ({msg.id})." if created else f"Already queued for {builder} ({msg.id})."
 
     async def _lanes(self) -> str:
-        lanes = await self.core.store.lanes()
-        if not lanes:
-            return "No lanes."
-        return "\n".join(f"{b}: {state}" + (f" ({detail})" if detail else "")
-                         for b, (state, _since, _sid, detail) in sorted(lanes.items()))
+        """Every lane as ``hookd lanes`` shows it now (:func:`hookd.watchers.lane_view.lanes_now`):
+        a line per lane (state, for how long, pending, queued, detail), one per running subagent
+        under it; unspawned builders counted, not shown."""
+        lanes, now = await lanes_now(self.core), self.core.store.clock.wall()
+        shown = [lane for lane in lanes if lane.state != "unspawned"]
+        lines = []
+        for lane in shown:
+            lines.append(f"{lane.builder}: {lane.state} for {span(now - lane.since)}, {len(lane.pending)} pending, "
+                         f"{lane.queued} queued" + (f" ({lane.detail})" if lane.detail else ""))
+            lines += [f"  ↳ {s.agent_type or 'subagent'}: {s.waiting} for {span(now - s.started_at)}"
+                      + (f", waiting on {', '.join(s.pending)}" if s.pending else "") for s in lane.subagents or ()]
+        if hidden := len(lanes) - len(shown):
+            lines.append(f"({hidden} unspawned builder{'s' if hidden > 1 else ''} not shown)")
+        return "\n".join(lines) if lines else "No lanes."

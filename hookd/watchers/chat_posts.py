@@ -46,6 +46,11 @@ class Button(msgspec.Struct, frozen=True):
     answer: dict[str, Any]
 
 
+#: How a post says to answer it with text (a reply to it); a channel whose replies go
+#: elsewhere says so instead (Slack: in the post's thread, :func:`hookd.watchers.slack.threaded`).
+REPLY = "Reply to this message"
+
+
 class Post(msgspec.Struct, frozen=True):
     """A message to post: plain text and buttons (one row each; none once it ended)."""
 
@@ -68,7 +73,7 @@ def interaction_post(i: Interaction, view: ToolView | None, draft: dict[str, Any
     prompt's tool call as its adapter shows it (None: the input as JSON); draft: the answer
     in the making of a step-by-step one (:func:`advance`; None: its first step)."""
     who = visible(i.builder)
-    reply = "Reply to this message to answer with text."
+    reply = f"{REPLY} to answer with text."
     if i.kind == "permission":
         v = view
         summary = v.summary if v is not None else (i.tool_name or "a tool")
@@ -77,12 +82,12 @@ def interaction_post(i: Interaction, view: ToolView | None, draft: dict[str, Any
         if v is not None and v.destructive:
             head += " (looks destructive)"
         text = "\n".join([head, *("  " + x for x in _lines(detail or "")), "",
-                          "Reply to this message to deny with a reason."])
+                          f"{REPLY} to deny with a reason."])
         buttons = [Button("Allow", {"decision": "allow"}), Button("Deny", {"decision": "deny"})]
     elif i.kind == "plan":
         plan, _ = plan_text(i)
         text = "\n".join([f"{who} asks you to approve its plan:", *_lines((plan or "").strip("\n") or "-"), "",
-                          "Reply to this message to send it back with what to change."])
+                          f"{REPLY} to send it back with what to change."])
         buttons = [Button("Approve (auto)", {"options": ["auto"]}), Button("Approve (manual)", {"options": ["manual"]})]
     elif i.kind == "elicitation":
         return _elicitation_post(i, draft)
@@ -106,6 +111,8 @@ def outcome(i: Interaction) -> str:
         what = f"approved ({i.answers.get('mode', 'manual')})"
     elif i.decision is not None:
         what = i.decision + (f": {i.message}" if i.message else "")
+    elif i.state == "dismissed" and i.message:
+        what = i.message  # (the reason it was dismissed)
     elif isinstance(i.answers, dict) and i.answers:
         what = "; ".join(str(v) for v in i.answers.values())
     else:
@@ -183,7 +190,7 @@ def _parts_post(i: Interaction, draft: dict[str, Any] | None) -> Post:
     else:
         buttons = [Button(o.label, {"pick": at, "label": o.label}) for o in q.options]
     step = f"Question {at + 1} of {len(qs)}: " if len(qs) > 1 else ""
-    body += ["", f"{step}Other: Reply to this message to answer it with text."]
+    body += ["", f"{step}Other: {REPLY} to answer it with text."]
     return Post(_cut("\n".join([f"{visible(i.builder)} asks:", *body])), buttons)
 
 
@@ -208,7 +215,7 @@ def _elicitation_post(i: Interaction, draft: dict[str, Any] | None) -> Post:
     text += ["", f"Field {n} of {len(fields)}: {visible(str(f['name']))} ({visible(about)})"
              + (f": {visible(str(desc))}" if desc else ""),
              *([f"one of: {visible(', '.join(map(str, f['enum'])))}"] if isinstance(f["enum"], list) else []),
-             "Reply to this message with its value" + (", or press a button." if _field_values(f) else ".")]
+             f"{REPLY} with its value" + (", or press a button." if _field_values(f) else ".")]
     buttons = [Button(str(v).lower() if isinstance(v, bool) else str(v), {"field": f["name"], "value": v})
                for v in _field_values(f)]
     buttons += [] if f["required"] else [Button("Skip", {"skip": f["name"]})]
@@ -263,8 +270,11 @@ def advance(i: Interaction, draft: dict[str, Any] | None, step: dict[str, Any]) 
         if not chosen:
             raise BadRequest("choose at least one first, or reply with text")
         answers[str(k)] = chosen
-    else:
-        answers[str(k)] = step["label"] if "pick" in step else step["text"]
+    elif "pick" in step:
+        answers[str(k)] = step["label"]
+    else:  # a reply's text: with the part's toggles chosen so far (a multi-select part)
+        chosen = [o.label for o in qs[k].options if o.label in toggled.get(str(k), [])]
+        answers[str(k)] = {"options": chosen, "text": step["text"]} if chosen else step["text"]
     if len(answers) < len(qs):
         return d, None
     return d, {"answers": {str(n + 1): answers[str(n)] for n in range(len(qs))}}

@@ -32,6 +32,7 @@ from hookd.watchers.notify_channels import (
     deliver,
     duration,
     interaction_alert,
+    test_channels,
     two_way_channel,
 )
 from hookd.watchers.notify_agent import AgentNotices
@@ -87,6 +88,14 @@ class Notifier:
         #: the fleet's link when the daemon has a hub (docs/fleet.md "One notifier for the
         #: fleet"): asked before an interaction's step is sent; None: every step is sent here
         self.fleet: FleetCover | None = None
+
+    async def test(self, only: str | None = None) -> list[dict[str, Any]]:
+        """``POST /v1/notify/test``: a test alert on each configured channel (``only``: its
+        1-based number or name) with this daemon's settings, environment and relays, one
+        attempt each. Returns ``[{"name", "type", "ok", "error"}]`` (error: None or why).
+        Raises ConfigError (no channel) or NotFound (no channel ``only``)."""
+        results = await test_channels(self.config, only, self.chats)
+        return [{"name": ch.name, "type": ch.type, "ok": err is None, "error": err} for ch, err in results]
 
     # public API (lanes) ----------------------------------------------------------------
     async def raise_alert(self, alert: Alert, *, escalate: bool = True) -> bool:

@@ -16,7 +16,7 @@ import msgspec
 from hookd.core.plans import plan_text
 from hookd.harness.base import ToolView
 from hookd.harness.tool_views import json_view
-from hookd.models import HookdError, Interaction, NotFound
+from hookd.models import ConfigError, HookdError, Interaction, NotFound
 from hookd.untrusted import visible
 from hookd.watchers.notify_config import TWO_WAY_TYPES, Channel, NotifyConfig
 
@@ -299,9 +299,14 @@ def test_alert() -> Alert:
                  message="This is a test from `hookd notify test`: this channel works.", data={"test": True})
 
 
-async def test_channels(config: NotifyConfig, only: str | None = None) -> list[tuple[Channel, str | None]]:
+async def test_channels(config: NotifyConfig, only: str | None = None,
+                        chats: dict[str, ChatRelay] | None = None) -> list[tuple[Channel, str | None]]:
     """Send a test alert to each channel (``only``: its 1-based number or name), one attempt
-    each, concurrently. Returns (channel, error or None)."""
+    each, concurrently; a two-way channel through its relay in ``chats`` (channel name ->
+    relay: the daemon's) when it has one. Returns (channel, error or None). Raises ConfigError
+    when ``config`` has no channel, NotFound when none is ``only``."""
+    if not config.channels:
+        raise ConfigError(f"no [[notify.channel]] in {config.path}: nothing to test")
     chans = list(config.channels)
     if only is not None:
         chans = [c for n, c in enumerate(chans, 1) if only in (str(n), c.name)]
@@ -312,7 +317,7 @@ async def test_channels(config: NotifyConfig, only: str | None = None) -> list[t
 
     async def one(ch: Channel) -> tuple[Channel, str | None]:
         try:
-            await deliver(ch, alert)
+            await deliver(ch, alert, chat=(chats or {}).get(ch.name))
             return ch, None
         except NotifyFailed as e:
             return ch, str(e)

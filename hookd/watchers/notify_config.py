@@ -147,18 +147,25 @@ def _agent_messages(where: str, value: Any) -> str:
     return str(value)
 
 
+#: The ``env`` of a channel whose ``*_env`` variables are not read (``load_config``'s ``only``:
+#: a channel not tested): its token from a variable is None.
+_UNREAD: dict[str, str] = {}
+
+
 def _telegram(where: str, t: dict[str, Any], env: Any) -> dict[str, Any]:
-    """The telegram keys of channel table ``t`` (the token read from ``token_env`` in ``env``)."""
+    """The telegram keys of channel table ``t`` (the token read from ``token_env`` in ``env``;
+    None when ``env`` is ``_UNREAD``)."""
     token, var = t.get("token"), t.get("token_env")
     if (token is None) == (var is None):
         raise ConfigError(f"{where}: give the bot's token as token or token_env (one of them)")
     if var is not None:
         if not isinstance(var, str) or not var:
             raise ConfigError(f"{where}.token_env must be the name of an environment variable")
-        token = env.get(var)
-        if not token:
+        token = None if env is _UNREAD else env.get(var)
+        if not token and env is not _UNREAD:
             raise ConfigError(f"{where}.token_env: environment variable {var} is not set")
-    if not isinstance(token, str) or ":" not in token or any(c.isspace() or c == "/" for c in token):
+    if token is not None and (not isinstance(token, str) or ":" not in token
+                              or any(c.isspace() or c == "/" for c in token)):
         raise ConfigError(f"{where}: the token is not a bot token (as @BotFather gives it: digits, ':', letters)")
     chat = t.get("chat_id")
     if isinstance(chat, bool) or not isinstance(chat, (int, str)) or not str(chat).lstrip("-@").strip():
@@ -172,14 +179,17 @@ def _telegram(where: str, t: dict[str, Any], env: Any) -> dict[str, Any]:
     return {"token": token, "chat_id": str(chat), "allow": tuple(allow), "base_url": base}
 
 
-def _secret(where: str, t: dict[str, Any], env: Any, key: str, what: str) -> str:
-    """The value of ``key`` or of the environment variable named by ``<key>_env`` (one of them)."""
+def _secret(where: str, t: dict[str, Any], env: Any, key: str, what: str) -> str | None:
+    """The value of ``key`` or of the environment variable named by ``<key>_env`` (one of them;
+    None when ``env`` is ``_UNREAD``)."""
     value, var = t.get(key), t.get(f"{key}_env")
     if (value is None) == (var is None):
         raise ConfigError(f"{where}: give the {what} as {key} or {key}_env (one of them)")
     if var is not None:
         if not isinstance(var, str) or not var:
             raise ConfigError(f"{where}.{key}_env must be the name of an environment variable")
+        if env is _UNREAD:
+            return None
         value = env.get(var)
         if not value:
             raise ConfigError(f"{where}.{key}_env: environment variable {var} is not set")
@@ -195,10 +205,10 @@ def _slack(where: str, t: dict[str, Any], env: Any) -> dict[str, Any]:
     if find_spec("slack_sdk") is None or find_spec("aiohttp") is None:
         raise ConfigError(f"{where}: a slack channel needs slack_sdk and aiohttp: pip install 'hookd[slack]'")
     token = _secret(where, t, env, "token", "bot token (xoxb-...)")
-    if not token.startswith("xoxb-") or any(c.isspace() for c in token):
+    if token is not None and (not token.startswith("xoxb-") or any(c.isspace() for c in token)):
         raise ConfigError(f"{where}: the token is not a Slack bot token (it starts with xoxb-)")
     app_token = _secret(where, t, env, "app_token", "app-level token (xapp-..., Socket Mode)")
-    if not app_token.startswith("xapp-") or any(c.isspace() for c in app_token):
+    if app_token is not None and (not app_token.startswith("xapp-") or any(c.isspace() for c in app_token)):
         raise ConfigError(f"{where}: the app_token is not a Slack app-level token (it starts with xapp-)")
     chat = t.get("chat_id")
     if not isinstance(chat, str) or not chat.strip() or any(c.isspace() for c in chat):
@@ -272,11 +282,24 @@ def _channel(where: str, t: Any, env: Any = None) -> Channel:
     return Channel(name=name, **kw)
 
 
+def _channels(path: str, tables: list[Any], env: Any, only: str | None) -> tuple[Channel, ...]:
+    """The channels of ``tables`` (``[[notify.channel]]``); with ``only``, the tokens of that
+    channel alone read from ``env`` (:func:`load_config`)."""
+    where = [f"{path}: notify.channel[{n}]" for n in range(1, len(tables) + 1)]
+    if only is None:
+        return tuple(_channel(w, t, env) for w, t in zip(where, tables))
+    unread = [_channel(w, t, _UNREAD) for w, t in zip(where, tables)]
+    return tuple(_channel(w, t, env) if only in (str(n), c.name) else c
+                 for n, (w, t, c) in enumerate(zip(where, tables, unread), 1))
+
+
 def load_config(home: Any, overrides: dict[str, Any] | None = None,
-                env: dict[str, str] | os._Environ[str] | None = None) -> NotifyConfig:
+                env: dict[str, str] | os._Environ[str] | None = None, only: str | None = None) -> NotifyConfig:
     """The notification settings of ``home``: defaults < ``config.toml`` < environment
-    < ``overrides`` (command-line flags, None values ignored). Raises ConfigError naming the
-    file (or variable) and the key."""
+    < ``overrides`` (command-line flags, None values ignored). only: a channel's 1-based
+    number or name: only its tokens are read from ``*_env`` variables (the others' are None:
+    ``hookd notify test --channel`` without a daemon). Raises ConfigError naming the file (or
+    variable) and the key."""
     path = config_path(home)
     env = os.environ if env is None else env
     data: dict[str, Any] = {}
@@ -312,7 +335,7 @@ def load_config(home: Any, overrides: dict[str, Any] | None = None,
         elif key == "channel":
             if not isinstance(value, list):
                 raise ConfigError(f"{where} must be an array of tables ([[notify.channel]])")
-            kw["channels"] = tuple(_channel(f"{path}: notify.channel[{n}]", t, env) for n, t in enumerate(value, 1))
+            kw["channels"] = _channels(str(path), value, env, only)
         else:
             known = sorted([*_NUMBERS, "steps_s", "channel", "agent_messages"])
             raise ConfigError(f"{where}: unknown key (known: {', '.join(known)})")

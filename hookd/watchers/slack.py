@@ -37,9 +37,11 @@ import logging
 import re
 from typing import Any
 
+import msgspec
+
 from hookd.models import HookdError
 from hookd.watchers.chat import NOT_ALLOWED, ChatUnreachable, Incoming
-from hookd.watchers.chat_posts import Post
+from hookd.watchers.chat_posts import REPLY, Post
 from hookd.watchers.notify_config import Channel
 
 log = logging.getLogger("hookd")
@@ -81,6 +83,12 @@ def escape(text: str) -> str:
     """Slack's control characters in a message's ``text`` (so no mention or link an agent wrote
     is rendered as one)."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def threaded(post: Post) -> Post:
+    """``post`` as Slack shows it: a reply to it is one in its thread ("Reply in this message's
+    thread" where the post says :data:`hookd.watchers.chat_posts.REPLY`)."""
+    return msgspec.structs.replace(post, text=post.text.replace(REPLY, "Reply in this message's thread"))
 
 
 def blocks(post: Post, data: list[str]) -> list[dict[str, Any]]:
@@ -178,11 +186,13 @@ class SlackChannel:
 
     # --- posting ------------------------------------------------------------------------
     async def post(self, post: Post, data: list[str]) -> tuple[str, int]:
+        post = threaded(post)
         r = await self._call("chat_postMessage", channel=self.chat_id, text=escape(post.text), blocks=blocks(post, data),
                              mrkdwn=False, unfurl_links=False, unfurl_media=False)
         return str(r["channel"]), ts_id(r["ts"])
 
     async def edit(self, chat_id: str, message_id: int, post: Post, data: list[str]) -> None:
+        post = threaded(post)
         await self._call("chat_update", channel=chat_id, ts=ts_of(message_id), text=escape(post.text),
                          blocks=blocks(post, data))
 

@@ -112,10 +112,9 @@ class TelegramChannel:
 
     async def reply(self, inc: Incoming, text: str) -> None:
         if inc.callback_id is not None:
-            # a toast on the pressed button, and (for a refusal) a message that stays
+            # a toast on the pressed button, to the presser only (as Slack's ephemeral message): a
+            # refusal (the loser of a race) is not told to the whole chat
             await self._call(self.bot.answer_callback_query, inc.callback_id, text=text[:190])
-            if text.startswith("Not answered"):
-                await self._call(self.bot.send_message, inc.chat_id, text, reply_to_message_id=inc.message_id)
             return
         await self._call(self.bot.send_message, inc.chat_id, text, reply_to_message_id=inc.message_id)
 
