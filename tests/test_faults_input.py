@@ -258,7 +258,7 @@ def test_every_human_facing_output_escapes_agent_text_and_json_stays_exact(home:
     h.ensure()
     (h.root / "config.toml").write_text(
         '[[notify.channel]]\ntype = "command"\nname = "pager\\u001b]0;x\\u0007"\n'
-        'command = ["sh", "-c", "printf \'\\\\033[2Jboom\\\\033]0;t\\\\007\' >&2; exit 3"]\n')
+        'command = ["sh", "-c", "cat >/dev/null; printf \'\\\\033[2Jboom\\\\033]0;t\\\\007\' >&2; exit 3"]\n')
     d = DaemonProcess(home).start()
     try:
         _run(home, "spawn", "b1", "--worktree", str(wt))

@@ -598,3 +598,20 @@ def test_a_fleet_alerts_answer_line_answers_through_the_hub():
          "data": {"id": "pr_1", "kind": "permission", "tool_name": "Bash", "tool_input": {"command": "ls"}}}
     assert fleet_alert(p, 0, 2, 1060.0).message.splitlines()[-1] == (
         'Answer: hookd --hub <operator URL> answer hostb/pr_1 --option allow   (or: --option deny --text "why")')
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_a_command_that_exits_without_reading_its_alert_fails_with_its_status(loop: str) -> None:
+    """A command channel's program that exits before reading stdin is a failed delivery with
+    its exit status, on the daemon's loop (uvloop raises RuntimeError from the write to a closed
+    pipe: no internal error) as on asyncio's (which drops the broken pipe and keeps stderr)."""
+    from hookd.watchers.notify_channels import NotifyFailed, _run
+
+    factory = asyncio.new_event_loop
+    if loop == "uvloop":
+        uvloop = pytest.importorskip("uvloop")
+        factory = uvloop.new_event_loop
+    argv = ["sh", "-c", "exec 0<&-; printf 'no thanks' >&2; exit 3"]
+    with asyncio.Runner(loop_factory=factory) as runner:
+        with pytest.raises(NotifyFailed, match=r"^sh exited with 3(: no thanks| before reading the alert)$"):
+            runner.run(_run(argv, b"x" * (1 << 20), 30))

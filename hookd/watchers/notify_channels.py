@@ -207,6 +207,20 @@ def desktop_argv(alert: Alert, platform: str = sys.platform) -> list[str]:
     return ["notify-send", "--app-name=hookd", alert.title, alert.message]
 
 
+async def _communicate(proc: asyncio.subprocess.Process, stdin: bytes | None) -> bytes | None:
+    """``proc.communicate(stdin)``'s stderr; None when the program exited (or closed its stdin)
+    before reading the alert and the loop raised for it (asyncio's own loop drops the broken
+    pipe; uvloop's transport raises RuntimeError, "the handler is closed", from the write):
+    its stderr is not kept then, its exit status is."""
+    try:
+        return (await proc.communicate(stdin))[1] or b""
+    except (BrokenPipeError, ConnectionResetError, RuntimeError):
+        if proc.stdin is None or not proc.stdin.is_closing():
+            raise
+    await proc.wait()
+    return None
+
+
 async def _run(argv: list[str], stdin: bytes | None, timeout: float) -> None:
     try:
         proc = await asyncio.create_subprocess_exec(
@@ -217,7 +231,7 @@ async def _run(argv: list[str], stdin: bytes | None, timeout: float) -> None:
     except PermissionError:
         raise PermanentFailure(f"{argv[0]} is not executable") from None
     try:
-        _, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
+        err = await asyncio.wait_for(_communicate(proc, stdin), timeout)
     except TimeoutError:
         proc.kill()
         await proc.wait()
@@ -227,7 +241,9 @@ async def _run(argv: list[str], stdin: bytes | None, timeout: float) -> None:
             proc.kill()
         raise
     if proc.returncode != 0:
-        tail = (err or b"").decode(errors="replace").strip()[-300:]
+        if err is None:
+            raise NotifyFailed(f"{argv[0]} exited with {proc.returncode} before reading the alert")
+        tail = err.decode(errors="replace").strip()[-300:]
         raise NotifyFailed(f"{argv[0]} exited with {proc.returncode}" + (f": {tail}" if tail else ""))
 
 
