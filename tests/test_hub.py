@@ -25,7 +25,7 @@ from .hubrig import Hub, cluster_fixture, fresh_hub, local, pg, session, shipped
 from .inproc import InProc
 from .pg import PgCluster, make_ca
 
-pytestmark = [pytest.mark.inproc, pytest.mark.xdist_group("hub")]
+pytestmark = [pytest.mark.inproc]  # (its module-scoped cluster keeps its tests on one worker: tests/conftest.py)
 
 cluster = pytest.fixture(scope="module")(cluster_fixture)
 

@@ -18,7 +18,7 @@ from .hubrig import Hub, _names, ask, cluster_fixture, fresh_hub, pg, session, s
 from .inproc import InProc
 from .pg import PgCluster
 
-pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("hub")]
+pytestmark = [pytest.mark.daemon]  # (its module-scoped cluster keeps its tests on one worker: tests/conftest.py)
 
 cluster = pytest.fixture(scope="module")(cluster_fixture)
 

@@ -35,7 +35,7 @@ from .pg import PgCluster
 from .test_answers import bash_perm, bash_post
 from .test_answers_inproc import Rig, finish, pending_permission
 
-pytestmark = [pytest.mark.inproc, pytest.mark.xdist_group("hub")]
+pytestmark = [pytest.mark.inproc]  # (its module-scoped cluster keeps its tests on one worker: tests/conftest.py)
 
 cluster = pytest.fixture(scope="module")(cluster_fixture)
 

@@ -30,7 +30,7 @@ from .conftest import TUI, events, hookd_cli
 from .hubrig import Hub, cluster_fixture, fresh_hub, pg
 from .pg import PgCluster
 
-pytestmark = [pytest.mark.daemon, pytest.mark.xdist_group("hub")]
+pytestmark = [pytest.mark.daemon]  # (its module-scoped cluster keeps its tests on one worker: tests/conftest.py)
 
 cluster = pytest.fixture(scope="module")(cluster_fixture)
 _sessions = itertools.count(1)

@@ -31,7 +31,7 @@ from .pg import PgCluster
 from .test_answers_inproc import finish
 from .test_hub_commands import Host
 
-pytestmark = [pytest.mark.inproc, pytest.mark.xdist_group("hub")]
+pytestmark = [pytest.mark.inproc]  # (its module-scoped cluster keeps its tests on one worker: tests/conftest.py)
 
 cluster = pytest.fixture(scope="module")(cluster_fixture)
 ORIGIN = "http://127.0.0.1:8765"

@@ -25,7 +25,7 @@ from .test_claude_code_scenarios import (  # noqa: F401  (rig: fixture)
     tool_result_block,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("hub")]
+pytestmark = [pytest.mark.e2e]  # (its module-scoped cluster keeps its tests on one worker: tests/conftest.py)
 
 cluster = pytest.fixture(scope="module")(cluster_fixture)
 
