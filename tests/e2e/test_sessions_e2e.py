@@ -86,9 +86,10 @@ def test_idle_prompt_notification_leaves_the_lane_idle(claude_bin: Path, tmux_bi
                 lane = wait_until(lambda: (x := _lane(h))["state"] == "stalled" and x, 15, 0.1, "the lane stalled")
                 assert "queued message" in lane["detail"]
         changes = [(e["data"]["from"], e["data"]["to"]) for e in h.events() if e["kind"] == "lane_changed"]
-        # from the lane's first idle on (a turn shorter than the lanes' 1 s refresh gap may go
-        # from its first state to idle without a recorded working)
-        first_idle = next(n for n, (_, to) in enumerate(changes) if to == "idle")
+        # from the turn's idle on: the first idle after its working (a turn shorter than the
+        # lanes' 1 s refresh gap may record no working, then the first idle)
+        worked = next((n for n, (_, to) in enumerate(changes) if to == "working"), -1)
+        first_idle = next(n for n, (_, to) in enumerate(changes) if to == "idle" and n > worked)
         assert ("idle", "working") not in changes[first_idle:], changes
     finally:
         h.stop()
