@@ -30,7 +30,6 @@ leaves the command queued; it is tried again.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -40,7 +39,7 @@ import msgspec
 
 from hookd.hub import sql
 from hookd.hub.config import redact
-from hookd.hub.shipper import HostTaken
+from hookd.hub.shipper import HostTaken, keep_connected, why
 from hookd.models import AnswerRequest, BadRequest, Conflict, NotFound
 
 if TYPE_CHECKING:
@@ -90,32 +89,15 @@ class Applier:
     async def run(self, stop: asyncio.Event) -> None:
         """Connect, apply, follow; on any failure wait and connect again, until ``stop`` is
         set (or the task is cancelled)."""
-        import asyncpg  # (the optional extra hookd[hub]: hookd.daemon checked it is installed)
+        await keep_connected(self.url, stop, self._follow, self._failed, lambda: self.state == "up",
+                             connect_timeout_s=self.connect_timeout_s, command_timeout_s=self.command_timeout_s,
+                             retry_max_s=self.retry_max_s)
 
-        delay = 0.1
-        while not stop.is_set():
-            conn = None
-            try:
-                conn = await asyncpg.connect(self.url, timeout=self.connect_timeout_s,
-                                             command_timeout=self.command_timeout_s)
-                await self._follow(conn, stop)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # (the hub went away, refused, timed out: never the daemon's end)
-                if self.state == "up":
-                    delay = 0.1
-                why = f"{type(e).__name__}: {str(e).strip().splitlines()[0]}" if str(e).strip() else type(e).__name__
-                state = "refused" if isinstance(e, HostTaken) else "connecting" if isinstance(e, NotClaimed) else "down"
-                if state != "connecting" and (self.state != state or self.error != why):
-                    log.warning("hub %s: commands: %s; queued ones wait on the hub", self.key, why)
-                self.state, self.error = state, why
-            finally:
-                if conn is not None:
-                    with contextlib.suppress(Exception):
-                        conn.terminate()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), delay)
-            delay = min(delay * 2, self.retry_max_s)
+    def _failed(self, e: Exception) -> None:
+        state = "refused" if isinstance(e, HostTaken) else "connecting" if isinstance(e, NotClaimed) else "down"
+        if state != "connecting" and (self.state != state or self.error != why(e)):
+            log.warning("hub %s: commands: %s; queued ones wait on the hub", self.key, why(e))
+        self.state, self.error = state, why(e)
 
     async def _follow(self, conn: Any, stop: asyncio.Event) -> None:
         host = await sql.host_id(conn)

@@ -36,6 +36,7 @@ from typing import Any, Awaitable, Callable, Sequence
 
 from hookd.hub import fleet_sql, sql
 from hookd.hub.config import redact
+from hookd.hub.shipper import why as _why
 
 log = logging.getLogger("hookd.hub")
 
@@ -308,8 +309,3 @@ class FleetLead(_Conn):
 
 class _Unsent(Exception):
     """No channel took the fleet's notification: its claim is rolled back."""
-
-
-def _why(e: BaseException) -> str:
-    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    return f"{type(e).__name__}: {text}" if text else type(e).__name__

@@ -82,34 +82,15 @@ class Shipper:
     async def run(self, stop: asyncio.Event) -> None:
         """Connect, catch up, follow the bus; on any failure wait and connect again, until
         ``stop`` is set (or the task is cancelled)."""
-        import asyncpg  # (the optional extra hookd[hub]: hookd.daemon checked it is installed)
+        await keep_connected(self.url, stop, self._follow, self._failed, lambda: self.state == "up",
+                             connect_timeout_s=self.connect_timeout_s, command_timeout_s=self.command_timeout_s,
+                             retry_max_s=self.retry_max_s)
 
-        delay = 0.1
-        while not stop.is_set():
-            conn = None
-            try:
-                # (command_timeout: a hub that stops answering mid-statement, packets dropped,
-                # ends the connection instead of stalling the shipper until TCP gives up)
-                conn = await asyncpg.connect(self.url, timeout=self.connect_timeout_s,
-                                             command_timeout=self.command_timeout_s)
-                await self._follow(conn, stop)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # (the hub refused, went away, timed out: never the daemon's end)
-                if self.state == "up":  # (a connection that worked: the backoff starts again;
-                    delay = 0.1         # one refused at once, HostTaken included, keeps backing off)
-                state = "refused" if isinstance(e, HostTaken) else "down"
-                if self.state != state or self.error != _why(e):
-                    log.warning("hub %s: %s; the events wait in the local store and ship once it is back",
-                                self.key, _why(e))
-                self.state, self.error = state, _why(e)
-            finally:
-                if conn is not None:
-                    with contextlib.suppress(Exception):
-                        conn.terminate()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), delay)
-            delay = min(delay * 2, self.retry_max_s)
+    def _failed(self, e: Exception) -> None:
+        state = "refused" if isinstance(e, HostTaken) else "down"
+        if self.state != state or self.error != why(e):
+            log.warning("hub %s: %s; the events wait in the local store and ship once it is back", self.key, why(e))
+        self.state, self.error = state, why(e)
 
     async def _follow(self, conn: Any, stop: asyncio.Event) -> None:
         store, bus = self.core.store, self.core.bus
@@ -159,6 +140,38 @@ def _set_cursor(tx: Any, hub: str, seq: int, at: float, home_id: str) -> None:
     tx.set_hub_cursor(hub, seq, at, home_id)
 
 
-def _why(e: BaseException) -> str:
+async def keep_connected(url: str, stop: asyncio.Event, follow: Any, failed: Any, was_up: Any, *,
+                         connect_timeout_s: float, command_timeout_s: float, retry_max_s: float) -> None:
+    """A hub task's connection loop (the shipper's, the applier's): connect to ``url`` and run
+    ``await follow(conn, stop)``; on any failure but cancellation call ``failed(exc)``, close
+    the connection, wait (0.1 s, doubling up to ``retry_max_s``; back to 0.1 s after a
+    connection on which ``was_up()`` held) and connect again, until ``stop`` is set.
+    ``command_timeout_s``: a hub that stops answering mid-statement ends the connection instead
+    of stalling the task until TCP gives up."""
+    import asyncpg  # (the optional extra hookd[hub]: hookd.daemon checked it is installed)
+
+    delay = 0.1
+    while not stop.is_set():
+        conn = None
+        try:
+            conn = await asyncpg.connect(url, timeout=connect_timeout_s, command_timeout=command_timeout_s)
+            await follow(conn, stop)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # (the hub refused, went away, timed out: never the daemon's end)
+            if was_up():  # (a connection that worked: the backoff starts again; one refused at
+                delay = 0.1  # once, HostTaken included, keeps backing off)
+            failed(e)
+        finally:
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    conn.terminate()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), delay)
+        delay = min(delay * 2, retry_max_s)
+
+
+def why(e: BaseException) -> str:
+    """``Type: first line of the message`` (or the type alone): a failure as status shows it."""
     text = str(e).strip().splitlines()[0] if str(e).strip() else ""
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
