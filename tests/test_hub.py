@@ -235,3 +235,25 @@ def test_a_second_home_shipping_as_the_same_host_is_refused(hub: Hub, tmp_path: 
         assert shipped(first, hub, url)[:len(rows)] == rows
     finally:
         first.stop()
+
+
+def test_a_heartbeat_is_never_younger_than_zero_for_a_reader_that_began_before_it(hub: Hub) -> None:
+    """Ages are read against the hub's clock as the statement runs, not the reading
+    transaction's start: a heartbeat committed after the reader began (here, one statement
+    later; in a single statement, while it was planned) would otherwise be a negative age."""
+    a = hub.host("ha")
+    pg(a, sql.heartbeat, 0, "test")
+    op = hub.operator()
+
+    async def reader(conn: Any) -> list[float]:
+        async with conn.transaction():
+            await conn.execute("SELECT 1")  # the transaction's start (now()) is fixed here
+            pg_host = await asyncpg.connect(a)
+            try:
+                await sql.heartbeat(pg_host, 0, "test")  # committed after the reader began
+            finally:
+                await pg_host.close()
+            return [h["age_s"] for h in await sql.hosts(conn)]
+
+    ages = pg(op, reader)
+    assert len(ages) == 1 and ages[0] >= 0, ages

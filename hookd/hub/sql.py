@@ -151,6 +151,10 @@ async def shipped_seq(conn: Any) -> int:
 
 _INSERT = ("INSERT INTO hookd.events (host_id, seq, kind, builder, session_id, at, data)"
            " VALUES (current_user, $1, $2, $3, $4, $5, $6::text::json) ON CONFLICT (host_id, seq) DO NOTHING")
+# A heartbeat's age is read against clock_timestamp() (the hub's clock as the statement runs),
+# never now(): now() is the reading transaction's start, and a heartbeat committed after it
+# (one statement later, or while a single statement was planned) would be a negative age
+# (tests/test_hub.py).
 _HEARTBEAT = ("INSERT INTO hookd.hosts (host_id, shipped_seq, heartbeat_at, version)"
               " VALUES (current_user, $1, now(), $2) ON CONFLICT (host_id) DO UPDATE"
               " SET shipped_seq = GREATEST(hookd.hosts.shipped_seq, EXCLUDED.shipped_seq),"
@@ -182,7 +186,7 @@ async def hosts(conn: Any) -> list[dict[str, Any]]:
     """Every host the connection may see: ``host_id``, ``shipped_seq``, ``heartbeat_at``
     (timestamptz), ``version``, ``age_s`` (seconds since the heartbeat, the hub's clock)."""
     rows = await conn.fetch("SELECT host_id, shipped_seq, heartbeat_at, version,"
-                            " extract(epoch FROM now() - heartbeat_at)::float8 AS age_s FROM hookd.hosts ORDER BY host_id")
+                            " extract(epoch FROM clock_timestamp() - heartbeat_at)::float8 AS age_s FROM hookd.hosts ORDER BY host_id")
     return [dict(r) for r in rows]
 
 
@@ -223,7 +227,7 @@ async def lanes(conn: Any) -> list[dict[str, Any]]:
         f"WITH inbox AS ({_INBOX_QUEUED})"
         " SELECT DISTINCT ON (e.host_id, e.builder) e.host_id, e.builder, e.seq, e.at, e.data::text AS data,"
         " coalesce(i.n, 0)::int AS inbox_queued,"
-        " extract(epoch FROM now() - h.heartbeat_at)::float8 AS heartbeat_age_s"
+        " extract(epoch FROM clock_timestamp() - h.heartbeat_at)::float8 AS heartbeat_age_s"
         " FROM hookd.events e LEFT JOIN hookd.hosts h ON h.host_id = e.host_id"
         " LEFT JOIN inbox i ON i.host_id = e.host_id AND i.builder = e.builder"
         " WHERE e.kind = 'lane_changed' AND e.builder IS NOT NULL ORDER BY e.host_id, e.builder, e.seq DESC")
@@ -245,7 +249,7 @@ async def pending(conn: Any) -> list[dict[str, Any]]:
     first."""
     rows = await conn.fetch(
         "SELECT p.host_id, p.seq, p.kind, p.builder, p.at, p.data::text AS data,"
-        " extract(epoch FROM now() - h.heartbeat_at)::float8 AS heartbeat_age_s"
+        " extract(epoch FROM clock_timestamp() - h.heartbeat_at)::float8 AS heartbeat_age_s"
         " FROM hookd.events p LEFT JOIN hookd.hosts h ON h.host_id = p.host_id"
         " WHERE p.kind = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM hookd.events r WHERE r.host_id = p.host_id"
         " AND r.kind = ANY($2::text[]) AND r.seq > p.seq AND r.data->>'id' = p.data->>'id') ORDER BY p.at, p.host_id, p.seq",
@@ -261,7 +265,7 @@ async def resolved(conn: Any, limit: int = 100) -> list[dict[str, Any]]:
     ``heartbeat_age_s``; newest resolved first."""
     rows = await conn.fetch(
         "SELECT p.host_id, p.seq, p.kind, p.builder, p.at, r.at AS resolved_at, p.data::text AS data,"
-        " r.data::text AS resolution, extract(epoch FROM now() - h.heartbeat_at)::float8 AS heartbeat_age_s"
+        " r.data::text AS resolution, extract(epoch FROM clock_timestamp() - h.heartbeat_at)::float8 AS heartbeat_age_s"
         " FROM hookd.events r JOIN LATERAL (SELECT * FROM hookd.events p WHERE p.host_id = r.host_id"
         " AND p.kind = ANY($1::text[]) AND p.seq < r.seq AND p.data->>'id' = r.data->>'id' ORDER BY p.seq DESC LIMIT 1) p"
         " ON true LEFT JOIN hookd.hosts h ON h.host_id = r.host_id"
@@ -276,7 +280,7 @@ async def interaction(conn: Any, host: str, iid: str) -> dict[str, Any] | None:
     pending."""
     row = await conn.fetchrow(
         "SELECT p.host_id, p.seq, p.kind, p.builder, p.at, r.at AS resolved_at, p.data::text AS data,"
-        " r.data::text AS resolution, extract(epoch FROM now() - h.heartbeat_at)::float8 AS heartbeat_age_s"
+        " r.data::text AS resolution, extract(epoch FROM clock_timestamp() - h.heartbeat_at)::float8 AS heartbeat_age_s"
         " FROM hookd.events p LEFT JOIN LATERAL (SELECT * FROM hookd.events r WHERE r.host_id = p.host_id"
         " AND r.kind = ANY($4::text[]) AND r.seq > p.seq AND r.data->>'id' = p.data->>'id' ORDER BY r.seq LIMIT 1) r"
         " ON true LEFT JOIN hookd.hosts h ON h.host_id = p.host_id"
@@ -388,7 +392,7 @@ async def command(conn: Any, cid: str) -> dict[str, Any] | None:
     ``result`` (JSON text), ``operator``, ``created_at``, ``state``, ``reason``,
     ``applied_at`` (timestamptz or None), ``heartbeat_age_s`` (its host's freshness)."""
     row = await conn.fetchrow(
-        f"SELECT {_COMMAND_COLS}, (SELECT extract(epoch FROM now() - h.heartbeat_at)::float8 FROM hookd.hosts h"
+        f"SELECT {_COMMAND_COLS}, (SELECT extract(epoch FROM clock_timestamp() - h.heartbeat_at)::float8 FROM hookd.hosts h"
         " WHERE h.host_id = c.host_id) AS heartbeat_age_s FROM hookd.commands c WHERE id = $1", cid)
     return dict(row) if row is not None else None
 
@@ -397,7 +401,7 @@ async def list_commands(conn: Any, host: str | None = None, limit: int = 1000) -
     """The newest ``limit`` commands the connection may see (of ``host``, else every host's),
     oldest first, as :func:`command` gives each."""
     rows = await conn.fetch(
-        f"SELECT * FROM (SELECT {_COMMAND_COLS}, (SELECT extract(epoch FROM now() - h.heartbeat_at)::float8"
+        f"SELECT * FROM (SELECT {_COMMAND_COLS}, (SELECT extract(epoch FROM clock_timestamp() - h.heartbeat_at)::float8"
         " FROM hookd.hosts h WHERE h.host_id = c.host_id) AS heartbeat_age_s FROM hookd.commands c"
         " WHERE ($1::text IS NULL OR host_id = $1) ORDER BY seq DESC LIMIT $2) x ORDER BY seq", host, limit)
     return [dict(r) for r in rows]
