@@ -552,12 +552,37 @@ class TmuxClaude:
 
     def submit(self, text: str, timeout: float = 30.0) -> None:
         """Type ``text`` at the prompt, wait until it is visible on screen,
-        then press Enter. Raises ``TimeoutError`` if the text never shows."""
+        then press Enter. Raises ``TimeoutError`` if the text never shows.
+
+        2.1.332 can drop the first keys typed while it redraws after a menu closes,
+        even once the idle prompt is back ("❯ arry on" for "carry on", the prompt
+        waited for): a one-line input that shows only the end of ``text`` (every key
+        was read, some were lost) is erased and typed again."""
         self.send_text(text)
         probe = text.strip().splitlines()[-1][-40:] if text.strip() else ""
         if probe:
-            self.wait_for_screen(lambda s: probe in s, timeout)
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    self.wait_for_screen(lambda s: probe in s, min(5.0, max(0.0, deadline - time.monotonic())))
+                    break
+                except TimeoutError:
+                    if time.monotonic() >= deadline:
+                        raise
+                shown = self.prompt_input()
+                if "\n" not in text and shown and shown != text and text.endswith(shown):
+                    self.send_keys(*["BSpace"] * len(shown))
+                    erased = shown  # (an empty prompt may show a placeholder hint)
+                    self.wait_for_screen(lambda s: not (self.prompt_input(s) or "").endswith(erased),
+                                         max(1.0, deadline - time.monotonic()))
+                    self.send_text(text)
         self.send_keys("Enter")
+
+    def prompt_input(self, screen: str | None = None) -> str | None:
+        """What the idle prompt's input line holds (``"❯\\xa0"`` + text, trailing
+        blanks dropped) on ``screen`` (default: the screen now); None with no prompt."""
+        m = re.search(r"^❯\xa0(.*)$", self.capture() if screen is None else screen, re.MULTILINE)
+        return None if m is None else m.group(1).rstrip()
 
     def press_until(self, keys: str | Sequence[str],
                     predicate: str | re.Pattern | Callable[[str], Any],
