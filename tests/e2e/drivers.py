@@ -14,6 +14,7 @@ network connection Claude Code makes is to the fake API on 127.0.0.1.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -524,14 +525,18 @@ class TmuxClaude:
         cmd = " ".join(_shquote(a) for a in [self.exe, *self.args])
         # One tmux invocation: server options first (focus events on, keep the
         # pane after exit so a crash can still be captured), then the session.
-        self._tmux("-f", "/dev/null", "start-server", ";",
-                   "set-option", "-g", "focus-events", "on", ";",
-                   "set-option", "-g", "remain-on-exit", "on", ";",
-                   "set-option", "-g", "history-limit", "5000", ";",
-                   "new-session", "-d", "-s", "claude", "-x", str(self.width),
-                   "-y", str(self.height), "-c", self.cwd,
-                   *[x for k, v in self.env.items() for x in ("-e", f"{k}={v}")],
-                   f"exec {cmd}")
+        try:
+            self._tmux("-f", "/dev/null", "start-server", ";",
+                       "set-option", "-g", "focus-events", "on", ";",
+                       "set-option", "-g", "remain-on-exit", "on", ";",
+                       "set-option", "-g", "history-limit", "5000", ";",
+                       "new-session", "-d", "-s", "claude", "-x", str(self.width),
+                       "-y", str(self.height), "-c", self.cwd,
+                       *[x for k, v in self.env.items() for x in ("-e", f"{k}={v}")],
+                       f"exec {cmd}")
+        except BaseException:
+            self._kill_server()  # it may have started (a timeout under load, say): never left behind
+            raise
         self.started = True
         return self
 
@@ -653,8 +658,27 @@ class TmuxClaude:
     def close(self) -> None:
         """Kill the private tmux server (and so claude). Idempotent."""
         if self.started:
-            self._tmux("kill-server", check=False)
+            self._kill_server()
             self.started = False
+
+    def _kill_server(self) -> None:
+        """``kill-server``; when tmux does not answer that (a loaded machine: its 10 s timeout),
+        SIGKILL to every process of this private server (its command line names ``-L <socket>``)
+        and to their children (claude)."""
+        try:
+            self._tmux("kill-server", check=False)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        import psutil
+
+        for p in psutil.process_iter(["cmdline"]):
+            cmd = p.info["cmdline"] or []
+            if "-L" in cmd and self.socket in cmd:
+                with contextlib.suppress(psutil.Error):
+                    for child in p.children(recursive=True):
+                        child.kill()
+                    p.kill()
 
 
 def _shquote(s: str) -> str:

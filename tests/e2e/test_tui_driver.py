@@ -52,3 +52,46 @@ def test_submit_types_again_what_the_tui_lost(tmp_path: Path, tmux_bin: str) -> 
         tui.submit("carry on", timeout=20)
         tui.wait_for_screen(lambda s: submitted.exists(), timeout=20)
     assert submitted.read_text() == "carry on"
+
+
+def test_a_start_that_fails_leaves_no_tmux_server_behind(tmp_path: Path, tmux_bin: str, monkeypatch) -> None:  # noqa: ANN001
+    """tmux started its server and the pane's program, then its client timed out (as under load):
+    start() raises, and neither the private server nor the program is left running."""
+    import subprocess
+
+    import psutil
+
+    program = tmp_path / "prompt.py"
+    program.write_text(PROMPT)
+    wrapper = tmp_path / "prompt"
+    wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} {program} {tmp_path / 'submitted'}\n")
+    wrapper.chmod(0o755)
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "TERM": "xterm-256color", "LANG": "C.UTF-8"}
+    tui = TmuxClaude(tmp_path, env, claude_bin=wrapper, seed=False, tmux=tmux_bin)
+    real = TmuxClaude._tmux
+    calls: list[tuple[str, ...]] = []
+
+    def slow_client(self: TmuxClaude, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        calls.append(args)
+        if args == ("kill-server",):
+            raise subprocess.TimeoutExpired(["tmux", *args], 10)  # tmux never answered it
+        done = real(self, *args, check=check)
+        if "new-session" in args:
+            raise subprocess.TimeoutExpired(["tmux", *args], 10)  # after the server did it
+        return done
+
+    monkeypatch.setattr(TmuxClaude, "_tmux", slow_client)
+
+    def ours() -> list[psutil.Process]:
+        return [p for p in psutil.process_iter(["cmdline"])
+                if tui.socket in (p.info["cmdline"] or []) or str(program) in (p.info["cmdline"] or [])]
+
+    try:
+        tui.start()
+    except subprocess.TimeoutExpired:
+        pass
+    else:
+        raise AssertionError("start() did not raise the client's timeout")
+    assert ("kill-server",) in calls  # tried first; it timed out, so the processes were killed
+    psutil.wait_procs(ours(), timeout=10)
+    assert ours() == []
