@@ -16,8 +16,8 @@ from typing import Any
 
 from . import test_slack, test_telegram
 from .conftest import wait_until
-from .fake_slack import FakeSlack
-from .fake_telegram import FakeTelegram
+from .fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
+from .fake_telegram import TOKEN, FakeTelegram
 
 CHANNELS = ("telegram", "slack")
 
@@ -25,11 +25,14 @@ CHANNELS = ("telegram", "slack")
 class Chat:
     """A chat service's fake as the shared cases use it. name: the channel's ``type``, and the
     ``surface`` of what is answered there; allowed: the user in the channel's ``allow``;
-    reply_hint: how a post says to answer with text (the words before "to ...")."""
+    reply_hint: how a post says to answer with text (the words before "to ..."); chat_id: the
+    chat the channel posts in; tokens: the channel's secrets (never in the daemon's log)."""
 
     name: str
     allowed: Any
     reply_hint: str
+    chat_id: str
+    tokens: tuple[str, ...]
     fake: Any
 
     def write_config(self, home: Path, notify: str = "") -> None:
@@ -94,12 +97,23 @@ class Chat:
         """The texts of the bot's posts that are not about another post (no reply, no thread)."""
         raise NotImplementedError
 
+    def in_chat(self) -> list[str]:
+        """The texts of everything the bot sent into the chat for all to see (posts, replies,
+        reminders; not what it told one user alone)."""
+        raise NotImplementedError
+
+    def last_edit(self) -> tuple[str, Any]:
+        """The chat and the post of the bot's last edit."""
+        raise NotImplementedError
+
 
 class TelegramChat(Chat):
     name, allowed, reply_hint = "telegram", test_telegram.ALLOWED, "Reply to this message"
+    tokens = (TOKEN,)
 
     def __init__(self) -> None:
         self.fake: FakeTelegram = FakeTelegram()
+        self.chat_id = str(self.fake.chat_id)
 
     def write_config(self, home: Path, notify: str = "") -> None:
         test_telegram.write_config(home, self.fake, notify=notify)
@@ -118,7 +132,7 @@ class TelegramChat(Chat):
         return test_telegram.current(rig, self.fake, iid, post)
 
     def edits(self) -> int:
-        return len(self.fake.of("editMessageText")) + len(self.fake.of("editMessageReplyMarkup"))
+        return len(self.fake.of("editMessageText"))
 
     def reminders(self, post: Any) -> list[str]:
         return [c["text"] for c in self.fake.of("sendMessage") if c.get("reply_to_message_id") == post
@@ -127,12 +141,21 @@ class TelegramChat(Chat):
     def posts(self) -> list[str]:
         return [m["text"] for m in self.fake.sent_to_chat() if "reply_to_message" not in m]
 
+    def in_chat(self) -> list[str]:
+        return [c["text"] for c in self.fake.of("sendMessage")]
+
+    def last_edit(self) -> tuple[str, Any]:
+        edit = self.fake.of("editMessageText")[-1]
+        return str(edit["chat_id"]), edit["message_id"]
+
 
 class SlackChat(Chat):
     name, allowed, reply_hint = "slack", test_slack.ALLOWED, "Reply in this message's thread"
+    tokens = (BOT_TOKEN, APP_TOKEN)
 
     def __init__(self) -> None:
         self.fake: FakeSlack = FakeSlack()
+        self.chat_id = self.fake.channel
 
     def write_config(self, home: Path, notify: str = "") -> None:
         test_slack.write_config(home, self.fake, notify=notify)
@@ -160,6 +183,13 @@ class SlackChat(Chat):
 
     def posts(self) -> list[str]:
         return [c["text"] for c in self.fake.of("chat.postMessage") if "thread_ts" not in c]
+
+    def in_chat(self) -> list[str]:
+        return [c["text"] for c in self.fake.of("chat.postMessage")]
+
+    def last_edit(self) -> tuple[str, Any]:
+        edit = self.fake.of("chat.update")[-1]
+        return edit["channel"], edit["ts"]
 
 
 def chat_of(name: str) -> Chat:
