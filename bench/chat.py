@@ -94,7 +94,7 @@ class Slack:
         self.fake.close()
 
 
-CHANNELS = {"telegram": Telegram, "slack": Slack}
+CHANNELS: dict[str, type[Telegram] | type[Slack]] = {"telegram": Telegram, "slack": Slack}
 
 
 def measure(chat: Telegram | Slack, runs: int) -> list[float]:

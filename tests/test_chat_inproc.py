@@ -128,7 +128,7 @@ def test_a_question_with_two_parts_and_a_multi_select_is_answered_step_by_step(r
     for label in ("☐ Cheese", "☐ Ham", "☐ Cheese"):  # Cheese on, Ham on, Cheese off: the post redrawn each time
         edits = chat.edits()
         chat.press(post, second[label])
-        wait_until(lambda e=edits: chat.edits() > e, 60, what="the post's buttons redrawn")
+        wait_until(lambda: chat.edits() > edits, 60, what="the post's buttons redrawn")
     wait_until(lambda: chat.labels(post) == ["☐ Cheese", "☐ Olives", "☑ Ham", "Done"], 60,
                what=lambda: f"the toggles shown: {chat.buttons(post)}")
     assert r.interaction(ASK_ID)["state"] == "pending" and not held.done()
