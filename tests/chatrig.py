@@ -85,6 +85,11 @@ class Chat:
         """Wait until hookd told the user ``text``."""
         wait_until(lambda: text in self.replies(), 60, what=lambda: f"{text!r} said: {self.replies()}")
 
+    def told_in_place(self, text: str) -> bool:
+        """Whether hookd told the user ``text`` at least once, and each time next to what the
+        user wrote (Telegram: in reply to the user's message; Slack: in the post's thread)."""
+        raise NotImplementedError
+
     def edits(self) -> int:
         """How many times the bot edited a post so far."""
         raise NotImplementedError
@@ -131,6 +136,11 @@ class TelegramChat(Chat):
     def current(self, rig: Any, iid: str, post: Any) -> dict[str, str]:
         return test_telegram.current(rig, self.fake, iid, post)
 
+    def told_in_place(self, text: str) -> bool:
+        told = [c for c in self.fake.of("sendMessage") if c["text"] == text]
+        return bool(told) and all(c.get("reply_to_message_id") or (c.get("reply_parameters") or {}).get("message_id")
+                                  for c in told)
+
     def edits(self) -> int:
         return len(self.fake.of("editMessageText"))
 
@@ -174,6 +184,10 @@ class SlackChat(Chat):
 
     def linked(self) -> None:
         test_slack.connected(self.fake)
+
+    def told_in_place(self, text: str) -> bool:
+        told = [c for c in self.fake.of("chat.postEphemeral") if c["text"] == text]
+        return bool(told) and all(c.get("thread_ts") for c in told)
 
     def edits(self) -> int:
         return len(self.fake.of("chat.update"))

@@ -1,6 +1,7 @@
 """Answer from your phone (issue 24) with a real daemon and real hook clients, each case once for
 Telegram and once for Slack against their loopback fakes (tests/chatrig.py): Allow releasing a
-held permission prompt, a stale button refused, the edit after a CLI answer, a reply to the
+held permission prompt, a reply as the free-text "Other" and as a permission's denial with its
+reason (answered next to it), a stale button refused, the edit after a CLI answer, a reply to the
 agent's own message queued for its builder; the channel's tokens never in the daemon's log.
 What only one channel does: tests/test_telegram.py, tests/test_slack.py; in process:
 tests/test_chat_inproc.py."""
@@ -63,6 +64,25 @@ def test_allow_releases_a_held_permission_prompt(rig: Any) -> None:
     chat.press(post, buttons["Allow"])
     rc, out = finish(held)
     assert rc == 0 and json.loads(out)["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
+
+
+def test_a_reply_is_the_free_text_other_and_denies_a_permission_with_its_reason(rig: Any) -> None:
+    r, chat, _ = rig
+    held = held_question(r)
+    post = chat.post_of(Q)
+    chat.current(r, ASK_ID, post)
+    chat.reply(post, "Green, please")
+    rc, out = finish(held)
+    assert json.loads(out)["hookSpecificOutput"]["decision"]["updatedInput"]["answers"] == {Q: "Green, please"}
+    held = r.start_hook(bash_perm("rm -rf build"))
+    post = chat.post_of("rm -rf build")
+    iid = pending_id(r.home)
+    chat.current(r, iid, post)
+    chat.reply(post, "not now")
+    rc, out = finish(held)
+    assert json.loads(out)["hookSpecificOutput"]["decision"] == {"behavior": "deny", "message": "not now"}
+    assert r.interaction(iid)["actor"] == f"{chat.name}:{chat.allowed}"
+    wait_until(lambda: chat.told_in_place("Answered."), 60, what=lambda: f"'Answered.' next to the reply: {chat.replies()}")
 
 
 def test_a_stale_button_is_refused_with_a_clear_reply(rig: Any) -> None:

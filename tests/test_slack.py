@@ -1,10 +1,10 @@
 """Answer from your phone (issue 24): the two-way Slack channel against a loopback fake of
 Slack's Web API and Socket Mode (tests/fake_slack.py), with a real daemon and real hook
 clients: a question posted with its Block Kit buttons, a press releasing the held
-PermissionRequest hook with that answer, a reply in the post's thread as the free-text "Other",
-an unlisted user ignored (and told so), a duplicate envelope ignored, the slash command (send,
-lanes), the fake going away and coming back (resume, nothing lost or doubled), `hookd notify
-test`, and the tokens kept out of logs. The cases Slack and Telegram share (Allow, a stale
+PermissionRequest hook with that answer, an unlisted user ignored (and told so), a duplicate
+envelope ignored, the slash command (send, lanes), the fake going away and coming back (resume,
+nothing lost or doubled), `hookd notify test`, and the tokens kept out of logs. The cases Slack
+and Telegram share (Allow, a reply in the post's thread as "Other" or a denial's reason, a stale
 button, the edit after a CLI answer, a reply in the agent's message's thread):
 tests/test_chat.py."""
 
@@ -137,27 +137,6 @@ def test_a_question_is_posted_with_its_buttons_and_a_press_releases_the_held_hoo
     wait_until(lambda: fake.acked(press) == 1, 60, what="the press acknowledged")
     ephemeral = next(p for p in fake.of("chat.postEphemeral") if p["text"] == "Answered.")
     assert (ephemeral["channel"], ephemeral["user"]) == (fake.channel, ALLOWED)
-
-
-def test_a_thread_reply_is_the_free_text_other_and_denies_a_permission_with_its_reason(sl: Any) -> None:
-    rig, fake, _ = sl
-    held = held_question(rig)
-    ts = post_of(fake, Q)
-    current(rig, fake, ASK_ID, ts)
-    connected(fake)
-    fake.reply(ALLOWED, ts, "Green, please")
-    rc, out = finish(held)
-    assert json.loads(out)["hookSpecificOutput"]["decision"]["updatedInput"]["answers"] == {Q: "Green, please"}
-    held = rig.start_hook(bash_perm("rm -rf build"))
-    ts = post_of(fake, "rm -rf build")
-    iid = pending_id(rig.home)
-    current(rig, fake, iid, ts)
-    fake.reply(ALLOWED, ts, "not now")
-    rc, out = finish(held)
-    assert json.loads(out)["hookSpecificOutput"]["decision"] == {"behavior": "deny", "message": "not now"}
-    assert rig.interaction(iid)["actor"] == f"slack:{ALLOWED}"
-    ephemeral = [p for p in fake.of("chat.postEphemeral") if p["text"] == "Answered."]
-    assert [p["thread_ts"] for p in ephemeral] == [p["thread_ts"] for p in ephemeral if p["thread_ts"]]  # in the thread
 
 
 def test_an_unlisted_user_is_ignored_logged_and_told(sl: Any) -> None:
