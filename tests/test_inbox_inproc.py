@@ -260,3 +260,23 @@ def test_the_cap_counts_what_travels_not_python_characters(b1):  # B14
     b1.send("\U0001F600" * 1500)
     first = b1.hook(payload(BASH_POST))
     assert len(first.encode()) < 9000 and json.loads(first)["hookSpecificOutput"]["additionalContext"].count("[human msg") == 1
+
+
+def test_the_messages_of_an_unknown_builder_are_not_found(b1):
+    """``GET /v1/messages?builder=`` refuses a builder neither spawned nor known to the store
+    with the reply ``POST /v1/builders/{builder}/messages`` gives it (404, ``not_found``, the
+    same sentence; `hookd inbox nosuch` prints it); a bad id is a 400 as on every builder route;
+    a spawned builder with no messages, or one the store knows from its hooks alone, is an
+    empty list."""
+    refusal = {"error": {"code": "not_found",
+                         "message": "builder 'nosuch' is not known: spawn it first (or check the name)"}}
+    r = b1.app.request("GET", "/v1/messages", params={"builder": "nosuch"})
+    assert (r.status_code, r.json()) == (404, refusal)
+    r = b1.post("hello", builder="nosuch")
+    assert (r.status_code, r.json()) == (404, refusal)
+    bad = b1.app.request("GET", "/v1/messages", params={"builder": "no such"})
+    assert (bad.status_code, bad.json()["error"]["code"]) == (400, "config_error")
+    assert b1.app.request("POST", "/v1/builders/no%20such/messages", json={"text": "hi"}).json() == bad.json()
+    assert b1.inbox() == {}  # spawned, no message yet
+    b1.app.hook(payload(PROMPT), "b2")  # never spawned: known from its hook
+    assert b1.app.inbox("b2") == []

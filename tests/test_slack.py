@@ -1,10 +1,12 @@
 """Answer from your phone (issue 24): the two-way Slack channel against a loopback fake of
 Slack's Web API and Socket Mode (tests/fake_slack.py), with a real daemon and real hook
 clients: a question posted with its Block Kit buttons, a press releasing the held
-PermissionRequest hook with that answer, a reply in the post's thread as the free-text "Other",
-an unlisted user ignored (and told so), a stale button refused, a duplicate envelope ignored,
-the edit after a CLI answer, the slash command (send, lanes), the fake going away and coming
-back (resume, nothing lost or doubled), `hookd notify test`, and the tokens kept out of logs."""
+PermissionRequest hook with that answer, an unlisted user ignored (and told so), a duplicate
+envelope ignored, the slash command (send, lanes), the fake going away and coming back (resume,
+nothing lost or doubled), `hookd notify test`, and the tokens kept out of logs. The cases Slack
+and Telegram share (Allow, a reply in the post's thread as "Other" or a denial's reason, a stale
+button, the edit after a CLI answer, a reply in the agent's message's thread):
+tests/test_chat.py."""
 
 from __future__ import annotations
 
@@ -137,42 +139,6 @@ def test_a_question_is_posted_with_its_buttons_and_a_press_releases_the_held_hoo
     assert (ephemeral["channel"], ephemeral["user"]) == (fake.channel, ALLOWED)
 
 
-def test_allow_releases_a_held_permission_prompt(sl: Any) -> None:
-    rig, fake, _ = sl
-    held = rig.start_hook(bash_perm("ls /tmp"))
-    ts = post_of(fake, "ls /tmp")
-    assert fake.text(ts) == "\n".join([
-        "b1 asks permission to run Bash: x", "  ls /tmp", "", "Reply in this message's thread to deny with a reason."])
-    iid = pending_id(rig.home)
-    buttons = current(rig, fake, iid, ts)
-    assert list(buttons) == ["Allow", "Deny"]
-    connected(fake)
-    fake.press(ALLOWED, ts, buttons["Allow"])
-    rc, out = finish(held)
-    assert rc == 0 and json.loads(out)["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
-
-
-def test_a_thread_reply_is_the_free_text_other_and_denies_a_permission_with_its_reason(sl: Any) -> None:
-    rig, fake, _ = sl
-    held = held_question(rig)
-    ts = post_of(fake, Q)
-    current(rig, fake, ASK_ID, ts)
-    connected(fake)
-    fake.reply(ALLOWED, ts, "Green, please")
-    rc, out = finish(held)
-    assert json.loads(out)["hookSpecificOutput"]["decision"]["updatedInput"]["answers"] == {Q: "Green, please"}
-    held = rig.start_hook(bash_perm("rm -rf build"))
-    ts = post_of(fake, "rm -rf build")
-    iid = pending_id(rig.home)
-    current(rig, fake, iid, ts)
-    fake.reply(ALLOWED, ts, "not now")
-    rc, out = finish(held)
-    assert json.loads(out)["hookSpecificOutput"]["decision"] == {"behavior": "deny", "message": "not now"}
-    assert rig.interaction(iid)["actor"] == f"slack:{ALLOWED}"
-    ephemeral = [p for p in fake.of("chat.postEphemeral") if p["text"] == "Answered."]
-    assert [p["thread_ts"] for p in ephemeral] == [p["thread_ts"] for p in ephemeral if p["thread_ts"]]  # in the thread
-
-
 def test_an_unlisted_user_is_ignored_logged_and_told(sl: Any) -> None:
     rig, fake, d = sl
     held = held_question(rig)
@@ -196,27 +162,6 @@ def test_an_unlisted_user_is_ignored_logged_and_told(sl: Any) -> None:
     assert json.loads(out)["hookSpecificOutput"]["decision"]["updatedInput"]["answers"] == {Q: "Red"}
 
 
-def test_a_stale_button_is_refused_with_a_clear_reply(sl: Any) -> None:
-    rig, fake, _ = sl
-    held = held_question(rig)
-    ts = post_of(fake, Q)
-    buttons = current(rig, fake, ASK_ID, ts)
-    kind, post, rev, n = buttons["Red"].split(":")
-    connected(fake)
-    # a button made for another revision than the interaction's (its value is what the relay checks)
-    fake.press(ALLOWED, ts, f"{kind}:{post}:{int(rev) + 1}:{n}")
-    stale = (f"Not answered: this button is stale ({ASK_ID} changed since this message showed it); "
-             "use the message's new buttons.")
-    wait_until(lambda: stale in fake.replies(), 60, what=lambda: f"the refusal: {fake.replies()}")
-    assert rig.interaction(ASK_ID)["state"] == "pending"
-    fake.press(ALLOWED, ts, buttons["Blue"])
-    rc, out = finish(held)
-    assert json.loads(out)["hookSpecificOutput"]["decision"]["updatedInput"]["answers"] == {Q: "Blue"}
-    fake.press(ALLOWED, ts, buttons["Red"])  # after it ended
-    wait_until(lambda: f"Not answered: {ASK_ID} has already ended (answered)." in fake.replies(), 60, what="ended")
-    assert rig.interaction(ASK_ID)["answers"] == {Q: "Blue"}
-
-
 def test_a_duplicate_envelope_is_handled_once_and_the_slash_command_works(sl: Any) -> None:
     rig, fake, d = sl
     rig.hook(AUQ_PRE)  # (b1 has a lane)
@@ -237,21 +182,6 @@ def test_a_duplicate_envelope_is_handled_once_and_the_slash_command_works(sl: An
     fake.command(ALLOWED, "")
     wait_until(lambda: any(r.startswith("Answer with the buttons, or reply in a message's thread") for r in fake.replies()),
                60, what=lambda: f"the help: {fake.replies()}")
-
-
-def test_a_cli_answer_edits_the_post_to_show_it(sl: Any) -> None:
-    rig, fake, _ = sl
-    held = held_question(rig)
-    ts = post_of(fake, Q)
-    current(rig, fake, ASK_ID, ts)
-    r = rig.answer(ASK_ID, "--option", "Blue", "--actor", "ana")
-    assert r.returncode == 0, r.stderr
-    finish(held)
-    wait_until(lambda: not fake.buttons(ts), 60, what="the buttons gone")
-    assert fake.text(ts) == "\n".join([
-        "b1 asks:", Q, "  • Red: The red option", "  • Blue: The blue option", "", "— answered: Blue (by ana, cli)"])
-    (update,) = fake.of("chat.update")[-1:]
-    assert (update["channel"], update["ts"]) == (fake.channel, ts)
 
 
 def test_the_fake_going_away_and_back_loses_nothing_and_doubles_nothing(home: Path, worktree: Path,
@@ -295,23 +225,6 @@ def test_the_fake_going_away_and_back_loses_nothing_and_doubles_nothing(home: Pa
         d.stop()
         d.kill()
     no_tokens(d.log.read_text(errors="replace"))
-
-
-def test_a_reply_in_a_lane_message_thread_queues_it_for_the_builder(sl: Any) -> None:
-    """The agent's own message (rule agent_notified) is posted plainly; a reply in its thread is
-    an inbox message for its builder."""
-    from .test_notices_inproc import TEXT, hook
-
-    rig, fake, _ = sl
-    for name in ("001-SessionStart.json", "002-UserPromptSubmit.json", "003-PreToolUse.json", "004-PostToolUse.json"):
-        rig.hook(hook(name))
-    ts = post_of(fake, TEXT)
-    assert fake.text(ts).startswith(f"hookd: b1's agent: {TEXT}\n") and fake.buttons(ts) == []
-    connected(fake)
-    fake.reply(ALLOWED, ts, "merge it, the flaky ones are known")
-    wait_until(lambda: [m["text"] for m in rig.inbox()] == ["merge it, the flaky ones are known"], 60,
-               what=lambda: f"the reply in b1's inbox: {rig.inbox()}")
-    assert rig.inbox()[0]["author"] == f"slack:{ALLOWED}"
 
 
 def test_a_refresh_request_reconnects_and_presses_still_answer(sl: Any) -> None:

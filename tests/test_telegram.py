@@ -1,9 +1,10 @@
 """Answer from your phone (issue 24): the two-way Telegram channel against a loopback fake of
 the Bot API (tests/fake_telegram.py), with a real daemon and real hook clients: a question
-posted with its buttons, a press releasing the held PermissionRequest hook with that answer, a
-free-text "Other", an unlisted user ignored, a stale button refused, a duplicate update
-ignored, the edit after a CLI answer, /send and /lanes, the fake going away and coming back
-(resume, nothing lost or doubled), `hookd notify test`, and the token kept out of logs."""
+posted with its buttons, a press releasing the held PermissionRequest hook with that answer, an
+unlisted user ignored, a duplicate update ignored, /send and /lanes, the fake going away and
+coming back (resume, nothing lost or doubled), `hookd notify test`, and the token kept out of
+logs. The cases Telegram and Slack share (Allow, a reply as "Other" or a denial's reason, a
+stale button, the edit after a CLI answer, a reply to the agent's message): tests/test_chat.py."""
 
 from __future__ import annotations
 
@@ -126,37 +127,6 @@ def test_a_question_is_posted_with_its_buttons_and_a_press_releases_the_held_hoo
     assert fake.buttons(mid) == [] and "Answered." in replies(fake)
 
 
-def test_allow_releases_a_held_permission_prompt(tg: Any) -> None:
-    rig, fake, _ = tg
-    held = rig.start_hook(bash_perm("ls /tmp"))
-    mid = post_of(fake, "ls /tmp")
-    assert fake.messages[mid]["text"] == "\n".join([
-        "b1 asks permission to run Bash: x", "  ls /tmp", "", "Reply to this message to deny with a reason."])
-    iid = pending_id(rig.home)
-    buttons = current(rig, fake, iid, mid)
-    assert list(buttons) == ["Allow", "Deny"]
-    fake.press(ALLOWED, mid, buttons["Allow"])
-    rc, out = finish(held)
-    assert rc == 0 and json.loads(out)["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
-
-
-def test_a_reply_is_the_free_text_other_and_denies_a_permission_with_its_reason(tg: Any) -> None:
-    rig, fake, _ = tg
-    held = held_question(rig)
-    mid = post_of(fake, Q)
-    current(rig, fake, ASK_ID, mid)
-    fake.reply(ALLOWED, mid, "Green, please")
-    rc, out = finish(held)
-    assert json.loads(out)["hookSpecificOutput"]["decision"]["updatedInput"]["answers"] == {Q: "Green, please"}
-    held = rig.start_hook(bash_perm("rm -rf build"))
-    mid = post_of(fake, "rm -rf build")
-    iid = pending_id(rig.home)
-    current(rig, fake, iid, mid)
-    fake.reply(ALLOWED, mid, "not now")
-    rc, out = finish(held)
-    assert json.loads(out)["hookSpecificOutput"]["decision"] == {"behavior": "deny", "message": "not now"}
-
-
 def test_an_unlisted_user_is_ignored_and_logged_and_their_press_answered_with_a_refusal(tg: Any) -> None:
     rig, fake, d = tg
     held = held_question(rig)
@@ -176,28 +146,6 @@ def test_an_unlisted_user_is_ignored_and_logged_and_their_press_answered_with_a_
     assert json.loads(out)["hookSpecificOutput"]["decision"]["updatedInput"]["answers"] == {Q: "Red"}
 
 
-def test_a_stale_button_is_refused_with_a_clear_reply(tg: Any) -> None:
-    rig, fake, _ = tg
-    held = held_question(rig)
-    mid = post_of(fake, Q)
-    buttons = current(rig, fake, ASK_ID, mid)
-    kind, post, rev, n = buttons["Red"].split(":")
-    # a button made for another revision than the interaction's (a revision changes while it
-    # is pending only in rare paths; its data is what the relay checks, so it is made here)
-    fake.press(ALLOWED, mid, f"{kind}:{post}:{int(rev) + 1}:{n}")
-    stale = (f"Not answered: this button is stale ({ASK_ID} changed since this message showed it); "
-             "use the message's new buttons.")
-    wait_until(lambda: stale in replies(fake), 60, what=lambda: f"the refusal: {replies(fake)}")
-    assert [m["text"] for m in fake.of("sendMessage") if m["text"].startswith("Not answered")] == []  # (a toast only)
-    assert rig.interaction(ASK_ID)["state"] == "pending"
-    fake.press(ALLOWED, mid, buttons["Blue"])
-    rc, out = finish(held)
-    assert json.loads(out)["hookSpecificOutput"]["decision"]["updatedInput"]["answers"] == {Q: "Blue"}
-    fake.press(ALLOWED, mid, buttons["Red"])  # after it ended
-    wait_until(lambda: f"Not answered: {ASK_ID} has already ended (answered)." in replies(fake), 60, what="ended")
-    assert rig.interaction(ASK_ID)["answers"] == {Q: "Blue"}
-
-
 def test_a_duplicate_update_is_handled_once_and_send_and_lanes_work(tg: Any) -> None:
     rig, fake, d = tg
     rig.hook(AUQ_PRE)  # (b1 has a lane)
@@ -211,19 +159,6 @@ def test_a_duplicate_update_is_handled_once_and_send_and_lanes_work(tg: Any) -> 
     assert [r for r in replies(fake) if r.startswith("Queued")] == [f"Queued for b1 ({inbox[0]['id']})."]
     fake.say(ALLOWED, "/lanes")
     wait_until(lambda: any(r.startswith("b1: ") for r in replies(fake)), 60, what=lambda: f"/lanes: {replies(fake)}")
-
-
-def test_a_cli_answer_edits_the_post_to_show_it(tg: Any) -> None:
-    rig, fake, _ = tg
-    held = held_question(rig)
-    mid = post_of(fake, Q)
-    current(rig, fake, ASK_ID, mid)
-    r = rig.answer(ASK_ID, "--option", "Blue", "--actor", "ana")
-    assert r.returncode == 0, r.stderr
-    finish(held)
-    wait_until(lambda: not fake.buttons(mid), 60, what="the buttons gone")
-    assert fake.messages[mid]["text"] == "\n".join([
-        "b1 asks:", Q, "  • Red: The red option", "  • Blue: The blue option", "", "— answered: Blue (by ana, cli)"])
 
 
 def test_the_fake_going_away_and_back_loses_nothing_and_doubles_nothing(home: Path, worktree: Path,
@@ -332,21 +267,6 @@ def test_the_token_may_come_from_the_environment(tmp_path: Path) -> None:
     ch = load_config(type("H", (), {"root": tmp_path})(), env={"TG": "1:abc"}).channels[0]
     assert (ch.token, ch.chat_id, ch.allow, ch.type) == ("1:abc", "5", (1, 2), "telegram")
     assert "1:abc" not in repr(ch)
-
-
-def test_a_reply_to_a_lane_message_queues_it_for_the_builder(tg: Any) -> None:
-    """The agent's own message (rule agent_notified) is posted plainly; a reply to it is an
-    inbox message for its builder."""
-    from .test_notices_inproc import TEXT, hook
-
-    rig, fake, _ = tg
-    for name in ("001-SessionStart.json", "002-UserPromptSubmit.json", "003-PreToolUse.json", "004-PostToolUse.json"):
-        rig.hook(hook(name))
-    mid = post_of(fake, TEXT)
-    assert fake.messages[mid]["text"].startswith(f"hookd: b1's agent: {TEXT}\n") and fake.buttons(mid) == []
-    fake.reply(ALLOWED, mid, "merge it, the flaky ones are known")
-    wait_until(lambda: [m["text"] for m in rig.inbox()] == ["merge it, the flaky ones are known"], 60,
-               what=lambda: f"the reply in b1's inbox: {rig.inbox()}")
 
 
 # --- what a post says (pure) -----------------------------------------------------------------

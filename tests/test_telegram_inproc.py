@@ -1,13 +1,11 @@
 """Answer from your phone, in process (tests/inproc.py: the daemon's lifespan, so the notifier
 and its Telegram relay, on the test's loop thread) against the loopback fake of the Bot API:
-a plan approval posted with its choices, approved with a press and sent back with a reply
-(the held hook's reply each time); what takes steps (a question with two parts, one of them
-multi-select; an elicitation's fields as a form), and reminders in a post's thread. Daemon
-tests: tests/test_telegram.py."""
+what only the Telegram channel is tested for (a text reply on a multi-select part, a dismissed
+post, /lanes and /send). The cases Telegram and Slack share (a plan approved or sent back, what
+takes steps, reminders): tests/test_chat_inproc.py; daemon tests: tests/test_telegram.py."""
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -19,8 +17,7 @@ from .fake_telegram import FakeTelegram
 from .inproc import InProc
 from .test_answers import ASK_ID, AUQ_PERM, AUQ_PRE, Q, bash_perm
 from .test_answers_inproc import Rig, finish
-from .test_elicitations_inproc import ELICIT, ElicitRig
-from .test_plans_inproc import PLAN_INPUT, pending_plan, plan_perm
+from .test_chat_inproc import TOPPINGS, two_part_question
 from .test_telegram import ALLOWED, current, post_of, write_config
 
 pytestmark = pytest.mark.inproc
@@ -38,68 +35,7 @@ def rig(home: Path, worktree: Path):
         fake.stop()
 
 
-def test_a_plan_is_approved_with_a_press(rig: Any) -> None:
-    r, fake = rig
-    held = r.start_hook(plan_perm())
-    p = pending_plan(r)
-    r.held(p["id"])
-    mid = post_of(fake, "asks you to approve its plan")
-    assert fake.messages[mid]["text"] == "\n".join([
-        "b1 asks you to approve its plan:", "# Plan", "", "1. build the **thing**", "2. ship it", "",
-        "Reply to this message to send it back with what to change."])
-    buttons = current(r, fake, p["id"], mid)
-    assert list(buttons) == ["Approve (auto)", "Approve (manual)"]
-    fake.press(ALLOWED, mid, buttons["Approve (auto)"])
-    status, out = finish(held)
-    assert status == 200 and json.loads(out)["hookSpecificOutput"]["decision"] == {
-        "behavior": "allow", "updatedInput": PLAN_INPUT,
-        "updatedPermissions": [{"type": "setMode", "mode": "auto", "destination": "session"}]}
-    wait_until(lambda: fake.messages[mid]["text"].endswith(f"— answered: approved (auto) (by telegram:{ALLOWED}, telegram)"),
-               60, what=lambda: f"the post edited: {fake.messages[mid]['text']!r}")
-
-
-def test_a_reply_sends_a_plan_back_with_the_feedback(rig: Any) -> None:
-    r, fake = rig
-    held = r.start_hook(plan_perm())
-    p = pending_plan(r)
-    r.held(p["id"])
-    mid = post_of(fake, "asks you to approve its plan")
-    current(r, fake, p["id"], mid)
-    fake.reply(ALLOWED, mid, "add a rollback step")
-    status, out = finish(held)
-    assert json.loads(out)["hookSpecificOutput"]["decision"] == {"behavior": "deny", "message": "add a rollback step"}
-    assert r.interaction(p["id"])["surface"] == "telegram"
-
-
-# --- every kind from the phone: several parts, multi-select, an elicitation's fields ----------
-
-TOPPINGS = "Which toppings?"
-
-
-@pytest.fixture
-def fresh(home: Path, worktree: Path):
-    """As ``rig``, with reminders at 0.5 s and 4 s after a post (``steps_s``)."""
-    fake = FakeTelegram()
-    write_config(home, fake, notify="steps_s = [0, 0.5, 4]")
-    app = InProc(home).start()
-    try:
-        yield Rig(app, worktree), fake
-    finally:
-        app.stop()
-        fake.stop()
-
-
-def two_part_question(r: Rig) -> Any:
-    """The held AskUserQuestion of tests/test_answers.py with a multi-select second part."""
-    pre, perm = copy.deepcopy(AUQ_PRE), copy.deepcopy(AUQ_PERM)
-    for p in (pre, perm):
-        p["tool_input"]["questions"].append({"question": TOPPINGS, "header": "Toppings", "multiSelect": True,
-                                             "options": [{"label": "Cheese"}, {"label": "Olives"}, {"label": "Ham"}]})
-    assert r.hook(pre) == ""
-    held = r.start_hook(perm)
-    r.held(ASK_ID)
-    return held
-
+# --- what takes steps ------------------------------------------------------------------------
 
 def labels(fake: FakeTelegram, mid: int) -> list[str]:
     return [label for label, _ in fake.buttons(mid)]
@@ -107,58 +43,6 @@ def labels(fake: FakeTelegram, mid: int) -> list[str]:
 
 def said(fake: FakeTelegram, text: str) -> None:
     wait_until(lambda: text in fake.replies(), 60, what=lambda: f"{text!r} said: {fake.replies()}")
-
-
-def test_a_question_with_two_parts_and_a_multi_select_is_answered_step_by_step(rig: Any) -> None:
-    r, fake = rig
-    held = two_part_question(r)
-    mid = post_of(fake, TOPPINGS)
-    first = current(r, fake, ASK_ID, mid)
-    assert fake.messages[mid]["text"] == "\n".join([
-        "b1 asks:", f"1. {Q}", "  • Red: The red option", "  • Blue: The blue option",
-        f"2. {TOPPINGS} (choose any, then Done)", "  • Cheese", "  • Olives", "  • Ham",
-        "", "Question 1 of 2: Other: Reply to this message to answer it with text."])
-    assert list(first) == ["Red", "Blue"]
-    fake.press(ALLOWED, mid, first["Red"])
-    wait_until(lambda: labels(fake, mid) == ["☐ Cheese", "☐ Olives", "☐ Ham", "Done"], 60,
-               what=lambda: f"the second part's buttons: {fake.buttons(mid)}")
-    assert fake.messages[mid]["text"].split("\n")[4:6] == ["  → Red", f"2. {TOPPINGS} (choose any, then Done)"]
-    second = dict(fake.buttons(mid))
-    fake.press(ALLOWED, mid, first["Red"])  # the first part's button, pressed again: refused
-    said(fake, "Not taken: that part is answered already: use the message's buttons for the next one.")
-    kind, post, rev, n = second["☐ Cheese"].split(":")  # a step is bound to the revision too
-    fake.press(ALLOWED, mid, f"{kind}:{post}:{int(rev) + 1}:{n}")
-    said(fake, f"Not answered: this button is stale ({ASK_ID} changed since this message showed it); "
-               "use the message's new buttons.")
-    fake.press(ALLOWED, mid, second["Done"])  # nothing chosen yet: refused
-    said(fake, "Not taken: choose at least one first, or reply with text.")
-    for label in ("☐ Cheese", "☐ Ham", "☐ Cheese"):  # Cheese on, Ham on, Cheese off
-        fake.press(ALLOWED, mid, second[label])
-    wait_until(lambda: labels(fake, mid) == ["☐ Cheese", "☐ Olives", "☑ Ham", "Done"], 60,
-               what=lambda: f"the toggles shown: {fake.buttons(mid)}")
-    assert r.interaction(ASK_ID)["state"] == "pending" and not held.done()
-    fake.press(ALLOWED, mid, second["Done"])
-    status, out = finish(held)
-    decision = json.loads(out)["hookSpecificOutput"]["decision"]
-    assert status == 200 and decision["updatedInput"]["answers"] == {Q: "Red", TOPPINGS: "Ham"}
-    i = r.interaction(ASK_ID)
-    assert (i["state"], i["surface"], i["actor"]) == ("answered", "telegram", f"telegram:{ALLOWED}")
-    wait_until(lambda: not fake.buttons(mid), 60, what="the post ended")
-    assert fake.messages[mid]["text"].endswith(f"\n\n— answered: Red; Ham (by telegram:{ALLOWED}, telegram)")
-
-
-def test_a_part_answered_with_text_by_reply(rig: Any) -> None:
-    r, fake = rig
-    held = two_part_question(r)
-    mid = post_of(fake, TOPPINGS)
-    current(r, fake, ASK_ID, mid)
-    fake.reply(ALLOWED, mid, "Green")
-    wait_until(lambda: labels(fake, mid)[-1:] == ["Done"], 60, what="the second part")
-    fake.reply(ALLOWED, mid, "no toppings at all")
-    status, out = finish(held)
-    assert json.loads(out)["hookSpecificOutput"]["decision"]["updatedInput"]["answers"] == {
-        Q: "Green", TOPPINGS: "no toppings at all"}
-    assert fake.replies().count("Noted.") == 1
 
 
 def test_a_text_reply_on_a_multi_select_part_keeps_the_toggles_chosen(rig: Any) -> None:
@@ -187,87 +71,6 @@ def test_a_dismissed_post_says_why(rig: Any) -> None:
     assert d.status_code == 200, d.text
     wait_until(lambda: fake.messages[mid]["text"].endswith("\n\n— dismissed: asked twice (by ana, cli)"), 60,
                what=lambda: f"the post edited: {fake.messages[mid]['text']!r}")
-
-
-SCHEMA = {"type": "object", "required": ["name", "party"], "properties": {
-    "name": {"type": "string", "title": "Name", "description": "Name on the booking"},
-    "party": {"type": "integer", "minimum": 1, "maximum": 12},
-    "seating": {"type": "string", "enum": ["inside", "terrace"]},
-    "quiet": {"type": "boolean", "description": "A quiet table"}}}
-
-
-def test_an_elicitation_with_fields_is_a_form_one_field_at_a_time(rig: Any) -> None:
-    r, fake = rig
-    e = ElicitRig(r.app, r.worktree)
-    held = e.start_hook({**ELICIT, "requested_schema": SCHEMA})
-    iid = e.pending()["id"]
-    e.held(iid)
-    mid = post_of(fake, "Who is the table for?")
-    current(r, fake, iid, mid)
-    head = ["b1's tool server booker asks:", "Who is the table for?", "fields: name, party, seating, quiet"]
-    assert fake.messages[mid]["text"] == "\n".join([*head, "", "Field 1 of 4: name (string, required): Name on the booking",
-                                                    "Reply to this message with its value."])
-    assert labels(fake, mid) == ["Decline", "Cancel"]
-    fake.reply(ALLOWED, mid, "Ada")
-    wait_until(lambda: "Field 2 of 4" in fake.messages[mid]["text"], 60, what="the second field")
-    fake.reply(ALLOWED, mid, "20")  # the field's schema says at most 12: refused, asked again
-    said(fake, "Not taken: the content does not fit the requested schema: party: 20 is greater than the maximum of 12.")
-    fake.reply(ALLOWED, mid, "3")
-    wait_until(lambda: "Field 3 of 4" in fake.messages[mid]["text"], 60, what="the third field")
-    assert fake.messages[mid]["text"] == "\n".join([
-        *head, '  name = Ada', '  party = 3', "", "Field 3 of 4: seating (string, optional)", "one of: inside, terrace",
-        "Reply to this message with its value, or press a button."])
-    assert labels(fake, mid) == ["inside", "terrace", "Skip", "Decline", "Cancel"]
-    fake.press(ALLOWED, mid, dict(fake.buttons(mid))["Skip"])
-    wait_until(lambda: labels(fake, mid) == ["true", "false", "Skip", "Decline", "Cancel"], 60, what="the fourth field")
-    assert "  seating: skipped" in fake.messages[mid]["text"]
-    fake.press(ALLOWED, mid, dict(fake.buttons(mid))["true"])
-    assert finish(held) == (200, b'{"hookSpecificOutput":{"hookEventName":"Elicitation","action":"accept",'
-                                 b'"content":{"name":"Ada","party":3,"quiet":true}}}')
-    i = r.interaction(iid)
-    assert (i["decision"], i["answers"], i["surface"]) == ("accept", {"name": "Ada", "party": 3, "quiet": True}, "telegram")
-
-
-def test_an_elicitation_form_declined_with_its_button(rig: Any) -> None:
-    r, fake = rig
-    e = ElicitRig(r.app, r.worktree)
-    held = e.start_hook({**ELICIT, "requested_schema": SCHEMA})
-    iid = e.pending()["id"]
-    e.held(iid)
-    mid = post_of(fake, "Who is the table for?")
-    fake.reply(ALLOWED, mid, "/srv/ada")  # a value, not a command
-    wait_until(lambda: "Field 2 of 4" in fake.messages[mid]["text"], 60, what="the second field")
-    assert "  name = /srv/ada" in fake.messages[mid]["text"]
-    fake.press(ALLOWED, mid, dict(fake.buttons(mid))["Decline"])
-    assert finish(held) == (200, b'{"hookSpecificOutput":{"hookEventName":"Elicitation","action":"decline"}}')
-
-
-def test_a_pending_post_is_reminded_in_its_thread_and_no_more_once_it_ended(fresh: Any) -> None:
-    r, fake = fresh  # reminders 0.5 s and 4 s after a post
-
-    def reminders(to: int) -> list[str]:
-        return [c["text"] for c in fake.of("sendMessage") if c.get("reply_to_message_id") == to
-                or (c.get("reply_parameters") or {}).get("message_id") == to]
-
-    held = r.start_hook(plan_perm())
-    p = pending_plan(r)
-    r.held(p["id"])
-    mid = post_of(fake, "asks you to approve its plan")
-    wait_until(lambda: reminders(mid), 60, what="the first reminder")
-    fake.press(ALLOWED, mid, current(r, fake, p["id"], mid)["Approve (manual)"])
-    finish(held)
-    # a later prompt, reminded at both steps: by its second the first's (due earlier) would be sent
-    held = r.start_hook(bash_perm("make release"))
-    mid2 = post_of(fake, "make release")
-    wait_until(lambda: len(reminders(mid2)) == 2, 60, what=lambda: f"two reminders: {reminders(mid2)}")
-    one, two = reminders(mid2)
-    assert one.startswith("Reminder 1 of 2: b1 has been waiting ") and one.endswith(" s for an answer to this.")
-    assert two.startswith("Reminder 2 of 2: b1 has been waiting ")
-    assert [m["text"] for m in fake.sent_to_chat() if "make release" in m["text"]] == [fake.messages[mid2]["text"]]
-    assert len(reminders(mid)) == 1 and reminders(mid)[0].startswith("Reminder 1 of 2: ")
-    [pending] = r.app.questions("pending")
-    r.answer(pending["id"], options=["deny"])
-    finish(held)
 
 
 # --- /lanes and /send as the CLI has them ----------------------------------------------------

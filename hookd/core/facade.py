@@ -149,7 +149,7 @@ class Hookd:
     async def known_builder(self, builder: str) -> None:
         """Raise NotFound unless ``builder`` (an id, checked by the caller) is spawned or the
         store knows it (a session, a message): what queues a message or asks for it first
-        checks (REST, a chat's ``/send``)."""
+        checks (REST, a chat's ``/send``), and ``GET /v1/messages?builder=`` when it finds none."""
         from hookd.spawn import read_manifest
 
         if await asyncio.to_thread(read_manifest, self.home, builder) is None and not await self.store.builder_known(builder):

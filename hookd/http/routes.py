@@ -361,9 +361,8 @@ class RestApi:
             check_builder_id(builder)
         limit = _int_param(request, "limit", 1000, 0, MAX_LIMIT)
         items, total = await core.store.messages(builder, limit)
-        if builder is not None and not items and read_manifest(core.home, builder) is None \
-                and not await core.store.builder_known(builder):
-            raise NotFound(f"builder {builder!r} is not known: spawn it first (or check the name)")
+        if builder is not None and not items:  # (a builder with messages is known)
+            await core.known_builder(builder)
         return Response(enc.encode(items), media_type="application/json", headers={"x-total-count": str(total)})
 
     async def events(self, request: Request) -> Response:
