@@ -88,7 +88,7 @@ def main() -> int:
             for t in threads:
                 t.join()
             rounds.append(took)
-            del payloads
+            payloads = []  # (the round's payloads freed before the next is built)
         # every payload kept: stored live, or spooled and ingested once the daemon picks up the
         # spool (a whole payload is a hook_received; one cut at the deadline would be stored
         # raw as hook_invalid and count as missing here)
