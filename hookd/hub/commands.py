@@ -174,7 +174,7 @@ class Applier:
     async def _send(self, row: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
         from hookd.config import check_builder_id
         from hookd.models import ConfigError
-        from hookd.spawn import read_manifest, unspawned_at
+        from hookd.spawn import unspawned_at
 
         builder = str(row["builder"] or "")
         try:
@@ -182,8 +182,10 @@ class Applier:
         except ConfigError as e:
             raise BadRequest(e.message) from None
         core = self.core
-        if read_manifest(core.home, builder) is None and not await core.store.builder_known(builder):
-            raise NotFound(f"builder {builder!r} is not known on this host")
+        try:
+            await core.known_builder(builder)  # (the spawn record read in a thread)
+        except NotFound:
+            raise NotFound(f"builder {builder!r} is not known on this host") from None
         if not payload.get("force"):
             gone = await asyncio.to_thread(unspawned_at, core.home, builder)
             if gone is not None:
