@@ -160,14 +160,15 @@ def log_path(home: Home, builder: str) -> Path:
 
 
 #: The headless agent's wrapper (``sh -c``; $1: the log, $2: the folder of exit statuses, then
-#: the agent's argv): it starts the agent, makes ``$2/<pid>`` empty (the status is coming),
-#: prints the pid, waits for the agent, then writes its exit status to the log, then into
-#: ``$2/<pid>`` (for the daemon: :func:`hookd.core.procs.exit_status`; the log is complete by the
-#: time the daemon records the exit).
+#: the agent's argv): it starts the agent, writes ``running <its own pid>`` into ``$2/<pid>`` (the
+#: status is coming while the wrapper lives), prints the pid, waits for the agent, then writes
+#: its exit status to the log, then into ``$2/<pid>`` (for the daemon:
+#: :func:`hookd.core.procs.exit_status`; the log is complete by the time the daemon records
+#: the exit).
 _HEADLESS = """log=$1; exits=$2; shift 2
 "$@" >>"$log" 2>&1 </dev/null &
 pid=$!
-: >"$exits/$pid"
+echo "running $$" >"$exits/$pid"
 echo "$pid"
 exec >/dev/null
 wait "$pid"; rc=$?

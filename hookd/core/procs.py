@@ -108,21 +108,25 @@ def stop_process(pid: int, started_at: float | None, timeout: float) -> str | No
     return "SIGKILL"
 
 
-def exit_status(run: Any, exits: Path | None, wait_s: float = 2.0) -> int | None:
+def exit_status(run: Any, exits: Path | None, wait_s: float = 2.0, wrapper_wait_s: float = 60.0) -> int | None:
     """The exit status of ``run``'s agent (a :class:`hookd.models.Run` whose process is gone):
     for an interactive run, its tmux pane's (hookd's tmux server keeps a pane whose process
     ended: ``remain-on-exit``, :func:`hookd.runner.start_interactive`), for a headless run the
-    file ``exits/<pid>`` its wrapper wrote (read, then removed; empty until the wrapper wrote
-    it). 128 + N when signal N ended it; None when not known (no such pane or file). The pane
-    or status may lag the process's end by a moment: looked for up to ``wait_s`` seconds.
-    Blocks: run it off the event loop."""
-    deadline = time.monotonic() + wait_s
+    file ``exits/<pid>`` its wrapper wrote (read, then removed; ``running <wrapper pid>`` until
+    the wrapper wrote the status). 128 + N when signal N ended it; None when not known (no
+    such pane or file, or the wrapper gone without writing it). The pane or status may lag
+    the process's end: looked for up to ``wait_s`` seconds, and while the headless wrapper
+    still runs up to ``wrapper_wait_s`` (on a loaded machine the wrapper can take seconds to
+    be scheduled after its agent ended). Blocks: run it off the event loop."""
+    start = time.monotonic()
     while True:
         if run.tmux_session and run.tmux_socket:
             status, final = _pane_status(run.tmux_socket, run.tmux_session)
+            waiting = False
         else:
-            status, final = _file_status(exits / str(run.pid)) if exits is not None else (None, True)
-        if status is not None or final or time.monotonic() >= deadline:
+            status, final, waiting = _file_status(exits / str(run.pid)) if exits is not None else (None, True, False)
+        elapsed = time.monotonic() - start
+        if status is not None or final or elapsed >= (wrapper_wait_s if waiting else wait_s):
             return status
         time.sleep(0.05)
 
@@ -149,16 +153,27 @@ def _pane_status(socket: str, session: str) -> tuple[int | None, bool]:
     return None, False
 
 
-def _file_status(path: Path) -> tuple[int | None, bool]:
-    """(the status the wrapper wrote, whether looking again is useless: no such file)."""
+def _file_status(path: Path) -> tuple[int | None, bool, bool]:
+    """(the status the wrapper wrote, whether looking again is useless: no such file, or its
+    wrapper gone without writing it; whether the wrapper is known to be still running)."""
     try:
         text = path.read_text().strip()
     except OSError:
-        return None, True
-    if not text:
-        return None, False
-    path.unlink(missing_ok=True)
-    return (int(text) if text.isdigit() else None), True
+        return None, True, False
+    if text.isdigit():
+        path.unlink(missing_ok=True)
+        return int(text), True, False
+    word, _, pid = text.partition(" ")
+    if word == "running" and pid.isdigit():  # (an older wrapper's file is empty: no pid to ask)
+        if psutil.pid_exists(int(pid)):
+            return None, False, True
+        try:  # gone: it may have written the status since the read above
+            text = path.read_text().strip()
+        except OSError:
+            return None, True, False
+        path.unlink(missing_ok=True)
+        return (int(text) if text.isdigit() else None), True, False
+    return None, False, False
 
 
 def close_pane(socket: str | None, session: str | None) -> None:
