@@ -131,6 +131,21 @@ def finish(proc: subprocess.Popen[bytes], timeout: float = 10) -> tuple[int, byt
     return proc.returncode, out
 
 
+def held_question(rig: Rig) -> subprocess.Popen[bytes]:
+    """``rig``'s builder asks the AskUserQuestion of the fixture (id ASK_ID, question Q): its
+    PreToolUse, then its PermissionRequest hook started and held by the daemon (``finish`` it)."""
+    assert rig.hook(AUQ_PRE) == ""
+    held = rig.start_hook(AUQ_PERM)
+    rig.held(ASK_ID)
+    return held
+
+
+def pending_id(home: Path) -> str:
+    """The id of the one pending interaction of ``home``'s daemon."""
+    (i,) = questions(home, "pending")
+    return str(i["id"])
+
+
 def about(evs: list[dict[str, Any]], kind: str, iid: str) -> list[dict[str, Any]]:
     return [e for e in evs if e["kind"] == kind and e["data"].get("id") == iid]
 

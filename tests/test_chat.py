@@ -18,8 +18,8 @@ import pytest
 from hookd.daemonproc import DaemonProcess
 
 from .chatrig import CHANNELS, Chat, chat_of
-from .conftest import questions, wait_until
-from .test_answers import ASK_ID, AUQ_PERM, AUQ_PRE, Q, Rig, bash_perm, finish
+from .conftest import wait_until
+from .test_answers import ASK_ID, Q, Rig, bash_perm, finish, held_question, pending_id
 
 pytestmark = pytest.mark.daemon
 
@@ -38,18 +38,6 @@ def rig(request: pytest.FixtureRequest, home: Path, worktree: Path) -> Iterator[
         chat.close()
         log = d.log.read_text(errors="replace")
         assert [t for t in chat.tokens if t in log] == []  # never logged
-
-
-def held_question(rig: Rig) -> Any:
-    assert rig.hook(AUQ_PRE) == ""
-    held = rig.start_hook(AUQ_PERM)
-    rig.held(ASK_ID)
-    return held
-
-
-def pending_id(home: Path) -> str:
-    (i,) = questions(home, "pending")
-    return str(i["id"])
 
 
 def test_allow_releases_a_held_permission_prompt(rig: Any) -> None:

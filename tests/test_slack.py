@@ -21,9 +21,9 @@ from hookd.models import ConfigError
 from hookd.watchers.notify_config import load_config
 from hookd.watchers.slack import ts_id, update_id
 
-from .conftest import events, hookd_cli, questions, wait_until
+from .conftest import events, hookd_cli, wait_until
 from .fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack, as_slack_sends, invalid
-from .test_answers import ASK_ID, AUQ_PERM, AUQ_PRE, Q, Rig, bash_perm, finish
+from .test_answers import ASK_ID, AUQ_PRE, Q, Rig, bash_perm, finish, held_question, pending_id
 
 pytestmark = pytest.mark.daemon
 
@@ -94,18 +94,6 @@ def current(rig: Any, fake: FakeSlack, iid: str, ts: str) -> dict[str, str]:
 
 def connected(fake: FakeSlack, n: int = 1) -> None:
     wait_until(lambda: fake.connections >= n, 60, what=lambda: f"{n} Socket Mode connection(s): {fake.connections}")
-
-
-def held_question(rig: Rig) -> Any:
-    assert rig.hook(AUQ_PRE) == ""
-    held = rig.start_hook(AUQ_PERM)
-    rig.held(ASK_ID)
-    return held
-
-
-def pending_id(home: Path) -> str:
-    (i,) = questions(home, "pending")
-    return str(i["id"])
 
 
 def test_a_question_is_posted_with_its_buttons_and_a_press_releases_the_held_hook(sl: Any) -> None:

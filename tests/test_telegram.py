@@ -20,9 +20,9 @@ from hookd.daemonproc import DaemonProcess
 from hookd.models import ConfigError
 from hookd.watchers.notify_config import load_config
 
-from .conftest import events, hookd_cli, questions, wait_until
+from .conftest import events, hookd_cli, wait_until
 from .fake_telegram import TOKEN, FakeTelegram
-from .test_answers import ASK_ID, AUQ_PERM, AUQ_PRE, Q, Rig, bash_perm, finish
+from .test_answers import ASK_ID, AUQ_PRE, Q, Rig, bash_perm, finish, held_question, pending_id
 
 pytestmark = pytest.mark.daemon
 
@@ -87,20 +87,8 @@ def current(rig: Any, fake: FakeTelegram, iid: str, mid: int) -> dict[str, str]:
     return wait_until(fresh, 60, what=lambda: f"buttons at the current revision: {fake.buttons(mid)}")
 
 
-def held_question(rig: Rig) -> Any:
-    assert rig.hook(AUQ_PRE) == ""
-    held = rig.start_hook(AUQ_PERM)
-    rig.held(ASK_ID)
-    return held
-
-
 def replies(fake: FakeTelegram) -> list[str]:
     return fake.replies()
-
-
-def pending_id(home: Path) -> str:
-    (i,) = questions(home, "pending")
-    return str(i["id"])
 
 
 def test_a_question_is_posted_with_its_buttons_and_a_press_releases_the_held_hook(tg: Any) -> None:
