@@ -51,12 +51,18 @@ def fresh(request: pytest.FixtureRequest, home: Path, worktree: Path) -> Iterato
     yield from _rig(home, worktree, request.param, notify="steps_s = [0, 0.5, 4]")
 
 
-def test_a_plan_is_approved_with_a_press(rig: Any) -> None:
-    r, chat = rig
+def held_plan(r: Any, chat: Chat) -> tuple[Any, dict[str, Any], Any]:
+    """``r``'s builder asks to approve its plan, its PermissionRequest hook held: (the held hook,
+    the pending plan, the channel's post of it)."""
     held = r.start_hook(plan_perm())
     p = pending_plan(r)
     r.held(p["id"])
-    post = chat.post_of("asks you to approve its plan")
+    return held, p, chat.post_of("asks you to approve its plan")
+
+
+def test_a_plan_is_approved_with_a_press(rig: Any) -> None:
+    r, chat = rig
+    held, p, post = held_plan(r, chat)
     assert chat.text(post) == "\n".join([
         "b1 asks you to approve its plan:", "# Plan", "", "1. build the **thing**", "2. ship it", "",
         f"{chat.reply_hint} to send it back with what to change."])
@@ -74,10 +80,7 @@ def test_a_plan_is_approved_with_a_press(rig: Any) -> None:
 
 def test_a_reply_sends_a_plan_back_with_the_feedback(rig: Any) -> None:
     r, chat = rig
-    held = r.start_hook(plan_perm())
-    p = pending_plan(r)
-    r.held(p["id"])
-    post = chat.post_of("asks you to approve its plan")
+    held, p, post = held_plan(r, chat)
     chat.current(r, p["id"], post)
     chat.reply(post, "add a rollback step")
     status, out = finish(held)
@@ -214,10 +217,7 @@ def test_an_elicitation_form_declined_or_cancelled_with_its_button(rig: Any, but
 
 def test_a_pending_post_is_reminded_in_its_thread_and_no_more_once_it_ended(fresh: Any) -> None:
     r, chat = fresh  # reminders 0.5 s and 4 s after a post
-    held = r.start_hook(plan_perm())
-    p = pending_plan(r)
-    r.held(p["id"])
-    post = chat.post_of("asks you to approve its plan")
+    held, p, post = held_plan(r, chat)
     wait_until(lambda: chat.reminders(post), 60, what="the first reminder")
     chat.press(post, chat.current(r, p["id"], post)["Approve (manual)"])
     finish(held)
