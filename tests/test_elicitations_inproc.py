@@ -20,6 +20,7 @@ from hookd.cli_render import _interaction
 from hookd.harness import claude_code, claude_code_hooks
 from hookd.harness.base import ElicitationAsked, ElicitationResolved
 
+from .conftest import wait_until
 from .inproc import WAIT_S, InProc
 from .test_answers_inproc import Rig, finish
 
@@ -59,8 +60,12 @@ class ElicitRig(Rig):
         return super().start_hook(p)
 
     def pending(self) -> dict[str, Any]:
-        [i] = [i for i in self.app.questions("pending") if i["kind"] == "elicitation"]
-        return i
+        """The one pending elicitation, once the daemon has it (a hook started in the
+        background may not have reached it yet)."""
+        def one() -> dict[str, Any] | None:
+            found = [i for i in self.app.questions("pending") if i["kind"] == "elicitation"]
+            return found[0] if len(found) == 1 else None
+        return wait_until(one, 60, what="one pending elicitation")
 
     def answer_content(self, iid: str, option: str, content: dict[str, Any] | None = None) -> Any:
         body = {"surface": "cli", "options": [option], "actor": "ana"}

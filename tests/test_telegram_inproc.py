@@ -80,7 +80,7 @@ def test_lanes_shows_the_lanes_as_they_are_now_not_as_last_recorded(rig: Any, mo
     2 minutes later says 2m, where the recorded lane said 0s."""
     r, fake = rig
     r.start_hook(bash_perm("make deploy"))
-    (p,) = r.app.get("/v1/questions?state=pending")
+    (p,) = wait_until(lambda: r.app.get("/v1/questions?state=pending"), 60, what="the pending prompt")
     r.held(p["id"])
     wait_until(lambda: [lane["state"] for lane in r.app.get("/v1/lanes")] == ["stalled"], 60, what="the lane stalled")
     clock = r.app.store.clock
