@@ -166,13 +166,19 @@ SCHEMA = {"type": "object", "required": ["name", "party"], "properties": {
     "quiet": {"type": "boolean", "description": "A quiet table"}}}
 
 
-def test_an_elicitation_with_fields_is_a_form_one_field_at_a_time(rig: Any) -> None:
-    r, chat = rig
+def held_form(r: Any, chat: Chat) -> tuple[Any, str, Any]:
+    """``r``'s builder's tool server asks for the form SCHEMA, its Elicitation hook held: (the
+    held hook, the elicitation's id, the channel's post of it)."""
     e = ElicitRig(r.app, r.worktree)
     held = e.start_hook({**ELICIT, "requested_schema": SCHEMA})
     iid = e.pending()["id"]
     e.held(iid)
-    post = chat.post_of("Who is the table for?")
+    return held, iid, chat.post_of("Who is the table for?")
+
+
+def test_an_elicitation_with_fields_is_a_form_one_field_at_a_time(rig: Any) -> None:
+    r, chat = rig
+    held, iid, post = held_form(r, chat)
     chat.current(r, iid, post)
     head = ["b1's tool server booker asks:", "Who is the table for?", "fields: name, party, seating, quiet"]
     assert chat.text(post) == "\n".join([*head, "", "Field 1 of 4: name (string, required): Name on the booking",
@@ -202,11 +208,7 @@ def test_an_elicitation_with_fields_is_a_form_one_field_at_a_time(rig: Any) -> N
 @pytest.mark.parametrize("button,action", [("Decline", "decline"), ("Cancel", "cancel")])
 def test_an_elicitation_form_declined_or_cancelled_with_its_button(rig: Any, button: str, action: str) -> None:
     r, chat = rig
-    e = ElicitRig(r.app, r.worktree)
-    held = e.start_hook({**ELICIT, "requested_schema": SCHEMA})
-    iid = e.pending()["id"]
-    e.held(iid)
-    post = chat.post_of("Who is the table for?")
+    held, iid, post = held_form(r, chat)
     chat.reply(post, "/srv/ada")  # a value, not a command
     wait_until(lambda: "Field 2 of 4" in chat.text(post), 60, what="the second field")
     assert "  name = /srv/ada" in chat.text(post)

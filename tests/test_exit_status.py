@@ -6,6 +6,7 @@ status unknown): while the wrapper runs, its status is waited for."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -24,8 +25,9 @@ RUN = SimpleNamespace(pid=4242, tmux_session=None, tmux_socket=None)
 
 @pytest.fixture
 def wrapper():
-    """A live process standing for the wrapper (its pid is what the file names)."""
-    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    """A live process standing for the wrapper (its pid is what the file names): it waits on
+    its stdin until the test ends."""
+    p = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     yield p
     p.kill()
     p.wait()
@@ -83,14 +85,15 @@ def test_the_real_wrapper_marks_itself_running_then_writes_the_status(tmp_path: 
 
     exits, log, gate = tmp_path / "exits", tmp_path / "log", tmp_path / "gate"
     exits.mkdir()
-    agent = [sys.executable, "-c",
-             f"import os, time\nwhile not os.path.exists({str(gate)!r}): time.sleep(0.01)\nraise SystemExit(7)"]
+    os.mkfifo(gate)  # the agent blocks opening it until the test opens its other end
+    agent = [sys.executable, "-c", f"open({str(gate)!r}).read()\nraise SystemExit(7)"]
     w = subprocess.Popen(["/bin/sh", "-c", runner._HEADLESS, "hookd-run", str(log), str(exits), *agent],  # noqa: SLF001
                          stdout=subprocess.PIPE, text=True)
     assert w.stdout is not None
     pid = int(w.stdout.readline())
     assert (exits / str(pid)).read_text() == f"running {w.pid}\n"
-    gate.touch()
+    with open(gate, "w"):
+        pass  # (the agent's read ends: it exits 7)
     assert procs.exit_status(SimpleNamespace(pid=pid, tmux_session=None, tmux_socket=None), exits,
                              wait_s=0.0, wrapper_wait_s=60) == 7
     w.wait(30)
