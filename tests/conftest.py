@@ -44,8 +44,9 @@ def pytest_runtest_setup(item):
 
 
 class _Chromium:
-    """One Chromium per worker (Playwright driving Debian's Chromium, ``HOOKD_CHROMIUM``
-    overrides /usr/bin/chromium), launched by the first test that asks for ``browser`` and
+    """One Chromium per worker (Playwright driving Debian's headless Chromium,
+    /usr/bin/chromium-headless-shell, else its full Chromium, /usr/bin/chromium; ``HOOKD_CHROMIUM``
+    overrides both), launched by the first test that asks for ``browser`` and
     closed after the last of a run of such tests (``pytest_runtest_teardown`` below): the
     browser modules are one ``xdist_group``, so one launch serves them all. Closed rather than
     kept to the session's end: between its calls Playwright's sync API leaves its event loop
@@ -61,9 +62,11 @@ class _Chromium:
         if self.browser is not None and self.browser.is_connected():
             return self.browser
         self.close()
-        path = os.environ.get("HOOKD_CHROMIUM", "/usr/bin/chromium")
+        path = os.environ.get("HOOKD_CHROMIUM") or next(
+            (p for p in ("/usr/bin/chromium-headless-shell", "/usr/bin/chromium") if os.path.exists(p)),
+            "/usr/bin/chromium-headless-shell")
         if not os.path.exists(path):
-            msg = f"{path} is missing (.ci/run installs it: apt-get install -y chromium)"
+            msg = f"{path} is missing (.ci/run installs it: apt-get install -y chromium-headless-shell)"
             if os.environ.get("CI") == "true":
                 pytest.fail(msg)
             pytest.skip(msg)

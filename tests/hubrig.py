@@ -5,6 +5,7 @@ events, and the wait until a host's log is on the hub."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import itertools
 import json
 from typing import Any, Iterator
@@ -30,14 +31,21 @@ def cluster_fixture() -> Iterator[PgCluster]:
 
 
 def pg(url: str, fn: Any, *args: Any) -> Any:
-    """``fn(conn, *args)`` on a fresh connection to ``url``, from the test's thread."""
+    """``fn(conn, *args)`` on a fresh connection to ``url``; in a thread of its own when this
+    thread's event loop is running (Playwright's sync API leaves its loop marked running
+    between the browser tests of a worker, where ``asyncio.run`` is refused)."""
     async def go() -> Any:
         conn = await asyncpg.connect(url)
         try:
             return await fn(conn, *args)
         finally:
             await conn.close()
-    return asyncio.run(go())
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(go())
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, go()).result()
 
 
 class Hub:
