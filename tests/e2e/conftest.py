@@ -10,6 +10,9 @@
   with ``fake_api.set_script(...)``), stopped after the test.
 * ``e2e_home`` / ``e2e_project``: private HOME and project directories.
 * ``e2e_env``: ``hermetic_env(e2e_home, fake_api.url)``.
+
+For the whole session, every hermetic environment runs Claude Code with JavaScriptCore's
+optimizing JIT tiers off (``_runtime_env``).
 """
 
 from __future__ import annotations
@@ -21,8 +24,21 @@ from pathlib import Path
 
 import pytest
 
+from . import drivers
 from .drivers import ClaudeNotFound, find_claude_bin, hermetic_env
 from .fake_api import FakeAnthropicAPI
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _runtime_env():
+    """``BUN_JSC_useDFGJIT=0`` in every hermetic environment of the tests: Claude Code 2.1.332
+    is a Bun executable, and JavaScriptCore's DFG (and so FTL) tier compiles in threads of its
+    own, work a process that lives seconds rarely gets back. The binary and its behaviour are
+    the same (a JIT tier changes speed, not semantics); its CPU in the e2e tier is ~17% less
+    (docs/testing.md "Claude Code's JIT in the tests"). The benchmarks run it as a user does."""
+    drivers.RUNTIME_ENV["BUN_JSC_useDFGJIT"] = "0"
+    yield
+    drivers.RUNTIME_ENV.clear()
 
 
 def _in_ci() -> bool:

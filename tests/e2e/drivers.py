@@ -105,6 +105,12 @@ def find_claude_bin() -> Path:
         f"Claude Code {CLAUDE_VERSION} not found under {base}; run .ci/install-claude-code.sh")
 
 
+#: Variables every ``hermetic_env`` adds before ``extra``: empty here (the benchmarks and
+#: ``record.py`` run Claude Code as a user does); the test session sets its own
+#: (tests/e2e/conftest.py ``_runtime_env``).
+RUNTIME_ENV: dict[str, str] = {}
+
+
 def hermetic_env(home: str | os.PathLike, api_url: str,
                  extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """Build a minimal environment (not inherited from this process).
@@ -118,7 +124,8 @@ def hermetic_env(home: str | os.PathLike, api_url: str,
     directory of ``node`` when it lives elsewhere), LANG/LC_ALL=C.UTF-8,
     TERM, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY (``TEST_API_KEY``), the
     opt-outs of non-essential traffic/auto-update/telemetry/error reports,
-    and IS_SANDBOX=1 (lets root use ``--permission-mode bypassPermissions``).
+    IS_SANDBOX=1 (lets root use ``--permission-mode bypassPermissions``) and
+    ``RUNTIME_ENV``.
     """
     home = Path(home)
     home.mkdir(parents=True, exist_ok=True)
@@ -141,6 +148,7 @@ def hermetic_env(home: str | os.PathLike, api_url: str,
         "DISABLE_TELEMETRY": "1",
         "DISABLE_ERROR_REPORTING": "1",
         "IS_SANDBOX": "1",
+        **RUNTIME_ENV,
     }
     if extra:
         env.update(extra)
