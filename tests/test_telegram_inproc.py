@@ -83,6 +83,11 @@ def test_lanes_shows_the_lanes_as_they_are_now_not_as_last_recorded(rig: Any, mo
     (p,) = wait_until(lambda: r.app.get("/v1/questions?state=pending"), 60, what="the pending prompt")
     r.held(p["id"])
     wait_until(lambda: [lane["state"] for lane in r.app.get("/v1/lanes")] == ["stalled"], 60, what="the lane stalled")
+    # recorded too: the two readings below are stepped one after the other, and a pass of the
+    # lanes watcher between them that first records the lane records it as stalled since then
+    # (a full run saw "stalled for 0s"; a pass run there by hand gives the same)
+    wait_until(lambda: [e for e in r.events() if e["kind"] == "lane_changed" and e["data"]["to"] == "stalled"], 60,
+               what="the stalled lane recorded")
     clock = r.app.store.clock
     wall, boottime = clock._wall, clock._boottime
     monkeypatch.setattr(clock, "_wall", lambda: wall() + 125)  # two minutes pass
