@@ -31,8 +31,8 @@ def cluster_fixture() -> Iterator[PgCluster]:
 
 
 def pg(url: str, fn: Any, *args: Any) -> Any:
-    """``fn(conn, *args)`` on a fresh connection to ``url``; in a thread of its own when this
-    thread's event loop is running (Playwright's sync API leaves its loop marked running
+    """``fn(conn, *args)`` on a fresh connection to ``url``, in a thread of its own (the test's
+    thread may have an event loop marked running: Playwright's sync API leaves its loop so
     between the browser tests of a worker, where ``asyncio.run`` is refused)."""
     async def go() -> Any:
         conn = await asyncpg.connect(url)
@@ -40,10 +40,6 @@ def pg(url: str, fn: Any, *args: Any) -> Any:
             return await fn(conn, *args)
         finally:
             await conn.close()
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(go())
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, go()).result()
 

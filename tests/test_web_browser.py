@@ -1,7 +1,7 @@
 """The operator page in a real browser (issue 9): Playwright driving Debian's headless Chromium
-(/usr/bin/chromium-headless-shell, installed by .ci/run; tests/conftest.py ``_Chromium``) against a real daemon; the builder's hooks are the
-generated commands run as Claude Code runs them (``sh -c "<command>"``, a recorded payload on
-stdin), its PermissionRequest hook held for an answer (``hookd spawn --hold``).
+(/usr/bin/chromium-headless-shell, installed by .ci/run; tests/conftest.py ``_Chromium``)
+against a real daemon; the builder's hooks are the generated commands run as Claude Code runs
+them (``sh -c "<command>"``, a recorded payload on stdin), its PermissionRequest hook held for an answer (``hookd spawn --hold``).
 
 Screenshots of each view go to tests/artifacts/web/ (gitignored).
 """

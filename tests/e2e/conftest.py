@@ -35,7 +35,9 @@ def _runtime_env():
     is a Bun executable, and JavaScriptCore's DFG (and so FTL) tier compiles in threads of its
     own, work a process that lives seconds rarely gets back. The binary and its behaviour are
     the same (a JIT tier changes speed, not semantics); its CPU in the e2e tier is ~17% less
-    (docs/testing.md "Claude Code's JIT and the browser in the tests"). The benchmarks run it as a user does."""
+    (docs/testing.md "Claude Code's JIT and the browser in the tests"; checked against the
+    binary by test_harness_selfcheck's ``test_the_binary_reads_the_tests_jit_setting``). The
+    benchmarks run it as a user does."""
     drivers.RUNTIME_ENV["BUN_JSC_useDFGJIT"] = "0"
     yield
     drivers.RUNTIME_ENV.clear()

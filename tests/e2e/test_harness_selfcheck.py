@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import stat
+import subprocess
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -305,3 +306,16 @@ def test_tui_side_requests_do_not_consume_turns(claude_bin, tmux_bin, e2e_home, 
         kinds = [(r.kind, r.side_kind, r.turn) for r in api.messages_requests()]
         assert kinds == [("main", None, 0), ("side", "btw", None), ("main", None, 1)], kinds
         assert "second prompt" in api.main_requests()[1].tail_text()
+
+
+# ------------------------------------------------------------------------ (g)
+def test_the_binary_reads_the_tests_jit_setting(claude_bin, e2e_env):
+    """The tests' environment (tests/e2e/conftest.py ``_runtime_env``) turns JavaScriptCore's
+    DFG tier off, and 2.1.332, a Bun executable, takes it: its option dump says so."""
+    assert e2e_env["BUN_JSC_useDFGJIT"] == "0"
+    r = subprocess.run([str(claude_bin), "--version"], env={**e2e_env, "BUN_JSC_dumpOptions": "2"},
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "useDFGJIT=false (default: true)" in out
+    assert "2.1.332 (Claude Code)" in r.stdout

@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from hookd.config import atomic_write
+
 from .drivers import StreamJsonHost, hermetic_env, wait_until
 from .fake_api import FakeAnthropicAPI
 from .test_claude_code_hookd import _Hookd, hookd  # noqa: F401 (the fixture)
@@ -67,12 +69,10 @@ def test_hookds_entries_removed_mid_session_warn_and_re_spawn_restores_them(clau
             # someone removes hookd's entries (keeping the rest of the file)
             s = json.loads(settings.read_text())
             s["hooks"] = {}
-            # in one step (a new file renamed over it): written in place, the file's truncation
+            # in one step (hookd's atomic_write: a new file renamed over it): written in place, the file's truncation
             # and its new text may reach 2.1.332's watcher as two edits, two reloads, and the
             # second one's ConfigChange after the wait below (once in a full run: 7 hooks, not 6)
-            tmp = settings.with_name(settings.name + ".new")
-            tmp.write_text(json.dumps(s, indent=2))
-            os.replace(tmp, settings)
+            atomic_write(settings, json.dumps(s, indent=2).encode())
             [ev] = wait_until(lambda: _kinds(hookd, "hooks_changed"), 30, 0.1, "hooks_changed from ConfigChange")
             wait_until(lambda: seen() == 1, 30, 0.1, "the witness of the edit")
             assert (ev["data"]["signal"], ev["data"]["via"], ev["data"]["source"], ev["data"]["file_path"]) == (
