@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import socket
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -22,7 +23,7 @@ import httpx
 import pytest
 
 from hookd.daemonproc import wait_until
-from hookd.http.hubpage import HubASGI, build_hub_app
+from hookd.http.hubpage import HubASGI, build_hub_app, serve_hub_page
 from hookd.hub.page import HubSource
 
 from .conftest import hookd_cli
@@ -221,6 +222,25 @@ def test_the_hub_page_needs_a_session(hub: Hub) -> None:
     assert r.status_code == 403  # a write without the CSRF header
     r = page.call("POST", "/v1/interactions/h/x/dismiss", {}, WRITE)
     assert (r.status_code, r.json()["error"]["code"]) == (400, "bad_request")
+
+
+def test_the_sign_in_link_is_printed_once_the_port_listens() -> None:
+    # a browser opened on the printed link at once must be queued, not refused: ``ready`` connects
+    # to the port before anything serves it (no hub is read before a request)
+    class Printed(Exception):
+        pass
+
+    def ready(link: str) -> None:
+        m = re.fullmatch(r"http://127\.0\.0\.1:(\d+)/signin#code=\S+", link)
+        assert m, link
+        with socket.create_connection(("127.0.0.1", int(m.group(1))), timeout=10):
+            pass
+        raise Printed(m.group(1))
+
+    with pytest.raises(Printed) as e:
+        serve_hub_page(HubSource("postgresql://127.0.0.1:1/none"), "op", 0, ready)
+    with pytest.raises(ConnectionRefusedError):  # and the port is closed when serving stops
+        socket.create_connection(("127.0.0.1", int(str(e.value))), timeout=10).close()
 
 
 def op_cli(op: str, tmp: Path, *args: str) -> Any:

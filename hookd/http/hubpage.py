@@ -191,8 +191,9 @@ def build_hub_app(source: HubSource, user: str, should_exit: Callable[[], bool] 
 
 def serve_hub_page(source: HubSource, user: str, port: int, ready: Callable[[str], None]) -> None:
     """Run the hub page on ``127.0.0.1:port`` (0: any free port) until SIGINT/SIGTERM;
-    ``ready(link)`` is called with the sign-in link once the port is bound. Raises OSError
-    when the port cannot be bound."""
+    ``ready(link)`` is called with the sign-in link once the port listens (a browser opened on
+    it at once is queued, not refused). Raises OSError when the port cannot be bound; what
+    ``ready`` raises propagates, the port closed."""
     import socket
 
     import uvicorn
@@ -201,8 +202,13 @@ def serve_hub_page(source: HubSource, user: str, port: int, ready: Callable[[str
     app, code = build_hub_app(source, user, should_exit=lambda: server is not None and server.should_exit)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    ready(f"http://127.0.0.1:{sock.getsockname()[1]}/signin#code={code}")
+    try:
+        sock.bind(("127.0.0.1", port))
+        sock.listen(128)
+        ready(f"http://127.0.0.1:{sock.getsockname()[1]}/signin#code={code}")
+    except BaseException:
+        sock.close()
+        raise
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                                            timeout_graceful_shutdown=3, server_header=False, proxy_headers=False))
     server.run(sockets=[sock])
