@@ -7,6 +7,7 @@ client, the CLI's rendering and the process add is tests/test_answers.py."""
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import json
 import threading
@@ -249,6 +250,40 @@ def test_permission_prompt_remote_deny_with_message(rig: Rig) -> None:
     assert (i["decision"], i["message"], i["surface"]) == ("deny", "not now, use ls", "cli") and i["adopted_at"]
     [ev] = about(rig.events(), "answer_adopted", p["id"])
     assert ev["data"]["via"] == "Stop"
+
+
+def test_a_remote_deny_whose_turn_went_on_before_its_read_was_recorded_is_adopted(
+        rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The other order: the agent's Stop is taken before the held hook's close (its client read
+    the deny), as a busy daemon may take two connections. Adopted once the read is recorded,
+    via the Stop; not before (the read could still turn out not to have happened)."""
+    replied, read_now = threading.Event(), threading.Event()
+    record_read = rig.app.core.reply_read
+
+    async def read_late(iid: str, read: bool | None) -> None:  # (the ASGI transport's reply ends with it)
+        replied.set()
+        await asyncio.to_thread(read_now.wait, WAIT_S)
+        await record_read(iid, read)
+
+    monkeypatch.setattr(rig.app.core, "reply_read", read_late)
+    held = rig.start_hook(bash_perm("rm -rf build"))
+    p = pending_permission(rig)
+    rig.held(p["id"])
+    rig.answer_json(p["id"], options=["deny"], text="not now, use ls")
+    assert replied.wait(WAIT_S)
+    rig.hook(STOP)
+    i = rig.interaction(p["id"])
+    assert (i["delivered_at"], i["adopted_at"]) == (None, None)
+    read_now.set()
+    # (the held hook's ASGI cycle ends once the read is recorded)
+    assert json.loads(finish(held)[1])["hookSpecificOutput"]["decision"]["behavior"] == "deny"
+    i = rig.interaction(p["id"])
+    assert i["delivered_at"] and i["adopted_at"]
+    ev = rig.events()
+    [adopted] = about(ev, "answer_adopted", p["id"])
+    assert adopted["data"]["via"] == "Stop"
+    kinds = [e["kind"] for e in ev if e["data"].get("id") == p["id"]]
+    assert kinds.index("answer_delivered") < kinds.index("answer_adopted")
 
 
 def test_permission_answer_is_bound_to_the_input_shown(rig: Rig) -> None:

@@ -8,7 +8,9 @@ resolves it when the desk answers (ElicitationResult). Payloads are shaped as Cl
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -233,3 +235,32 @@ def test_the_desk_supersedes_a_remote_answer_no_hook_read(inproc: InProc, worktr
     assert kept["text"] == (f"[Late answer to elicitation {i['id']} from booker (not used: the desk answered the"
                             " elicitation (decline) after the hold ended)] accept; name = Ada; party = 3")
     assert [e["kind"] for e in rig.events() if e["data"].get("id") == i["id"]][-1] == "answer_superseded"
+
+
+def test_the_remote_answer_reported_before_its_read_was_recorded_is_not_superseded(
+        rig: ElicitRig, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claude Code reports the hook's own answer in ElicitationResult; a busy daemon may take
+    that hook before the held hook's close (its client read the answer). The same action and
+    content are not the desk's: nothing is superseded, nothing kept as a late answer."""
+    replied, read_now = threading.Event(), threading.Event()
+    record_read = rig.app.core.reply_read
+
+    async def read_late(iid: str, read: bool | None) -> None:  # (the ASGI transport's reply ends with it)
+        replied.set()
+        await asyncio.to_thread(read_now.wait, WAIT_S)
+        await record_read(iid, read)
+
+    monkeypatch.setattr(rig.app.core, "reply_read", read_late)
+    held = rig.start_hook(ELICIT)
+    i = rig.pending()
+    rig.held(i["id"])
+    assert rig.answer_content(i["id"], "accept", {"name": "Ada", "party": "3"}).status_code == 200
+    assert replied.wait(WAIT_S)
+    rig.hook(result("accept", {"name": "Ada", "party": 3}))
+    read_now.set()
+    assert finish(held)[0] == 200  # (the held hook's ASGI cycle ends once the read is recorded)
+    done = rig.interaction(i["id"])
+    assert (done["state"], done["decision"], done["surface"], done["answers"]) == (
+        "answered", "accept", "cli", {"name": "Ada", "party": 3})
+    assert done["delivered_at"] and rig.inbox() == []
+    assert [e["kind"] for e in rig.events() if e["data"].get("id") == i["id"]][-1] == "answer_delivered"

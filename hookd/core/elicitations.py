@@ -62,8 +62,8 @@ def elicitation_resolved(tx: Tx, waiters: Waiters, builder: str, p: Payload, ob:
     """The desk answered the session's newest open elicitation of that server (and id): it
     ends ``answered`` (accept, decline: the decision) or ``dismissed`` (cancel); a held hook
     for it is let go. A remote answer accepted but never read by a hook (the hold ended as it
-    came) is superseded by the desk's (its text kept as an inbox message). Nothing open (a hook
-    answered it, or it is unknown): nothing happens."""
+    came) is superseded by the desk's (its text kept as an inbox message), unless the desk's is
+    the same answer. Nothing open (a hook answered it, or it is unknown): nothing happens."""
     i = tx.interaction_by_hash(builder=builder, session_id=p.session_id, tool_name=ob.server,
                                input_hash=elicitation_key(ob.server, ob.elicitation_id),
                                states=("pending", "answered"), since=0.0)
@@ -72,7 +72,10 @@ def elicitation_resolved(tx: Tx, waiters: Waiters, builder: str, p: Payload, ob:
     state = "dismissed" if ob.action == "cancel" else "answered"
     content = ob.content if ob.action == "accept" else None
     if i.state == "answered":
-        if i.received_at is not None and i.delivered_at is None:
+        if i.received_at is not None and i.delivered_at is None and not (
+                ob.action == i.decision and content == i.answers):
+            # (the same action and content is the remote answer itself, reported before its
+            # hook's read is recorded: a busy daemon can take this hook first)
             supersede(tx, i, at, state=state, answers=content, selections=None, decision=ob.action, error=None,
                       reason=f"the desk answered the elicitation ({ob.action}) after the hold ended")
         return

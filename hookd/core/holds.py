@@ -175,8 +175,17 @@ class Holds:
         # harness with remote answers holds a hook)
         remote = session_remote(tx, i)
         via = remote.hold_events.get(i.kind, "held hook") if remote is not None else "held hook"
-        if tx.mark_answer_delivered(iid, via=via, at=at):
-            tx.append_event("answer_delivered", i.builder, i.session_id, at, {"id": iid, "kind": i.kind, "via": via})
+        if not tx.mark_answer_delivered(iid, via=via, at=at):
+            return
+        tx.append_event("answer_delivered", i.builder, i.session_id, at, {"id": iid, "kind": i.kind, "via": via})
+        moved_on = tx.moved_on(iid) if i.decision == "deny" and i.adopted_at is None else None
+        if moved_on is not None and tx.mark_adopted(iid, at):
+            # the turn went on past this deny before its read was recorded (the two hooks'
+            # connections taken out of order): that turn's hook is the proof, as when it
+            # comes after (hookd.core.questions.Questions.close_open_questions)
+            tx.append_event("answer_adopted", i.builder, i.session_id, at, {
+                "id": iid, "kind": i.kind, "via": moved_on[1], "tool_use_id": None,
+            })
 
     def _hook_gone_tx(self, tx: Tx, iid: str, at: float) -> None:
         """The held hook went away before the prompt closed: Claude Code SIGTERMs it when the

@@ -313,6 +313,9 @@ class Questions:
                 tx.append_event("answer_adopted", builder, sid, at, {
                     "id": i.id, "kind": i.kind, "via": ob.via, "tool_use_id": None,
                 })
+        # one handed to its hook whose client's read is not recorded yet (a busy daemon takes
+        # this hook first): adopted when the read is (hookd.core.holds.Holds._hook_delivered_tx)
+        tx.note_undelivered_denies_moved_on(sid, agent_id=ob.agent_id, all_agents=ob.all_agents, via=ob.via, at=at)
         for i in tx.pending_in_session(builder, sid, agent_id=ob.agent_id, all_agents=ob.all_agents):
             if i.kind == "async":
                 continue  # asked so that the agent keeps working: outlives its turn
