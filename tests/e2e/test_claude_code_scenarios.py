@@ -129,11 +129,20 @@ class Rig:
         return [e for e in self.hookd.events() if kind is None or e["kind"] == kind]
 
     def wait_events(self, pred: Any, what: str, timeout: float = 15) -> list[dict[str, Any]]:
-        """Poll ``hookd events --json`` until ``pred(events)`` holds; returns the events."""
+        """Poll ``hookd events --json`` until ``pred(events)`` holds; returns the events. On a
+        timeout, the error names the newest 40 events (kind, and the hook's or interaction's
+        name), so a CI log says what did happen."""
+        seen: list[dict[str, Any]] = []
+
         def poll():
-            ev = self.events()
-            return ev if pred(ev) else None
-        return wait_until(poll, timeout, 0.1, what)
+            seen[:] = self.events()
+            return seen if pred(seen) else None
+
+        def said() -> str:
+            tail = [f"{e['kind']}({(e.get('data') or {}).get('hook_event_name') or (e.get('data') or {}).get('id') or ''})"
+                    for e in seen[-40:]]
+            return f"{what}; the newest events: {' '.join(tail)}"
+        return wait_until(poll, timeout, 0.1, said)
 
     def wait_hook(self, name: str, timeout: float = 15, **match: Any) -> list[dict[str, Any]]:
         """Wait until a ``hook_received`` for hook ``name`` whose data matches ``match`` is
