@@ -67,7 +67,7 @@ class Selection(msgspec.Struct, frozen=True):
 class InteractionHead(msgspec.Struct, frozen=True):
     """The columns of an :class:`Interaction` the hook path decides on (whose call it is and
     where it stands) without reading its questions, input and answers: see
-    :meth:`hookd.store.Tx.interaction_head_by_tool_use_id`."""
+    :meth:`hookd.store.interactions.InteractionsTx.interaction_head_by_tool_use_id`."""
 
     id: str
     kind: str

@@ -224,7 +224,7 @@ def test_the_desk_supersedes_a_remote_answer_no_hook_read(inproc: InProc, worktr
     rig = ElicitRig(inproc, worktree, hold=0)
     rig.hook(ELICIT)
     i = rig.pending()
-    ok, _ = inproc.call(inproc.core.store.write(lambda tx: tx.record_answer(
+    ok, _ = inproc.call(inproc.core.store.write(lambda tx: tx.interactions.record_answer(
         i["id"], expected_revision=i["revision"], answers={"name": "Ada", "party": 3}, selections=None,
         decision="accept", message=None, surface="cli", actor="ana", response_id=None, at=time.time())))
     assert ok

@@ -232,7 +232,7 @@ async def _until(pred: Any, timeout: float = 60.0) -> None:
 
 
 def _rows(core: Hookd) -> list[dict[str, Any]]:
-    return core.store._transaction(lambda tx: tx.notifications(), ())[0]
+    return core.store._transaction(lambda tx: tx.log.notifications(), ())[0]
 
 
 def test_failing_webhook_is_retried_with_backoff_then_sent(tmp_path: Path) -> None:

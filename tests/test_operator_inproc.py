@@ -125,7 +125,7 @@ def test_a_delivered_message_cannot_be_taken_back(rig: Rig) -> None:
 
 def test_a_cancelled_message_is_not_drained_by_claw_http(inproc: InProc, worktree: Path) -> None:
     """claw-http's drains (between tools, before the final answer) take from the same query
-    as the hooks (``Tx.deliverable``): nothing of a cancelled message."""
+    as the hooks (``tx.inbox.deliverable``): nothing of a cancelled message."""
     reg = inproc.request("POST", "/v1/claw/c1/sessions", json={"session_id": "run-1"})
     assert reg.status_code in (200, 201), reg.text
     sent = inproc.request("POST", "/v1/builders/c1/messages", json={"text": "stop after this step"}).json()

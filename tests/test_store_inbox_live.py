@@ -22,11 +22,11 @@ def inbox_selects(statements: list[str]) -> list[str]:
 
 
 def deliverable(tx, builder: str = "b1", session: str = "s1"):  # noqa: ANN001, ANN201
-    return tx.deliverable(builder, session, None, redeliver_before=0.0)
+    return tx.inbox.deliverable(builder, session, None, redeliver_before=0.0)
 
 
 def insert(tx, builder: str = "b1", text: str = "hello"):  # noqa: ANN001, ANN201
-    return tx.insert_message(builder=builder, session_id=None, agent_id=None, author="human", text=text, key=None, at=1.0)
+    return tx.inbox.insert_message(builder=builder, session_id=None, agent_id=None, author="human", text=text, key=None, at=1.0)
 
 
 def test_no_query_for_a_builder_without_live_messages_and_nothing_hidden(tmp_path: Path) -> None:
@@ -42,21 +42,21 @@ def test_no_query_for_a_builder_without_live_messages_and_nothing_hidden(tmp_pat
             got, _ = await st.write(deliverable)
             assert [x.id for x in got] == [m.id]
             # scope is still applied: another session's message is live but not this hook's
-            other, _ = await st.write(lambda tx: tx.insert_message(
+            other, _ = await st.write(lambda tx: tx.inbox.insert_message(
                 builder="b1", session_id="s2", agent_id=None, author="human", text="for s2", key=None, at=2.0))
             got, _ = await st.write(deliverable)
             assert [x.id for x in got] == [m.id]
 
             # m delivered and adopted: none left for s1, but s2's is live: the builder is kept
-            await st.write(lambda tx: tx.mark_delivered([m.id], hook_event_id=None, session_id="s1",
+            await st.write(lambda tx: tx.inbox.mark_delivered([m.id], hook_event_id=None, session_id="s1",
                                                         via="Stop", at=3.0))
-            await st.write(lambda tx: tx.adopt_queued([m.id], via="test", at=4.0))
+            await st.write(lambda tx: tx.inbox.adopt_queued([m.id], via="test", at=4.0))
             assert (await st.write(deliverable))[0] == []
             got, _ = await st.write(deliverable, "b1", "s2")
             assert [x.id for x in got] == [other.id]
 
             # s2's adopted too: none live, the builder is forgotten after that commit
-            await st.write(lambda tx: tx.adopt_queued([other.id], via="test", at=5.0))
+            await st.write(lambda tx: tx.inbox.adopt_queued([other.id], via="test", at=5.0))
             seen.clear()
             assert (await st.write(deliverable))[0] == []
             assert len(inbox_selects(seen)) == 2  # this one found none for it, then none live at all ...
@@ -82,7 +82,7 @@ def test_a_message_inserted_in_the_same_group_commit_after_a_drained_check_is_ke
         st = await Store(tmp_path / "hookd.db").open()
         try:
             first, _ = await st.write(insert)
-            await st.write(lambda tx: tx.adopt_queued([first.id], via="test", at=2.0))
+            await st.write(lambda tx: tx.inbox.adopt_queued([first.id], via="test", at=2.0))
             # the first write of a loop turn commits at once; the next two join one batch
             warm = st.write(lambda tx: None)
             drained = st.write(deliverable)

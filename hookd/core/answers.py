@@ -219,7 +219,7 @@ class Answers:
         return result
 
     def _default_tx(self, tx: Tx, iid: str, req: AnswerRequest, at: float) -> dict[str, Any] | None:
-        i = tx.interaction(iid)
+        i = tx.interactions.interaction(iid)
         if i is None or i.state != "pending" or i.revision != req.revision or self._route(tx, i) != "hook":
             return None
         status, receipt = self._answer_tx(tx, iid, req, "default", at)
@@ -229,13 +229,13 @@ class Answers:
 
     def _answer_tx(self, tx: Tx, iid: str, req: AnswerRequest, surface: str,
                    at: float) -> tuple[str, dict[str, Any]]:
-        i = tx.interaction(iid)
+        i = tx.interactions.interaction(iid)
         if i is None:
             raise NotFound(f"no interaction {iid!r}")
         answers, selections, decision, message = normalize_answer(i, req)
         content = _canon.encode({"interaction": i.id, "answers": answers, "decision": decision, "message": message})
         if req.response_id is not None:
-            prev = tx.response(req.response_id)
+            prev = tx.interactions.response(req.response_id)
             if prev is not None:
                 if prev[1] != content:
                     raise Conflict(f"response_id {req.response_id!r} was already used for another answer"
@@ -245,7 +245,7 @@ class Answers:
                 return ("refused" if receipt.get("refused") else "duplicate"), receipt
         if i.state == "pending" and i.expires_at is not None and i.expires_at <= at:
             self.asks.expire(tx, i, at)
-            i = tx.interaction(i.id)
+            i = tx.interactions.interaction(i.id)
             assert i is not None
         if req.input_hash is not None and req.input_hash != i.input_hash:
             raise Conflict(f"this answer was made for another input (input_hash {req.input_hash}) than"
@@ -277,19 +277,19 @@ class Answers:
                        "warning": reason + f"; your answer was queued as inbox message {m} instead"
                                   f" ({take_back(m)})"}
             if req.response_id is not None:
-                tx.insert_response(req.response_id, i.id, content, msgspec.json.encode(receipt), at)
+                tx.interactions.insert_response(req.response_id, i.id, content, msgspec.json.encode(receipt), at)
             return "ok", receipt
-        if not tx.record_answer(i.id, expected_revision=i.revision, answers=answers, selections=selections,
+        if not tx.interactions.record_answer(i.id, expected_revision=i.revision, answers=answers, selections=selections,
                                 decision=decision, message=message, surface=surface, actor=req.actor,
                                 response_id=req.response_id, at=at):
             raise Conflict(f"{i.id} changed while it was being answered; look at it again")
-        done = tx.interaction(i.id)
+        done = tx.interactions.interaction(i.id)
         assert done is not None
         message_id = None
         if route == "inbox":
             message_id = queue_answer(tx, done, answers, decision, message, author, at)
-            tx.set_inbox_message(i.id, message_id)
-            done = tx.interaction(i.id)
+            tx.interactions.set_inbox_message(i.id, message_id)
+            done = tx.interactions.interaction(i.id)
             assert done is not None
         else:
             assert remote is not None  # (route "hook")
@@ -306,7 +306,7 @@ class Answers:
         receipt = {"interaction": msgspec.to_builtins(done), "response_id": req.response_id, "duplicate": False,
                    "delivery": route, "message_id": message_id, "warning": None}
         if req.response_id is not None:
-            tx.insert_response(req.response_id, i.id, content, msgspec.json.encode(receipt), at)
+            tx.interactions.insert_response(req.response_id, i.id, content, msgspec.json.encode(receipt), at)
         return "ok", receipt
 
     def _route(self, tx: Tx, i: Interaction) -> str | None:
@@ -315,8 +315,8 @@ class Answers:
         (no hook can carry it)."""
         if i.kind == "async":
             return "inbox"
-        if self.waiters.waiting(i.id) or (i.kind == "question" and not tx.permission_seen(i.id)
-                                          and i.session_id is not None and tx.session_has_hooks(i.session_id)):
+        if self.waiters.waiting(i.id) or (i.kind == "question" and not tx.interactions.permission_seen(i.id)
+                                          and i.session_id is not None and tx.sessions.session_has_hooks(i.session_id)):
             return "hook"
         return None
 
@@ -336,7 +336,7 @@ class Answers:
         })
         receipt = {"refused": True, "reason": reason, "message_id": message_id, "response_id": req.response_id}
         if req.response_id is not None:
-            tx.insert_response(req.response_id, i.id, content, msgspec.json.encode(receipt), at)
+            tx.interactions.insert_response(req.response_id, i.id, content, msgspec.json.encode(receipt), at)
         return "refused", receipt
 
 
@@ -356,7 +356,7 @@ def take_back(message_id: str) -> str:
 def _no_hook_reason(tx: Tx, i: Interaction, reply: int) -> str:
     """Why no hook can carry an answer to ``i`` (``reply``: the size in bytes its hook's reply
     would have, 0 when not computed), for the human."""
-    harness = tx.session_harness(i.session_id) if i.session_id is not None else None
+    harness = tx.sessions.session_harness(i.session_id) if i.session_id is not None else None
     if reply > MAX_HOOK_REPLY:
         return (f"the hook's reply for this answer would be {reply} bytes (the tool's input with the"
                 f" answer), over the {MAX_HOOK_REPLY} a hook takes, so it can only be answered at the desk")
@@ -364,7 +364,7 @@ def _no_hook_reason(tx: Tx, i: Interaction, reply: int) -> str:
     if adapter is not None and (adapter.desk_only or (i.kind == "question" and adapter.questions_at_desk)):
         return (f"{harness} reads the answer to {i.id} at its own prompt (no hook can carry one),"
                 " so it can only be answered at the desk")
-    if i.session_id is not None and not tx.session_has_hooks(i.session_id):
+    if i.session_id is not None and not tx.sessions.session_has_hooks(i.session_id):
         return (f"{i.id} was seen only in a transcript (no hook came from its session), so no hook"
                 " can carry an answer; it can only be answered at the desk")
     return (f"no hook is holding {i.id} (holding is off, or the daemon restarted since it was"

@@ -59,7 +59,7 @@ class Asks:
         at = time.time()
 
         def tx_fn(tx: Tx) -> int:
-            pid = tx.insert_preanswer(builder, question, answer, actor, at)
+            pid = tx.interactions.insert_preanswer(builder, question, answer, actor, at)
             tx.append_event("answer_preregistered", builder, None, at,
                             {"id": pid, "question": question, "answer": answer, "actor": actor})
             return pid
@@ -75,7 +75,7 @@ class Asks:
         qs = questions_of(i)
         if not qs or not isinstance(i.input, dict):
             return b""
-        pre = tx.open_preanswers(i.builder, [q.question for q in qs])
+        pre = tx.interactions.open_preanswers(i.builder, [q.question for q in qs])
         if len(pre) != len({q.question for q in qs}):
             return b""
         remote = session_remote(tx, i)
@@ -88,11 +88,11 @@ class Asks:
         if len(reply) > MAX_HOOK_REPLY:
             return b""  # the menu asks the desk instead; the answer stays registered
         selections = decode_answers(i.questions, answers)
-        if not tx.record_answer(i.id, expected_revision=i.revision, answers=answers, selections=selections,
+        if not tx.interactions.record_answer(i.id, expected_revision=i.revision, answers=answers, selections=selections,
                                 decision=None, message=None, surface="hook", actor=actor, response_id=None, at=at):
             return b""
-        tx.mark_answer_delivered(i.id, via=via, at=at)
-        tx.use_preanswers([pre[q.question][0] for q in qs], i.id, at)
+        tx.interactions.mark_answer_delivered(i.id, via=via, at=at)
+        tx.interactions.use_preanswers([pre[q.question][0] for q in qs], i.id, at)
         tx.append_event("interaction_answered", i.builder, i.session_id, at, {
             "id": i.id, "kind": i.kind, "tool_use_id": i.tool_use_id, "surface": "hook", "actor": actor,
             "response_id": None, "answers": answers, "decision": None, "message": None, "delivery": via,
@@ -139,7 +139,7 @@ class Asks:
         )
 
         def tx_fn(tx: Tx) -> None:
-            tx.insert_interaction(i, permission_seen_at=None)
+            tx.interactions.insert_interaction(i, permission_seen_at=None)
             tx.append_event("human_input_requested", builder, session_id, at, {
                 "id": i.id, "kind": "async", "async": True, "question": question, "options": opts,
                 "expires_at": i.expires_at, "author": author,
@@ -182,7 +182,7 @@ class Asks:
                 at = time.time()
 
                 def tx_fn(tx: Tx) -> None:
-                    adopted = tx.adopt_queued(mids, via="await_answers", at=at)
+                    adopted = tx.inbox.adopt_queued(mids, via="await_answers", at=at)
                     if adopted:
                         tx.append_event("inbox_adopted", answered[0].builder, None, at,
                                         {"ids": adopted, "via": "await_answers"})
@@ -201,7 +201,7 @@ class Asks:
     # --- expiry ---------------------------------------------------------------------------
     def expire(self, tx: Tx, i: Interaction, at: float) -> bool:
         warning = f"expired unanswered at {_iso(i.expires_at or at)}"
-        if not tx.resolve_interaction(i.id, expected_state="pending", state="expired", answers=None,
+        if not tx.interactions.resolve_interaction(i.id, expected_state="pending", state="expired", answers=None,
                                       selections=None, surface=None, warning=warning, error=None, at=at):
             return False
         tx.append_event(resolved_event(i.kind), i.builder, i.session_id, at, {
@@ -212,7 +212,7 @@ class Asks:
         return True
 
     def _expire_due_tx(self, tx: Tx, at: float) -> int:
-        return sum(self.expire(tx, i, at) for i in tx.due_expiries(at))
+        return sum(self.expire(tx, i, at) for i in tx.interactions.due_expiries(at))
 
     async def run_expiry(self) -> None:
         """Expire interactions when their ``expires_at`` passes (sleeps until the next one)."""

@@ -39,7 +39,7 @@ def elicitation_asked(tx: Tx, builder: str, p: Payload, ob: ElicitationAsked, at
     sid = p.session_id
     key = elicitation_key(ob.server, ob.elicitation_id)
     iid = _elicitation_id(sid, key, tx.hook_event_id)
-    if tx.interaction(iid) is not None:
+    if tx.interactions.interaction(iid) is not None:
         return iid  # (the same hook stored twice: a retried client)
     shown = {"server": ob.server, "message": ob.message, "mode": ob.mode, "url": ob.url,
              "elicitation_id": ob.elicitation_id, "requested_schema": ob.requested_schema}
@@ -49,7 +49,7 @@ def elicitation_asked(tx: Tx, builder: str, p: Payload, ob: ElicitationAsked, at
         selections=None, surface=None, warning=None, error=None, created_at=at, resolved_at=None,
         revision=1, input=shown, input_hash=key, agent_type=text(p.agent_type) if p.agent_id else None,
     )
-    tx.insert_interaction(i, permission_seen_at=at)
+    tx.interactions.insert_interaction(i, permission_seen_at=at)
     data: dict[str, Any] = {"id": iid, "kind": "elicitation", **shown}
     if p.agent_id:
         data["agent_id"], data["agent_type"] = p.agent_id, i.agent_type
@@ -64,7 +64,7 @@ def elicitation_resolved(tx: Tx, waiters: Waiters, builder: str, p: Payload, ob:
     for it is let go. A remote answer accepted but never read by a hook (the hold ended as it
     came) is superseded by the desk's (its text kept as an inbox message), unless the desk's is
     the same answer. Nothing open (a hook answered it, or it is unknown): nothing happens."""
-    i = tx.interaction_by_hash(builder=builder, session_id=p.session_id, tool_name=ob.server,
+    i = tx.interactions.interaction_by_hash(builder=builder, session_id=p.session_id, tool_name=ob.server,
                                input_hash=elicitation_key(ob.server, ob.elicitation_id),
                                states=("pending", "answered"), since=0.0)
     if i is None or i.kind != "elicitation":
@@ -79,7 +79,7 @@ def elicitation_resolved(tx: Tx, waiters: Waiters, builder: str, p: Payload, ob:
             supersede(tx, i, at, state=state, answers=content, selections=None, decision=ob.action, error=None,
                       reason=f"the desk answered the elicitation ({ob.action}) after the hold ended")
         return
-    if not tx.resolve_interaction(i.id, expected_state="pending", state=state, answers=content, selections=None,
+    if not tx.interactions.resolve_interaction(i.id, expected_state="pending", state=state, answers=content, selections=None,
                                   surface="terminal", warning=None, error=None, at=at, decision=ob.action):
         return
     waiters.release_after(tx, i.id)

@@ -133,10 +133,10 @@ class Holds:
         """The held prompt's tool is running: the desk allowed it. Resolved ``answered`` /
         ``allow`` by ``terminal`` now (its PostToolUse attaches the tool_use_id later), and the
         held hook is let go with no decision (Claude Code no longer reads it)."""
-        i = tx.interaction(iid)
+        i = tx.interactions.interaction(iid)
         if i is None or i.state != "pending":
             return
-        if not tx.resolve_interaction(iid, expected_state="pending", state="answered", answers=None,
+        if not tx.interactions.resolve_interaction(iid, expected_state="pending", state="answered", answers=None,
                                       selections=None, surface="terminal", warning=None, error=None, at=at,
                                       decision="allow"):
             return
@@ -164,7 +164,7 @@ class Holds:
             await write_publish(self.store, self.bus, self._hook_gone_tx, iid, time.time())
 
     def _hook_delivered_tx(self, tx: Tx, iid: str, at: float) -> None:
-        i = tx.interaction(iid)
+        i = tx.interactions.interaction(iid)
         if i is None:
             return
         if i.adopted_at is not None and i.adopted_at < at:
@@ -175,11 +175,11 @@ class Holds:
         # harness with remote answers holds a hook)
         remote = session_remote(tx, i)
         via = remote.hold_events.get(i.kind, "held hook") if remote is not None else "held hook"
-        if not tx.mark_answer_delivered(iid, via=via, at=at):
+        if not tx.interactions.mark_answer_delivered(iid, via=via, at=at):
             return
         tx.append_event("answer_delivered", i.builder, i.session_id, at, {"id": iid, "kind": i.kind, "via": via})
-        moved_on = tx.moved_on(iid) if i.decision == "deny" and i.adopted_at is None else None
-        if moved_on is not None and tx.mark_adopted(iid, at):
+        moved_on = tx.sessions.moved_on(iid) if i.decision == "deny" and i.adopted_at is None else None
+        if moved_on is not None and tx.interactions.mark_adopted(iid, at):
             # the turn went on past this deny before its read was recorded (the two hooks'
             # connections taken out of order): that turn's hook is the proof, as when it
             # comes after (hookd.core.questions.Questions.close_open_questions)
@@ -190,14 +190,14 @@ class Holds:
     def _hook_gone_tx(self, tx: Tx, iid: str, at: float) -> None:
         """The held hook went away before the prompt closed: Claude Code SIGTERMs it when the
         desk presses Esc or No."""
-        i = tx.interaction(iid)
+        i = tx.interactions.interaction(iid)
         if i is None:
             return
         if i.state == "pending":
             warning = ("the held Elicitation hook was cancelled (its timeout, or the tool call ended)"
                        if i.kind == "elicitation" else
                        "the held PermissionRequest hook was cancelled (SIGTERM): Esc or No at the desk")
-            if tx.resolve_interaction(iid, expected_state="pending", state="dismissed", answers=None,
+            if tx.interactions.resolve_interaction(iid, expected_state="pending", state="dismissed", answers=None,
                                       selections=None, surface="terminal", warning=warning, error=None, at=at):
                 tx.append_event(resolved_event(i.kind), i.builder, i.session_id, at, {
                     "id": iid, "kind": i.kind, "tool_use_id": i.tool_use_id, "outcome": "dismissed",

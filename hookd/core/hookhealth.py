@@ -61,7 +61,7 @@ class HookHealth:
 
     def _flags(self, tx: Tx) -> set[str]:
         if self._flagged is None:
-            self._flagged = tx.hooks_changed_builders()
+            self._flagged = tx.sessions.hooks_changed_builders()
         return self._flagged
 
     # --- in a hook's transaction ---------------------------------------------------------
@@ -78,7 +78,7 @@ class HookHealth:
         flags = self._flags(tx)
         if builder not in flags:
             return
-        old = tx.clear_hooks_changed(builder)
+        old = tx.sessions.clear_hooks_changed(builder)
         if old is not None:
             tx.append_event("hooks_restored", builder, p.session_id, at, {
                 "reason": "a hook arrived again", "via": p.hook_event_name, "since": old.get("since")})
@@ -107,7 +107,7 @@ class HookHealth:
 
     async def _unspawned(self, builder: str, via: str) -> None:
         def tx_(tx: Tx) -> None:
-            old = tx.clear_hooks_changed(builder)
+            old = tx.sessions.clear_hooks_changed(builder)
             if old is not None:
                 tx.append_event("hooks_restored", builder, None, time.time(), {
                     "reason": "the builder is no longer spawned: no hook of hookd's is expected", "via": via,
@@ -139,14 +139,14 @@ class HookHealth:
             at = time.time()
             if wrong is not None:
                 data = {"signal": "settings", "via": via, **wrong, **(extra or {})}
-                if tx.set_hooks_changed(builder, at, data):
+                if tx.sessions.set_hooks_changed(builder, at, data):
                     tx.append_event("hooks_changed", builder, session_id, at, data)
                     tx.after_commit.append(lambda: flags.add(builder))
             elif builder in flags:
-                old = tx.hooks_changed_of(builder)
+                old = tx.sessions.hooks_changed_of(builder)
                 # a transcript signal: the file was whole all along; only a hook or a re-spawn clears it
                 if old is None or old.get("signal") == "settings" or via == "spawn":
-                    tx.clear_hooks_changed(builder)
+                    tx.sessions.clear_hooks_changed(builder)
                     tx.after_commit.append(lambda: flags.discard(builder))
                 if old is not None and (old.get("signal") == "settings" or via == "spawn"):
                     tx.append_event("hooks_restored", builder, session_id, at, {
@@ -161,7 +161,7 @@ class HookHealth:
         """A transcript read shows ``sid``'s main turn ended at ``ended_at`` (row time): if the
         session sent hooks before, check :data:`STOPPED_GRACE_S` later that one came for this
         turn (one pending check per session)."""
-        if builder in self._flags(tx) or time.time() - ended_at > RECENT_S or not tx.session_has_hooks(sid):
+        if builder in self._flags(tx) or time.time() - ended_at > RECENT_S or not tx.sessions.session_has_hooks(sid):
             return
         tx.after_commit.append(lambda: self._check_later(builder, sid, ended_at))
 
@@ -198,9 +198,9 @@ class HookHealth:
         flags = self._flags(tx)
         if builder in flags or found is None:  # (no manifest: not spawned, or unspawned: no hooks expected)
             return
-        started = tx.transcript_turn_started(sid)
+        started = tx.sessions.transcript_turn_started(sid)
         since = min(started if started is not None else ended_at, ended_at) - TURN_SLACK_S
-        last = tx.last_hook_at(sid)
+        last = tx.sessions.last_hook_at(sid)
         if last is not None and last >= since:
             return  # the turn's hooks came
         at = time.time()
@@ -218,6 +218,6 @@ class HookHealth:
         else:
             data["reason"] = f"{reason}; the settings file still holds hookd's entries (the agent may run with other settings)"
         data["fix"] = fix_command(self.home, manifest) + (" then restart the agent" if wrong is None else "")
-        if tx.set_hooks_changed(builder, at, data):
+        if tx.sessions.set_hooks_changed(builder, at, data):
             tx.append_event("hooks_changed", builder, sid, at, data)
             tx.after_commit.append(lambda: flags.add(builder))

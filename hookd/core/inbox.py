@@ -92,13 +92,13 @@ class Inbox:
 
         def tx_fn(tx: Tx) -> tuple[InboxMessage, bool]:
             if key is not None:
-                old = tx.message_by_key(builder, key)
+                old = tx.inbox.message_by_key(builder, key)
                 if old is not None:
                     if (old.text, old.session_id, old.agent_id) != (text, session_id, agent_id):
                         raise Conflict(f"message key {key!r} was already used for {old.id} with other content")
                     return old, False
             at = time.time()
-            m = tx.insert_message(builder=builder, session_id=session_id, agent_id=agent_id,
+            m = tx.inbox.insert_message(builder=builder, session_id=session_id, agent_id=agent_id,
                                   author=author, text=text, key=key, at=at)
             tx.append_event("inbox_queued", builder, session_id, at, {
                 "id": m.id, "author": author, "chars": len(text), "agent_id": agent_id, "key": key,
@@ -130,17 +130,17 @@ class Inbox:
         check_name("actor", actor)
 
         def tx_fn(tx: Tx) -> tuple[InboxMessage, bool]:
-            m = tx.message(message_id)
+            m = tx.inbox.message(message_id)
             if m is None:
                 raise NotFound(f"no inbox message {message_id!r}")
             if m.state == "cancelled":
                 return m, False
-            if not tx.cancel_message(message_id, time.time()):
+            if not tx.inbox.cancel_message(message_id, time.time()):
                 how = f" by {m.delivered_via}" if m.delivered_via else ""
                 when = f" at {_iso(m.delivered_at)}" if m.delivered_at is not None else ""
                 raise Conflict(f"{message_id} was already {m.state}{how}{when}, so it cannot be taken back"
                                f" (the agent may have read it); send {m.builder} a correction instead")
-            done = tx.message(message_id)
+            done = tx.inbox.message(message_id)
             assert done is not None
             tx.append_event("inbox_cancelled", done.builder, done.session_id, done.cancelled_at or time.time(), {
                 "id": done.id, "actor": actor, "surface": surface,
@@ -164,22 +164,22 @@ class Inbox:
         kind = adapter.boundary(p)
         if kind is None:
             return b""
-        messages = tx.deliverable(builder, sid, agent, redeliver_before=self.redeliver_before(adapter, sid, tx.mono))
+        messages = tx.inbox.deliverable(builder, sid, agent, redeliver_before=self.redeliver_before(adapter, sid, tx.mono))
         if hook_kind == "prompt":
-            tx.set_stop_deliveries(sid, 0)  # a new human turn
+            tx.inbox.set_stop_deliveries(sid, 0)  # a new human turn
             if messages:
                 messages = self._drop_typed(tx, builder, p, messages, at)
         if not messages:
             if kind == "final":
-                tx.set_stop_deliveries(sid, 0)
+                tx.inbox.set_stop_deliveries(sid, 0)
             return b""
-        if tx.has_open_question(sid, agent):
+        if tx.inbox.has_open_question(sid, agent):
             return b""  # never into a turn sitting on an open AskUserQuestion
         if kind == "final":
-            n = tx.stop_deliveries(sid)
+            n = tx.inbox.stop_deliveries(sid)
             if n >= STOP_CAP:
                 return b""  # let the agent stop; the messages wait for the next boundary
-            tx.set_stop_deliveries(sid, n + 1)
+            tx.inbox.set_stop_deliveries(sid, n + 1)
         text = self._claim(tx, builder, sid, messages, hook_event_id=tx.hook_event_id, via=name, at=at)
         return adapter.render_context(name, text)
 
@@ -201,7 +201,7 @@ class Inbox:
         queued (a transcript read from its start) proves nothing about it."""
         if not text.strip():
             return
-        messages = [m for m in tx.deliverable(builder, sid, None, redeliver_before=0.0) if m.created_at <= typed_at]
+        messages = [m for m in tx.inbox.deliverable(builder, sid, None, redeliver_before=0.0) if m.created_at <= typed_at]
         self._typed(tx, builder, sid, text, messages, at)
 
     def _typed(self, tx: Tx, builder: str, sid: str, prompt: str, messages: list[InboxMessage], at: float) -> list[str]:
@@ -209,7 +209,7 @@ class Inbox:
         ignored), adopted as ``typed`` (``inbox_adopted``)."""
         typed = [m.id for m in messages if m.state == "queued" and m.text.strip() == prompt.strip()]
         if typed:
-            tx.adopt_typed(typed, sid, at)
+            tx.inbox.adopt_typed(typed, sid, at)
             tx.append_event("inbox_adopted", builder, sid, at, {"ids": typed, "via": "typed"})
         return typed
 
@@ -230,7 +230,7 @@ class Inbox:
             chosen.append(m)
             size += grow
         ids = [m.id for m in chosen]
-        tx.mark_delivered(ids, hook_event_id=hook_event_id, session_id=sid, via=via, at=at)
+        tx.inbox.mark_delivered(ids, hook_event_id=hook_event_id, session_id=sid, via=via, at=at)
         framed_text = frame_batch(framed, waiting=len(messages) - len(chosen))
         tx.append_event("inbox_delivered", builder, sid, at, {
             "ids": ids, "via": via, "chars": len(framed_text),
@@ -249,9 +249,9 @@ class Inbox:
     @staticmethod
     def adopt(tx: Tx, builder: str, sid: str, *, via: str, at: float, up_to_hook_event_id: int,
                agent_id: str | None = None, only: list[str] | None = None) -> list[str]:
-        """Mark delivered messages adopted (:meth:`hookd.store.Tx.adopt`) and record
+        """Mark delivered messages adopted (:meth:`hookd.store.inbox.InboxTx.adopt`) and record
         ``inbox_adopted``. Returns the ids changed."""
-        adopted = tx.adopt(sid, up_to_hook_event_id=up_to_hook_event_id, via=via, at=at, agent_id=agent_id, only=only)
+        adopted = tx.inbox.adopt(sid, up_to_hook_event_id=up_to_hook_event_id, via=via, at=at, agent_id=agent_id, only=only)
         if adopted:
             tx.append_event("inbox_adopted", builder, sid, at, {"ids": adopted, "via": via})
         return adopted
@@ -331,17 +331,17 @@ class Inbox:
         """(text to wake with, release). Releases when the regular hook of this very Stop
         delivered messages: the turn goes on (with no hook while the model writes), so the
         agent is not idle and a wake now would bypass the Stop cap."""
-        if tx.delivered_by_hook(baseline):
+        if tx.inbox.delivered_by_hook(baseline):
             return "", True
-        if tx.has_open_question(sid, None):
+        if tx.inbox.has_open_question(sid, None):
             return "", False
-        n = tx.stop_deliveries(sid)
+        n = tx.inbox.stop_deliveries(sid)
         if n >= STOP_CAP:
             return "", False  # the human's next prompt resets the count
-        messages = tx.deliverable(builder, sid, None, redeliver_before=tx.mono - self.settings.redeliver_after_s)
+        messages = tx.inbox.deliverable(builder, sid, None, redeliver_before=tx.mono - self.settings.redeliver_after_s)
         if not messages:
             return "", False
-        tx.set_stop_deliveries(sid, n + 1)
+        tx.inbox.set_stop_deliveries(sid, n + 1)
         return self._claim(tx, builder, sid, messages, hook_event_id=baseline, via="Stop (asyncRewake)", at=at), False
 
     # --- redelivery ----------------------------------------------------------------------

@@ -73,7 +73,7 @@ def _turn_failed(tx: Tx, builder: str, sid: str, p: Payload, ob: TurnFailed, at:
     failure = {"error": ob.error, "details": ob.details, "message": ob.message, "transient": ob.transient,
                "advice": ob.advice}
     if p.agent_id is None:
-        tx.mark_failed(sid, at, failure)
+        tx.sessions.mark_failed(sid, at, failure)
     data: dict[str, Any] = {**failure, "via": p.hook_event_name}
     if p.agent_id is not None:
         data["agent_id"] = p.agent_id
@@ -95,7 +95,7 @@ def _permission_refused(tx: Tx, adapter: Adapter, builder: str, sid: str | None,
     if p.agent_id is not None:
         data["agent_id"] = p.agent_id
     if sid and p.agent_id is None:
-        tx.mark_refused(sid, at, f"{ob.tool_name} {what} ({ob.reason or 'no reason given'})")
+        tx.sessions.mark_refused(sid, at, f"{ob.tool_name} {what} ({ob.reason or 'no reason given'})")
     tx.append_event("permission_refused", builder, sid, at, data)
 
 
@@ -244,7 +244,7 @@ class Ingest:
         if backdate:
             tx.mono = self.store.clock.stamp(at)
         twin = _cut_twin(delivery_id, source)
-        if twin is not None and tx.stored_as(twin, raw):
+        if twin is not None and tx.sessions.stored_as(twin, raw):
             # a cut body and its client's spooled copy are one invocation when they are the same
             # bytes (whichever of the two arrives first is kept)
             return None, b"", None
@@ -252,7 +252,7 @@ class Ingest:
         kind = adapter.hook_kinds.get(payload.hook_event_name) if payload is not None else None
         if payload is not None and payload.session_id and self.cache.latest.get(builder) != payload.session_id:
             payload, stale = self._canonical_session(tx, builder, payload, kind, agent_pid if source == "live" else None)
-        hook_id = tx.insert_hook_event(
+        hook_id = tx.sessions.insert_hook_event(
             delivery_id=delivery_id,
             builder=builder,
             harness=harness,
@@ -270,7 +270,7 @@ class Ingest:
         if hook_id is None:
             return None, b"", None
         if builder not in self.cache.builders:
-            tx.add_builder(builder, harness, at)
+            tx.sessions.add_builder(builder, harness, at)
             tx.after_commit.append(lambda: self.cache.builders.add(builder))
         if payload is None:
             assert error is not None
@@ -292,8 +292,8 @@ class Ingest:
             # after _apply, so the session row exists; the process's start time was read before
             # the transaction (not read: another hook of the session committed the pid
             # meanwhile, or the next hook records it)
-            if tx.agent_pid(sid) != agent_pid:
-                tx.set_agent_pid(sid, agent_pid, looked.agent_started_at)
+            if tx.sessions.agent_pid(sid) != agent_pid:
+                tx.sessions.set_agent_pid(sid, agent_pid, looked.agent_started_at)
             tx.after_commit.append(lambda: self.cache.pids.__setitem__(sid, agent_pid))
         if hold and hold_box is not None:
             iid = hold
@@ -347,7 +347,7 @@ class Ingest:
             elif isinstance(ob, TurnMovedOn) and sid:
                 self.questions.close_open_questions(tx, builder, sid, ob, at)
             elif isinstance(ob, SessionEnded) and sid:
-                if tx.end_session(sid, at, ob.reason):
+                if tx.sessions.end_session(sid, at, ob.reason):
                     tx.append_event("session_ended", builder, sid, at, {"reason": ob.reason})
                 subagents.session_ended(tx, builder, sid, p.hook_event_name, at)
             elif isinstance(ob, SubagentStarted) and sid:
@@ -363,10 +363,10 @@ class Ingest:
             elif isinstance(ob, AttentionAsked):
                 agent_notified(tx, builder, sid, p, ob, at)
             elif isinstance(ob, Compacting) and sid:
-                tx.mark_compacting(sid, at)
+                tx.sessions.mark_compacting(sid, at)
                 # what was delivered and not yet adopted would reach only the compaction's
                 # summariser: queued again, the SessionStart(compact) that follows delivers it
-                requeued = tx.requeue_delivered(sid)
+                requeued = tx.inbox.requeue_delivered(sid)
                 if requeued:
                     tx.append_event("inbox_requeued", builder, sid, at, {
                         "ids": requeued, "via": ob.via,
@@ -411,12 +411,12 @@ class Ingest:
         current = None
         tool_use_id = getattr(p, "tool_use_id", None)
         if isinstance(tool_use_id, str) and tool_use_id:
-            head = tx.interaction_head_by_tool_use_id(tool_use_id)
+            head = tx.interactions.interaction_head_by_tool_use_id(tool_use_id)
             if (head is not None and head.builder == builder and head.session_id and head.session_id != sid
                     and (head.state == "pending" or (head.state == "answered" and head.received_at is not None))):
                 current = head.session_id
-        if current is None and agent_pid and sid and tx.agent_pid(sid) == agent_pid:
-            current = tx.process_session(builder, agent_pid)
+        if current is None and agent_pid and sid and tx.sessions.agent_pid(sid) == agent_pid:
+            current = tx.sessions.process_session(builder, agent_pid)
         if current is None or current == sid:
             return p, None
         # its transcript_path is the stale session's file too: the current one's stays followed
@@ -447,19 +447,19 @@ class Ingest:
         source = started.source if started is not None else None
         known = self.cache.sessions.get(sid)
         if known is None:
-            known = tx.session_info(sid)
-            if known is not None and tx.clear_hooks_unarmed(sid):
+            known = tx.sessions.session_info(sid)
+            if known is not None and tx.sessions.clear_hooks_unarmed(sid):
                 tx.append_event("hooks_armed", builder, sid, at, {"hook_event_name": p.hook_event_name})
         if known is not None:
             paths = (transcript_path or known[0], cwd or known[1])
             if paths != known:
-                tx.update_session_paths(sid, transcript_path, cwd)
+                tx.sessions.update_session_paths(sid, transcript_path, cwd)
                 if transcript_path and transcript_path != known[0]:
                     self._follow_after(tx, transcript_path, builder, sid)
             tx.after_commit.append(lambda: self.cache.sessions.__setitem__(sid, paths))
             if started is not None:
                 # `claude --resume ID` keeps the session id (2.1.332): the session reopens.
-                parent = tx.reopen_session(sid, source, at)
+                parent = tx.sessions.reopen_session(sid, source, at)
                 tx.append_event(
                     "session_started", builder, sid, at,
                     {"source": source, "parent_session_id": parent, "transcript_path": transcript_path, "cwd": cwd},
@@ -469,12 +469,12 @@ class Ingest:
         if source == "compact":
             # SessionStart(compact) carries no parent id (field case B23): the session whose
             # PreCompact hook came last links it
-            parent, via = tx.compacting_session(builder, since=tx.mono - COMPACT_LINK_S, exclude=sid), "precompact"
+            parent, via = tx.sessions.compacting_session(builder, since=tx.mono - COMPACT_LINK_S, exclude=sid), "precompact"
         if parent is None and source in ("resume", "compact", "clear", "fork"):
             # otherwise the builder's most recent other session; a fork's transcript, which
             # copies its parent's rows, corrects this guess (hookd.core.transcripts)
-            parent, via = tx.latest_session(builder, exclude=sid), "latest"
-        tx.insert_session(
+            parent, via = tx.sessions.latest_session(builder, exclude=sid), "latest"
+        tx.sessions.insert_session(
             session_id=sid, builder=builder, harness=harness, parent_id=parent, source=source,
             transcript_path=transcript_path, cwd=cwd, at=at, parent_via=via,
         )

@@ -36,5 +36,5 @@ def agent_notified(tx: Tx, builder: str, sid: str | None, p: Payload, ob: Attent
     if p.agent_id is not None:
         data["agent_id"] = p.agent_id
     if sid and p.agent_id is None:
-        tx.mark_notified(sid, at, clip(message.split("\n", 1)[0], LANE_CHARS))
+        tx.sessions.mark_notified(sid, at, clip(message.split("\n", 1)[0], LANE_CHARS))
     tx.append_event("agent_notified", builder, sid, at, data)

@@ -83,7 +83,7 @@ def remote_answers(harness: str | None) -> RemoteAnswers | None:
 
 def session_remote(tx: Tx, i: Interaction) -> RemoteAnswers | None:
     """:func:`remote_answers` of the harness of ``i``'s session (None: no session)."""
-    return remote_answers(tx.session_harness(i.session_id) if i.session_id is not None else None)
+    return remote_answers(tx.sessions.session_harness(i.session_id) if i.session_id is not None else None)
 
 
 def hook_body(i: Interaction, remote: RemoteAnswers) -> bytes:
@@ -119,7 +119,7 @@ def _same_selections(a: list[Selection] | None, b: list[Selection] | None) -> bo
 
 def queue_answer(tx: Tx, i: Interaction, answers: Any, decision: str | None, message: str | None,
                   author: str, at: float, late: str | None = None) -> str:
-    m = tx.insert_message(builder=i.builder, session_id=None if i.kind == "async" else i.session_id,
+    m = tx.inbox.insert_message(builder=i.builder, session_id=None if i.kind == "async" else i.session_id,
                           agent_id=i.agent_id, author=author,
                           text=answer_text(i, answers, decision, message, late=late), key=None, at=at)
     tx.append_event("inbox_queued", i.builder, m.session_id, at, {
@@ -133,7 +133,7 @@ def supersede(tx: Tx, i: Interaction, at: float, *, state: str, answers: Any, se
                decision: str | None, error: str | None, reason: str) -> None:
     """The desk's outcome replaces a remote answer that did not reach the tool; the
     remote text is kept as an inbox message."""
-    m = tx.insert_message(builder=i.builder, session_id=i.session_id, agent_id=i.agent_id,
+    m = tx.inbox.insert_message(builder=i.builder, session_id=i.session_id, agent_id=i.agent_id,
                           author=i.actor or "human",
                           text=answer_text(i, i.answers, i.decision, i.message, late=reason),
                           key=None, at=at)
@@ -142,9 +142,9 @@ def supersede(tx: Tx, i: Interaction, at: float, *, state: str, answers: Any, se
         "late_answer_to": i.id,
     })
     warning = f"{reason}; the remote answer did not reach the tool and was kept as inbox message {m.id}"
-    tx.supersede_answer(i.id, state=state, answers=answers, selections=selections, decision=decision,
+    tx.interactions.supersede_answer(i.id, state=state, answers=answers, selections=selections, decision=decision,
                         surface="terminal", warning=warning, error=error, at=at)
-    tx.set_inbox_message(i.id, m.id)
+    tx.interactions.set_inbox_message(i.id, m.id)
     tx.append_event("answer_superseded", i.builder, i.session_id, at, {
         "id": i.id, "kind": i.kind, "outcome": state, "answers": answers,
         "selections": msgspec.to_builtins(selections), "decision": decision, "surface": "terminal",
@@ -166,9 +166,9 @@ def inbox_answers_after(tx: Tx, i: Any, at: float, *, outcome: str, answers: Any
     if i.kind != "question":
         return
     head = answer_head(i)
-    for m in tx.queued_with_prefix(i.builder, head + "\n"):
+    for m in tx.inbox.queued_with_prefix(i.builder, head + "\n"):
         if outcome == "answered" and answers and m.text == answer_text(i, answers, None, None):
-            if tx.adopt_queued([m.id], via="desk", at=at):
+            if tx.inbox.adopt_queued([m.id], via="desk", at=at):
                 tx.append_event("inbox_adopted", i.builder, m.session_id, at, {"ids": [m.id], "via": "desk"})
             continue
         if outcome == "answered":
@@ -177,7 +177,7 @@ def inbox_answers_after(tx: Tx, i: Any, at: float, *, outcome: str, answers: Any
             late = f"{how}: {clip(what, 300)}" if what else how
         else:
             late = f"the question was already {outcome}"
-        if not tx.set_message_text(m.id, answer_head(i, late) + m.text[len(head):]):
+        if not tx.inbox.set_message_text(m.id, answer_head(i, late) + m.text[len(head):]):
             continue
         tx.append_event("answer_superseded", i.builder, i.session_id, at, {
             "id": i.id, "kind": i.kind, "outcome": outcome, "answers": answers, "selections": None,
@@ -195,7 +195,7 @@ def settle_remote(tx: Tx, i: Interaction, p: Payload, at: float, *, outcome: str
     else:
         same = outcome == "answered" and _same_selections(i.selections, selections)
     if same:
-        if tx.mark_adopted(i.id, at):
+        if tx.interactions.mark_adopted(i.id, at):
             tx.append_event("answer_adopted", i.builder, i.session_id, at, {
                 "id": i.id, "kind": i.kind, "via": p.hook_event_name,
                 "tool_use_id": getattr(p, "tool_use_id", None),

@@ -124,11 +124,11 @@ class Policy:
 
     def _orphan_tx(self, tx: Tx, builder: str, sid: str, why: str, at: float) -> list[str]:
         closed = []
-        for i in tx.pending_in_session(builder, sid, agent_id=None, all_agents=True):
+        for i in tx.sessions.pending_in_session(builder, sid, agent_id=None, all_agents=True):
             if i.kind == "async":
                 continue
             warning = f"the agent's process is gone ({why}) while it was open"
-            if not tx.resolve_interaction(i.id, expected_state="pending", state="orphaned", answers=None,
+            if not tx.interactions.resolve_interaction(i.id, expected_state="pending", state="orphaned", answers=None,
                                           selections=None, surface=None, warning=warning, error=None, at=at):
                 continue
             data: dict[str, Any] = {"id": i.id, "kind": i.kind, "tool_use_id": i.tool_use_id, "outcome": "orphaned",
@@ -165,10 +165,10 @@ class Policy:
                                    actor or os_user(), surface, time.time())
 
     def _dismiss_tx(self, tx: Tx, iid: str, reason: str, actor: str, surface: str, at: float) -> Interaction:
-        i = tx.interaction(iid)
+        i = tx.interactions.interaction(iid)
         if i is None:
             raise NotFound(f"no interaction {iid!r}")
-        if i.state != "pending" or not tx.resolve_interaction(
+        if i.state != "pending" or not tx.interactions.resolve_interaction(
                 i.id, expected_state="pending", state="dismissed", answers=None, selections=None, surface=surface,
                 warning=None, error=None, at=at, actor=actor, message=reason):
             by = f" {i.by}" if i.by else ""
@@ -180,7 +180,7 @@ class Policy:
         })
         self.waiters.release_after(tx, i.id)  # no decision: the desk's menu decides
         inbox_answers_after(tx, i, at, outcome="dismissed", answers=None, surface=surface)
-        done = tx.interaction(i.id)
+        done = tx.interactions.interaction(i.id)
         assert done is not None
         return done
 

@@ -71,41 +71,41 @@ class Questions:
                 ob = msgspec.structs.replace(ob, tool_use_id=key)
             if existing is None:
                 # A PermissionRequest (no tool_use_id) may have arrived first.
-                existing = tx.interaction_by_hash(
+                existing = tx.interactions.interaction_by_hash(
                     builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
                     input_hash=ob.input_hash, states=("pending",), since=tx.mono - MATCH_WINDOW_S,
                     without_tool_use_id=True,
                 )
                 if existing is not None:
-                    tx.set_tool_use_id(existing.id, key)  # (ob.tool_use_id is key)
+                    tx.interactions.set_tool_use_id(existing.id, key)  # (ob.tool_use_id is key)
         else:
             # No tool_use_id (PermissionRequest in 2.1.332): the same call is the newest
             # pending one with this input, or one resolved moments ago (the desk answered
             # first). A second copy of the same hook matches the same way, never opening a
             # second question.
-            existing = tx.interaction_by_hash(
+            existing = tx.interactions.interaction_by_hash(
                 builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
                 input_hash=ob.input_hash, states=("pending",), since=tx.mono - MATCH_WINDOW_S,
             )
             if existing is None:
-                existing = tx.interaction_by_hash(
+                existing = tx.interactions.interaction_by_hash(
                     builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
                     input_hash=ob.input_hash, states=TERMINAL_STATES, since=tx.mono - RESOLVED_MATCH_S,
                 )
         if existing is not None:
             if ob.tool_input is not None and existing.input is None:
-                tx.set_input(existing.id, ob.tool_input)
+                tx.interactions.set_input(existing.id, ob.tool_input)
             if desk_only:
-                tx.mark_permission_seen(existing.id, at)
+                tx.interactions.mark_permission_seen(existing.id, at)
                 return b"", None
             if hook_kind == "permission":
-                tx.mark_permission_seen(existing.id, at)
+                tx.interactions.mark_permission_seen(existing.id, at)
                 return b"", existing.id if _holdable(existing) else None
             return b"", None
         i = self._open_question(tx, builder, p, ob.tool_use_id, ob.tool_name, ob.input_hash, ob.questions,
                                 ob.via, at, tool_input=ob.tool_input, permission_seen=hook_kind == "permission")
         if desk_only:
-            tx.mark_permission_seen(i.id, at)
+            tx.interactions.mark_permission_seen(i.id, at)
             return b"", None
         if hook_kind == "tool_before":
             return self.asks.preanswered(tx, i, at, via=ob.via), None
@@ -129,7 +129,7 @@ class Questions:
         ids unchanged, under its own session id: Claude Code 2.1.332); such a copy may resolve
         the call while it is pending, never re-decide it once resolved
         (:meth:`question_resolved`)."""
-        lookup = tx.interaction_head_by_tool_use_id if head else tx.interaction_by_tool_use_id
+        lookup = tx.interactions.interaction_head_by_tool_use_id if head else tx.interactions.interaction_by_tool_use_id
         i = lookup(tool_use_id)
         if i is None or (i.builder, i.session_id) == (builder, p.session_id):
             return tool_use_id, i
@@ -160,7 +160,7 @@ class Questions:
             error=None, created_at=at, resolved_at=None, revision=1, input=tool_input, input_hash=input_hash,
             agent_type=_agent_type(p),
         )
-        tx.insert_interaction(i, permission_seen_at=at if permission_seen else None)
+        tx.interactions.insert_interaction(i, permission_seen_at=at if permission_seen else None)
         data: dict[str, Any] = {"id": iid, "kind": "question", "tool_use_id": tool_use_id,
                                 "questions": questions, "via": via}
         if p.agent_id:
@@ -181,13 +181,13 @@ class Questions:
                 # happened there and never re-decides it
                 return
         if existing is None:
-            existing = tx.interaction_by_hash(
+            existing = tx.interactions.interaction_by_hash(
                 builder=builder, session_id=p.session_id, tool_name=ob.tool_name,
                 input_hash=ob.input_hash, states=("pending", "answered"), since=tx.mono - MATCH_WINDOW_S,
                 without_tool_use_id=True,
             )
             if existing is not None and ob.tool_use_id:
-                tx.set_tool_use_id(existing.id, ob.tool_use_id)
+                tx.interactions.set_tool_use_id(existing.id, ob.tool_use_id)
         if existing is None:
             # The ask itself was never seen (hook missed or registered late): record it now,
             # so every tool call has exactly one pending and one resolved event.
@@ -199,7 +199,7 @@ class Questions:
         if existing.state == "answered" and existing.received_at is not None:
             # answered remotely: did that answer reach the tool, or did the desk win the race?
             if isinstance(existing, InteractionHead):
-                full = tx.interaction(existing.id)
+                full = tx.interactions.interaction(existing.id)
                 assert full is not None  # read in this same transaction
                 existing = full
             settle_remote(tx, existing, p, at, outcome=ob.outcome, answers=ob.answers,
@@ -208,14 +208,14 @@ class Questions:
         if existing.state == "dismissed" and ob.outcome == "answered":
             # dismissed by a human, then answered at the desk after all (a dismissal lets the
             # held hook go with no decision): the desk's answer is what the agent got
-            full = tx.interaction(existing.id)
-            if full is None or full.surface not in SURFACES or not tx.answered_after_dismissal(
+            full = tx.interactions.interaction(existing.id)
+            if full is None or full.surface not in SURFACES or not tx.interactions.answered_after_dismissal(
                     existing.id, answers=ob.answers, selections=ob.selections, surface=ob.surface, at=at,
                     warning=f"dismissed {full.by} ({full.message}), then answered {by_text(ob.surface, None) or 'at the desk'}"):
                 return
         elif existing.state != "pending":
             return  # already resolved: the same hook ran twice, or a late duplicate
-        elif not tx.resolve_interaction(
+        elif not tx.interactions.resolve_interaction(
             existing.id, expected_state="pending", state=ob.outcome, answers=ob.answers,
             selections=ob.selections, surface=ob.surface, warning=ob.warning, error=ob.error, at=at,
         ):
@@ -240,9 +240,9 @@ class Questions:
         """A tool permission prompt: one ``permission`` interaction per prompt (a second copy
         of the same hook matches it). Returns its id when a hook may hold for it."""
         sid = p.session_id
-        existing = tx.permission_by_hash(sid, ob.tool_name, ob.input_hash, since=tx.mono - MATCH_WINDOW_S) if sid else None
+        existing = tx.interactions.permission_by_hash(sid, ob.tool_name, ob.input_hash, since=tx.mono - MATCH_WINDOW_S) if sid else None
         if existing is not None:
-            tx.mark_permission_seen(existing.id, at)
+            tx.interactions.mark_permission_seen(existing.id, at)
             return existing.id if _holdable(existing) else None
         iid = _synthetic_id(sid, ob.input_hash, tx.hook_event_id)
         kind: Literal["permission", "plan"] = "plan" if isinstance(ob, PlanAsked) else "permission"
@@ -252,7 +252,7 @@ class Questions:
             selections=None, surface=None, warning=None, error=None, created_at=at, resolved_at=None,
             revision=1, input=ob.tool_input, input_hash=ob.input_hash, agent_type=_agent_type(p),
         )
-        tx.insert_interaction(i, permission_seen_at=at)
+        tx.interactions.insert_interaction(i, permission_seen_at=at)
         data: dict[str, Any] = {"id": iid, "kind": kind, "tool_name": ob.tool_name,
                                 "tool_input": ob.tool_input, "input_hash": ob.input_hash,
                                 "permission_mode": ob.permission_mode}
@@ -269,15 +269,15 @@ class Questions:
         in 2.1.332: see :meth:`close_open_questions`.)"""
         sid = p.session_id
         assert sid is not None
-        if not tx.awaiting_tool_result(sid):
+        if not tx.interactions.awaiting_tool_result(sid):
             return  # the common case: no prompt open, nothing to hash
-        i = tx.permission_by_hash(sid, ob.tool_name, input_hash(ob.tool_input), since=0.0)
+        i = tx.interactions.permission_by_hash(sid, ob.tool_name, input_hash(ob.tool_input), since=0.0)
         if i is None:
             return
         if ob.tool_use_id and i.tool_use_id is None:
             key, holder = self._call_interaction(tx, builder, p, ob.tool_use_id, at, head=True)
             if holder is None:  # (one of this session's holding it already: leave both alone)
-                tx.set_tool_use_id(i.id, key)
+                tx.interactions.set_tool_use_id(i.id, key)
         self.waiters.release_after(tx, i.id)
         if i.state == "answered" and i.received_at is None:
             return  # allowed at the desk, seen while the tool ran (hookd.core.holds)
@@ -288,7 +288,7 @@ class Questions:
             return
         # a plan approved at the desk: the mode chosen there, as the tool's end reports it
         mode = ob.plan_mode if i.kind == "plan" else None
-        if not tx.resolve_interaction(
+        if not tx.interactions.resolve_interaction(
             i.id, expected_state="pending", state="answered", answers=None if mode is None else {"mode": mode},
             selections=None, surface="terminal", warning=None, error=ob.error, at=at, decision="allow",
         ):
@@ -308,15 +308,15 @@ class Questions:
         deny handed to a held hook is adopted here: 2.1.332 fires no PostToolUse(Failure) for
         a denied call (only PostToolBatch, which hookd does not register), and had the desk
         allowed it first its PostToolUse would have settled it before the turn went on."""
-        for i in tx.delivered_denies(sid, agent_id=ob.agent_id, all_agents=ob.all_agents):
-            if tx.mark_adopted(i.id, at):
+        for i in tx.sessions.delivered_denies(sid, agent_id=ob.agent_id, all_agents=ob.all_agents):
+            if tx.interactions.mark_adopted(i.id, at):
                 tx.append_event("answer_adopted", builder, sid, at, {
                     "id": i.id, "kind": i.kind, "via": ob.via, "tool_use_id": None,
                 })
         # one handed to its hook whose client's read is not recorded yet (a busy daemon takes
         # this hook first): adopted when the read is (hookd.core.holds.Holds._hook_delivered_tx)
-        tx.note_undelivered_denies_moved_on(sid, agent_id=ob.agent_id, all_agents=ob.all_agents, via=ob.via, at=at)
-        for i in tx.pending_in_session(builder, sid, agent_id=ob.agent_id, all_agents=ob.all_agents):
+        tx.sessions.note_undelivered_denies_moved_on(sid, agent_id=ob.agent_id, all_agents=ob.all_agents, via=ob.via, at=at)
+        for i in tx.sessions.pending_in_session(builder, sid, agent_id=ob.agent_id, all_agents=ob.all_agents):
             if i.kind == "async":
                 continue  # asked so that the agent keeps working: outlives its turn
             if ob.outcome == "orphaned":
@@ -329,7 +329,7 @@ class Questions:
             else:
                 warning = (f"no PostToolUse or PostToolUseFailure arrived for this call before {ob.via}; "
                            "Claude Code fires no hook when the question menu is escaped")
-            if tx.resolve_interaction(
+            if tx.interactions.resolve_interaction(
                 i.id, expected_state="pending", state=ob.outcome, answers=None, selections=None,
                 surface=None, warning=warning, error=None, at=at,
             ):
@@ -360,19 +360,19 @@ class Questions:
         if sid is None:
             return ob
         if ob.tool_use_id:
-            if tx.interaction_by_tool_use_id(ob.tool_use_id) is None:
-                i = tx.interaction_by_hash(builder=builder, session_id=sid, tool_name=ob.tool_name,
+            if tx.interactions.interaction_by_tool_use_id(ob.tool_use_id) is None:
+                i = tx.interactions.interaction_by_hash(builder=builder, session_id=sid, tool_name=ob.tool_name,
                                            input_hash=ob.input_hash, states=("pending", *TERMINAL_STATES),
                                            since=0.0, without_tool_use_id=True)
                 if i is not None:
-                    tx.set_tool_use_id(i.id, ob.tool_use_id)
+                    tx.interactions.set_tool_use_id(i.id, ob.tool_use_id)
             return ob
-        i = tx.interaction_by_hash(builder=builder, session_id=sid, tool_name=ob.tool_name,
+        i = tx.interactions.interaction_by_hash(builder=builder, session_id=sid, tool_name=ob.tool_name,
                                    input_hash=ob.input_hash, states=("pending", "answered"), since=0.0)
         if i is not None and i.state == "answered" and i.received_at is None:
             i = None  # answered at the desk already: not an open call
         if i is None and isinstance(ob, QuestionResolved):
-            done = tx.interaction_by_hash(builder=builder, session_id=sid, tool_name=ob.tool_name,
+            done = tx.interactions.interaction_by_hash(builder=builder, session_id=sid, tool_name=ob.tool_name,
                                           input_hash=ob.input_hash, states=TERMINAL_STATES, since=0.0)
             if done is not None and (done.resolved_at or 0.0) >= at - RESOLVED_BIND_S:
                 i = done

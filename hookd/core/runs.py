@@ -95,11 +95,11 @@ class Runs:
             raise Conflict(_live_text(builder, live))
 
         def tx_fn(tx: Tx) -> Run:
-            other = tx.live_run(builder)
+            other = tx.runs.live_run(builder)
             if other is not None and other.pid != r["pid"]:
                 raise Conflict(_live_text(builder, {"run": other, "pid": other.pid, "session_id": other.session_id}))
             at = time.time()
-            run = tx.insert_run(builder, r, at)
+            run = tx.runs.insert_run(builder, r, at)
             tx.append_event("builder_started", builder, run.session_id or run.resumes, at, {
                 "run": run.id, "harness": run.harness, "mode": run.mode, "pid": run.pid,
                 "tmux_session": run.tmux_session, "log_path": run.log_path, "worktree": run.worktree,
@@ -146,17 +146,17 @@ class Runs:
         status = None if known is None else await asyncio.to_thread(exit_status, known, self.exits)
 
         def tx_fn(tx: Tx) -> Run | None:
-            run = tx.run_by_id(run_id)
+            run = tx.runs.run_by_id(run_id)
             if run is None or run.builder != builder:
                 return None
             at = time.time()
-            if not tx.stop_run(run_id, at, reason, signal, status):
-                return tx.run_by_id(run_id)  # (already recorded)
-            run = tx.run_by_id(run_id)
+            if not tx.runs.stop_run(run_id, at, reason, signal, status):
+                return tx.runs.run_by_id(run_id)  # (already recorded)
+            run = tx.runs.run_by_id(run_id)
             assert run is not None
             ended = []
-            for sid in tx.open_sessions(builder):
-                if tx.end_session(sid, at, reason):
+            for sid in tx.runs.open_sessions(builder):
+                if tx.sessions.end_session(sid, at, reason):
                     tx.append_event("session_ended", builder, sid, at, {"reason": reason, "via": "hookd"})
                     subagents.session_ended(tx, builder, sid, "hookd", at)
                     ended.append(sid)

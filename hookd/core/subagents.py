@@ -22,7 +22,7 @@ from hookd.store import Tx
 def running(tx: Tx, builder: str, sid: str, agent_id: str, agent_type: str | None, via: str, at: float) -> None:
     """A hook of subagent ``agent_id`` came (``via``: its name): it runs; ``subagent_started``
     when hookd did not know it running (``restarted``: it had ended, and was continued)."""
-    change = tx.subagent_running(builder, sid, agent_id, agent_type, at)
+    change = tx.subagents.subagent_running(builder, sid, agent_id, agent_type, at)
     if change is None:
         return
     data: dict[str, Any] = {"agent_id": agent_id, "agent_type": agent_type, "via": via}
@@ -39,7 +39,7 @@ def seen(tx: Tx, builder: str, sid: str, p: Payload, at: float) -> None:
 
 def stopped(tx: Tx, builder: str, sid: str, ob: SubagentStopped, via: str, at: float) -> None:
     """Its stop hook came: ended, ``stopped`` (once: a second copy records nothing)."""
-    if tx.subagent_stopped(builder, sid, ob.agent_id, ob.agent_type, ob.transcript_path, at):
+    if tx.subagents.subagent_stopped(builder, sid, ob.agent_id, ob.agent_type, ob.transcript_path, at):
         data: dict[str, Any] = {"agent_id": ob.agent_id, "agent_type": ob.agent_type, "reason": "stopped", "via": via}
         if ob.transcript_path:
             data["transcript_path"] = ob.transcript_path
@@ -48,6 +48,6 @@ def stopped(tx: Tx, builder: str, sid: str, ob: SubagentStopped, via: str, at: f
 
 def session_ended(tx: Tx, builder: str, sid: str, via: str, at: float) -> None:
     """The session ended: each of its subagents still running ends, ``session_ended``."""
-    for agent_id, agent_type in tx.end_subagents(sid, at):
+    for agent_id, agent_type in tx.subagents.end_subagents(sid, at):
         tx.append_event("subagent_ended", builder, sid, at,
                         {"agent_id": agent_id, "agent_type": agent_type, "reason": "session_ended", "via": via})

@@ -147,7 +147,7 @@ class Transcripts:
         # the one its cursor recorded, else its name
         session_hint = session_hint or rows.transcript_session(builder, path)
         session_hint = (session_hint or next((s for s in map(rows.row_session, result.rows) if s), None)
-                        or tx.transcript_session(result.cursor.dev, result.cursor.ino) or session_of_path(path))
+                        or tx.sessions.transcript_session(result.cursor.dev, result.cursor.ino) or session_of_path(path))
         unknown = blocks = 0
         sessions: dict[str, tuple[float | None, str | None]] = {}  # sid -> (newest row time, cwd)
         roots: dict[str, str] = {}  # sid -> uuid of its first conversation root row in this read
@@ -173,7 +173,7 @@ class Transcripts:
             obs = rows.transcript_observations(row)
             if not obs:
                 continue
-            if sid and tx.session_info(sid) is None:  # the session first, then what it asked
+            if sid and tx.sessions.session_info(sid) is None:  # the session first, then what it asked
                 self._transcript_session(tx, builder, sid, path, as_text(row.get("cwd")), None, at, rows)
             if sid and sid not in sessions:
                 sessions[sid] = (_row_time(row), as_text(row.get("cwd")))
@@ -200,19 +200,19 @@ class Transcripts:
             elif isinstance(ob, (TurnStarted, TurnEnded)) and sid:
                 t = _row_time(row) or at
                 if isinstance(ob, TurnStarted):
-                    tx.set_transcript_turn(sid, started_at=t)
+                    tx.sessions.set_transcript_turn(sid, started_at=t)
                     if ob.text and agent is None:
                         self.inbox.typed_in_transcript(tx, builder, sid, ob.text, t, at)
                 else:
-                    tx.set_transcript_turn(sid, ended_at=t)
+                    tx.sessions.set_transcript_turn(sid, ended_at=t)
                     if self.health is not None and agent is None:
                         self.health.turn_ended(tx, builder, sid, t)
             elif isinstance(ob, Interrupted):
                 tx.append_event("turn_interrupted", builder, sid, at, {"marker": ob.marker, "via": "transcript"})
                 if sid:
-                    if tx.session_info(sid) is None:
+                    if tx.sessions.session_info(sid) is None:
                         self._transcript_session(tx, builder, sid, path, as_text(row.get("cwd")), None, at, rows)
-                    tx.set_interrupted(sid, _row_time(row) or at)
+                    tx.sessions.set_interrupted(sid, _row_time(row) or at)
 
     def _forks_and_adoptions(self, tx: Tx, builder: str, path: str, roots: dict[str, str],
                              firsts: dict[str, float | None], requests: set[str], at: float) -> None:
@@ -221,14 +221,14 @@ class Transcripts:
         to that parent, and look for the adoption proof of the sessions in ``requests`` (their
         sent model requests are in this read) once the transaction commits."""
         for sid, root in roots.items():
-            for child, parent in tx.set_root_uuid(sid, root, firsts.get(sid)):
-                if tx.link_parent(child, parent, "transcript"):
+            for child, parent in tx.sessions.set_root_uuid(sid, root, firsts.get(sid)):
+                if tx.sessions.link_parent(child, parent, "transcript"):
                     tx.append_event("session_linked", builder, child, at, {
                         "parent_session_id": parent, "via": "transcript",
                         "reason": "its transcript starts with the parent's rows (a fork)",
                     })
         for sid in requests:
-            if tx.has_unadopted(sid):
+            if tx.inbox.has_unadopted(sid):
                 # adoption proof written after the Stop that looked for it (the request that
                 # carried a message is logged later): read it now, off the hook path
                 tx.after_commit.append(partial(self.inbox.adopt_from_transcript_later, builder, sid, path, ANY_HOOK))
@@ -239,7 +239,7 @@ class Transcripts:
         belong to, None when several or none) and record damaged or unknown rows (``unknown``
         rows of unknown type, ``blocks`` unknown content blocks) as one event."""
         st = result.stats
-        tx.save_transcript(
+        tx.sessions.save_transcript(
             dev=result.cursor.dev, ino=result.cursor.ino, path=path, builder=builder,
             session_id=file_session,
             offset=result.cursor.offset, rows=st.rows,
@@ -255,18 +255,18 @@ class Transcripts:
         """A session seen in a transcript read by ``rows``: recorded if new
         (source ``transcript``); flagged ``hooks_unarmed`` when it is moving and no hook ever
         came from it."""
-        if tx.session_info(sid) is None:
-            tx.insert_session(session_id=sid, builder=builder, harness=rows.HARNESS, parent_id=None,
+        if tx.sessions.session_info(sid) is None:
+            tx.sessions.insert_session(session_id=sid, builder=builder, harness=rows.HARNESS, parent_id=None,
                               source="transcript", transcript_path=path, cwd=cwd, at=at)
             tx.append_event("session_started", builder, sid, at, {
                 "source": "transcript", "parent_session_id": None, "transcript_path": path, "cwd": cwd,
             })
-        if newest is not None and at - newest < UNARMED_GRACE_S and not tx.session_has_hooks(sid):
+        if newest is not None and at - newest < UNARMED_GRACE_S and not tx.sessions.session_has_hooks(sid):
             # the first hook may be on its way: look again when the grace has passed, even
             # if the transcript does not move again (an agent blocked on its question)
             tx.after_commit.append(lambda: self._unarmed_later(builder, sid, path, newest + UNARMED_GRACE_S, rows))
-        elif newest is not None and not tx.session_has_hooks(sid):
-            if tx.mark_hooks_unarmed(sid, at):
+        elif newest is not None and not tx.sessions.session_has_hooks(sid):
+            if tx.sessions.mark_hooks_unarmed(sid, at):
                 tx.append_event("hooks_unarmed", builder, sid, at,
                                 {"transcript_path": path, "advice": rows.UNARMED_ADVICE})
                 tx.after_commit.append(lambda: self.cache.sessions.pop(sid, None))  # next hook re-reads it
@@ -283,7 +283,7 @@ class Transcripts:
             checks.pop(sid, None)
             try:
                 def tx_(tx: Tx) -> None:
-                    if tx.session_info(sid) is not None:
+                    if tx.sessions.session_info(sid) is not None:
                         self._transcript_session(tx, builder, sid, path, None, due - UNARMED_GRACE_S, time.time(), rows)
                 _, events = await self.store.write(tx_)
                 if events:
@@ -299,7 +299,7 @@ class Transcripts:
         """``ob`` with its answers keyed by question id (``answers_by_id``: Codex's) keyed by
         the text of the call's question with that ``id`` instead, and those questions; answers
         None when the call is no question hookd knows (nothing to key them by)."""
-        i = tx.interaction_by_tool_use_id(ob.tool_use_id)
+        i = tx.interactions.interaction_by_tool_use_id(ob.tool_use_id)
         qs = i.questions if i is not None and i.kind == "question" and isinstance(i.questions, list) else []
         texts = {q.get("id"): q.get("question") for q in qs if isinstance(q, dict)}
         answers = {texts[k]: v for k, v in (ob.answers or {}).items() if isinstance(texts.get(k), str)}
@@ -316,7 +316,7 @@ class Transcripts:
                                     question_result(ob.tool_use_id, _ASK_TOOL, ob.questions, ob.answers, surface=surface),
                                     at)
             return
-        i = tx.interaction_by_tool_use_id(ob.tool_use_id)
+        i = tx.interactions.interaction_by_tool_use_id(ob.tool_use_id)
         if i is None or i.kind != "question":
             return
         if ob.rejected:

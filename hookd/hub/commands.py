@@ -209,8 +209,8 @@ async def _first(wake: asyncio.Event, stop: asyncio.Event, timeout: float) -> No
 
 def _record(tx: Any, hub: str, cid: str, seq: int, kind: str, state: str, reason: str | None, result: str | None,
             at: float) -> None:
-    tx.record_hub_command(hub, cid, seq, kind, state, reason, result, at)
+    tx.log.record_hub_command(hub, cid, seq, kind, state, reason, result, at)
 
 
 def _shipped(tx: Any, hub: str, cid: str, at: float) -> None:
-    tx.hub_command_shipped(hub, cid, at)
+    tx.log.hub_command_shipped(hub, cid, at)

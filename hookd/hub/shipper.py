@@ -137,7 +137,7 @@ class HostTaken(Exception):
 
 
 def _set_cursor(tx: Any, hub: str, seq: int, at: float, home_id: str) -> None:
-    tx.set_hub_cursor(hub, seq, at, home_id)
+    tx.log.set_hub_cursor(hub, seq, at, home_id)
 
 
 async def keep_connected(url: str, stop: asyncio.Event, follow: Any, failed: Any, was_up: Any, *,

@@ -9,10 +9,12 @@ Modules:
 - ``writer``: :class:`Store` (the connections, the writer and its group commit, checkpoints,
   close); its base ``reads`` (:class:`hookd.store.reads.Reads`: the queries on the reader
   connection);
-- ``tx``: :class:`Tx`, made of one part per subject: ``sessions`` (hook events, builders,
-  sessions, transcripts, lanes), ``interactions`` (interactions, responses, pre-registered
-  answers), ``inbox``, ``events`` (the event log, notifications), over ``base``
-  (:class:`hookd.store.base.TxBase`: the transaction's state; :class:`InboxLive`);
+- ``tx``: :class:`Tx`, the transaction's state (``base``: :class:`hookd.store.base.TxBase`, which
+  also appends to the event log; :class:`InboxLive`) and one part per subject, an attribute
+  each: ``tx.sessions`` (hook events, builders, sessions, transcripts, lanes; module
+  ``sessions``), ``tx.interactions`` (interactions, responses, pre-registered answers),
+  ``tx.inbox``, ``tx.log`` (module ``events``: the hub's cursor and commands, notifications),
+  ``tx.subagents``, ``tx.runs``, ``tx.chat``;
 - ``migrations``: :data:`MIGRATIONS` and :func:`hookd.store.migrations.migrate`;
 - ``rows``: the column lists and the row-to-model functions the others share;
 - ``timeline``: hookd's timeline (:mod:`hookd.clock`) in the database, each boot's offset.

@@ -1,13 +1,14 @@
 """What every write transaction holds (:class:`TxBase`, the state the parts of
-:class:`hookd.store.Tx` share) and the store's cache of builders with live inbox messages
+:class:`hookd.store.Tx` share, and :class:`TxPart`, what each part is made of) and the store's cache of builders with live inbox messages
 (:class:`InboxLive`)."""
 
 from __future__ import annotations
 
 import sqlite3
-from typing import Callable
+from typing import Any, Callable
 
 from hookd.models import Event
+from hookd.store.rows import _enc
 
 
 class InboxLive:
@@ -45,7 +46,8 @@ class TxBase:
     """The state of one write transaction (on the writer connection, the event loop's thread:
     :meth:`hookd.store.Store.write`) that every part of :class:`hookd.store.Tx` reads: the
     connection, the store's :class:`InboxLive`, the timeline stamp, the events appended, the hook
-    event stored and the callbacks to run after the commit."""
+    event stored and the callbacks to run after the commit; and the event log's append, which
+    every subject's transaction does."""
 
     def __init__(self, db: sqlite3.Connection, inbox: InboxLive, mono: float = 0.0):
         self._db = db
@@ -61,6 +63,31 @@ class TxBase:
         #: callables run on the writer thread after COMMIT (cache updates); what they return is
         #: ignored
         self.after_commit: list[Callable[[], object]] = []
+
+    def append_event(self, kind: str, builder: str | None, session_id: str | None, at: float, data: dict[str, Any]) -> Event:
+        """Append to the event log (``at``: UNIX seconds; ``data`` stored as JSON). The event is
+        published only after the commit (:attr:`events`)."""
+        blob = _enc.encode(data)
+        cur = self._db.execute(
+            "INSERT INTO events (kind, builder, session_id, at, data) VALUES (?,?,?,?,?)",
+            (kind, builder, session_id, at, blob),
+        )
+        seq = cur.lastrowid
+        assert seq is not None  # (an INSERT sets it)
+        ev = Event(seq=seq, kind=kind, builder=builder, session_id=session_id, at=at, data=data)
+        self.events.append(ev)
+        return ev
+
+
+class TxPart:
+    """One subject's statements inside a transaction (a part of :class:`hookd.store.Tx`, made
+    by it): the transaction's connection and state through ``self._tx``. Parts never call one
+    another."""
+
+    def __init__(self, tx: TxBase):
+        self._tx = tx
+        self._db = tx._db
+        self._inbox = tx._inbox
 
     def _one(self, sql: str, args: tuple = ()) -> tuple | None:
         return self._db.execute(sql, args).fetchone()

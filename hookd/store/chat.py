@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from hookd.store.base import TxBase
+from hookd.store.base import TxPart
 from hookd.store.rows import _dec, _enc
 
 
@@ -49,7 +49,7 @@ def chat_post_of(row: tuple) -> ChatPost:
                     draft=_dec.decode(draft) if draft else None, reminded=reminded or 0)
 
 
-class ChatTx(TxBase):
+class ChatTx(TxPart):
     """Chat posts (``chat_posts``) and handled updates (``chat_updates``) in one transaction."""
 
     def add_chat_post(self, channel: str, chat_id: str, message_id: int, *, interaction_id: str | None,

@@ -1,31 +1,17 @@
-"""The transaction's SQL about the event log and notifications (the :class:`hookd.store.Tx`
-part :class:`EventsTx`)."""
+"""The transaction's SQL about what follows the event log: the hub's cursor and commands, and
+notifications (the :class:`hookd.store.Tx` part :class:`EventsTx`, ``tx.log``; the log's append
+itself is :meth:`hookd.store.base.TxBase.append_event`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from hookd.models import Event
-from hookd.store.base import TxBase
-from hookd.store.rows import _enc
+from hookd.store.base import TxPart
 
 
-class EventsTx(TxBase):
-    """The event log and notifications, inside one write transaction."""
-
-    # events --------------------------------------------------------------------------
-    def append_event(self, kind: str, builder: str | None, session_id: str | None, at: float, data: dict[str, Any]) -> Event:
-        """Append to the event log. The event is published only after commit."""
-        blob = _enc.encode(data)
-        cur = self._db.execute(
-            "INSERT INTO events (kind, builder, session_id, at, data) VALUES (?,?,?,?,?)",
-            (kind, builder, session_id, at, blob),
-        )
-        seq = cur.lastrowid
-        assert seq is not None  # (an INSERT sets it)
-        ev = Event(seq=seq, kind=kind, builder=builder, session_id=session_id, at=at, data=data)
-        self.events.append(ev)
-        return ev
+class EventsTx(TxPart):
+    """What follows the event log (the hub's cursor and commands, notifications), inside one
+    write transaction."""
 
     # the hub's cursor (hookd.hub.shipper) -----------------------------------------------
     def set_hub_cursor(self, hub: str, seq: int, at: float, home_id: str) -> None:

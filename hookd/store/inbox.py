@@ -4,11 +4,11 @@ adopted (the :class:`hookd.store.Tx` part :class:`InboxTx`)."""
 from __future__ import annotations
 
 from hookd.models import InboxMessage
-from hookd.store.base import TxBase
+from hookd.store.base import TxPart
 from hookd.store.rows import _MESSAGE_COLS, _message
 
 
-class InboxTx(TxBase):
+class InboxTx(TxPart):
     """Inbox messages, inside one write transaction."""
 
     # inbox ---------------------------------------------------------------------------
@@ -35,7 +35,7 @@ class InboxTx(TxBase):
         cur = self._db.execute(
             "INSERT INTO inbox_messages (id, builder, session_id, agent_id, author, text, idem_key, state, created_at,"
             " created_mono) VALUES ('m-' || (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox_messages), ?,?,?,?,?,?,'queued',?,?)",
-            (builder, session_id, agent_id, author, text, key, at, self.mono),
+            (builder, session_id, agent_id, author, text, key, at, self._tx.mono),
         )
         self._inbox.add(builder)
         row = self._one(f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE seq=?", (cur.lastrowid,))
@@ -64,7 +64,7 @@ class InboxTx(TxBase):
         if not rows and self._one(
                 "SELECT 1 FROM inbox_messages WHERE builder=? AND state IN ('queued', 'delivered') LIMIT 1",
                 (builder,)) is None:
-            self._inbox.drained(self, builder)  # none live at all, in any scope
+            self._inbox.drained(self._tx, builder)  # none live at all, in any scope
         return [_message(r) for r in rows]
 
     def inherited_sessions(self, session_id: str) -> list[str]:
@@ -116,7 +116,7 @@ class InboxTx(TxBase):
         self._db.executemany(
             "UPDATE inbox_messages SET state='delivered', delivered_at=?, delivered_mono=?, delivered_hook_event_id=?,"
             " delivered_session_id=?, delivered_via=?, deliveries=deliveries+1 WHERE id=?",
-            [(at, self.mono, hook_event_id, session_id, via, i) for i in ids],
+            [(at, self._tx.mono, hook_event_id, session_id, via, i) for i in ids],
         )
         self._answers_follow(ids, "delivered", at)
 

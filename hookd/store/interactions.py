@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from hookd.models import Interaction, InteractionHead
-from hookd.store.base import TxBase
+from hookd.store.base import TxPart
 from hookd.store.rows import _AWAITING_TOOL, _INTERACTION_COLS, _interaction, _j
 
 
-class InteractionsTx(TxBase):
+class InteractionsTx(TxPart):
     """Interactions, responses and pre-registered answers, inside one write transaction."""
 
     # interactions --------------------------------------------------------------------
@@ -58,7 +58,7 @@ class InteractionsTx(TxBase):
             (i.id, i.kind, i.builder, i.session_id, i.agent_id, i.tool_name, i.tool_use_id,
              i.state, _j(i.questions), _j(i.answers), _j(i.selections), i.surface, i.warning,
              i.error, i.created_at, i.resolved_at, i.revision, _j(i.input), i.input_hash,
-             i.expires_at, permission_seen_at, self.mono, i.agent_type),
+             i.expires_at, permission_seen_at, self._tx.mono, i.agent_type),
         )
 
     def interaction(self, interaction_id: str) -> Interaction | None:

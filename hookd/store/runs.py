@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from hookd.models import Run
-from hookd.store.base import TxBase
+from hookd.store.base import TxPart
 from hookd.store.rows import _dec, _enc
 
 #: The columns of ``runs`` a :class:`hookd.models.Run` is read from, in its fields' order.
@@ -25,7 +25,7 @@ def run_of(row: tuple) -> Run:
                agent_args=None if agent_args is None else _dec.decode(agent_args), exit_status=exit_status, hooks=hooks)
 
 
-class RunsTx(TxBase):
+class RunsTx(TxPart):
     """Runs (table ``runs``, one row per agent hookd started) inside one write transaction.
     Times are UNIX seconds."""
 

@@ -8,11 +8,11 @@ from typing import Any
 import msgspec
 
 from hookd.models import Interaction
-from hookd.store.base import TxBase
+from hookd.store.base import TxPart
 from hookd.store.rows import _INTERACTION_COLS, _interaction
 
 
-class SessionsTx(TxBase):
+class SessionsTx(TxPart):
     """Hook events, builders, sessions, transcripts and lanes, inside one write transaction."""
 
     # hook events ---------------------------------------------------------------------
@@ -40,11 +40,11 @@ class SessionsTx(TxBase):
             " hook_event_name, session_id, tool_name, tool_use_id, agent_id, error, received_mono, hook_kind)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(delivery_id) DO NOTHING",
             (delivery_id, builder, harness, source, received_at, raw, hook_event_name,
-             session_id, tool_name, tool_use_id, agent_id, error, self.mono, hook_kind),
+             session_id, tool_name, tool_use_id, agent_id, error, self._tx.mono, hook_kind),
         )
         if cur.rowcount == 0:
             return None
-        self.hook_event_id = cur.lastrowid
+        self._tx.hook_event_id = cur.lastrowid
         return cur.lastrowid
 
     def record_checkpoint(self, at: float, frames: int) -> None:
@@ -97,7 +97,7 @@ class SessionsTx(TxBase):
     def mark_compacting(self, session_id: str, at: float) -> None:
         """PreCompact seen for ``session_id`` (the marker a SessionStart(compact) with a new
         session id is linked by: that payload carries no parent id)."""
-        self._db.execute("UPDATE sessions SET compacting_at=?, compacting_mono=? WHERE id=?", (at, self.mono, session_id))
+        self._db.execute("UPDATE sessions SET compacting_at=?, compacting_mono=? WHERE id=?", (at, self._tx.mono, session_id))
 
     def mark_failed(self, session_id: str, at: float, failure: dict[str, Any]) -> None:
         """The session's turn ended on an API error at ``at`` (UNIX seconds, the hook's own

@@ -3,10 +3,10 @@ ended (the :class:`hookd.store.Tx` part :class:`SubagentsTx`; issue 21 moment 5)
 
 from __future__ import annotations
 
-from hookd.store.base import TxBase
+from hookd.store.base import TxPart
 
 
-class SubagentsTx(TxBase):
+class SubagentsTx(TxPart):
     """Subagents (table ``subagents``, one row per session and agent id), inside one write
     transaction. Times are UNIX seconds."""
 

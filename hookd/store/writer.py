@@ -235,7 +235,7 @@ class Store(Reads):
         from the file at the next hook."""
         # not counted in ``commits``: the next round, with nothing else committed, has nothing to do
         try:
-            self._transaction(Tx.record_checkpoint, (time.time(), frames), counted=False)
+            self._transaction(lambda tx, at, n: tx.sessions.record_checkpoint(at, n), (time.time(), frames), counted=False)
         except _Locked as e:  # another connection holds the lock: the next round
             raise e.error from None
 

@@ -202,7 +202,7 @@ class ChatRelay:
             await asyncio.sleep(MIN_PASS_GAP_S)  # a burst of commits is one pass
 
     async def _polling(self) -> None:
-        offset, _ = await self.core.store.write(lambda tx: tx.chat_offset(self.ch.name))
+        offset, _ = await self.core.store.write(lambda tx: tx.chat.chat_offset(self.ch.name))
         while not self._closed:
             batch: list[Incoming] = []
             async for attempt in self._retrying(refused=True):
@@ -236,7 +236,7 @@ class ChatRelay:
                     await self._end(ended, now)
                 except HookdError as e:  # (refused: a message deleted in the chat, too old to edit)
                     log.warning("chat channel %s: could not edit the post of %s: %s", name, ended.interaction_id, e)
-                    await self.core.store.write(lambda tx, pid=ended.id: tx.end_chat_post(pid, now))
+                    await self.core.store.write(lambda tx, pid=ended.id: tx.chat.end_chat_post(pid, now))
         for i in pending:
             post = by_id.get(i.id)
             due = i.created_at + self.question_after_s
@@ -264,7 +264,7 @@ class ChatRelay:
         due = [n for n, t in enumerate(self._reminders(i), 1) if t <= now]
         if due and due[-1] > p.reminded:
             step = due[-1]
-            claimed, _ = await self.core.store.write(lambda tx: tx.chat_reminded(p.id, step))
+            claimed, _ = await self.core.store.write(lambda tx: tx.chat.chat_reminded(p.id, step))
             if claimed:
                 text = (f"Reminder {step} of {len(self.steps_s) - 1}: {i.builder} has been waiting "
                         f"{duration(now - i.created_at)} for an answer to this.")
@@ -274,7 +274,7 @@ class ChatRelay:
                 except HookdError as e:  # (refused: not tried again, as a notifier's refused step)
                     log.warning("chat channel %s: could not remind %s: %s", self.ch.name, i.id, e)
                 except ChatUnreachable:  # (the claim undone: tried again after the backoff)
-                    await self.core.store.write(lambda tx: tx.unclaim_chat_reminder(p.id, p.reminded))
+                    await self.core.store.write(lambda tx: tx.chat.unclaim_chat_reminder(p.id, p.reminded))
                     raise
 
     async def _show(self, i: Interaction, p: ChatPost | None, now: float) -> None:
@@ -284,7 +284,7 @@ class ChatRelay:
         if p is None or not p.message_id:
             # the row first (its id goes in the buttons), then the message, then its id (a row
             # left without one, by a stop in between, is replaced: the message is sent again)
-            row, _ = await self.core.store.write(lambda tx: tx.add_chat_post(
+            row, _ = await self.core.store.write(lambda tx: tx.chat.add_chat_post(
                 self.ch.name, "", 0, interaction_id=i.id, builder=i.builder, revision=i.revision,
                 input_hash=i.input_hash, choices=choices, at=now))
             data = _data(row.id, i.revision, post, choices)
@@ -292,21 +292,21 @@ class ChatRelay:
                 try:
                     chat_id, message_id = await self.ch.post(post, data)
                 except Exception:  # (not sent: tried again; a stop here leaves the row, replaced at the next start)
-                    await self.core.store.write(lambda tx: tx.delete_chat_post(row.id))
+                    await self.core.store.write(lambda tx: tx.chat.delete_chat_post(row.id))
                     raise
-                await self.core.store.write(lambda tx: tx.place_chat_post(row.id, chat_id, message_id))
+                await self.core.store.write(lambda tx: tx.chat.place_chat_post(row.id, chat_id, message_id))
             log.info("chat channel %s: posted %s (revision %d)", self.ch.name, i.id, i.revision)
         else:
             data = _data(p.id, i.revision, post, choices)
             await self.ch.edit(p.chat_id, p.message_id, post, data)
-            await self.core.store.write(lambda tx: tx.revise_chat_post(p.id, i.revision, i.input_hash, choices))
+            await self.core.store.write(lambda tx: tx.chat.revise_chat_post(p.id, i.revision, i.input_hash, choices))
 
     async def _end(self, p: ChatPost, now: float) -> None:
         assert p.interaction_id is not None
         i = await self.core.store.interaction(p.interaction_id)
         if i is not None and p.message_id:
             await self.ch.edit(p.chat_id, p.message_id, ended_post(i, await self._view(i)), [])
-        await self.core.store.write(lambda tx: tx.end_chat_post(p.id, now))
+        await self.core.store.write(lambda tx: tx.chat.end_chat_post(p.id, now))
 
     async def post_alert(self, alert: Alert) -> None:
         """Post a one-way alert (a lane's, the agent's own message, ``hookd notify test``'s); a
@@ -315,7 +315,7 @@ class ChatRelay:
         async with self._placing:
             chat_id, message_id = await self.ch.post(Post(f"{alert.title}\n{alert.message}"), [])
             if alert.builder or alert.rule == "test":  # (a reply to the test: told what it was)
-                await self.core.store.write(lambda tx: tx.add_chat_post(
+                await self.core.store.write(lambda tx: tx.chat.add_chat_post(
                     self.ch.name, chat_id, message_id, interaction_id=None, builder=alert.builder or None, revision=None,
                     input_hash=None, choices=[], at=time.time()))
 
@@ -323,7 +323,7 @@ class ChatRelay:
     async def handle(self, inc: Incoming) -> None:
         """Handle one update once (see the module's docstring)."""
         name = self.ch.name
-        seen, _ = await self.core.store.write(lambda tx: tx.chat_update_handled(name, inc.update_id))
+        seen, _ = await self.core.store.write(lambda tx: tx.chat.chat_update_handled(name, inc.update_id))
         if seen:
             log.info("chat channel %s: update %d already handled: ignored", name, inc.update_id)
             return
@@ -338,7 +338,7 @@ class ChatRelay:
                     said = await self._act(inc)
             except HookdError as e:
                 said = str(e)
-        await self.core.store.write(lambda tx: tx.record_chat_update(name, inc.update_id, time.time()))
+        await self.core.store.write(lambda tx: tx.chat.record_chat_update(name, inc.update_id, time.time()))
         if said:
             try:
                 await self.ch.reply(inc, said)
@@ -399,7 +399,7 @@ class ChatRelay:
         if len(parts) != 4 or parts[0] != "a" or not all(x.isdigit() for x in parts[1:]):
             return "Unknown button."
         post_id, revision, n = map(int, parts[1:])
-        p, _ = await self.core.store.write(lambda tx: tx.chat_post(post_id))
+        p, _ = await self.core.store.write(lambda tx: tx.chat.chat_post(post_id))
         if p is None or p.interaction_id is None or n >= len(p.choices):
             return "Not answered: this button belongs to a message hookd no longer knows."
         if any(k in p.choices[n] for k in STEPS):
@@ -418,13 +418,13 @@ class ChatRelay:
         except BadRequest as e:
             return f"Not taken: {e}."
         if body is None:
-            await self.core.store.write(lambda tx: tx.set_chat_draft(p.id, draft))
+            await self.core.store.write(lambda tx: tx.chat.set_chat_draft(p.id, draft))
             await self._redraw(i, p, draft)
             return "Noted."
         said = await self._answer(inc, p, revision, body)
         if said.startswith("Not answered") and (await self.core.store.interaction(i.id) or i).state == "pending":
             # (the whole refused, e.g. by the requested schema: the form starts again)
-            await self.core.store.write(lambda tx: tx.set_chat_draft(p.id, None))
+            await self.core.store.write(lambda tx: tx.chat.set_chat_draft(p.id, None))
             await self._redraw(i, p, None)
             said += " Start again from the message's first step."
         return said
@@ -434,7 +434,7 @@ class ChatRelay:
         await self.ch.edit(p.chat_id, p.message_id, post, _data(p.id, p.revision or 0, post, p.choices))
 
     async def _reply(self, inc: Incoming, text: str) -> str:
-        p, _ = await self.core.store.write(lambda tx: tx.chat_post_of_message(self.ch.name, inc.chat_id, inc.reply_to or 0))
+        p, _ = await self.core.store.write(lambda tx: tx.chat.chat_post_of_message(self.ch.name, inc.chat_id, inc.reply_to or 0))
         if p is None:
             return "That message is not one of hookd's: reply to a question, or use /send BUILDER TEXT."
         if p.interaction_id is None and p.builder is None:  # (hookd notify test's post)

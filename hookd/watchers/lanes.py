@@ -379,8 +379,8 @@ class LaneWatch:
             def tx_fn(tx: Any, part: list[Lane]) -> list[tuple[str | None, Lane]]:
                 out = []
                 for lane in part:
-                    old = tx.lane(lane.builder)
-                    tx.save_lane(lane.builder, lane.state, lane.since, lane.session_id, lane.detail)
+                    old = tx.sessions.lane(lane.builder)
+                    tx.sessions.save_lane(lane.builder, lane.state, lane.since, lane.session_id, lane.detail)
                     if old is None or old[0] != lane.state:
                         tx.append_event("lane_changed", lane.builder, lane.session_id, at, {
                             "from": old[0] if old else None, "to": lane.state, "since": lane.since,

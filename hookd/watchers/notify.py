@@ -123,7 +123,7 @@ class Notifier:
                 if k[0] == key:
                     task.cancel()
                     await asyncio.gather(task, return_exceptions=True)
-            n, _ = await self.core.store.write(lambda tx: tx.clear_notifications(key))
+            n, _ = await self.core.store.write(lambda tx: tx.log.clear_notifications(key))
         finally:
             self._clearing.discard(key)
         if n:
@@ -186,7 +186,7 @@ class Notifier:
             return False
         blob = _enc.encode(alert)
         (top, first, claimed), _ = await self.core.store.write(
-            lambda tx: tx.claim_notification(alert.key, alert.step, alert.rule, alert.builder, names, blob, alert.at))
+            lambda tx: tx.log.claim_notification(alert.key, alert.step, alert.rule, alert.builder, names, blob, alert.at))
         self._steps[alert.key] = (top, first)
         for ch in self.config.channels:
             if ch.name in claimed:
@@ -236,7 +236,7 @@ class Notifier:
         at = time.time()
 
         def tx_fn(tx: Tx) -> None:
-            if not tx.finish_notification(alert.key, alert.step, ch.name, status=status, attempts=attempts,
+            if not tx.log.finish_notification(alert.key, alert.step, ch.name, status=status, attempts=attempts,
                                           error=error, at=at):
                 return
             if status in ("sent", "failed"):
@@ -311,7 +311,7 @@ class Notifier:
         # there must be no await, or a delivery this process started before run() (a lane's
         # raise_alert) could finish in between, leave _tasks, and be spawned (sent) again.
         open_ids = {i.id for i in await self.core.store.interactions("pending", limit=100000)}
-        rows, _ = await self.core.store.write(lambda tx: tx.pending_notifications())
+        rows, _ = await self.core.store.write(lambda tx: tx.log.pending_notifications())
         channels = {c.name: c for c in self.config.channels}
         closed: set[str] = set()
         removed: list[tuple[str, Alert]] = []
@@ -325,7 +325,7 @@ class Notifier:
             else:
                 self._spawn(ch, alert, attempts)
         for key in closed:
-            await self.core.store.write(lambda tx, k=key: tx.clear_notifications(k))
+            await self.core.store.write(lambda tx, k=key: tx.log.clear_notifications(k))
         for name, alert in removed:
             await self._finish(Channel(type="removed", name=name), alert, "failed", 0, "channel no longer configured")
 
@@ -346,7 +346,7 @@ class Notifier:
             await self.clear(key)  # resolved
         unknown = [k for k in open_keys if k not in self._steps]
         if unknown:
-            found, _ = await self.core.store.write(lambda tx: tx.notification_steps(unknown))
+            found, _ = await self.core.store.write(lambda tx: tx.log.notification_steps(unknown))
             for k in unknown:
                 self._steps[k] = found.get(k, (-1, 0.0))
         for i in pending:
