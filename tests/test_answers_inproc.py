@@ -286,6 +286,23 @@ def test_a_remote_deny_whose_turn_went_on_before_its_read_was_recorded_is_adopte
     assert kinds.index("answer_delivered") < kinds.index("answer_adopted")
 
 
+def test_an_answer_to_a_call_id_that_another_session_reused_names_the_open_one(rig: Rig) -> None:
+    """A replayed or scripted session reuses a call id: its question's id gets a suffix
+    (``<id>~<8 hex>``). An answer given to the bare id, answered long ago, is refused naming the
+    open question, and nothing is kept for the old one's builder."""
+    rig.hook(AUQ_PRE)
+    rig.hook(auq_post("Blue"))  # answered at the desk
+    assert rig.interaction(ASK_ID)["state"] == "answered"
+    again = {**AUQ_PRE, "session_id": "0b0b0b0b-1111-2222-3333-444444444444"}
+    rig.hook(again)
+    [open_q] = [q for q in rig.app.questions("pending") if q["kind"] == "question"]
+    assert open_q["id"].startswith(ASK_ID + "~")
+    msg = refused(rig.answer(ASK_ID, options=["Red"]))
+    assert msg.startswith(f"{ASK_ID} is already answered") and f"open with the same call id: {open_q['id']} (question, b1)" in msg
+    assert rig.inbox() == []
+    assert rig.answer(open_q["id"], options=["Red"]).status_code == 200
+
+
 def test_permission_answer_is_bound_to_the_input_shown(rig: Rig) -> None:
     held = rig.start_hook(bash_perm("make deploy"))
     p = pending_permission(rig)

@@ -257,6 +257,12 @@ class Answers:
         if i.state != "pending":
             by = f" {i.by}" if i.by else ""
             reason = f"{i.id} is already {i.outcome}{by} at {_iso(i.resolved_at or at)}"
+            others = tx.interactions.pending_sharing_call(i.id)
+            if others:
+                # the call id was reused (a replayed or scripted session): the human meant the open one
+                listed = ", ".join(f"{o.id} ({o.kind}, {o.builder})" for o in others)
+                raise Conflict(f"{reason}; open with the same call id: {listed}: answer that id"
+                               " (nothing was kept)")
             if i.surface == "terminal":
                 reason = "the desk answered first: " + reason
             return self._keep_late(tx, i, req, content, answers, decision, message, author, at, reason)

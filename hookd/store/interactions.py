@@ -69,6 +69,17 @@ class InteractionsTx(TxPart):
         )
         return _interaction(row) if row else None
 
+    def pending_sharing_call(self, interaction_id: str) -> list[Interaction]:
+        """Pending interactions other than ``interaction_id`` that carry its id as their
+        tool_use_id, or as the key of a call whose id another session reused (``<id>~<8 hex>``:
+        :func:`hookd.core.questions._reused_key`)."""
+        rows = self._db.execute(
+            f"SELECT {_INTERACTION_COLS} FROM interactions WHERE state='pending' AND id<>?"
+            " AND (tool_use_id=? OR (id>=? AND id<?)) ORDER BY created_at",
+            (interaction_id, interaction_id, interaction_id + "~", interaction_id + "~~"),
+        ).fetchall()
+        return [_interaction(r) for r in rows]
+
     def permission_seen(self, interaction_id: str) -> bool:
         row = self._one("SELECT permission_seen_at FROM interactions WHERE id=?", (interaction_id,))
         return bool(row and row[0] is not None)
