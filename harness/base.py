@@ -238,7 +238,15 @@ class Adapter(Protocol):
       core fills a cwd the client did not report from the builder's spawned worktree);
     - ``ack_required``: delivered messages count as consumed only when the agent acks them
       (offered again after a re-register or a daemon restart);
-    - ``idle_wake``: the harness has an idle agent's Stop hook that ``/wake`` may hold.
+    - ``idle_wake``: the harness has an idle agent's Stop hook that ``/wake`` may hold;
+    - ``quiet_idle``: no hook ends a turn: a session's turn is taken as over once
+      ``quiet_idle_s`` seconds pass after a tool's Post hook with no further hook
+      (:attr:`hookd.settings.Settings.quiet_idle_s`: the model answered the human without
+      calling a tool).
+
+    ``version``: the harness's version whose behaviour the adapter was checked against
+    (`hookd doctor` compares the installed program's ``--version`` with it), or None when its
+    builds carry none.
 
     ``hook_kinds``: the harness's hook event names -> :data:`HookKind` (what each means to the
     core and the lanes; an event not in it means none of them).
@@ -256,6 +264,8 @@ class Adapter(Protocol):
     needs_context: bool
     ack_required: bool
     idle_wake: bool
+    quiet_idle: bool
+    version: str | None
     hook_kinds: Mapping[str, HookKind]
     remote_answers: RemoteAnswers | None
     hook_installs: Mapping[str, HookInstall]

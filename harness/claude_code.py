@@ -98,6 +98,9 @@ sequential_questions = False
 needs_context = False
 ack_required = False
 idle_wake = True
+#: Stop ends every turn.
+quiet_idle = False
+version: str | None = VERSION
 #: What its hook events mean to the core (PreCompact, PostToolBatch, MessageDisplay: none of
 #: these; a compaction is the ``Compacting`` observation). Notification reports on the agent
 #: without being its activity (its ``idle_prompt`` comes ~60 s after a turn ended, its

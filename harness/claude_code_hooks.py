@@ -242,6 +242,7 @@ class _Install:
     hook of :data:`REGISTERED_EVENTS` in ``.claude/settings.local.json`` (or a standalone file
     for ``claude --settings``), the MCP server, the idle wake and the held PermissionRequest."""
 
+    summary = ".claude/settings.local.json, or --settings-file or --plugin-dir"
     settings_dir = ".claude"
     settings_name = "settings.local.json"
     trust: HookTrust | None = None  # (it runs its hooks with no trust step)

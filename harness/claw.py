@@ -90,6 +90,10 @@ sequential_questions = True
 ack_required = False
 #: No Stop hook: nothing to hold for an idle wake.
 idle_wake = False
+#: ... nor to end a turn: a turn answered without a tool is over once the hooks go quiet.
+quiet_idle = True
+#: claw's builds carry no version.
+version: str | None = None
 #: Only tool hooks exist: no session, prompt or end-of-turn hook.
 hook_kinds: Mapping[str, HookKind] = {"PreToolUse": "tool_before", "PostToolUse": "tool_after",
                                       "PostToolUseFailure": "tool_after"}
@@ -472,6 +476,8 @@ class _Install:
         self.flat = flat
         self.settings_dir = ".claude" if flat else ".claw"
         self.warning: str | None = FLAT_WARNING if flat else None
+        self.summary = ("flat strings in .claude/settings.local.json, which then no longer serves "
+                        "Claude Code" if flat else "the Rust claw: .claw/settings.local.json")
 
     def hook_settings(self, cmds: HookCommands) -> dict[str, list[Any]]:
         return hook_settings(cmds.command, flat=self.flat)

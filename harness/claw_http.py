@@ -65,6 +65,10 @@ sequential_questions = True
 ack_required = True
 #: No Stop hook: a loop asks for its messages itself (a drain).
 idle_wake = False
+#: its ``before_final`` drain ends a turn.
+quiet_idle = False
+#: a protocol of hookd's own (docs/claw-http.openapi.json), not a program with a version.
+version: str | None = None
 #: What its calls mean (the routes of :mod:`hookd.http.claw` name them): register, stop and the
 #: tool calls; a drain (``Drain``) is only a boundary.
 hook_kinds: Mapping[str, HookKind] = {

@@ -80,6 +80,9 @@ sequential_questions = False
 needs_context = False
 ack_required = False
 idle_wake = False
+#: Stop ends every turn.
+quiet_idle = False
+version: str | None = VERSION
 #: How `hookd run` / `hookd continue` start Codex: its TUI with ``--no-daemon``, ``codex exec``,
 #: ``codex resume`` / ``codex exec resume`` (:data:`hookd.harness.codex_hooks.LAUNCH`).
 launchers: Mapping[str, Launcher] = {HARNESS: codex_hooks.LAUNCH}

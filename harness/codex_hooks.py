@@ -213,6 +213,7 @@ class _Install:
     no MCP server (Codex's are configured in ``config.toml``: not written by hookd yet), no
     idle wake (Codex has no asynchronous Stop hook), shell-form commands only."""
 
+    summary = ".codex/hooks.json: Codex runs them once trusted, see --trust"
     settings_dir = ".codex"
     settings_name = "hooks.json"
     standalone = False

@@ -82,6 +82,9 @@ class HookInstall(Protocol):
     or a standalone file) into whose ``hooks`` mapping :meth:`hook_settings`'s entries are
     merged."""
 
+    #: what `hookd spawn --harness <name>` writes, for its ``--help`` (a phrase: ``.codex/hooks.json:
+    #: Codex runs them once trusted, see --trust``)
+    summary: str
     #: the folder under the worktree holding the hook file (``.claude``)
     settings_dir: str
     #: the hook file's name in it (``settings.local.json``; Codex: ``hooks.json``)

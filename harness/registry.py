@@ -49,7 +49,7 @@ def present_tool(harness: str | None, tool_name: str | None, tool_input: Any) ->
 
 
 #: harness name -> the version of it whose behaviour the adapter was checked against (its
-#: module's ``VERSION``; docs/harness-claude-code.md, docs/harness-codex.md): `hookd doctor`
+#: adapter's ``version``; docs/harness-claude-code.md, docs/harness-codex.md): `hookd doctor`
 #: compares the installed program's ``--version`` with it. A harness missing here has no
 #: pinned version (claw's builds carry none).
-KNOWN_VERSIONS: dict[str, str] = {claude_code.HARNESS: claude_code.VERSION, codex.HARNESS: codex.VERSION}
+KNOWN_VERSIONS: dict[str, str] = {name: a.version for name, a in ADAPTERS.items() if a.version is not None}

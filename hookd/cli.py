@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from hookd import __version__
-from hookd.cli_complete import builders
+from hookd.cli_complete import HarnessOption, builders
 from hookd.cli_render import (
     _client, _duration, _echo_json, _hook_client, _log_to_stderr, _out, _seg, _table, _when,
 )
@@ -147,10 +147,7 @@ def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: 
 @click.option("--plugin-dir", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
               help="Write the hooks as a Claude Code plugin in DIR (hooks/hooks.json, .claude-plugin/plugin.json) "
                    "for `claude --plugin-dir DIR` instead (no MCP server).")
-@click.option("--harness", default="claude-code", show_default=True,
-              help="claude-code; claw (Rust claw: .claw/settings.local.json); claw-code-go (flat strings in "
-                   ".claude/settings.local.json: that file then no longer serves Claude Code); codex "
-                   "(.codex/hooks.json: Codex runs them once trusted, see --trust).")
+@click.option("--harness", default="claude-code", show_default=True, cls=HarnessOption)
 @click.option("--deadline", type=float, default=None,
               help="Hook client's hard deadline in seconds [default 5; env HOOKD_DEADLINE_MS, in milliseconds].")
 @click.option("--wake-wait", type=int, default=0, show_default=True,

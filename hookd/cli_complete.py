@@ -6,7 +6,10 @@ completes commands and options itself; these ``shell_complete=`` callbacks add
   (``Home.builders_dir/*.json``), no daemon needed;
 - :func:`pending_interactions`: the ids of pending interactions, for ``hookd answer``, from the
   daemon over its socket;
-- :func:`queued_messages`: the ids of queued messages, for ``hookd inbox cancel``, likewise.
+- :func:`queued_messages`: the ids of queued messages, for ``hookd inbox cancel``, likewise;
+- :func:`spawnable_harnesses`: the harness names ``hookd spawn --harness`` takes, from the
+  adapters' ``hook_installs``; and :class:`HarnessOption`, that option, whose help lists them
+  (built when the help is shown, so a CLI start does not import the adapters).
 
 Each returns a list of ``click.shell_completion.CompletionItem`` (value, and help for the
 shells that show one: zsh, fish), those starting with what was typed, and never raises: an
@@ -118,3 +121,28 @@ def _queued_messages(ctx: click.Context) -> list[tuple[str, str | None]]:
 builders = _quiet(_builder_ids)
 pending_interactions = _quiet(_pending_interactions)
 queued_messages = _quiet(_queued_messages)
+
+
+def _spawnable(ctx: click.Context | None = None) -> list[tuple[str, str | None]]:
+    """(harness name, what `hookd spawn` writes for it) of every adapter's ``hook_installs``
+    (:data:`hookd.harness.registry.ADAPTERS`), in the registry's order."""
+    from hookd.harness.registry import ADAPTERS
+
+    return [(name, install.summary) for adapter in dict.fromkeys(ADAPTERS.values())
+            for name, install in adapter.hook_installs.items()]
+
+
+spawnable_harnesses = _quiet(_spawnable)
+
+
+class HarnessOption(click.Option):
+    """``hookd spawn --harness``: completes and lists the harness names `hookd spawn` takes
+    (:func:`_spawnable`); adding an adapter adds its name here."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        kwargs.setdefault("shell_complete", spawnable_harnesses)
+        super().__init__(*args, **kwargs)
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        self.help = "; ".join(f"{name} ({summary})" for name, summary in _spawnable()) + "."
+        return super().get_help_record(ctx)

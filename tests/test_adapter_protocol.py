@@ -67,9 +67,11 @@ LAUNCH_DATA, LAUNCH_METHODS = _members(launch.Launcher)
 
 def test_the_protocol_declares_the_traits_as_booleans():
     assert {n for n, t in ADAPTER_DATA.items() if t is bool} == {
-        "desk_only", "questions_at_desk", "sequential_questions", "needs_context", "ack_required", "idle_wake"}
+        "desk_only", "questions_at_desk", "sequential_questions", "needs_context", "ack_required", "idle_wake",
+        "quiet_idle"}
     assert set(ADAPTER_METHODS) == {"parse", "observe", "boundary", "render_context", "known_fields", "present_tool"}
-    assert {n for n, t in ADAPTER_DATA.items() if t is not bool} == {"hook_kinds", "remote_answers", "hook_installs", "launchers"}
+    assert {n for n, t in ADAPTER_DATA.items() if t is not bool} == {"hook_kinds", "remote_answers", "hook_installs", "launchers",
+                                                                     "version"}
 
 
 @pytest.mark.parametrize("name", sorted(registry.ADAPTERS))
@@ -146,6 +148,10 @@ def test_the_traits_say_what_the_harnesses_do():
     assert (cc.needs_context, cl.needs_context, ch.needs_context, cx.needs_context) == (False, True, False, False)
     assert (cc.ack_required, cl.ack_required, ch.ack_required, cx.ack_required) == (False, False, True, False)
     assert (cc.idle_wake, cl.idle_wake, ch.idle_wake, cx.idle_wake) == (True, False, False, False)
+    # claw has only tool hooks; claw-http's before_final drain and the others' Stop end a turn
+    assert (cc.quiet_idle, cl.quiet_idle, ch.quiet_idle, cx.quiet_idle) == (False, True, False, False)
+    assert (cc.version, cl.version, ch.version, cx.version) == ("2.1.332", None, None, "0.171.0")
+    assert registry.KNOWN_VERSIONS == {"claude-code": "2.1.332", "codex": "0.171.0"}
     assert (cc.remote_answers, cl.remote_answers, ch.remote_answers, cx.remote_answers) == (
         claude_code_hooks, None, None, codex_hooks)
     assert codex_hooks.hold_events == {"permission": "PermissionRequest"}

@@ -108,6 +108,21 @@ def test_builder_ids_complete_without_the_daemon(tmp_path: Path) -> None:
     assert complete(tmp_path / "nowhere", "hookd send ") == []  # no home at all: nothing either
 
 
+def test_spawn_completes_and_lists_every_harness_an_adapter_installs(tmp_path: Path) -> None:
+    from hookd.harness.registry import ADAPTERS
+
+    names = [n for a in dict.fromkeys(ADAPTERS.values()) for n in a.hook_installs]
+    assert names == ["claude-code", "claw", "claw-code-go", "codex"]  # claw-http installs none: it calls hookd
+    home = tmp_path / "home"
+    assert complete(home, "hookd spawn b1 --harness ") == names
+    assert complete(home, "hookd spawn b1 --harness cl") == ["claude-code", "claw", "claw-code-go"]
+    assert complete(home, "hookd spawn b1 --harness co", shell="zsh") == [
+        "codex .codex/hooks.json: Codex runs them once trusted, see --trust"]
+    helped = "".join(hookd_run(home, "spawn", "--help").stdout.split())  # (wrapped anywhere, even in a name)
+    for n in names:
+        assert f"{n}(" in helped, n
+
+
 def test_inbox_completes_its_subcommands_and_builder_ids(rig: tuple[Path, str]) -> None:
     home, _ = rig
     assert complete(home, "hookd inbox ") == ["cancel", "list", "b1", "b2"]

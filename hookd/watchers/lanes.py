@@ -29,6 +29,7 @@ import psutil
 
 from hookd.clock import span
 from hookd.config import BUILDER_ID_RE
+from hookd.harness.registry import ADAPTERS
 from hookd.models import PROMPT_KINDS, StorageUnavailable
 from hookd.settings import Settings
 
@@ -44,11 +45,6 @@ IDLE_INBOX_AFTER_S = 120.0
 #: Kinds of hook (:data:`hookd.harness.base.HookKind`, as the store recorded them) after which
 #: the agent's turn is over (the main agent).
 _TURN_OVER = frozenset({"turn_end", "session_start", "session_end"})
-#: Harnesses with no end-of-turn hook (claw: only tool hooks exist). Their turn is taken as
-#: over once ``quiet_idle_s`` seconds pass after a tool's Post hook with no further hook
-#: (:attr:`hookd.settings.Settings.quiet_idle_s`): the model answers the human without calling
-#: a tool.
-QUIET_IDLE_HARNESSES = frozenset({"claw", "claw-code-go"})
 #: The tunables' defaults (:class:`hookd.settings.Settings`), for :func:`derive`'s own default.
 _DEFAULTS = Settings()
 #: Longest stretch (seconds) of lane work between two turns of the event loop: computing
@@ -200,7 +196,8 @@ def _derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | 
                 and (s.get("turn_started_at") is None or ended >= s["turn_started_at"]))
     if seen_end:
         turn_over, last_at = True, ended  # no hook: the transcript's end_turn row tells
-    quiet = (not turn_over and s.get("harness") in QUIET_IDLE_HARNESSES and hook is not None
+    adapter = ADAPTERS.get(s.get("harness") or "")
+    quiet = (not turn_over and adapter is not None and adapter.quiet_idle and hook is not None
              and hook["kind"] == "tool_after")
     if quiet and now - last_at >= quiet_idle_s:
         turn_over = True  # no end-of-turn hook exists: inferred from the silence after a tool
@@ -265,7 +262,7 @@ class LaneWatch:
         self.core = core
         #: seconds between liveness checks of live agents' processes (psutil; a few pids)
         self.liveness_s = settings.liveness_s
-        #: seconds after a tool's Post hook that a QUIET_IDLE_HARNESSES lane is taken as idle
+        #: seconds after a tool's Post hook that a lane of a ``quiet_idle`` harness is taken as idle
         self.quiet_idle_s = settings.quiet_idle_s
         self.on_change = on_change
         self.question_after_s = question_after_s
