@@ -140,6 +140,44 @@ def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: 
 
 
 @main.command()
+@click.option("--timeout", type=float, default=15.0, show_default=True,
+              help="Seconds to wait for the daemon to exit (its open requests end first).")
+@click.option("--json", "as_json", is_flag=True, help="Print {pid, stopped} as JSON.")
+@click.pass_context
+def shutdown(ctx: click.Context, timeout: float, as_json: bool) -> None:
+    """Stop this home's daemon as SIGTERM stops `hookd serve`: held hooks are let go (their
+    clients post them again to the next daemon), open requests end, then it exits. A daemon of
+    `hookd service install` stays stopped until the service is started again. Exit 3 when no
+    daemon answers; 1 when it has not exited after --timeout."""
+    import os
+    import signal
+
+    import psutil
+
+    from hookd.daemonproc import wait_until
+
+    pid = int(_client(ctx).get("/v1/status")["pid"])  # (told by the daemon itself, over the home's own socket)
+
+    def gone() -> bool:
+        try:
+            return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE  # (ended, not yet reaped by its parent)
+        except psutil.NoSuchProcess:
+            return True
+
+    os.kill(pid, signal.SIGTERM)
+    try:
+        wait_until(gone, timeout, what=f"the daemon (pid {pid}) to exit")
+    except TimeoutError:
+        _out(f"hookd: the daemon (pid {pid}) has not exited {timeout:g} s after SIGTERM; a second one forces it:"
+             f" kill {pid}", err=True)
+        ctx.exit(1)
+    if as_json:
+        _echo_json({"pid": pid, "stopped": True})
+    else:
+        _out(f"stopped the daemon (pid {pid})")
+
+
+@main.command()
 @click.argument("builder", shell_complete=builders)
 @click.option("--worktree", type=click.Path(path_type=Path, file_okay=False), help="The builder's worktree.")
 @click.option("--settings-file", type=click.Path(path_type=Path, dir_okay=False),

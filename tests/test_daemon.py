@@ -92,6 +92,19 @@ def test_sigterm_shuts_down_cleanly(home):
     assert "hookd stopped" in d.log.read_text()
 
 
+def test_shutdown_stops_the_daemon_of_its_home(home, tmp_path):
+    other = DaemonProcess(tmp_path / "other").start()  # another home's daemon runs on
+    d = DaemonProcess(home).start()
+    r = hookd_cli(home, "shutdown")
+    assert (r.returncode, r.stdout, r.stderr) == (0, f"stopped the daemon (pid {d.proc.pid})\n", "")
+    assert d.proc.wait(10) == 0 and "hookd stopped" in d.log.read_text()
+    assert not Home.resolve(home).socket_path.exists()
+    again = hookd_cli(home, "shutdown")
+    assert again.returncode == 3 and again.stderr.startswith("hookd: hookd is not running for ")
+    assert other.proc.poll() is None and hookd_cli(tmp_path / "other", "status").returncode == 0
+    assert other.stop() == 0
+
+
 def test_sigint_shuts_down_cleanly(home):
     d = DaemonProcess(home).start()
     d.proc.send_signal(signal.SIGINT)
