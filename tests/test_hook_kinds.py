@@ -43,6 +43,8 @@ class Renamed:
     needs_context = claude_code.needs_context
     ack_required = claude_code.ack_required
     idle_wake = False
+    quiet_idle = claude_code.quiet_idle
+    version = None
     hook_kinds = {g: claude_code.hook_kinds[c] for c, g in GEMINI.items()}
     remote_answers = claude_code.remote_answers
     hook_installs: dict[str, Any] = {}
