@@ -1,5 +1,6 @@
-"""What every write transaction holds (:class:`TxBase`, the state the parts of
-:class:`hookd.store.Tx` share, and :class:`TxPart`, what each part is made of) and the store's cache of builders with live inbox messages
+"""What every write transaction holds (:class:`TxState`, which the parts of
+:class:`hookd.store.Tx` share; :class:`TxBase`, that state as the core sees it; :class:`TxPart`,
+what each part is made of) and the store's cache of builders with live inbox messages
 (:class:`InboxLive`)."""
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class InboxLive:
         self.builders.add(builder)
         self._added[builder] = self._added.get(builder, 0) + 1
 
-    def drained(self, tx: TxBase, builder: str) -> None:
+    def drained(self, tx: TxState, builder: str) -> None:
         """``tx`` found no live message of ``builder``: forget it once ``tx`` commits."""
         mark = self._added.get(builder, 0)
 
@@ -42,17 +43,18 @@ class InboxLive:
         tx.after_commit.append(forget)
 
 
-class TxBase:
+class TxState:
     """The state of one write transaction (on the writer connection, the event loop's thread:
-    :meth:`hookd.store.Store.write`) that every part of :class:`hookd.store.Tx` reads: the
-    connection, the store's :class:`InboxLive`, the timeline stamp, the events appended, the hook
-    event stored and the callbacks to run after the commit; and the event log's append, which
-    every subject's transaction does."""
+    :meth:`hookd.store.Store.write`) that its parts read and write: the connection, the store's
+    :class:`InboxLive`, the timeline stamp, the events appended, the hook event stored and the
+    callbacks to run after the commit. It refers to no part and not to its :class:`TxBase`, so
+    a transaction's objects are freed as it ends, with no reference cycle for the collector."""
 
-    def __init__(self, db: sqlite3.Connection, inbox: InboxLive, mono: float = 0.0):
-        self._db = db
-        #: the store's :class:`InboxLive`
-        self._inbox = inbox
+    __slots__ = ("db", "inbox", "mono", "events", "hook_event_id", "after_commit")
+
+    def __init__(self, db: sqlite3.Connection, inbox: InboxLive, mono: float):
+        self.db = db
+        self.inbox = inbox
         #: this transaction's moment on hookd's timeline (:meth:`hookd.clock.Clock.mono`): the
         #: stamp of what it records, and what its windows are measured from (the core moves it
         #: back for a spooled hook)
@@ -63,6 +65,34 @@ class TxBase:
         #: callables run on the writer thread after COMMIT (cache updates); what they return is
         #: ignored
         self.after_commit: list[Callable[[], object]] = []
+
+
+class TxBase:
+    """One write transaction's state (:class:`TxState`, which its parts share) as the core reads
+    and writes it: ``mono``, ``hook_event_id``, ``events``, ``after_commit``; and the event
+    log's append, which every subject's transaction does."""
+
+    def __init__(self, db: sqlite3.Connection, inbox: InboxLive, mono: float = 0.0):
+        self._state = state = TxState(db, inbox, mono)
+        self._db = db
+        #: the events appended (published after the commit)
+        self.events = state.events
+        #: callables run on the writer thread after COMMIT (cache updates)
+        self.after_commit = state.after_commit
+
+    @property
+    def mono(self) -> float:
+        """This transaction's moment on hookd's timeline (:attr:`TxState.mono`); settable."""
+        return self._state.mono
+
+    @mono.setter
+    def mono(self, value: float) -> None:
+        self._state.mono = value
+
+    @property
+    def hook_event_id(self) -> int | None:
+        """Id of the hook event stored in this transaction, if any."""
+        return self._state.hook_event_id
 
     def append_event(self, kind: str, builder: str | None, session_id: str | None, at: float, data: dict[str, Any]) -> Event:
         """Append to the event log (``at``: UNIX seconds; ``data`` stored as JSON). The event is
@@ -81,13 +111,14 @@ class TxBase:
 
 class TxPart:
     """One subject's statements inside a transaction (a part of :class:`hookd.store.Tx`, made
-    by it): the transaction's connection and state through ``self._tx``. Parts never call one
-    another."""
+    by it over its :class:`TxState`: ``self._tx``). Parts never call one another."""
 
-    def __init__(self, tx: TxBase):
-        self._tx = tx
-        self._db = tx._db
-        self._inbox = tx._inbox
+    __slots__ = ("_tx", "_db", "_inbox")
+
+    def __init__(self, state: TxState):
+        self._tx = state
+        self._db = state.db
+        self._inbox = state.inbox
 
     def _one(self, sql: str, args: tuple = ()) -> tuple | None:
         return self._db.execute(sql, args).fetchone()

@@ -52,6 +52,8 @@ def chat_post_of(row: tuple) -> ChatPost:
 class ChatTx(TxPart):
     """Chat posts (``chat_posts``) and handled updates (``chat_updates``) in one transaction."""
 
+    __slots__ = ()
+
     def add_chat_post(self, channel: str, chat_id: str, message_id: int, *, interaction_id: str | None,
                       builder: str | None, revision: int | None, input_hash: str | None,
                       choices: list[dict[str, Any]], at: float) -> ChatPost:

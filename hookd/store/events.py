@@ -13,6 +13,8 @@ class EventsTx(TxPart):
     """What follows the event log (the hub's cursor and commands, notifications), inside one
     write transaction."""
 
+    __slots__ = ()
+
     # the hub's cursor (hookd.hub.shipper) -----------------------------------------------
     def set_hub_cursor(self, hub: str, seq: int, at: float, home_id: str) -> None:
         """Record that ``hub`` holds every event up to ``seq`` (at ``at``, UNIX seconds); a new

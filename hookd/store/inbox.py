@@ -11,6 +11,8 @@ from hookd.store.rows import _MESSAGE_COLS, _message
 class InboxTx(TxPart):
     """Inbox messages, inside one write transaction."""
 
+    __slots__ = ()
+
     # inbox ---------------------------------------------------------------------------
     def message_by_key(self, builder: str, key: str) -> InboxMessage | None:
         row = self._one(f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE builder=? AND idem_key=?", (builder, key))

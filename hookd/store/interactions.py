@@ -14,6 +14,8 @@ from hookd.store.rows import _AWAITING_TOOL, _INTERACTION_COLS, _interaction, _j
 class InteractionsTx(TxPart):
     """Interactions, responses and pre-registered answers, inside one write transaction."""
 
+    __slots__ = ()
+
     # interactions --------------------------------------------------------------------
     def interaction_by_tool_use_id(self, tool_use_id: str) -> Interaction | None:
         row = self._one(

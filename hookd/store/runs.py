@@ -29,6 +29,8 @@ class RunsTx(TxPart):
     """Runs (table ``runs``, one row per agent hookd started) inside one write transaction.
     Times are UNIX seconds."""
 
+    __slots__ = ()
+
     def insert_run(self, builder: str, r: dict[str, Any], at: float) -> Run:
         """Record a started agent: ``r`` holds :class:`hookd.models.Run`'s fields from
         ``harness`` to ``argv``, and ``agent_args`` (None: not known). Returns it with its id."""

@@ -15,6 +15,8 @@ from hookd.store.rows import _INTERACTION_COLS, _interaction
 class SessionsTx(TxPart):
     """Hook events, builders, sessions, transcripts and lanes, inside one write transaction."""
 
+    __slots__ = ()
+
     # hook events ---------------------------------------------------------------------
     def insert_hook_event(
         self,

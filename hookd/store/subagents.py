@@ -10,6 +10,8 @@ class SubagentsTx(TxPart):
     """Subagents (table ``subagents``, one row per session and agent id), inside one write
     transaction. Times are UNIX seconds."""
 
+    __slots__ = ()
+
     def subagent_running(self, builder: str, session_id: str, agent_id: str, agent_type: str | None,
                          at: float) -> str | None:
         """A hook of subagent ``agent_id`` came: it runs. Returns ``"started"`` when hookd
