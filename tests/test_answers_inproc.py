@@ -252,20 +252,28 @@ def test_permission_prompt_remote_deny_with_message(rig: Rig) -> None:
     assert ev["data"]["via"] == "Stop"
 
 
-def test_a_remote_deny_whose_turn_went_on_before_its_read_was_recorded_is_adopted(
-        rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The other order: the agent's Stop is taken before the held hook's close (its client read
-    the deny), as a busy daemon may take two connections. Adopted once the read is recorded,
-    via the Stop; not before (the read could still turn out not to have happened)."""
+def reads_recorded_late(rig: Rig, monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """Hold back the recording of a held hook's read (``core.reply_read``) as a busy daemon
+    may: the first event is set once a held hook's reply is out, and the read is recorded once
+    the test sets the second. (The ASGI transport's response ends only after that recording.)"""
     replied, read_now = threading.Event(), threading.Event()
     record_read = rig.app.core.reply_read
 
-    async def read_late(iid: str, read: bool | None) -> None:  # (the ASGI transport's reply ends with it)
+    async def read_late(iid: str, read: bool | None) -> None:
         replied.set()
         await asyncio.to_thread(read_now.wait, WAIT_S)
         await record_read(iid, read)
 
     monkeypatch.setattr(rig.app.core, "reply_read", read_late)
+    return replied, read_now
+
+
+def test_a_remote_deny_whose_turn_went_on_before_its_read_was_recorded_is_adopted(
+        rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The other order: the agent's Stop is taken before the held hook's close (its client read
+    the deny), as a busy daemon may take two connections. Adopted once the read is recorded,
+    via the Stop; not before (the read could still turn out not to have happened)."""
+    replied, read_now = reads_recorded_late(rig, monkeypatch)
     held = rig.start_hook(bash_perm("rm -rf build"))
     p = pending_permission(rig)
     rig.held(p["id"])

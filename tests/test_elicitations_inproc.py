@@ -8,9 +8,7 @@ resolves it when the desk answers (ElicitationResult). Payloads are shaped as Cl
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,7 @@ from hookd.harness.base import ElicitationAsked, ElicitationResolved
 
 from .conftest import wait_until
 from .inproc import WAIT_S, InProc
-from .test_answers_inproc import Rig, finish
+from .test_answers_inproc import Rig, finish, reads_recorded_late
 
 pytestmark = pytest.mark.inproc
 
@@ -242,15 +240,7 @@ def test_the_remote_answer_reported_before_its_read_was_recorded_is_not_supersed
     """Claude Code reports the hook's own answer in ElicitationResult; a busy daemon may take
     that hook before the held hook's close (its client read the answer). The same action and
     content are not the desk's: nothing is superseded, nothing kept as a late answer."""
-    replied, read_now = threading.Event(), threading.Event()
-    record_read = rig.app.core.reply_read
-
-    async def read_late(iid: str, read: bool | None) -> None:  # (the ASGI transport's reply ends with it)
-        replied.set()
-        await asyncio.to_thread(read_now.wait, WAIT_S)
-        await record_read(iid, read)
-
-    monkeypatch.setattr(rig.app.core, "reply_read", read_late)
+    replied, read_now = reads_recorded_late(rig, monkeypatch)
     held = rig.start_hook(ELICIT)
     i = rig.pending()
     rig.held(i["id"])
