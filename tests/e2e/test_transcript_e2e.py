@@ -113,7 +113,13 @@ def test_tui_hooks_disabled_question_from_the_transcript(claude_bin, tmux_bin, e
                 tui.submit("Ask me a color")
                 tui.wait_for_screen(lambda s: MENU in s and "2. Blue" in s, timeout=30)
 
-                # while the menu is open: pending, from the transcript alone
+                # while the menu is open: pending, from the transcript alone, once Claude Code has
+                # written the call's row (on a loaded machine it once had not, 15 s into the menu:
+                # the file held the prompt and the request's rows only; Claude Code's write,
+                # not hookd's read, is waited for here)
+                wait_until(lambda: any(r.get("type") == "assistant" and OFF_ASK in json.dumps(r.get("message"))
+                                       for r in (transcript_rows(os.fspath(path)) if path.exists() else [])),
+                           60, 0.1, "Claude Code to write the AskUserQuestion call's row to its transcript")
                 ev = wait_until(lambda: (lambda ev: ev if about(ev, "question_pending", OFF_ASK) else None)(hookd.events()),
                                 15, 0.1, "question_pending from the transcript")
                 [pending] = about(ev, "question_pending", OFF_ASK)
