@@ -140,7 +140,7 @@ def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: 
 
 
 @main.command()
-@click.option("--timeout", type=float, default=15.0, show_default=True,
+@click.option("--timeout", type=click.FloatRange(min=0), default=15.0, show_default=True,
               help="Seconds to wait for the daemon to exit (its open requests end first).")
 @click.option("--json", "as_json", is_flag=True, help="Print {pid, stopped} as JSON.")
 @click.pass_context

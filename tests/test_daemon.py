@@ -105,6 +105,17 @@ def test_shutdown_stops_the_daemon_of_its_home(home, tmp_path):
     assert other.stop() == 0
 
 
+def test_shutdown_says_when_the_daemon_has_not_exited_in_time(home):
+    d = DaemonProcess(home).start()
+    r = hookd_cli(home, "shutdown", "--timeout", "0")  # (looked at once: a daemon takes longer than that to exit)
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr == (f"hookd: the daemon (pid {d.proc.pid}) has not exited 0 s after SIGTERM; a second one forces it:"
+                        f" kill {d.proc.pid}\n")
+    assert d.proc.wait(10) == 0  # the SIGTERM was sent: it exits all the same
+    bad = hookd_cli(home, "shutdown", "--timeout", "-1")
+    assert bad.returncode == 2 and "-1" in bad.stderr  # refused before anything is sent
+
+
 def test_sigint_shuts_down_cleanly(home):
     d = DaemonProcess(home).start()
     d.proc.send_signal(signal.SIGINT)

@@ -178,7 +178,7 @@ class Holds:
         if not tx.interactions.mark_answer_delivered(iid, via=via, at=at):
             return
         tx.append_event("answer_delivered", i.builder, i.session_id, at, {"id": iid, "kind": i.kind, "via": via})
-        moved_on = tx.sessions.moved_on(iid) if i.decision == "deny" and i.adopted_at is None else None
+        moved_on = tx.interactions.moved_on(iid) if i.decision == "deny" and i.adopted_at is None else None
         if moved_on is not None and tx.interactions.mark_adopted(iid, at):
             # the turn went on past this deny before its read was recorded (the two hooks'
             # connections taken out of order): that turn's hook is the proof, as when it

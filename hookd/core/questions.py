@@ -308,14 +308,15 @@ class Questions:
         deny handed to a held hook is adopted here: 2.1.332 fires no PostToolUse(Failure) for
         a denied call (only PostToolBatch, which hookd does not register), and had the desk
         allowed it first its PostToolUse would have settled it before the turn went on."""
-        for i in tx.sessions.delivered_denies(sid, agent_id=ob.agent_id, all_agents=ob.all_agents):
-            if tx.interactions.mark_adopted(i.id, at):
+        for i in tx.sessions.remote_denies(sid, agent_id=ob.agent_id, all_agents=ob.all_agents):
+            if i.delivered_at is None:
+                # its hook's read not recorded yet (a busy daemon took this hook first): adopted
+                # when the read is (hookd.core.holds.Holds._hook_delivered_tx)
+                tx.interactions.note_moved_on(i.id, via=ob.via, at=at)
+            elif tx.interactions.mark_adopted(i.id, at):
                 tx.append_event("answer_adopted", builder, sid, at, {
                     "id": i.id, "kind": i.kind, "via": ob.via, "tool_use_id": None,
                 })
-        # one handed to its hook whose client's read is not recorded yet (a busy daemon takes
-        # this hook first): adopted when the read is (hookd.core.holds.Holds._hook_delivered_tx)
-        tx.sessions.note_undelivered_denies_moved_on(sid, agent_id=ob.agent_id, all_agents=ob.all_agents, via=ob.via, at=at)
         for i in tx.sessions.pending_in_session(builder, sid, agent_id=ob.agent_id, all_agents=ob.all_agents):
             if i.kind == "async":
                 continue  # asked so that the agent keeps working: outlives its turn

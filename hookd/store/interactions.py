@@ -71,6 +71,18 @@ class InteractionsTx(TxPart):
         )
         return _interaction(row) if row else None
 
+    def note_moved_on(self, interaction_id: str, *, via: str, at: float) -> None:
+        """A remote deny's turn went on (``via``, a hook event's name; ``at``, UNIX seconds)
+        before its held hook's read was recorded: kept for :meth:`moved_on` (the first only)."""
+        self._db.execute("UPDATE interactions SET moved_on_at=?, moved_on_via=? WHERE id=? AND moved_on_at IS NULL",
+                         (at, via, interaction_id))
+
+    def moved_on(self, interaction_id: str) -> tuple[float, str] | None:
+        """(UNIX seconds, the hook event's name) of :meth:`note_moved_on`, or None."""
+        row = self._one("SELECT moved_on_at, moved_on_via FROM interactions WHERE id=? AND moved_on_at IS NOT NULL",
+                        (interaction_id,))
+        return (row[0], row[1]) if row else None
+
     def pending_sharing_call(self, interaction_id: str) -> list[Interaction]:
         """Pending interactions other than ``interaction_id`` that carry its id as their
         tool_use_id, or as the key of a call whose id another session reused (``<id>~<8 hex>``:

@@ -444,7 +444,7 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
     (
         # A remote deny handed to a held hook, whose turn went on (a TurnMovedOn) before the
         # hook's client was seen to read it: adopted once that read is recorded
-        # (hookd.core.holds.Holds._hook_delivered_tx).
+        # (hookd.core.holds.Holds._hook_delivered_tx; hookd.store.interactions).
         "0025_deny_moved_on",
         [
             "ALTER TABLE interactions ADD COLUMN moved_on_at REAL",

@@ -191,37 +191,16 @@ class SessionsTx(TxPart):
             args += (agent_id,)
         return [_interaction(r) for r in self._db.execute(sql + " ORDER BY created_at", args).fetchall()]
 
-    def delivered_denies(self, session_id: str, *, agent_id: str | None, all_agents: bool) -> list[Interaction]:
-        """Remote permission denies a hook returned in this session, not yet adopted."""
+    def remote_denies(self, session_id: str, *, agent_id: str | None, all_agents: bool) -> list[Interaction]:
+        """Remote permission denies of this session handed to a held hook, not yet adopted:
+        those whose hook's read is recorded (``delivered_at``) and those whose is not yet."""
         sql = (f"SELECT {_INTERACTION_COLS} FROM interactions WHERE session_id=? AND kind IN ('permission','plan')"
-               " AND state='answered' AND decision='deny' AND received_at IS NOT NULL"
-               " AND delivered_at IS NOT NULL AND adopted_at IS NULL")
+               " AND state='answered' AND decision='deny' AND received_at IS NOT NULL AND adopted_at IS NULL")
         args: tuple = (session_id,)
         if not all_agents:
             sql += " AND agent_id IS ?"
             args += (agent_id,)
         return [_interaction(r) for r in self._db.execute(sql, args).fetchall()]
-
-    def note_undelivered_denies_moved_on(self, session_id: str, *, agent_id: str | None, all_agents: bool,
-                                         via: str, at: float) -> int:
-        """Remote permission denies handed to a held hook of this session whose read is not yet
-        recorded (:meth:`delivered_denies` less ``delivered_at``): the turn went on (``via``, at
-        ``at``, UNIX seconds) first, noted for :meth:`moved_on`. Returns how many were noted."""
-        sql = ("UPDATE interactions SET moved_on_at=?, moved_on_via=? WHERE session_id=? AND kind IN ('permission','plan')"
-               " AND state='answered' AND decision='deny' AND received_at IS NOT NULL"
-               " AND delivered_at IS NULL AND adopted_at IS NULL AND moved_on_at IS NULL")
-        args: tuple = (at, via, session_id)
-        if not all_agents:
-            sql += " AND agent_id IS ?"
-            args += (agent_id,)
-        return self._db.execute(sql, args).rowcount
-
-    def moved_on(self, interaction_id: str) -> tuple[float, str] | None:
-        """(UNIX seconds, the hook event's name) of the turn that went on before a remote deny's
-        read was recorded (:meth:`note_undelivered_denies_moved_on`), or None."""
-        row = self._one("SELECT moved_on_at, moved_on_via FROM interactions WHERE id=? AND moved_on_at IS NOT NULL",
-                        (interaction_id,))
-        return (row[0], row[1]) if row else None
 
     def end_session(self, session_id: str, at: float, reason: str | None) -> bool:
         cur = self._db.execute(

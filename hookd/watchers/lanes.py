@@ -196,9 +196,8 @@ def _derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | 
                 and (s.get("turn_started_at") is None or ended >= s["turn_started_at"]))
     if seen_end:
         turn_over, last_at = True, ended  # no hook: the transcript's end_turn row tells
-    adapter = ADAPTERS.get(s.get("harness") or "")
-    quiet = (not turn_over and adapter is not None and adapter.quiet_idle and hook is not None
-             and hook["kind"] == "tool_after")
+    adapter = None if turn_over or hook is None or hook["kind"] != "tool_after" else ADAPTERS.get(s.get("harness") or "")
+    quiet = adapter is not None and adapter.quiet_idle
     if quiet and now - last_at >= quiet_idle_s:
         turn_over = True  # no end-of-turn hook exists: inferred from the silence after a tool
     if not turn_over:
