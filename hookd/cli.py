@@ -152,21 +152,14 @@ def shutdown(ctx: click.Context, timeout: float, as_json: bool) -> None:
     import os
     import signal
 
-    import psutil
-
+    from hookd.core.procs import process_alive, process_started_at
     from hookd.daemonproc import wait_until
 
     pid = int(_client(ctx).get("/v1/status")["pid"])  # (told by the daemon itself, over the home's own socket)
-
-    def gone() -> bool:
-        try:
-            return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE  # (ended, not yet reaped by its parent)
-        except psutil.NoSuchProcess:
-            return True
-
+    started_at = process_started_at(pid)  # (a pid reused once it exits is not taken for it)
     os.kill(pid, signal.SIGTERM)
     try:
-        wait_until(gone, timeout, what=f"the daemon (pid {pid}) to exit")
+        wait_until(lambda: not process_alive(pid, started_at), timeout, what=f"the daemon (pid {pid}) to exit")
     except TimeoutError:
         _out(f"hookd: the daemon (pid {pid}) has not exited {timeout:g} s after SIGTERM; a second one forces it:"
              f" kill {pid}", err=True)
