@@ -97,7 +97,10 @@ def test_hookds_entries_removed_mid_session_warn_and_re_spawn_restores_them(clau
             host.send_user("Turn three.")
             host.wait_for_result(count=3, timeout=90)
             wait_until(lambda: _received(hookd)[before:].count("Stop") == 1, 30, 0.1, "turn three's Stop hook")
-            assert "UserPromptSubmit" in _received(hookd)[before:]
+            # the turn's tool and Stop hooks: its UserPromptSubmit may still have run the emptied
+            # file's hooks (2.1.332 fires a reload's ConfigChange before the reloaded hooks take
+            # effect: once in a full run, the prompt sent right after it reached no hook)
+            assert {"PreToolUse", "PostToolUse", "Stop"} <= set(_received(hookd)[before:])
             host.close(timeout=30)
     assert len(_kinds(hookd, "hooks_changed")) == 1
 
