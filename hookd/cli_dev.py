@@ -20,7 +20,8 @@ from hookd.untrusted import visible
 @click.option("--update", is_flag=True, help="Rewrite expected-events.jsonl from this run.")
 @click.option("--into", "into", metavar="BUILDER",
               help="Instead: play the hooks into the running daemon as spawned BUILDER's agent (fresh ids; "
-                   "a PermissionRequest waits for an answer from the page or `hookd answer`).")
+                   "a held hook, PermissionRequest or Elicitation, waits for an answer from the page or "
+                   "`hookd answer` when one is asked).")
 @click.pass_context
 def replay(ctx: click.Context, scenario_dir: Path, update: bool, into: str | None) -> None:
     """Replay SCENARIO_DIR/hooks/*.json through a private daemon, as the hook client would,
@@ -31,8 +32,8 @@ def replay(ctx: click.Context, scenario_dir: Path, update: bool, into: str | Non
         from hookd.devtools.feed import feed
 
         def before(name: str, event: str) -> None:
-            if event == "PermissionRequest":
-                _out(f"{name}: waiting for an answer (the page: `hookd open`; or `hookd questions`)", err=True)
+            _out(f"{name}: held: waits for an answer if this asks one (the page: `hookd open`; or"
+                 " `hookd questions`)", err=True)
 
         for step in feed(ctx.obj, scenario_dir, into, before=before):
             out = visible(step.stdout.decode(errors="replace").strip())

@@ -288,7 +288,8 @@ def test_replay_into_a_builder_waits_for_the_answer_and_the_tool_gets_it(daemon:
     finally:
         proc.kill()
     assert proc.returncode == 0, err
-    assert "008-PermissionRequest.json: waiting for an answer" in err
+    assert [x.split(":")[0] for x in err.splitlines() if ": held: waits for an answer" in x] == [
+        "008-PermissionRequest.json"]  # the one held hook of the recording, said before it runs
     line = next(x for x in out.splitlines() if x.startswith("008-PermissionRequest.json"))
     doc = json.loads(line.split(", stdout ", 1)[1])
     assert doc["hookSpecificOutput"]["decision"]["updatedInput"]["answers"] == {"Which color do you prefer?": "Red"}
@@ -298,6 +299,33 @@ def test_replay_into_a_builder_waits_for_the_answer_and_the_tool_gets_it(daemon:
     kinds = [e["kind"] for e in client.lines("/v1/events", after=0) if e["data"].get("id") == q["id"]]
     assert "answer_adopted" in kinds and "answer_superseded" not in kinds
     client.close()
+
+
+
+def test_replay_into_says_which_hooks_are_held(daemon: DaemonProcess, home: Path, tmp_path: Path) -> None:
+    """An Elicitation is held as a PermissionRequest is (the builder's adapter's hold events):
+    the replay says so before it waits; with ``--hold 0`` nothing is held and nothing said."""
+    elicit = FIXTURES / "print-mcp-elicitation-cancelled"
+    assert hookd_run(home, "spawn", "el", "--settings-file", str(tmp_path / "el.json"), "--hold", "60",
+                     "--no-mcp").returncode == 0
+    proc = subprocess.Popen([sys.executable, "-m", "hookd", "--home", str(home), "replay", str(elicit), "--into", "el"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        client = daemon.client()
+        [held] = wait_until(lambda: client.get("/v1/status")["held"], 60, what="the Elicitation to be held")
+        assert hookd_cli(home, "answer", held, "--option", "cancel").returncode == 0
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert [x.split(":")[0] for x in err.splitlines() if ": held: " in x] == ["004-Elicitation.json"]
+    assert '"action":"cancel"' in next(x for x in out.splitlines() if x.startswith("004-Elicitation.json"))
+    client.close()
+    assert hookd_run(home, "spawn", "nohold", "--settings-file", str(tmp_path / "nohold.json"), "--hold", "0",
+                     "--no-mcp").returncode == 0
+    r = subprocess.run([sys.executable, "-m", "hookd", "--home", str(home), "replay", str(SCENARIO), "--into", "nohold"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and ": held: " not in r.stderr, r.stderr
 
 
 def test_sign_out_revokes_that_session_on_the_server_also_after_a_restart(home: Path) -> None:

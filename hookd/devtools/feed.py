@@ -6,8 +6,10 @@ Unlike `hookd replay` (a private daemon, compared with a golden file), each payl
 ``DIR/hooks/*.json`` runs through the command that `hookd spawn BUILDER` generated for its
 event, exactly as Claude Code runs it: ``sh -c "<command>"`` in the builder's worktree (or a
 temporary directory for a ``--settings-file`` spawn), payload on stdin, in file order. Events
-the settings do not register are skipped. A PermissionRequest runs the generated hold command,
-so it waits (up to the builder's ``--hold`` window) for an answer from anywhere; when it
+the settings do not register are skipped. A hook the builder's harness holds for a remote answer
+(its adapter's ``remote_answers.hold_events``: Claude Code's PermissionRequest and Elicitation)
+runs the generated hold command, so it waits (up to the builder's ``--hold`` window) for an
+answer from anywhere; when a PermissionRequest
 returns an AskUserQuestion answer, the scenario's next AskUserQuestion PostToolUse carries that
 answer instead of the recorded one (what Claude Code does with the hook's ``updatedInput``).
 Session ids and tool_use ids are replaced by fresh ones (``fresh_ids``), so a scenario can be
@@ -30,6 +32,7 @@ from typing import Any
 import msgspec
 
 from hookd.config import Home
+from hookd.harness.registry import ADAPTERS
 from hookd.models import ConfigError, NotFound
 from hookd.spawn import read_manifest
 
@@ -101,8 +104,9 @@ def feed(home: Home, scenario: Path, builder: str, *, renew_ids: bool = True,
          before: Callable[[str, str], None] | None = None, timeout_s: float = 86_400) -> Iterator[Step]:
     """Play ``scenario`` into ``home``'s running daemon as ``builder`` (see module doc).
 
-    before: called with (file name, event) before each hook runs (e.g. to say that a
-    PermissionRequest now waits for an answer). Yields each step as it completes. Raises
+    before: called with (file name, event) before each hook that is held for an answer (see
+    the module doc; none when the builder was spawned with ``--hold 0``), e.g. to say that it
+    now waits for one. Yields each step as it completes. Raises
     NotFound (builder not spawned), ConfigError (no payloads, or the settings file is gone)."""
     manifest = read_manifest(home, builder)
     if manifest is None:
@@ -111,6 +115,9 @@ def feed(home: Home, scenario: Path, builder: str, *, renew_ids: bool = True,
     if not settings.exists():
         raise ConfigError(f"{settings} (builder {builder}'s hooks) is gone: spawn it again")
     commands = hook_commands(settings, manifest.get("command") or "")
+    adapter = ADAPTERS.get(manifest.get("harness") or "")
+    remote = adapter.remote_answers if adapter is not None and manifest.get("hold_s") else None
+    held = frozenset(remote.hold_events.values()) if remote is not None else frozenset()
     files = sorted((scenario / "hooks").glob("*.json"))
     if not files:
         raise ConfigError(f"{scenario}/hooks has no *.json payloads")
@@ -128,7 +135,7 @@ def feed(home: Home, scenario: Path, builder: str, *, renew_ids: bool = True,
             if event == "PostToolUse" and answer_for_post is not None and b'"AskUserQuestion"' in payload:
                 payload = _with_answer(payload, answer_for_post)
                 answer_for_post = None
-            if before is not None:
+            if before is not None and event in held:
                 before(f.name, event)
             r = subprocess.run(["sh", "-c", command], input=payload, cwd=cwd, capture_output=True, timeout=timeout_s)
             yield Step(f.name, event, r.returncode, r.stdout)
