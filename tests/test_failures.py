@@ -94,6 +94,28 @@ def test_derive_failed_until_the_next_hook() -> None:
     assert (lane.state, lane.failure) == ("working", None)
 
 
+def test_derive_an_ended_session_keeps_the_failure_that_stopped_it() -> None:
+    """claude -p exits after a StopFailure: its SessionEnd is the last hook, and the lane still
+    says why the agent stopped (a failure a later turn went past is cleared at the session's
+    end, hookd.store.sessions.SUPERSEDED_FAILURE)."""
+    session = {"session_id": SID, "started_at": 1.0, "ended_at": 10.5, "end_reason": "other", "agent_pid": 4242,
+               "agent_started_at": None, "interrupted_at": None, "hooks_unarmed_at": None, "cwd": "/w",
+               "harness": "claude-code", "turn_started_at": None, "turn_ended_at": None, "failed_at": 10.0,
+               "failure": json.dumps({"error": "rate_limit", "transient": True, "advice": "wait"}),
+               "refused_at": None, "refused": None}
+    d = {"builder": "b1", "session": session,
+         "last_hook": {"hook_event_name": "SessionEnd", "at": 10.5, "mono": None, "kind": "session_end"},
+         "pending": (), "queued": 0, "oldest_queued_at": None, "oldest_queued_mono": None}
+    lane = derive(d, 20.0)
+    assert (lane.state, lane.since, lane.failure, lane.agent_pid) == ("stalled", 10.0, "rate_limit", None)
+    assert lane.detail == "stopped by an API error (rate_limit): wait; then its session ended (other)"
+    d["session"] = dict(session, failure=json.dumps({"error": "billing_error", "transient": False, "advice": "pay"}))
+    assert derive(d, 20.0).state == "failed"
+    d["session"] = dict(session, failed_at=None, failure=None)
+    lane = derive(d, 20.0)
+    assert (lane.state, lane.detail, lane.failure) == ("ended", "session ended (other)", None)
+
+
 # --- in process: the core, the lane, the notifier -----------------------------------------
 
 
@@ -130,6 +152,30 @@ def test_a_transient_failure_is_stalled(agent: Agent) -> None:
     lane = agent.wait_lane("stalled")
     assert lane["failure"] == "rate_limit"
     assert lane["detail"] == "stopped by an API error (rate_limit): rate limited: wait, then prompt it again"
+
+
+def test_the_recorded_print_run_stopped_by_a_rate_limit_says_so_after_it_exits(agent: Agent) -> None:
+    """The whole recording (claude -p: StopFailure, then SessionEnd as the process exits)."""
+    for name in ("001-SessionStart.json", "002-UserPromptSubmit.json", "003-MessageDisplay.json",
+                 "004-StopFailure.json", "005-SessionEnd.json"):
+        agent.hook(hook(FAILED, name))
+    wait_until(lambda: any(e["kind"] == "session_ended" for e in agent.app.events()), 60, what="session_ended")
+    lane = agent.wait_lane("stalled")
+    assert lane["failure"] == "rate_limit" and lane["agent_pid"] is None
+    assert lane["detail"] == ("stopped by an API error (rate_limit): rate limited: wait, then prompt it again;"
+                              " then its session ended (other)")
+
+
+def test_a_session_that_went_on_after_a_failure_ends_plainly(agent: Agent) -> None:
+    for name in ("001-SessionStart.json", "002-UserPromptSubmit.json", "004-StopFailure.json"):
+        agent.hook(hook(FAILED, name))
+    agent.recorded("stalled")
+    agent.hook(hook(FAILED, "002-UserPromptSubmit.json"))  # prompted again: the next turn went on
+    agent.recorded("working")
+    agent.hook(hook(FAILED, "005-SessionEnd.json"))
+    lane = agent.recorded("ended")
+    assert (lane["detail"], lane["failure"]) == ("session ended (other)", None)
+    assert [e["data"]["error"] for e in agent.app.events() if e["kind"] == "turn_failed"] == ["rate_limit"]
 
 
 def test_permission_denied_is_recorded_and_shown_on_the_lane(agent: Agent) -> None:

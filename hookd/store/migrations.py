@@ -451,6 +451,17 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "ALTER TABLE interactions ADD COLUMN moved_on_via TEXT",
         ],
     ),
+    (
+        # An ended session keeps only the failure that stopped its last turn (its lane says why
+        # it stopped); one a later turn went past is forgotten, as SessionsTx.end_session does
+        # from now on (its condition, spelled out: a migration's SQL never changes)
+        "0026_ended_sessions_last_failure",
+        [
+            "UPDATE sessions SET failed_at=NULL, failure=NULL WHERE ended_at IS NOT NULL AND failed_at IS NOT NULL"
+            " AND EXISTS (SELECT 1 FROM hook_events h WHERE h.session_id=sessions.id AND h.agent_id IS NULL"
+            " AND h.received_at>sessions.failed_at AND COALESCE(h.hook_kind, '') NOT IN ('session_end', 'notice'))",
+        ],
+    ),
 ]
 
 

@@ -11,6 +11,15 @@ from hookd.models import Interaction
 from hookd.store.base import TxPart
 from hookd.store.rows import _INTERACTION_COLS, _interaction
 
+#: A session's failure (``failed_at``) that a later main-agent hook went past: the human
+#: prompted again, or the agent went on (its SessionEnd, and notices, say nothing of a turn).
+#: The StopFailure's own hook has ``received_at`` equal to ``failed_at``.
+SUPERSEDED_FAILURE = (
+    "failed_at IS NOT NULL AND EXISTS (SELECT 1 FROM hook_events h WHERE h.session_id=sessions.id"
+    " AND h.agent_id IS NULL AND h.received_at>sessions.failed_at"
+    " AND COALESCE(h.hook_kind, '') NOT IN ('session_end', 'notice'))"
+)
+
 
 class SessionsTx(TxPart):
     """Hook events, builders, sessions, transcripts and lanes, inside one write transaction."""
@@ -203,11 +212,19 @@ class SessionsTx(TxPart):
         return [_interaction(r) for r in self._db.execute(sql, args).fetchall()]
 
     def end_session(self, session_id: str, at: float, reason: str | None) -> bool:
+        """The session ended at ``at`` (UNIX seconds) for ``reason`` (the harness's words).
+        A failure that a later turn went past is forgotten now (:data:`SUPERSEDED_FAILURE`):
+        the failure an ended session keeps is the one that stopped its last turn. Returns
+        False when it had ended already."""
         cur = self._db.execute(
             "UPDATE sessions SET ended_at=?, end_reason=? WHERE id=? AND ended_at IS NULL",
             (at, reason, session_id),
         )
-        return cur.rowcount == 1
+        if cur.rowcount != 1:
+            return False
+        self._db.execute(f"UPDATE sessions SET failed_at=NULL, failure=NULL WHERE id=? AND {SUPERSEDED_FAILURE}",
+                         (session_id,))
+        return True
 
 
     # transcripts ---------------------------------------------------------------------------

@@ -165,6 +165,12 @@ def _derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | 
     last_at = hook["at"] if hook else s["started_at"]
     if s["ended_at"] is not None and (hook is None or hook["kind"] == "session_end" or hook["at"] <= s["ended_at"]):
         reason = f" ({s['end_reason']})" if s["end_reason"] else ""
+        stopped = _failure(dict(d, last_hook=None)) if s.get("failed_at") is not None else None
+        if stopped is not None:
+            # its last turn failed, then the agent exited (claude -p does at once): why it
+            # stopped is the failure (a failure a later turn went past is gone at the session's
+            # end: hookd.store.sessions.SUPERSEDED_FAILURE); no live agent to watch
+            return _failed(stopped, s["failed_at"], f"; then its session ended{reason}", dict(base, agent_pid=None))
         return Lane(state="ended", since=s["ended_at"], detail=f"session ended{reason}", **base)
     if alive(s["agent_pid"], s["agent_started_at"]) is False:
         why = "the agent process is gone without a SessionEnd"
@@ -183,10 +189,7 @@ def _derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | 
         return Lane(state=kind, since=first["created_at"], detail=f"{first['kind']} {first['id']} is pending",
                     due=first["created_at"] + question_after_s, **base)
     if failure is not None:
-        error = failure.get("error") or "unknown"
-        return Lane(state="stalled" if failure.get("transient") else "failed", since=s["failed_at"],
-                    detail=f"stopped by an API error ({error}): {failure.get('advice') or 'see its message'}",
-                    failure=error, **base)
+        return _failed(failure, s["failed_at"], "", base)
     if hook is None and s.get("turn_started_at") is not None:
         last_at = s["turn_started_at"]  # no hook: the transcript's prompt row tells
     interrupted = s["interrupted_at"] is not None and s["interrupted_at"] >= last_at
@@ -216,6 +219,16 @@ def _derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | 
         return Lane(state="idle", since=idle_since, detail=f"{why}; {d['queued']} message(s) queued",
                     due=max(d["oldest_queued_at"], idle_since) + idle_inbox_after_s, **base)
     return Lane(state="idle", since=idle_since, detail="interrupted" if interrupted else why, **base)
+
+
+def _failed(failure: dict[str, Any], at: float, after: str, base: dict[str, Any]) -> Lane:
+    """The lane of a session whose last turn an API error stopped at ``at``: ``stalled`` when
+    waiting and prompting again is the remedy (``transient``), else ``failed``; ``after`` ends
+    the detail."""
+    error = failure.get("error") or "unknown"
+    return Lane(state="stalled" if failure.get("transient") else "failed", since=at,
+                detail=f"stopped by an API error ({error}): {failure.get('advice') or 'see its message'}{after}",
+                failure=error, **base)
 
 
 def _failure(d: dict[str, Any]) -> dict[str, Any] | None:
