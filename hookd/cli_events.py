@@ -27,6 +27,18 @@ def _tool_input(tool: Any, value: Any) -> str:
     return f"{tool}: {_clip(_json_text(value), 80)}"
 
 
+def _plan_line(value: Any) -> str:
+    """A plan to approve in a few words: its first lines (Markdown headings' marks dropped) and
+    how many lines it has; ``plan: (no plan written)`` for an empty input (a model that wrote
+    no plan file: hookd.core.plans)."""
+    plan = value.get("plan") if isinstance(value, dict) else None
+    lines = [ln.strip().lstrip("#").strip() for ln in plan.splitlines() if ln.strip()] if isinstance(plan, str) else []
+    if not lines:
+        return "plan: (no plan written)"
+    more = f" ({len(lines)} lines)" if len(lines) > 2 else ""
+    return f"plan: {_clip(' / '.join(lines[:2]), 80)}{more}"
+
+
 def _first_question(d: dict[str, Any]) -> str:
     qs = d.get("questions")
     texts = [str(q.get("question", "?")) for q in qs if isinstance(q, dict)] if isinstance(qs, list) else []
@@ -132,7 +144,8 @@ EVENT_SUMMARY: dict[str, Callable[[dict[str, Any], str], Any]] = {
     "inbox_requeued": lambda d, s: f"{_ids(d.get('ids'))} queued again after {d.get('via')}",
     "question_pending": lambda d, s: f"{d.get('id')}: {_first_question(d)} ({_seen(d)})",
     "question_resolved": lambda d, s: _resolved(d),
-    "permission_pending": lambda d, s: f"{d.get('id')} {_tool_input(d.get('tool_name'), d.get('tool_input'))}"
+    "permission_pending": lambda d, s: f"{d.get('id')} "
+    + (_plan_line(d.get("tool_input")) if d.get("kind") == "plan" else _tool_input(d.get("tool_name"), d.get("tool_input")))
     + (f" (mode {d['permission_mode']})" if _given(d.get("permission_mode")) else ""),
     "permission_resolved": lambda d, s: _resolved(d),
     "elicitation_pending": lambda d, s: f"{d.get('id')} from {d.get('server')}: {_clip(d.get('message'), 80)}"
