@@ -472,6 +472,9 @@ def answered_line(r: dict[str, Any]) -> str:
 
 
 def sent_line(r: dict[str, Any]) -> str:
-    """What `hookd send` prints for its receipt ``r`` (``{message, created}``)."""
+    """What `hookd send` prints for its receipt ``r`` (``{message, created, note?}``: the note on a
+    second line)."""
     m = r["message"]
-    return f"queued {m['id']} for {m['builder']}" if r["created"] else f"{m['id']} for {m['builder']} was already sent ({m['state']})"
+    if not r["created"]:
+        return f"{m['id']} for {m['builder']} was already sent ({m['state']})"
+    return f"queued {m['id']} for {m['builder']}" + (f"\n  {r['note']}" if r.get("note") else "")

@@ -76,6 +76,26 @@ def test_send_queues_fifo_with_an_event(b1):
     assert [e["data"]["id"] for e in queued] == ["m-1", "m-2"] and queued[0]["builder"] == "b1"
 
 
+def _lane(b: Builder) -> dict[str, Any]:
+    [lane] = [x for x in b.app.get("/v1/lanes") if x["builder"] == b.name]
+    return lane
+
+
+def test_a_message_to_a_builder_with_no_running_session_says_what_it_waits_for(b1):
+    assert "note" not in b1.send("before any session")  # (its first session delivers it: nothing to say)
+    for name in ("001-SessionStart.json", PROMPT):
+        b1.hook(payload(name))
+    wait_until(lambda: _lane(b1)["state"] == "working", WAIT_S, what="the lane working")
+    assert "note" not in b1.send("while it runs")
+    b1.hook(payload(STOP))
+    b1.hook(payload("014-SessionEnd.json"))
+    wait_until(lambda: _lane(b1)["state"] == "ended", WAIT_S, what="the lane ended")
+    r = b1.send("after it ended")
+    assert r["note"] == ("no session of b1's agent is running (ended): the message is delivered at the first turn"
+                         " boundary of its next session (hookd continue b1 resumes the last one)")
+    assert b1.send("after it ended", key=None)["note"]  # (each new message says it)
+
+
 def test_send_is_idempotent_by_key(b1):
     a = b1.send("ship it", key="k1")
     again = b1.send("ship it", key="k1")

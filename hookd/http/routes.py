@@ -237,7 +237,21 @@ class RestApi:
             builder, body.text, key=body.id, session_id=body.session_id, agent_id=body.agent_id,
             author=body.author if body.author is not None else os_user(),
         )
-        return json_response({"message": message, "created": created}, 201 if created else 200)
+        out: dict[str, Any] = {"message": message, "created": created}
+        if created and (note := await self._no_session_note(builder)) is not None:
+            out["note"] = note
+        return json_response(out, 201 if created else 200)
+
+    async def _no_session_note(self, builder: str) -> str | None:
+        """What a message queued for ``builder`` waits for when no session of its agent runs
+        (its lane ``ended`` or ``dead``): a new session, which `hookd continue` starts; else None."""
+        if self.core.lanes is None:
+            return None
+        lanes = await self.core.lanes.compute([builder])
+        if not lanes or lanes[0].state not in ("ended", "dead"):
+            return None
+        return (f"no session of {builder}'s agent is running ({lanes[0].state}): the message is delivered at the"
+                f" first turn boundary of its next session (hookd continue {builder} resumes the last one)")
 
     async def _unspawned_refusal(self, builder: str, gone: float) -> str:
         """Why `send` refuses a message to ``builder``, unspawned at ``gone`` (UNIX seconds): a
