@@ -106,7 +106,7 @@ def builder_checks(home: Home, manifest: dict[str, Any], status: dict[str, Any] 
             out.append(_check(b, "entries", "ok",
                               f"hookd's entries for {len(manifest.get('events') or [])} events, as spawn wrote them"))
     out.append(client_check(home, manifest, fix))
-    out.append(version_check(b, harness, environ, asked))
+    out.append(version_check(b, harness, environ, asked, runs.get(b)))
     t = check_trust(manifest, INSTALLS.get(harness))
     if t is not None:
         out.append(_check(b, "trust", "ok", t["detail"]) if t["state"] == "trusted" else
@@ -197,14 +197,21 @@ def _program_version(program: str, environ: Mapping[str, str]) -> tuple[str | No
 
 
 def version_check(b: str, harness: str, environ: Mapping[str, str],
-                  asked: dict[str, tuple[str | None, str]] | None = None) -> dict[str, Any]:
+                  asked: dict[str, tuple[str | None, str]] | None = None,
+                  run: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``version``: the harness program's ``--version`` against the version its adapter was
     checked against; ``skip`` when the program is not found or hookd pins no version.
-    asked: program -> its answer, shared by the builders of one run (each program asked once)."""
+    asked: program -> its answer, shared by the builders of one run (each program asked once).
+    run: the builder's newest run (``GET /v1/runs``): the program it started (its ``argv[0]``,
+    still an executable file, for this harness) is the one asked, not the one ``environ``
+    finds (`hookd run` may have had ``HOOKD_CLAUDE_BIN`` set where this CLI does not)."""
     known = KNOWN_VERSIONS.get(harness)
     if known is None:
         return _check(b, "version", "skip", f"hookd pins no version of {harness}")
     program, env_name, why = harness_program(harness, environ)
+    started = _run_program(run, harness)
+    if started is not None:
+        program = started
     if program is None:
         return _check(b, "version", "skip", why)
     asked = {} if asked is None else asked
@@ -213,10 +220,20 @@ def version_check(b: str, harness: str, environ: Mapping[str, str],
     version, failed = asked[program]
     if version is None:
         return _check(b, "version", "fail", failed, f"check {program}")
+    started_words = " (the program its newest run started)" if started is not None else ""
     if version != known:
-        return _check(b, "version", "fail", f"{program} is {harness} {version}; hookd's adapter knows {known}",
+        return _check(b, "version", "fail", f"{program}{started_words} is {harness} {version}; hookd's adapter knows {known}",
                       f"install {harness} {known}" + (f", or set {env_name} to a {known} program" if env_name else ""))
-    return _check(b, "version", "ok", f"{program} is {harness} {known}, the version hookd knows")
+    return _check(b, "version", "ok", f"{program}{started_words} is {harness} {known}, the version hookd knows")
+
+
+def _run_program(run: Mapping[str, Any] | None, harness: str) -> str | None:
+    """The program ``run`` (a run of ``GET /v1/runs``) started for ``harness``, when it is still
+    an executable file; else None."""
+    argv = (run or {}).get("argv")
+    if not run or run.get("harness") != harness or not isinstance(argv, list) or not argv or not isinstance(argv[0], str):
+        return None
+    return argv[0] if os.path.isfile(argv[0]) and os.access(argv[0], os.X_OK) else None
 
 
 def claude_config_file(environ: Mapping[str, str]) -> Path:

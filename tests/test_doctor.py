@@ -137,6 +137,31 @@ def test_a_harness_version_the_adapter_does_not_know_and_a_missing_program(
         in r.stdout.splitlines()
 
 
+def test_the_version_of_the_program_the_newest_run_started(tmp_path: Path) -> None:
+    """`hookd run` started a program this CLI's environment does not find (HOOKD_CLAUDE_BIN set
+    only where it ran): that program is asked, not the one on this CLI's PATH."""
+    from hookd.doctor import version_check
+
+    def program(name: str, version: str) -> str:
+        exe = tmp_path / name
+        exe.write_text(f"#!/bin/sh\necho '{version} (Claude Code)'\n")
+        exe.chmod(0o755)
+        return os.fspath(exe)
+
+    on_path, pinned = program("claude", "2.1.400"), program("claude-pinned", "2.1.332")
+    env = {"PATH": os.fspath(tmp_path)}
+    run = {"harness": "claude-code", "argv": [pinned, "--permission-mode", "default"]}
+    assert version_check("b1", "claude-code", env, run=run) == {
+        "builder": "b1", "check": "version", "state": "ok",
+        "detail": f"{pinned} (the program its newest run started) is claude-code 2.1.332, the version hookd knows",
+        "fix": None}
+    assert version_check("b1", "claude-code", env)["detail"].startswith(f"{on_path} is claude-code 2.1.400")
+    # a run of another harness, or a program gone since: the one this environment finds
+    assert version_check("b1", "claude-code", env, run=dict(run, harness="codex"))["state"] == "fail"
+    os.unlink(pinned)
+    assert version_check("b1", "claude-code", env, run=run)["detail"].startswith(f"{on_path} is claude-code 2.1.400")
+
+
 def test_claude_codes_folder_trust_and_no_tmux(setup: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
                                                tmp_path: Path) -> None:
     (tmp_path / "user" / ".claude.json").unlink()
