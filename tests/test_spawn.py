@@ -164,6 +164,29 @@ def test_a_worktree_that_does_not_exist_is_refused_saying_to_create_it(home: Pat
     assert afile.read_text() == "x"
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_spawn_says_how_to_keep_its_files_out_of_git_commits(home: Path, tmp_path: Path) -> None:
+    """In a git checkout where spawn's two files are not ignored, a note (stderr) gives the
+    lines for the repository's exclude file; once they are there, no note; none outside git."""
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", os.fspath(repo)], check=True)
+    r = hookd_run(home, "spawn", "b1", "--worktree", os.fspath(repo))
+    assert r.returncode == 0, r
+    exclude = os.path.realpath(repo / ".git" / "info" / "exclude")
+    [note] = [ln for ln in r.stderr.splitlines() if "git would commit" in ln]
+    assert note == ("hookd: note: git would commit .claude/settings.local.json and .mcp.json (hookd's, for this "
+                    "machine): keep them out with printf '%s\\n' /.claude/settings.local.json /.mcp.json >> " + exclude)
+    subprocess.run(note.split("keep them out with ", 1)[1], shell=True, check=True, cwd=tmp_path)  # as a user pastes it
+    status = subprocess.run(["git", "-C", os.fspath(repo), "status", "--porcelain"], capture_output=True, text=True)
+    assert status.stdout == ""  # git sees nothing of hookd's now
+    r = hookd_run(home, "spawn", "b1", "--worktree", os.fspath(repo))
+    assert r.returncode == 0 and "git would commit" not in r.stderr, r
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    r = hookd_run(home, "spawn", "b2", "--worktree", os.fspath(plain))
+    assert r.returncode == 0 and "git would commit" not in r.stderr, r
+
+
 def files_of(root: Path) -> dict[str, bytes]:
     """Every file under ``root`` (relative path -> bytes)."""
     return {os.fspath(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}

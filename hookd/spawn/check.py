@@ -187,3 +187,41 @@ def untrusted_advice(home: Home, manifest: dict[str, Any]) -> str | None:
         return None
     return (f"{t['label']} runs hookd's hooks only once they are trusted ({untrusted_clause(manifest)}): "
             f"run with --trust, or {fix_command(home, manifest)} --trust")
+
+
+
+def unignored_files(manifest: dict[str, Any]) -> tuple[list[str], str | None]:
+    """The files spawn wrote into the builder's worktree (its hook file, its ``.mcp.json``)
+    that git would offer to commit there (``git check-ignore`` says they are not ignored), as
+    ``/``-anchored paths from the checkout's top folder (lines for git's exclude file), and
+    that exclude file (``git rev-parse --git-path info/exclude``: a linked worktree's is its
+    repository's). ``([], None)`` when the worktree is no git checkout, git is missing or does
+    not answer within 5 s, or every such file is ignored."""
+    import subprocess
+
+    worktree = manifest.get("worktree")
+    mcp = manifest.get("mcp") or {}
+    files = [f for f in (manifest.get("settings_file"), None if mcp.get("standalone") else mcp.get("file"))
+             if isinstance(f, str) and f]
+    if not isinstance(worktree, str) or not worktree or not files:
+        return [], None
+
+    def git(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str] | None:
+        try:
+            return subprocess.run(["git", "-C", worktree, *args], input=stdin, capture_output=True, text=True,
+                                  timeout=5, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+
+    top = git("rev-parse", "--show-toplevel", "--git-path", "info/exclude")
+    if top is None or top.returncode != 0 or len(top.stdout.splitlines()) != 2:
+        return [], None  # not a git checkout (or git failed): nothing to say
+    root, exclude = (os.path.realpath(os.path.join(worktree, p)) for p in top.stdout.splitlines())  # (relative: to -C)
+    rel = [os.path.relpath(os.path.realpath(f), root) for f in files]
+    rel = [f for f in rel if not f.startswith("..")]
+    r = git("check-ignore", "--stdin", "-z", stdin="".join(f + "\0" for f in rel)) if rel else None
+    if r is None or r.returncode not in (0, 1):
+        return [], None
+    ignored = set(r.stdout.split("\0"))
+    shown = ["/" + f for f in rel if f not in ignored]
+    return shown, exclude if shown else None
