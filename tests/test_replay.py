@@ -126,6 +126,33 @@ def test_permission_request_first_interaction_gets_tool_use_id(tmp_path: Path) -
     assert i["answers"] == {"Which DB?": "Postgres"}
 
 
+def test_b29_a_moved_cwd_is_the_sessions_metadata_not_a_new_identity(tmp_path: Path) -> None:
+    """Field case B29: after EnterWorktree the payload ``cwd`` moves while the session stays.
+    The golden file shows one ``session_started``; here, what the daemon keeps: one session,
+    named by its session_id, its transcript still the start cwd's, and the current cwd shown
+    as the session's metadata (``GET /v1/status``), on the lane of the same session."""
+    scenario = CC_FIXTURES / "synthetic" / "b29-cwd-moves"
+    worktree = tmp_path / "worktree"
+    worktree.mkdir()
+    daemon = DaemonProcess(tmp_path / "home")
+    command = spawn(daemon.home, "b1", settings_file=tmp_path / "settings.json")["command"]
+    with daemon:
+        for f in sorted((scenario / "hooks").glob("*.json")):
+            r = subprocess.run(["sh", "-c", command], input=f.read_bytes(), cwd=worktree, capture_output=True, timeout=30)
+            assert (r.returncode, r.stdout) == (0, b""), f.name
+        client = daemon.client()
+        try:
+            [b1] = [b for b in client.get("/v1/status")["builders"] if b["builder"] == "b1"]
+            [lane] = [x for x in client.get("/v1/lanes") if x["builder"] == "b1"]
+        finally:
+            client.close()
+    [session] = b1["sessions"]
+    assert session["session_id"] == "s-0016"
+    assert session["cwd"] == "/home/dev/proj/.claude/worktrees/feat-x"  # the current cwd, as metadata
+    assert session["transcript_path"] == "/home/dev/.claude/projects/-home-dev-proj/s-0016.jsonl"  # the start's
+    assert (lane["session_id"], lane["state"]) == ("s-0016", "working")
+
+
 # --- a tool_use_id reused by another session or builder -------------------------------------
 # Claude Code's tool_use ids are random per call: the same id in another session means copied
 # payloads or a replayed fixture (the recorded scenarios share toolu_01ASK0000000000000000001).
