@@ -81,6 +81,18 @@ def read_to_end(hookd_home: Path, path: Path) -> dict[str, Any]:
     return wait_until(done, 15, 0.1, f"the tailer to have read {path} to its end")
 
 
+def call_row_written(path: Path, timeout: float) -> bool:
+    """Whether Claude Code wrote the assistant row holding the ``OFF_ASK`` call to the transcript
+    at ``path`` within ``timeout`` seconds."""
+    try:
+        wait_until(lambda: any(r.get("type") == "assistant" and OFF_ASK in json.dumps(r.get("message"))
+                               for r in (transcript_rows(os.fspath(path)) if path.exists() else [])),
+                   timeout, 0.1, "Claude Code to write the AskUserQuestion call's row to its transcript")
+    except TimeoutError:
+        return False
+    return True
+
+
 def desk_picks_blue(tui: TmuxClaude) -> None:
     tui.send_keys("Down")
     tui.wait_for_screen(r"❯ 2\. Blue", timeout=5)
@@ -114,24 +126,28 @@ def test_tui_hooks_disabled_question_from_the_transcript(claude_bin, tmux_bin, e
                 tui.wait_for_screen(lambda s: MENU in s and "2. Blue" in s, timeout=30)
 
                 # while the menu is open: pending, from the transcript alone, once Claude Code has
-                # written the call's row (on a loaded machine it once had not, 15 s into the menu:
-                # the file held the prompt and the request's rows only; Claude Code's write,
-                # not hookd's read, is waited for here)
-                wait_until(lambda: any(r.get("type") == "assistant" and OFF_ASK in json.dumps(r.get("message"))
-                                       for r in (transcript_rows(os.fspath(path)) if path.exists() else [])),
-                           60, 0.1, "Claude Code to write the AskUserQuestion call's row to its transcript")
-                ev = wait_until(lambda: (lambda ev: ev if about(ev, "question_pending", OFF_ASK) else None)(hookd.events()),
-                                15, 0.1, "question_pending from the transcript")
-                [pending] = about(ev, "question_pending", OFF_ASK)
-                assert pending["data"]["via"] == "transcript" and pending["builder"] == "b1"
-                assert pending["session_id"] == sid
-                assert about(ev, "question_resolved", OFF_ASK) == []
-                [q] = hookd.questions()
-                assert (q["id"], q["state"], q["questions"][0]["question"]) == (OFF_ASK, "pending", Q)
-                assert MENU in tui.capture()  # still open at the desk
+                # written the call's row. Claude Code's write, not hookd's read, is waited for
+                # here: on a loaded machine 2.1.332 has twice kept the row unwritten while its
+                # menu stayed open (the file held the prompt's and the request's rows only;
+                # docs/testing.md "Races CI found"); the test then goes on with the desk's answer
+                # and asks of hookd what the rows written after it allow
+                open_row = call_row_written(path, 60)
+                if open_row:
+                    ev = wait_until(lambda: (lambda ev: ev if about(ev, "question_pending", OFF_ASK) else None)(
+                        hookd.events()), 15, 0.1, "question_pending from the transcript")
+                    [pending] = about(ev, "question_pending", OFF_ASK)
+                    assert pending["data"]["via"] == "transcript" and pending["builder"] == "b1"
+                    assert pending["session_id"] == sid
+                    assert about(ev, "question_resolved", OFF_ASK) == []
+                    [q] = hookd.questions()
+                    assert (q["id"], q["state"], q["questions"][0]["question"]) == (OFF_ASK, "pending", Q)
+                    assert MENU in tui.capture()  # still open at the desk
                 assert len(api.main_requests()) == 1  # the model waits for the answer
 
                 desk_picks_blue(tui)
+                if not open_row and not call_row_written(path, 30):
+                    pytest.skip("Claude Code 2.1.332 wrote no row for the AskUserQuestion call, open or answered: "
+                                "nothing for hookd's transcript reader to see (docs/testing.md)")
                 tui.wait_for_screen("AFTER-TRANSCRIPT-BLUE-1", timeout=30)
                 ev = wait_until(lambda: (lambda ev: ev if about(ev, "question_resolved", OFF_ASK) else None)(hookd.events()),
                                 15, 0.1, "question_resolved from the transcript")
@@ -147,6 +163,8 @@ def test_tui_hooks_disabled_question_from_the_transcript(claude_bin, tmux_bin, e
         [resolved] = about(ev, "question_resolved", OFF_ASK)
         d = resolved["data"]
         assert (d["outcome"], d["answers"], d["surface"], d["via"]) == ("answered", {Q: "Blue"}, "terminal", "transcript")
+        [pending] = about(ev, "question_pending", OFF_ASK)
+        assert pending["data"]["via"] == "transcript" and pending["session_id"] == sid
         assert resolved["seq"] > pending["seq"] and resolved["session_id"] == sid
         assert len(about(ev, "question_pending", OFF_ASK)) == 1
         [q] = hookd.questions()
