@@ -161,3 +161,56 @@ def test_close_waits_for_a_checkpoint_in_its_thread(tmp_path: Path, monkeypatch)
     closed_early = asyncio.run(run())
     assert len(outcome) == 1 and isinstance(outcome[0], tuple), outcome
     assert not closed_early, "close returned while the checkpoint's thread still had its connection"
+
+
+def test_an_idle_store_does_not_wake_its_checkpoint_loop(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """With nothing committed since its last round, the checkpoint loop sleeps until the next
+    commit instead of looking again every interval (an idle daemon's wake-ups). Its interval
+    is made 0 here, so a loop that kept looking would go round at every turn of the event loop;
+    its rounds are counted by its sleeps."""
+    import asyncio
+    import types
+
+    from hookd.store import Store
+    from hookd.store import writer
+
+    monkeypatch.setattr(Store, "CHECKPOINT_INTERVAL_S", 0.0)
+    rounds: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def counted_sleep(delay: float, *args: object) -> object:
+        if delay == 0.0:  # (the loop's own interval; the writer's busy pauses are longer)
+            rounds.append(delay)
+        return await real_sleep(delay, *args)
+
+    shim = types.SimpleNamespace(**{k: getattr(asyncio, k) for k in dir(asyncio) if not k.startswith("__")})
+    shim.sleep = counted_sleep
+    monkeypatch.setattr(writer, "asyncio", shim)
+    db = tmp_path / "hookd.db"
+
+    async def checkpointed_after(st: Store, at: float) -> None:
+        deadline = time.monotonic() + 10
+        while last_checkpoint(db) <= at or st._restarting is not None:  # noqa: SLF001
+            assert time.monotonic() < deadline, "no checkpoint"
+            await real_sleep(0.01)
+
+    async def run() -> tuple[int, int]:
+        st = await Store(db).open()
+        try:
+            wrote = time.time()
+            await st.write(lambda tx: tx.append_event("probe", "b1", "s1", 1.0, {}))
+            await checkpointed_after(st, wrote)
+            before = len(rounds)
+            for _ in range(200):  # 200 turns of the event loop with nothing committed
+                await real_sleep(0)
+            idle = len(rounds) - before
+            wrote = time.time()
+            await st.write(lambda tx: tx.append_event("probe", "b1", "s1", 2.0, {}))  # a commit wakes it
+            await checkpointed_after(st, wrote)
+            return idle, len(rounds) - before - idle
+        finally:
+            await st.close()
+
+    idle, after_commit = asyncio.run(run())
+    assert idle <= 1  # (the round that found nothing new)
+    assert after_commit >= 1

@@ -43,6 +43,9 @@ class Runs:
         self.exits = exits
         #: the runs `hookd stop` is stopping now (their ids)
         self.stopping: set[int] = set()
+        #: set once a run is recorded (:meth:`started`): the run watch, with no live run to
+        #: look at, waits for it (:class:`hookd.watchers.runs.RunWatch`)
+        self.run_recorded = asyncio.Event()
 
     async def _alive(self, pid: int | None, started_at: float | None) -> bool:
         return bool(pid) and await asyncio.to_thread(process_alive, pid or 0, started_at)
@@ -107,6 +110,7 @@ class Runs:
             return run
 
         run, _ = await self.store.write(tx_fn)
+        self.run_recorded.set()
         await self.bus.publish()
         return run
 

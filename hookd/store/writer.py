@@ -124,6 +124,8 @@ class Store(Reads):
         self._ident: tuple[int, int] | None = None  # (device, inode) of the database opened
         #: write transactions committed by this store (the checkpoint loop's clock)
         self.commits = 0
+        #: set by each commit: the checkpoint loop, with nothing to copy, sleeps until one
+        self._committed = asyncio.Event()
         #: the writer connection's WAL restart, running in a thread (:meth:`_restart_wal`)
         self._restarting: asyncio.Future[None] | None = None
         #: builders that may have live inbox messages (filled by :meth:`open`)
@@ -178,7 +180,8 @@ class Store(Reads):
             self._w = None
 
     async def _checkpoint_loop(self) -> None:
-        """Every CHECKPOINT_INTERVAL_S with commits since the last time: copy the WAL into the
+        """Every CHECKPOINT_INTERVAL_S with commits since the last time (none: asleep until the
+        next commit, then one interval after it): copy the WAL into the
         database (PASSIVE, on a connection of its own, in a thread: it never blocks the
         writer), then, when everything was copied, restart the WAL (:meth:`_restart_wal`).
 
@@ -193,7 +196,11 @@ class Store(Reads):
             while True:
                 await asyncio.sleep(self.CHECKPOINT_INTERVAL_S)
                 if self.commits == seen:
-                    continue  # nothing new: the WAL has restarted and holds only the last record
+                    # nothing new: the WAL has restarted and holds only the last record; an idle
+                    # daemon is not woken again before the next commit (then a round after it)
+                    self._committed.clear()
+                    await self._committed.wait()
+                    continue
                 seen = self.commits
                 try:
                     busy, frames, copied = await _finish(asyncio.ensure_future(
@@ -340,6 +347,7 @@ class Store(Reads):
                     done.append((fut, None, (result, tx)))
                 db.execute("COMMIT")
                 self.commits += 1
+                self._committed.set()
             except BaseException:
                 _rollback(db)
                 raise
@@ -416,6 +424,7 @@ class Store(Reads):
             raise refusal from e
         if counted:
             self.commits += 1
+            self._committed.set()
             self._check_file()
             self.health.succeeded()
         for fn_after in tx.after_commit:

@@ -24,11 +24,12 @@ class RunWatch:
         self.core = core
         self.liveness_s = liveness_s
 
-    async def sweep(self) -> int:
-        """Record each live run whose process is gone as exited; returns how many were."""
+    async def sweep(self) -> int | None:
+        """Record each live run whose process is gone as exited; returns how many were (None:
+        there was no live run)."""
         n = 0
         if not await self.core.store.any_live_run():
-            return 0  # no run: nothing more to read (no trip to the reader's thread)
+            return None  # no run: nothing more to read (no trip to the reader's thread)
         for run in await self.core.store.live_runs():
             if not await asyncio.to_thread(process_alive, run.pid, run.pid_started_at):
                 await self.core.runs.exited(run)
@@ -36,13 +37,26 @@ class RunWatch:
         return n
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Sweep every ``liveness_s`` seconds until ``stop``."""
+        """Sweep every ``liveness_s`` seconds until ``stop``; with no live run, sleep until one
+        is recorded (``core.runs.run_recorded``: no wake-up of an idle daemon)."""
+        recorded = self.core.runs.run_recorded
         while not stop.is_set():
+            recorded.clear()  # (before the look: a run recorded during it wakes the wait below)
+            found: int | None = 0
             try:
-                await self.sweep()
+                found = await self.sweep()
             except StorageUnavailable:
                 pass  # (the store logs the outage) swept again next time
             except Exception:
                 log.exception("run sweep failed")
+            if found is None:
+                stopping = asyncio.ensure_future(stop.wait())
+                started = asyncio.ensure_future(recorded.wait())
+                try:
+                    await asyncio.wait((stopping, started), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    stopping.cancel()
+                    started.cancel()
+                continue
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.liveness_s)
