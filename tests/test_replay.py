@@ -9,17 +9,20 @@ scenario trickles its payload for about 3 s by design).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
 import pytest
 
+from hookd.client import Client
 from hookd.daemonproc import DaemonProcess
 from hookd.spawn import spawn
 
@@ -101,11 +104,10 @@ def test_replay_update_rewrites_same_golden(tmp_path: Path) -> None:
     assert golden.read_bytes() == original
 
 
-def test_permission_request_first_interaction_gets_tool_use_id(tmp_path: Path) -> None:
-    """b02c: the interaction opened by a PermissionRequest (no tool_use_id) is the one the
-    PostToolUse resolves, and it takes the PostToolUse's tool_use_id (the golden file only
-    shows events, not the stored interaction)."""
-    scenario = CC_FIXTURES / "synthetic" / "b02c-permission-request-first"
+@contextlib.contextmanager
+def replayed(scenario: Path, tmp_path: Path) -> Iterator[Client]:
+    """A real daemon that took each of ``scenario``'s recorded hooks through builder b1's
+    generated hook command (each printing nothing), and a client of it."""
     worktree = tmp_path / "worktree"
     worktree.mkdir()
     daemon = DaemonProcess(tmp_path / "home")
@@ -116,9 +118,17 @@ def test_permission_request_first_interaction_gets_tool_use_id(tmp_path: Path) -
             assert (r.returncode, r.stdout) == (0, b""), f.name
         client = daemon.client()
         try:
-            interactions = client.get("/v1/questions", state="all")
+            yield client
         finally:
             client.close()
+
+
+def test_permission_request_first_interaction_gets_tool_use_id(tmp_path: Path) -> None:
+    """b02c: the interaction opened by a PermissionRequest (no tool_use_id) is the one the
+    PostToolUse resolves, and it takes the PostToolUse's tool_use_id (the golden file only
+    shows events, not the stored interaction)."""
+    with replayed(CC_FIXTURES / "synthetic" / "b02c-permission-request-first", tmp_path) as client:
+        interactions = client.get("/v1/questions", state="all")
     assert len(interactions) == 1, msgspec.json.encode(interactions).decode()
     (i,) = interactions
     assert i["state"] == "answered"
@@ -131,21 +141,9 @@ def test_b29_a_moved_cwd_is_the_sessions_metadata_not_a_new_identity(tmp_path: P
     The golden file shows one ``session_started``; here, what the daemon keeps: one session,
     named by its session_id, its transcript still the start cwd's, and the current cwd shown
     as the session's metadata (``GET /v1/status``), on the lane of the same session."""
-    scenario = CC_FIXTURES / "synthetic" / "b29-cwd-moves"
-    worktree = tmp_path / "worktree"
-    worktree.mkdir()
-    daemon = DaemonProcess(tmp_path / "home")
-    command = spawn(daemon.home, "b1", settings_file=tmp_path / "settings.json")["command"]
-    with daemon:
-        for f in sorted((scenario / "hooks").glob("*.json")):
-            r = subprocess.run(["sh", "-c", command], input=f.read_bytes(), cwd=worktree, capture_output=True, timeout=30)
-            assert (r.returncode, r.stdout) == (0, b""), f.name
-        client = daemon.client()
-        try:
-            [b1] = [b for b in client.get("/v1/status")["builders"] if b["builder"] == "b1"]
-            [lane] = [x for x in client.get("/v1/lanes") if x["builder"] == "b1"]
-        finally:
-            client.close()
+    with replayed(CC_FIXTURES / "synthetic" / "b29-cwd-moves", tmp_path) as client:
+        [b1] = [b for b in client.get("/v1/status")["builders"] if b["builder"] == "b1"]
+        [lane] = [x for x in client.get("/v1/lanes") if x["builder"] == "b1"]
     [session] = b1["sessions"]
     assert session["session_id"] == "s-0016"
     assert session["cwd"] == "/home/dev/proj/.claude/worktrees/feat-x"  # the current cwd, as metadata
