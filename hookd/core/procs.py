@@ -91,12 +91,20 @@ def stop_process(pid: int, started_at: float | None, timeout: float) -> str | No
         return None
     try:
         os.kill(pid, signal.SIGTERM)
-        psutil.Process(pid).wait(timeout)
+    except ProcessLookupError:
         return "SIGTERM"
-    except (ProcessLookupError, psutil.NoSuchProcess):
+    # gone once it exited, reaped or not: a process whose parent (a tmux server, the headless
+    # wrapper) has not yet collected it is a zombie, and waiting for its pid to vanish
+    # (psutil's wait of a process not ours) would wait the whole timeout, then kill a dead agent
+    deadline, pause = time.monotonic() + timeout, 0.005
+    while process_alive(pid, started_at):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, 0.1)
+    else:
         return "SIGTERM"
-    except psutil.TimeoutExpired:
-        pass
     try:
         group = os.getpgid(pid)
         if group != os.getpgid(0):
