@@ -96,6 +96,26 @@ def test_a_message_to_a_builder_with_no_running_session_says_what_it_waits_for(b
     assert b1.send("after it ended", key=None)["note"]  # (each new message says it)
 
 
+def test_a_message_for_an_ended_session_is_not_counted_against_the_next_one(b1):
+    """A message scoped to a session (a late answer is kept so, or `hookd send --session`) waits
+    for that session; once it ended and another began, the new session's lane does not count it
+    (it cannot receive it: it would stall, "idle with 1 queued message(s) it cannot receive").
+    The message stays queued for the old session's resume."""
+    old, new = "aaaaaaaa-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002"
+    for name in ("001-SessionStart.json", PROMPT, STOP):
+        b1.hook(payload(name, session_id=old))
+    kept = b1.send("for the old session only", session_id=old)["message"]["id"]  # (idle: not delivered)
+    b1.hook(payload("014-SessionEnd.json", session_id=old))
+    wait_until(lambda: _lane(b1)["state"] == "ended" and _lane(b1)["queued"] == 1, WAIT_S,
+               what=lambda: f"the ended lane with its session's message: {_lane(b1)}")
+    for name in ("001-SessionStart.json", PROMPT, STOP):
+        b1.hook(payload(name, session_id=new))
+    lane = wait_until(lambda: (x := _lane(b1))["session_id"] == new and x["state"] == "idle" and x, WAIT_S,
+                      what="the new session's lane idle")
+    assert (lane["queued"], lane["detail"]) == (0, "its turn ended")
+    assert b1.inbox()[kept]["state"] == "queued"  # (kept for the old session's resume)
+
+
 def test_send_is_idempotent_by_key(b1):
     a = b1.send("ship it", key="k1")
     again = b1.send("ship it", key="k1")

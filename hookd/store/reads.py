@@ -22,7 +22,8 @@ LANES_NOW = 20
 _LANE_NAMES = "SELECT value FROM json_each(?)"
 #: The lane inputs' three statements, each given the builders' names as one JSON array:
 #: the current session and its newest main-agent hook (in the array's order); the pending
-#: interactions; the queued inbox messages (:func:`_lane_dicts`).
+#: interactions; the queued inbox messages, by session (:func:`_lane_dicts` leaves out those
+#: for an ended session other than the lane's: they wait for that session's resume).
 _LANE_SQL = (
     "WITH b(k, id) AS (SELECT key, value FROM json_each(?)),"
     " cur AS (SELECT b.k, b.id AS builder, COALESCE("
@@ -40,8 +41,9 @@ _LANE_SQL = (
     " ORDER BY cur.k",
     "SELECT builder, id, kind, created_at, session_id, COALESCE(created_mono, created_at) FROM interactions"
     f" WHERE state='pending' AND builder IN ({_LANE_NAMES}) ORDER BY created_at",
-    "SELECT builder, COUNT(*), MIN(created_at), MIN(COALESCE(created_mono, created_at)) FROM inbox_messages"
-    f" WHERE state='queued' AND builder IN ({_LANE_NAMES}) GROUP BY builder",
+    "SELECT m.builder, m.session_id, s.ended_at IS NOT NULL, COUNT(*), MIN(m.created_at),"
+    " MIN(COALESCE(m.created_mono, m.created_at)) FROM inbox_messages m LEFT JOIN sessions s ON s.id=m.session_id"
+    f" WHERE m.state='queued' AND m.builder IN ({_LANE_NAMES}) GROUP BY m.builder, m.session_id",
 )
 _SESSION_KEYS = ("session_id", "started_at", "ended_at", "end_reason", "agent_pid", "agent_started_at",
                  "interrupted_at", "hooks_unarmed_at", "cwd", "harness", "turn_started_at", "turn_ended_at",
@@ -53,8 +55,15 @@ def _lane_dicts(rows: list[tuple], pending_rows: list[tuple], queued_rows: list[
     pending: dict[str, list[dict[str, Any]]] = {}
     for b, i, k, c, s_, m in pending_rows:
         pending.setdefault(b, []).append({"id": i, "kind": k, "created_at": c, "session_id": s_, "created_mono": m})
-    queued = {b: (n, oldest, oldest_mono) for b, n, oldest, oldest_mono in queued_rows}
     n = 1 + len(_SESSION_KEYS)  # the first column after the session's: the last hook's name
+    current = {r[0]: r[1] for r in rows}
+    queued: dict[str, tuple[int, Any, Any]] = {}
+    for b, sid, ended, count, oldest, oldest_mono in queued_rows:
+        if sid is not None and ended and sid != current.get(b):
+            continue  # waits for an ended session to be resumed, not for this lane's agent
+        was = queued.get(b)
+        queued[b] = (count, oldest, oldest_mono) if was is None else (
+            was[0] + count, min(was[1], oldest), min(was[2], oldest_mono))
     out = []
     for r in rows:
         b = r[0]
