@@ -108,7 +108,8 @@ def test_derive_an_ended_session_keeps_the_failure_that_stopped_it() -> None:
          "pending": (), "queued": 0, "oldest_queued_at": None, "oldest_queued_mono": None}
     lane = derive(d, 20.0)
     assert (lane.state, lane.since, lane.failure, lane.agent_pid) == ("stalled", 10.0, "rate_limit", None)
-    assert lane.detail == "stopped by an API error (rate_limit): wait; then its session ended (other)"
+    assert lane.detail == ("stopped by an API error (rate_limit): wait; then its session ended (other): resume it to"
+                           " prompt it again (hookd continue b1)")
     d["session"] = dict(session, failure=json.dumps({"error": "billing_error", "transient": False, "advice": "pay"}))
     assert derive(d, 20.0).state == "failed"
     d["session"] = dict(session, failed_at=None, failure=None)
@@ -163,7 +164,22 @@ def test_the_recorded_print_run_stopped_by_a_rate_limit_says_so_after_it_exits(a
     lane = agent.wait_lane("stalled")
     assert lane["failure"] == "rate_limit" and lane["agent_pid"] is None
     assert lane["detail"] == ("stopped by an API error (rate_limit): rate limited: wait, then prompt it again;"
-                              " then its session ended (other)")
+                              " then its session ended (other): resume it to prompt it again (hookd continue b1)")
+
+
+def test_a_message_to_the_agent_a_failure_stopped_says_what_it_waits_for(agent: Agent) -> None:
+    for name in ("001-SessionStart.json", "002-UserPromptSubmit.json", "004-StopFailure.json"):
+        agent.hook(hook(FAILED, name))
+    agent.recorded("stalled")
+    body = {"text": "try again later", "author": "ana"}
+    r = agent.app.request("POST", "/v1/builders/b1/messages", json=body).json()
+    assert "note" not in r  # (its session lives: the next prompt takes it)
+    agent.hook(hook(FAILED, "005-SessionEnd.json"))
+    wait_until(lambda: any(e["kind"] == "session_ended" for e in agent.app.events()), 60, what="session_ended")
+    r = agent.app.request("POST", "/v1/builders/b1/messages", json=body).json()
+    assert r["note"] == ("no session of b1's agent is running (ended after an API error, rate_limit): the message is"
+                         " delivered at the first turn boundary of its next session (hookd continue b1 resumes the"
+                         " last one)")
 
 
 def test_a_session_that_went_on_after_a_failure_ends_plainly(agent: Agent) -> None:

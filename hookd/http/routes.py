@@ -248,9 +248,18 @@ class RestApi:
         if self.core.lanes is None:
             return None
         lanes = await self.core.lanes.compute([builder])
-        if not lanes or lanes[0].state not in ("ended", "dead"):
+        if not lanes:
             return None
-        return (f"no session of {builder}'s agent is running ({lanes[0].state}): the message is delivered at the"
+        lane, how = lanes[0], lanes[0].state
+        if how not in ("ended", "dead"):
+            if lane.failure is None:
+                return None
+            # stopped by an API error: its lane says so, also once its session ended (claude -p)
+            last = await self.core.store.last_session(builder)
+            if last is None or last["session_id"] != lane.session_id or last["ended_at"] is None:
+                return None
+            how = f"ended after an API error, {lane.failure}"
+        return (f"no session of {builder}'s agent is running ({how}): the message is delivered at the"
                 f" first turn boundary of its next session (hookd continue {builder} resumes the last one)")
 
     async def _unspawned_refusal(self, builder: str, gone: float) -> str:

@@ -170,7 +170,8 @@ def _derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | 
             # its last turn failed, then the agent exited (claude -p does at once): why it
             # stopped is the failure (a failure a later turn went past is gone at the session's
             # end: hookd.store.sessions.SUPERSEDED_FAILURE); no live agent to watch
-            return _failed(stopped, s["failed_at"], f"; then its session ended{reason}", dict(base, agent_pid=None))
+            return _failed(stopped, s["failed_at"], f"; then its session ended{reason}: resume it to prompt it again"
+                           f" (hookd continue {b})", dict(base, agent_pid=None))
         return Lane(state="ended", since=s["ended_at"], detail=f"session ended{reason}", **base)
     if alive(s["agent_pid"], s["agent_started_at"]) is False:
         why = "the agent process is gone without a SessionEnd"
