@@ -57,6 +57,8 @@ def _resolved(d: dict[str, Any]) -> str:
         got = _clip(d["message"], 60) if outcome == "denied" and _given(d.get("message")) else ""
     if d.get("kind") == "elicitation" and isinstance(d.get("answers"), dict):
         got = _clip(f"{d.get('decision')}" + "".join(f"; {k} = {v}" for k, v in d["answers"].items()), 80)
+    if outcome == "dismissed" and _given(d.get("reason")):  # why, as the human who dismissed it said
+        got = _clip(d["reason"], 80)
     return (f"{d.get('id')} {outcome}{_who(d)}" + (f": {got}" if got else "")
             + (f" (inferred from {d['inferred_from']})" if _given(d.get("inferred_from")) else ""))
 
