@@ -264,8 +264,8 @@ def folder_trust_check(b: str, worktree: str, environ: Mapping[str, str], hooks_
         if isinstance(entry, dict) and entry.get("hasTrustDialogAccepted") is True:
             return _check(b, "folder_trust", "ok", f"Claude Code trusts {p}" + ("" if p == folder else f" (above {folder})"))
     if hooks_arrived:
-        return _check(b, "folder_trust", "ok", f"{b}'s hooks arrived (headless: claude -p shows no trust dialog); "
-                      f"an interactive claude in {folder} would ask first")
+        return _check(b, "folder_trust", "ok", f"{b}'s hooks arrived, so no trust dialog stopped them (claude -p shows "
+                      f"none; {config} records no trust of {folder}: an interactive claude with this HOME would ask)")
     return _check(b, "folder_trust", "warn",
                   f"Claude Code has not been trusted in {folder}: its first start there asks (a trust dialog) and "
                   "runs no hook until someone accepts", f"hookd attach {b} after hookd run and accept it, or start "
@@ -289,10 +289,14 @@ def _transcripts(b: str, s: dict[str, Any] | None) -> dict[str, Any]:
     if not path:
         return _check(b, "transcripts", "skip", "no session with a transcript yet")
     folder = os.path.dirname(path)
+    if not os.path.exists(folder):
+        # no access to give: the agent wrote it where this machine has no such folder
+        return _check(b, "transcripts", "warn", f"{folder} does not exist here: hookd cannot read the transcript "
+                      "(no adoption proven from it, no fallback)", "run the agent on this machine as this user, with "
+                      "its own HOME (a session of another machine, container or HOME, or a replayed one, has none here)")
     if not os.access(folder, os.R_OK | os.X_OK):
-        why = "cannot be read" if os.path.exists(folder) else "is missing"
-        return _check(b, "transcripts", "fail", f"{folder} {why}: hookd cannot read the transcript (no adoption "
-                      "proven, no fallback)", f"give this user read access to {folder}")
+        return _check(b, "transcripts", "fail", f"{folder} cannot be read: hookd cannot read the transcript (no "
+                      "adoption proven, no fallback)", f"give this user read access to {folder}")
     if os.path.exists(path) and not os.access(path, os.R_OK):
         return _check(b, "transcripts", "fail", f"{path} cannot be read", f"give this user read access to {path}")
     return _check(b, "transcripts", "ok", f"{folder} readable")
