@@ -220,6 +220,9 @@ def _no_session(builder: str, prev: Mapping[str, Any] | None) -> str:
     """Why ``builder`` has no session to continue, and what to do (``prev``: its last run)."""
     if prev is None or prev.get("hooks") != 0:
         return f"start it with hookd run {builder}"
+    if prev.get("stop_reason") == "stopped":  # (hookd stop ended it: nothing to fix)
+        return (f"its last run was stopped (hookd stop) before its first hook, so it began no session; start it again "
+                f"with hookd run {builder}")
     return (f"its last run {ended_text(prev)} before its first hook ({where_it_said(builder, prev)}); "
             f"fix what stopped it, then start it again with hookd run {builder}")
 

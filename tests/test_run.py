@@ -416,6 +416,39 @@ def test_a_run_whose_process_is_gone_is_recorded_exited(quick: InProc, agent: An
     assert (run["builder"], run["alive"], run["stop_reason"], run["log_path"]) == ("b3", False, "exited", "/l/b3.log")
 
 
+def test_two_looks_at_a_gone_run_record_its_exit_once(quick: InProc, agent: Any, monkeypatch: Any) -> None:
+    """The run watch and a `GET /v1/runs` can both find a run's process gone at once: its exit
+    status is read once (the headless wrapper's file is removed when read, so a second read got
+    None and could be the one recorded) and one ``builder_stopped`` is recorded."""
+    import asyncio
+
+    from hookd.core import runs as core_runs
+
+    reads: list[int] = []
+
+    def exit_status(run: Any, exits: Any) -> int:
+        reads.append(run.id)
+        return 3
+
+    monkeypatch.setattr(core_runs, "exit_status", exit_status)
+    a = agent()
+    assert _started(quick, "b4", a.pid, mode="headless", tmux_socket=None, tmux_session=None,
+                    log_path="/l/b4.log").status_code == 201
+    runs = quick.core.runs
+    [run] = quick.call(runs.store.live_runs())
+    a.kill()
+    a.wait()
+
+    async def both() -> list[Any]:
+        return list(await asyncio.gather(runs.exited(run), runs.exited(run)))
+
+    first, second = quick.call(both())
+    assert first is not None and first == second and first.exit_status == 3
+    wait_until(lambda: _kinds(quick, "builder_stopped"), 10, what="builder_stopped")
+    assert len(_kinds(quick, "builder_stopped")) == 1
+    assert reads.count(run.id) == 1
+
+
 @pytest.mark.inproc
 @pytest.mark.parametrize("path, body, status", [
     ("started", {"harness": "claude-code", "mode": "interactive", "pid": 0, "argv": []}, 400),
@@ -445,6 +478,18 @@ def test_stop_process_terms_then_kills() -> None:
     assert runner.stop_process(deaf.pid, psutil.Process(deaf.pid).create_time(), 0.2) == "SIGKILL"
     assert deaf.wait() == -signal.SIGKILL
     assert runner.stop_process(deaf.pid, None, 1) is None  # (gone already)
+
+
+def test_continue_after_a_run_stopped_before_its_first_hook_blames_nothing() -> None:
+    """`hookd stop` of an agent still at a dialog (its trust dialog, say): no session began, so
+    there is none to continue, and nothing to fix (a fresh user's trial: "exited 143 ... fix what
+    stopped it", after stopping it)."""
+    from hookd.launching import _no_session
+
+    stopped = {"hooks": 0, "stop_reason": "stopped", "exit_status": 143, "mode": "interactive"}
+    assert _no_session("ut", stopped) == ("its last run was stopped (hookd stop) before its first hook, so it began no"
+                                          " session; start it again with hookd run ut")
+    assert _no_session("ut", None) == "start it with hookd run ut"
 
 
 def test_stop_process_takes_an_exited_unreaped_agent_for_stopped() -> None:

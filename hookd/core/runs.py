@@ -43,6 +43,10 @@ class Runs:
         self.exits = exits
         #: the runs `hookd stop` is stopping now (their ids)
         self.stopping: set[int] = set()
+        #: a run's exit being recorded now (by id): a second look that finds it gone meanwhile
+        #: (the run watch, `hookd ls`) waits for that record instead of reading the exit status
+        #: again (the headless wrapper's file is removed once read: a second reader got None)
+        self._ending: dict[int, asyncio.Future[Run | None]] = {}
         #: set once a run is recorded (:meth:`started`): the run watch, with no live run to
         #: look at, waits for it (:class:`hookd.watchers.runs.RunWatch`)
         self.run_recorded = asyncio.Event()
@@ -143,10 +147,16 @@ class Runs:
         stopping it: that records it)."""
         if run.id in self.stopping:
             return None
-        return await self._end(run.builder, run.id, "exited", None, None)
+        ending = self._ending.get(run.id)
+        if ending is None:
+            ending = self._ending[run.id] = asyncio.ensure_future(self._end(run.builder, run.id, "exited", None, None))
+            ending.add_done_callback(lambda _: self._ending.pop(run.id, None))
+        return await asyncio.shield(ending)
 
     async def _end(self, builder: str, run_id: int, reason: str, signal: str | None, actor: str | None) -> Run | None:
         known = await self.store.run(run_id)
+        if known is not None and known.stopped_at is not None:
+            return known  # (recorded already: its exit status was read then)
         status = None if known is None else await asyncio.to_thread(exit_status, known, self.exits)
 
         def tx_fn(tx: Tx) -> Run | None:
