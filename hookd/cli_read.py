@@ -103,13 +103,21 @@ def _stream_ended(ctx: click.Context, last_seq: int) -> None:
 @click.command()
 @click.option("--after", type=int, default=0, show_default=True, help="Only events with seq > AFTER.")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new events as they are committed.")
+@click.option("--builder", "-b", "only", multiple=True, metavar="B", shell_complete=builders,
+              help="Only events of builder B (repeat for several).")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines: seq, kind, builder, session_id, at, data.")
 @click.pass_context
-def events(ctx: click.Context, after: int, follow: bool, as_json: bool) -> None:
+def events(ctx: click.Context, after: int, follow: bool, only: tuple[str, ...], as_json: bool) -> None:
     """hookd's event log, oldest first: one line per event with the key fields of its kind."""
     client = _client(ctx)
+    wanted = set(only)
+    shown = 0
 
     def show(e: dict[str, Any]) -> None:
+        nonlocal shown
+        if wanted and e.get("builder") not in wanted:
+            return
+        shown += 1
         if as_json:
             _echo_json(e)
         else:
@@ -121,17 +129,17 @@ def events(ctx: click.Context, after: int, follow: bool, as_json: bool) -> None:
             show(e)
             last = e["seq"]
         _stream_ended(ctx, last)
-    shown, first = 0, after
+    first = after
     while True:
         batch = list(client.lines("/v1/events", after=after, limit=1000))
         for e in batch:
             show(e)
-        shown += len(batch)
         if len(batch) < 1000:
             break
         after = batch[-1]["seq"]
     if not shown and not as_json:  # (as `hookd questions` says "no questions")
-        _out("no events" if first == 0 else f"no events after seq {first}")
+        of = f" of {', '.join(only)}" if only else ""
+        _out(f"no events{of}" if first == 0 else f"no events{of} after seq {first}")
 
 
 

@@ -122,6 +122,27 @@ def test_events_on_an_empty_log_says_so(tmp_path: Path) -> None:
         assert hookd_cli(home, "events", "--json").stdout == ""
 
 
+def test_events_of_one_builder(tmp_path: Path) -> None:
+    """`hookd events --builder B` (repeatable): only B's events, in the same words; none: a line
+    saying so, naming the builder."""
+    home = tmp_path / "home"
+    with DaemonProcess(home):
+        for b in ("b1", "b2"):
+            assert hookd_cli(home, "spawn", b, "--settings-file", str(tmp_path / f"{b}.json"), "--no-mcp").returncode == 0
+            assert hookd_cli(home, "send", b, f"hello {b}").returncode == 0
+        # (the lanes' watcher may commit events between two reads: each read is compared with
+        # the whole log read after it, up to its own last event)
+        def log() -> list[dict]:
+            return [json.loads(line) for line in hookd_cli(home, "events", "--json").stdout.splitlines()]
+
+        one = [json.loads(line) for line in hookd_cli(home, "events", "--json", "--builder", "b2").stdout.splitlines()]
+        assert one and one == [e for e in log() if e["builder"] == "b2" and e["seq"] <= one[-1]["seq"]]
+        both = [json.loads(line) for line in hookd_cli(home, "events", "--json", "-b", "b1", "-b", "b2").stdout.splitlines()]
+        assert {e["builder"] for e in both} == {"b1", "b2"}
+        assert both == [e for e in log() if e["builder"] in ("b1", "b2") and e["seq"] <= both[-1]["seq"]]
+        assert hookd_cli(home, "events", "--builder", "nobody").stdout == "no events of nobody\n"
+
+
 # --- hookd replay on what is not a scenario -------------------------------------------------
 
 
