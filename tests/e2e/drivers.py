@@ -461,9 +461,17 @@ def seed_claude_json(home: str | os.PathLike, cwd: str | os.PathLike,
 
     Sets hasCompletedOnboarding, a theme, bypassPermissionsModeAccepted, the
     API key approval (last 20 chars of ``api_key``) and trust of ``cwd``
-    (both as given and resolved). ``extra`` is merged at top level.
+    (both as given and resolved). ``extra`` is merged at top level. The other
+    folders an earlier call trusted in the same file stay trusted (their
+    ``projects`` entries are kept); the rest of the file is written anew.
     """
-    projects = {}
+    path = Path(home) / ".claude.json"
+    try:
+        before = json.loads(path.read_text())
+    except (OSError, ValueError):
+        before = {}
+    kept = before.get("projects") if isinstance(before, dict) else None
+    projects: dict[str, Any] = dict(kept) if isinstance(kept, dict) else {}
     for p in {str(cwd), str(Path(cwd).resolve())}:
         projects[p] = {"hasTrustDialogAccepted": True, "hasCompletedProjectOnboarding": True,
                        "allowedTools": []}
@@ -477,7 +485,6 @@ def seed_claude_json(home: str | os.PathLike, cwd: str | os.PathLike,
     }
     if extra:
         data.update(extra)
-    path = Path(home) / ".claude.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2))
     return path
