@@ -54,7 +54,8 @@ def questions(ctx: click.Context, state: str, as_json: bool) -> None:
 def lanes(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     """Every builder's lane: working, waiting_question, waiting_permission, idle, stalled,
     failed (an API error stopped the agent), ended or dead; those waiting on a human first;
-    under the table, a line for each builder whose agent (hookd run) ended before its first hook. A builder unspawned (`hookd unspawn`) is
+    under the table, a line for each builder whose agent (hookd run) ended before its first hook,
+    or runs and has begun no session yet (a dialog at its desk, say). A builder unspawned (`hookd unspawn`) is
     shown, as unspawned, only with --all. Under a lane, one row per running subagent of its
     agent (↳ its kind): working or waiting on a human, and its agent id. With `hookd --hub URL`:
     every host's lanes, with a host column."""
@@ -83,7 +84,7 @@ def lanes(ctx: click.Context, show_all: bool, as_json: bool) -> None:
             _out(f"{lane['builder']}: to restore its hooks: {lane['hooks_changed'].get('fix')}")
     runs = {r["builder"]: r for r in _client(ctx).get("/v1/runs")} if rows else {}
     for lane in items:  # an agent that ended before its first hook: its lane cannot say why
-        if note := run_note(lane["builder"], runs.get(lane["builder"])):
+        if note := run_note(lane["builder"], runs.get(lane["builder"]), lane):
             _out(note)
 
 

@@ -201,7 +201,7 @@ def ls(ctx: click.Context, as_json: bool) -> None:
              ", ".join(i["pending"]) or "-", i["worktree"] or "-"] for i in items]
     _out(_table(rows, ["builder", "harness", "agent", "pid", "lane", "waiting on you", "worktree"], numparse=False))
     for i in items:
-        if note := run_note(i["builder"], i["run"]):
+        if note := run_note(i["builder"], i["run"], lanes.get(i["builder"])):
             _out(note)
 
 

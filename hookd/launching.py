@@ -264,10 +264,20 @@ def where_it_said(builder: str, r: Mapping[str, Any]) -> str:
     return f"see hookd attach {builder}" + (f" ({_clip(tail)})" if tail else "")
 
 
-def run_note(builder: str, r: Mapping[str, Any] | None) -> str | None:
+def run_note(builder: str, r: Mapping[str, Any] | None, lane: Mapping[str, Any] | None = None) -> str | None:
     """A line for a builder whose newest run ended before its first hook (its error would be
-    lost otherwise), for `hookd ls` and `hookd lanes`; None for any other run."""
-    if r is None or r.get("stopped_at") is None or r.get("hooks") != 0 or r.get("stop_reason") == "stopped":
+    lost otherwise), or, given its ``lane``, whose running agent has begun no session yet (an
+    interactive one may wait on a dialog at its desk: Claude Code's folder trust, say), for
+    `hookd ls` and `hookd lanes`; None for any other run."""
+    if r is None:
+        return None
+    if r.get("stopped_at") is None:
+        if not r.get("alive") or lane is None or lane.get("session_id") is not None:
+            return None
+        where = (f"see {r.get('log_path')}" if r.get("mode") == "headless"
+                 else f"it may wait on a dialog at its desk: hookd attach {builder}")
+        return f"{builder}: its agent (pid {r.get('pid')}) has sent no hook yet; {where}"
+    if r.get("hooks") != 0 or r.get("stop_reason") == "stopped":
         return None
     return f"{builder}: its agent {ended_text(r)} before its first hook: {where_it_said(builder, r)}"
 

@@ -492,6 +492,22 @@ def test_continue_after_a_run_stopped_before_its_first_hook_blames_nothing() -> 
     assert _no_session("ut", None) == "start it with hookd run ut"
 
 
+def test_a_running_agent_that_began_no_session_gets_a_note() -> None:
+    """`hookd lanes` and `hookd ls` say, under the table, that an agent hookd started has sent no
+    hook yet (its lane alone reads "idle, no session yet": a fresh user's agent sat at Claude
+    Code's trust dialog); none once a session began, for a run that ended, or with no lane."""
+    from hookd.launching import run_note
+
+    tui = {"pid": 42, "mode": "interactive", "alive": True, "stopped_at": None, "hooks": None}
+    idle = {"state": "idle", "session_id": None, "detail": "no session yet"}
+    assert run_note("ut", tui, idle) == "ut: its agent (pid 42) has sent no hook yet; it may wait on a dialog at its desk: hookd attach ut"
+    headless = dict(tui, mode="headless", log_path="/l/ut.log")
+    assert run_note("ut", headless, idle) == "ut: its agent (pid 42) has sent no hook yet; see /l/ut.log"
+    assert run_note("ut", tui, dict(idle, session_id="s-1")) is None
+    assert run_note("ut", tui) is None
+    assert run_note("ut", dict(tui, alive=False), idle) is None  # (the run watch records its exit: its note then)
+
+
 def test_stop_process_takes_an_exited_unreaped_agent_for_stopped() -> None:
     """An agent that exits on SIGTERM while its parent (a tmux server, say) has not yet reaped
     it is a zombie: stopped, by SIGTERM; not waited for until the timeout, then killed (a
