@@ -113,6 +113,11 @@ def test_dismissing_a_held_permission_prompt_lets_its_hook_go_with_no_decision(r
     assert {k: ev["data"][k] for k in ("outcome", "surface", "actor", "reason")} == {
         "outcome": "dismissed", "surface": "cli", "actor": "ana", "reason": "stale: the agent was restarted"}
     assert rig.pending_ids() == []
+    # the desk's dialog waits for someone there: the lane says so, not "working" (a fresh user's trial)
+    lane = wait_until(lambda: (x := next(lane for lane in rig.app.get("/v1/lanes") if lane["builder"] == "b1"))
+                      ["state"] == "waiting_permission" and x, 60, what="the lane waiting at the desk")
+    assert (lane["detail"], lane["pending"]) == (
+        "its PermissionRequest dialog is open at the desk (dismissed from hookd's queue: answer it there)", [])
     assert "is already dismissed from the CLI by ana" in refused(rig.dismiss(p["id"]), 409)
     # a late deny with a message is kept for the agent; a bare allow means nothing to it
     late = refused(rig.answer(p["id"], options=["deny"], text="use the staging target"))

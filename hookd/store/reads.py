@@ -33,7 +33,9 @@ _LANE_SQL = (
     " SELECT cur.builder, s.id, s.started_at, s.ended_at, s.end_reason, s.agent_pid, s.agent_started_at,"
     " s.interrupted_at, s.hooks_unarmed_at, s.cwd, s.harness, s.turn_started_at, s.turn_ended_at, s.failed_at, s.failure,"
     " s.refused_at, s.refused, s.notified_at, s.notified,"
-    " lh.hook_event_name, lh.received_at, COALESCE(lh.received_mono, lh.received_at), lh.hook_kind"
+    " lh.hook_event_name, lh.received_at, COALESCE(lh.received_mono, lh.received_at), lh.hook_kind,"
+    " (SELECT i.state FROM interactions i WHERE i.session_id=s.id AND i.agent_id IS NULL"
+    "   AND i.kind IN ('permission', 'plan') ORDER BY i.created_at DESC LIMIT 1)"
     " FROM cur LEFT JOIN sessions s ON s.id=cur.sid"
     " LEFT JOIN hook_events lh ON lh.id=(SELECT h.id FROM hook_events h WHERE h.session_id=s.id"
     "   AND h.agent_id IS NULL AND h.hook_kind IS NOT 'notice'"
@@ -72,6 +74,8 @@ def _lane_dicts(rows: list[tuple], pending_rows: list[tuple], queued_rows: list[
             "builder": b, "session": dict(zip(_SESSION_KEYS, r[1:n])) if r[1] is not None else None,
             "last_hook": {"hook_event_name": r[n], "at": r[n + 1], "mono": r[n + 2], "kind": r[n + 3]}
             if r[n + 1] is not None else None,
+            # how the session's newest permission prompt or plan (its main agent's) stands
+            "last_prompt": r[n + 4],
             "pending": pending.get(b, ()), "queued": q[0], "oldest_queued_at": q[1], "oldest_queued_mono": q[2],
         })
     return out
