@@ -244,7 +244,8 @@ class RestApi:
 
     async def _no_session_note(self, builder: str) -> str | None:
         """What a message queued for ``builder`` waits for when no session of its agent runs
-        (its lane ``ended`` or ``dead``): a new session, which `hookd continue` starts; else None."""
+        (its lane ``ended`` or ``dead``, or stopped by an API error in a session that then ended):
+        a new session, which `hookd continue` starts; else None."""
         if self.core.lanes is None:
             return None
         lanes = await self.core.lanes.compute([builder])
