@@ -139,6 +139,10 @@ def stop(ctx: click.Context, builder: str, timeout: float, as_json: bool) -> Non
         _echo_json(r)
         return
     how = f"on {sig}" if sig else "already"
+    if r.get("hooks") == 0:  # (at a dialog before its first hook, say: it began no session)
+        _out(f"stopped {builder}: pid {r['pid']} ended {how} before its first hook, so it began no session; "
+             f"hookd run {builder} starts it again")
+        return
     _out(f"stopped {builder}: pid {r['pid']} ended {how}; lane ended (hookd continue {builder} resumes it)")
 
 
@@ -175,6 +179,8 @@ def _not_running(builder: str, r: dict[str, Any]) -> str:
     head = f"{builder} is not running: its agent {ended_text(r)} at {_when(r.get('stopped_at'))}"
     if r.get("hooks") == 0 and r.get("stop_reason") != "stopped":
         return f"{head} before its first hook ({where_it_said(builder, r)}); hookd run {builder} starts it again"
+    if r.get("hooks") == 0:  # stopped before it began a session: nothing to resume
+        return f"{head}, stopped before its first hook (it began no session); hookd run {builder} starts it again"
     return f"{head} (hookd continue {builder} resumes it)"
 
 

@@ -150,6 +150,30 @@ def _ended_run(home: Path, builder: str) -> dict[str, Any]:
 
 
 @pytest.mark.daemon
+def test_stopping_an_agent_that_sent_no_hook_says_it_began_no_session(
+        home: Path, daemon: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent stopped before its first hook (waiting at a dialog, say) began no session:
+    `hookd stop` says so and names `hookd run`, not `hookd continue` (which refuses); so does a
+    second stop (a fresh user's trial of the trust dialog)."""
+    exe = tmp_path / "bin" / "claude"
+    exe.parent.mkdir()
+    exe.write_text("#!/bin/sh\nexec sleep 300\n")  # (a dialog that nobody answers)
+    exe.chmod(0o755)
+    monkeypatch.setenv("HOOKD_CLAUDE_BIN", os.fspath(exe))
+    w = tmp_path / "w"
+    w.mkdir()
+    assert hookd_cli(home, "run", "b6", "--worktree", os.fspath(w), "--headless", "--prompt", "go").returncode == 0
+    [run] = [r for r in json.loads(hookd_cli(home, "ls", "--json").stdout) if r["builder"] == "b6"]
+    pid = run["run"]["pid"]
+    r = hookd_cli(home, "stop", "b6")
+    assert (r.returncode, r.stdout) == (0, f"stopped b6: pid {pid} ended on SIGTERM before its first hook, so it began "
+                                           "no session; hookd run b6 starts it again\n")
+    r = hookd_cli(home, "stop", "b6")
+    assert r.returncode == 1 and r.stderr.endswith(", stopped before its first hook (it began no session); hookd run b6 "
+                                                   "starts it again\n"), r.stderr
+
+
+@pytest.mark.daemon
 def test_a_headless_agent_that_exits_at_once_is_shown_exited_and_not_continued(
         home: Path, daemon: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Finding 2, headless: the exit status in builder_stopped, the run, `hookd ls` (with the
