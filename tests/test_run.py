@@ -538,9 +538,11 @@ def test_stop_process_takes_an_exited_unreaped_agent_for_stopped() -> None:
     fresh user's `hookd stop`s: 4 of 10 took 12 s and said SIGKILL of an agent long gone)."""
     import psutil
 
-    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, time; p = subprocess.Popen(['sh', '-c', "
-                               "'trap \"exit 0\" TERM; echo ready; sleep 300 & wait']); time.sleep(300)"],
-                              stdout=subprocess.PIPE, start_new_session=True)
+    # the parent blocks reading its stdin (never written) and never waits for its child
+    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; p = subprocess.Popen(['sh', '-c', "
+                               "'trap \"exit 0\" TERM; echo ready; sleep 300 & wait'], stdin=subprocess.DEVNULL);"
+                               " sys.stdin.read()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
     try:
         assert parent.stdout is not None and parent.stdout.readline() == b"ready\n"
         [agent] = psutil.Process(parent.pid).children()
@@ -548,7 +550,7 @@ def test_stop_process_takes_an_exited_unreaped_agent_for_stopped() -> None:
         assert agent.status() == psutil.STATUS_ZOMBIE  # (its parent never reaps it)
     finally:
         os.killpg(parent.pid, signal.SIGKILL)
-        parent.wait()
+        parent.communicate()
 
 
 # --- the git worktree, recorded in the manifest ------------------------------------------------

@@ -267,15 +267,21 @@ def test_sse_resumes_after_the_last_event_id(daemon: DaemonProcess, home: Path) 
         c.close()
 
 
+def _replay_into(home: Path, tmp_path: Path, scenario: Path, builder: str) -> subprocess.Popen[str]:
+    """``builder`` spawned with a 60 s hold, then ``hookd replay SCENARIO --into BUILDER`` started
+    (its stdout and stderr piped, as text)."""
+    assert hookd_run(home, "spawn", builder, "--settings-file", str(tmp_path / f"{builder}.json"), "--hold", "60",
+                     "--no-mcp").returncode == 0
+    return subprocess.Popen([sys.executable, "-m", "hookd", "--home", str(home), "replay", str(scenario), "--into",
+                             builder], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
 def test_replay_into_a_builder_waits_for_the_answer_and_the_tool_gets_it(daemon: DaemonProcess, home: Path,
                                                                           tmp_path: Path) -> None:
     """What docs/usage.md's walk-through does: the recorded question reaches the running daemon,
     the PermissionRequest waits for an answer from anywhere, and the recorded PostToolUse then
     carries that answer (adopted, not superseded by the recording's own "Blue")."""
-    assert hookd_run(home, "spawn", "demo", "--settings-file", str(tmp_path / "demo.json"), "--hold", "60",
-                     "--no-mcp").returncode == 0
-    proc = subprocess.Popen([sys.executable, "-m", "hookd", "--home", str(home), "replay", str(SCENARIO), "--into", "demo"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = _replay_into(home, tmp_path, SCENARIO, "demo")
     try:
         client = daemon.client()
         held = wait_until(lambda: client.get("/v1/status")["held"], 60, what="the PermissionRequest to be held")
@@ -306,10 +312,7 @@ def test_replay_into_says_which_hooks_are_held(daemon: DaemonProcess, home: Path
     """An Elicitation is held as a PermissionRequest is (the builder's adapter's hold events):
     the replay says so before it waits; with ``--hold 0`` nothing is held and nothing said."""
     elicit = FIXTURES / "print-mcp-elicitation-cancelled"
-    assert hookd_run(home, "spawn", "el", "--settings-file", str(tmp_path / "el.json"), "--hold", "60",
-                     "--no-mcp").returncode == 0
-    proc = subprocess.Popen([sys.executable, "-m", "hookd", "--home", str(home), "replay", str(elicit), "--into", "el"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = _replay_into(home, tmp_path, elicit, "el")
     try:
         client = daemon.client()
         [held] = wait_until(lambda: client.get("/v1/status")["held"], 60, what="the Elicitation to be held")
