@@ -110,8 +110,10 @@ def _stream_ended(ctx: click.Context, last_seq: int) -> None:
 @click.pass_context
 def events(ctx: click.Context, after: int, follow: bool, only: tuple[str, ...], as_json: bool) -> None:
     """hookd's event log, oldest first: one line per event with the key fields of its kind."""
+    from hookd.config import check_builder_id
+
     client = _client(ctx)
-    wanted = set(only)
+    wanted = {check_builder_id(b) for b in only}  # (a name no builder can have: exit 2, saying so)
     shown = 0
 
     def show(e: dict[str, Any]) -> None:

@@ -141,6 +141,8 @@ def test_events_of_one_builder(tmp_path: Path) -> None:
         assert {e["builder"] for e in both} == {"b1", "b2"}
         assert both == [e for e in log() if e["builder"] in ("b1", "b2") and e["seq"] <= both[-1]["seq"]]
         assert hookd_cli(home, "events", "--builder", "nobody").stdout == "no events of nobody\n"
+        bad = hookd_cli(home, "events", "--builder", "no/such")
+        assert bad.returncode == 2 and "invalid builder id 'no/such'" in bad.stderr, bad
 
 
 # --- hookd replay on what is not a scenario -------------------------------------------------

@@ -124,8 +124,9 @@ class Store(Reads):
         self._ident: tuple[int, int] | None = None  # (device, inode) of the database opened
         #: write transactions committed by this store (the checkpoint loop's clock)
         self.commits = 0
-        #: set by each commit: the checkpoint loop, with nothing to copy, sleeps until one
-        self._committed = asyncio.Event()
+        #: the checkpoint loop's wait for the next commit while it has nothing to copy (None:
+        #: it is not waiting; a commit then only checks this attribute)
+        self._next_commit: asyncio.Future[None] | None = None
         #: the writer connection's WAL restart, running in a thread (:meth:`_restart_wal`)
         self._restarting: asyncio.Future[None] | None = None
         #: builders that may have live inbox messages (filled by :meth:`open`)
@@ -179,6 +180,12 @@ class Store(Reads):
             self._w.close()
             self._w = None
 
+    def _committed(self) -> None:
+        """A commit counted: wakes the checkpoint loop if it sleeps until one."""
+        waiting = self._next_commit
+        if waiting is not None and not waiting.done():
+            waiting.set_result(None)
+
     async def _checkpoint_loop(self) -> None:
         """Every CHECKPOINT_INTERVAL_S with commits since the last time (none: asleep until the
         next commit, then one interval after it): copy the WAL into the
@@ -198,8 +205,11 @@ class Store(Reads):
                 if self.commits == seen:
                     # nothing new: the WAL has restarted and holds only the last record; an idle
                     # daemon is not woken again before the next commit (then a round after it)
-                    self._committed.clear()
-                    await self._committed.wait()
+                    self._next_commit = asyncio.get_running_loop().create_future()
+                    try:
+                        await self._next_commit
+                    finally:
+                        self._next_commit = None
                     continue
                 seen = self.commits
                 try:
@@ -347,7 +357,8 @@ class Store(Reads):
                     done.append((fut, None, (result, tx)))
                 db.execute("COMMIT")
                 self.commits += 1
-                self._committed.set()
+                if self._next_commit is not None:  # (the hot path reads one attribute)
+                    self._committed()
             except BaseException:
                 _rollback(db)
                 raise
@@ -424,7 +435,8 @@ class Store(Reads):
             raise refusal from e
         if counted:
             self.commits += 1
-            self._committed.set()
+            if self._next_commit is not None:
+                self._committed()
             self._check_file()
             self.health.succeeded()
         for fn_after in tx.after_commit:
