@@ -165,7 +165,7 @@ def _derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | 
     last_at = hook["at"] if hook else s["started_at"]
     if s["ended_at"] is not None and (hook is None or hook["kind"] == "session_end" or hook["at"] <= s["ended_at"]):
         reason = f" ({s['end_reason']})" if s["end_reason"] else ""
-        stopped = _failure(dict(d, last_hook=None)) if s.get("failed_at") is not None else None
+        stopped = _failure(d, any_hook_after=False)
         if stopped is not None:
             # its last turn failed, then the agent exited (claude -p does at once): why it
             # stopped is the failure (a failure a later turn went past is gone at the session's
@@ -238,11 +238,13 @@ def _failed(failure: dict[str, Any], at: float, after: str, base: dict[str, Any]
                 failure=error, **base)
 
 
-def _failure(d: dict[str, Any]) -> dict[str, Any] | None:
+def _failure(d: dict[str, Any], any_hook_after: bool = True) -> dict[str, Any] | None:
     """The API error that ended the session's last turn (``sessions.failure``), or None when
-    none did or a hook came after it (the human prompted again)."""
+    none did or (``any_hook_after``) a hook came after it (the human prompted again); an ended
+    session's is asked with ``any_hook_after`` False: its SessionEnd came after, and a failure a
+    later turn went past was cleared at its end."""
     s, hook = d["session"], d["last_hook"]
-    if s is None or s.get("failed_at") is None or (hook is not None and hook["at"] > s["failed_at"]):
+    if s is None or s.get("failed_at") is None or (any_hook_after and hook is not None and hook["at"] > s["failed_at"]):
         return None
     try:
         failure = msgspec.json.decode(s.get("failure") or "{}")
