@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """The daemon's own CPU per hook in a real Claude Code session (issue 21, "The hook's own cost").
 
-    python bench/daemon_cpu.py [--calls 200] [--profile cprofile|pyspy] [--json]
+    python bench/daemon_cpu.py [--calls 200] [--think-s 0] [--profile cprofile|pyspy] [--json]
 
 One run: a real daemon in a temp home (this checkout's `hookd serve`, with
 ``HOOKD_HOOK_TIMINGS=1``), one builder made by ``hookd spawn`` (its generated hooks, as a user
 gets them), and the real Claude Code 2.1.332 offline (``claude -p``, bypassPermissions) against
 the tests' scripted Messages API (``tests/e2e/fake_api.py``): ``--calls`` turns of one Bash
-``true`` call each, then a text answer. Claude Code runs hookd's hooks for every call
+``true`` call each, then a text answer, each answered at once or, with ``--think-s S``, after
+S seconds (a model's pace: hooks seconds apart, the daemon idle between them). Claude Code runs hookd's hooks for every call
 (PreToolUse, PostToolUse) and for the session (SessionStart, UserPromptSubmit, Stop,
 SessionEnd): 404 hooks for 200 calls.
 
@@ -157,8 +158,9 @@ def spawn_builder(daemon: DaemonProcess, worktree: Path) -> None:
                    check=True, capture_output=True)
 
 
-def session_run(tmp: Path, calls: int, idle_s: float, profile: str | None) -> dict[str, Any]:
-    """The real session against a real daemon; the daemon's CPU over it."""
+def session_run(tmp: Path, calls: int, idle_s: float, profile: str | None, think_s: float = 0.0) -> dict[str, Any]:
+    """The real session against a real daemon; the daemon's CPU over it. think_s: seconds the
+    fake model takes before each of its answers (0: at once)."""
     home, proj, cc_home = tmp / "hookd", tmp / "proj", tmp / "cc-home"
     proj.mkdir()
     env = {**os.environ, "HOOKD_HOOK_TIMINGS": "1"}
@@ -183,6 +185,8 @@ def session_run(tmp: Path, calls: int, idle_s: float, profile: str | None) -> di
             spyer = subprocess.Popen(["strace", "-c", "-f", "-p", str(proc.pid), "-o", os.fspath(tmp / "strace.txt")],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         with FakeAnthropicAPI(script(calls)) as api:
+            if think_s > 0:
+                api.main_gate = lambda _n: time.sleep(think_s)  # the model's time per turn (its server thread)
             c0, t0, th0, s0 = cpu_s(proc), time.monotonic(), thread_cpu(proc), sys_s(proc)
             res = run_print("Run the steps.", proj, hermetic_env(cc_home, api.url),
                             extra_args=("--permission-mode", "bypassPermissions"), timeout=600,
@@ -208,7 +212,7 @@ def session_run(tmp: Path, calls: int, idle_s: float, profile: str | None) -> di
         daemon.stop(timeout=60)
         daemon.kill()
     out: dict[str, Any] = {
-        "calls": calls, "hooks": hooks, "claude_wall_s": t_claude, "window_s": window,
+        "calls": calls, "think_s": think_s, "hooks": hooks, "claude_wall_s": t_claude, "window_s": window,
         "daemon_cpu_s": cpu, "daemon_system_s": system, "idle_ms_per_s": idle_rate * 1e3,
         "cpu_ms_per_hook": cpu / hooks * 1e3,
         "cpu_less_idle_ms_per_hook": (cpu - idle_rate * window) / hooks * 1e3,
@@ -358,6 +362,8 @@ def print_pyspy(path: Path, top: int) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--calls", type=int, default=200, help="Bash tool calls in the session")
+    ap.add_argument("--think-s", type=float, default=0.0,
+                    help="seconds the fake model takes before each answer (a model's pace; default 0: at once)")
     ap.add_argument("--idle-s", type=float, default=5.0, help="seconds of idle measured before the run")
     ap.add_argument("--profile", choices=("cprofile", "pyspy", "strace"), help="profile the measured daemon")
     ap.add_argument("--python-floor", action="store_true",
@@ -369,7 +375,7 @@ def main() -> int:
     load = os.getloadavg()
     tmp = Path(tempfile.mkdtemp(prefix="hookd-cpu-"))
     try:
-        run = session_run(tmp, args.calls, args.idle_s, args.profile)
+        run = session_run(tmp, args.calls, args.idle_s, args.profile, args.think_s)
         hooks = run.pop("raws")
         floor = hook_path_floor(tmp, hooks, paced=False)
         paced = hook_path_floor(tmp, hooks, paced=True)
@@ -381,7 +387,8 @@ def main() -> int:
         if args.json:
             print(json.dumps(result, indent=2))
         else:
-            print(f"claude -p, {args.calls} Bash calls: {result['hooks']} hooks, claude {result['claude_wall_s']:.1f} s, "
+            think = f", the model {args.think_s:g} s a turn" if args.think_s else ""
+            print(f"claude -p, {args.calls} Bash calls{think}: {result['hooks']} hooks, claude {result['claude_wall_s']:.1f} s, "
                   f"window {result['window_s']:.1f} s (load {load[0]:.2f} -> {result['load_after']:.2f})")
             print(f"daemon CPU: {result['daemon_cpu_s'] * 1e3:.0f} ms = {result['cpu_ms_per_hook']:.2f} ms per hook "
                   f"(system {result['daemon_system_s'] * 1e3:.0f} ms); "
