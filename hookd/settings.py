@@ -32,6 +32,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """``HOOKD_GROUP_COMMIT`` (``0`` turns it off): hooks arriving together share one commit."""
     busy_wait_s: float = 2.0
     """``HOOKD_BUSY_WAIT_S``: how long a write waits on a locked database before it fails."""
+    checkpoint_quiet_s: float = 30.0
+    """``HOOKD_CHECKPOINT_QUIET_S``: the WAL is copied into the database once no commit came for
+    this long (or every 128 commits); commits are synced each second whatever this is."""
     body_timeout_s: float = 30.0
     """``HOOKD_BODY_TIMEOUT_S``: a request body not complete by then is answered 408."""
     fastpath: bool = True
@@ -65,6 +68,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             quiet_idle_s=_number(env, "HOOKD_QUIET_IDLE_S", 30.0),
             group_commit=env.get("HOOKD_GROUP_COMMIT", "1") != "0",
             busy_wait_s=_number(env, "HOOKD_BUSY_WAIT_S", 2.0),
+            checkpoint_quiet_s=_number(env, "HOOKD_CHECKPOINT_QUIET_S", 30.0),
             body_timeout_s=_number(env, "HOOKD_BODY_TIMEOUT_S", 30.0),
             fastpath=env.get("HOOKD_FASTPATH", "1") != "0",
             hook_timings=env.get("HOOKD_HOOK_TIMINGS") == "1",

@@ -1,4 +1,4 @@
-"""WAL checkpoints stay off the hook path (hookd.store.Store._checkpoint).
+"""WAL syncs and checkpoints stay off the hook path (hookd.store.Store._checkpoint_loop).
 
 The first commit after a complete checkpoint restarts the WAL: a new header (checkpoint
 sequence number + 1, new salts) and an fsync, even at synchronous=NORMAL. Agents' hooks
@@ -36,6 +36,25 @@ def last_checkpoint(db: Path) -> float:
         return row[0] if row else 0.0
     finally:
         c.close()
+
+
+@pytest.fixture
+def daemon(home: Path):
+    """A running `hookd serve` whose store copies its WAL after 0.5 s without a commit."""
+    import os
+
+    d = DaemonProcess(home, env={**os.environ, "HOOKD_CHECKPOINT_QUIET_S": "0.5"}).start()
+    yield d
+    d.stop()
+    d.kill()
+
+
+def quick(db: Path, **kw: object) -> object:
+    """A Store on ``db`` that copies its WAL 0.05 s after its last commit."""
+    from hookd.settings import Settings
+    from hookd.store import Store
+
+    return Store(db, settings=Settings(checkpoint_quiet_s=0.05), **kw)
 
 
 def test_a_hook_after_a_quiet_spell_does_not_restart_the_wal(daemon: DaemonProcess, worktree: Path) -> None:
@@ -91,7 +110,7 @@ def test_the_writer_keeps_its_page_cache_across_the_wal_restart(tmp_path: Path, 
         tx.append_event("probe", "b1", "s1", float(i), {"i": i, "pad": "x" * 600})
 
     async def run() -> list[int]:
-        st = await Store(db).open()
+        st = await quick(db).open()
         tid = threading.get_native_id()
         deltas = []
         try:
@@ -148,7 +167,7 @@ def test_close_waits_for_a_checkpoint_in_its_thread(tmp_path: Path, monkeypatch)
     monkeypatch.setattr(Store, "_passive_checkpoint", staticmethod(held))
 
     async def run() -> bool:
-        st = await Store(tmp_path / "hookd.db").open()
+        st = await quick(tmp_path / "hookd.db").open()
         await st.write(lambda tx: tx.append_event("probe", "b1", "s1", 1.0, {}))
         assert await asyncio.to_thread(entered.wait, 10), "no checkpoint started"
         closing = asyncio.ensure_future(st.close())
@@ -164,45 +183,43 @@ def test_close_waits_for_a_checkpoint_in_its_thread(tmp_path: Path, monkeypatch)
 
 
 def test_an_idle_store_does_not_wake_its_checkpoint_loop(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
-    """With nothing committed since its last round, the checkpoint loop sleeps until the next
-    commit instead of looking again every interval (an idle daemon's wake-ups). Its interval
-    is made 0 here, so a loop that kept looking would go round at every turn of the event loop;
-    its rounds are counted by its sleeps."""
+    """With everything copied, the checkpoint loop sleeps until the next commit instead of
+    looking again and again (an idle daemon's wake-ups). Its rounds are counted by its waits
+    (``_commit_within``): none while 200 turns of the event loop commit nothing, and the
+    next commit starts one."""
     import asyncio
-    import types
 
     from hookd.store import Store
-    from hookd.store import writer
 
-    monkeypatch.setattr(Store, "CHECKPOINT_INTERVAL_S", 0.0)
-    rounds: list[float] = []
-    real_sleep = asyncio.sleep
+    rounds: list[int | None] = []
+    real = Store._commit_within  # noqa: SLF001
 
-    async def counted_sleep(delay: float, *args: object) -> object:
-        if delay == 0.0:  # (the loop's own interval; the writer's busy pauses are longer)
-            rounds.append(delay)
-        return await real_sleep(delay, *args)
+    async def counted(self: Store, timeout: float | None, at: int) -> bool:
+        rounds.append(at)
+        return await real(self, timeout, at)
 
-    shim = types.SimpleNamespace(**{k: getattr(asyncio, k) for k in dir(asyncio) if not k.startswith("__")})
-    shim.sleep = counted_sleep
-    monkeypatch.setattr(writer, "asyncio", shim)
+    monkeypatch.setattr(Store, "_commit_within", counted)
     db = tmp_path / "hookd.db"
 
     async def checkpointed_after(st: Store, at: float) -> None:
         deadline = time.monotonic() + 10
         while last_checkpoint(db) <= at or st._restarting is not None:  # noqa: SLF001
             assert time.monotonic() < deadline, "no checkpoint"
-            await real_sleep(0.01)
+            await asyncio.sleep(0.01)
 
     async def run() -> tuple[int, int]:
-        st = await Store(db).open()
+        st = await quick(db).open()
         try:
             wrote = time.time()
             await st.write(lambda tx: tx.append_event("probe", "b1", "s1", 1.0, {}))
             await checkpointed_after(st, wrote)
+            for _ in range(100):  # the loop back from the copy, waiting for the next commit
+                if st._next_commit is not None:  # noqa: SLF001
+                    break
+                await asyncio.sleep(0.01)
             before = len(rounds)
             for _ in range(200):  # 200 turns of the event loop with nothing committed
-                await real_sleep(0)
+                await asyncio.sleep(0)
             idle = len(rounds) - before
             wrote = time.time()
             await st.write(lambda tx: tx.append_event("probe", "b1", "s1", 2.0, {}))  # a commit wakes it
@@ -212,5 +229,120 @@ def test_an_idle_store_does_not_wake_its_checkpoint_loop(tmp_path: Path, monkeyp
             await st.close()
 
     idle, after_commit = asyncio.run(run())
-    assert idle <= 1  # (the round that found nothing new)
+    assert idle == 0
     assert after_commit >= 1
+
+
+def _logged(monkeypatch) -> list[str]:  # noqa: ANN001
+    """What the store's threads do, in order: ``sync`` (the WAL's fdatasync,
+    hookd.store.walsync) and ``copy`` (a passive checkpoint)."""
+    from hookd.store import Store
+    from hookd.store import walsync
+
+    log: list[str] = []
+    real_sync, real_copy = walsync._datasync, Store._passive_checkpoint  # noqa: SLF001
+
+    def sync(fd: int) -> None:
+        log.append("sync")
+        real_sync(fd)
+
+    def copy(conn: sqlite3.Connection) -> tuple[int, int, int]:
+        log.append("copy")
+        return real_copy(conn)
+
+    monkeypatch.setattr(walsync, "_datasync", sync)
+    monkeypatch.setattr(Store, "_passive_checkpoint", staticmethod(copy))
+    return log
+
+
+def test_commits_are_synced_first_and_copied_once_the_store_is_quiet(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """A commit is made to survive a power cut by the WAL's sync a round after it; the copy
+    into the database (two fsyncs and the WAL's restart) waits until no commit came for the
+    store's quiet time, then happens once."""
+    import asyncio
+
+    from hookd.settings import Settings
+    from hookd.store import Store
+
+    monkeypatch.setattr(Store, "CHECKPOINT_INTERVAL_S", 0.01)
+    log = _logged(monkeypatch)
+    db = tmp_path / "hookd.db"
+
+    async def run() -> list[str]:
+        st = await Store(db, settings=Settings(checkpoint_quiet_s=0.3)).open()
+        try:
+            await st.write(lambda tx: tx.append_event("probe", "b1", "s1", 1.0, {}))
+            deadline = time.monotonic() + 30
+            while "copy" not in log or st._restarting is not None or last_checkpoint(db) == 0:  # noqa: SLF001
+                assert time.monotonic() < deadline, f"no copy: {log}"
+                await asyncio.sleep(0.01)
+            return list(log)
+        finally:
+            await st.close()
+
+    seen = asyncio.run(run())
+    assert seen[0] == "sync" and seen.count("copy") == 1, seen
+
+
+def test_a_store_that_never_goes_quiet_is_copied_every_checkpoint_commits(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """Commits that keep coming (never a quiet time: an hour here) are still copied into the
+    database once CHECKPOINT_COMMITS of them are not, so the WAL does not grow without end;
+    each is synced before that."""
+    import asyncio
+
+    from hookd.settings import Settings
+    from hookd.store import Store
+
+    monkeypatch.setattr(Store, "CHECKPOINT_INTERVAL_S", 0.01)
+    monkeypatch.setattr(Store, "CHECKPOINT_COMMITS", 3)
+    log = _logged(monkeypatch)
+
+    async def run() -> int:
+        st = await Store(tmp_path / "hookd.db", settings=Settings(checkpoint_quiet_s=3600)).open()
+        try:
+            deadline = time.monotonic() + 30
+            while "copy" not in log:
+                syncs = log.count("sync")
+                await st.write(lambda tx: tx.append_event("probe", "b1", "s1", 1.0, {}))
+                while log.count("sync") == syncs and "copy" not in log:  # synced before the next
+                    assert time.monotonic() < deadline, f"no sync: {log}"
+                    await asyncio.sleep(0.005)
+            return st.commits
+        finally:
+            await st.close()
+
+    commits = asyncio.run(run())
+    # (the copy itself syncs the WAL: the third commit's own sync may come before or after it)
+    assert commits == 3 and log[:2] == ["sync"] * 2 and "copy" in log[2:], (commits, log)
+
+
+def test_an_idle_store_syncs_nothing(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """With nothing committed the WAL's sync thread sleeps: commits are synced (one sync for
+    several close together), and after them nothing more, however long the store stays open."""
+    import asyncio
+
+    from hookd.store import Store
+
+    monkeypatch.setattr(Store, "CHECKPOINT_INTERVAL_S", 0.05)
+    log = _logged(monkeypatch)
+
+    async def run() -> tuple[int, int]:
+        st = await quick(tmp_path / "hookd.db").open()
+        try:
+            for i in range(5):
+                await st.write(lambda tx: tx.append_event("probe", "b1", "s1", 1.0, {}))
+            deadline = time.monotonic() + 30
+            while st._wal_sync.syncs < 1:  # noqa: SLF001
+                assert time.monotonic() < deadline, "no sync"
+                await asyncio.sleep(0.01)
+            after = st._wal_sync.syncs  # noqa: SLF001
+            # the thread is asleep for want of a commit: it will not sync again without one
+            while not st._wal_sync._asleep:  # noqa: SLF001
+                assert time.monotonic() < deadline, "the sync thread never slept"
+                await asyncio.sleep(0.01)
+            return after, st._wal_sync.syncs  # noqa: SLF001
+        finally:
+            await st.close()
+
+    after, later = asyncio.run(run())
+    assert after == 1 and later == 1 and log.count("sync") == 1, log

@@ -6,11 +6,12 @@ One writer: every write is a function run by :meth:`Store.write` inside one
 pattern), so a hook's raw payload, its derived events and the interaction changes commit
 together or not at all. The writer runs on the event loop's thread: a hook's transaction
 takes ~0.09 ms, less than the ~0.14 ms a hop to a writer thread (or aiosqlite's) costs, and
-its commit never fsyncs (WAL, ``synchronous=NORMAL``: durable across a process crash, not a
-power cut) because checkpoints are moved off the write path (``wal_autocheckpoint=0``; a
-background thread runs passive checkpoints, and after one that copied everything the writer
-connection, lent to a thread meanwhile, records it in ``checkpoints``: that restarts the WAL,
-so the restart's fsync is never a hook's). Reads go through aiosqlite on a second
+its commit never fsyncs (WAL, ``synchronous=NORMAL``: durable across a process crash at once)
+because syncs and checkpoints are moved off the write path (``wal_autocheckpoint=0``): a
+background thread syncs the WAL a second after commits (then they survive a power cut too),
+and copies it into the database when the store goes quiet or every CHECKPOINT_COMMITS
+commits; after a copy of everything the writer connection, lent to a thread meanwhile,
+records it in ``checkpoints``: that restarts the WAL, so the restart's fsync is never a hook's. Reads go through aiosqlite on a second
 connection (WAL readers never block the writer); the few small ones the event loop needs
 after each commit (the lanes' refresh of the builders it touched) run at once on the writer
 connection (:meth:`Store._now`). Migrations are numbered and recorded in
@@ -39,6 +40,7 @@ from hookd.store.base import InboxLive
 from hookd.store.migrations import migrate
 from hookd.store.reads import Reads
 from hookd.store.tx import Tx
+from hookd.store.walsync import WalSync
 
 log = logging.getLogger("hookd")
 
@@ -91,8 +93,13 @@ class Store(Reads):
     """The database of one hookd home. ``open`` applies pending migrations; the reads are
     :class:`hookd.store.reads.Reads`'s, on the reader connection this class opens and closes."""
 
-    #: seconds between passive WAL checkpoints
+    #: seconds between a commit and the WAL's sync that makes it survive a power cut
+    #: (:class:`hookd.store.walsync.WalSync`); also the pause before a copy refused is tried again
     CHECKPOINT_INTERVAL_S = 1.0
+    #: commits after the last copy of the WAL into the database that make the next one, on a
+    #: store that never goes quiet (~7 WAL frames a hook: ~900 frames, about SQLite's own
+    #: default of 1000 pages)
+    CHECKPOINT_COMMITS = 128
 
     def __init__(self, path: Path, clock: Clock | None = None, *, settings: Settings | None = None):
         """``path``: the database file (created by :meth:`open` if missing); ``clock``: the
@@ -121,12 +128,18 @@ class Store(Reads):
         #: commit the writes of one event-loop turn together (:meth:`write`;
         #: ``HOOKD_GROUP_COMMIT=0`` turns it off)
         self.group_commit = settings.group_commit
+        #: seconds without a commit after which the WAL is copied into the database
+        #: (``HOOKD_CHECKPOINT_QUIET_S``; :meth:`_checkpoint_loop`)
+        self.checkpoint_quiet_s = settings.checkpoint_quiet_s
         self._ident: tuple[int, int] | None = None  # (device, inode) of the database opened
         #: write transactions committed by this store (the checkpoint loop's clock)
         self.commits = 0
         #: the checkpoint loop's wait for the next commit while it has nothing to copy (None:
         #: it is not waiting; a commit then only checks this attribute)
         self._next_commit: asyncio.Future[None] | None = None
+        self._wake_at = 0  # the commits that wake the checkpoint loop (:meth:`_commit_within`)
+        #: syncs the WAL a second after commits (started by :meth:`open`)
+        self._wal_sync = WalSync(f"{path}-wal", self.CHECKPOINT_INTERVAL_S)
         #: the writer connection's WAL restart, running in a thread (:meth:`_restart_wal`)
         self._restarting: asyncio.Future[None] | None = None
         #: builders that may have live inbox messages (filled by :meth:`open`)
@@ -150,6 +163,7 @@ class Store(Reads):
         self._r = await aiosqlite.connect(self.path, isolation_level=None)
         await self._r.execute("PRAGMA busy_timeout=5000")
         self._checkpointer = asyncio.create_task(self._checkpoint_loop())
+        self._wal_sync.start()
         return self
 
     async def close(self) -> None:
@@ -160,6 +174,7 @@ class Store(Reads):
             except asyncio.CancelledError:
                 pass
             self._checkpointer = None
+        await asyncio.to_thread(self._wal_sync.stop)  # (what it had not synced: synced first)
         if self._flushing is not None:  # writes waiting for a locked database: refused
             self._flushing.cancel()
             self._flushing = None
@@ -181,57 +196,79 @@ class Store(Reads):
             self._w = None
 
     def _committed(self) -> None:
-        """A commit counted: wakes the checkpoint loop if it sleeps until one."""
+        """A commit counted, while the checkpoint loop waits: wakes it once :attr:`commits`
+        reaches what it waits for."""
         waiting = self._next_commit
-        if waiting is not None and not waiting.done():
+        if waiting is not None and self.commits >= self._wake_at and not waiting.done():
             waiting.set_result(None)
 
     async def _checkpoint_loop(self) -> None:
-        """Every CHECKPOINT_INTERVAL_S with commits since the last time (none: asleep until the
-        next commit, then one interval after it): copy the WAL into the
-        database (PASSIVE, on a connection of its own, in a thread: it never blocks the
-        writer), then, when everything was copied, restart the WAL (:meth:`_restart_wal`).
+        """Copies the WAL into the database (a passive checkpoint, on a connection of its own,
+        in a thread: it never blocks the writer) once the store has had no commit for
+        ``checkpoint_quiet_s`` (:attr:`hookd.settings.Settings.checkpoint_quiet_s`), or
+        CHECKPOINT_COMMITS commits after the last copy if it never goes quiet; when everything
+        was copied, restarts the WAL (:meth:`_restart_wal`); with everything copied, sleeps
+        until the next commit. Each copy syncs the WAL and the database (two fsyncs) and the
+        restart commits: about 1 ms of CPU whatever it copies. That commits survive a power
+        cut within a second is :class:`hookd.store.walsync.WalSync`'s work, not this loop's.
 
         Cancelled (:meth:`close`), it still waits for the thread it has started (:func:`_finish`)
         before closing that thread's connection, or before the writer's connection is closed:
         closing a connection a thread is using is a segfault in ``sqlite3`` (CI, stop 16)."""
         conn = await _finish(asyncio.ensure_future(asyncio.to_thread(
             sqlite3.connect, self.path, check_same_thread=False, isolation_level=None)))
-        seen = -1
+        copied = -1  # commits at the last complete copy (-1: the WAL as found at open)
         logged: str | None = None
         try:
             while True:
-                await asyncio.sleep(self.CHECKPOINT_INTERVAL_S)
-                if self.commits == seen:
-                    # nothing new: the WAL has restarted and holds only the last record; an idle
-                    # daemon is not woken again before the next commit (then a round after it)
-                    self._next_commit = asyncio.get_running_loop().create_future()
-                    try:
-                        await self._next_commit
-                    finally:
-                        self._next_commit = None
-                    continue
+                if self.commits == copied:
+                    # everything copied and the WAL restarted: an idle daemon is not woken
+                    # again before the next commit
+                    await self._commit_within(None, self.commits + 1)
+                seen = self.commits
+                # quiet for checkpoint_quiet_s (no commit while waiting), or the commits' budget
+                if not await self._commit_within(self.checkpoint_quiet_s, max(copied, 0) + self.CHECKPOINT_COMMITS):
+                    if self.commits != seen:
+                        continue  # commits came: not quiet yet
                 seen = self.commits
                 try:
-                    busy, frames, copied = await _finish(asyncio.ensure_future(
+                    busy, frames, done = await _finish(asyncio.ensure_future(
                         asyncio.to_thread(self._passive_checkpoint, conn)))
-                    if busy or frames <= 0 or copied != frames:
-                        continue  # not all copied (a reader's snapshot): no restart; the next round
-                    if self._batch:
-                        continue  # writes are queued for the writer right now: the next round
-                    self._restarting = asyncio.ensure_future(asyncio.to_thread(self._restart_wal, frames))
-                    try:
-                        await _finish(self._restarting)
-                    finally:
-                        self._restarting = None  # the writer is back from its thread
+                    if busy or frames < 0 or done != frames:
+                        await asyncio.sleep(self.CHECKPOINT_INTERVAL_S)  # a reader's snapshot: soon again
+                        continue
+                    if frames > 0 and self._batch:
+                        await asyncio.sleep(self.CHECKPOINT_INTERVAL_S)  # writes queued for the writer: soon again
+                        continue
+                    if frames > 0:
+                        self._restarting = asyncio.ensure_future(asyncio.to_thread(self._restart_wal, frames))
+                        try:
+                            await _finish(self._restarting)
+                        finally:
+                            self._restarting = None  # the writer is back from its thread
+                    copied = seen
                 except sqlite3.Error as e:  # disk full, say: the next round tries again
                     if str(e) != logged:  # once per change: the store's health says the rest
                         log.warning("WAL checkpoint: %s", e)
                         logged = str(e)
+                    await asyncio.sleep(self.CHECKPOINT_INTERVAL_S)
                 else:
                     logged = None
         finally:
             conn.close()
+
+    async def _commit_within(self, timeout: float | None, at: int) -> bool:
+        """Wait until :attr:`commits` reaches ``at``, at most ``timeout`` seconds (None: no
+        limit); whether it did (a commit checks one attribute unless this waits)."""
+        if self.commits >= at:
+            return True
+        self._wake_at = at
+        self._next_commit = waiting = asyncio.get_running_loop().create_future()
+        try:
+            await asyncio.wait((waiting,), timeout=timeout)
+        finally:
+            self._next_commit = None
+        return waiting.done()
 
     @staticmethod
     def _passive_checkpoint(conn: sqlite3.Connection) -> tuple[int, int, int]:
@@ -357,6 +394,7 @@ class Store(Reads):
                     done.append((fut, None, (result, tx)))
                 db.execute("COMMIT")
                 self.commits += 1
+                self._wal_sync.committed()
                 if self._next_commit is not None:  # (the hot path reads one attribute)
                     self._committed()
             except BaseException:
@@ -435,6 +473,7 @@ class Store(Reads):
             raise refusal from e
         if counted:
             self.commits += 1
+            self._wal_sync.committed()
             if self._next_commit is not None:
                 self._committed()
             self._check_file()
