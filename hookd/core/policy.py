@@ -44,8 +44,9 @@ DEFAULT_ACTOR = "hookd"
 #: Interaction kinds that wait on a human and get a builder's default answer (an async ask
 #: does not block its agent: it never gets one).
 DEFAULTED_KINDS = ("question", "permission", "plan", "elicitation")
-#: Seconds between passes of the default answers (one query of the pending interactions, and
-#: the manifests of the builders they belong to): a default answer comes at most this late.
+#: The least seconds between two passes of the default answers (one query of the pending
+#: interactions, and the manifests of the builders they belong to) while commits come:
+#: a default answer comes at most this late.
 POLL_S = 1.0
 
 
@@ -208,15 +209,23 @@ class Policy:
 
     async def run_defaults(self) -> None:
         """Until the bus closes: answer each pending interaction whose builder has a default
-        answer once it is due. A pass every POLL_S seconds (or when the next one is due, if
-        sooner), not after each commit: the hook path pays nothing for it."""
+        answer once it is due. A pass when the next one is due, and after commits (which may
+        have asked something, or changed a builder's default), at most one per POLL_S; with
+        nothing to answer and nothing committed, asleep (an idle daemon is not woken for it).
+        A pass after a commit runs at once when POLL_S has passed since the last one: in the
+        same turn of the event loop as the commit, not a wake-up of its own."""
+        last = -POLL_S
         while not self.bus.closed:
+            version = self.bus.version
+            last = time.monotonic()
             try:
                 nxt = await self.defaults_pass(time.time())
             except Exception:
                 log.exception("default answers' pass failed")
                 nxt = None
-            await asyncio.sleep(POLL_S if nxt is None else min(POLL_S, max(0.0, nxt - time.time())))
+            wait = 3600.0 if nxt is None else max(0.0, nxt - time.time())
+            await self.bus.wait(wait, since=version)  # the next one due, or a commit
+            await asyncio.sleep(max(0.0, last + POLL_S - time.monotonic()))
 
     async def defaults_pass(self, now: float) -> float | None:
         """Apply the default answers due at ``now``; returns when the next one falls due

@@ -320,14 +320,17 @@ class Server(uvicorn.Server):
                 self._exit_loop.call_soon_threadsafe(self._exit_wake.set)
 
     async def main_loop(self) -> None:
-        """uvicorn's loop, without its 0.1 s tick (the idle daemon's last wake-ups): wait for
-        handle_exit, with a 1 s safety tick for a should_exit set elsewhere. Each tick is
-        uvicorn's once-a-second one (default headers, should_exit, max requests)."""
+        """uvicorn's loop, without its 0.1 s tick: asleep until :meth:`handle_exit` (the only
+        setter of ``should_exit`` in uvicorn 0.3x besides startup's failure, before this loop),
+        then uvicorn's tick once (``should_exit``). Its once-a-second work is not needed: the
+        default headers do not change (no ``date`` header, ``server_header=False``), no
+        ``callback_notify`` (no supervisor) and no ``limit_max_requests``. An idle daemon is
+        not woken for it."""
         self._exit_loop = asyncio.get_running_loop()
         self._exit_wake = asyncio.Event()
         while not await self.on_tick(0):
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._exit_wake.wait(), 1.0)
+            await self._exit_wake.wait()
+            self._exit_wake.clear()
 
     @contextlib.contextmanager
     def capture_signals(self) -> Any:

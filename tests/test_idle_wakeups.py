@@ -1,0 +1,113 @@
+"""An idle daemon is not woken by its own loops: each waits for what it acts on (a commit, a
+signal, a due time), not for a clock. Counted in rounds over 200 turns of the event loop with
+nothing happening, never timed (docs/decisions.md "A second's sync, and the copy when the
+store goes quiet")."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+import pytest
+
+
+async def _turns(n: int = 200) -> None:
+    for _ in range(n):
+        await asyncio.sleep(0)
+
+
+async def _until(cond, what: str, timeout: float = 10.0) -> None:  # noqa: ANN001
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not cond():
+        assert loop.time() < deadline, what
+        await asyncio.sleep(0.005)
+
+
+def test_the_default_answers_pass_waits_for_a_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With nothing pending, the default answers' loop makes no pass until something is
+    committed (it used to look every second); a commit brings the next pass. Its least gap
+    (POLL_S) is made 0 here, so a loop that kept looking would pass at every turn."""
+    from hookd.config import Home
+    from hookd.core import Hookd
+    from hookd.core import policy
+    from hookd.settings import Settings
+    from hookd.store import Store
+
+    monkeypatch.setattr(policy, "POLL_S", 0.0)
+    passes: list[float] = []
+    real = policy.Policy.defaults_pass
+
+    async def counted(self: policy.Policy, now: float) -> float | None:
+        passes.append(now)
+        return await real(self, now)
+
+    monkeypatch.setattr(policy.Policy, "defaults_pass", counted)
+
+    async def run() -> tuple[int, int, int]:
+        home = Home.resolve(tmp_path / "h")
+        home.ensure()
+        store = await Store(home.db, settings=Settings()).open()
+        core = Hookd(home, store, Settings())
+        task = asyncio.create_task(core.policy.run_defaults())
+        try:
+            await _until(lambda: passes, "no first pass")
+            first = len(passes)
+            await _turns()
+            idle = len(passes) - first
+            await core.bus.publish()  # a commit's publish
+            await _until(lambda: len(passes) > first + idle, "no pass after a commit")
+            return first, idle, len(passes)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await store.close()
+
+    first, idle, total = asyncio.run(run())
+    assert first == 1 and idle == 0 and total >= 2
+
+
+def test_the_server_loop_ticks_only_to_exit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """hookd's uvicorn server loop looks at ``should_exit`` once, then sleeps, with no timer
+    set, until a signal's handler wakes it (uvicorn's own loop ticks every 0.1 s; hookd's used
+    to every second: a timer of the event loop's, counted here)."""
+    import uvicorn
+
+    from hookd.http.fastpath import Server
+
+    async def app(scope, receive, send) -> None:  # noqa: ANN001
+        raise AssertionError("no request here")
+
+    server = Server(uvicorn.Config(app, lifespan="off", log_level="warning"))
+    ticks: list[int] = []
+    real = server.on_tick
+
+    async def counted(counter: int) -> bool:
+        ticks.append(counter)
+        return await real(counter)
+
+    monkeypatch.setattr(server, "on_tick", counted)
+
+    async def run() -> tuple[int, int, list[float]]:
+        loop = asyncio.get_running_loop()
+        timers: list[float] = []
+        real_at = loop.call_at
+
+        def call_at(when: float, *args: object, **kw: object) -> asyncio.TimerHandle:
+            timers.append(when - loop.time())
+            return real_at(when, *args, **kw)  # type: ignore[arg-type]
+
+        loop.call_at = call_at  # type: ignore[method-assign]  # (call_later goes through it)
+        loop_task = asyncio.create_task(server.main_loop())
+        await _until(lambda: ticks, "no first tick")
+        await _turns()
+        loop.call_at = real_at  # type: ignore[method-assign]
+        idle = len(ticks)
+        server.handle_exit(signal.SIGTERM, None)
+        await asyncio.wait_for(loop_task, 10)
+        return idle, len(ticks), timers
+
+    idle, total, timers = asyncio.run(run())
+    assert idle == 1 and total == 2
+    assert [t for t in timers if t > 0.1] == []  # (_until's own 5 ms pauses aside)
