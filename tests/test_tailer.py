@@ -229,3 +229,44 @@ def test_the_watch_drops_modifications_of_ignored_paths_where_it_reads_them(tmp_
     batches = asyncio.run(run())
     assert batches[0] == {(Change.modified, other)}
     assert batches[1] == {(Change.deleted, waiting)}
+
+
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+def test_a_deferred_read_s_timer_fires_once_per_hook_that_moved_it(loop_kind: str) -> None:
+    """The timer of a deferred read fires when the read is due, or once more for a hook that
+    came meanwhile: never again for want of a fraction of a millisecond. With
+    ``time.monotonic()`` against uvloop's millisecond timers about a third of the fires came
+    early, each one more wake-up of the daemon (seen in a session at a model's pace); ten
+    deferred reads here, each moved once by a hook."""
+    import asyncio
+
+    from hookd.watchers.quiet import QuietReads
+
+    fires: list[str] = []
+    real = QuietReads._due  # noqa: SLF001
+
+    def due(self: QuietReads, path: str) -> None:
+        fires.append(path)
+        real(self, path)
+
+    async def main() -> list[str]:
+        r = _Reads()
+        q = r.quiet(quiet_s=0.2, max_defer_s=3600)  # (a stall of the loop under 0.2 s changes nothing)
+        q._due = due.__get__(q)  # type: ignore[method-assign]  # noqa: SLF001
+        for i in range(10):
+            r.done.clear()
+            q.hook_arrived("s1")
+            assert q.defer(f"/t/{i}.jsonl", "s1")
+            await asyncio.sleep(0.01)
+            q.hook_arrived("s1")  # a hook after the change: the read moves to 0.2 s after it
+            await asyncio.wait_for(r.done.wait(), 30)
+        return r.paths
+
+    if loop_kind == "uvloop":
+        uvloop = pytest.importorskip("uvloop")
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            paths = runner.run(main())
+    else:
+        paths = asyncio.run(main())
+    assert paths == [f"/t/{i}.jsonl" for i in range(10)]
+    assert fires == [p for p in paths for _ in (1, 2)], fires

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -30,6 +29,10 @@ log = logging.getLogger("hookd")
 
 #: sessions remembered by :meth:`QuietReads.hook_arrived` before the quiet ones are dropped
 HOOKS_AT_MAX = 1024
+#: how early (seconds) a deferred read's timer may fire and still read: event loops fire
+#: timers a little early (asyncio within its clock's resolution, uvloop in whole
+#: milliseconds), and a timer re-armed for what is left fired again and again (a wake-up each)
+TIMER_SLACK_S = 0.002
 
 
 class QuietReads:
@@ -48,16 +51,17 @@ class QuietReads:
         self._read = read
         self._spawn = spawn
         self._failed = failed
-        #: session id -> time.monotonic() of its last live hook
+        #: session id -> the event loop's time (``loop.time()``, the clock its timers keep) of
+        #: its last live hook
         self._hooks_at: dict[str, float] = {}
-        #: files whose change waits: path -> (time.monotonic() of the first change left
-        #: unread, the session, the timer of the read)
+        #: files whose change waits: path -> (the loop's time of the first change left unread,
+        #: the session, the timer of the read)
         self._deferred: dict[str, tuple[float, str, asyncio.TimerHandle]] = {}
 
     def hook_arrived(self, session_id: str) -> None:
         """A live hook of ``session_id`` has committed. Cheap: called on the hook path."""
         hooks_at = self._hooks_at
-        now = time.monotonic()
+        now = asyncio.get_running_loop().time()
         if len(hooks_at) >= HOOKS_AT_MAX and session_id not in hooks_at:
             for sid in [s for s, t in hooks_at.items() if t < now - self.quiet_s]:  # only sessions still hooking matter
                 del hooks_at[sid]
@@ -71,11 +75,12 @@ class QuietReads:
         if path in self._deferred:
             return True  # a read of it is already due
         last = self._hooks_at.get(session_id) if session_id else None
-        now = time.monotonic()
+        loop = asyncio.get_running_loop()
+        now = loop.time()
         if session_id is None or last is None or now - last >= self.quiet_s:
             return False
         due = min(last + self.quiet_s, now + self.max_defer_s)
-        timer = asyncio.get_running_loop().call_later(due - now, self._due, path)
+        timer = loop.call_at(due, self._due, path)
         self._deferred[path] = (now, session_id, timer)
         return True
 
@@ -86,10 +91,10 @@ class QuietReads:
         if entry is None:
             return
         first, sid, _ = entry
-        now = time.monotonic()
+        loop = asyncio.get_running_loop()
         due = min(self._hooks_at.get(sid, 0.0) + self.quiet_s, first + self.max_defer_s)
-        if now < due:
-            self._deferred[path] = (first, sid, asyncio.get_running_loop().call_later(due - now, self._due, path))
+        if loop.time() < due - TIMER_SLACK_S:  # a hook came since: later
+            self._deferred[path] = (first, sid, loop.call_at(due, self._due, path))
             return
         del self._deferred[path]
         self._spawn(self._read_now(path))
