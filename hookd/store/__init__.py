@@ -9,6 +9,8 @@ Modules:
 - ``writer``: :class:`Store` (the connections, the writer and its group commit, checkpoints,
   close); its base ``reads`` (:class:`hookd.store.reads.Reads`: the queries on the reader
   connection);
+- ``walsync``: :class:`hookd.store.walsync.WalSync`, the thread that syncs the WAL a second
+  after commits (they then survive a power cut);
 - ``tx``: :class:`Tx`, the transaction's state (``base``: :class:`hookd.store.base.TxBase`, which
   also appends to the event log; :class:`InboxLive`) and one part per subject, an attribute
   each: ``tx.sessions`` (hook events, builders, sessions, transcripts, lanes; module

@@ -31,7 +31,8 @@ log = logging.getLogger("hookd")
 HOOKS_AT_MAX = 1024
 #: how early (seconds) a deferred read's timer may fire and still read: event loops fire
 #: timers a little early (asyncio within its clock's resolution, uvloop in whole
-#: milliseconds), and a timer re-armed for what is left fired again and again (a wake-up each)
+#: milliseconds), and a timer re-armed for what is left would fire again and again (a wake-up
+#: each)
 TIMER_SLACK_S = 0.002
 
 
