@@ -33,8 +33,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     busy_wait_s: float = 2.0
     """``HOOKD_BUSY_WAIT_S``: how long a write waits on a locked database before it fails."""
     checkpoint_quiet_s: float = 30.0
-    """``HOOKD_CHECKPOINT_QUIET_S``: the WAL is copied into the database once no commit came for
-    this long (or every 128 commits); commits are synced each second whatever this is."""
+    """``HOOKD_CHECKPOINT_QUIET_S``: the WAL is copied into the database after a window this long
+    with no commit (or every 128 commits); commits are synced a second after them whatever this is."""
     body_timeout_s: float = 30.0
     """``HOOKD_BODY_TIMEOUT_S``: a request body not complete by then is answered 408."""
     fastpath: bool = True

@@ -8,10 +8,11 @@ together or not at all. The writer runs on the event loop's thread: a hook's tra
 takes ~0.09 ms, less than the ~0.14 ms a hop to a writer thread (or aiosqlite's) costs, and
 its commit never fsyncs (WAL, ``synchronous=NORMAL``: durable across a process crash at once)
 because syncs and checkpoints are moved off the write path (``wal_autocheckpoint=0``): a
-background thread syncs the WAL a second after commits (then they survive a power cut too),
-and copies it into the database when the store goes quiet or every CHECKPOINT_COMMITS
-commits; after a copy of everything the writer connection, lent to a thread meanwhile,
-records it in ``checkpoints``: that restarts the WAL, so the restart's fsync is never a hook's. Reads go through aiosqlite on a second
+thread of its own syncs the WAL a second after commits (then they survive a power cut too,
+:mod:`hookd.store.walsync`), and the WAL is copied into the database, in a thread, when the
+store goes quiet or every CHECKPOINT_COMMITS commits; after a copy of everything the writer
+connection, lent to a thread meanwhile, records it in ``checkpoints``: that restarts the WAL,
+so the restart's fsync is never a hook's. Reads go through aiosqlite on a second
 connection (WAL readers never block the writer); the few small ones the event loop needs
 after each commit (the lanes' refresh of the builders it touched) run at once on the writer
 connection (:meth:`Store._now`). Migrations are numbered and recorded in
