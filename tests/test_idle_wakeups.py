@@ -68,6 +68,54 @@ def test_the_default_answers_pass_waits_for_a_commit(tmp_path: Path, monkeypatch
     assert first == 1 and idle == 0 and total >= 2
 
 
+def test_the_default_answers_pass_looks_again_while_something_is_pending(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a question is pending, the loop looks again without a commit: a builder's default
+    answer can be set by a spawn that commits nothing (its manifest), and must still reach
+    the question (found by a reviewer: with the loop asleep until a commit it never did)."""
+    from hookd.config import Home
+    from hookd.core import Hookd
+    from hookd.core import policy
+    from hookd.settings import Settings
+    from hookd.store import Store
+
+    from .conftest import TUI
+
+    monkeypatch.setattr(policy, "POLL_S", 0.01)
+    passes: list[float] = []
+    real = policy.Policy.defaults_pass
+
+    async def counted(self: policy.Policy, now: float) -> float | None:
+        passes.append(now)
+        return await real(self, now)
+
+    monkeypatch.setattr(policy.Policy, "defaults_pass", counted)
+
+    async def run() -> tuple[int, int]:
+        home = Home.resolve(tmp_path / "h")
+        home.ensure()
+        store = await Store(home.db, settings=Settings()).open()
+        core = Hookd(home, store, Settings())
+        task: asyncio.Task[None] | None = None
+        try:
+            for name in ("001-SessionStart.json", "002-UserPromptSubmit.json", "007-PreToolUse.json"):
+                await core.ingest_hook("claude-code", "b1", (TUI / name).read_bytes(), delivery_id=name)
+            assert await store.any_pending()  # the AskUserQuestion
+            task = asyncio.create_task(core.policy.run_defaults())
+            await _until(lambda: passes, "no first pass")
+            first, version = len(passes), core.bus.version
+            await _until(lambda: len(passes) >= first + 3, "no pass again while a question is pending")
+            return first, core.bus.version - version
+        finally:
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+            await store.close()
+
+    first, commits = asyncio.run(run())
+    assert first == 1 and commits == 0  # three more passes, and no commit to wake them
+
+
 def test_the_server_loop_ticks_only_to_exit(monkeypatch: pytest.MonkeyPatch) -> None:
     """hookd's uvicorn server loop looks at ``should_exit`` once, then sleeps, with no timer
     set, until a signal's handler wakes it (uvicorn's own loop ticks every 0.1 s; hookd's used

@@ -209,10 +209,11 @@ class Policy:
 
     async def run_defaults(self) -> None:
         """Until the bus closes: answer each pending interaction whose builder has a default
-        answer once it is due. A pass when the next one is due, and after commits (which may
-        have asked something, or changed a builder's default), at most one per POLL_S; with
-        nothing to answer and nothing committed, asleep (an idle daemon is not woken for it).
-        A pass after a commit runs at once when POLL_S has passed since the last one: in the
+        answer once it is due. While something is pending, a pass every POLL_S (or when the
+        next default is due, if sooner), as a builder's default may change with no commit (a
+        spawn rewrites its manifest); with nothing pending, a pass only after a commit (which
+        may have asked something): an idle daemon is not woken for it. At most one pass per
+        POLL_S; one after a commit runs at once when POLL_S has passed since the last: in the
         same turn of the event loop as the commit, not a wake-up of its own."""
         last = -POLL_S
         while not self.bus.closed:
@@ -223,8 +224,14 @@ class Policy:
             except Exception:
                 log.exception("default answers' pass failed")
                 nxt = None
-            wait = 3600.0 if nxt is None else max(0.0, nxt - time.time())
-            await self.bus.wait(wait, since=version)  # the next one due, or a commit
+            if nxt is not None:
+                wait = min(POLL_S, max(0.0, nxt - time.time()))
+            else:
+                # something pending: look again each POLL_S (a builder's default can be set by a
+                # spawn that commits nothing, a default that failed is tried again); nothing
+                # pending: only a commit can ask something
+                wait = POLL_S if await self.store.any_pending() else 3600.0
+            await self.bus.wait(wait, since=version)  # that, or a commit
             await asyncio.sleep(max(0.0, last + POLL_S - time.monotonic()))
 
     async def defaults_pass(self, now: float) -> float | None:
