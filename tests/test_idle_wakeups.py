@@ -25,6 +25,22 @@ async def _until(cond, what: str, timeout: float = 10.0) -> None:  # noqa: ANN00
         await asyncio.sleep(0.005)
 
 
+def _passes(monkeypatch: pytest.MonkeyPatch, poll_s: float) -> list[float]:
+    """The default answers' passes, counted (the ``now`` of each), with POLL_S made ``poll_s``."""
+    from hookd.core import policy
+
+    monkeypatch.setattr(policy, "POLL_S", poll_s)
+    passes: list[float] = []
+    real = policy.Policy.defaults_pass
+
+    async def counted(self: policy.Policy, now: float) -> float | None:
+        passes.append(now)
+        return await real(self, now)
+
+    monkeypatch.setattr(policy.Policy, "defaults_pass", counted)
+    return passes
+
+
 def test_the_default_answers_pass_waits_for_a_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With nothing pending, the default answers' loop makes no pass until something is
     committed (it used to look every second); a commit brings the next pass. Its least gap
@@ -35,15 +51,7 @@ def test_the_default_answers_pass_waits_for_a_commit(tmp_path: Path, monkeypatch
     from hookd.settings import Settings
     from hookd.store import Store
 
-    monkeypatch.setattr(policy, "POLL_S", 0.0)
-    passes: list[float] = []
-    real = policy.Policy.defaults_pass
-
-    async def counted(self: policy.Policy, now: float) -> float | None:
-        passes.append(now)
-        return await real(self, now)
-
-    monkeypatch.setattr(policy.Policy, "defaults_pass", counted)
+    passes = _passes(monkeypatch, 0.0)
 
     async def run() -> tuple[int, int, int]:
         home = Home.resolve(tmp_path / "h")
@@ -81,15 +89,7 @@ def test_the_default_answers_pass_looks_again_while_something_is_pending(
 
     from .conftest import TUI
 
-    monkeypatch.setattr(policy, "POLL_S", 0.01)
-    passes: list[float] = []
-    real = policy.Policy.defaults_pass
-
-    async def counted(self: policy.Policy, now: float) -> float | None:
-        passes.append(now)
-        return await real(self, now)
-
-    monkeypatch.setattr(policy.Policy, "defaults_pass", counted)
+    passes = _passes(monkeypatch, 0.01)
 
     async def run() -> tuple[int, int]:
         home = Home.resolve(tmp_path / "h")
