@@ -255,32 +255,38 @@ def _logged(monkeypatch) -> list[str]:  # noqa: ANN001
     return log
 
 
-def test_commits_are_synced_first_and_copied_once_the_store_is_quiet(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
-    """A commit is made to survive a power cut by the WAL's sync a round after it; the copy
-    into the database (two fsyncs and the WAL's restart) waits until no commit came for the
-    store's quiet time, then happens once."""
+def _copied_after_one_commit(db: Path, quiet_s: float, log: list[str], copies: int = 1) -> list[str]:
+    """A Store on ``db`` (quiet time ``quiet_s``) commits once; ``log`` (:func:`_logged`) once it
+    holds ``copies`` copies and the WAL's restart is recorded."""
     import asyncio
 
     from hookd.settings import Settings
     from hookd.store import Store
 
-    monkeypatch.setattr(Store, "CHECKPOINT_INTERVAL_S", 0.01)
-    log = _logged(monkeypatch)
-    db = tmp_path / "hookd.db"
-
     async def run() -> list[str]:
-        st = await Store(db, settings=Settings(checkpoint_quiet_s=0.3)).open()
+        st = await Store(db, settings=Settings(checkpoint_quiet_s=quiet_s)).open()
         try:
             await st.write(lambda tx: tx.append_event("probe", "b1", "s1", 1.0, {}))
             deadline = time.monotonic() + 30
-            while "copy" not in log or st._restarting is not None or last_checkpoint(db) == 0:  # noqa: SLF001
-                assert time.monotonic() < deadline, f"no copy: {log}"
+            while log.count("copy") < copies or st._restarting is not None or last_checkpoint(db) == 0:  # noqa: SLF001
+                assert time.monotonic() < deadline, f"not {copies} copies: {log}"
                 await asyncio.sleep(0.01)
             return list(log)
         finally:
             await st.close()
 
-    seen = asyncio.run(run())
+    return asyncio.run(run())
+
+
+def test_commits_are_synced_first_and_copied_once_the_store_is_quiet(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """A commit is made to survive a power cut by the WAL's sync a round after it; the copy
+    into the database (two fsyncs and the WAL's restart) waits until no commit came for the
+    store's quiet time, then happens once."""
+    from hookd.store import Store
+
+    monkeypatch.setattr(Store, "CHECKPOINT_INTERVAL_S", 0.01)
+    log = _logged(monkeypatch)
+    seen = _copied_after_one_commit(tmp_path / "hookd.db", 0.3, log)
     assert seen[0] == "sync" and seen.count("copy") == 1, seen
 
 
@@ -346,3 +352,29 @@ def test_an_idle_store_syncs_nothing(tmp_path: Path, monkeypatch) -> None:  # no
 
     after, later = asyncio.run(run())
     assert after == 1 and later == 1 and log.count("sync") == 1, log
+
+
+def test_a_refused_copy_is_tried_again_after_a_pause_not_another_quiet_window(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """A copy a reader's snapshot kept from finishing (busy) is tried again a pause later,
+    with no commit needed and no second quiet window waited for (a reviewer saw 31 s)."""
+    from hookd.store import Store
+
+    monkeypatch.setattr(Store, "CHECKPOINT_INTERVAL_S", 0.01)
+    log = _logged(monkeypatch)
+    copy = Store._passive_checkpoint  # noqa: SLF001 - (_logged's, which logs "copy")
+
+    def first_busy(conn: sqlite3.Connection) -> tuple[int, int, int]:
+        r = copy(conn)
+        return (1, r[1], 0) if log.count("copy") == 1 else r
+
+    monkeypatch.setattr(Store, "_passive_checkpoint", staticmethod(first_busy))
+    real_wait = Store._commit_within  # noqa: SLF001
+
+    async def wait(self: Store, timeout: float | None, at: int) -> bool:
+        log.append("wait")
+        return await real_wait(self, timeout, at)
+
+    monkeypatch.setattr(Store, "_commit_within", wait)
+    seen = [e for e in _copied_after_one_commit(tmp_path / "hookd.db", 0.05, log, copies=2) if e != "sync"]
+    first = seen.index("copy")
+    assert seen[first + 1] == "copy", seen  # no wait between the refused copy and the next

@@ -31,13 +31,13 @@ def _passes(monkeypatch: pytest.MonkeyPatch, poll_s: float) -> list[float]:
 
     monkeypatch.setattr(policy, "POLL_S", poll_s)
     passes: list[float] = []
-    real = policy.Policy.defaults_pass
+    real = policy.Policy._pass  # noqa: SLF001
 
-    async def counted(self: policy.Policy, now: float) -> float | None:
+    async def counted(self: policy.Policy, now: float) -> tuple[float | None, bool]:
         passes.append(now)
         return await real(self, now)
 
-    monkeypatch.setattr(policy.Policy, "defaults_pass", counted)
+    monkeypatch.setattr(policy.Policy, "_pass", counted)
     return passes
 
 
@@ -114,6 +114,45 @@ def test_the_default_answers_pass_looks_again_while_something_is_pending(
 
     first, commits = asyncio.run(run())
     assert first == 1 and commits == 0  # three more passes, and no commit to wake them
+
+
+def test_the_default_answers_loop_outlives_a_store_that_refuses_a_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store refusing the loop's look (StorageUnavailable: disk full, say) is logged and
+    looked at again POLL_S later; the loop does not end."""
+    from hookd.config import Home
+    from hookd.core import Hookd
+    from hookd.models import StorageUnavailable
+    from hookd.settings import Settings
+    from hookd.store import Store
+
+    passes = _passes(monkeypatch, 0.01)
+
+    async def run() -> bool:
+        home = Home.resolve(tmp_path / "h")
+        home.ensure()
+        store = await Store(home.db, settings=Settings()).open()
+        core = Hookd(home, store, Settings())
+        refused: list[int] = []
+        real = store.any_pending
+
+        async def any_pending() -> bool:
+            if len(refused) < 2:
+                refused.append(1)
+                raise StorageUnavailable("storage unavailable: disk full")
+            return await real()
+
+        store.any_pending = any_pending  # type: ignore[method-assign]
+        task = asyncio.create_task(core.policy.run_defaults())
+        try:
+            await _until(lambda: len(passes) >= 3, "the loop ended after a refused read")
+            return task.done()
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await store.close()
+
+    assert asyncio.run(run()) is False
 
 
 def test_the_server_loop_ticks_only_to_exit(monkeypatch: pytest.MonkeyPatch) -> None:

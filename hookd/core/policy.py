@@ -215,31 +215,34 @@ class Policy:
         may have asked something): an idle daemon is not woken for it. At most one pass per
         POLL_S; one after a commit runs at once when POLL_S has passed since the last: in the
         same turn of the event loop as the commit, not a wake-up of its own."""
-        last = -POLL_S
         while not self.bus.closed:
             version = self.bus.version
             last = time.monotonic()
             try:
-                nxt = await self.defaults_pass(time.time())
-            except Exception:
+                nxt, pending = await self._pass(time.time())
+            except Exception:  # (the store refused a read, say: tried again in POLL_S)
                 log.exception("default answers' pass failed")
-                nxt = None
+                nxt, pending = None, True
             if nxt is not None:
                 wait = min(POLL_S, max(0.0, nxt - time.time()))
             else:
                 # something pending: look again each POLL_S (a builder's default can be set by a
                 # spawn that commits nothing, a default that failed is tried again); nothing
                 # pending: only a commit can ask something
-                wait = POLL_S if await self.store.any_pending() else 3600.0
+                wait = POLL_S if pending else 3600.0
             await self.bus.wait(wait, since=version)  # that, or a commit
             await asyncio.sleep(max(0.0, last + POLL_S - time.monotonic()))
 
     async def defaults_pass(self, now: float) -> float | None:
         """Apply the default answers due at ``now``; returns when the next one falls due
         (None: none scheduled)."""
+        return (await self._pass(now))[0]
+
+    async def _pass(self, now: float) -> tuple[float | None, bool]:
+        """:meth:`defaults_pass`, and whether anything was pending."""
         nxt: float | None = None
         if not await self.store.any_pending():
-            return None  # nothing pending: nothing more to read (no trip to the reader's thread)
+            return None, False  # nothing pending: nothing more to read (no trip to the reader's thread)
         for i, at, req, _ in self._planned(await self.store.interactions("pending", limit=100000)):
             if at > now:
                 nxt = at if nxt is None else min(nxt, at)
@@ -248,4 +251,4 @@ class Policy:
                 await self.answers.answer_by_default(i.id, req)
             except Exception:  # (one that cannot be defaulted never stops the others)
                 log.exception("default answer to %s failed", i.id)
-        return nxt
+        return nxt, True

@@ -219,42 +219,42 @@ class Store(Reads):
         conn = await _finish(asyncio.ensure_future(asyncio.to_thread(
             sqlite3.connect, self.path, check_same_thread=False, isolation_level=None)))
         copied = -1  # commits at the last complete copy (-1: the WAL as found at open)
+        again = False  # the last try was refused: try again a pause later, not a window later
         logged: str | None = None
         try:
             while True:
-                if self.commits == copied:
-                    # everything copied and the WAL restarted: an idle daemon is not woken
-                    # again before the next commit
-                    await self._commit_within(None, self.commits + 1)
-                seen = self.commits
-                # quiet for checkpoint_quiet_s (no commit while waiting), or the commits' budget
-                if not await self._commit_within(self.checkpoint_quiet_s, max(copied, 0) + self.CHECKPOINT_COMMITS):
-                    if self.commits != seen:
+                if not again:
+                    if self.commits == copied:
+                        # everything copied and the WAL restarted: an idle daemon is not woken
+                        # again before the next commit
+                        await self._commit_within(None, self.commits + 1)
+                    seen = self.commits
+                    # a window of checkpoint_quiet_s with no commit, or the commits' budget
+                    if (not await self._commit_within(self.checkpoint_quiet_s, max(copied, 0) + self.CHECKPOINT_COMMITS)
+                            and self.commits != seen):
                         continue  # commits came: not quiet yet
+                again = True
                 seen = self.commits
                 try:
                     busy, frames, done = await _finish(asyncio.ensure_future(
                         asyncio.to_thread(self._passive_checkpoint, conn)))
-                    if busy or frames < 0 or done != frames:
-                        await asyncio.sleep(self.CHECKPOINT_INTERVAL_S)  # a reader's snapshot: soon again
-                        continue
-                    if frames > 0 and self._batch:
-                        await asyncio.sleep(self.CHECKPOINT_INTERVAL_S)  # writes queued for the writer: soon again
-                        continue
-                    if frames > 0:
-                        self._restarting = asyncio.ensure_future(asyncio.to_thread(self._restart_wal, frames))
-                        try:
-                            await _finish(self._restarting)
-                        finally:
-                            self._restarting = None  # the writer is back from its thread
-                    copied = seen
-                except sqlite3.Error as e:  # disk full, say: the next round tries again
+                    # not all copied (a reader's snapshot), or writes queued for the writer
+                    if not (busy or frames < 0 or done != frames or (frames > 0 and self._batch)):
+                        if frames > 0:
+                            self._restarting = asyncio.ensure_future(asyncio.to_thread(self._restart_wal, frames))
+                            try:
+                                await _finish(self._restarting)
+                            finally:
+                                self._restarting = None  # the writer is back from its thread
+                        copied, again = seen, False
+                except sqlite3.Error as e:  # disk full, say: tried again a pause later
                     if str(e) != logged:  # once per change: the store's health says the rest
                         log.warning("WAL checkpoint: %s", e)
                         logged = str(e)
-                    await asyncio.sleep(self.CHECKPOINT_INTERVAL_S)
                 else:
                     logged = None
+                if again:
+                    await asyncio.sleep(self.CHECKPOINT_INTERVAL_S)
         finally:
             conn.close()
 
