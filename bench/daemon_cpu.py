@@ -14,10 +14,11 @@ SessionEnd): 404 hooks for 200 calls.
 
 Reported:
 
-- the daemon's CPU (user + system, psutil, every thread) from just before ``claude`` starts to
-  the moment its work for the run is done (the transcript followed to its end and the look at
-  the session ``UNARMED_GRACE_S`` after its newest row passed), in ms per hook; and the same
-  less the daemon's idle rate (measured over ``--idle-s`` s before the run) over that window;
+- the daemon's CPU (every thread: schedstat's ns on Linux, else psutil's user + system) from
+  just before ``claude`` starts to the moment its work for the run is done (the transcript
+  followed to its end, read from the store's file, and the look at the session
+  ``UNARMED_GRACE_S`` after its newest row passed), in ms per hook; and the same less the
+  daemon's idle rate (measured over ``--idle-s`` s before the run) over that window;
 - the hook path's own CPU: a fresh daemon is sent the same hooks' raw payloads over its Unix
   socket (a new connection each, as the compiled client), their ``transcript_path`` pointed at
   a file that does not exist (so no transcript is followed): its CPU per hook, back to back
@@ -44,6 +45,7 @@ the figures in docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile  # noqa: F401 (documented: the --profile mode runs it through -m)
 import json
 import os
@@ -79,8 +81,30 @@ def script(calls: int) -> list[Any]:
     return [*turns, "All steps done. FINAL-CPU"]
 
 
+def _schedstat_s(proc: psutil.Process) -> dict[int, float] | None:
+    """Each live thread's CPU seconds from ``/proc/PID/task/TID/schedstat`` (its first field: ns
+    on a CPU, user and system); None where the kernel has no such files. psutil's times come in
+    clock ticks (10 ms), too coarse for the few ms a slow-paced run adds per hook."""
+    out: dict[int, float] = {}
+    try:
+        tids = os.listdir(f"/proc/{proc.pid}/task")
+    except OSError:
+        return None
+    for tid in tids:
+        try:
+            with open(f"/proc/{proc.pid}/task/{tid}/schedstat") as f:
+                out[int(tid)] = int(f.read().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue  # (a thread that ended meanwhile)
+    return out or None
+
+
 def cpu_s(proc: psutil.Process) -> float:
-    """User + system CPU seconds of one process (every thread)."""
+    """CPU seconds of one process, every thread: schedstat's nanoseconds where Linux has them,
+    else psutil's user + system."""
+    per = _schedstat_s(proc)
+    if per is not None:
+        return sum(per.values())
     t = proc.cpu_times()
     return t.user + t.system
 
@@ -94,7 +118,10 @@ def thread_cpu(proc: psutil.Process) -> dict[str, float]:
     """User + system CPU seconds of the event loop's thread (``loop``, the main thread) and of
     each other thread (``thread-TID``: SQLite's writer and readers, ``asyncio.to_thread``'s
     pool)."""
-    return {"loop" if t.id == proc.pid else f"thread-{t.id}": t.user_time + t.system_time for t in proc.threads()}
+    per = _schedstat_s(proc)
+    if per is None:
+        per = {t.id: t.user_time + t.system_time for t in proc.threads()}
+    return {"loop" if tid == proc.pid else f"thread-{tid}": s for tid, s in per.items()}
 
 
 class ProfiledDaemon(DaemonProcess):
@@ -112,23 +139,25 @@ class ProfiledDaemon(DaemonProcess):
 
 
 def hook_count(home: Path) -> int:
-    with sqlite3.connect(Home.resolve(home).db) as db:
+    with contextlib.closing(sqlite3.connect(Home.resolve(home).db)) as db:
         return db.execute("SELECT count(*) FROM hook_events WHERE builder = ?", (BUILDER,)).fetchone()[0]
 
 
 def raw_hooks(home: Path) -> list[tuple[float, bytes]]:
     """(seconds after the first hook it was received, raw payload) of every hook of the run."""
-    with sqlite3.connect(Home.resolve(home).db) as db:
+    with contextlib.closing(sqlite3.connect(Home.resolve(home).db)) as db:
         rows = [(r[0], bytes(r[1])) for r in db.execute(
             "SELECT received_at, raw FROM hook_events WHERE builder = ? ORDER BY id", (BUILDER,))]
     return [(at - rows[0][0], raw) for at, raw in rows]
 
 
-def transcripts_done(daemon: DaemonProcess) -> bool:
-    """Every followed transcript's cursor at its file's end."""
-    rows = daemon.client().get("/v1/transcripts")
-    return bool(rows) and all(Path(r["path"]).exists() and r["offset"] >= Path(r["path"]).stat().st_size
-                              for r in rows)
+def transcripts_done(home: Path) -> bool:
+    """Every followed transcript's cursor at its file's end, read from the store's file (as
+    :func:`hook_count`): asking the daemon (``GET /v1/transcripts``) every 50 ms would add its
+    own CPU to the run's."""
+    with contextlib.closing(sqlite3.connect(Home.resolve(home).db)) as db:
+        rows = db.execute("SELECT path, offset FROM transcripts").fetchall()
+    return bool(rows) and all(Path(p).exists() and offset >= Path(p).stat().st_size for p, offset in rows)
 
 
 def post_raw(home: Path, payloads: list[bytes], offsets: list[float] | None = None) -> None:
@@ -196,7 +225,7 @@ def session_run(tmp: Path, calls: int, idle_s: float, profile: str | None, think
                 raise RuntimeError(f"claude -p failed ({res.returncode}): {res.stderr[-2000:]}")
         expected = 2 * calls + 4
         wait_until(lambda: hook_count(home) >= expected, 60, 0.05, f"{expected} hooks recorded")
-        wait_until(lambda: transcripts_done(daemon), 60, 0.05, "the transcript followed to its end")
+        wait_until(lambda: transcripts_done(home), 60, 0.05, "the transcript followed to its end")
         # the look at the session UNARMED_GRACE_S after its newest row (a timer): let it pass
         time.sleep(UNARMED_GRACE_S + 1.0)
         cpu, window = cpu_s(proc) - c0, time.monotonic() - t0
