@@ -198,3 +198,238 @@ def test_the_server_loop_ticks_only_to_exit(monkeypatch: pytest.MonkeyPatch) -> 
     idle, total, timers = asyncio.run(run())
     assert idle == 1 and total == 2
     assert [t for t in timers if t > 0.1] == []  # (_until's own 5 ms pauses aside)
+
+
+PRINT = Path(__file__).resolve().parent.parent / "fixtures" / "claude-code" / "2.1.332" / "print-bash-then-ask" / "hooks"
+
+
+def _tool_call(n: int) -> list[bytes]:
+    """The recorded Bash call's PreToolUse and PostToolUse, as the ``n``-th tool call."""
+    import json
+
+    out = []
+    for name in ("004-PreToolUse.json", "005-PostToolUse.json"):
+        hook = json.loads((PRINT / name).read_bytes())
+        hook["tool_use_id"] = f"toolu_01BASH{n:018d}"
+        out.append(json.dumps(hook).encode())
+    return out
+
+
+def test_an_agents_tool_calls_wake_no_default_answers_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A commit of an agent's tool call opens no interaction: the default answers' loop is not
+    woken for it (it was, at most once a second: at a model's pace, once per tool call). A
+    commit that asks something (the AskUserQuestion) still brings a pass. POLL_S is made 0:
+    a loop woken by the tool calls would pass within the turns counted."""
+    from hookd.config import Home
+    from hookd.core import Hookd
+    from hookd.settings import Settings
+    from hookd.store import Store
+
+    from .conftest import TUI
+
+    passes = _passes(monkeypatch, 0.0)
+
+    async def run() -> tuple[int, int, bool]:
+        home = Home.resolve(tmp_path / "h")
+        home.ensure()
+        store = await Store(home.db, settings=Settings()).open()
+        core = Hookd(home, store, Settings())
+        task = asyncio.create_task(core.policy.run_defaults())
+        try:
+            for name in ("001-SessionStart.json", "002-UserPromptSubmit.json"):
+                await core.ingest_hook("claude-code", "b1", (PRINT / name).read_bytes(), delivery_id=name)
+            await _until(lambda: passes, "no first pass")
+            await _turns()
+            before = len(passes)
+            for n in range(5):
+                for raw in _tool_call(n):
+                    await core.ingest_hook("claude-code", "b1", raw)
+                    await _turns()
+            during = len(passes) - before
+            await core.ingest_hook("claude-code", "b1", (TUI / "007-PreToolUse.json").read_bytes(), delivery_id="ask")
+            await _until(lambda: len(passes) > before + during, "no pass after a question was asked")
+            return before, during, await store.any_pending()
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await store.close()
+
+    before, during, pending = asyncio.run(run())
+    assert before >= 1 and during == 0 and pending
+
+
+def test_a_working_lanes_tool_calls_wake_no_refresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lanes watch is not woken by the tool calls of a lane it recorded ``working``: they
+    leave it working (it refreshed after each burst of them, at a model's pace once per tool
+    call). What may change a lane still does, in order: the turn's end (``idle``), a tool call
+    after it (``working`` again), a question (``waiting_question``). The watch's debounce and
+    gap are made 0: woken, it would refresh within the turns counted."""
+    from hookd.config import Home
+    from hookd.core import Hookd
+    from hookd.settings import Settings
+    from hookd.store import Store
+    from hookd.watchers import lanes as lanes_mod
+
+    from .conftest import TUI
+
+    monkeypatch.setattr(lanes_mod, "DEBOUNCE_S", 0.0)
+    monkeypatch.setattr(lanes_mod, "REFRESH_GAP_S", 0.0)
+    refreshed: list[list[str] | None] = []
+    real = lanes_mod.LaneWatch.refresh
+
+    async def counted(self: lanes_mod.LaneWatch, builders: list[str] | None = None) -> list[lanes_mod.Lane]:
+        refreshed.append(builders)
+        return await real(self, builders)
+
+    monkeypatch.setattr(lanes_mod.LaneWatch, "refresh", counted)
+
+    async def run() -> tuple[int, list[str]]:
+        home = Home.resolve(tmp_path / "h")
+        home.ensure()
+        store = await Store(home.db, settings=Settings()).open()
+        core = Hookd(home, store, Settings())
+        watch = lanes_mod.LaneWatch(core)
+        stop = asyncio.Event()
+        task = asyncio.create_task(watch.run(stop))
+        states: list[str] = []
+
+        async def recorded() -> str | None:
+            row = (await store.lanes()).get("b1")
+            return None if row is None else row[0]
+
+        async def until_state(state: str) -> None:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 10
+            while await recorded() != state:
+                assert loop.time() < deadline, f"the lane never became {state}"
+                await asyncio.sleep(0.005)
+            states.append(state)
+
+        try:
+            for name in ("001-SessionStart.json", "002-UserPromptSubmit.json"):
+                await core.ingest_hook("claude-code", "b1", (PRINT / name).read_bytes(), delivery_id=name)
+            await until_state("working")
+            await _turns()
+            before = len(refreshed)
+            for n in range(5):
+                for raw in _tool_call(n):
+                    await core.ingest_hook("claude-code", "b1", raw)
+                    await _turns()
+            during = len(refreshed) - before
+            await core.ingest_hook("claude-code", "b1", (PRINT / "009-Stop.json").read_bytes(), delivery_id="stop")
+            await until_state("idle")
+            await core.ingest_hook("claude-code", "b1", _tool_call(9)[0])
+            await until_state("working")
+            await core.ingest_hook("claude-code", "b1", (TUI / "007-PreToolUse.json").read_bytes(), delivery_id="ask")
+            await until_state("waiting_question")
+            return during, states
+        finally:
+            stop.set()
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await store.close()
+
+    during, states = asyncio.run(run())
+    assert during == 0
+    assert states == ["working", "idle", "working", "waiting_question"]
+
+
+def test_the_lanes_liveness_sweep_is_one_wake_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A live agent's process is checked every ``liveness_s`` when the watch's wait times out:
+    the sweep runs then, not after a second timer (the debounce after a commit, which it used
+    to wait out as well). The debounce is given a length of its own here, to be told apart
+    among the timers set while three sweeps run."""
+    import os
+
+    from hookd.config import Home
+    from hookd.core import Hookd
+    from hookd.settings import Settings
+    from hookd.store import Store
+    from hookd.watchers import lanes as lanes_mod
+
+    debounce = 0.0123
+    monkeypatch.setattr(lanes_mod, "DEBOUNCE_S", debounce)
+    monkeypatch.setattr(lanes_mod, "REFRESH_GAP_S", 0.0)
+    sweeps: list[list[str]] = []
+    real = lanes_mod.LaneWatch.sweep
+
+    async def counted(self: lanes_mod.LaneWatch, builders: list[str]) -> list[str]:
+        sweeps.append(builders)
+        return await real(self, builders)
+
+    monkeypatch.setattr(lanes_mod.LaneWatch, "sweep", counted)
+
+    async def run() -> list[float]:
+        loop = asyncio.get_running_loop()
+        home = Home.resolve(tmp_path / "h")
+        home.ensure()
+        settings = Settings(liveness_s=0.05)
+        store = await Store(home.db, settings=settings).open()
+        core = Hookd(home, store, settings)
+        for name in ("001-SessionStart.json", "002-UserPromptSubmit.json"):
+            await core.ingest_hook("claude-code", "b1", (PRINT / name).read_bytes(), delivery_id=name,
+                                   agent_pid=os.getpid())
+        watch = lanes_mod.LaneWatch(core, settings=settings)
+        stop = asyncio.Event()
+        task = asyncio.create_task(watch.run(stop))
+        timers: list[float] = []
+        real_at = loop.call_at
+
+        def call_at(when: float, *args: object, **kw: object) -> asyncio.TimerHandle:
+            timers.append(when - loop.time())
+            return real_at(when, *args, **kw)  # type: ignore[arg-type]
+
+        try:
+            await _until(lambda: sweeps, "no first sweep")
+            loop.call_at = call_at  # type: ignore[method-assign]  # (call_later goes through it)
+            first = len(sweeps)
+            await _until(lambda: len(sweeps) >= first + 3, "no more sweeps")
+            return timers
+        finally:
+            loop.call_at = real_at  # type: ignore[method-assign]
+            stop.set()
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await store.close()
+
+    timers = asyncio.run(run())
+    assert timers  # (the sweeps' own waits)
+    assert [t for t in timers if abs(t - debounce) < 0.002] == []
+
+
+def test_a_bus_filter_wakes_for_what_its_follower_wants() -> None:
+    """A filtered view of the bus counts the publishes its ``wants`` accepts; a publish that
+    does not say its events, one whose ``wants`` raises, and the bus's close wake it too."""
+    from hookd.core.bus import EventBus
+    from hookd.models import Event
+
+    def ev(kind: str) -> Event:
+        return Event(seq=1, kind=kind, builder="b1", session_id=None, at=0.0, data={})
+
+    async def run() -> list[int]:
+        bus = EventBus()
+        seen: list[int] = []
+
+        def wants(events: object) -> bool:
+            kinds = [e.kind for e in events]  # type: ignore[attr-defined]
+            if "boom" in kinds:
+                raise ValueError("a broken filter")
+            return "question_pending" in kinds
+
+        view = bus.filtered(wants)
+        for events in ([ev("hook_received")], [ev("question_pending")], None, [ev("boom")], []):
+            await bus.publish(events)
+            seen.append(view.version)
+        version = view.version
+        waiter = asyncio.create_task(view.wait(3600.0, since=version))
+        await _turns(5)
+        assert not waiter.done()
+        await bus.close()
+        await asyncio.wait_for(waiter, 10)
+        seen.append(view.version)
+        bus.unfilter(view)
+        await bus.publish(None)
+        seen.append(view.version)
+        return seen
+
+    assert asyncio.run(run()) == [0, 1, 2, 3, 3, 4, 4]

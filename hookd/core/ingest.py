@@ -204,7 +204,7 @@ class Ingest:
         )
         if hook_id is None:
             return HookResult(b"", [], duplicate=True)
-        await self.bus.publish()
+        await self.bus.publish(events)
         if self.on_hook is not None and payload is not None and payload.session_id and source == "live":
             self.on_hook(payload.session_id)
         if error is not None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -28,11 +29,11 @@ import msgspec
 from hookd.clock import span
 from hookd.config import Home
 from hookd.core.answers import Answers
-from hookd.core.bus import EventBus, write_publish
+from hookd.core.bus import BusFilter, EventBus, write_publish
 from hookd.core.limits import MAX_ANSWER_CHARS, check_name
 from hookd.core.outcomes import inbox_answers_after, questions_of
 from hookd.core.state import Waiters
-from hookd.models import AnswerRequest, BadRequest, Conflict, Interaction, NotFound, resolved_event
+from hookd.models import AnswerRequest, BadRequest, Conflict, Event, Interaction, NotFound, resolved_event
 from hookd.store import Store, Tx
 
 log = logging.getLogger("hookd.policy")
@@ -48,6 +49,15 @@ DEFAULTED_KINDS = ("question", "permission", "plan", "elicitation")
 #: interactions, and the manifests of the builders they belong to) while commits come:
 #: a default answer comes at most this late.
 POLL_S = 1.0
+#: Events a commit can append without asking anything (no interaction opens with them alone:
+#: each that opens appends its ``*_pending`` or ``human_input_requested`` event)
+ASKS_NOTHING = frozenset({"hook_received", "lane_changed"})
+
+
+def asks_something(events: Sequence[Event]) -> bool:
+    """Whether a commit that appended ``events`` may have opened an interaction: any event not
+    in :data:`ASKS_NOTHING`."""
+    return any(e.kind not in ASKS_NOTHING for e in events)
 
 
 class DefaultAnswer(msgspec.Struct, frozen=True):
@@ -214,9 +224,18 @@ class Policy:
         spawn rewrites its manifest); with nothing pending, a pass only after a commit (which
         may have asked something): an idle daemon is not woken for it. At most one pass per
         POLL_S; one after a commit runs at once when POLL_S has passed since the last: in the
-        same turn of the event loop as the commit, not a wake-up of its own."""
-        while not self.bus.closed:
-            version = self.bus.version
+        same turn of the event loop as the commit, not a wake-up of its own. A commit that
+        appended only :data:`ASKS_NOTHING` events (an agent's tool call, a lane's change)
+        cannot have asked anything and wakes no pass (:meth:`EventBus.filtered`)."""
+        bus = self.bus.filtered(asks_something)
+        try:
+            await self._run_defaults(bus)
+        finally:
+            self.bus.unfilter(bus)
+
+    async def _run_defaults(self, bus: BusFilter) -> None:
+        while not bus.closed:
+            version = bus.version
             last = time.monotonic()
             try:
                 nxt, pending = await self._pass(time.time())
@@ -230,7 +249,7 @@ class Policy:
                 # spawn that commits nothing, a default that failed is tried again); nothing
                 # pending: only a commit can ask something
                 wait = POLL_S if pending else 3600.0
-            await self.bus.wait(wait, since=version)  # that, or a commit
+            await bus.wait(wait, since=version)  # that, or a commit that may have asked something
             await asyncio.sleep(max(0.0, last + POLL_S - time.monotonic()))
 
     async def defaults_pass(self, now: float) -> float | None:

@@ -125,7 +125,7 @@ class Transcripts:
         returned, and persist its cursor, in one transaction. Returns the number of events."""
         _, events = await self.store.write(self._transcript_tx, path, builder, session_id, result, time.time())
         if events:
-            await self.bus.publish()
+            await self.bus.publish(events)
         return len(events)
 
     async def transcript_followed(self, path: str, builder: str, session_id: str) -> None:

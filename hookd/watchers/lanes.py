@@ -21,7 +21,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -30,7 +30,7 @@ import psutil
 from hookd.clock import span
 from hookd.config import BUILDER_ID_RE
 from hookd.harness.registry import ADAPTERS
-from hookd.models import PROMPT_KINDS, StorageUnavailable
+from hookd.models import PROMPT_KINDS, Event, StorageUnavailable
 from hookd.settings import Settings
 
 log = logging.getLogger("hookd")
@@ -62,6 +62,10 @@ DEBOUNCE_S = 0.05
 REFRESH_GAP_S = 1.0
 #: Most lanes recorded in one transaction.
 WRITE_CHUNK = 100
+#: The hooks (:data:`hookd.harness.base.HookKind`) that leave a ``working`` lane of their own
+#: session ``working``: an agent's tool calls. A commit that appended nothing but these
+#: (and ``lane_changed``) to such lanes does not wake the watch (:meth:`LaneWatch.wants`).
+TOOL_KINDS: frozenset[str | None] = frozenset({"tool_before", "tool_after"})
 #: A live agent's process is checked in full (start time, zombie) every this many liveness
 #: sweeps; in between only that its pid exists (LaneWatch.sweep).
 FULL_CHECK_SWEEPS = 5
@@ -295,6 +299,10 @@ class LaneWatch:
         # live agents' fresh), not once per lane per request
         self._liveness: dict[tuple[int, float | None], tuple[bool | None, float, float]] = {}
         self._agents: dict[str, tuple[int, float | None]] = {}  # builder -> its current agent's (pid, start)
+        self._harness: dict[str, str] = {}  # builder -> its current session's harness (the adapter's name)
+        #: a refresh has read the store and not yet recorded what it found: every commit wakes
+        #: the watch (what it read may be older than the lanes :meth:`wants` judges by)
+        self._busy = False
 
     async def builders(self) -> list[str]:
         """Every builder seen (a hook came) or spawned (a manifest: its file name, listed in a
@@ -370,6 +378,8 @@ class LaneWatch:
             s = d["session"]
             if s is not None and s["agent_pid"]:
                 self._agents[d["builder"]] = (s["agent_pid"], s["agent_started_at"])
+            if s is not None and s.get("harness"):
+                self._harness[d["builder"]] = s["harness"]
             lane = derive(d, now, self._alive, question_after_s=self.question_after_s,
                           idle_inbox_after_s=self.idle_inbox_after_s, quiet_idle_s=self.quiet_idle_s, mono=mono)
             rec = self._recorded.get(lane.builder)
@@ -418,7 +428,7 @@ class LaneWatch:
                     assert self._recorded is not None
                     self._recorded[lane.builder] = (lane.state, lane.since)
             if events:
-                await self.core.bus.publish()
+                await self.core.bus.publish(events)
             await self.orphan_dead([lane for old, lane in result if old != "dead"])
             if self.on_change is not None:
                 for old, lane in result:
@@ -438,12 +448,40 @@ class LaneWatch:
             if lane.state == "dead" and lane.pending and lane.session_id:
                 await self.core.orphan(lane.builder, lane.session_id, f"pid {lane.agent_pid} is gone")
 
+    def wants(self, events: Sequence[Event]) -> bool:
+        """Whether a commit that appended ``events`` may change a lane: anything but an agent's
+        tool call (:data:`TOOL_KINDS`, by its harness's ``hook_kinds``) in a session whose lane
+        was recorded ``working`` (a ``working`` lane stays so through its tool calls: only its
+        ``since`` and detail move, and :meth:`compute` gives those fresh to every reader) and
+        the watch's own ``lane_changed``. Called in the publisher's turn (cheap: no I/O). A
+        quiet-idle harness's lane, due to go idle a while after its last tool call, is then
+        refreshed at the due time its last refresh set, finds the newer call and moves the
+        due time on."""
+        if self._busy:
+            return True
+        for e in events:
+            if e.kind == "lane_changed":
+                continue
+            if e.kind != "hook_received" or not e.builder or self._known.get(e.builder) != ("working", e.session_id):
+                return True
+            adapter = ADAPTERS.get(self._harness.get(e.builder, ""))
+            name = e.data.get("hook_event_name") if isinstance(e.data, dict) else None
+            if adapter is None or not isinstance(name, str) or adapter.hook_kinds.get(name) not in TOOL_KINDS:
+                return True
+        return False
+
     async def run(self, stop: asyncio.Event) -> None:
         """Until ``stop``: after commits, refresh the builders whose events they added
         (:data:`DEBOUNCE_S` after the commit, :data:`REFRESH_GAP_S` after the last refresh at
         the earliest); at a lane's due time, and every ``liveness_s`` for lanes with a live agent,
         refresh those; otherwise sleep."""
-        bus = self.core.bus
+        bus = self.core.bus.filtered(self.wants)
+        try:
+            await self._run(stop, bus)
+        finally:
+            self.core.bus.unfilter(bus)
+
+    async def _run(self, stop: asyncio.Event, bus: Any) -> None:
         lanes: dict[str, Lane] = {}
         seq: int | None = None  # the last event seen; None until the first refresh of all lanes
         clock = self.core.store.clock
@@ -455,6 +493,7 @@ class LaneWatch:
         version = bus.version
         while not stop.is_set() and not bus.closed:
             if seq is None:
+                self._busy = True
                 try:
                     version = bus.version
                     first = (await self.core.store.counts())["events"]  # append-only: the count is the last seq
@@ -464,16 +503,21 @@ class LaneWatch:
                 except StorageUnavailable:  # (the store says so) again after the next commit
                     await bus.wait(3600.0, since=bus.version)
                     continue
+                finally:
+                    self._busy = False
             now = clock.wall()
             dues = [lane.due for lane in lanes.values() if lane.due is not None]
             live = [b for b, lane in lanes.items() if lane.agent_pid and lane.state not in ("ended", "dead")]
             wake = min([*dues, next_live if live else now + 3600.0])
             await bus.wait(max(0.0, wake - now), since=version)
-            # debounce: one refresh for a burst of hooks, and at most one per REFRESH_GAP_S
-            # while hooks keep coming (an agent's tool calls back to back)
-            await asyncio.sleep(max(DEBOUNCE_S, last + REFRESH_GAP_S - time.monotonic()))
+            if bus.version != version:
+                # after a commit, debounce: one refresh for a burst of hooks, and at most one
+                # per REFRESH_GAP_S while hooks keep coming (an agent's tool calls back to
+                # back); a due time or the liveness sweep is acted on at once (no second wake-up)
+                await asyncio.sleep(max(DEBOUNCE_S, last + REFRESH_GAP_S - time.monotonic()))
             last = time.monotonic()
             dirty, retry = retry, set()
+            self._busy = True
             try:
                 version = bus.version
                 seq, touched = await self.core.store.changed_builders(seq)
@@ -491,6 +535,8 @@ class LaneWatch:
                 retry = dirty  # (the store logs the outage once) refreshed after the next commit
             except Exception:
                 log.exception("lane refresh failed")
+            finally:
+                self._busy = False
 
 
 class LaneAlerts:
