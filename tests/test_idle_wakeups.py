@@ -335,18 +335,21 @@ def test_a_working_lanes_tool_calls_wake_no_refresh(tmp_path: Path, monkeypatch:
 
 
 def test_the_lanes_liveness_sweep_is_one_wake_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A live agent's process is checked every ``liveness_s`` when the watch's wait times out:
-    the sweep runs then, not after a second timer (the debounce after a commit, which it used
-    to wait out as well). The debounce is given a length of its own here, to be told apart
-    among the timers set while three sweeps run."""
+    """A live agent whose exit the kernel does not tell (no pidfd: made so here) is checked
+    every ``liveness_s`` when the watch's wait times out: the sweep runs then, not after a
+    second timer (the debounce after a commit, which it used to wait out as well). The debounce
+    is given a length of its own here, to be told apart among the timers set while three
+    sweeps run."""
     import os
 
     from hookd.config import Home
     from hookd.core import Hookd
     from hookd.settings import Settings
     from hookd.store import Store
+    from hookd.watchers import exits
     from hookd.watchers import lanes as lanes_mod
 
+    monkeypatch.setattr(exits, "MAX_WATCHES", 0)
     debounce = 0.0123
     monkeypatch.setattr(lanes_mod, "DEBOUNCE_S", debounce)
     monkeypatch.setattr(lanes_mod, "REFRESH_GAP_S", 0.0)
@@ -433,3 +436,72 @@ def test_a_bus_filter_wakes_for_what_its_follower_wants() -> None:
         return seen
 
     assert asyncio.run(run()) == [0, 1, 2, 3, 3, 4, 4]
+
+
+def test_an_agents_exit_is_seen_at_once_with_no_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A live agent's exit is told by the kernel (a pidfd the event loop watches): its lane is
+    recorded ``dead`` once the process is killed, with the liveness sweep an hour away and
+    never run (it used to be the only way: a wake-up every ``liveness_s`` for as long as the
+    agent lived)."""
+    import subprocess
+    import sys
+
+    from hookd.config import Home
+    from hookd.core import Hookd
+    from hookd.settings import Settings
+    from hookd.store import Store
+    from hookd.watchers import exits
+    from hookd.watchers import lanes as lanes_mod
+
+    if not hasattr(exits.os, "pidfd_open"):
+        pytest.skip("no pidfd on this platform: the sweep is what sees an exit")
+    sweeps: list[list[str]] = []
+    real = lanes_mod.LaneWatch.sweep
+
+    async def counted(self: lanes_mod.LaneWatch, builders: list[str]) -> list[str]:
+        sweeps.append(builders)
+        return await real(self, builders)
+
+    monkeypatch.setattr(lanes_mod.LaneWatch, "sweep", counted)
+    agent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+
+    async def run() -> list[str]:
+        home = Home.resolve(tmp_path / "h")
+        home.ensure()
+        settings = Settings(liveness_s=3600.0)
+        store = await Store(home.db, settings=settings).open()
+        core = Hookd(home, store, settings)
+        for name in ("001-SessionStart.json", "002-UserPromptSubmit.json"):
+            await core.ingest_hook("claude-code", "b1", (PRINT / name).read_bytes(), delivery_id=name,
+                                   agent_pid=agent.pid)
+        watch = lanes_mod.LaneWatch(core, settings=settings)
+        stop = asyncio.Event()
+        task = asyncio.create_task(watch.run(stop))
+        states: list[str] = []
+
+        async def until_state(state: str) -> None:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 10
+            while ((await store.lanes()).get("b1") or ("",))[0] != state:
+                assert loop.time() < deadline, f"the lane never became {state}"
+                await asyncio.sleep(0.005)
+            states.append(state)
+
+        try:
+            await until_state("working")
+            agent.kill()
+            agent.wait()
+            await until_state("dead")
+            return states
+        finally:
+            stop.set()
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await store.close()
+
+    try:
+        assert asyncio.run(run()) == ["working", "dead"]
+    finally:
+        agent.kill()
+        agent.wait()
+    assert sweeps == []

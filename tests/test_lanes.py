@@ -150,9 +150,13 @@ def test_agent_killed_with_a_pending_question_is_dead(agent: Agent) -> None:
     agent.hook(payload("001-SessionStart.json"))
     agent.hook(payload("007-PreToolUse.json"))
     agent.wait_lane("waiting_question", "stalled")  # (stalled once it waited past the 1 s threshold)
+    # recorded before the agent dies (its exit is seen at once: killed before the watch's first
+    # refresh, the lane would be recorded dead straight away)
+    wait_until(lambda: (c := agent.changes()) and c[-1][1] in ("waiting_question", "stalled"), 60,
+               what=lambda: f"lane_changed to waiting_question: {agent.changes()}")
     agent.close()  # SIGKILL: no SessionEnd
     agent.wait_lane("dead")
-    wait_until(lambda: agent.changes()[-1][1] == "dead", 60, what="lane_changed to dead")
+    wait_until(lambda: (c := agent.changes()) and c[-1][1] == "dead", 60, what="lane_changed to dead")
     [dead] = [e for e in agent.app.events() if e["kind"] == "lane_changed" and e["data"]["to"] == "dead"]
     assert dead["data"]["pending"] == [ASK] and dead["data"]["detail"] == (
         "the agent process is gone without a SessionEnd; 1 question(s) left unanswered, closed as orphaned")

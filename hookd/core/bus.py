@@ -126,6 +126,10 @@ class BusFilter:
         if wanted:
             self._signal.bump()
 
+    def wake(self) -> None:
+        """Wake this view's waiters for a reason of its follower's own (an agent's exit)."""
+        self._signal.bump()
+
     async def wait(self, timeout: float, since: int | None = None) -> None:
         """Return after the next publish this view wakes for (or at once if one happened since
         ``since``), or after ``timeout`` seconds."""

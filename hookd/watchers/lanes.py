@@ -25,13 +25,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
-import psutil
 
 from hookd.clock import span
 from hookd.config import BUILDER_ID_RE
 from hookd.harness.registry import ADAPTERS
+from hookd.core.bus import BusFilter
 from hookd.models import PROMPT_KINDS, Event, StorageUnavailable
 from hookd.settings import Settings
+from hookd.watchers.exits import ExitWatch, agent_alive
 
 log = logging.getLogger("hookd")
 
@@ -112,22 +113,6 @@ class Lane(msgspec.Struct, gc=False):
     #: the builder's hooks stopped working (hookd.core.hookhealth's warning: ``signal``,
     #: ``reason``, ``fix``, ``since``, ...), filled in by ``GET /v1/lanes``; None: they work
     hooks_changed: dict[str, Any] | None = None
-
-
-def agent_alive(pid: int | None, started_at: float | None) -> bool | None:
-    """Is the agent process alive? None when unknown (no pid). A pid reused by another
-    process (start time differs by more than 1 s) counts as gone."""
-    if not pid:
-        return None
-    try:
-        p = psutil.Process(pid)
-        if started_at is not None and abs(p.create_time() - started_at) > 1.0:
-            return False
-        return p.status() != psutil.STATUS_ZOMBIE
-    except (psutil.NoSuchProcess, psutil.ZombieProcess):
-        return False
-    except psutil.AccessDenied:
-        return True
 
 
 def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | None], bool | None] = agent_alive,
@@ -303,6 +288,11 @@ class LaneWatch:
         #: a refresh has read the store and not yet recorded what it found: every commit wakes
         #: the watch (what it read may be older than the lanes :meth:`wants` judges by)
         self._busy = False
+        #: live agents' exits, from the kernel (no sweep for them); the builders whose agent
+        #: exited since the last refresh; the bus view :meth:`run` waits on (woken by an exit)
+        self._exits = ExitWatch(agent_alive, self._exited)
+        self._gone: set[str] = set()
+        self._view: BusFilter | None = None
 
     async def builders(self) -> list[str]:
         """Every builder seen (a hook came) or spawned (a manifest: its file name, listed in a
@@ -312,17 +302,29 @@ class LaneWatch:
         return sorted(names)
 
     def _alive(self, pid: int | None, started_at: float | None) -> bool | None:
-        """:func:`agent_alive`, as checked within the last ``liveness_s`` seconds."""
+        """:func:`agent_alive`, as checked within the last ``liveness_s`` seconds, or alive
+        while the kernel watches its exit (:class:`hookd.watchers.exits.ExitWatch`: an agent
+        found alive is watched from then on where it can be)."""
         if not pid:
             return None
         key = (pid, started_at)
+        if self._exits.watching(key):
+            return True
         hit = self._liveness.get(key)
         now = time.monotonic()
         if hit is not None and now - hit[1] < self.liveness_s:
             return hit[0]
-        alive = agent_alive(pid, started_at)
+        alive = self._exits.check(key)
         self._liveness[key] = (alive, now, now)
         return alive
+
+    def _exited(self, agent: tuple[int, float | None]) -> None:
+        """A watched agent's process has exited: its builders' lanes are recomputed now."""
+        now = time.monotonic()
+        self._liveness[agent] = (False, now, now)
+        self._gone.update(b for b, a in self._agents.items() if a == agent)
+        if self._view is not None:
+            self._view.wake()
 
     async def sweep(self, builders: list[str]) -> list[str]:
         """Check the agents of ``builders`` (their current sessions' processes) again, a few
@@ -475,11 +477,13 @@ class LaneWatch:
         (:data:`DEBOUNCE_S` after the commit, :data:`REFRESH_GAP_S` after the last refresh at
         the earliest); at a lane's due time, and every ``liveness_s`` for lanes with a live agent,
         refresh those; otherwise sleep."""
-        bus = self.core.bus.filtered(self.wants)
+        bus = self._view = self.core.bus.filtered(self.wants)
         try:
             await self._run(stop, bus)
         finally:
             self.core.bus.unfilter(bus)
+            self._view = None
+            self._exits.close()
 
     async def _run(self, stop: asyncio.Event, bus: Any) -> None:
         lanes: dict[str, Lane] = {}
@@ -507,7 +511,9 @@ class LaneWatch:
                     self._busy = False
             now = clock.wall()
             dues = [lane.due for lane in lanes.values() if lane.due is not None]
-            live = [b for b, lane in lanes.items() if lane.agent_pid and lane.state not in ("ended", "dead")]
+            # agents whose exit the kernel does not tell are checked every liveness_s
+            live = [b for b, lane in lanes.items() if lane.agent_pid and lane.state not in ("ended", "dead")
+                    and not self._exits.watching(self._agents.get(b))]
             wake = min([*dues, next_live if live else now + 3600.0])
             await bus.wait(max(0.0, wake - now), since=version)
             if bus.version != version:
@@ -521,7 +527,8 @@ class LaneWatch:
             try:
                 version = bus.version
                 seq, touched = await self.core.store.changed_builders(seq)
-                dirty |= touched
+                dirty |= touched | self._gone
+                self._gone = set()
                 now = clock.wall()
                 dirty.update(b for b, lane in lanes.items() if lane.due is not None and lane.due <= now)
                 if live and now >= next_live:
