@@ -259,11 +259,14 @@ def test_an_agents_tool_calls_wake_no_default_answers_pass(tmp_path: Path, monke
 
 
 def test_a_working_lanes_tool_calls_wake_no_refresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The lanes watch is not woken by the tool calls of a lane it recorded ``working``: they
-    leave it working (it refreshed after each burst of them, at a model's pace once per tool
-    call). What may change a lane still does, in order: the turn's end (``idle``), a tool call
-    after it (``working`` again), a question (``waiting_question``). The watch's debounce and
-    gap are made 0: woken, it would refresh within the turns counted."""
+    """The lanes watch is not woken by the tool calls of a lane it recorded ``working`` (its
+    agent's process known: the hooks carry its pid): they leave it working (it refreshed after
+    each burst of them, at a model's pace once per tool call). What may change a lane still
+    does, in order: the turn's end (``idle``), a tool call after it (``working`` again), a
+    question (``waiting_question``). The watch's debounce and gap are made 0: woken, it would
+    refresh within the turns counted."""
+    import os
+
     from hookd.config import Home
     from hookd.core import Hookd
     from hookd.settings import Settings
@@ -307,7 +310,8 @@ def test_a_working_lanes_tool_calls_wake_no_refresh(tmp_path: Path, monkeypatch:
 
         try:
             for name in ("001-SessionStart.json", "002-UserPromptSubmit.json"):
-                await core.ingest_hook("claude-code", "b1", (PRINT / name).read_bytes(), delivery_id=name)
+                await core.ingest_hook("claude-code", "b1", (PRINT / name).read_bytes(), delivery_id=name,
+                                       agent_pid=os.getpid())
             await until_state("working")
             await _turns()
             before = len(refreshed)
@@ -505,3 +509,118 @@ def test_an_agents_exit_is_seen_at_once_with_no_sweep(tmp_path: Path, monkeypatc
         agent.kill()
         agent.wait()
     assert sweeps == []
+
+
+async def _watched(tmp_path: Path, settings):  # noqa: ANN001, ANN202
+    """A store, a core and a running lanes watch over them, after its first refresh; the
+    watch's reads of the event log counted (one per refresh). The callers make the watch's
+    debounce and gap 0: a refresh it is woken for runs within a few turns of the loop."""
+    from hookd.config import Home
+    from hookd.core import Hookd
+    from hookd.store import Store
+    from hookd.watchers import lanes as lanes_mod
+
+    home = Home.resolve(tmp_path / "h")
+    home.ensure()
+    store = await Store(home.db, settings=settings).open()
+    core = Hookd(home, store, settings)
+    watch = lanes_mod.LaneWatch(core, settings=settings)
+    reads: list[int] = []
+    real = store.changed_builders
+
+    async def counted(after: int) -> tuple[int, set[str]]:
+        reads.append(after)
+        return await real(after)
+
+    store.changed_builders = counted  # type: ignore[method-assign]
+    task = asyncio.create_task(watch.run(asyncio.Event()))
+    await _until(lambda: watch._recorded is not None and not watch._busy, "no first refresh")  # noqa: SLF001
+    return core, store, watch, reads, task
+
+
+async def _state_within(store, want: str, timeout: float) -> str | None:  # noqa: ANN001
+    """The lane of b1 as recorded, once it is ``want`` or ``timeout`` seconds have passed."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        row = (await store.lanes()).get("b1")
+        if (row and row[0]) == want or loop.time() >= deadline:
+            return row and row[0]
+        await asyncio.sleep(0.01)
+
+
+def test_a_claw_lane_seen_working_mid_tool_goes_idle_by_silence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """claw has no end-of-turn hook: its lane goes idle a while after a tool's PostToolUse
+    (``quiet_idle_s``). A lane recorded ``working`` while the tool ran (no time to go idle
+    yet) is still woken by the PostToolUse, which sets that time (a reviewer found the first
+    version skip it: the lane stayed ``working`` for good)."""
+    import json
+
+    from hookd.settings import Settings
+    from hookd.watchers import lanes as lanes_mod
+
+    monkeypatch.setattr(lanes_mod, "DEBOUNCE_S", 0.0)
+    monkeypatch.setattr(lanes_mod, "REFRESH_GAP_S", 0.0)
+
+    def claw(name: str) -> bytes:
+        return json.dumps({"hook_event_name": name, "tool_name": "bash", "tool_input": {"command": "make"},
+                           "tool_input_json": '{"command": "make"}', "tool_output": None if name == "PreToolUse"
+                           else "ok", "tool_result_is_error": False}).encode()
+
+    async def run() -> str | None:
+        core, store, watch, reads, task = await _watched(tmp_path, Settings(quiet_idle_s=0.3))
+        try:
+            k = len(reads)
+            await core.ingest_hook("claw", "b1", claw("PreToolUse"), cwd="/w/x")
+            assert await _state_within(store, "working", 10) == "working"
+            # the refresh that recorded it is over (and any its own commit woke): the tool runs on
+            await _until(lambda: len(reads) >= k + 1 and not watch._busy, "no refresh")  # noqa: SLF001
+            await _turns()  # (and any refresh that one's own commit woke)
+            await core.ingest_hook("claw", "b1", claw("PostToolUse"), cwd="/w/x")
+            return await _state_within(store, "idle", 10)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await store.close()
+
+    assert asyncio.run(run()) == "idle"
+
+
+def test_an_agent_pid_first_seen_at_a_tool_call_is_watched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session whose first hooks carried no agent pid (spooled while the daemon was down: a
+    spooled hook's pid is not taken) learns it at a tool call: that tool call wakes the lanes
+    watch, which then sees the agent's exit (a reviewer found the first version skip it: the
+    lane stayed ``working``, never ``dead``)."""
+    import subprocess
+    import sys
+
+    from hookd.settings import Settings
+    from hookd.watchers import lanes as lanes_mod
+
+    monkeypatch.setattr(lanes_mod, "DEBOUNCE_S", 0.0)
+    monkeypatch.setattr(lanes_mod, "REFRESH_GAP_S", 0.0)
+
+    async def run() -> str | None:
+        core, store, watch, reads, task = await _watched(tmp_path, Settings(liveness_s=0.05))
+        agent = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+        try:
+            k = len(reads)
+            for name in ("001-SessionStart.json", "002-UserPromptSubmit.json"):  # (as if spooled: no pid)
+                await core.ingest_hook("claude-code", "b1", (PRINT / name).read_bytes(), delivery_id=name)
+            assert await _state_within(store, "working", 10) == "working"
+            await _until(lambda: len(reads) >= k + 1 and not watch._busy, "no refresh")  # noqa: SLF001
+            await _turns()  # (and any refresh that one's own commit woke)
+            for raw in _tool_call(1):
+                await core.ingest_hook("claude-code", "b1", raw, agent_pid=agent.pid)
+            assert (await store.last_session("b1") or {}).get("agent_pid") == agent.pid
+            agent.kill()
+            agent.wait()
+            return await _state_within(store, "dead", 10)
+        finally:
+            agent.kill()
+            agent.wait()
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await store.close()
+
+    assert asyncio.run(run()) == "dead"

@@ -37,8 +37,8 @@ from hookd.watchers.exits import ExitWatch, agent_alive
 log = logging.getLogger("hookd")
 
 LANE_STATES = ("working", "waiting_question", "waiting_permission", "idle", "stalled", "failed", "ended", "dead")
-#: Seconds a question or permission may wait before the lane is ``stalled`` (the daemon uses
-#: the notification settings: ``[notify] question_after_s``).
+#: Seconds a question or permission may wait before the lane is ``stalled`` (``[notify]
+#: question_after_s``).
 QUESTION_AFTER_S = 60.0
 #: Seconds an idle lane may hold queued inbox messages before it is ``stalled``
 #: (``[notify] idle_inbox_after_s``).
@@ -48,24 +48,21 @@ IDLE_INBOX_AFTER_S = 120.0
 _TURN_OVER = frozenset({"turn_end", "session_start", "session_end"})
 #: The tunables' defaults (:class:`hookd.settings.Settings`), for :func:`derive`'s own default.
 _DEFAULTS = Settings()
-#: Longest stretch (seconds) of lane work between two turns of the event loop: computing
-#: 10,000 lanes must not hold hooks back (bench/lanes.py).
+#: Longest stretch (seconds) of lane work between two turns of the event loop (10,000 lanes
+#: must not hold hooks back: bench/lanes.py) ... and at most this many lanes.
 TURN_S = 0.002
-#: ... and at most this many lanes.
 TURN_LANES = 200
 #: Seconds the watch waits after a commit before it refreshes the lanes it touched (a burst of
 #: hooks is one refresh) ...
 DEBOUNCE_S = 0.05
 #: ... and at least this long after its last refresh: while hooks keep coming a lane changes
-#: within a second, whatever their rate (an agent's tool calls back to back: a refresh per hook
-#: was about half of the daemon's own CPU per hook beside the hook path, one every 0.25 s still
-#: ~0.15-0.2 ms per hook at a session's pace; bench/daemon_cpu.py, docs/benchmarks.md).
+#: within a second, whatever their rate (a refresh per hook was about half of the daemon's
+#: CPU per hook beside the hook path: bench/daemon_cpu.py, docs/benchmarks.md).
 REFRESH_GAP_S = 1.0
 #: Most lanes recorded in one transaction.
 WRITE_CHUNK = 100
-#: The hooks (:data:`hookd.harness.base.HookKind`) that leave a ``working`` lane of their own
-#: session ``working``: an agent's tool calls. A commit that appended nothing but these
-#: (and ``lane_changed``) to such lanes does not wake the watch (:meth:`LaneWatch.wants`).
+#: The hooks (:data:`hookd.harness.base.HookKind`) that leave a ``working`` lane ``working``
+#: (:meth:`LaneWatch.wants`: a commit of nothing else does not wake the watch).
 TOOL_KINDS: frozenset[str | None] = frozenset({"tool_before", "tool_after"})
 #: A live agent's process is checked in full (start time, zombie) every this many liveness
 #: sweeps; in between only that its pid exists (LaneWatch.sweep).
@@ -288,6 +285,8 @@ class LaneWatch:
         #: a refresh has read the store and not yet recorded what it found: every commit wakes
         #: the watch (what it read may be older than the lanes :meth:`wants` judges by)
         self._busy = False
+        #: a refresh the store refused waits to be tried again (after the next commit, any)
+        self._retrying = False
         #: live agents' exits, from the kernel (no sweep for them); the builders whose agent
         #: exited since the last refresh; the bus view :meth:`run` waits on (woken by an exit)
         self._exits = ExitWatch(agent_alive, self._exited)
@@ -380,6 +379,8 @@ class LaneWatch:
             s = d["session"]
             if s is not None and s["agent_pid"]:
                 self._agents[d["builder"]] = (s["agent_pid"], s["agent_started_at"])
+            else:
+                self._agents.pop(d["builder"], None)
             if s is not None and s.get("harness"):
                 self._harness[d["builder"]] = s["harness"]
             lane = derive(d, now, self._alive, question_after_s=self.question_after_s,
@@ -451,24 +452,26 @@ class LaneWatch:
                 await self.core.orphan(lane.builder, lane.session_id, f"pid {lane.agent_pid} is gone")
 
     def wants(self, events: Sequence[Event]) -> bool:
-        """Whether a commit that appended ``events`` may change a lane: anything but an agent's
-        tool call (:data:`TOOL_KINDS`, by its harness's ``hook_kinds``) in a session whose lane
-        was recorded ``working`` (a ``working`` lane stays so through its tool calls: only its
-        ``since`` and detail move, and :meth:`compute` gives those fresh to every reader) and
-        the watch's own ``lane_changed``. Called in the publisher's turn (cheap: no I/O). A
-        quiet-idle harness's lane, due to go idle a while after its last tool call, is then
-        refreshed at the due time its last refresh set, finds the newer call and moves the
-        due time on."""
-        if self._busy:
+        """Whether a commit that appended ``events`` may change a lane (called in the
+        publisher's turn: no I/O): anything but the watch's own ``lane_changed`` and a tool call
+        (:data:`TOOL_KINDS`) in the session of a lane recorded ``working`` whose agent pid is
+        known (only its ``since`` and detail move; :meth:`compute` gives those fresh). Always: a
+        quiet-idle harness's ``tool_after`` (it sets when the lane goes idle), every commit while
+        a refresh is between its read and its record, or one the store refused waits."""
+        if all(e.kind == "lane_changed" for e in events):
+            return False
+        if self._busy or self._retrying:
             return True
         for e in events:
             if e.kind == "lane_changed":
                 continue
-            if e.kind != "hook_received" or not e.builder or self._known.get(e.builder) != ("working", e.session_id):
+            b = e.builder
+            if e.kind != "hook_received" or not b or self._known.get(b) != ("working", e.session_id) or b not in self._agents:
                 return True
-            adapter = ADAPTERS.get(self._harness.get(e.builder, ""))
+            adapter = ADAPTERS.get(self._harness.get(b, ""))
             name = e.data.get("hook_event_name") if isinstance(e.data, dict) else None
-            if adapter is None or not isinstance(name, str) or adapter.hook_kinds.get(name) not in TOOL_KINDS:
+            kind = adapter.hook_kinds.get(name) if adapter is not None and isinstance(name, str) else None
+            if kind not in TOOL_KINDS or (kind == "tool_after" and adapter is not None and adapter.quiet_idle):
                 return True
         return False
 
@@ -503,8 +506,11 @@ class LaneWatch:
                     first = (await self.core.store.counts())["events"]  # append-only: the count is the last seq
                     lanes = {lane.builder: lane for lane in await self.refresh()}
                     seq = first  # (events committed during that refresh are read again next: harmless)
+                    self._retrying = False
                     await self.orphan_dead(list(lanes.values()))  # (found dead before a restart)
                 except StorageUnavailable:  # (the store says so) again after the next commit
+                    self._retrying = True
+                    self._busy = False
                     await bus.wait(3600.0, since=bus.version)
                     continue
                 finally:
@@ -544,6 +550,7 @@ class LaneWatch:
                 log.exception("lane refresh failed")
             finally:
                 self._busy = False
+                self._retrying = bool(retry)
 
 
 class LaneAlerts:
