@@ -624,3 +624,32 @@ def test_an_agent_pid_first_seen_at_a_tool_call_is_watched(tmp_path: Path, monke
             await store.close()
 
     assert asyncio.run(run()) == "dead"
+
+
+def test_lanes_computed_outside_the_watch_leave_no_exit_watched(tmp_path: Path) -> None:
+    """A LaneWatch that only computes lanes (no run: a test, a tool) checks a live agent's
+    process but watches no exit: a pidfd opened then would stay open on whatever loop ran it
+    (a reviewer found one left per computation)."""
+    import os
+
+    from hookd.config import Home
+    from hookd.core import Hookd
+    from hookd.settings import Settings
+    from hookd.store import Store
+    from hookd.watchers import lanes as lanes_mod
+
+    async def run() -> tuple[str, bool]:
+        home = Home.resolve(tmp_path / "h")
+        home.ensure()
+        store = await Store(home.db, settings=Settings()).open()
+        core = Hookd(home, store, Settings())
+        try:
+            await core.ingest_hook("claude-code", "b1", (PRINT / "001-SessionStart.json").read_bytes(),
+                                   agent_pid=os.getpid())
+            watch = lanes_mod.LaneWatch(core)
+            [lane] = await watch.compute(["b1"])
+            return lane.state, any(watch._exits.watching(a) for a in watch._agents.values())  # noqa: SLF001
+        finally:
+            await store.close()
+
+    assert asyncio.run(run()) == ("idle", False)

@@ -608,3 +608,55 @@ def test_an_interactive_agent_gets_the_callers_variables_and_no_command_line_sho
         assert not list(sock.parent.glob("run-env-*"))
     finally:
         subprocess.run(["tmux", "-S", os.fspath(sock), "kill-server"], check=False, capture_output=True)
+
+
+@pytest.mark.inproc
+def test_hookd_stop_of_an_agent_with_a_question_is_not_taken_for_its_death(tmp_path: Path) -> None:
+    """The kernel tells the lanes watch at once that an agent exited; one `hookd stop` ended is
+    recorded by the stop (lane ``ended``, its question orphaned as stopped by hookd stop), not
+    taken for a death (lane ``dead``, "pid N is gone", an ``agent_dead`` alert) while the stop
+    waits for the exit status (a reviewer's reproduction: 6 stops in 30 went through ``dead``)."""
+    import psutil
+
+    app = InProc(tmp_path / "home", settings=Settings(liveness_s=3600.0)).start()
+    agent = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"], start_new_session=True)
+    wrapper = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        pid = {"x-hookd-agent-pid": str(agent.pid)}
+        app.hook({"hook_event_name": "SessionStart", "session_id": "S1", "source": "startup", "cwd": "/w",
+                  "transcript_path": "/nonexistent/S1.jsonl"}, headers=pid)
+        app.hook(payload(AUQ_PRE, session_id="S1"), headers=pid)
+        [q] = app.questions("pending")
+
+        def recorded() -> list[str]:
+            return [e["data"]["to"] for e in app.events() if e["kind"] == "lane_changed" and e["builder"] == "b1"]
+
+        wait_until(lambda: recorded()[-1:] == ["waiting_question"], 10, what=lambda: f"waiting: {recorded()}")
+        r = app.request("POST", "/v1/builders/b1/started", json={
+            "harness": "claude-code", "mode": "headless", "pid": agent.pid, "argv": ["claude", "-p"],
+            "pid_started_at": psutil.Process(agent.pid).create_time(), "tmux_socket": None, "tmux_session": None,
+            "log_path": str(tmp_path / "b1.log"), "session_id": "S1"})
+        assert r.status_code == 201, r.text
+        status = app.home.run_dir / "exits" / str(agent.pid)
+        status.parent.mkdir(parents=True, exist_ok=True)
+        status.write_text(f"running {wrapper.pid}\n")  # (its wrapper has not written the status yet)
+        stop = app.submit("POST", "/v1/builders/b1/stop", json={"timeout_s": 10, "actor": "ana"})
+        agent.wait(10)  # SIGTERM ended it
+        watch = app.core.lanes
+
+        async def settled() -> bool:  # on the loop: the watch has seen the exit and acted on it
+            agents = [a for a in watch._agents.values() if a[0] == agent.pid]  # noqa: SLF001
+            return bool(agents) and not watch._exits.watching(agents[0]) and not watch._gone and not watch._busy  # noqa: SLF001
+
+        wait_until(lambda: app.call(settled()), 10, what="the lanes watch to act on the agent's exit")
+        status.write_text("143\n")  # the wrapper writes the status: the stop is recorded
+        assert stop.result(10).status_code == 200
+        wait_until(lambda: recorded()[-1:] == ["ended"], 10, what=lambda: f"ended: {recorded()}")
+        assert "dead" not in recorded()
+        assert app.interaction(q["id"])["warning"] == (
+            f"the agent's process is gone (pid {agent.pid} was stopped by hookd stop) while it was open")
+    finally:
+        for p in (agent, wrapper):
+            p.kill()
+            p.wait()
+        app.stop()

@@ -41,8 +41,10 @@ class Runs:
         self.bus = bus
         self.orphan = orphan
         self.exits = exits
-        #: the runs `hookd stop` is stopping now (their ids)
+        #: the runs `hookd stop` is stopping now (their ids), and their agents' pids (the lanes
+        #: watch does not take such an agent's exit for its death: the stop records it)
         self.stopping: set[int] = set()
+        self.stopping_pids: set[int] = set()
         #: a run's exit being recorded now (by id): a second look that finds it gone meanwhile
         #: (the run watch, `hookd ls`) waits for that record instead of reading the exit status
         #: again (the headless wrapper's file is removed once read: a second reader got None)
@@ -132,12 +134,14 @@ class Runs:
         if run.stopped_at is not None or run.id in self.stopping:
             raise NotFound(f"{builder} is not running (hookd continue {builder} resumes it)")
         self.stopping.add(run.id)
+        self.stopping_pids.add(run.pid)
         try:
             sig = await asyncio.to_thread(stop_process, run.pid, run.pid_started_at, timeout_s)
             ended = await self._end(builder, run.id, "stopped", sig, actor)
             await asyncio.to_thread(close_pane, run.tmux_socket, run.tmux_session)
         finally:
             self.stopping.discard(run.id)
+            self.stopping_pids.discard(run.pid)
         assert ended is not None
         return ended
 

@@ -55,14 +55,14 @@ class ExitWatch:
         """Whether ``agent``'s exit is being watched (it has not exited)."""
         return agent in self._fds
 
-    def check(self, agent: Agent) -> bool | None:
-        """Whether ``agent`` is alive (True at once while it is watched); when it is and it
-        can be, its exit is watched from now on. The pidfd is opened before the process is
-        checked, so the check proves the pidfd names the agent and not a process that took
-        its pid since."""
+    def check(self, agent: Agent, watch: bool = True) -> bool | None:
+        """Whether ``agent`` is alive (True at once while it is watched); when it is, ``watch``
+        says so and it can be, its exit is watched from now on (on the running event loop,
+        until :meth:`close`). The pidfd is opened before the process is checked, so the check
+        proves the pidfd names the agent and not a process that took its pid since."""
         if agent in self._fds:
             return True
-        fd = self._open(agent[0]) if len(self._fds) < MAX_WATCHES else None
+        fd = self._open(agent[0]) if watch and len(self._fds) < MAX_WATCHES else None
         try:
             alive = self._alive(*agent)
         except BaseException:

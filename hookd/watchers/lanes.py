@@ -301,11 +301,12 @@ class LaneWatch:
         return sorted(names)
 
     def _alive(self, pid: int | None, started_at: float | None) -> bool | None:
-        """:func:`agent_alive`, as checked within the last ``liveness_s`` seconds, or alive
-        while the kernel watches its exit (:class:`hookd.watchers.exits.ExitWatch`: an agent
-        found alive is watched from then on where it can be)."""
+        """:func:`agent_alive`, as checked within the last ``liveness_s`` seconds, or alive while
+        its exit is watched (:class:`ExitWatch`: from when it is found alive, while :meth:`run`)."""
         if not pid:
             return None
+        if pid in self.core.runs.stopping_pids:
+            return None  # `hookd stop` is ending it: the stop records the end (lane ended), not a death
         key = (pid, started_at)
         if self._exits.watching(key):
             return True
@@ -313,7 +314,7 @@ class LaneWatch:
         now = time.monotonic()
         if hit is not None and now - hit[1] < self.liveness_s:
             return hit[0]
-        alive = self._exits.check(key)
+        alive = self._exits.check(key, watch=self._view is not None)  # (only while the watch runs)
         self._liveness[key] = (alive, now, now)
         return alive
 
@@ -517,9 +518,10 @@ class LaneWatch:
                     self._busy = False
             now = clock.wall()
             dues = [lane.due for lane in lanes.values() if lane.due is not None]
-            # agents whose exit the kernel does not tell are checked every liveness_s
-            live = [b for b, lane in lanes.items() if lane.agent_pid and lane.state not in ("ended", "dead")
-                    and not self._exits.watching(self._agents.get(b))]
+            # agents whose exit the kernel does not tell, checked every liveness_s (in _agents: its
+            # pid may have been read by a GET /v1/lanes since this copy of its lane)
+            live = [b for b, lane in lanes.items() if (lane.agent_pid or b in self._agents)
+                    and lane.state not in ("ended", "dead") and not self._exits.watching(self._agents.get(b))]
             wake = min([*dues, next_live if live else now + 3600.0])
             await bus.wait(max(0.0, wake - now), since=version)
             if bus.version != version:
