@@ -25,6 +25,36 @@ async def _until(cond, what: str, timeout: float = 10.0) -> None:  # noqa: ANN00
         await asyncio.sleep(0.005)
 
 
+async def _opened(tmp_path: Path, settings=None):  # noqa: ANN001, ANN202
+    """A store in a fresh home under ``tmp_path`` and the core over it (``settings``: the
+    daemon's tunables; None: the defaults)."""
+    from hookd.config import Home
+    from hookd.core import Hookd
+    from hookd.settings import Settings
+    from hookd.store import Store
+
+    settings = settings or Settings()
+    home = Home.resolve(tmp_path / "h")
+    home.ensure()
+    store = await Store(home.db, settings=settings).open()
+    return store, Hookd(home, store, settings)
+
+
+def _sweeps(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The lanes watch's liveness sweeps, counted (the builders of each)."""
+    from hookd.watchers import lanes as lanes_mod
+
+    sweeps: list[list[str]] = []
+    real = lanes_mod.LaneWatch.sweep
+
+    async def counted(self: lanes_mod.LaneWatch, builders: list[str]) -> list[str]:
+        sweeps.append(builders)
+        return await real(self, builders)
+
+    monkeypatch.setattr(lanes_mod.LaneWatch, "sweep", counted)
+    return sweeps
+
+
 def _passes(monkeypatch: pytest.MonkeyPatch, poll_s: float) -> list[float]:
     """The default answers' passes, counted (the ``now`` of each), with POLL_S made ``poll_s``."""
     from hookd.core import policy
@@ -45,19 +75,11 @@ def test_the_default_answers_pass_waits_for_a_commit(tmp_path: Path, monkeypatch
     """With nothing pending, the default answers' loop makes no pass until something is
     committed (it used to look every second); a commit brings the next pass. Its least gap
     (POLL_S) is made 0 here, so a loop that kept looking would pass at every turn."""
-    from hookd.config import Home
-    from hookd.core import Hookd
-    from hookd.core import policy
-    from hookd.settings import Settings
-    from hookd.store import Store
 
     passes = _passes(monkeypatch, 0.0)
 
     async def run() -> tuple[int, int, int]:
-        home = Home.resolve(tmp_path / "h")
-        home.ensure()
-        store = await Store(home.db, settings=Settings()).open()
-        core = Hookd(home, store, Settings())
+        store, core = await _opened(tmp_path)
         task = asyncio.create_task(core.policy.run_defaults())
         try:
             await _until(lambda: passes, "no first pass")
@@ -81,21 +103,13 @@ def test_the_default_answers_pass_looks_again_while_something_is_pending(
     """While a question is pending, the loop looks again without a commit: a builder's default
     answer can be set by a spawn that commits nothing (its manifest), and must still reach
     the question (found by a reviewer: with the loop asleep until a commit it never did)."""
-    from hookd.config import Home
-    from hookd.core import Hookd
-    from hookd.core import policy
-    from hookd.settings import Settings
-    from hookd.store import Store
 
     from .conftest import TUI
 
     passes = _passes(monkeypatch, 0.01)
 
     async def run() -> tuple[int, int]:
-        home = Home.resolve(tmp_path / "h")
-        home.ensure()
-        store = await Store(home.db, settings=Settings()).open()
-        core = Hookd(home, store, Settings())
+        store, core = await _opened(tmp_path)
         task: asyncio.Task[None] | None = None
         try:
             for name in ("001-SessionStart.json", "002-UserPromptSubmit.json", "007-PreToolUse.json"):
@@ -120,19 +134,12 @@ def test_the_default_answers_loop_outlives_a_store_that_refuses_a_read(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The store refusing the loop's look (StorageUnavailable: disk full, say) is logged and
     looked at again POLL_S later; the loop does not end."""
-    from hookd.config import Home
-    from hookd.core import Hookd
     from hookd.models import StorageUnavailable
-    from hookd.settings import Settings
-    from hookd.store import Store
 
     passes = _passes(monkeypatch, 0.01)
 
     async def run() -> bool:
-        home = Home.resolve(tmp_path / "h")
-        home.ensure()
-        store = await Store(home.db, settings=Settings()).open()
-        core = Hookd(home, store, Settings())
+        store, core = await _opened(tmp_path)
         refused: list[int] = []
         real = store.any_pending
 
@@ -203,6 +210,20 @@ def test_the_server_loop_ticks_only_to_exit(monkeypatch: pytest.MonkeyPatch) -> 
 PRINT = Path(__file__).resolve().parent.parent / "fixtures" / "claude-code" / "2.1.332" / "print-bash-then-ask" / "hooks"
 
 
+async def _session_starts(core, agent_pid: int | None = None) -> None:  # noqa: ANN001
+    """The recorded session's SessionStart and UserPromptSubmit, as builder b1's."""
+    for name in ("001-SessionStart.json", "002-UserPromptSubmit.json"):
+        await core.ingest_hook("claude-code", "b1", (PRINT / name).read_bytes(), delivery_id=name, agent_pid=agent_pid)
+
+
+async def _tool_calls(core, calls: int = 5) -> None:  # noqa: ANN001
+    """``calls`` tool calls of b1 (two hooks each), with the loop's turns after each hook."""
+    for n in range(calls):
+        for raw in _tool_call(n):
+            await core.ingest_hook("claude-code", "b1", raw)
+            await _turns()
+
+
 def _tool_call(n: int) -> list[bytes]:
     """The recorded Bash call's PreToolUse and PostToolUse, as the ``n``-th tool call."""
     import json
@@ -220,31 +241,20 @@ def test_an_agents_tool_calls_wake_no_default_answers_pass(tmp_path: Path, monke
     woken for it (it was, at most once a second: at a model's pace, once per tool call). A
     commit that asks something (the AskUserQuestion) still brings a pass. POLL_S is made 0:
     a loop woken by the tool calls would pass within the turns counted."""
-    from hookd.config import Home
-    from hookd.core import Hookd
-    from hookd.settings import Settings
-    from hookd.store import Store
 
     from .conftest import TUI
 
     passes = _passes(monkeypatch, 0.0)
 
     async def run() -> tuple[int, int, bool]:
-        home = Home.resolve(tmp_path / "h")
-        home.ensure()
-        store = await Store(home.db, settings=Settings()).open()
-        core = Hookd(home, store, Settings())
+        store, core = await _opened(tmp_path)
         task = asyncio.create_task(core.policy.run_defaults())
         try:
-            for name in ("001-SessionStart.json", "002-UserPromptSubmit.json"):
-                await core.ingest_hook("claude-code", "b1", (PRINT / name).read_bytes(), delivery_id=name)
+            await _session_starts(core)
             await _until(lambda: passes, "no first pass")
             await _turns()
             before = len(passes)
-            for n in range(5):
-                for raw in _tool_call(n):
-                    await core.ingest_hook("claude-code", "b1", raw)
-                    await _turns()
+            await _tool_calls(core)
             during = len(passes) - before
             await core.ingest_hook("claude-code", "b1", (TUI / "007-PreToolUse.json").read_bytes(), delivery_id="ask")
             await _until(lambda: len(passes) > before + during, "no pass after a question was asked")
@@ -267,10 +277,6 @@ def test_a_working_lanes_tool_calls_wake_no_refresh(tmp_path: Path, monkeypatch:
     refresh within the turns counted."""
     import os
 
-    from hookd.config import Home
-    from hookd.core import Hookd
-    from hookd.settings import Settings
-    from hookd.store import Store
     from hookd.watchers import lanes as lanes_mod
 
     from .conftest import TUI
@@ -287,10 +293,7 @@ def test_a_working_lanes_tool_calls_wake_no_refresh(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(lanes_mod.LaneWatch, "refresh", counted)
 
     async def run() -> tuple[int, list[str]]:
-        home = Home.resolve(tmp_path / "h")
-        home.ensure()
-        store = await Store(home.db, settings=Settings()).open()
-        core = Hookd(home, store, Settings())
+        store, core = await _opened(tmp_path)
         watch = lanes_mod.LaneWatch(core)
         stop = asyncio.Event()
         task = asyncio.create_task(watch.run(stop))
@@ -309,16 +312,11 @@ def test_a_working_lanes_tool_calls_wake_no_refresh(tmp_path: Path, monkeypatch:
             states.append(state)
 
         try:
-            for name in ("001-SessionStart.json", "002-UserPromptSubmit.json"):
-                await core.ingest_hook("claude-code", "b1", (PRINT / name).read_bytes(), delivery_id=name,
-                                       agent_pid=os.getpid())
+            await _session_starts(core, os.getpid())
             await until_state("working")
             await _turns()
             before = len(refreshed)
-            for n in range(5):
-                for raw in _tool_call(n):
-                    await core.ingest_hook("claude-code", "b1", raw)
-                    await _turns()
+            await _tool_calls(core)
             during = len(refreshed) - before
             await core.ingest_hook("claude-code", "b1", (PRINT / "009-Stop.json").read_bytes(), delivery_id="stop")
             await until_state("idle")
@@ -346,10 +344,7 @@ def test_the_lanes_liveness_sweep_is_one_wake_up(tmp_path: Path, monkeypatch: py
     sweeps run."""
     import os
 
-    from hookd.config import Home
-    from hookd.core import Hookd
     from hookd.settings import Settings
-    from hookd.store import Store
     from hookd.watchers import exits
     from hookd.watchers import lanes as lanes_mod
 
@@ -357,25 +352,13 @@ def test_the_lanes_liveness_sweep_is_one_wake_up(tmp_path: Path, monkeypatch: py
     debounce = 0.0123
     monkeypatch.setattr(lanes_mod, "DEBOUNCE_S", debounce)
     monkeypatch.setattr(lanes_mod, "REFRESH_GAP_S", 0.0)
-    sweeps: list[list[str]] = []
-    real = lanes_mod.LaneWatch.sweep
-
-    async def counted(self: lanes_mod.LaneWatch, builders: list[str]) -> list[str]:
-        sweeps.append(builders)
-        return await real(self, builders)
-
-    monkeypatch.setattr(lanes_mod.LaneWatch, "sweep", counted)
+    sweeps = _sweeps(monkeypatch)
 
     async def run() -> list[float]:
         loop = asyncio.get_running_loop()
-        home = Home.resolve(tmp_path / "h")
-        home.ensure()
         settings = Settings(liveness_s=0.05)
-        store = await Store(home.db, settings=settings).open()
-        core = Hookd(home, store, settings)
-        for name in ("001-SessionStart.json", "002-UserPromptSubmit.json"):
-            await core.ingest_hook("claude-code", "b1", (PRINT / name).read_bytes(), delivery_id=name,
-                                   agent_pid=os.getpid())
+        store, core = await _opened(tmp_path, settings)
+        await _session_starts(core, os.getpid())
         watch = lanes_mod.LaneWatch(core, settings=settings)
         stop = asyncio.Event()
         task = asyncio.create_task(watch.run(stop))
@@ -450,34 +433,19 @@ def test_an_agents_exit_is_seen_at_once_with_no_sweep(tmp_path: Path, monkeypatc
     import subprocess
     import sys
 
-    from hookd.config import Home
-    from hookd.core import Hookd
     from hookd.settings import Settings
-    from hookd.store import Store
     from hookd.watchers import exits
     from hookd.watchers import lanes as lanes_mod
 
     if not hasattr(exits.os, "pidfd_open"):
         pytest.skip("no pidfd on this platform: the sweep is what sees an exit")
-    sweeps: list[list[str]] = []
-    real = lanes_mod.LaneWatch.sweep
-
-    async def counted(self: lanes_mod.LaneWatch, builders: list[str]) -> list[str]:
-        sweeps.append(builders)
-        return await real(self, builders)
-
-    monkeypatch.setattr(lanes_mod.LaneWatch, "sweep", counted)
+    sweeps = _sweeps(monkeypatch)
     agent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
 
     async def run() -> list[str]:
-        home = Home.resolve(tmp_path / "h")
-        home.ensure()
         settings = Settings(liveness_s=3600.0)
-        store = await Store(home.db, settings=settings).open()
-        core = Hookd(home, store, settings)
-        for name in ("001-SessionStart.json", "002-UserPromptSubmit.json"):
-            await core.ingest_hook("claude-code", "b1", (PRINT / name).read_bytes(), delivery_id=name,
-                                   agent_pid=agent.pid)
+        store, core = await _opened(tmp_path, settings)
+        await _session_starts(core, agent.pid)
         watch = lanes_mod.LaneWatch(core, settings=settings)
         stop = asyncio.Event()
         task = asyncio.create_task(watch.run(stop))
@@ -515,15 +483,9 @@ async def _watched(tmp_path: Path, settings):  # noqa: ANN001, ANN202
     """A store, a core and a running lanes watch over them, after its first refresh; the
     watch's reads of the event log counted (one per refresh). The callers make the watch's
     debounce and gap 0: a refresh it is woken for runs within a few turns of the loop."""
-    from hookd.config import Home
-    from hookd.core import Hookd
-    from hookd.store import Store
     from hookd.watchers import lanes as lanes_mod
 
-    home = Home.resolve(tmp_path / "h")
-    home.ensure()
-    store = await Store(home.db, settings=settings).open()
-    core = Hookd(home, store, settings)
+    store, core = await _opened(tmp_path, settings)
     watch = lanes_mod.LaneWatch(core, settings=settings)
     reads: list[int] = []
     real = store.changed_builders
@@ -605,8 +567,7 @@ def test_an_agent_pid_first_seen_at_a_tool_call_is_watched(tmp_path: Path, monke
         agent = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
         try:
             k = len(reads)
-            for name in ("001-SessionStart.json", "002-UserPromptSubmit.json"):  # (as if spooled: no pid)
-                await core.ingest_hook("claude-code", "b1", (PRINT / name).read_bytes(), delivery_id=name)
+            await _session_starts(core)  # (as if spooled: no pid)
             assert await _state_within(store, "working", 10) == "working"
             await _until(lambda: len(reads) >= k + 1 and not watch._busy, "no refresh")  # noqa: SLF001
             await _turns()  # (and any refresh that one's own commit woke)
@@ -632,17 +593,10 @@ def test_lanes_computed_outside_the_watch_leave_no_exit_watched(tmp_path: Path) 
     (a reviewer found one left per computation)."""
     import os
 
-    from hookd.config import Home
-    from hookd.core import Hookd
-    from hookd.settings import Settings
-    from hookd.store import Store
     from hookd.watchers import lanes as lanes_mod
 
     async def run() -> tuple[str, bool]:
-        home = Home.resolve(tmp_path / "h")
-        home.ensure()
-        store = await Store(home.db, settings=Settings()).open()
-        core = Hookd(home, store, Settings())
+        store, core = await _opened(tmp_path)
         try:
             await core.ingest_hook("claude-code", "b1", (PRINT / "001-SessionStart.json").read_bytes(),
                                    agent_pid=os.getpid())
