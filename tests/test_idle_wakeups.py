@@ -607,3 +607,91 @@ def test_lanes_computed_outside_the_watch_leave_no_exit_watched(tmp_path: Path) 
             await store.close()
 
     assert asyncio.run(run()) == ("idle", False)
+
+
+def test_an_agents_tool_calls_wake_no_notification_rules_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a channel configured, the notifier's rules look after commits; a commit of an
+    agent's tool call opens, ends and tells nothing they act on, and wakes no pass (it did,
+    at most every 50 ms: at a model's pace once per tool call). An AskUserQuestion still
+    brings one. The rules' least gap is made 0: a loop woken by the tool calls would pass
+    within the turns counted."""
+    from hookd.watchers import notify
+    from hookd.watchers.notify_config import Channel, NotifyConfig
+
+    from .conftest import TUI
+
+    monkeypatch.setattr(notify, "MIN_PASS_GAP_S", 0.0)
+    passes: list[float] = []
+    real = notify.Notifier._pass  # noqa: SLF001
+
+    async def counted(self: notify.Notifier, now: float) -> float | None:
+        passes.append(now)
+        return await real(self, now)
+
+    monkeypatch.setattr(notify.Notifier, "_pass", counted)
+
+    async def run() -> tuple[int, int]:
+        store, core = await _opened(tmp_path)
+        n = notify.Notifier(core, NotifyConfig(channels=(Channel(type="command", name="c", command=["true"]),)))
+        task = asyncio.create_task(n.run())
+        try:
+            await _session_starts(core)
+            await _until(lambda: passes, "no first pass")
+            await _turns()
+            before = len(passes)
+            await _tool_calls(core)
+            during = len(passes) - before
+            await core.ingest_hook("claude-code", "b1", (TUI / "007-PreToolUse.json").read_bytes(), delivery_id="ask")
+            await _until(lambda: len(passes) > before + during, "no pass after a question was asked")
+            return before, during
+        finally:
+            await n.close()
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await store.close()
+
+    before, during = asyncio.run(run())
+    assert before >= 1 and during == 0
+
+
+def test_an_agents_tool_calls_wake_no_hooks_changed_alerts_read(tmp_path: Path) -> None:
+    """With a channel configured, the ``hooks_changed`` alerts read the event log after the
+    commits that appended a ``hooks_changed`` / ``hooks_restored`` event (or did not say what
+    they appended), not after each of an agent's tool calls (it read the log's end after every
+    commit). Counted: its reads of the log's end."""
+    from types import SimpleNamespace
+
+    from hookd.watchers.hookalerts import HookAlerts
+    from hookd.watchers.notify_config import Channel, NotifyConfig
+
+    async def run() -> tuple[int, int, int]:
+        store, core = await _opened(tmp_path)
+        reads: list[int] = []
+        real = store.last_event_seq
+
+        async def counted() -> int:
+            reads.append(1)
+            return await real()
+
+        store.last_event_seq = counted  # type: ignore[method-assign]
+        notifier = SimpleNamespace(config=NotifyConfig(channels=(Channel(type="command", name="c", command=["true"]),)))
+        stop = asyncio.Event()
+        task = asyncio.create_task(HookAlerts(core, notifier).run(stop))
+        try:
+            await _session_starts(core)
+            await _until(lambda: reads, "no first read")
+            await _turns()
+            before = len(reads)
+            await _tool_calls(core)
+            during = len(reads) - before
+            await core.bus.publish()  # a commit that does not say what it appended
+            await _until(lambda: len(reads) > before + during, "no read after a commit that did not say")
+            return before, during, len(reads)
+        finally:
+            stop.set()
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await store.close()
+
+    before, during, total = asyncio.run(run())
+    assert before >= 1 and during == 0 and total > before

@@ -13,6 +13,7 @@ import asyncio
 import logging
 from typing import Any
 
+from hookd.core.bus import BusFilter
 from hookd.models import StorageUnavailable
 
 log = logging.getLogger("hookd")
@@ -65,7 +66,15 @@ class HookAlerts:
         if self.notifier is None or not self.notifier.config.channels:
             await stop.wait()
             return
-        store, bus = self.core.store, self.core.bus
+        store = self.core.store
+        # woken only by the commits that appended one of KINDS (or did not say what they appended)
+        bus = self.core.bus.filtered(lambda events: any(e.kind in KINDS for e in events))
+        try:
+            await self._follow(stop, store, bus)
+        finally:
+            self.core.bus.unfilter(bus)
+
+    async def _follow(self, stop: asyncio.Event, store: Any, bus: BusFilter) -> None:
         seq: int | None = None
         while not stop.is_set() and not bus.closed:
             version = bus.version

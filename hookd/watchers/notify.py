@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
+from hookd.core.bus import BusFilter
+from hookd.core.policy import asks_something
 from hookd.harness.registry import present_tool
 from hookd.watchers.notify_channels import (
     Alert,
@@ -270,29 +272,41 @@ class Notifier:
                 # look, and a pass per hook would cost every hook a wake-up and two tasks
                 await self.core.bus.wait_closed()
                 return
-            last = 0.0
-            while not self.core.bus.closed and not self._closed:
-                version = self.core.bus.version
-                self._wake.clear()
-                try:
-                    nxt = await self._pass(time.time())
-                except Exception:
-                    log.exception("notification rules pass failed")
-                    nxt = time.time() + 5
-                last = time.monotonic()
-                wait = 3600.0 if nxt is None else min(3600.0, max(0.0, nxt - time.time()) + 0.01)
-                waker = asyncio.create_task(self._wake.wait())
-                bus = asyncio.create_task(self.core.bus.wait(wait, since=version))
-                try:
-                    await asyncio.wait({waker, bus}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    waker.cancel()
-                    bus.cancel()
-                gap = MIN_PASS_GAP_S - (time.monotonic() - last)
-                if gap > 0:
-                    await asyncio.sleep(gap)
+            # a commit of nothing but an agent's tool calls or lanes' changes opens, ends and
+            # tells nothing the rules act on: no pass for it (the lanes' alerts come through
+            # LaneAlerts, not this loop)
+            view = self.core.bus.filtered(asks_something)
+            try:
+                await self._rules(view)
+            finally:
+                self.core.bus.unfilter(view)
         finally:
             await self.close()
+
+    async def _rules(self, view: BusFilter) -> None:
+        """The rules' passes: after the commits ``view`` wakes for, a wake (:meth:`wake`: a
+        hub link), or the next step's due time; at most one per MIN_PASS_GAP_S."""
+        last = 0.0
+        while not view.closed and not self._closed:
+            version = view.version
+            self._wake.clear()
+            try:
+                nxt = await self._pass(time.time())
+            except Exception:
+                log.exception("notification rules pass failed")
+                nxt = time.time() + 5
+            last = time.monotonic()
+            wait = 3600.0 if nxt is None else min(3600.0, max(0.0, nxt - time.time()) + 0.01)
+            waker = asyncio.create_task(self._wake.wait())
+            bus = asyncio.create_task(view.wait(wait, since=version))
+            try:
+                await asyncio.wait({waker, bus}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waker.cancel()
+                bus.cancel()
+            gap = MIN_PASS_GAP_S - (time.monotonic() - last)
+            if gap > 0:
+                await asyncio.sleep(gap)
 
     def _start_chats(self) -> None:
         from hookd.watchers.chat import ChatRelay
