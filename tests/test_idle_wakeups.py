@@ -224,6 +224,26 @@ async def _tool_calls(core, calls: int = 5) -> None:  # noqa: ANN001
             await _turns()
 
 
+async def _counted_through_tool_calls(core, counted: list, then=None) -> tuple[int, int]:  # noqa: ANN001
+    """b1's session starts; once ``counted`` (a follower's passes) has one, five tool calls;
+    then ``then()`` (default: an AskUserQuestion is asked) and a pass after it. Returns the
+    passes before the tool calls and during them."""
+    from .conftest import TUI
+
+    await _session_starts(core)
+    await _until(lambda: counted, "no first pass")
+    await _turns()
+    before = len(counted)
+    await _tool_calls(core)
+    during = len(counted) - before
+    if then is None:
+        await core.ingest_hook("claude-code", "b1", (TUI / "007-PreToolUse.json").read_bytes(), delivery_id="ask")
+    else:
+        await then()
+    await _until(lambda: len(counted) > before + during, "no pass after a commit it acts on")
+    return before, during
+
+
 def _tool_call(n: int) -> list[bytes]:
     """The recorded Bash call's PreToolUse and PostToolUse, as the ``n``-th tool call."""
     import json
@@ -242,22 +262,13 @@ def test_an_agents_tool_calls_wake_no_default_answers_pass(tmp_path: Path, monke
     commit that asks something (the AskUserQuestion) still brings a pass. POLL_S is made 0:
     a loop woken by the tool calls would pass within the turns counted."""
 
-    from .conftest import TUI
-
     passes = _passes(monkeypatch, 0.0)
 
     async def run() -> tuple[int, int, bool]:
         store, core = await _opened(tmp_path)
         task = asyncio.create_task(core.policy.run_defaults())
         try:
-            await _session_starts(core)
-            await _until(lambda: passes, "no first pass")
-            await _turns()
-            before = len(passes)
-            await _tool_calls(core)
-            during = len(passes) - before
-            await core.ingest_hook("claude-code", "b1", (TUI / "007-PreToolUse.json").read_bytes(), delivery_id="ask")
-            await _until(lambda: len(passes) > before + during, "no pass after a question was asked")
+            before, during = await _counted_through_tool_calls(core, passes)
             return before, during, await store.any_pending()
         finally:
             task.cancel()
@@ -618,7 +629,6 @@ def test_an_agents_tool_calls_wake_no_notification_rules_pass(tmp_path: Path, mo
     from hookd.watchers import notify
     from hookd.watchers.notify_config import Channel, NotifyConfig
 
-    from .conftest import TUI
 
     monkeypatch.setattr(notify, "MIN_PASS_GAP_S", 0.0)
     passes: list[float] = []
@@ -635,15 +645,7 @@ def test_an_agents_tool_calls_wake_no_notification_rules_pass(tmp_path: Path, mo
         n = notify.Notifier(core, NotifyConfig(channels=(Channel(type="command", name="c", command=["true"]),)))
         task = asyncio.create_task(n.run())
         try:
-            await _session_starts(core)
-            await _until(lambda: passes, "no first pass")
-            await _turns()
-            before = len(passes)
-            await _tool_calls(core)
-            during = len(passes) - before
-            await core.ingest_hook("claude-code", "b1", (TUI / "007-PreToolUse.json").read_bytes(), delivery_id="ask")
-            await _until(lambda: len(passes) > before + during, "no pass after a question was asked")
-            return before, during
+            return await _counted_through_tool_calls(core, passes)
         finally:
             await n.close()
             task.cancel()
@@ -678,14 +680,7 @@ def test_an_agents_tool_calls_wake_no_hooks_changed_alerts_read(tmp_path: Path) 
         stop = asyncio.Event()
         task = asyncio.create_task(HookAlerts(core, notifier).run(stop))
         try:
-            await _session_starts(core)
-            await _until(lambda: reads, "no first read")
-            await _turns()
-            before = len(reads)
-            await _tool_calls(core)
-            during = len(reads) - before
-            await core.bus.publish()  # a commit that does not say what it appended
-            await _until(lambda: len(reads) > before + during, "no read after a commit that did not say")
+            before, during = await _counted_through_tool_calls(core, reads, core.bus.publish)  # (not saying what it appended)
             return before, during, len(reads)
         finally:
             stop.set()
