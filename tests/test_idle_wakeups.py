@@ -690,3 +690,71 @@ def test_an_agents_tool_calls_wake_no_hooks_changed_alerts_read(tmp_path: Path) 
 
     before, during, total = asyncio.run(run())
     assert before >= 1 and during == 0 and total > before
+
+
+def test_a_hooks_changed_alert_whose_read_was_refused_is_read_again_at_the_next_commit(tmp_path: Path) -> None:
+    """The store refusing the ``hooks_changed`` alerts' read of the log right after a
+    ``hooks_changed`` commit: the next commit, whatever it appended (another builder's tool
+    calls here), brings the read again and the alert (a reviewer found it left for the next
+    ``hooks_changed`` or an hour)."""
+    import json
+    from types import SimpleNamespace
+
+    from hookd.models import StorageUnavailable
+    from hookd.watchers.hookalerts import HookAlerts
+    from hookd.watchers.notify_config import Channel, NotifyConfig
+
+    def as_b2(name: str, n: int = 0) -> bytes:
+        hook = json.loads((PRINT / name).read_bytes())
+        hook["session_id"] = "00000000-0000-4000-8000-0000000000b2"
+        if "tool_use_id" in hook:
+            hook["tool_use_id"] = f"toolu_01B2{n:020d}"
+        return json.dumps(hook).encode()
+
+    async def run() -> list[str]:
+        store, core = await _opened(tmp_path)
+        raised: list[str] = []
+        refuse = {"next": False, "refused": 0}
+        real = store.last_event_seq
+
+        async def flaky() -> int:
+            if refuse["next"]:
+                refuse["next"] = False
+                refuse["refused"] += 1
+                raise StorageUnavailable("storage unavailable: cannot read the database: disk I/O error")
+            return await real()
+
+        store.last_event_seq = flaky  # type: ignore[method-assign]
+
+        async def raise_alert(alert, escalate=True):  # noqa: ANN001, ANN202
+            raised.append(alert.key)
+            return True
+
+        async def clear(key):  # noqa: ANN001, ANN202
+            pass
+
+        notifier = SimpleNamespace(config=NotifyConfig(channels=(Channel(type="command", name="c", command=["true"]),)),
+                                   raise_alert=raise_alert, clear=clear)
+        stop = asyncio.Event()
+        task = asyncio.create_task(HookAlerts(core, notifier).run(stop))
+        try:
+            await _session_starts(core)  # b1
+            for name in ("001-SessionStart.json", "002-UserPromptSubmit.json"):
+                await core.ingest_hook("claude-code", "b2", as_b2(name), delivery_id=f"b2-{name}")
+            await _turns()
+            refuse["next"] = True
+            await core.health.record("b1", None, {"missing": ["Stop"], "changed": [], "reason": "entries removed"},
+                                     via="status")
+            await _until(lambda: refuse["refused"] == 1, "the read after hooks_changed was not tried")
+            for n in range(3):  # b2's agent goes on working
+                for name in ("004-PreToolUse.json", "005-PostToolUse.json"):
+                    await core.ingest_hook("claude-code", "b2", as_b2(name, n))
+            await _until(lambda: raised, "b1's hooks_changed alert never raised after the refused read")
+            return raised
+        finally:
+            stop.set()
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await store.close()
+
+    assert [k.split(":")[1] for k in asyncio.run(run())] == ["b1"]

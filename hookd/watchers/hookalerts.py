@@ -35,6 +35,7 @@ class HookAlerts:
         self.core = core
         self.notifier = notifier
         self._raised: dict[str, str] = {}  # builder -> its alert's key
+        self._refused = False  # the store refused the last read of the log
 
     async def handle(self, kind: str, builder: str, session_id: str | None, at: float, data: dict[str, Any]) -> None:
         """Act on one event of :data:`KINDS`."""
@@ -67,8 +68,9 @@ class HookAlerts:
             await stop.wait()
             return
         store = self.core.store
-        # woken only by the commits that appended one of KINDS (or did not say what they appended)
-        bus = self.core.bus.filtered(lambda events: any(e.kind in KINDS for e in events))
+        # woken only by the commits that appended one of KINDS (or did not say what they
+        # appended), and by any commit while a read the store refused waits to be tried again
+        bus = self.core.bus.filtered(lambda events: self._refused or any(e.kind in KINDS for e in events))
         try:
             await self._follow(stop, store, bus)
         finally:
@@ -78,6 +80,7 @@ class HookAlerts:
         seq: int | None = None
         while not stop.is_set() and not bus.closed:
             version = bus.version
+            self._refused = False
             try:
                 upto = await store.last_event_seq()  # one small read on the loop's thread
                 if seq is None:
@@ -90,7 +93,7 @@ class HookAlerts:
                             await self.handle(e.kind, e.builder, e.session_id, e.at,
                                               e.data if isinstance(e.data, dict) else {})
             except StorageUnavailable:
-                pass  # (the store logs the outage) read again after the next commit
+                self._refused = True  # (the store logs the outage) read again after the next commit
             except Exception:
                 log.exception("hooks_changed alerts failed")
             await bus.wait(3600.0, since=version)
