@@ -25,6 +25,15 @@ async def _until(cond, what: str, timeout: float = 10.0) -> None:  # noqa: ANN00
         await asyncio.sleep(0.005)
 
 
+async def _ended(task: asyncio.Task, store, stop: asyncio.Event | None = None) -> None:  # noqa: ANN001
+    """A test's follower ended (``stop`` set, its task cancelled and awaited), then its store closed."""
+    if stop is not None:
+        stop.set()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    await store.close()
+
+
 async def _opened(tmp_path: Path, settings=None):  # noqa: ANN001, ANN202
     """A store in a fresh home under ``tmp_path`` and the core over it (``settings``: the
     daemon's tunables; None: the defaults)."""
@@ -90,9 +99,7 @@ def test_the_default_answers_pass_waits_for_a_commit(tmp_path: Path, monkeypatch
             await _until(lambda: len(passes) > first + idle, "no pass after a commit")
             return first, idle, len(passes)
         finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            await store.close()
+            await _ended(task, store)
 
     first, idle, total = asyncio.run(run())
     assert first == 1 and idle == 0 and total >= 2
@@ -155,9 +162,7 @@ def test_the_default_answers_loop_outlives_a_store_that_refuses_a_read(
             await _until(lambda: len(passes) >= 3, "the loop ended after a refused read")
             return task.done()
         finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            await store.close()
+            await _ended(task, store)
 
     assert asyncio.run(run()) is False
 
@@ -271,9 +276,7 @@ def test_an_agents_tool_calls_wake_no_default_answers_pass(tmp_path: Path, monke
             before, during = await _counted_through_tool_calls(core, passes)
             return before, during, await store.any_pending()
         finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            await store.close()
+            await _ended(task, store)
 
     before, during, pending = asyncio.run(run())
     assert before >= 1 and during == 0 and pending
@@ -337,10 +340,7 @@ def test_a_working_lanes_tool_calls_wake_no_refresh(tmp_path: Path, monkeypatch:
             await until_state("waiting_question")
             return during, states
         finally:
-            stop.set()
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            await store.close()
+            await _ended(task, store, stop)
 
     during, states = asyncio.run(run())
     assert during == 0
@@ -388,10 +388,7 @@ def test_the_lanes_liveness_sweep_is_one_wake_up(tmp_path: Path, monkeypatch: py
             return timers
         finally:
             loop.call_at = real_at  # type: ignore[method-assign]
-            stop.set()
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            await store.close()
+            await _ended(task, store, stop)
 
     timers = asyncio.run(run())
     assert timers  # (the sweeps' own waits)
@@ -477,10 +474,7 @@ def test_an_agents_exit_is_seen_at_once_with_no_sweep(tmp_path: Path, monkeypatc
             await until_state("dead")
             return states
         finally:
-            stop.set()
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            await store.close()
+            await _ended(task, store, stop)
 
     try:
         assert asyncio.run(run()) == ["working", "dead"]
@@ -552,9 +546,7 @@ def test_a_claw_lane_seen_working_mid_tool_goes_idle_by_silence(tmp_path: Path, 
             await core.ingest_hook("claw", "b1", claw("PostToolUse"), cwd="/w/x")
             return await _state_within(store, "idle", 10)
         finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            await store.close()
+            await _ended(task, store)
 
     assert asyncio.run(run()) == "idle"
 
@@ -591,9 +583,7 @@ def test_an_agent_pid_first_seen_at_a_tool_call_is_watched(tmp_path: Path, monke
         finally:
             agent.kill()
             agent.wait()
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            await store.close()
+            await _ended(task, store)
 
     assert asyncio.run(run()) == "dead"
 
@@ -648,9 +638,7 @@ def test_an_agents_tool_calls_wake_no_notification_rules_pass(tmp_path: Path, mo
             return await _counted_through_tool_calls(core, passes)
         finally:
             await n.close()
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            await store.close()
+            await _ended(task, store)
 
     before, during = asyncio.run(run())
     assert before >= 1 and during == 0
@@ -683,10 +671,7 @@ def test_an_agents_tool_calls_wake_no_hooks_changed_alerts_read(tmp_path: Path) 
             before, during = await _counted_through_tool_calls(core, reads, core.bus.publish)  # (not saying what it appended)
             return before, during, len(reads)
         finally:
-            stop.set()
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            await store.close()
+            await _ended(task, store, stop)
 
     before, during, total = asyncio.run(run())
     assert before >= 1 and during == 0 and total > before
@@ -752,9 +737,6 @@ def test_a_hooks_changed_alert_whose_read_was_refused_is_read_again_at_the_next_
             await _until(lambda: raised, "b1's hooks_changed alert never raised after the refused read")
             return raised
         finally:
-            stop.set()
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            await store.close()
+            await _ended(task, store, stop)
 
     assert [k.split(":")[1] for k in asyncio.run(run())] == ["b1"]
