@@ -25,8 +25,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     redeliver_after_s: float = 300.0
     """``HOOKD_REDELIVER_AFTER_S``: a delivered message not adopted by then is queued again."""
     liveness_s: float = 2.0
-    """``HOOKD_LIVENESS_S``: how often lanes check that a builder's process is alive, where the
-    kernel does not tell its exit (hookd.watchers.exits), and runs that ``hookd run`` started."""
+    """``HOOKD_LIVENESS_S``: how often lanes check that a builder's process is alive, and the run
+    watch the runs ``hookd run`` started, where the kernel does not tell their exit
+    (hookd.watchers.exits)."""
     quiet_idle_s: float = 30.0
     """``HOOKD_QUIET_IDLE_S``: a working lane with no hook for this long is shown idle."""
     group_commit: bool = True

@@ -440,6 +440,41 @@ def test_a_run_whose_process_is_gone_is_recorded_exited(quick: InProc, agent: An
     assert (run["builder"], run["alive"], run["stop_reason"], run["log_path"]) == ("b3", False, "exited", "/l/b3.log")
 
 
+@pytest.mark.inproc
+def test_a_run_s_exit_is_recorded_at_once_with_no_look_on_the_clock(tmp_path: Path, agent: Any) -> None:
+    """The kernel tells the run watch a run's process exited (a pidfd: hookd.watchers.exits):
+    recorded ``exited`` with the next look an hour away (it was found only at that look, every
+    ``liveness_s``, a wake-up of the daemon each for as long as the run lived)."""
+    from hookd.watchers import exits
+
+    if not hasattr(exits.os, "pidfd_open"):
+        pytest.skip("no pidfd on this platform: the look every liveness_s is what sees an exit")
+    def pidfds() -> int:  # (the in-process daemon's are this process's)
+        fds = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                fds.append(os.readlink(f"/proc/self/fd/{fd}"))
+            except OSError:
+                continue
+        return fds.count("anon_inode:[pidfd]")
+
+    app = InProc(tmp_path / "home", settings=Settings(liveness_s=3600.0)).start()
+    try:
+        a = agent()
+        before = pidfds()
+        assert _started(app, "b5", a.pid, mode="headless", tmux_socket=None, tmux_session=None,
+                        log_path="/l/b5.log").status_code == 201
+        # killed once the run watch has looked at it (and found it alive): no look is left to find it gone
+        wait_until(lambda: pidfds() > before, 10, what="the run's exit watched")
+        a.kill()
+        a.wait()
+        wait_until(lambda: _kinds(app, "builder_stopped"), 10, what="builder_stopped")
+        [ev] = _kinds(app, "builder_stopped")
+        assert ev["data"]["reason"] == "exited"
+    finally:
+        app.stop()
+
+
 def test_two_looks_at_a_gone_run_record_its_exit_once(quick: InProc, agent: Any, monkeypatch: Any) -> None:
     """The run watch and a `GET /v1/runs` can both find a run's process gone at once: its exit
     status is read once (the headless wrapper's file is removed when read, so a second read got

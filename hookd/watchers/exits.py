@@ -14,7 +14,7 @@ import logging
 import os
 from collections.abc import Callable
 
-import psutil
+from hookd.core.procs import process_alive
 
 log = logging.getLogger("hookd")
 
@@ -26,19 +26,10 @@ Agent = tuple[int, float | None]
 
 
 def agent_alive(pid: int | None, started_at: float | None) -> bool | None:
-    """Is the agent process alive? None when unknown (no pid). A pid reused by another
-    process (start time differs by more than 1 s) counts as gone."""
-    if not pid:
-        return None
-    try:
-        p = psutil.Process(pid)
-        if started_at is not None and abs(p.create_time() - started_at) > 1.0:
-            return False
-        return p.status() != psutil.STATUS_ZOMBIE
-    except (psutil.NoSuchProcess, psutil.ZombieProcess):
-        return False
-    except psutil.AccessDenied:
-        return True
+    """Is the agent process alive? None when unknown (no pid); else
+    :func:`hookd.core.procs.process_alive` (a zombie, or a pid reused by another process, is
+    gone)."""
+    return None if not pid else process_alive(pid, started_at)
 
 
 class ExitWatch:
