@@ -448,7 +448,7 @@ def test_an_agents_exit_is_seen_at_once_with_no_sweep(tmp_path: Path, monkeypatc
     if not hasattr(exits.os, "pidfd_open"):
         pytest.skip("no pidfd on this platform: the sweep is what sees an exit")
     sweeps = _sweeps(monkeypatch)
-    agent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    agent = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
 
     async def run() -> list[str]:
         settings = Settings(liveness_s=3600.0)

@@ -41,10 +41,9 @@ class Runs:
         self.bus = bus
         self.orphan = orphan
         self.exits = exits
-        #: the runs `hookd stop` is stopping now (their ids), and their agents' pids (the lanes
-        #: watch does not take such an agent's exit for its death: the stop records it)
-        self.stopping: set[int] = set()
-        self.stopping_pids: set[int] = set()
+        #: the runs `hookd stop` is stopping now: run id -> its agent's pid (the lanes watch does
+        #: not take such an agent's exit for its death: the stop records it)
+        self.stopping: dict[int, int] = {}
         #: a run's exit being recorded now (by id): a second look that finds it gone meanwhile
         #: (the run watch, `hookd ls`) waits for that record instead of reading the exit status
         #: again (the headless wrapper's file is removed once read: a second reader got None)
@@ -133,15 +132,13 @@ class Runs:
             raise NotFound(f"{builder} was not started by hookd (hookd run {builder} starts it)")
         if run.stopped_at is not None or run.id in self.stopping:
             raise NotFound(f"{builder} is not running (hookd continue {builder} resumes it)")
-        self.stopping.add(run.id)
-        self.stopping_pids.add(run.pid)
+        self.stopping[run.id] = run.pid
         try:
             sig = await asyncio.to_thread(stop_process, run.pid, run.pid_started_at, timeout_s)
             ended = await self._end(builder, run.id, "stopped", sig, actor)
             await asyncio.to_thread(close_pane, run.tmux_socket, run.tmux_session)
         finally:
-            self.stopping.discard(run.id)
-            self.stopping_pids.discard(run.pid)
+            self.stopping.pop(run.id, None)
         assert ended is not None
         return ended
 

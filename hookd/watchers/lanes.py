@@ -305,7 +305,7 @@ class LaneWatch:
         its exit is watched (:class:`ExitWatch`: from when it is found alive, while :meth:`run`)."""
         if not pid:
             return None
-        if pid in self.core.runs.stopping_pids:
+        if pid in self.core.runs.stopping.values():
             return None  # `hookd stop` is ending it: the stop records the end (lane ended), not a death
         key = (pid, started_at)
         if self._exits.watching(key):
@@ -507,15 +507,15 @@ class LaneWatch:
                     first = (await self.core.store.counts())["events"]  # append-only: the count is the last seq
                     lanes = {lane.builder: lane for lane in await self.refresh()}
                     seq = first  # (events committed during that refresh are read again next: harmless)
-                    self._retrying = False
                     await self.orphan_dead(list(lanes.values()))  # (found dead before a restart)
                 except StorageUnavailable:  # (the store says so) again after the next commit
-                    self._retrying = True
-                    self._busy = False
-                    await bus.wait(3600.0, since=bus.version)
-                    continue
+                    pass
                 finally:
                     self._busy = False
+                    self._retrying = seq is None
+                if seq is None:
+                    await bus.wait(3600.0, since=bus.version)
+                    continue
             now = clock.wall()
             dues = [lane.due for lane in lanes.values() if lane.due is not None]
             # agents whose exit the kernel does not tell, checked every liveness_s (in _agents: its
