@@ -161,7 +161,9 @@ def transcripts_done(home: Path) -> bool:
 
 
 def post_raw(home: Path, payloads: list[bytes], offsets: list[float] | None = None) -> None:
-    """Each payload as the compiled client sends it: a new Unix connection, one chunked POST;
+    """Each payload as the compiled client sends it: a new Unix connection, one chunked POST
+    with the agent's pid (``X-Hookd-Agent-Pid``: this process's, alive throughout, as Claude
+    Code is for its hooks; without one the lanes watch looks at the lane at every tool call);
     back to back, or each at its offset (seconds after the first) when ``offsets`` is given."""
     h = Home.resolve(home)
     token, sock_path = h.read_endpoint().hook_token, os.fspath(h.socket_path)
@@ -171,6 +173,7 @@ def post_raw(home: Path, payloads: list[bytes], offsets: list[float] | None = No
             time.sleep(pause)  # the session's pace
         head = (f"POST /v1/hooks/claude-code/{BUILDER} HTTP/1.1\r\nHost: hookd\r\n"
                 f"Authorization: Bearer {token}\r\nX-Hookd-Delivery: {time.time_ns() // 1000}-{os.getpid()}-r{i}\r\n"
+                f"X-Hookd-Agent-Pid: {os.getpid()}\r\n"
                 "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.connect(sock_path)

@@ -49,11 +49,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """``HOOKD_TAIL_STEP_MS``: the transcript watcher's step."""
     watch_backend: str = "auto"
     """``HOOKD_WATCH_BACKEND``: ``watchfiles`` forces it on Linux (inotify otherwise)."""
-    tail_quiet_ms: int = 500
+    tail_quiet_ms: int = 2000
     """``HOOKD_TAIL_QUIET_MS``: while a session's hooks keep coming, a change of its transcript
     is read once they have been quiet this long ..."""
     tail_max_defer_ms: int = 2000
-    """``HOOKD_TAIL_MAX_DEFER_MS``: ... or this long after the change at the latest."""
+    """``HOOKD_TAIL_MAX_DEFER_MS``: ... or at its first hook once the change is this old
+    (:mod:`hookd.watchers.quiet`)."""
     hub_url: str | None = None
     """``HOOKD_HUB``: the hub's PostgreSQL URL the daemon ships its event log to (hookd.hub; None:
     no hub); ``hookd serve --hub`` and ``[hub] url`` in config.toml are the other ways to name it."""
@@ -77,7 +78,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             tail_debounce_ms=_number(env, "HOOKD_TAIL_DEBOUNCE_MS", 20, kind=int),
             tail_step_ms=_number(env, "HOOKD_TAIL_STEP_MS", 10, kind=int),
             watch_backend=(env.get("HOOKD_WATCH_BACKEND") or "auto").strip().lower(),
-            tail_quiet_ms=_number(env, "HOOKD_TAIL_QUIET_MS", 500, kind=int),
+            tail_quiet_ms=_number(env, "HOOKD_TAIL_QUIET_MS", 2000, kind=int),
             tail_max_defer_ms=_number(env, "HOOKD_TAIL_MAX_DEFER_MS", 2000, kind=int),
             hub_url=(env.get("HOOKD_HUB") or "").strip() or None,
         )

@@ -155,23 +155,21 @@ def _transcript(home: Path, path: Path) -> dict[str, Any] | None:
     return next((r for r in Client(Home.resolve(home)).get("/v1/transcripts") if r["path"] == str(path)), None)
 
 
-def test_a_hooked_sessions_rows_wait_for_its_hooks_and_are_applied_once_across_kill_9(
-        home: Path, worktree: Path, tmp_path: Path) -> None:
-    """While a session's hooks keep coming, a change of its transcript is read once they go
-    quiet (hookd.watchers.quiet), not at once; a file of no hooked session is read at once.
-    Rows left unread when the daemon is killed (SIGKILL) are read at the next start from the
-    cursor saved with what was applied, once: an interrupt at the desk (a ``turn_interrupted``
-    event per read of its row, nothing keyed) is recorded exactly once across two kills."""
+def _interrupt_left_unread(home: Path, worktree: Path, tmp_path: Path, waits: dict[str, str]) -> tuple[
+        DaemonProcess, Path, Path]:
+    """Start a daemon with ``waits`` (the tailer's quiet and bound), spawn b1 with a session
+    (SID, a SessionStart: a live hook) reporting transcript ``t``, and follow ``u`` for no
+    session; append an interrupt at the desk to ``t``, then a row to ``u``. Returns the
+    daemon, its hooks' settings file and ``t`` once ``u`` is read (at once: no hooked session)
+    and ``t`` is left unread (its change waits for SID's hooks) with no ``turn_interrupted``."""
     folder = tmp_path / "projects"
     folder.mkdir()
     t, u = folder / f"{SID}.jsonl", folder / "other.jsonl"
     t.write_bytes(b"")
     u.write_bytes(b"")
-    # the hooks are never quiet for an hour, and no bound: a change of t waits until the daemon dies
-    waits = {"HOOKD_TAIL_QUIET_MS": "3600000", "HOOKD_TAIL_MAX_DEFER_MS": "3600000"}
     d = DaemonProcess(home, env={**os.environ, **waits}).start()
     try:
-        spawn_with_transcript(home, worktree, t)  # SessionStart: a live hook of SID, reporting t
+        settings = spawn_with_transcript(home, worktree, t)  # SessionStart: a live hook of SID, reporting t
         assert hookd_cli(home, "tail", str(u), "--builder", "b1").returncode == 0  # no session: read at once
         wait_until(lambda: _transcript(home, t) and _transcript(home, u), 60, what="both files followed")
         use, _ = ask_rows()
@@ -181,17 +179,56 @@ def test_a_hooked_sessions_rows_wait_for_its_hooks_and_are_applied_once_across_k
         append(u, line(dict(use, sessionId="s-other")))  # written after t's row
         wait_until(lambda: (_transcript(home, u) or {}).get("offset") == u.stat().st_size, 60,
                    what="the file of no hooked session read at once")
-        # t's change came before u's: the tailer saw it, and left it for the hooks to go quiet
+        # t's change came before u's: the tailer saw it, and left it for SID's hooks
         assert _transcript(home, t)["offset"] == 0  # type: ignore[index]
         assert not [e for e in events(home) if e["kind"] == "turn_interrupted"]
+    except BaseException:
+        d.kill()
+        raise
+    return d, settings, t
+
+
+def _interrupted_once(home: Path) -> bool:
+    return [e["data"]["marker"] for e in events(home) if e["kind"] == "turn_interrupted"] == [
+        "[Request interrupted by user]"]
+
+
+def test_a_hooked_sessions_rows_are_read_in_the_turn_of_its_next_hook(
+        home: Path, worktree: Path, tmp_path: Path) -> None:
+    """While a session's hooks keep coming, its transcript's change waits for one of its hooks
+    (here the first after it: a bound of 1 ms), and that hook reads it: no timer, no read of
+    its own (hookd.watchers.quiet). A file of no hooked session, changed after it, is read at
+    once."""
+    # the hooks are never quiet for an hour; a change is read at the first hook after it
+    d, settings, t = _interrupt_left_unread(
+        home, worktree, tmp_path, {"HOOKD_TAIL_QUIET_MS": "3600000", "HOOKD_TAIL_MAX_DEFER_MS": "1"})
+    try:
+        pre = json.loads((TUI / "004-PreToolUse.json").read_bytes())
+        pre["transcript_path"] = str(t)
+        assert run_hook(settings_command(settings, "PreToolUse"), json.dumps(pre).encode(), worktree).returncode == 0
+        wait_until(lambda: (_transcript(home, t) or {}).get("offset") == t.stat().st_size, 60,
+                   what="the row read in the hook's turn")
+        assert _interrupted_once(home)
     finally:
-        d.kill()  # SIGKILL with t's row unread
+        d.stop()
+
+
+def test_a_hooked_sessions_rows_wait_for_its_hooks_and_are_applied_once_across_kill_9(
+        home: Path, worktree: Path, tmp_path: Path) -> None:
+    """While a session's hooks keep coming, a change of its transcript is read once they go
+    quiet (hookd.watchers.quiet), not at once; a file of no hooked session is read at once.
+    Rows left unread when the daemon is killed (SIGKILL) are read at the next start from the
+    cursor saved with what was applied, once: an interrupt at the desk (a ``turn_interrupted``
+    event per read of its row, nothing keyed) is recorded exactly once across two kills."""
+    # the hooks are never quiet for an hour, and no bound: a change of t waits until the daemon dies
+    d, _, t = _interrupt_left_unread(
+        home, worktree, tmp_path, {"HOOKD_TAIL_QUIET_MS": "3600000", "HOOKD_TAIL_MAX_DEFER_MS": "3600000"})
+    d.kill()  # SIGKILL with t's row unread
     for _ in range(2):  # read at the start (no hook of SID yet), then killed again after that read
         d = DaemonProcess(home).start()
         try:
             wait_until(lambda: (_transcript(home, t) or {}).get("offset") == t.stat().st_size, 60,
                        what="the row left unread caught up at the start")
-            assert [e["data"]["marker"] for e in events(home) if e["kind"] == "turn_interrupted"] == [
-                "[Request interrupted by user]"]
+            assert _interrupted_once(home)
         finally:
             d.kill()

@@ -1,28 +1,34 @@
-"""When the transcript tailer reads a hooked session's transcript: once its hooks go quiet.
+"""When the transcript tailer reads a hooked session's transcript: at one of its hooks, or once they go quiet.
 
 The transcript is the fallback for what hooks do not say (DESIGN.md, "Transcript tailing"):
 while a session's hooks keep coming they say, as they happen, what its rows would say (its
-tool calls, its questions, its turns). An agent's tool calls back to back change its transcript
-several times a second, and each read of a change is a read and a transaction (the cursor
-saved with what the rows recorded): about as much of the daemon's CPU as the hooks themselves
-(bench/daemon_cpu.py). So a change of a followed file whose session had a live hook less than
-``quiet_s`` ago is read once the session's hooks have been quiet for ``quiet_s``, or
-``max_defer_s`` after the first change left unread, whichever comes first: one read and one
-transaction for what a burst of tool calls appended (defaults 0.5 s and 2 s:
-:attr:`hookd.settings.Settings.tail_quiet_ms`, ``tail_max_defer_ms``). What only the
-transcript tells (an interrupt at the desk, text typed there, the proof that a queued message
-reached the model, a fork, damaged rows) is then recorded up to that much later for a hooked
-session; a session without hooks (``hookd tail``, hooks that stopped arriving) is read at once.
-Nothing is saved later than before: a file's cursor is still saved in the transaction that
-applies its rows, so rows left unread when the daemon dies are read from that cursor at the
-next start, once.
+tool calls, its questions, its turns). An agent's tool calls change its transcript several
+times a second, and each read of a change is a read and a transaction (the cursor saved with
+what the rows recorded): about as much of the daemon's CPU as the hooks themselves
+(bench/daemon_cpu.py), and more when it wakes the daemon on its own. So while a session's
+hooks keep coming its transcript is read in the turn of the event loop of one of its hooks,
+after the hook's reply, once the first change left unread is ``max_defer_s`` old; and once its
+hooks have been quiet for ``quiet_s`` (defaults 2 s and 2 s:
+:attr:`hookd.settings.Settings.tail_quiet_ms`, ``tail_max_defer_ms``). A change that comes
+after the hooks went quiet is read at once. Each hook of a session also marks its transcript as
+waiting, so the agent's appends between its hooks wake no task. At a model's pace (a tool call
+a second) that is one read every other tool call, in a hook's turn, and no wake-up for the
+transcript; a second's pause or more after the last hook still gets its own read.
+
+What only the transcript tells (an interrupt at the desk, text typed there, the proof that a
+queued message reached the model, a fork, damaged rows) is then recorded up to ``quiet_s``
+after a hooked session's last hook, or ``max_defer_s`` plus the time to its next hook while
+they keep coming; a session without hooks (``hookd tail``, hooks that stopped arriving) is read
+at once. Nothing is saved later than before: a file's cursor is still saved in the transaction
+that applies its rows, so rows left unread when the daemon dies are read from that cursor at
+the next start, once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 log = logging.getLogger("hookd")
@@ -37,36 +43,64 @@ TIMER_SLACK_S = 0.002
 
 
 class QuietReads:
-    """Defers the reads of hooked sessions' transcripts until their hooks go quiet.
+    """Defers the reads of hooked sessions' transcripts until their hooks go quiet, or reads
+    them in the turn of one of their hooks.
 
     ``read(path)``: the read of one followed file (the tailer's ``poll``), handed to
     ``spawn`` (a coroutine to run as a task: :meth:`hookd.core.bus.Tasks.spawn`) when a
     deferred read is due; ``failed()``: called when that read raised (the tailer then catches
     every file up from its cursor). ``quiet_s``: how long a session's hooks must have been
-    quiet (seconds); ``max_defer_s``: the longest a change waits (seconds)."""
+    quiet (seconds); ``max_defer_s``: how long a change waits while they keep coming
+    (seconds). ``files_of(session_id)``: the followed files of a session that have been read
+    before (its transcript), deferred at each of its hooks (None: only a change defers)."""
 
     def __init__(self, read: Callable[[str], Awaitable[Any]], spawn: Callable[[Any], Any],
-                 failed: Callable[[], None], *, quiet_s: float = 0.5, max_defer_s: float = 2.0):
+                 failed: Callable[[], None], *, quiet_s: float = 2.0, max_defer_s: float = 2.0,
+                 files_of: Callable[[str], Iterable[str]] | None = None):
         self.quiet_s = quiet_s
         self.max_defer_s = max_defer_s
         self._read = read
         self._spawn = spawn
         self._failed = failed
+        self._files_of = files_of
         #: session id -> the event loop's time (``loop.time()``, the clock its timers keep) of
         #: its last live hook
         self._hooks_at: dict[str, float] = {}
-        #: files whose change waits: path -> (the loop's time of the first change left unread,
+        #: files whose read waits: path -> (the loop's time of the first change left unread,
         #: the session, the timer of the read)
         self._deferred: dict[str, tuple[float, str, asyncio.TimerHandle]] = {}
+        #: session id -> its files in ``_deferred``
+        self._of_session: dict[str, set[str]] = {}
 
     def hook_arrived(self, session_id: str) -> None:
-        """A live hook of ``session_id`` has committed. Cheap: called on the hook path."""
+        """A live hook of ``session_id`` has committed (called on the hook path, before its
+        reply is written). The session's files (``files_of``) wait for its hooks to go quiet:
+        a hook says its transcript has changed or is about to, so their next changes wake no
+        task (:meth:`waiting`). One whose first unread change is ``max_defer_s`` old is read
+        now, in a task that runs in this turn of the event loop, after the hook's reply: no
+        wake-up of its own. The others' reads move to ``quiet_s`` after this hook."""
         hooks_at = self._hooks_at
-        now = asyncio.get_running_loop().time()
+        loop = asyncio.get_running_loop()
+        now = loop.time()
         if len(hooks_at) >= HOOKS_AT_MAX and session_id not in hooks_at:
             for sid in [s for s, t in hooks_at.items() if t < now - self.quiet_s]:  # only sessions still hooking matter
                 del hooks_at[sid]
         hooks_at[session_id] = now
+        paths = set(self._files_of(session_id)) if self._files_of is not None else set()
+        paths |= self._of_session.get(session_id, set())
+        due = now + self.quiet_s
+        for path in paths:
+            entry = self._deferred.get(path)
+            if entry is None:
+                self._wait(path, session_id, now, loop.call_at(due, self._due, path))
+                continue
+            first, sid, timer = entry
+            timer.cancel()
+            if now - first >= self.max_defer_s - TIMER_SLACK_S:
+                self._drop(path)
+                self._spawn(self._read_now(path))
+            else:
+                self._deferred[path] = (first, sid, loop.call_at(due, self._due, path))
 
     def defer(self, path: str, session_id: str | None) -> bool:
         """Leave a change of followed ``path`` (``session_id``'s transcript; None: unknown)
@@ -80,24 +114,35 @@ class QuietReads:
         now = loop.time()
         if session_id is None or last is None or now - last >= self.quiet_s:
             return False
-        due = min(last + self.quiet_s, now + self.max_defer_s)
-        timer = loop.call_at(due, self._due, path)
-        self._deferred[path] = (now, session_id, timer)
+        self._wait(path, session_id, now, loop.call_at(last + self.quiet_s, self._due, path))
         return True
 
+    def _wait(self, path: str, session_id: str, first: float, timer: asyncio.TimerHandle) -> None:
+        self._deferred[path] = (first, session_id, timer)
+        self._of_session.setdefault(session_id, set()).add(path)
+
+    def _drop(self, path: str) -> None:
+        _, sid, _ = self._deferred.pop(path)
+        paths = self._of_session.get(sid)
+        if paths is not None:
+            paths.discard(path)
+            if not paths:
+                del self._of_session[sid]
+
     def _due(self, path: str) -> None:
-        """The timer of a deferred read: read ``path`` now if its session's hooks have been quiet
-        for ``quiet_s`` or it has waited ``max_defer_s``, else look again then."""
+        """The timer of a deferred read: read ``path`` now if its session's hooks have been
+        quiet for ``quiet_s``, else look again then (each hook moves the timer itself: this is
+        a guard against a timer fired early)."""
         entry = self._deferred.get(path)
         if entry is None:
             return
         first, sid, _ = entry
         loop = asyncio.get_running_loop()
-        due = min(self._hooks_at.get(sid, 0.0) + self.quiet_s, first + self.max_defer_s)
+        due = self._hooks_at.get(sid, 0.0) + self.quiet_s
         if loop.time() < due - TIMER_SLACK_S:  # a hook came since: later
             self._deferred[path] = (first, sid, loop.call_at(due, self._due, path))
             return
-        del self._deferred[path]
+        self._drop(path)
         self._spawn(self._read_now(path))
 
     async def _read_now(self, path: str) -> None:
@@ -132,4 +177,5 @@ class QuietReads:
         for _, _, timer in self._deferred.values():
             timer.cancel()
         self._deferred.clear()
+        self._of_session.clear()
         return paths

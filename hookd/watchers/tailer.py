@@ -54,6 +54,8 @@ class Tailer:
         self.step_ms = settings.tail_step_ms
         self.watch_backend = settings.watch_backend
         self._targets: dict[str, tuple[str, str | None]] = {}
+        #: session id -> the targets followed for it (``_targets``' second field)
+        self._of_session: dict[str, set[str]] = {}
         self._dirs: dict[str, str] = self._load_dirs()
         self._cursors: dict[str, Cursor] = {}
         self._locks: dict[str, Any] = {}
@@ -65,7 +67,8 @@ class Tailer:
         #: were checked for a known session id (see :meth:`_peek`)
         self._foreign: dict[str, Cursor] = {}
         self._quiet = QuietReads(self.poll, lambda coro: self.core.tasks.spawn(coro), self._start_over,
-                                 quiet_s=settings.tail_quiet_ms / 1000, max_defer_s=settings.tail_max_defer_ms / 1000)
+                                 quiet_s=settings.tail_quiet_ms / 1000, max_defer_s=settings.tail_max_defer_ms / 1000,
+                                 files_of=self._read_files_of)
         #: a live hook of a session has committed (the core calls it on the hook path): changes
         #: of its transcript wait until its hooks go quiet
         self.hook_arrived = self._quiet.hook_arrived
@@ -90,12 +93,22 @@ class Tailer:
             return
         if path in self._targets and (session_id is None or self._targets[path][1] == session_id):
             return
-        self._targets[path] = (builder, session_id or self._targets.get(path, (builder, None))[1])
+        before = self._targets.get(path, (builder, None))[1]
+        self._targets[path] = (builder, session_id or before)
+        if session_id and before != session_id:
+            if before is not None:
+                self._of_session.get(before, set()).discard(path)
+            self._of_session.setdefault(session_id, set()).add(path)
         if self._changed is not None:
             self._changed.set()
 
     def targets(self) -> list[str]:
         return sorted(self._targets)
+
+    def _read_files_of(self, session_id: str) -> list[str]:
+        """The files followed for ``session_id`` that were found and read before (a cursor
+        known): what a hook of the session defers (:class:`QuietReads`)."""
+        return [p for p in self._of_session.get(session_id, ()) if p in self._cursors]
 
     def refusal(self, path: str) -> str | None:
         """Why ``path`` (absolute) is not followed or read in this run (a FIFO, a device, a
@@ -196,6 +209,7 @@ class Tailer:
                     return total
                 except OSError as e:
                     log.warning("cannot read transcript %s: %s", path, e)
+                    self._cursors.pop(path, None)  # looked up again when it is read again
                     return total
                 self._refused.pop(path, None)
                 if r.cursor != cur or r.rows:
