@@ -677,17 +677,31 @@ def test_an_agents_tool_calls_wake_no_hooks_changed_alerts_read(tmp_path: Path) 
     assert before >= 1 and during == 0 and total > before
 
 
+def _alerts(core, raise_alert):  # noqa: ANN001, ANN202
+    """``HookAlerts(core, ...).run`` started (its task, its stop event) over a stand-in
+    notifier with one channel configured: ``raise_alert`` as given, ``clear`` a no-op."""
+    from types import SimpleNamespace
+
+    from hookd.watchers.hookalerts import HookAlerts
+    from hookd.watchers.notify_config import Channel, NotifyConfig
+
+    async def clear(key):  # noqa: ANN001, ANN202
+        pass
+
+    notifier = SimpleNamespace(config=NotifyConfig(channels=(Channel(type="command", name="c", command=["true"]),)),
+                               raise_alert=raise_alert, clear=clear)
+    stop = asyncio.Event()
+    return asyncio.create_task(HookAlerts(core, notifier).run(stop)), stop
+
+
 def test_a_hooks_changed_alert_whose_read_was_refused_is_read_again_at_the_next_commit(tmp_path: Path) -> None:
     """The store refusing the ``hooks_changed`` alerts' read of the log right after a
     ``hooks_changed`` commit: the next commit, whatever it appended (another builder's tool
     calls here), brings the read again and the alert (a reviewer found it left for the next
     ``hooks_changed`` or an hour)."""
     import json
-    from types import SimpleNamespace
 
     from hookd.models import StorageUnavailable
-    from hookd.watchers.hookalerts import HookAlerts
-    from hookd.watchers.notify_config import Channel, NotifyConfig
 
     def as_b2(name: str, n: int = 0) -> bytes:
         hook = json.loads((PRINT / name).read_bytes())
@@ -715,13 +729,7 @@ def test_a_hooks_changed_alert_whose_read_was_refused_is_read_again_at_the_next_
             raised.append(alert.key)
             return True
 
-        async def clear(key):  # noqa: ANN001, ANN202
-            pass
-
-        notifier = SimpleNamespace(config=NotifyConfig(channels=(Channel(type="command", name="c", command=["true"]),)),
-                                   raise_alert=raise_alert, clear=clear)
-        stop = asyncio.Event()
-        task = asyncio.create_task(HookAlerts(core, notifier).run(stop))
+        task, stop = _alerts(core, raise_alert)
         try:
             await _session_starts(core)  # b1
             for name in ("001-SessionStart.json", "002-UserPromptSubmit.json"):
@@ -740,3 +748,42 @@ def test_a_hooks_changed_alert_whose_read_was_refused_is_read_again_at_the_next_
             await _ended(task, store, stop)
 
     assert [k.split(":")[1] for k in asyncio.run(run())] == ["b1"]
+
+
+def test_a_hooks_changed_alert_whose_claim_was_refused_is_raised_at_the_next_commit(tmp_path: Path) -> None:
+    """The store refusing the alert's own write (the notifier's claim of its step, in
+    ``raise_alert``) after the log was read: the log's cursor stays before that event, so the
+    next commit brings it again and the alert is raised once (the cursor moved past it before
+    the alert was raised, and it was lost)."""
+
+    from hookd.models import StorageUnavailable
+
+    async def run() -> tuple[list[str], int]:
+        store, core = await _opened(tmp_path)
+        raised: list[str] = []
+        refused: list[str] = []
+
+        async def raise_alert(alert, escalate=True):  # noqa: ANN001, ANN202
+            if not refused:
+                refused.append(alert.key)
+                raise StorageUnavailable("storage unavailable: cannot write the database: disk I/O error")
+            raised.append(alert.key)
+            return True
+
+        task, stop = _alerts(core, raise_alert)
+        try:
+            await _session_starts(core)  # b1
+            await _turns()
+            await core.health.record("b1", None, {"missing": ["Stop"], "changed": [], "reason": "entries removed"},
+                                     via="status")
+            await _until(lambda: refused, "the alert was not tried")
+            await _tool_calls(core, 1)  # the agent goes on working: a commit
+            await _until(lambda: raised, "b1's hooks_changed alert never raised after its refused claim")
+            await _tool_calls(core, 1)
+            await _turns()
+            return raised, len(refused)
+        finally:
+            await _ended(task, store, stop)
+
+    raised, refused = asyncio.run(run())
+    assert refused == 1 and [k.split(":")[1] for k in raised] == ["b1"]

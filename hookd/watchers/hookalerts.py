@@ -43,9 +43,10 @@ class HookAlerts:
 
         if self.notifier is None:
             return
-        old = self._raised.pop(builder, None)
+        old = self._raised.get(builder)
         if old is not None:
             await self.notifier.clear(old)
+            del self._raised[builder]  # (once cleared: a refused clear is tried again with the event)
         if kind != "hooks_changed":
             return
         key = alert_key(builder, at)
@@ -87,11 +88,18 @@ class HookAlerts:
                     seq = upto
                 while seq < upto:
                     evs = await store.events_of_kind(KINDS, seq, upto)
-                    seq = evs[-1].seq if len(evs) == 1000 else upto
                     for e in evs:
                         if e.builder:
-                            await self.handle(e.kind, e.builder, e.session_id, e.at,
-                                              e.data if isinstance(e.data, dict) else {})
+                            try:
+                                await self.handle(e.kind, e.builder, e.session_id, e.at,
+                                                  e.data if isinstance(e.data, dict) else {})
+                            except StorageUnavailable:
+                                raise  # its alert's write was refused: the cursor stays before it
+                            except Exception:
+                                log.exception("hooks_changed alert for %s failed", e.builder)  # not tried again
+                        seq = e.seq
+                    if len(evs) < 1000:
+                        seq = upto
             except StorageUnavailable:
                 self._refused = True  # (the store logs the outage) read again after the next commit
             except Exception:
