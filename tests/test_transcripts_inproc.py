@@ -190,6 +190,37 @@ def test_transcript_folder_created_after_session_start(inproc: InProc, worktree:
     wait_until(lambda: any(q["id"] == ASK for q in inproc.questions("pending")), 60, what="the question")
 
 
+def test_a_transcript_created_while_the_watch_is_set_up_is_read(home: Path, worktree: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file that appears in a followed folder after the tailer listed the folder and before
+    its new watch is in place (no event for it, then) is found by the listing made once the
+    watch is set up: its question is seen with no further change of the file (it was found
+    only at its next change; an agent waiting on its question writes none)."""
+    import hookd.watchers.watch as watch
+
+    folder = tmp_path / "projects" / "-home-dev-proj"
+    folder.mkdir(parents=True)
+    use, _ = ask_rows()
+    real = watch.awatch_dirs
+    armed = [True]
+
+    def created_meanwhile(*dirs: str, **kw: Any) -> Any:
+        if str(folder) in dirs and armed:  # the tailer's restart for the folder: listed, not yet watched
+            armed.clear()
+            (folder / f"{SID}.jsonl").write_bytes(line(use))
+        return real(*dirs, **kw)
+
+    monkeypatch.setattr(watch, "awatch_dirs", created_meanwhile)
+    app = InProc(home).start()
+    try:
+        spawn_b(app, worktree=worktree)
+        tail(app, folder)
+        wait_until(lambda: any(q["id"] == ASK for q in app.questions("pending")), 60, what="the question")
+        assert not armed
+    finally:
+        app.stop()
+
+
 def test_answer_to_a_question_seen_only_in_a_transcript_is_queued_not_claimed(inproc: InProc, worktree: Path,
                                                                              tmp_path: Path) -> None:
     """No hook came from the session: no hook can carry a remote answer. The answer says so
@@ -199,8 +230,6 @@ def test_answer_to_a_question_seen_only_in_a_transcript_is_queued_not_claimed(in
     folder.mkdir(parents=True)
     use, res = ask_rows()
     spawn_b(inproc, worktree=worktree)
-    # written before the folder is followed: a file created while the tailer restarts its watch
-    # for a newly followed folder is found only at that file's next change
     (folder / f"{SID}.jsonl").write_bytes(line(use))
     tail(inproc, folder)
     wait_until(lambda: any(q["id"] == ASK for q in inproc.questions("pending")), 60, what="the question")

@@ -323,8 +323,13 @@ class Tailer:
                 )
                 nxt: Awaitable[Any] = asyncio.ensure_future(changes_gen.__anext__())
                 # the watch is set up in that task's first step (before its first await): let it
-                # run, then catch up, so that nothing written in between is missed
+                # run, then list the followed folders again (a file that appeared after the
+                # listing above and before the watch gave no event) and catch up, so that
+                # nothing written in between is missed
                 await asyncio.sleep(0)
+                for folder in list(self._dirs):
+                    if os.path.isdir(folder):
+                        self._scan(folder)
                 await self.catch_up()
                 if not started:
                     started = True
