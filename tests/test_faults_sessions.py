@@ -170,6 +170,32 @@ def test_stale_session_ids_of_one_conversation_make_one_interaction_and_no_ghost
     assert sorted(s["session_id"] for s in b1["sessions"]) == sorted([old, new])
 
 
+def test_a_hook_with_a_stale_session_id_tells_the_tailer_the_current_session(agent: Agent) -> None:
+    """The tailer hears of each live hook under the session it was recorded in: a hook that
+    reported an earlier id of the same conversation (anthropics/claude-code#58682) marks the
+    current session's transcript, not the stale session's (hookd.watchers.quiet)."""
+    old, new = SID, "5d1e2f30-0a1b-4c2d-8e3f-405162738495"
+    ingest = agent.app.core.ingest
+    heard: list[str] = []
+    tailer_hears = ingest.on_hook
+
+    def hears(session_id: str) -> None:
+        heard.append(session_id)
+        if tailer_hears is not None:
+            tailer_hears(session_id)
+
+    ingest.on_hook = hears
+    agent.hook(payload("001-SessionStart.json"))
+    agent.hook(payload("002-UserPromptSubmit.json"))
+    agent.hook(payload("001-SessionStart.json", session_id=new, source="compact"))
+    agent.hook(payload("007-PreToolUse.json", session_id=new))
+    agent.hook(payload("008-PermissionRequest.json", session_id=old))
+    stale = [e["data"]["stale_session_id"] for e in agent.app.events()
+             if e["kind"] == "hook_received" and "stale_session_id" in e["data"]]
+    assert stale == [old]
+    assert heard == [old, old, new, new, new]
+
+
 # --- item 13: messages across compaction and forks -----------------------------------------
 
 @pytest.fixture

@@ -203,30 +203,65 @@ def test_a_deferred_read_comes_at_a_hook_once_it_waited_its_bound() -> None:
     asyncio.run(main())
 
 
-def test_a_hook_defers_its_sessions_files_and_reads_them_at_a_later_hook() -> None:
-    """``files_of``: a session's hook marks its transcript as waiting (its appends until then
-    are dropped by the watch: :meth:`QuietReads.waiting`) with no change seen; it is read at a
-    hook once it waited ``max_defer_s``, and only another session's hook leaves it be."""
+def test_a_hook_marks_its_sessions_files_and_only_a_change_of_them_is_read() -> None:
+    """``files_of``: a session's hook marks its transcript (no timer, no read); the first change
+    seen of it while the hooks keep coming is dropped by the watch (:meth:`QuietReads.waiting`
+    is true) and makes a deferred read, read at a later hook once it waited ``max_defer_s``;
+    the file is marked again after that read. A marked file that never changes is never read,
+    and another session's hook leaves the mark be."""
     import asyncio
 
     async def main() -> None:
         r = _Reads()
         q = r.quiet(quiet_s=3600, max_defer_s=3600)
-        q._files_of = lambda sid: ["/t/a.jsonl"] if sid == "s1" else []  # noqa: SLF001
+        q._files_of = lambda sid: ["/t/a.jsonl", "/t/b.jsonl"] if sid == "s1" else []  # noqa: SLF001
         q.hook_arrived("s2")
         assert not q.waiting("/t/a.jsonl")
         q.hook_arrived("s1")
-        assert q.waiting("/t/a.jsonl") and q.pending() == ["/t/a.jsonl"]
+        assert q.pending() == []  # marked: nothing to read
+        assert q.waiting("/t/a.jsonl") and q.pending() == ["/t/a.jsonl"]  # its change: a read waits
         q.max_defer_s = 0
         q.hook_arrived("s2")
-        assert q.waiting("/t/a.jsonl")  # another session's hook: still waiting
+        assert q.pending() == ["/t/a.jsonl"]  # another session's hook: still waiting
         q.hook_arrived("s1")
-        assert not q.waiting("/t/a.jsonl")
+        assert q.pending() == []
         await asyncio.wait_for(r.done.wait(), 30)
-        assert r.paths == ["/t/a.jsonl"]
-        q.hook_arrived("s1")  # the next hook marks it again
-        assert q.pending() == ["/t/a.jsonl"]
-        q.cancel()
+        assert r.paths == ["/t/a.jsonl"]  # not b, which never changed
+        assert q.waiting("/t/a.jsonl")  # marked again: the agent's next append starts no task
+        assert q.cancel() == ["/t/a.jsonl"]
+
+    asyncio.run(main())
+
+
+def test_a_marked_file_with_no_change_is_not_read_when_the_hooks_go_quiet() -> None:
+    """A hook marks a.jsonl, whose change is never seen, and b.jsonl's change waits: once the
+    hooks go quiet only b.jsonl is read (a reviewer found every marked file read)."""
+    import asyncio
+
+    async def main() -> list[str]:
+        r = _Reads()
+        q = r.quiet(quiet_s=0.05, max_defer_s=3600)
+        q._files_of = lambda sid: ["/t/a.jsonl"] if sid == "s1" else []  # noqa: SLF001
+        q.hook_arrived("s1")
+        assert q.defer("/t/b.jsonl", "s1")
+        await asyncio.wait_for(r.done.wait(), 30)
+        assert q.pending() == []
+        return r.paths
+
+    assert asyncio.run(main()) == ["/t/b.jsonl"]
+
+
+def test_a_marked_file_changed_after_the_hooks_went_quiet_is_read_at_once() -> None:
+    """The mark of a session whose hooks have gone quiet does not hold its next change: the
+    watch reports it (:meth:`QuietReads.waiting` false) and the tailer reads it at once."""
+    import asyncio
+
+    async def main() -> None:
+        r = _Reads()
+        q = r.quiet(quiet_s=0.0, max_defer_s=3600)  # hooks are quiet as soon as they came
+        q._files_of = lambda sid: ["/t/a.jsonl"]  # noqa: SLF001
+        q.hook_arrived("s1")
+        assert not q.waiting("/t/a.jsonl") and not q.defer("/t/a.jsonl", "s1") and q.pending() == []
 
     asyncio.run(main())
 

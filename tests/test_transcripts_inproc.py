@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from hookd.config import Home
+from hookd.settings import Settings
 from hookd.spawn import spawn
 
 from .conftest import TUI, wait_until
@@ -215,6 +216,212 @@ def test_a_transcript_created_while_the_watch_is_set_up_is_read(home: Path, work
     try:
         spawn_b(app, worktree=worktree)
         tail(app, folder)
+        wait_until(lambda: any(q["id"] == ASK for q in app.questions("pending")), 60, what="the question")
+        assert not armed
+    finally:
+        app.stop()
+
+
+def _offset(app: InProc, p: Path) -> int | None:
+    return next((r["offset"] for r in app.get("/v1/transcripts") if r["path"] == str(p)), None)
+
+
+def _row(uuid: str) -> bytes:
+    return line({"type": "user", "sessionId": SID, "uuid": uuid, "message": {"role": "user", "content": uuid}})
+
+
+def test_a_hook_reads_no_unchanged_file_of_its_session(home: Path, worktree: Path, tmp_path: Path) -> None:
+    """A session with a finished subagent's transcript (followed, read to its end): a hook and
+    an append to the main transcript read the main transcript only (a reviewer found every
+    file of the session read at every quiet spell)."""
+    folder = tmp_path / "projects"
+    sub = folder / SID / "subagents"
+    sub.mkdir(parents=True)
+    t, sa = folder / f"{SID}.jsonl", sub / "agent-a1.jsonl"
+    t.write_bytes(b"")
+    app = InProc(home, settings=Settings(tail_quiet_ms=100, tail_max_defer_ms=3_600_000)).start()
+    try:
+        spawn_with_transcript(app, worktree, t)
+        wait_until(lambda: _offset(app, t) == 0, 60, what="t followed")
+        use, _ = ask_rows()
+        append(sa, line(dict(use, sessionId=SID, isSidechain=True, agentId="a1")))  # followed for SID
+        wait_until(lambda: _offset(app, sa) == sa.stat().st_size, 60, what="the subagent's file followed and read")
+        quiet: Any = app.core.tailer._quiet  # type: ignore[attr-defined]  # noqa: SLF001
+        wait_until(lambda: quiet.pending() == [], 60, what="nothing waiting")
+        reads: list[str] = []
+        real = quiet._read  # noqa: SLF001
+
+        async def counted(path: str) -> Any:
+            reads.append(path)
+            return await real(path)
+
+        quiet._read = counted  # noqa: SLF001
+        hook(app, "004-PreToolUse.json", transcript_path=str(t))
+        append(t, _row("u-main"))
+        wait_until(lambda: _offset(app, t) == t.stat().st_size, 60, what="t's change read once the hooks went quiet")
+        wait_until(lambda: quiet.pending() == [], 60, what="nothing waiting")
+        assert reads == [str(t)]
+    finally:
+        app.stop()
+
+
+def test_an_append_after_a_read_at_a_hook_wakes_no_task(home: Path, worktree: Path, tmp_path: Path) -> None:
+    """The hook that reads a waiting transcript (its bound passed) marks it again, so the
+    agent's next append (the tool's result row, between its hooks) is dropped by the watch and
+    starts no task (a reviewer found it woke the tailer's task once per read). A file of no
+    session, appended to after it, is the barrier: its read comes after the watch took t's."""
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    t, u = folder / f"{SID}.jsonl", folder / "other.jsonl"
+    t.write_bytes(b"")
+    u.write_bytes(b"")
+    app = InProc(home, settings=Settings(tail_quiet_ms=3_600_000, tail_max_defer_ms=1)).start()
+    try:
+        spawn_with_transcript(app, worktree, t)
+        tail(app, u)
+        wait_until(lambda: _offset(app, t) == 0 and _offset(app, u) == 0, 60, what="t and u followed")
+        quiet: Any = app.core.tailer._quiet  # type: ignore[attr-defined]  # noqa: SLF001
+        hook(app, "004-PreToolUse.json", transcript_path=str(t))  # marks t
+        append(t, _row("u-1"))
+        wait_until(lambda: quiet.pending() == [str(t)], 60, what="t's change waiting")
+        hook(app, "004-PreToolUse.json", transcript_path=str(t))  # its bound (1 ms) passed: read in this turn
+        wait_until(lambda: _offset(app, t) == t.stat().st_size, 60, what="t read at the hook")
+        defers: list[str] = []
+        real = app.core.tailer._quiet.defer  # type: ignore[attr-defined]  # noqa: SLF001
+
+        def counted(path: str, sid: Any) -> bool:
+            defers.append(path)
+            return real(path, sid)
+
+        quiet.defer = counted
+        append(t, _row("u-2"))
+        append(u, line({"type": "user", "sessionId": "s-other", "uuid": "u-3", "message": {"role": "user", "content": "c"}}))
+        wait_until(lambda: _offset(app, u) == u.stat().st_size, 60, what="u read at once (the barrier)")
+        assert str(t) not in defers and quiet.pending() == [str(t)]  # t's append: dropped, its read armed
+    finally:
+        app.stop()
+
+
+def _offset(app: InProc, p: Path) -> int | None:
+    return next((r["offset"] for r in app.get("/v1/transcripts") if r["path"] == str(p)), None)
+
+
+def _row(uuid: str) -> bytes:
+    return line({"type": "user", "sessionId": SID, "uuid": uuid, "message": {"role": "user", "content": uuid}})
+
+
+def test_a_hook_reads_no_unchanged_file_of_its_session(home: Path, worktree: Path, tmp_path: Path) -> None:
+    """A session with a finished subagent's transcript (followed, read to its end): a hook and
+    an append to the main transcript read the main transcript only (a reviewer found every
+    file of the session read at every quiet spell)."""
+    folder = tmp_path / "projects"
+    sub = folder / SID / "subagents"
+    sub.mkdir(parents=True)
+    t, sa = folder / f"{SID}.jsonl", sub / "agent-a1.jsonl"
+    t.write_bytes(b"")
+    app = InProc(home, settings=Settings(tail_quiet_ms=100, tail_max_defer_ms=3_600_000)).start()
+    try:
+        spawn_with_transcript(app, worktree, t)
+        wait_until(lambda: _offset(app, t) == 0, 60, what="t followed")
+        use, _ = ask_rows()
+        append(sa, line(dict(use, sessionId=SID, isSidechain=True, agentId="a1")))  # followed for SID
+        wait_until(lambda: _offset(app, sa) == sa.stat().st_size, 60, what="the subagent's file followed and read")
+        quiet: Any = app.core.tailer._quiet  # type: ignore[attr-defined]  # noqa: SLF001
+        wait_until(lambda: quiet.pending() == [], 60, what="nothing waiting")
+        reads: list[str] = []
+        real = quiet._read  # noqa: SLF001
+
+        async def counted(path: str) -> Any:
+            reads.append(path)
+            return await real(path)
+
+        quiet._read = counted  # noqa: SLF001
+        hook(app, "004-PreToolUse.json", transcript_path=str(t))
+        append(t, _row("u-main"))
+        wait_until(lambda: _offset(app, t) == t.stat().st_size, 60, what="t's change read once the hooks went quiet")
+        wait_until(lambda: quiet.pending() == [], 60, what="nothing waiting")
+        assert reads == [str(t)]
+    finally:
+        app.stop()
+
+
+def test_an_append_after_a_read_at_a_hook_wakes_no_task(home: Path, worktree: Path, tmp_path: Path) -> None:
+    """The hook that reads a waiting transcript (its bound passed) marks it again, so the
+    agent's next append (the tool's result row, between its hooks) is dropped by the watch and
+    starts no task (a reviewer found it woke the tailer's task once per read). A file of no
+    session, appended to after it, is the barrier: its read comes after the watch took t's."""
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    t, u = folder / f"{SID}.jsonl", folder / "other.jsonl"
+    t.write_bytes(b"")
+    u.write_bytes(b"")
+    app = InProc(home, settings=Settings(tail_quiet_ms=3_600_000, tail_max_defer_ms=1)).start()
+    try:
+        spawn_with_transcript(app, worktree, t)
+        tail(app, u)
+        wait_until(lambda: _offset(app, t) == 0 and _offset(app, u) == 0, 60, what="t and u followed")
+        quiet: Any = app.core.tailer._quiet  # type: ignore[attr-defined]  # noqa: SLF001
+        hook(app, "004-PreToolUse.json", transcript_path=str(t))  # marks t
+        append(t, _row("u-1"))
+        wait_until(lambda: quiet.pending() == [str(t)], 60, what="t's change waiting")
+        hook(app, "004-PreToolUse.json", transcript_path=str(t))  # its bound (1 ms) passed: read in this turn
+        wait_until(lambda: _offset(app, t) == t.stat().st_size, 60, what="t read at the hook")
+        defers: list[str] = []
+        real = app.core.tailer._quiet.defer  # type: ignore[attr-defined]  # noqa: SLF001
+
+        def counted(path: str, sid: Any) -> bool:
+            defers.append(path)
+            return real(path, sid)
+
+        quiet.defer = counted
+        append(t, _row("u-2"))
+        append(u, line({"type": "user", "sessionId": "s-other", "uuid": "u-3", "message": {"role": "user", "content": "c"}}))
+        wait_until(lambda: _offset(app, u) == u.stat().st_size, 60, what="u read at once (the barrier)")
+        assert str(t) not in defers and quiet.pending() == [str(t)]  # t's append: dropped, its read armed
+    finally:
+        app.stop()
+
+
+def test_a_folder_on_the_way_to_a_transcript_made_while_the_watch_is_set_up_is_followed(
+        home: Path, worktree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The transcript's folder does not exist, so the tailer watches its nearest existing
+    ancestor. A folder on the way (``later``) appears after that listing and before the watch
+    is in place (no event for it), and the rest (``deeper``, the transcript) once the tailer
+    waits for changes: the tailer sees that the nearest ancestor moved and watches again from
+    there, and the question is seen (it looked only for the transcript's own folder, and waited
+    for good: a CI flake of ``test_transcript_folder_created_after_session_start``)."""
+    import asyncio
+
+    import hookd.watchers.watch as watch
+
+    t = tmp_path / "later" / "deeper" / "t.jsonl"
+    use, _ = ask_rows()
+    real = watch.awatch_dirs
+    armed = [True]
+
+    def the_rest() -> None:
+        t.parent.mkdir()
+        t.write_bytes(line(use))
+
+    def made_meanwhile(*dirs: str, **kw: Any) -> Any:
+        gen = real(*dirs, **kw)
+        if str(tmp_path) not in dirs or not armed:
+            return gen
+        armed.clear()
+        (tmp_path / "later").mkdir()  # listed before it was there, watched after
+
+        async def then_the_rest() -> Any:
+            # queued behind the tailer's catch-up and its look at the folders on the way
+            asyncio.get_running_loop().call_soon(the_rest)
+            async for batch in gen:
+                yield batch
+
+        return then_the_rest()
+
+    monkeypatch.setattr(watch, "awatch_dirs", made_meanwhile)
+    app = InProc(home).start()
+    try:
+        spawn_with_transcript(app, worktree, t)
         wait_until(lambda: any(q["id"] == ASK for q in app.questions("pending")), 60, what="the question")
         assert not armed
     finally:

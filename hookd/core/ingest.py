@@ -142,8 +142,9 @@ class Ingest:
     apply what a payload says; ``waiters`` take a held hook; ``cache`` spares re-reading what
     the store holds. ``on_transcript(path, builder, session_id)``: called once a session
     reports a new transcript path (the tailer follows it; None: nobody follows).
-    ``on_hook(session_id)``: called once each live hook of a session has committed (the tailer
-    reads a hooked session's transcript once its hooks go quiet; None: nobody listens)."""
+    ``on_hook(session_id)``: called once each live hook of a session has committed, with the
+    session it was recorded under (the tailer reads a hooked session's transcript at its
+    hooks or once they go quiet; None: nobody listens)."""
 
     def __init__(self, home: Home, store: Store, bus: EventBus, questions: Questions, inbox: Inbox,
                  waiters: Waiters, cache: HookCache):
@@ -198,15 +199,15 @@ class Ingest:
             payload, error = None, e
         looked = self._look(adapter, builder, payload, source, agent_pid)
         box: list[asyncio.Future[bytes]] = []
-        (hook_id, body, iid), events = await self.store.write(
+        (hook_id, body, iid, sid), events = await self.store.write(
             self._ingest_tx, adapter, harness, builder, raw, payload, error, at, source, delivery_id,
             box if hold else None, agent_pid, received_at is not None, looked,
         )
         if hook_id is None:
             return HookResult(b"", [], duplicate=True)
         await self.bus.publish(events)
-        if self.on_hook is not None and payload is not None and payload.session_id and source == "live":
-            self.on_hook(payload.session_id)
+        if self.on_hook is not None and sid and source == "live":
+            self.on_hook(sid)
         if error is not None:
             error.stored = hook_id
             raise error
@@ -234,10 +235,11 @@ class Ingest:
         error: PayloadInvalid | None, at: float, source: str, delivery_id: str | None,
         hold_box: list[asyncio.Future[bytes]] | None = None, agent_pid: int | None = None,
         backdate: bool = False, looked: _Looked | None = None,
-    ) -> tuple[int | None, bytes, str | None]:
+    ) -> tuple[int | None, bytes, str | None, str | None]:
         """The transaction of one hook. Returns (hook event id or None when this delivery was
         already stored, the hook's stdout, the interaction a PermissionRequest hook may hold
-        for). backdate: ``at`` is when the hook was received, earlier (a spooled hook): its
+        for, the session it was recorded under: its conversation's current one when it
+        reported a stale id, :meth:`_canonical_session`). backdate: ``at`` is when the hook was received, earlier (a spooled hook): its
         windows are measured from then, on the timeline (:meth:`hookd.clock.Clock.stamp`).
         looked: what :meth:`_look` read before the transaction."""
         looked = looked or _NOTHING_LOOKED
@@ -247,7 +249,7 @@ class Ingest:
         if twin is not None and tx.sessions.stored_as(twin, raw):
             # a cut body and its client's spooled copy are one invocation when they are the same
             # bytes (whichever of the two arrives first is kept)
-            return None, b"", None
+            return None, b"", None, None
         stale = None
         kind = adapter.hook_kinds.get(payload.hook_event_name) if payload is not None else None
         if payload is not None and payload.session_id and self.cache.latest.get(builder) != payload.session_id:
@@ -268,7 +270,7 @@ class Ingest:
             hook_kind=kind,
         )
         if hook_id is None:
-            return None, b"", None
+            return None, b"", None, None
         if builder not in self.cache.builders:
             tx.sessions.add_builder(builder, harness, at)
             tx.after_commit.append(lambda: self.cache.builders.add(builder))
@@ -278,7 +280,7 @@ class Ingest:
                 "hook_invalid", builder, error.session_id, at,
                 {"harness": harness, "error": error.message, "bytes": len(raw), "source": source},
             )
-            return hook_id, b"", None
+            return hook_id, b"", None, None
         sid = payload.session_id
         if sid and self.cache.latest.get(builder) != sid:
             tx.after_commit.append(lambda: self.cache.latest.__setitem__(builder, sid))
@@ -298,7 +300,7 @@ class Ingest:
         if hold and hold_box is not None:
             iid = hold
             tx.after_commit.append(lambda: hold_box.append(self.waiters.register(iid)))
-        return hook_id, body, hold
+        return hook_id, body, hold, sid
 
     def _apply(
         self, tx: Tx, adapter: Adapter, harness: str, builder: str, p: Payload, kind: HookKind | None,

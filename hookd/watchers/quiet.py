@@ -10,10 +10,12 @@ hooks keep coming its transcript is read in the turn of the event loop of one of
 after the hook's reply, once the first change left unread is ``max_defer_s`` old; and once its
 hooks have been quiet for ``quiet_s`` (defaults 2 s and 2 s:
 :attr:`hookd.settings.Settings.tail_quiet_ms`, ``tail_max_defer_ms``). A change that comes
-after the hooks went quiet is read at once. Each hook of a session also marks its transcript as
-waiting, so the agent's appends between its hooks wake no task. At a model's pace (a tool call
-a second) that is one read every other tool call, in a hook's turn, and no wake-up for the
-transcript; a second's pause or more after the last hook still gets its own read.
+after the hooks went quiet is read at once. Each hook of a session also marks its transcript
+(the files of the session read before): the agent's next append is dropped where the watch
+reads it, wakes no task and arms the read's timer there; a marked file that does not change is
+never read. At a model's pace (a tool call a second) that is one read every other tool call, in
+a hook's turn, and no task woken for the transcript between hooks; a pause of 2 s or more after
+the last hook still gets its own read.
 
 What only the transcript tells (an interrupt at the desk, text typed there, the proof that a
 queued message reached the model, a fork, damaged rows) is then recorded up to ``quiet_s``
@@ -71,34 +73,39 @@ class QuietReads:
         self._deferred: dict[str, tuple[float, str, asyncio.TimerHandle]] = {}
         #: session id -> its files in ``_deferred``
         self._of_session: dict[str, set[str]] = {}
+        #: files a hook of their session marked, no change of them seen since: path -> session
+        #: id (no timer: their first change seen makes a deferred read of them, :meth:`waiting`)
+        self._marked: dict[str, str] = {}
 
     def hook_arrived(self, session_id: str) -> None:
         """A live hook of ``session_id`` has committed (called on the hook path, before its
-        reply is written). The session's files (``files_of``) wait for its hooks to go quiet:
-        a hook says its transcript has changed or is about to, so their next changes wake no
-        task (:meth:`waiting`). One whose first unread change is ``max_defer_s`` old is read
-        now, in a task that runs in this turn of the event loop, after the hook's reply: no
-        wake-up of its own. The others' reads move to ``quiet_s`` after this hook."""
+        reply is written). The session's files (``files_of``) are marked: a hook says its
+        transcript has changed or is about to, so their next change is dropped where the watch
+        reads it and wakes no task (:meth:`waiting`). Of its files with a change left unread,
+        one whose first change is ``max_defer_s`` old is read now, in a task that runs in this
+        turn of the event loop, after the hook's reply (no wake-up of its own), and marked
+        again; the others' reads move to ``quiet_s`` after this hook."""
         hooks_at = self._hooks_at
         loop = asyncio.get_running_loop()
         now = loop.time()
         if len(hooks_at) >= HOOKS_AT_MAX and session_id not in hooks_at:
             for sid in [s for s, t in hooks_at.items() if t < now - self.quiet_s]:  # only sessions still hooking matter
                 del hooks_at[sid]
+            for path in [p for p, s in self._marked.items() if s not in hooks_at]:
+                del self._marked[path]
         hooks_at[session_id] = now
-        paths = set(self._files_of(session_id)) if self._files_of is not None else set()
-        paths |= self._of_session.get(session_id, set())
+        if self._files_of is not None:
+            for path in self._files_of(session_id):
+                if path not in self._deferred:
+                    self._marked[path] = session_id
         due = now + self.quiet_s
-        for path in paths:
-            entry = self._deferred.get(path)
-            if entry is None:
-                self._wait(path, session_id, now, loop.call_at(due, self._due, path))
-                continue
-            first, sid, timer = entry
+        for path in list(self._of_session.get(session_id, ())):
+            first, sid, timer = self._deferred[path]
             timer.cancel()
             if now - first >= self.max_defer_s - TIMER_SLACK_S:
                 self._drop(path)
                 self._spawn(self._read_now(path))
+                self._marked[path] = sid  # the agent's appends after this read wake no task either
             else:
                 self._deferred[path] = (first, sid, loop.call_at(due, self._due, path))
 
@@ -107,8 +114,8 @@ class QuietReads:
         unread for now if that session's last live hook was less than ``quiet_s`` ago, and
         read it when it is due (see the module). Returns whether it was deferred (False: the
         caller reads it now)."""
-        if path in self._deferred:
-            return True  # a read of it is already due
+        if self.waiting(path):
+            return True  # a read of it is due
         last = self._hooks_at.get(session_id) if session_id else None
         loop = asyncio.get_running_loop()
         now = loop.time()
@@ -162,10 +169,23 @@ class QuietReads:
                 log.warning("transcript %s: not read before stopping: %s", path, e)
 
     def waiting(self, path: str) -> bool:
-        """Whether a read of ``path`` is already due (a change of it needs nothing more: the
-        tailer's watch drops it where it is read, :func:`hookd.watchers.watch.awatch_dirs`'s
-        ``ignore``, so an agent's appends while its hooks keep coming wake no task)."""
-        return path in self._deferred
+        """Whether a change of ``path`` needs nothing more than a read already due: the
+        tailer's watch drops such a change where it reads it
+        (:func:`hookd.watchers.watch.awatch_dirs`'s ``ignore``), so an agent's appends while
+        its hooks keep coming wake no task. A marked file's first change seen while its
+        session's hooks keep coming becomes a deferred read here (its timer armed); one seen
+        after they went quiet ends the mark and is read at once (False)."""
+        if path in self._deferred:
+            return True
+        sid = self._marked.pop(path, None)
+        if sid is None:
+            return False
+        loop = asyncio.get_running_loop()
+        now, last = loop.time(), self._hooks_at.get(sid)
+        if last is None or now - last >= self.quiet_s:
+            return False
+        self._wait(path, sid, now, loop.call_at(last + self.quiet_s, self._due, path))
+        return True
 
     def pending(self) -> list[str]:
         """The files whose read is deferred."""
@@ -178,4 +198,5 @@ class QuietReads:
             timer.cancel()
         self._deferred.clear()
         self._of_session.clear()
+        self._marked.clear()
         return paths
