@@ -306,7 +306,8 @@ class Tailer:
             subagents = _subagents_dirs(self._targets)
             exact |= {d for d in subagents if os.path.isdir(d)}
             missing = ({os.path.dirname(p) for p in self._targets} | subagents | set(self._dirs)) - exact
-            standins = {a for a in map(_existing_ancestor, missing) if a is not None}
+            ancestors = {m: _existing_ancestor(m) for m in missing}
+            standins = {a for a in ancestors.values() if a is not None}
             dirs = sorted(exact | standins)
             restart = asyncio.Event()
             waiter = asyncio.ensure_future(_first(stop, self._changed))
@@ -335,8 +336,10 @@ class Tailer:
                     started = True
                     await self._peek_newer()
                 beside = {os.path.dirname(p) for p in self._targets} | subagents
-                if any(os.path.isdir(m) for m in missing):
-                    self._changed.set()  # a folder appeared before its ancestor's watch was set
+                if any(_existing_ancestor(m) != a for m, a in ancestors.items()):
+                    # a folder on the way to a transcript appeared before its parent's watch was
+                    # set (no event for it): watch again from there
+                    self._changed.set()
                 while True:
                     try:
                         changes = await nxt
