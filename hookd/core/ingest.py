@@ -239,8 +239,9 @@ class Ingest:
         """The transaction of one hook. Returns (hook event id or None when this delivery was
         already stored, the hook's stdout, the interaction a PermissionRequest hook may hold
         for, the session it was recorded under: its conversation's current one when it
-        reported a stale id, :meth:`_canonical_session`). backdate: ``at`` is when the hook was received, earlier (a spooled hook): its
-        windows are measured from then, on the timeline (:meth:`hookd.clock.Clock.stamp`).
+        reported a stale id, :meth:`_canonical_session`). backdate: ``at`` is when the hook
+        was received, earlier (a spooled hook): its windows are measured from then, on the
+        timeline (:meth:`hookd.clock.Clock.stamp`).
         looked: what :meth:`_look` read before the transaction."""
         looked = looked or _NOTHING_LOOKED
         if backdate:

@@ -54,7 +54,7 @@ class QuietReads:
     every file up from its cursor). ``quiet_s``: how long a session's hooks must have been
     quiet (seconds); ``max_defer_s``: how long a change waits while they keep coming
     (seconds). ``files_of(session_id)``: the followed files of a session that have been read
-    before (its transcript), deferred at each of its hooks (None: only a change defers)."""
+    before (its transcript), marked at each of its hooks (None: only a change defers)."""
 
     def __init__(self, read: Callable[[str], Awaitable[Any]], spawn: Callable[[Any], Any],
                  failed: Callable[[], None], *, quiet_s: float = 2.0, max_defer_s: float = 2.0,

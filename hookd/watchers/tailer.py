@@ -38,7 +38,8 @@ class Tailer:
     Each file is read from its persisted cursor, so rows written while the daemon was down are
     caught up at start; folder registrations persist in ``HOOKD_HOME/tail-dirs.json``.
     While a session's hooks keep coming (:meth:`hook_arrived`) a change of its transcript is
-    read once they go quiet (:class:`hookd.watchers.quiet.QuietReads`), not at once.
+    read in the turn of one of its hooks or once they go quiet
+    (:class:`hookd.watchers.quiet.QuietReads`), not at once.
     core: a :class:`hookd.core.Hookd`. settings: its ``tail_debounce_ms``, ``tail_step_ms``,
     ``watch_backend``, ``tail_quiet_ms`` and ``tail_max_defer_ms`` (default :class:`hookd.settings.Settings`' defaults).
     """
@@ -69,8 +70,8 @@ class Tailer:
         self._quiet = QuietReads(self.poll, lambda coro: self.core.tasks.spawn(coro), self._start_over,
                                  quiet_s=settings.tail_quiet_ms / 1000, max_defer_s=settings.tail_max_defer_ms / 1000,
                                  files_of=self._read_files_of)
-        #: a live hook of a session has committed (the core calls it on the hook path): changes
-        #: of its transcript wait until its hooks go quiet
+        #: a live hook of a session has committed (the core calls it on the hook path): its
+        #: transcript is read in a hook's turn or once its hooks go quiet (QuietReads)
         self.hook_arrived = self._quiet.hook_arrived
 
     def _start_over(self) -> None:
