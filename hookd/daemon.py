@@ -156,20 +156,34 @@ def _outside_spools(home: Home) -> list[Path]:
 
 async def _watch_spool(core: Hookd, stop: asyncio.Event, backend: str = "auto") -> None:
     """Ingest payloads spooled while the daemon runs (a client that timed out, or one that
-    read no endpoint during start-up), in the home's spool and in those outside it."""
+    read no endpoint during start-up), in the home's spool and in those outside it: a pass
+    once the watch is in place (a payload spooled after the start's passes listed the spool
+    and before the watch gave no event), then one after each change."""
     from hookd.watchers.watch import awatch_dirs
 
     logging.getLogger("watchfiles").setLevel(logging.WARNING)
     outside = _outside_spools(core.home)
+    changes = awatch_dirs(os.fspath(core.home.spool_root), *map(os.fspath, outside), stop_event=stop,
+                          debounce=50, step=20, recursive=True, backend=backend, rust_timeout=200)
+    # the watch is set up in the first step of that task (before its first await; with the
+    # watchfiles fallback, in its thread soon after): let it run, then the first pass
+    nxt: asyncio.Future[Any] = asyncio.ensure_future(changes.__anext__())
     try:
-        async for _ in awatch_dirs(os.fspath(core.home.spool_root), *map(os.fspath, outside), stop_event=stop,
-                                   debounce=50, step=20, recursive=True, backend=backend, rust_timeout=200):
+        await asyncio.sleep(0)
+        while True:
             try:
                 await core.ingest_spool()
             except Exception:  # (a database that cannot commit: the files stay for a later pass)
                 log.exception("spool ingestion failed; the spooled files stay")
+            try:
+                await nxt
+            except StopAsyncIteration:
+                break
+            nxt = asyncio.ensure_future(changes.__anext__())
     except Exception:  # never let the watcher take the daemon down
         log.exception("spool watcher stopped")
+    finally:
+        nxt.cancel()
     for root in outside:  # (kept while it holds anything)
         for d in [*root.iterdir(), root] if root.is_dir() else []:
             with contextlib.suppress(OSError):

@@ -6,6 +6,9 @@ the CLI without a daemon) stays in tests/test_daemon.py."""
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,3 +44,36 @@ def test_interaction_is_found_by_its_tool_use_id_too(inproc: InProc) -> None:
     assert q["id"].startswith("pr_") and q["tool_use_id"] == "toolu_01ASK0000000000000000001"
     r = inproc.request("GET", "/v1/interactions/toolu_01ASK0000000000000000001")
     assert r.status_code == 200 and r.json()["id"] == q["id"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify: Linux only")
+def test_the_spool_is_read_once_its_watch_is_in_place(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A payload spooled after the start's passes listed the spool and before the spool's watch
+    was in place gives no event: a spool pass begins once the watch is in place (the passes
+    all came before it, and such a payload waited for the next spooled one)."""
+    import hookd.watchers.watch as watch
+    from hookd.core.spool import Spool
+
+    from .conftest import wait_until
+
+    order: list[str] = []
+    real_inotify, real_pass = watch._inotify, Spool._pass  # noqa: SLF001
+
+    def inotify(dirs: tuple[str, ...], recursive: bool, *args: Any) -> Any:
+        ino = real_inotify(dirs, recursive, *args)
+        if recursive:  # the spool's watch (the tailer's folders are not watched recursively)
+            order.append("watch")
+        return ino
+
+    async def counted(self: Spool) -> dict[str, int]:
+        order.append("pass")
+        return await real_pass(self)
+
+    monkeypatch.setattr(watch, "_inotify", inotify)
+    monkeypatch.setattr(Spool, "_pass", counted)
+    app = InProc(home).start()
+    try:
+        wait_until(lambda: "watch" in order and "pass" in order[order.index("watch"):], 30,
+                   what=lambda: f"a spool pass after its watch ({order})")
+    finally:
+        app.stop()
