@@ -348,6 +348,31 @@ def test_a_folder_on_the_way_to_a_transcript_made_while_the_watch_is_set_up_is_f
         app.stop()
 
 
+def test_a_transcript_folder_removed_and_made_again_is_followed(home: Path, worktree: Path, tmp_path: Path) -> None:
+    """The transcript's folder is removed, its watch with it (the kernel's ``IN_IGNORED``), and
+    made again with the transcript in it: the tailer watches again and reads the new file (a
+    reviewer found the watch gone for good: nothing watched the folder any more)."""
+    import shutil
+
+    folder = tmp_path / "a" / "b"
+    folder.mkdir(parents=True)
+    t = folder / "t.jsonl"
+    t.write_bytes(b"")
+    app = InProc(home, settings=Settings(tail_quiet_ms=1)).start()  # every change read at once
+    try:
+        spawn_with_transcript(app, worktree, t)
+        # (empty: the new file may get the old one's inode, and a cursor past 0 would then hold)
+        wait_until(lambda: _offset(app, t) == 0, 60, what="t followed")
+        shutil.rmtree(folder)
+        folder.mkdir()
+        use, _ = ask_rows()
+        t.write_bytes(line(use))
+        wait_until(lambda: any(q["id"] == ASK for q in app.questions("pending")), 60,
+                   what="the question in the transcript made again")
+    finally:
+        app.stop()
+
+
 def test_answer_to_a_question_seen_only_in_a_transcript_is_queued_not_claimed(inproc: InProc, worktree: Path,
                                                                              tmp_path: Path) -> None:
     """No hook came from the session: no hook can carry a remote answer. The answer says so

@@ -286,6 +286,8 @@ class Tailer:
         """Catch up, then follow changes until ``stop`` (an asyncio.Event) is set."""
         import asyncio
 
+        from watchfiles import Change
+
         from hookd.watchers.watch import awatch_dirs
 
         self._changed = asyncio.Event()
@@ -346,8 +348,13 @@ class Tailer:
                         changes = await nxt
                     except StopAsyncIteration:
                         break
+                    gone = {os.path.abspath(p) for kind, p in changes if kind == Change.deleted}
                     for path in sorted({os.path.abspath(p) for _, p in changes}):
-                        if path in self._targets:
+                        if path in gone and path in dirs:
+                            # a watched folder went, and its watch with it: what is made there
+                            # again gives no event; watch again (from its nearest ancestor)
+                            self._changed.set()
+                        elif path in self._targets:
                             if not self._quiet.defer(path, self._targets[path][1]):
                                 await self.poll(path)
                         elif path.endswith(".jsonl") and os.path.dirname(path) in beside:

@@ -99,6 +99,7 @@ class _Inotify:
             return
         if mask & _IGNORED:  # the folder is gone (or unmounted): its watch went with it
             del self.dirs[wd]
+            out.add((Change.deleted, folder))  # reported: its consumer may watch again from higher up
             return
         if not name:
             return
