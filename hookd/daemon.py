@@ -159,17 +159,14 @@ async def _watch_spool(core: Hookd, stop: asyncio.Event, backend: str = "auto") 
     read no endpoint during start-up), in the home's spool and in those outside it: a pass
     once the watch is in place (a payload spooled after the start's passes listed the spool
     and before the watch gave no event), then one after each change."""
-    from hookd.watchers.watch import awatch_dirs
+    from hookd.watchers.watch import awatch_dirs, started
 
     logging.getLogger("watchfiles").setLevel(logging.WARNING)
     outside = _outside_spools(core.home)
     changes = awatch_dirs(os.fspath(core.home.spool_root), *map(os.fspath, outside), stop_event=stop,
                           debounce=50, step=20, recursive=True, backend=backend, rust_timeout=200)
-    # the watch is set up in the first step of that task (before its first await; with the
-    # watchfiles fallback, in its thread soon after): let it run, then the first pass
-    nxt: asyncio.Future[Any] = asyncio.ensure_future(changes.__anext__())
+    nxt = await started(changes)  # the watch in place: then the first pass
     try:
-        await asyncio.sleep(0)
         while True:
             try:
                 await core.ingest_spool()
@@ -330,7 +327,7 @@ def _lifespan(home: Home, core: Hookd, endpoint: Endpoint, notify_config: Any, s
         if counts["ingested"] or counts["invalid"]:
             log.info("spool: %s", counts)
         # Hook clients find us only from here on; what they spooled meanwhile is picked up
-        # by the watcher and a second pass.
+        # by the spool watcher's first pass, made once its watch is in place.
         if home.client_script.exists():
             # a bash client written by an older hookd may read an older endpoint line
             try:
@@ -353,7 +350,6 @@ def _lifespan(home: Home, core: Hookd, endpoint: Endpoint, notify_config: Any, s
         hook_alerts = asyncio.create_task(HookAlerts(core, notifier).run(stop_watch))
         run_watch = asyncio.create_task(RunWatch(core, settings.liveness_s).run(stop_watch))
         hub_tasks = _start_hub(core, home, settings, notifier, stop_watch) if settings.hub_url else []
-        await core.ingest_spool()
         # what start-up made (modules, the app) lives as long as the daemon: the garbage
         # collector's full passes, pauses of the hook path, need not walk it again and again
         gc.freeze()

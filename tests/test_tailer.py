@@ -134,7 +134,8 @@ class _Reads:
         if self.fail:
             raise OSError("the store refused it")
 
-    def quiet(self, quiet_s: float, max_defer_s: float) -> Any:
+    def quiet(self, quiet_s: float, max_defer_s: float, files: tuple[str, ...] = ()) -> Any:
+        """A QuietReads over these reads; session ``s1``'s followed files are ``files``."""
         import asyncio
 
         from hookd.watchers.quiet import QuietReads
@@ -145,7 +146,8 @@ class _Reads:
         def failed() -> None:
             self.failed += 1
 
-        return QuietReads(self.read, spawn, failed, quiet_s=quiet_s, max_defer_s=max_defer_s)
+        return QuietReads(self.read, spawn, failed, quiet_s=quiet_s, max_defer_s=max_defer_s,
+                          files_of=lambda sid: files if sid == "s1" else ())
 
 
 def test_a_change_waits_only_while_its_sessions_hooks_are_coming() -> None:
@@ -188,7 +190,7 @@ def test_a_deferred_read_comes_at_a_hook_once_it_waited_its_bound() -> None:
 
     async def main() -> None:
         r = _Reads(fail=True)
-        q = r.quiet(quiet_s=3600, max_defer_s=0)  # the hooks are never quiet for an hour
+        q = r.quiet(quiet_s=3600, max_defer_s=0, files=("/t/a.jsonl",))  # the hooks are never quiet for an hour
         q.hook_arrived("s1")
         assert q.defer("/t/a.jsonl", "s1")
         await asyncio.sleep(0)
@@ -213,8 +215,7 @@ def test_a_hook_marks_its_sessions_files_and_only_a_change_of_them_is_read() -> 
 
     async def main() -> None:
         r = _Reads()
-        q = r.quiet(quiet_s=3600, max_defer_s=3600)
-        q._files_of = lambda sid: ["/t/a.jsonl", "/t/b.jsonl"] if sid == "s1" else []  # noqa: SLF001
+        q = r.quiet(quiet_s=3600, max_defer_s=3600, files=("/t/a.jsonl", "/t/b.jsonl"))
         q.hook_arrived("s2")
         assert not q.waiting("/t/a.jsonl")
         q.hook_arrived("s1")
@@ -240,8 +241,7 @@ def test_a_marked_file_with_no_change_is_not_read_when_the_hooks_go_quiet() -> N
 
     async def main() -> list[str]:
         r = _Reads()
-        q = r.quiet(quiet_s=0.05, max_defer_s=3600)
-        q._files_of = lambda sid: ["/t/a.jsonl"] if sid == "s1" else []  # noqa: SLF001
+        q = r.quiet(quiet_s=0.05, max_defer_s=3600, files=("/t/a.jsonl",))
         q.hook_arrived("s1")
         assert q.defer("/t/b.jsonl", "s1")
         await asyncio.wait_for(r.done.wait(), 30)
@@ -258,8 +258,7 @@ def test_a_marked_file_changed_after_the_hooks_went_quiet_is_read_at_once() -> N
 
     async def main() -> None:
         r = _Reads()
-        q = r.quiet(quiet_s=0.0, max_defer_s=3600)  # hooks are quiet as soon as they came
-        q._files_of = lambda sid: ["/t/a.jsonl"]  # noqa: SLF001
+        q = r.quiet(quiet_s=0.0, max_defer_s=3600, files=("/t/a.jsonl",))  # hooks are quiet as soon as they came
         q.hook_arrived("s1")
         assert not q.waiting("/t/a.jsonl") and not q.defer("/t/a.jsonl", "s1") and q.pending() == []
 
@@ -321,7 +320,8 @@ def test_a_deferred_read_s_timer_fires_once_though_a_hook_moved_it(loop_kind: st
 
     async def main() -> list[str]:
         r = _Reads()
-        q = r.quiet(quiet_s=0.2, max_defer_s=3600)  # (a stall of the loop under 0.2 s changes nothing)
+        # (a stall of the loop under 0.2 s changes nothing)
+        q = r.quiet(quiet_s=0.2, max_defer_s=3600, files=tuple(f"/t/{i}.jsonl" for i in range(10)))
         q._due = due.__get__(q)  # type: ignore[method-assign]  # noqa: SLF001
         for i in range(10):
             r.done.clear()

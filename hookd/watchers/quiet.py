@@ -11,7 +11,7 @@ after the hook's reply, once the first change left unread is ``max_defer_s`` old
 hooks have been quiet for ``quiet_s`` (defaults 2 s and 2 s:
 :attr:`hookd.settings.Settings.tail_quiet_ms`, ``tail_max_defer_ms``). A change that comes
 after the hooks went quiet is read at once. Each hook of a session also marks its transcript
-(the files of the session read before): the agent's next append is dropped where the watch
+(the files followed for the session): the agent's next append is dropped where the watch
 reads it, wakes no task and arms the read's timer there; a marked file that does not change is
 never read. At a model's pace (a tool call a second) that is one read every other tool call, in
 a hook's turn, and no task woken for the transcript between hooks; a pause of 2 s or more after
@@ -53,8 +53,9 @@ class QuietReads:
     deferred read is due; ``failed()``: called when that read raised (the tailer then catches
     every file up from its cursor). ``quiet_s``: how long a session's hooks must have been
     quiet (seconds); ``max_defer_s``: how long a change waits while they keep coming
-    (seconds). ``files_of(session_id)``: the followed files of a session that have been read
-    before (its transcript), marked at each of its hooks (None: only a change defers)."""
+    (seconds). ``files_of(session_id)``: the followed files of a session (its transcript),
+    marked at each of its hooks (None: nothing is marked, and a change that waits is read
+    once the hooks go quiet)."""
 
     def __init__(self, read: Callable[[str], Awaitable[Any]], spawn: Callable[[Any], Any],
                  failed: Callable[[], None], *, quiet_s: float = 2.0, max_defer_s: float = 2.0,
@@ -71,20 +72,19 @@ class QuietReads:
         #: files whose read waits: path -> (the loop's time of the first change left unread,
         #: the session, the timer of the read)
         self._deferred: dict[str, tuple[float, str, asyncio.TimerHandle]] = {}
-        #: session id -> its files in ``_deferred``
-        self._of_session: dict[str, set[str]] = {}
         #: files a hook of their session marked, no change of them seen since: path -> session
         #: id (no timer: their first change seen makes a deferred read of them, :meth:`waiting`)
         self._marked: dict[str, str] = {}
 
     def hook_arrived(self, session_id: str) -> None:
         """A live hook of ``session_id`` has committed (called on the hook path, before its
-        reply is written). The session's files (``files_of``) are marked: a hook says its
-        transcript has changed or is about to, so their next change is dropped where the watch
-        reads it and wakes no task (:meth:`waiting`). Of its files with a change left unread,
-        one whose first change is ``max_defer_s`` old is read now, in a task that runs in this
-        turn of the event loop, after the hook's reply (no wake-up of its own), and marked
-        again; the others' reads move to ``quiet_s`` after this hook."""
+        reply is written). Of the session's files (``files_of``), one with a change left
+        unread whose first change is ``max_defer_s`` old is read now, in a task that runs in
+        this turn of the event loop, after the hook's reply (no wake-up of its own); another
+        with a change left unread is read ``quiet_s`` after this hook; the rest are marked: a
+        hook says its transcript has changed or is about to, so their next change is dropped
+        where the watch reads it and wakes no task (:meth:`waiting`). A file read now is
+        marked too."""
         hooks_at = self._hooks_at
         loop = asyncio.get_running_loop()
         now = loop.time()
@@ -94,18 +94,20 @@ class QuietReads:
             for path in [p for p, s in self._marked.items() if s not in hooks_at]:
                 del self._marked[path]
         hooks_at[session_id] = now
-        if self._files_of is not None:
-            for path in self._files_of(session_id):
-                if path not in self._deferred:
-                    self._marked[path] = session_id
+        if self._files_of is None:
+            return
         due = now + self.quiet_s
-        for path in list(self._of_session.get(session_id, ())):
-            first, sid, timer = self._deferred[path]
+        for path in self._files_of(session_id):
+            entry = self._deferred.get(path)
+            if entry is None:
+                self._marked[path] = session_id
+                continue
+            first, sid, timer = entry
             timer.cancel()
             if now - first >= self.max_defer_s - TIMER_SLACK_S:
-                self._drop(path)
+                del self._deferred[path]
                 self._spawn(self._read_now(path))
-                self._marked[path] = sid  # the agent's appends after this read wake no task either
+                self._marked[path] = session_id  # the agent's appends after this read wake no task either
             else:
                 self._deferred[path] = (first, sid, loop.call_at(due, self._due, path))
 
@@ -121,20 +123,8 @@ class QuietReads:
         now = loop.time()
         if session_id is None or last is None or now - last >= self.quiet_s:
             return False
-        self._wait(path, session_id, now, loop.call_at(last + self.quiet_s, self._due, path))
+        self._deferred[path] = (now, session_id, loop.call_at(last + self.quiet_s, self._due, path))
         return True
-
-    def _wait(self, path: str, session_id: str, first: float, timer: asyncio.TimerHandle) -> None:
-        self._deferred[path] = (first, session_id, timer)
-        self._of_session.setdefault(session_id, set()).add(path)
-
-    def _drop(self, path: str) -> None:
-        _, sid, _ = self._deferred.pop(path)
-        paths = self._of_session.get(sid)
-        if paths is not None:
-            paths.discard(path)
-            if not paths:
-                del self._of_session[sid]
 
     def _due(self, path: str) -> None:
         """The timer of a deferred read: read ``path`` now if its session's hooks have been
@@ -149,7 +139,7 @@ class QuietReads:
         if loop.time() < due - TIMER_SLACK_S:  # a hook came since: later
             self._deferred[path] = (first, sid, loop.call_at(due, self._due, path))
             return
-        self._drop(path)
+        del self._deferred[path]
         self._spawn(self._read_now(path))
 
     async def _read_now(self, path: str) -> None:
@@ -184,7 +174,7 @@ class QuietReads:
         now, last = loop.time(), self._hooks_at.get(sid)
         if last is None or now - last >= self.quiet_s:
             return False
-        self._wait(path, sid, now, loop.call_at(last + self.quiet_s, self._due, path))
+        self._deferred[path] = (now, sid, loop.call_at(last + self.quiet_s, self._due, path))
         return True
 
     def pending(self) -> list[str]:
@@ -197,6 +187,5 @@ class QuietReads:
         for _, _, timer in self._deferred.values():
             timer.cancel()
         self._deferred.clear()
-        self._of_session.clear()
         self._marked.clear()
         return paths

@@ -69,7 +69,7 @@ class Tailer:
         self._foreign: dict[str, Cursor] = {}
         self._quiet = QuietReads(self.poll, lambda coro: self.core.tasks.spawn(coro), self._start_over,
                                  quiet_s=settings.tail_quiet_ms / 1000, max_defer_s=settings.tail_max_defer_ms / 1000,
-                                 files_of=self._read_files_of)
+                                 files_of=self._files_of)
         #: a live hook of a session has committed (the core calls it on the hook path): its
         #: transcript is read in a hook's turn or once its hooks go quiet (QuietReads)
         self.hook_arrived = self._quiet.hook_arrived
@@ -106,10 +106,10 @@ class Tailer:
     def targets(self) -> list[str]:
         return sorted(self._targets)
 
-    def _read_files_of(self, session_id: str) -> list[str]:
-        """The files followed for ``session_id`` that were found and read before (a cursor
-        known): what a hook of the session defers (:class:`QuietReads`)."""
-        return [p for p in self._of_session.get(session_id, ()) if p in self._cursors]
+    def _files_of(self, session_id: str) -> Iterable[str]:
+        """The files followed for ``session_id``: what a hook of the session marks
+        (:class:`QuietReads`)."""
+        return self._of_session.get(session_id, ())
 
     def refusal(self, path: str) -> str | None:
         """Why ``path`` (absolute) is not followed or read in this run (a FIFO, a device, a
@@ -210,7 +210,6 @@ class Tailer:
                     return total
                 except OSError as e:
                     log.warning("cannot read transcript %s: %s", path, e)
-                    self._cursors.pop(path, None)  # looked up again when it is read again
                     return total
                 self._refused.pop(path, None)
                 if r.cursor != cur or r.rows:
@@ -288,12 +287,12 @@ class Tailer:
 
         from watchfiles import Change
 
-        from hookd.watchers.watch import awatch_dirs
+        from hookd.watchers.watch import awatch_dirs, started
 
         self._changed = asyncio.Event()
         for path, builder, sid in await self.core.store.transcript_targets():
             self.add(path, builder, sid)
-        started = False
+        peeked = False  # the files beside the followed ones looked at (once, at the first watch)
         while not stop.is_set():
             self._changed.clear()
             for folder in list(self._dirs):
@@ -325,18 +324,16 @@ class Tailer:
                     backend=self.watch_backend, ignore=self._quiet.waiting,
                     rust_timeout=60_000, ignore_permission_denied=True,
                 )
-                nxt: Awaitable[Any] = asyncio.ensure_future(changes_gen.__anext__())
-                # the watch is set up in that task's first step (before its first await): let it
-                # run, then list the followed folders again (a file that appeared after the
-                # listing above and before the watch gave no event) and catch up, so that
-                # nothing written in between is missed
-                await asyncio.sleep(0)
+                nxt: Awaitable[Any] = await started(changes_gen)
+                # then list the followed folders again (a file that appeared after the listing
+                # above and before the watch gave no event) and catch up, so that nothing
+                # written in between is missed
                 for folder in list(self._dirs):
                     if os.path.isdir(folder):
                         self._scan(folder)
                 await self.catch_up()
-                if not started:
-                    started = True
+                if not peeked:
+                    peeked = True
                     await self._peek_newer()
                 beside = {os.path.dirname(p) for p in self._targets} | subagents
                 if any(_existing_ancestor(m) != a for m, a in ancestors.items()):

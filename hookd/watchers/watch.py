@@ -198,3 +198,13 @@ async def awatch_dirs(*dirs: str, stop_event: asyncio.Event, debounce: int, step
         stopper.cancel()
         loop.remove_reader(fd)  # before the fd is closed (its number may be reused)
         ino.close()
+
+
+async def started(changes: AsyncIterator[Any]) -> "asyncio.Future[Any]":
+    """Start ``changes`` (an :func:`awatch_dirs` generator) and let its first step run: with
+    inotify its watches are then in place, so a listing made after this misses nothing that
+    gives no event (with the watchfiles fallback they are set in its thread soon after).
+    Returns the future of its first batch (raises StopAsyncIteration when it ends first)."""
+    first = asyncio.ensure_future(changes.__anext__())
+    await asyncio.sleep(0)
+    return first
