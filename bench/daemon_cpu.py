@@ -25,7 +25,10 @@ Reported:
   (the warm hook path, ~0.3 ms) and, in another fresh daemon, at the session's own pace (each
   hook at its offset in the session, then the same wait: the hook path as a session pays it,
   caches cold after each idle gap, with the lanes, checkpoints and idle ticks of that time).
-  The session's figure less the paced one is what following the session's transcript costs;
+  The session's figure less the paced one is what following the session's transcript costs.
+  The paced one split: the event loop's CPU in each hook's window (from before its connection
+  to 5 ms after its reply; median and mean), the loop's between the hooks, and the other
+  threads' (the WAL's sync);
 - the daemon's own handling time per hook (``GET /v1/debug/hook-timings``: from the whole body
   read to the reply handed over, wall time) and the run's wall time.
 
@@ -51,6 +54,7 @@ import json
 import os
 import pstats
 import shutil
+import statistics
 import socket
 import sqlite3
 import subprocess
@@ -160,17 +164,23 @@ def transcripts_done(home: Path) -> bool:
     return bool(rows) and all(Path(p).exists() and offset >= Path(p).stat().st_size for p, offset in rows)
 
 
-def post_raw(home: Path, payloads: list[bytes], offsets: list[float] | None = None) -> None:
+def post_raw(home: Path, payloads: list[bytes], offsets: list[float] | None = None,
+             loop_of: psutil.Process | None = None) -> list[float]:
     """Each payload as the compiled client sends it: a new Unix connection, one chunked POST
     with the agent's pid (``X-Hookd-Agent-Pid``: this process's, alive throughout, as Claude
     Code is for its hooks; without one the lanes watch looks at the lane at every tool call);
-    back to back, or each at its offset (seconds after the first) when ``offsets`` is given."""
+    back to back, or each at its offset (seconds after the first) when ``offsets`` is given.
+    ``loop_of`` (the daemon, with ``offsets``): returns the CPU seconds of its event loop's
+    thread in each hook's window, from before its connection to 5 ms after its reply (the
+    connection's close is handled then); else an empty list."""
+    per_hook: list[float] = []
     h = Home.resolve(home)
     token, sock_path = h.read_endpoint().hook_token, os.fspath(h.socket_path)
     t0 = time.monotonic()
     for i, payload in enumerate(payloads):
         if offsets is not None and (pause := t0 + offsets[i] - time.monotonic()) > 0:
             time.sleep(pause)  # the session's pace
+        before = _loop_s(loop_of) if loop_of is not None and offsets is not None else None
         head = (f"POST /v1/hooks/claude-code/{BUILDER} HTTP/1.1\r\nHost: hookd\r\n"
                 f"Authorization: Bearer {token}\r\nX-Hookd-Delivery: {time.time_ns() // 1000}-{os.getpid()}-r{i}\r\n"
                 f"X-Hookd-Agent-Pid: {os.getpid()}\r\n"
@@ -183,6 +193,18 @@ def post_raw(home: Path, payloads: list[bytes], offsets: list[float] | None = No
                 resp += chunk
         if not resp.startswith(b"HTTP/1.1 200 "):
             raise RuntimeError(f"daemon answered {resp[:80]!r}")
+        if before is not None and loop_of is not None:
+            time.sleep(0.005)
+            per_hook.append(_loop_s(loop_of) - before)
+    return per_hook
+
+
+def _loop_s(proc: psutil.Process) -> float:
+    """CPU seconds of ``proc``'s event loop thread (its main thread)."""
+    per = _schedstat_s(proc)
+    if per is not None and proc.pid in per:
+        return per[proc.pid]
+    return next((t.user_time + t.system_time for t in proc.threads() if t.id == proc.pid), 0.0)
 
 
 def spawn_builder(daemon: DaemonProcess, worktree: Path) -> None:
@@ -281,16 +303,25 @@ def hook_path_floor(tmp: Path, hooks: list[tuple[float, bytes]], paced: bool) ->
     proc = psutil.Process(daemon.proc.pid)
     try:
         spawn_builder(daemon, proj)
-        c0, t0 = cpu_s(proc), time.monotonic()
-        post_raw(home, payloads, [at for at, _ in hooks] if paced else None)
+        c0, t0, th0 = cpu_s(proc), time.monotonic(), thread_cpu(proc)
+        per_hook = post_raw(home, payloads, [at for at, _ in hooks] if paced else None, loop_of=proc)
         if paced:
             time.sleep(UNARMED_GRACE_S + 1.0)  # the same window as the session's
         cpu, wall = cpu_s(proc) - c0, time.monotonic() - t0
+        loop = thread_cpu(proc).get("loop", 0.0) - th0.get("loop", 0.0)
     finally:
         daemon.stop(timeout=60)
         daemon.kill()
-    return {f"{name}_hooks": len(payloads), f"{name}_cpu_s": cpu, f"{name}_wall_s": wall,
-            f"{name}_cpu_ms_per_hook": cpu / len(payloads) * 1e3}
+    out = {f"{name}_hooks": len(payloads), f"{name}_cpu_s": cpu, f"{name}_wall_s": wall,
+           f"{name}_cpu_ms_per_hook": cpu / len(payloads) * 1e3}
+    if per_hook:
+        # the split: the loop inside the hooks' windows (median: the usual hook; mean), the loop
+        # between them (timers, the window's end), and the other threads (the WAL's sync)
+        out.update({f"{name}_hook_median_ms": statistics.median(per_hook) * 1e3,
+                    f"{name}_hook_mean_ms": statistics.mean(per_hook) * 1e3,
+                    f"{name}_loop_between_ms_per_hook": (loop - sum(per_hook)) / len(payloads) * 1e3,
+                    f"{name}_threads_ms_per_hook": (cpu - loop) / len(payloads) * 1e3})
+    return out
 
 
 def _floor_server(path: str, with_sqlite: bool) -> None:
@@ -429,6 +460,11 @@ def main() -> int:
                   f"back to back {result['floor_cpu_ms_per_hook']:.2f} ms CPU per hook (the session: "
                   f"{result['ratio_to_floor']:.1f}x); at the session's pace {result['paced_cpu_ms_per_hook']:.2f} ms "
                   f"(the session: {result['ratio_to_paced']:.1f}x)")
+            if "paced_hook_median_ms" in result:
+                print(f"  at the session's pace, split: the loop in each hook's window median "
+                      f"{result['paced_hook_median_ms']:.3f} ms (mean {result['paced_hook_mean_ms']:.3f}), the loop "
+                      f"between hooks {result['paced_loop_between_ms_per_hook']:.3f} and other threads (the WAL's sync) "
+                      f"{result['paced_threads_ms_per_hook']:.3f} ms per hook")
             print("daemon CPU by thread (ms): " + ", ".join(f"{k} {v:.0f}" for k, v in result["threads_ms"].items()))
             print(f"daemon handling time per hook (wall, body read to reply): {result['handling_ms_per_hook']:.3f} ms")
             if extra:
