@@ -787,3 +787,46 @@ def test_a_hooks_changed_alert_whose_claim_was_refused_is_raised_at_the_next_com
 
     raised, refused = asyncio.run(run())
     assert refused == 1 and [k.split(":")[1] for k in raised] == ["b1"]
+
+
+def test_a_hooks_changed_alert_that_fails_otherwise_is_logged_not_tried_again(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """An alert failing with something other than a storage refusal (a channel's bug): logged,
+    that event not tried again (a bug cannot loop on it), and the follower goes on: the
+    builder's next ``hooks_changed`` is raised."""
+    import logging
+
+    async def run() -> tuple[list[str], list[str]]:
+        store, core = await _opened(tmp_path)
+        tried: list[str] = []
+        raised: list[str] = []
+
+        async def raise_alert(alert, escalate=True):  # noqa: ANN001, ANN202
+            tried.append(alert.key)
+            if len(tried) == 1:
+                raise RuntimeError("a channel's bug")
+            raised.append(alert.key)
+            return True
+
+        task, stop = _alerts(core, raise_alert)
+        try:
+            await _session_starts(core)  # b1
+            await _turns()
+            await core.health.record("b1", None, {"missing": ["Stop"], "changed": [], "reason": "entries removed"},
+                                     via="status")
+            await _until(lambda: tried, "the alert was not tried")
+            await _tool_calls(core, 2)  # the agent goes on working: commits
+            await core.health.record("b1", None, None, via="spawn")  # hooks_restored
+            await core.health.record("b1", None, {"missing": ["PreToolUse"], "changed": [], "reason": "entries removed"},
+                                     via="status")
+            await _until(lambda: raised, "the builder's next hooks_changed alert never raised")
+            await _tool_calls(core, 1)
+            await _turns()
+            return tried, raised
+        finally:
+            await _ended(task, store, stop)
+
+    with caplog.at_level(logging.ERROR, logger="hookd"):
+        tried, raised = asyncio.run(run())
+    assert len(tried) == 2 and tried[0] != tried[1] and raised == tried[1:]
+    assert "hooks_changed alert for b1 failed" in caplog.text
