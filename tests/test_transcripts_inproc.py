@@ -8,6 +8,8 @@ transcripts are registered as ``hookd tail`` registers them. Catching up across 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -493,3 +495,42 @@ def test_b30_text_the_human_typed_seen_only_in_the_transcript_is_not_sent_again(
     post = json.loads((TUI / "005-PostToolUse.json").read_bytes())
     r = inproc.hook(post)
     assert r.status_code == 200 and "and keep the tests green" in r.text and "use postgres" not in r.text, r.text
+
+
+def _inotify_fds() -> int:
+    """inotify instances open in this process (the in-process daemon's among them)."""
+    n = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            n += os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:inotify"
+        except OSError:
+            continue  # (closed meanwhile)
+    return n
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+def test_a_failed_transcript_watch_releases_its_inotify_at_once(
+        inproc: InProc, worktree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tailer's watch failing after it was set (its catch-up raising): the watch's inotify
+    fd is closed before the back-off, not left open until the generator is collected (the
+    back-off is made long here, so that no new watch opens meanwhile)."""
+    from hookd.watchers import tailer
+
+    monkeypatch.setattr(tailer, "WATCH_RETRY_S", 600.0)
+    real = tailer.Tailer.catch_up
+    watching: list[int] = []  # inotify instances open while the failing catch-up ran
+
+    async def catch_up(self: Any, *a: Any, **kw: Any) -> Any:
+        if not watching and self._targets:  # the catch-up once the transcript's watch is set
+            watching.append(_inotify_fds())
+            raise RuntimeError("a catch-up that failed")
+        return await real(self, *a, **kw)
+
+    monkeypatch.setattr(tailer.Tailer, "catch_up", catch_up)
+    t = tmp_path / "t.jsonl"
+    t.write_bytes(b"")
+    spawn_with_transcript(inproc, worktree, t)
+    wait_until(lambda: watching, WAIT_S, 0.01, "the watch's catch-up never ran")
+    wait_until(lambda: _inotify_fds() == watching[0] - 1, WAIT_S, 0.01,
+               lambda: f"the failed watch's inotify is still open during the back-off ({_inotify_fds()} open, "
+                       f"{watching[0]} while it watched)")

@@ -11,7 +11,7 @@ import contextlib
 import glob
 import logging
 import os
-from collections.abc import Awaitable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -287,7 +287,7 @@ class Tailer:
 
         from watchfiles import Change
 
-        from hookd.watchers.watch import awatch_dirs, started
+        from hookd.watchers.watch import awatch_dirs, ended, started
 
         self._changed = asyncio.Event()
         for path, builder, sid in await self.core.store.transcript_targets():
@@ -314,6 +314,8 @@ class Tailer:
             restart = asyncio.Event()
             waiter = asyncio.ensure_future(_first(stop, self._changed))
             waiter.add_done_callback(lambda _: restart.set())
+            changes_gen: Any = None
+            nxt: Any = None
             try:
                 if not dirs:
                     await self.catch_up()
@@ -324,7 +326,7 @@ class Tailer:
                     backend=self.watch_backend, ignore=self._quiet.waiting,
                     rust_timeout=60_000, ignore_permission_denied=True,
                 )
-                nxt: Awaitable[Any] = await started(changes_gen)
+                nxt = await started(changes_gen)
                 # then list the followed folders again (a file that appeared after the listing
                 # above and before the watch gave no event) and catch up, so that nothing
                 # written in between is missed
@@ -365,12 +367,15 @@ class Tailer:
                     nxt = changes_gen.__anext__()  # (awaited as it is: a task only for the first)
             except Exception:
                 log.exception("transcript watch failed; restarting")
-                await asyncio.sleep(1)  # back off before watching again
+                await ended(changes_gen, nxt)  # its inotify fd released now, not when collected
+                await asyncio.sleep(WATCH_RETRY_S)  # back off before watching again
             finally:
                 waiter.cancel()
         await self._quiet.flush()  # stopping: what waited for its session's hooks to go quiet
 
 
+#: seconds the tailer waits before watching again after its watch failed
+WATCH_RETRY_S = 1.0
 #: bytes of a not-followed file checked for session ids per read (its first rows name the session)
 PEEK_BYTES = 64 * 1024
 #: Most unread bytes of a followed file read on the event loop (:meth:`Tailer.poll`); more

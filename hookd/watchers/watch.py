@@ -208,3 +208,22 @@ async def started(changes: AsyncIterator[Any]) -> "asyncio.Future[Any]":
     first = asyncio.ensure_future(changes.__anext__())
     await asyncio.sleep(0)
     return first
+
+
+async def ended(changes: AsyncIterator[Any] | None, step: Any = None) -> None:
+    """End ``changes`` (an :func:`awatch_dirs` generator) left mid-way by a consumer that
+    failed: ``step``, its pending ``__anext__`` (the future :func:`started` gave, or a
+    coroutine not yet awaited), is cancelled, then the generator is closed, so that its watch
+    (the inotify fd) is released now and not when the generator is collected."""
+    if isinstance(step, asyncio.Future):
+        step.cancel()
+        await asyncio.gather(step, return_exceptions=True)
+    elif asyncio.iscoroutine(step):
+        step.close()
+    aclose = getattr(changes, "aclose", None)  # an async generator's; None: nothing to close
+    if aclose is not None:
+        try:
+            await aclose()
+        except RuntimeError:  # still running elsewhere: it ends at its stop event
+            log.debug("watch generator still running at its end")
+
