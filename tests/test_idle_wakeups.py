@@ -6,6 +6,7 @@ store goes quiet")."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 from pathlib import Path
 
@@ -694,6 +695,39 @@ def _alerts(core, raise_alert):  # noqa: ANN001, ANN202
     return asyncio.create_task(HookAlerts(core, notifier).run(stop)), stop
 
 
+@contextlib.asynccontextmanager
+async def _first_alert_failed(tmp_path: Path, error: Exception):  # noqa: ANN202
+    """A core whose ``HookAlerts`` follower runs over a notifier whose first ``raise_alert``
+    raises ``error``, b1's session started and its hooks_changed recorded, that first alert
+    tried: yields (the core, the keys given to ``raise_alert``, the keys it raised)."""
+    tried: list[str] = []
+    raised: list[str] = []
+
+    async def raise_alert(alert, escalate=True):  # noqa: ANN001, ANN202
+        tried.append(alert.key)
+        if len(tried) == 1:
+            raise error
+        raised.append(alert.key)
+        return True
+
+    store, core = await _opened(tmp_path)
+    task, stop = _alerts(core, raise_alert)
+    try:
+        await _session_starts(core)  # b1
+        await _turns()
+        await _hooks_changed(core)
+        await _until(lambda: tried, "the alert was not tried")
+        yield core, tried, raised
+    finally:
+        await _ended(task, store, stop)
+
+
+async def _hooks_changed(core, missing: str = "Stop") -> None:  # noqa: ANN001
+    """b1's settings file found without hookd's ``missing`` entry (a hooks_changed, via status)."""
+    await core.health.record("b1", None, {"missing": [missing], "changed": [], "reason": "entries removed"},
+                             via="status")
+
+
 def test_a_hooks_changed_alert_whose_read_was_refused_is_read_again_at_the_next_commit(tmp_path: Path) -> None:
     """The store refusing the ``hooks_changed`` alerts' read of the log right after a
     ``hooks_changed`` commit: the next commit, whatever it appended (another builder's tool
@@ -736,8 +770,7 @@ def test_a_hooks_changed_alert_whose_read_was_refused_is_read_again_at_the_next_
                 await core.ingest_hook("claude-code", "b2", as_b2(name), delivery_id=f"b2-{name}")
             await _turns()
             refuse["next"] = True
-            await core.health.record("b1", None, {"missing": ["Stop"], "changed": [], "reason": "entries removed"},
-                                     via="status")
+            await _hooks_changed(core)
             await _until(lambda: refuse["refused"] == 1, "the read after hooks_changed was not tried")
             for n in range(3):  # b2's agent goes on working
                 for name in ("004-PreToolUse.json", "005-PostToolUse.json"):
@@ -758,35 +791,17 @@ def test_a_hooks_changed_alert_whose_claim_was_refused_is_raised_at_the_next_com
 
     from hookd.models import StorageUnavailable
 
-    async def run() -> tuple[list[str], int]:
-        store, core = await _opened(tmp_path)
-        raised: list[str] = []
-        refused: list[str] = []
-
-        async def raise_alert(alert, escalate=True):  # noqa: ANN001, ANN202
-            if not refused:
-                refused.append(alert.key)
-                raise StorageUnavailable("storage unavailable: cannot write the database: disk I/O error")
-            raised.append(alert.key)
-            return True
-
-        task, stop = _alerts(core, raise_alert)
-        try:
-            await _session_starts(core)  # b1
-            await _turns()
-            await core.health.record("b1", None, {"missing": ["Stop"], "changed": [], "reason": "entries removed"},
-                                     via="status")
-            await _until(lambda: refused, "the alert was not tried")
+    async def run() -> tuple[list[str], list[str]]:
+        refusal = StorageUnavailable("storage unavailable: cannot write the database: disk I/O error")
+        async with _first_alert_failed(tmp_path, refusal) as (core, tried, raised):
             await _tool_calls(core, 1)  # the agent goes on working: a commit
             await _until(lambda: raised, "b1's hooks_changed alert never raised after its refused claim")
             await _tool_calls(core, 1)
             await _turns()
-            return raised, len(refused)
-        finally:
-            await _ended(task, store, stop)
+            return tried, raised
 
-    raised, refused = asyncio.run(run())
-    assert refused == 1 and [k.split(":")[1] for k in raised] == ["b1"]
+    tried, raised = asyncio.run(run())
+    assert len(tried) == 2 and tried[0] == tried[1] and [k.split(":")[1] for k in raised] == ["b1"]
 
 
 def test_a_hooks_changed_alert_that_fails_otherwise_is_logged_not_tried_again(
@@ -797,34 +812,14 @@ def test_a_hooks_changed_alert_that_fails_otherwise_is_logged_not_tried_again(
     import logging
 
     async def run() -> tuple[list[str], list[str]]:
-        store, core = await _opened(tmp_path)
-        tried: list[str] = []
-        raised: list[str] = []
-
-        async def raise_alert(alert, escalate=True):  # noqa: ANN001, ANN202
-            tried.append(alert.key)
-            if len(tried) == 1:
-                raise RuntimeError("a channel's bug")
-            raised.append(alert.key)
-            return True
-
-        task, stop = _alerts(core, raise_alert)
-        try:
-            await _session_starts(core)  # b1
-            await _turns()
-            await core.health.record("b1", None, {"missing": ["Stop"], "changed": [], "reason": "entries removed"},
-                                     via="status")
-            await _until(lambda: tried, "the alert was not tried")
+        async with _first_alert_failed(tmp_path, RuntimeError("a channel's bug")) as (core, tried, raised):
             await _tool_calls(core, 2)  # the agent goes on working: commits
             await core.health.record("b1", None, None, via="spawn")  # hooks_restored
-            await core.health.record("b1", None, {"missing": ["PreToolUse"], "changed": [], "reason": "entries removed"},
-                                     via="status")
+            await _hooks_changed(core, "PreToolUse")
             await _until(lambda: raised, "the builder's next hooks_changed alert never raised")
             await _tool_calls(core, 1)
             await _turns()
             return tried, raised
-        finally:
-            await _ended(task, store, stop)
 
     with caplog.at_level(logging.ERROR, logger="hookd"):
         tried, raised = asyncio.run(run())
