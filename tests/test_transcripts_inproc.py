@@ -509,11 +509,13 @@ def _inotify_fds() -> int:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+@pytest.mark.parametrize("backend", ["auto", "watchfiles"])
 def test_a_failed_transcript_watch_releases_its_inotify_at_once(
-        inproc: InProc, worktree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        home: Path, worktree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str) -> None:
     """The tailer's watch failing after it was set (its catch-up raising): the watch's inotify
     fd is closed before the back-off, not left open until the generator is collected (the
-    back-off is made long here, so that no new watch opens meanwhile)."""
+    back-off is made long here, so that no new watch opens meanwhile). With the watchfiles
+    fallback too (its watcher holds an inotify of its own)."""
     from hookd.watchers import tailer
 
     monkeypatch.setattr(tailer, "WATCH_RETRY_S", 600.0)
@@ -527,10 +529,15 @@ def test_a_failed_transcript_watch_releases_its_inotify_at_once(
         return await real(self, *a, **kw)
 
     monkeypatch.setattr(tailer.Tailer, "catch_up", catch_up)
-    t = tmp_path / "t.jsonl"
+    t = tmp_path / "quiet" / "t.jsonl"  # a folder of its own: nothing else changes in the watched one
+    t.parent.mkdir()
     t.write_bytes(b"")
-    spawn_with_transcript(inproc, worktree, t)
-    wait_until(lambda: watching, WAIT_S, 0.01, "the watch's catch-up never ran")
-    wait_until(lambda: _inotify_fds() == watching[0] - 1, WAIT_S, 0.01,
-               lambda: f"the failed watch's inotify is still open during the back-off ({_inotify_fds()} open, "
-                       f"{watching[0]} while it watched)")
+    app = InProc(home, settings=Settings(watch_backend=backend)).start()
+    try:
+        spawn_with_transcript(app, worktree, t)
+        wait_until(lambda: watching, WAIT_S, 0.01, "the watch's catch-up never ran")
+        wait_until(lambda: _inotify_fds() == watching[0] - 1, WAIT_S, 0.01,
+                   lambda: f"the failed watch's inotify is still open during the back-off ({_inotify_fds()} open, "
+                           f"{watching[0]} while it watched)")
+    finally:
+        app.stop()

@@ -214,7 +214,8 @@ async def ended(changes: AsyncIterator[Any] | None, step: Any = None) -> None:
     """End ``changes`` (an :func:`awatch_dirs` generator) left mid-way by a consumer that
     failed: ``step``, its pending ``__anext__`` (the future :func:`started` gave, or a
     coroutine not yet awaited), is cancelled, then the generator is closed, so that its watch
-    (the inotify fd) is released now and not when the generator is collected."""
+    (the inotify fd, or the watchfiles fallback's watcher) is released now and not when the
+    generator is collected."""
     if isinstance(step, asyncio.Future):
         step.cancel()
         await asyncio.gather(step, return_exceptions=True)
