@@ -159,7 +159,7 @@ async def _watch_spool(core: Hookd, stop: asyncio.Event, backend: str = "auto") 
     read no endpoint during start-up), in the home's spool and in those outside it: a pass
     once the watch is in place (a payload spooled after the start's passes listed the spool
     and before the watch gave no event), then one after each change."""
-    from hookd.watchers.watch import awatch_dirs, started
+    from hookd.watchers.watch import awatch_dirs, ended, started
 
     logging.getLogger("watchfiles").setLevel(logging.WARNING)
     outside = _outside_spools(core.home)
@@ -180,7 +180,7 @@ async def _watch_spool(core: Hookd, stop: asyncio.Event, backend: str = "auto") 
     except Exception:  # never let the watcher take the daemon down
         log.exception("spool watcher stopped")
     finally:
-        nxt.cancel()
+        await ended(changes, nxt)  # its watch released now (a no-op once it ended at ``stop``)
     for root in outside:  # (kept while it holds anything)
         for d in [*root.iterdir(), root] if root.is_dir() else []:
             with contextlib.suppress(OSError):

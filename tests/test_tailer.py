@@ -340,3 +340,36 @@ def test_a_deferred_read_s_timer_fires_once_though_a_hook_moved_it(loop_kind: st
         paths = asyncio.run(main())
     assert paths == [f"/t/{i}.jsonl" for i in range(10)]
     assert fires == paths, fires
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+@pytest.mark.parametrize("backend", ["auto", "watchfiles"])
+@pytest.mark.parametrize("at", ["first step pending", "after a batch"])
+def test_a_watch_ended_mid_way_releases_its_watcher(tmp_path: Path, backend: str, at: str) -> None:
+    """``watch.ended`` on a watch its consumer left: while the first step (the future
+    ``started`` gave) is pending, or after a batch with the next step made but not awaited (as
+    the tailer and the spool watcher leave it): its inotify (its own, or the watchfiles
+    fallback's watcher's) is closed at once, and a second ``ended`` is harmless."""
+    import asyncio
+
+    from hookd.watchers.watch import awatch_dirs, ended, started
+
+    from .test_transcripts_inproc import _inotify_fds
+
+    async def run() -> tuple[int, int, int]:
+        before = _inotify_fds()
+        changes = awatch_dirs(str(tmp_path), stop_event=asyncio.Event(), debounce=10, step=10, backend=backend,
+                              rust_timeout=60_000)
+        step: Any = await started(changes)
+        if at == "after a batch":
+            (tmp_path / "t.jsonl").write_bytes(b"{}\n")
+            await asyncio.wait_for(step, 30)
+            step = changes.__anext__()
+        watching = _inotify_fds()
+        await ended(changes, step)
+        after = _inotify_fds()
+        await ended(changes, None)
+        return before, watching, after
+
+    before, watching, after = asyncio.run(run())
+    assert watching == before + 1 and after == before

@@ -118,10 +118,15 @@ class QuietReads:
         caller reads it now)."""
         if self.waiting(path):
             return True  # a read of it is due
-        last = self._hooks_at.get(session_id) if session_id else None
+        return session_id is not None and self._wait_for_quiet(path, session_id)
+
+    def _wait_for_quiet(self, path: str, session_id: str) -> bool:
+        """Defer the read of ``path``'s change until ``session_id``'s hooks have been quiet
+        ``quiet_s`` (its timer armed), unless they already are (False: read it now)."""
+        last = self._hooks_at.get(session_id)
         loop = asyncio.get_running_loop()
         now = loop.time()
-        if session_id is None or last is None or now - last >= self.quiet_s:
+        if last is None or now - last >= self.quiet_s:
             return False
         self._deferred[path] = (now, session_id, loop.call_at(last + self.quiet_s, self._due, path))
         return True
@@ -168,14 +173,7 @@ class QuietReads:
         if path in self._deferred:
             return True
         sid = self._marked.pop(path, None)
-        if sid is None:
-            return False
-        loop = asyncio.get_running_loop()
-        now, last = loop.time(), self._hooks_at.get(sid)
-        if last is None or now - last >= self.quiet_s:
-            return False
-        self._deferred[path] = (now, sid, loop.call_at(last + self.quiet_s, self._due, path))
-        return True
+        return sid is not None and self._wait_for_quiet(path, sid)
 
     def pending(self) -> list[str]:
         """The files whose read is deferred."""

@@ -25,7 +25,7 @@ import logging
 import os
 import struct
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, AsyncIterator
 
 log = logging.getLogger("hookd")
@@ -155,7 +155,7 @@ def _inotify(dirs: tuple[str, ...], recursive: bool, backend: str,
 
 async def awatch_dirs(*dirs: str, stop_event: asyncio.Event, debounce: int, step: int, recursive: bool = False,
                       backend: str = "auto", ignore: Callable[[str], bool] | None = None,
-                      **watchfiles_kw: Any) -> AsyncIterator[set[tuple[Any, str]]]:
+                      **watchfiles_kw: Any) -> AsyncGenerator[set[tuple[Any, str]], None]:
     """Changes of the entries of ``dirs`` (and of their sub-folders, also new ones, when
     ``recursive``) until ``stop_event`` is set. ``backend``: ``watchfiles`` forces the
     watchfiles fallback, anything else takes inotify where it can be used. ``debounce``,
@@ -167,12 +167,16 @@ async def awatch_dirs(*dirs: str, stop_event: asyncio.Event, debounce: int, step
     if ino is None:
         import watchfiles
 
-        async for batch in watchfiles.awatch(*dirs, stop_event=stop_event, debounce=debounce, step=step,
-                                             recursive=recursive, **watchfiles_kw):
-            if ignore is not None:
-                batch = {c for c in batch if c[0] != watchfiles.Change.modified or not ignore(c[1])}
-            if batch:
-                yield batch
+        inner = watchfiles.awatch(*dirs, stop_event=stop_event, debounce=debounce, step=step,
+                                  recursive=recursive, **watchfiles_kw)
+        try:
+            async for batch in inner:
+                if ignore is not None:
+                    batch = {c for c in batch if c[0] != watchfiles.Change.modified or not ignore(c[1])}
+                if batch:
+                    yield batch
+        finally:
+            await inner.aclose()  # closed with this one (its watcher released), not when collected
         return
     # the fd stays registered with the loop while the watch lasts, its events taken in the
     # loop's callback (asyncinotify's ``get`` registers and unregisters it, and a task waits,
@@ -210,21 +214,20 @@ async def started(changes: AsyncIterator[Any]) -> "asyncio.Future[Any]":
     return first
 
 
-async def ended(changes: AsyncIterator[Any] | None, step: Any = None) -> None:
-    """End ``changes`` (an :func:`awatch_dirs` generator) left mid-way by a consumer that
-    failed: ``step``, its pending ``__anext__`` (the future :func:`started` gave, or a
-    coroutine not yet awaited), is cancelled, then the generator is closed, so that its watch
-    (the inotify fd, or the watchfiles fallback's watcher) is released now and not when the
-    generator is collected."""
+async def ended(changes: AsyncGenerator[Any, None] | None, step: Any = None) -> None:
+    """End ``changes`` (an :func:`awatch_dirs` generator; None: none was made) left mid-way by a
+    consumer that failed or stopped: ``step``, its pending ``__anext__`` (the future
+    :func:`started` gave, or a coroutine not yet awaited), is cancelled, then the generator is
+    closed, so that its watch (the inotify fd, or the watchfiles fallback's watcher) is released
+    now and not when the generator is collected. A generator that already ended is left as it
+    is; an error while closing is logged, never raised (its consumer is already failing)."""
     if isinstance(step, asyncio.Future):
         step.cancel()
         await asyncio.gather(step, return_exceptions=True)
     elif asyncio.iscoroutine(step):
         step.close()
-    aclose = getattr(changes, "aclose", None)  # an async generator's; None: nothing to close
-    if aclose is not None:
+    if changes is not None:
         try:
-            await aclose()
-        except RuntimeError:  # still running elsewhere: it ends at its stop event
-            log.debug("watch generator still running at its end")
-
+            await changes.aclose()
+        except Exception as e:
+            log.warning("closing a watch: %s", e)
