@@ -379,3 +379,50 @@ def test_a_watch_ended_mid_way_releases_its_watcher(tmp_path: Path, backend: str
 
     before, watching, after = asyncio.run(run())
     assert watching == before + 1 and after == before
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the inotify watch (held) is Linux's")
+def test_a_held_watch_wakes_for_nothing_until_drained_or_released(tmp_path: Path) -> None:
+    """``watch.Gate``: a watch made while its gate is held starts held; a change then waits in
+    the kernel's queue while the loop turns (delivering nothing); ``drain`` delivers it;
+    ``release`` delivers what waited and the watch wakes for later changes again; the watch,
+    ended, leaves the gate."""
+    import asyncio
+
+    from hookd.watchers.watch import Gate, awatch_dirs, ended, started
+
+    from .test_transcripts_inproc import _queued
+
+    def names(batch: set[tuple[Any, str]]) -> set[str]:
+        return {os.path.basename(p) for _, p in batch}
+
+    async def turns() -> None:
+        for _ in range(20):  # each a turn of the loop, which polls its fds
+            await asyncio.sleep(0)
+
+    async def run() -> None:
+        gate = Gate()
+        gate.hold()
+        changes = awatch_dirs(str(tmp_path), stop_event=asyncio.Event(), debounce=10, step=10, gate=gate)
+        step: Any = await started(changes)
+        assert gate._bound is not None  # noqa: SLF001
+        fd = gate._bound[1]  # noqa: SLF001
+        (tmp_path / "a.jsonl").write_bytes(b"{}\n")
+        await turns()
+        assert not step.done() and _queued(fd) > 0
+        gate.drain()
+        assert names(await asyncio.wait_for(step, 30)) == {"a.jsonl"} and _queued(fd) == 0
+        step = asyncio.ensure_future(changes.__anext__())
+        (tmp_path / "b.jsonl").write_bytes(b"{}\n")
+        await turns()
+        assert not step.done()
+        gate.release()
+        assert names(await asyncio.wait_for(step, 30)) == {"b.jsonl"}
+        step = asyncio.ensure_future(changes.__anext__())
+        await turns()
+        (tmp_path / "c.jsonl").write_bytes(b"{}\n")  # released: this change wakes the watch itself
+        assert names(await asyncio.wait_for(step, 30)) == {"c.jsonl"}
+        await ended(changes, None)
+        assert gate._bound is None and not gate.held  # noqa: SLF001
+
+    asyncio.run(run())

@@ -159,9 +159,11 @@ def _interrupt_left_unread(home: Path, worktree: Path, tmp_path: Path, waits: di
         DaemonProcess, Path, Path]:
     """Start a daemon with ``waits`` (the tailer's quiet and bound), spawn b1 with a session
     (SID, a SessionStart: a live hook) reporting transcript ``t``, and follow ``u`` for no
-    session; append an interrupt at the desk to ``t``, then a row to ``u``. Returns the
-    daemon, its hooks' settings file and ``t`` once ``u`` is read (at once: no hooked session)
-    and ``t`` is left unread (its change waits for SID's hooks) with no ``turn_interrupted``."""
+    session; append an interrupt at the desk to ``t``, then a row to ``u``: while hooks keep
+    coming the watch wakes for neither, and a hook of another session takes both changes in its
+    turn. Returns the daemon, its hooks' settings file and ``t`` once ``u`` is read (then: no
+    hooked session) and ``t`` is left unread (its change waits for SID's hooks) with no
+    ``turn_interrupted``."""
     folder = tmp_path / "projects"
     folder.mkdir()
     t, u = folder / f"{SID}.jsonl", folder / "other.jsonl"
@@ -177,8 +179,12 @@ def _interrupt_left_unread(home: Path, worktree: Path, tmp_path: Path, waits: di
                      "message": {"role": "user", "content": "[Request interrupted by user]"}}
         append(t, line(interrupt))
         append(u, line(dict(use, sessionId="s-other")))  # written after t's row
+        other = json.loads((TUI / "004-PreToolUse.json").read_bytes())
+        other["session_id"] = "s-other-hooked"
+        del other["transcript_path"]  # (a transcript to follow would start the watch over, reading both)
+        assert run_hook(settings_command(settings, "PreToolUse"), json.dumps(other).encode(), worktree).returncode == 0
         wait_until(lambda: (_transcript(home, u) or {}).get("offset") == u.stat().st_size, 60,
-                   what="the file of no hooked session read at once")
+                   what="the file of no hooked session read in that hook's turn")
         # t's change came before u's: the tailer saw it, and left it for SID's hooks
         assert _transcript(home, t)["offset"] == 0  # type: ignore[index]
         assert not [e for e in events(home) if e["kind"] == "turn_interrupted"]
@@ -196,9 +202,9 @@ def _interrupted_once(home: Path) -> bool:
 def test_a_hooked_sessions_rows_are_read_in_the_turn_of_its_next_hook(
         home: Path, worktree: Path, tmp_path: Path) -> None:
     """While a session's hooks keep coming, its transcript's change waits for one of its hooks
-    (here the first after it: a bound of 1 ms), and that hook reads it: no timer, no read of
-    its own (hookd.watchers.quiet). A file of no hooked session, changed after it, is read at
-    once."""
+    (here the first after it was seen: a bound of 1 ms), and that hook reads it: no timer, no
+    read of its own (hookd.watchers.quiet). A file of no hooked session, changed after it, is
+    read in the turn of the hook that took the changes."""
     # the hooks are never quiet for an hour; a change is read at the first hook after it
     d, settings, t = _interrupt_left_unread(
         home, worktree, tmp_path, {"HOOKD_TAIL_QUIET_MS": "3600000", "HOOKD_TAIL_MAX_DEFER_MS": "1"})
@@ -216,7 +222,8 @@ def test_a_hooked_sessions_rows_are_read_in_the_turn_of_its_next_hook(
 def test_a_hooked_sessions_rows_wait_for_its_hooks_and_are_applied_once_across_kill_9(
         home: Path, worktree: Path, tmp_path: Path) -> None:
     """While a session's hooks keep coming, a change of its transcript is read once they go
-    quiet (hookd.watchers.quiet), not at once; a file of no hooked session is read at once.
+    quiet (hookd.watchers.quiet), not at once; a file of no hooked session is read as soon as
+    a hook takes its change.
     Rows left unread when the daemon is killed (SIGKILL) are read at the next start from the
     cursor saved with what was applied, once: an interrupt at the desk (a ``turn_interrupted``
     event per read of its row, nothing keyed) is recorded exactly once across two kills."""

@@ -251,13 +251,14 @@ def test_a_hook_reads_no_unchanged_file_of_its_session(home: Path, worktree: Pat
         quiet: Any = app.core.tailer._quiet  # type: ignore[attr-defined]  # noqa: SLF001
         wait_until(lambda: quiet.pending() == [], 60, what="nothing waiting")
         reads: list[str] = []
-        real = quiet._read  # noqa: SLF001
+        tailer: Any = app.core.tailer  # type: ignore[attr-defined]
+        real = tailer.poll
 
         async def counted(path: str) -> Any:
             reads.append(path)
             return await real(path)
 
-        quiet._read = counted  # noqa: SLF001
+        quiet._read = tailer.poll = counted  # noqa: SLF001  # (a change taken once the hooks went quiet is read at once)
         hook(app, "004-PreToolUse.json", transcript_path=str(t))
         append(t, _row("u-main"))
         wait_until(lambda: _offset(app, t) == t.stat().st_size, 60, what="t's change read once the hooks went quiet")
@@ -267,11 +268,24 @@ def test_a_hook_reads_no_unchanged_file_of_its_session(home: Path, worktree: Pat
         app.stop()
 
 
-def test_an_append_after_a_read_at_a_hook_wakes_no_task(home: Path, worktree: Path, tmp_path: Path) -> None:
-    """The hook that reads a waiting transcript (its bound passed) marks it again, so the
-    agent's next append (the tool's result row, between its hooks) is dropped by the watch and
-    starts no task (a reviewer found it woke the tailer's task once per read). A file of no
-    session, appended to after it, is the barrier: its read comes after the watch took t's."""
+def _queued(fd: int) -> int:
+    """Bytes of events waiting in inotify instance ``fd``'s queue (``FIONREAD``): not yet read."""
+    import fcntl
+    import termios
+
+    buf = bytearray(4)
+    fcntl.ioctl(fd, termios.FIONREAD, buf)
+    return int.from_bytes(buf, sys.byteorder)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the inotify watch (held) is Linux's")
+def test_changes_between_hooks_wait_in_the_kernel_for_the_next_hook(home: Path, worktree: Path, tmp_path: Path) -> None:
+    """While hooks keep coming the tailer's watch is held (``hookd.watchers.watch.Gate``): the
+    agent's append after a read at a hook, and a change of a file of no hooked session, wait in
+    the kernel's queue and wake the daemon for nothing (a request answered meanwhile leaves them
+    there). The next hook takes them in its turn: the file of no session is read then; the
+    hooked session's append is dropped where it is taken (the hook that read the file marked it
+    again: no task, no ``defer``), its read armed for its session's hooks."""
     folder = tmp_path / "projects"
     folder.mkdir()
     t, u = folder / f"{SID}.jsonl", folder / "other.jsonl"
@@ -282,24 +296,34 @@ def test_an_append_after_a_read_at_a_hook_wakes_no_task(home: Path, worktree: Pa
         spawn_with_transcript(app, worktree, t)
         tail(app, u)
         wait_until(lambda: _offset(app, t) == 0 and _offset(app, u) == 0, 60, what="t and u followed")
-        quiet: Any = app.core.tailer._quiet  # type: ignore[attr-defined]  # noqa: SLF001
-        hook(app, "004-PreToolUse.json", transcript_path=str(t))  # marks t
+        tailer: Any = app.core.tailer  # type: ignore[attr-defined]
+        quiet, gate = tailer._quiet, tailer._gate  # noqa: SLF001
+        hook(app, "004-PreToolUse.json", transcript_path=str(t))  # marks t; the watch held
+        assert gate.held
         append(t, _row("u-1"))
-        wait_until(lambda: quiet.pending() == [str(t)], 60, what="t's change waiting")
-        hook(app, "004-PreToolUse.json", transcript_path=str(t))  # its bound (1 ms) passed: read in this turn
+        hook(app, "004-PreToolUse.json", transcript_path=str(t))  # takes t's change; its bound (1 ms) passed: read in this turn
         wait_until(lambda: _offset(app, t) == t.stat().st_size, 60, what="t read at the hook")
+        read_to = t.stat().st_size
         defers: list[str] = []
-        real = app.core.tailer._quiet.defer  # type: ignore[attr-defined]  # noqa: SLF001
+        real = quiet.defer
 
         def counted(path: str, sid: Any) -> bool:
             defers.append(path)
             return real(path, sid)
 
         quiet.defer = counted
+        fd = gate._bound[1]  # noqa: SLF001
         append(t, _row("u-2"))
         append(u, line({"type": "user", "sessionId": "s-other", "uuid": "u-3", "message": {"role": "user", "content": "c"}}))
-        wait_until(lambda: _offset(app, u) == u.stat().st_size, 60, what="u read at once (the barrier)")
-        assert str(t) not in defers and quiet.pending() == [str(t)]  # t's append: dropped, its read armed
+        assert _queued(fd) > 0  # queued by the writes themselves
+        assert _offset(app, u) == 0 and _queued(fd) > 0  # the daemon answered a request and took neither
+        other = json.loads((TUI / "004-PreToolUse.json").read_bytes())
+        other["session_id"] = "s-other-hooked"
+        del other["transcript_path"]
+        assert app.hook(other).status_code == 200  # a hook of another session takes both
+        wait_until(lambda: _offset(app, u) == u.stat().st_size, 60, what="u read in that hook's turn")
+        assert _queued(fd) == 0 and str(t) not in defers and quiet.pending() == [str(t)]
+        assert _offset(app, t) == read_to
     finally:
         app.stop()
 

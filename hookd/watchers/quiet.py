@@ -17,6 +17,15 @@ never read. At a model's pace (a tool call a second) that is one read every othe
 a hook's turn, and no task woken for the transcript between hooks; a pause of 2 s or more after
 the last hook still gets its own read.
 
+While hooks keep coming the tailer's watch is held, too (:class:`hookd.watchers.watch.Gate`):
+the agent's appends between its hooks do not even wake the daemon. What the watch saw waits in
+the kernel's queue and is taken in the turn of the next hook of any session (before that hook
+marks its files, so each change is judged against the hooks before it), or ``quiet_s`` after the
+last hook, when the watch wakes for every change again. A change's wait (``max_defer_s``) counts
+from when it is taken. So while some session's hooks keep coming, a change of a file of no
+hooked session (``hookd tail``) is read at that session's next hook: at most ``quiet_s`` later
+than at once.
+
 What only the transcript tells (an interrupt at the desk, text typed there, the proof that a
 queued message reached the model, a fork, damaged rows) is then recorded up to ``quiet_s``
 after a hooked session's last hook, or ``max_defer_s`` plus the time to its next hook while
@@ -32,6 +41,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
+
+from hookd.watchers.watch import Gate
 
 log = logging.getLogger("hookd")
 
@@ -55,11 +66,12 @@ class QuietReads:
     quiet (seconds); ``max_defer_s``: how long a change waits while they keep coming
     (seconds). ``files_of(session_id)``: the followed files of a session (its transcript),
     marked at each of its hooks (None: nothing is marked, and a change that waits is read
-    once the hooks go quiet)."""
+    once the hooks go quiet). ``gate``: the tailer's watch's, held while hooks keep coming
+    (None: the watch wakes for every change)."""
 
     def __init__(self, read: Callable[[str], Awaitable[Any]], spawn: Callable[[Any], Any],
                  failed: Callable[[], None], *, quiet_s: float = 2.0, max_defer_s: float = 2.0,
-                 files_of: Callable[[str], Iterable[str]] | None = None):
+                 files_of: Callable[[str], Iterable[str]] | None = None, gate: Gate | None = None):
         self.quiet_s = quiet_s
         self.max_defer_s = max_defer_s
         self._read = read
@@ -75,19 +87,34 @@ class QuietReads:
         #: files a hook of their session marked, no change of them seen since: path -> session
         #: id (no timer: their first change seen makes a deferred read of them, :meth:`waiting`)
         self._marked: dict[str, str] = {}
+        #: the tailer's watch, held while hooks keep coming (see :meth:`hook_arrived`)
+        self._gate = gate
+        #: the timer that releases it ``quiet_s`` after the last hook
+        self._release: asyncio.TimerHandle | None = None
 
     def hook_arrived(self, session_id: str) -> None:
         """A live hook of ``session_id`` has committed (called on the hook path, before its
-        reply is written). Of the session's files (``files_of``), one with a change left
-        unread whose first change is ``max_defer_s`` old is read now, in a task that runs in
-        this turn of the event loop, after the hook's reply (no wake-up of its own); another
-        with a change left unread is read ``quiet_s`` after this hook; the rest are marked: a
-        hook says its transcript has changed or is about to, so their next change is dropped
-        where the watch reads it and wakes no task (:meth:`waiting`). A file read now is
-        marked too."""
+        reply is written). What the watch queued since the last hook is taken now and the watch
+        is held (its ``gate``) until the hooks have been quiet ``quiet_s``. Of the session's
+        files (``files_of``), one with a change left unread whose first change is
+        ``max_defer_s`` old is read now, in a task that runs in this turn of the event loop,
+        after the hook's reply (no wake-up of its own); another with a change left unread is
+        read ``quiet_s`` after this hook; the rest are marked: a hook says its transcript has
+        changed or is about to, so their next change is dropped where the watch's events are
+        taken and wakes no task (:meth:`waiting`). A file read now is marked too."""
         hooks_at = self._hooks_at
         loop = asyncio.get_running_loop()
         now = loop.time()
+        gate = self._gate
+        if gate is not None:
+            # what the watch queued since the last hook is taken in this hook's turn (each
+            # change judged against the hooks before this one), and it wakes no one until
+            # the hooks go quiet
+            gate.drain()
+            gate.hold()
+            if self._release is not None:
+                self._release.cancel()
+            self._release = loop.call_at(now + self.quiet_s, self._released)
         if len(hooks_at) >= HOOKS_AT_MAX and session_id not in hooks_at:
             for sid in [s for s, t in hooks_at.items() if t < now - self.quiet_s]:  # only sessions still hooking matter
                 del hooks_at[sid]
@@ -110,6 +137,13 @@ class QuietReads:
                 self._marked[path] = session_id  # the agent's appends after this read wake no task either
             else:
                 self._deferred[path] = (first, sid, loop.call_at(due, self._due, path))
+
+    def _released(self) -> None:
+        """No hook for ``quiet_s``: the watch wakes for every change again (what it queued
+        meanwhile is taken now)."""
+        self._release = None
+        if self._gate is not None:
+            self._gate.release()
 
     def defer(self, path: str, session_id: str | None) -> bool:
         """Leave a change of followed ``path`` (``session_id``'s transcript; None: unknown)
@@ -182,6 +216,9 @@ class QuietReads:
     def cancel(self) -> list[str]:
         """Drop every deferred read (their timers); returns their files, to be read now."""
         paths = self.pending()
+        if self._release is not None:
+            self._release.cancel()
+            self._released()
         for _, _, timer in self._deferred.values():
             timer.cancel()
         self._deferred.clear()

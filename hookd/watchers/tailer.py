@@ -21,6 +21,7 @@ from hookd.settings import Settings
 from hookd.untrusted import NotRegularFile, read_regular
 from hookd.watchers.jsonl import Cursor, read_new
 from hookd.watchers.quiet import QuietReads
+from hookd.watchers.watch import Gate
 
 log = logging.getLogger("hookd")
 
@@ -39,7 +40,8 @@ class Tailer:
     caught up at start; folder registrations persist in ``HOOKD_HOME/tail-dirs.json``.
     While a session's hooks keep coming (:meth:`hook_arrived`) a change of its transcript is
     read in the turn of one of its hooks or once they go quiet
-    (:class:`hookd.watchers.quiet.QuietReads`), not at once.
+    (:class:`hookd.watchers.quiet.QuietReads`), not at once; while any hooks keep coming the
+    watch is held, its changes taken at the next hook (:class:`hookd.watchers.watch.Gate`).
     core: a :class:`hookd.core.Hookd`. settings: its ``tail_debounce_ms``, ``tail_step_ms``,
     ``watch_backend``, ``tail_quiet_ms`` and ``tail_max_defer_ms`` (default :class:`hookd.settings.Settings`' defaults).
     """
@@ -67,9 +69,11 @@ class Tailer:
         #: other ``*.jsonl`` files in the folders of followed transcripts: how far their rows
         #: were checked for a known session id (see :meth:`_peek`)
         self._foreign: dict[str, Cursor] = {}
+        #: holds the watch's wake-ups back while hooks keep coming (QuietReads)
+        self._gate = Gate()
         self._quiet = QuietReads(self.poll, lambda coro: self.core.tasks.spawn(coro), self._start_over,
                                  quiet_s=settings.tail_quiet_ms / 1000, max_defer_s=settings.tail_max_defer_ms / 1000,
-                                 files_of=self._files_of)
+                                 files_of=self._files_of, gate=self._gate)
         #: a live hook of a session has committed (the core calls it on the hook path): its
         #: transcript is read in a hook's turn or once its hooks go quiet (QuietReads)
         self.hook_arrived = self._quiet.hook_arrived
@@ -323,7 +327,7 @@ class Tailer:
                     continue
                 changes_gen = awatch_dirs(
                     *dirs, stop_event=restart, debounce=self.debounce_ms, step=self.step_ms,
-                    backend=self.watch_backend, ignore=self._quiet.waiting,
+                    backend=self.watch_backend, ignore=self._quiet.waiting, gate=self._gate,
                     rust_timeout=60_000, ignore_permission_denied=True,
                 )
                 nxt = await started(changes_gen)

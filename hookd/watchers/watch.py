@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import logging
 import os
 import struct
@@ -130,6 +131,65 @@ class _Inotify:
         self.ino.close()
 
 
+class Gate:
+    """Holds back the wake-ups of an :func:`awatch_dirs` watch while its owner knows it will look
+    soon anyway (the tailer, while hooks keep coming: :class:`hookd.watchers.quiet.QuietReads`).
+
+    Held, the watch's inotify fd is off the event loop: its events wait in the kernel's queue
+    (nothing is lost: a queue that overflows is reported as every entry modified) until
+    :meth:`drain` takes them, in the turn of whoever calls it, or :meth:`release` does and
+    puts the fd back. A gate outlives the watches given it (the tailer watches again when its
+    folders change): one made while it is held starts held. With the watchfiles fallback it
+    holds nothing (that watch wakes as before)."""
+
+    def __init__(self) -> None:
+        self._held = False
+        #: the running watch: (its loop, its inotify fd, the callback taking its queued events)
+        self._bound: tuple[asyncio.AbstractEventLoop, int, Callable[[], None]] | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._held
+
+    def hold(self) -> None:
+        """Stop waking for the watch's events (idempotent)."""
+        if self._held:
+            return
+        self._held = True
+        if self._bound is not None:
+            loop, fd, _ = self._bound
+            loop.remove_reader(fd)
+
+    def release(self) -> None:
+        """Take what waits now and wake for every event again (idempotent)."""
+        if not self._held:
+            return
+        self._held = False
+        if self._bound is not None:
+            loop, fd, take = self._bound
+            take()
+            loop.add_reader(fd, take)
+
+    def drain(self) -> None:
+        """Take the events queued now, held or not (none: a read that would block, no more)."""
+        if self._bound is not None:
+            self._bound[2]()
+
+    def _bind(self, loop: asyncio.AbstractEventLoop, fd: int, take: Callable[[], None]) -> None:
+        self._unbind()
+        self._bound = (loop, fd, take)
+        if not self._held:
+            loop.add_reader(fd, take)
+
+    def _unbind(self) -> None:
+        """Off the loop, before the fd is closed (its number may be reused)."""
+        if self._bound is not None:
+            loop, fd, _ = self._bound
+            self._bound = None
+            if not self._held:
+                loop.remove_reader(fd)
+
+
 def _inotify(dirs: tuple[str, ...], recursive: bool, backend: str,
              ignore: Callable[[str], bool] | None = None) -> _Inotify | None:
     """An inotify instance watching ``dirs`` (unreadable ones skipped), or None when inotify
@@ -155,6 +215,7 @@ def _inotify(dirs: tuple[str, ...], recursive: bool, backend: str,
 
 async def awatch_dirs(*dirs: str, stop_event: asyncio.Event, debounce: int, step: int, recursive: bool = False,
                       backend: str = "auto", ignore: Callable[[str], bool] | None = None,
+                      gate: Gate | None = None,
                       **watchfiles_kw: Any) -> AsyncGenerator[set[tuple[Any, str]], None]:
     """Changes of the entries of ``dirs`` (and of their sub-folders, also new ones, when
     ``recursive``) until ``stop_event`` is set. ``backend``: ``watchfiles`` forces the
@@ -162,7 +223,8 @@ async def awatch_dirs(*dirs: str, stop_event: asyncio.Event, debounce: int, step
     ``step`` (milliseconds) and ``watchfiles_kw`` apply to the watchfiles fallback only.
     ``ignore(path)`` true: a modification of that path is not reported (with inotify, dropped
     where it is read, in the loop's callback: the consumer is not woken for it); additions,
-    deletions and moves always are."""
+    deletions and moves always are. ``gate``: holds the inotify watch's wake-ups back while
+    its owner says so (:class:`Gate`)."""
     ino = _inotify(dirs, recursive, backend, ignore)
     if ino is None:
         import watchfiles
@@ -185,7 +247,8 @@ async def awatch_dirs(*dirs: str, stop_event: asyncio.Event, debounce: int, step
     changes: set[tuple[Any, str]] = set()
     wake = asyncio.Event()
     loop = asyncio.get_running_loop()
-    loop.add_reader(fd, ino.take_queued, changes, wake)
+    gate = gate if gate is not None else Gate()
+    gate._bind(loop, fd, functools.partial(ino.take_queued, changes, wake))
     stopper = asyncio.ensure_future(stop_event.wait())
     stopper.add_done_callback(lambda _: wake.set())
     try:
@@ -200,7 +263,7 @@ async def awatch_dirs(*dirs: str, stop_event: asyncio.Event, debounce: int, step
                 yield out
     finally:
         stopper.cancel()
-        loop.remove_reader(fd)  # before the fd is closed (its number may be reused)
+        gate._unbind()  # before the fd is closed
         ino.close()
 
 
