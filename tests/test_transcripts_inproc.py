@@ -565,3 +565,30 @@ def test_a_failed_transcript_watch_releases_its_inotify_at_once(
                            f"{watching[0]} while it watched)")
     finally:
         app.stop()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the inotify watch (held) is Linux's")
+def test_a_hook_is_answered_when_taking_the_watchs_events_fails(home: Path, worktree: Path, tmp_path: Path) -> None:
+    """A hook takes what the held watch queued in its turn; when that fails (the watch's fd in
+    error) the hook is still answered, and the tailer watches again: a later row is read."""
+    t = tmp_path / "t.jsonl"
+    t.write_bytes(b"")
+    app = InProc(home, settings=Settings(tail_quiet_ms=100)).start()
+    try:
+        spawn_with_transcript(app, worktree, t)
+        wait_until(lambda: _offset(app, t) == 0, 60, what="t followed")
+        gate: Any = app.core.tailer._gate  # type: ignore[attr-defined]  # noqa: SLF001
+        wait_until(lambda: gate._bound is not None, 60, what="the watch set")  # noqa: SLF001
+        failing = gate._bound  # noqa: SLF001
+
+        def broken() -> None:
+            raise OSError(5, "Input/output error")
+
+        gate._bound = (failing[0], failing[1], broken)  # noqa: SLF001
+        hook(app, "004-PreToolUse.json", transcript_path=str(t))  # answered 200 (asserted there)
+        wait_until(lambda: gate._bound is not None and gate._bound[2] is not broken, 60,  # noqa: SLF001
+                   what="the watch set again")
+        append(t, _row("u-after"))
+        wait_until(lambda: _offset(app, t) == t.stat().st_size, 60, what="the row read")
+    finally:
+        app.stop()

@@ -110,7 +110,11 @@ class QuietReads:
             # what the watch queued since the last hook is taken in this hook's turn (each
             # change judged against the hooks before this one), and it wakes no one until
             # the hooks go quiet
-            gate.drain()
+            try:
+                gate.drain()
+            except Exception as e:  # never the hook's error: the tailer watches again, from its cursors
+                log.warning("transcript watch: taking its events failed: %s", e)
+                self._failed()
             gate.hold()
             if self._release is not None:
                 self._release.cancel()
@@ -143,7 +147,11 @@ class QuietReads:
         meanwhile is taken now)."""
         self._release = None
         if self._gate is not None:
-            self._gate.release()
+            try:
+                self._gate.release()
+            except Exception as e:
+                log.warning("transcript watch: taking its events failed: %s", e)
+                self._failed()
 
     def defer(self, path: str, session_id: str | None) -> bool:
         """Leave a change of followed ``path`` (``session_id``'s transcript; None: unknown)

@@ -167,8 +167,8 @@ class Gate:
         self._held = False
         if self._bound is not None:
             loop, fd, take = self._bound
+            loop.add_reader(fd, take)  # first: a failed take below leaves the watch awake
             take()
-            loop.add_reader(fd, take)
 
     def drain(self) -> None:
         """Take the events queued now, held or not (none: a read that would block, no more)."""
