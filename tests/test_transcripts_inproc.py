@@ -224,10 +224,6 @@ def test_a_transcript_created_while_the_watch_is_set_up_is_read(home: Path, work
         app.stop()
 
 
-def _offset(app: InProc, p: Path) -> int | None:
-    return next((r["offset"] for r in app.get("/v1/transcripts") if r["path"] == str(p)), None)
-
-
 def _row(uuid: str) -> bytes:
     return line({"type": "user", "sessionId": SID, "uuid": uuid, "message": {"role": "user", "content": uuid}})
 
