@@ -134,8 +134,9 @@ class _Reads:
         if self.fail:
             raise OSError("the store refused it")
 
-    def quiet(self, quiet_s: float, max_defer_s: float, files: tuple[str, ...] = ()) -> Any:
-        """A QuietReads over these reads; session ``s1``'s followed files are ``files``."""
+    def quiet(self, quiet_s: float, max_defer_s: float, files: tuple[str, ...] = (), gate: Any = None) -> Any:
+        """A QuietReads over these reads; session ``s1``'s followed files are ``files``; ``gate``:
+        its watch's (None: none)."""
         import asyncio
 
         from hookd.watchers.quiet import QuietReads
@@ -147,7 +148,7 @@ class _Reads:
             self.failed += 1
 
         return QuietReads(self.read, spawn, failed, quiet_s=quiet_s, max_defer_s=max_defer_s,
-                          files_of=lambda sid: files if sid == "s1" else ())
+                          files_of=lambda sid: files if sid == "s1" else (), gate=gate)
 
 
 def test_a_change_waits_only_while_its_sessions_hooks_are_coming() -> None:
@@ -383,10 +384,10 @@ def test_a_watch_ended_mid_way_releases_its_watcher(tmp_path: Path, backend: str
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the inotify watch (held) is Linux's")
 def test_a_held_watch_wakes_for_nothing_until_drained_or_released(tmp_path: Path) -> None:
-    """``watch.Gate``: a watch made while its gate is held starts held; a change then waits in
-    the kernel's queue while the loop turns (delivering nothing); ``drain`` delivers it;
-    ``release`` delivers what waited and the watch wakes for later changes again; the watch,
-    ended, leaves the gate."""
+    """``watch.Gate``: a watch on the loop, held, wakes for nothing more; one made while its
+    gate is held starts held; a change then waits in the kernel's queue while the loop turns
+    (delivering nothing); ``drain`` delivers it; ``release`` delivers what waited and the watch
+    wakes for later changes again; the watch, ended, leaves the gate."""
     import asyncio
 
     from hookd.watchers.watch import Gate, awatch_dirs, ended, started
@@ -402,9 +403,19 @@ def test_a_held_watch_wakes_for_nothing_until_drained_or_released(tmp_path: Path
 
     async def run() -> None:
         gate = Gate()
-        gate.hold()
+        first = awatch_dirs(str(tmp_path), stop_event=asyncio.Event(), debounce=10, step=10, gate=gate)
+        step: Any = await started(first)
+        (tmp_path / "z.jsonl").write_bytes(b"{}\n")  # not held: the change wakes the watch
+        assert names(await asyncio.wait_for(step, 30)) == {"z.jsonl"}
+        step = asyncio.ensure_future(first.__anext__())
+        gate.hold()  # a watch on the loop taken off it
+        (tmp_path / "y.jsonl").write_bytes(b"{}\n")
+        await turns()
+        assert not step.done()
+        await ended(first, step)
+        assert gate._bound is None  # noqa: SLF001
         changes = awatch_dirs(str(tmp_path), stop_event=asyncio.Event(), debounce=10, step=10, gate=gate)
-        step: Any = await started(changes)
+        step = await started(changes)
         assert gate._bound is not None  # noqa: SLF001
         fd = gate._bound[1]  # noqa: SLF001
         (tmp_path / "a.jsonl").write_bytes(b"{}\n")
@@ -426,3 +437,73 @@ def test_a_held_watch_wakes_for_nothing_until_drained_or_released(tmp_path: Path
         assert gate._bound is None and not gate.held  # noqa: SLF001
 
     asyncio.run(run())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the inotify watch (held) is Linux's")
+def test_a_held_watch_stopped_yields_what_the_kernel_held_as_its_last_batch(tmp_path: Path) -> None:
+    """A held watch told to stop (the tailer watching again, or stopping) hands over what waited
+    in the kernel's queue as its last batch instead of closing the fd with it; a watch not held
+    just ends."""
+    import asyncio
+
+    from hookd.watchers.watch import Gate, awatch_dirs, started
+
+    async def last_batches(held: bool) -> list[set[str]]:
+        gate, stop = Gate(), asyncio.Event()
+        if held:
+            gate.hold()
+        changes = awatch_dirs(str(tmp_path / ("held" if held else "free")), stop_event=stop, debounce=10,
+                              step=10, gate=gate)
+        step: Any = await started(changes)
+        if held:
+            (tmp_path / "held" / "b.jsonl").write_bytes(b"{}\n")
+        stop.set()
+        out = []
+        try:
+            while True:
+                out.append({os.path.basename(p) for _, p in await asyncio.wait_for(step, 30)})
+                step = asyncio.ensure_future(changes.__anext__())
+        except StopAsyncIteration:
+            return out
+
+    (tmp_path / "held").mkdir()
+    (tmp_path / "free").mkdir()
+    assert asyncio.run(last_batches(True)) == [{"b.jsonl"}]
+    assert asyncio.run(last_batches(False)) == []
+
+
+def test_stopping_takes_what_the_held_watch_queued_before_the_deferred_reads() -> None:
+    """``QuietReads.cancel`` (the tailer stopping) releases the held watch first: a change it
+    takes then (a marked file's) is among the files read before stopping, not dropped."""
+    import asyncio
+
+    class Held:
+        """A held watch with one change queued: the tailer's ignore (``defer``) runs on it when
+        it is taken."""
+
+        def __init__(self) -> None:
+            self.queued: list[str] = []
+            self.held = False
+            self.q: Any = None
+
+        def drain(self) -> None:
+            for path in self.queued:
+                self.q.defer(path, "s1")
+            self.queued.clear()
+
+        def hold(self) -> None:
+            self.held = True
+
+        def release(self) -> None:
+            self.held = False
+            self.drain()
+
+    async def main() -> list[str]:
+        gate = Held()
+        q = _Reads().quiet(quiet_s=3600, max_defer_s=3600, files=("/t/a.jsonl",), gate=gate)
+        gate.q = q
+        q.hook_arrived("s1")  # marks a.jsonl; the watch held
+        gate.queued.append("/t/a.jsonl")  # the agent's append, in the kernel's queue
+        return q.cancel()
+
+    assert asyncio.run(main()) == ["/t/a.jsonl"]

@@ -204,7 +204,7 @@ def test_a_hooked_sessions_rows_are_read_in_the_turn_of_its_next_hook(
     """While a session's hooks keep coming, its transcript's change waits for one of its hooks
     (here the first after it was seen: a bound of 1 ms), and that hook reads it: no timer, no
     read of its own (hookd.watchers.quiet). A file of no hooked session, changed after it, is
-    read in the turn of the hook that took the changes."""
+    read once a hook took its change."""
     # the hooks are never quiet for an hour; a change is read at the first hook after it
     d, settings, t = _interrupt_left_unread(
         home, worktree, tmp_path, {"HOOKD_TAIL_QUIET_MS": "3600000", "HOOKD_TAIL_MAX_DEFER_MS": "1"})

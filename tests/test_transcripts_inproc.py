@@ -281,7 +281,7 @@ def test_changes_between_hooks_wait_in_the_kernel_for_the_next_hook(home: Path, 
     the kernel's queue and wake the daemon for nothing (a request answered meanwhile leaves them
     there). The next hook takes them in its turn: the file of no session is read then; the
     hooked session's append is dropped where it is taken (the hook that read the file marked it
-    again: no task, no ``defer``), its read armed for its session's hooks."""
+    again: its consumer is not handed it), its read armed for its session's hooks."""
     folder = tmp_path / "projects"
     folder.mkdir()
     t, u = folder / f"{SID}.jsonl", folder / "other.jsonl"
@@ -300,14 +300,14 @@ def test_changes_between_hooks_wait_in_the_kernel_for_the_next_hook(home: Path, 
         hook(app, "004-PreToolUse.json", transcript_path=str(t))  # takes t's change; its bound (1 ms) passed: read in this turn
         wait_until(lambda: _offset(app, t) == t.stat().st_size, 60, what="t read at the hook")
         read_to = t.stat().st_size
-        defers: list[str] = []
-        real = quiet.defer
+        polls: list[str] = []
+        real = tailer.poll
 
-        def counted(path: str, sid: Any) -> bool:
-            defers.append(path)
-            return real(path, sid)
+        async def counted(path: str) -> Any:
+            polls.append(path)
+            return await real(path)
 
-        quiet.defer = counted
+        tailer.poll = counted  # the watch's consumer reads what it is handed with it
         fd = gate._bound[1]  # noqa: SLF001
         append(t, _row("u-2"))
         append(u, line({"type": "user", "sessionId": "s-other", "uuid": "u-3", "message": {"role": "user", "content": "c"}}))
@@ -318,7 +318,7 @@ def test_changes_between_hooks_wait_in_the_kernel_for_the_next_hook(home: Path, 
         del other["transcript_path"]
         assert app.hook(other).status_code == 200  # a hook of another session takes both
         wait_until(lambda: _offset(app, u) == u.stat().st_size, 60, what="u read in that hook's turn")
-        assert _queued(fd) == 0 and str(t) not in defers and quiet.pending() == [str(t)]
+        assert _queued(fd) == 0 and polls == [str(u)] and quiet.pending() == [str(t)]
         assert _offset(app, t) == read_to
     finally:
         app.stop()
@@ -586,5 +586,80 @@ def test_a_hook_is_answered_when_taking_the_watchs_events_fails(home: Path, work
                    what="the watch set again")
         append(t, _row("u-after"))
         wait_until(lambda: _offset(app, t) == t.stat().st_size, 60, what="the row read")
+    finally:
+        app.stop()
+
+
+def _other_sessions_hook(app: InProc) -> None:
+    """A hook of another session of b1's, reporting no transcript (so no watch is set up again)."""
+    other = json.loads((TUI / "004-PreToolUse.json").read_bytes())
+    other["session_id"] = "s-other-hooked"
+    del other["transcript_path"]
+    assert app.hook(other).status_code == 200
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the inotify watch (held) is Linux's")
+def test_a_change_made_while_its_session_was_quiet_is_read_when_its_next_hook_takes_it(
+        home: Path, worktree: Path, tmp_path: Path) -> None:
+    """Another session's hooks hold the watch while SID has gone quiet; SID's transcript
+    changes (text typed at the desk), and SID's next hook takes the change: it is judged as it
+    is taken, against the hooks before that one (SID quiet), and read at once, not left for
+    SID's hooks to go quiet again (a reviewer found it judged after the hook counted)."""
+    t = tmp_path / f"{SID}.jsonl"
+    t.write_bytes(b"")
+    quiet_s = 1.0
+    app = InProc(home, settings=Settings(tail_quiet_ms=int(quiet_s * 1000), tail_max_defer_ms=3_600_000)).start()
+    try:
+        spawn_with_transcript(app, worktree, t)  # SessionStart: SID's live hook, t marked
+        wait_until(lambda: _offset(app, t) == 0, 60, what="t followed")
+        tailer: Any = app.core.tailer  # type: ignore[attr-defined]
+        quiet = tailer._quiet  # noqa: SLF001
+        loop = app._loop  # noqa: SLF001
+        wait_until(lambda: loop.time() - quiet._hooks_at[SID] > quiet_s, 60, what="SID quiet")  # noqa: SLF001
+        deferred: list[str] = []
+        real = quiet._read  # noqa: SLF001
+
+        async def counted(path: str) -> Any:
+            deferred.append(path)
+            return await real(path)
+
+        quiet._read = counted  # noqa: SLF001  # (the deferred reads: what waited for SID's hooks)
+        _other_sessions_hook(app)  # holds the watch
+        assert tailer._gate.held  # noqa: SLF001
+        append(t, _row("u-typed-at-the-desk"))
+        hook(app, "004-PreToolUse.json", transcript_path=str(t))  # SID's: takes the change
+        wait_until(lambda: _offset(app, t) == t.stat().st_size, 60, what="t read")
+        assert deferred == [] and quiet.pending() == []
+    finally:
+        app.stop()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the inotify watch (held) is Linux's")
+def test_a_file_beside_the_transcript_made_while_the_watch_is_held_is_followed_across_a_restart(
+        home: Path, worktree: Path, tmp_path: Path) -> None:
+    """Field case B23 while hooks keep coming: the session writes to another file beside its
+    transcript while the watch is held, and the watch is set up again (``hookd tail`` of a file
+    elsewhere) before any hook takes the change: what the kernel held is handed over as the old
+    watch's last batch, the new file's rows are checked for a session id, and it is followed
+    (a reviewer found those events closed with the old inotify fd)."""
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    t = folder / f"{SID}.jsonl"
+    t.write_bytes(b"")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    v = elsewhere / "v.jsonl"
+    v.write_bytes(b"")
+    app = InProc(home, settings=Settings(tail_quiet_ms=3_600_000)).start()
+    try:
+        spawn_with_transcript(app, worktree, t)  # holds the watch for an hour
+        wait_until(lambda: _offset(app, t) == 0, 60, what="t followed")
+        tailer: Any = app.core.tailer  # type: ignore[attr-defined]
+        assert tailer._gate.held  # noqa: SLF001
+        beside = folder / "after-compaction.jsonl"
+        append(beside, _row("u-after-compaction"))
+        tail(app, v)  # the watch set up again, no hook in between
+        wait_until(lambda: str(beside) in tailer.targets(), 60, what="the file beside followed")
+        wait_until(lambda: _offset(app, beside) == beside.stat().st_size, 60, what="its rows read")
     finally:
         app.stop()

@@ -17,12 +17,13 @@ never read. At a model's pace (a tool call a second) that is one read every othe
 a hook's turn, and no task woken for the transcript between hooks; a pause of 2 s or more after
 the last hook still gets its own read.
 
-While hooks keep coming the tailer's watch is held, too (:class:`hookd.watchers.watch.Gate`):
-the agent's appends between its hooks do not even wake the daemon. What the watch saw waits in
-the kernel's queue and is taken in the turn of the next hook of any session (before that hook
-marks its files, so each change is judged against the hooks before it), or ``quiet_s`` after the
-last hook, when the watch wakes for every change again. A change's wait (``max_defer_s``) counts
-from when it is taken. So while some session's hooks keep coming, a change of a file of no
+While hooks keep coming the tailer's watch is held, too (:class:`hookd.watchers.watch.Gate`;
+its inotify watch, on Linux): the agent's appends between its hooks do not even wake the
+daemon. What the watch saw waits in the kernel's queue and is taken in the turn of the next
+hook of any session, or ``quiet_s`` after the last hook, when the watch wakes for every change
+again. Each change is judged as it is taken (:meth:`defer`, the tailer's ``ignore``), before the
+hook taking it counts: a change of a session that had gone quiet is read at once. A change's
+wait (``max_defer_s``) counts from when it is taken. So while some session's hooks keep coming, a change of a file of no
 hooked session (``hookd tail``) is read at that session's next hook: at most ``quiet_s`` later
 than at once.
 
@@ -104,7 +105,6 @@ class QuietReads:
         taken and wakes no task (:meth:`waiting`). A file read now is marked too."""
         hooks_at = self._hooks_at
         loop = asyncio.get_running_loop()
-        now = loop.time()
         gate = self._gate
         if gate is not None:
             # what the watch queued since the last hook is taken in this hook's turn (each
@@ -115,6 +115,10 @@ class QuietReads:
             except Exception as e:  # never the hook's error: the tailer watches again, from its cursors
                 log.warning("transcript watch: taking its events failed: %s", e)
                 self._failed()
+        # (after the drain: a change it deferred is no later than this hook, whose read may be
+        # due now; uvloop's clock can move within a callback)
+        now = loop.time()
+        if gate is not None:
             gate.hold()
             if self._release is not None:
                 self._release.cancel()
@@ -157,7 +161,8 @@ class QuietReads:
         """Leave a change of followed ``path`` (``session_id``'s transcript; None: unknown)
         unread for now if that session's last live hook was less than ``quiet_s`` ago, and
         read it when it is due (see the module). Returns whether it was deferred (False: the
-        caller reads it now)."""
+        caller reads it now). The tailer's watch calls it as it takes a modification, so the
+        change is judged against the hooks before the one taking it."""
         if self.waiting(path):
             return True  # a read of it is due
         return session_id is not None and self._wait_for_quiet(path, session_id)
@@ -168,7 +173,7 @@ class QuietReads:
         last = self._hooks_at.get(session_id)
         loop = asyncio.get_running_loop()
         now = loop.time()
-        if last is None or now - last >= self.quiet_s:
+        if last is None or now - last >= self.quiet_s - TIMER_SLACK_S:  # (the release's timer may fire early)
             return False
         self._deferred[path] = (now, session_id, loop.call_at(last + self.quiet_s, self._due, path))
         return True
@@ -206,10 +211,9 @@ class QuietReads:
                 log.warning("transcript %s: not read before stopping: %s", path, e)
 
     def waiting(self, path: str) -> bool:
-        """Whether a change of ``path`` needs nothing more than a read already due: the
-        tailer's watch drops such a change where it reads it
-        (:func:`hookd.watchers.watch.awatch_dirs`'s ``ignore``), so an agent's appends while
-        its hooks keep coming wake no task. A marked file's first change seen while its
+        """Whether a change of ``path`` needs nothing more than a read already due (part of
+        :meth:`defer`, which the tailer's watch applies as it takes a change: its ``ignore``),
+        so that an agent's appends while its hooks keep coming wake no task. A marked file's first change seen while its
         session's hooks keep coming becomes a deferred read here (its timer armed); one seen
         after they went quiet ends the mark and is read at once (False)."""
         if path in self._deferred:
@@ -223,10 +227,10 @@ class QuietReads:
 
     def cancel(self) -> list[str]:
         """Drop every deferred read (their timers); returns their files, to be read now."""
-        paths = self.pending()
-        if self._release is not None:
+        if self._release is not None:  # first: what the watch held is taken, among them these
             self._release.cancel()
             self._released()
+        paths = self.pending()
         for _, _, timer in self._deferred.values():
             timer.cancel()
         self._deferred.clear()

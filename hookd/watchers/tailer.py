@@ -107,6 +107,15 @@ class Tailer:
         if self._changed is not None:
             self._changed.set()
 
+    def _taken(self, path: str) -> bool:
+        """The watch's ``ignore``: a modification of followed ``path`` is judged as the watch
+        takes it (in the loop's callback, in a hook's turn, or at the watch's release), against
+        the hooks before it: True when its read waits for its session's hooks
+        (:meth:`QuietReads.defer`; the consumer is not woken for it), False when it is read
+        now. Any other path: False."""
+        target = self._targets.get(path)
+        return target is not None and self._quiet.defer(path, target[1])
+
     def targets(self) -> list[str]:
         return sorted(self._targets)
 
@@ -327,7 +336,7 @@ class Tailer:
                     continue
                 changes_gen = awatch_dirs(
                     *dirs, stop_event=restart, debounce=self.debounce_ms, step=self.step_ms,
-                    backend=self.watch_backend, ignore=self._quiet.waiting, gate=self._gate,
+                    backend=self.watch_backend, ignore=self._taken, gate=self._gate,
                     rust_timeout=60_000, ignore_permission_denied=True,
                 )
                 nxt = await started(changes_gen)
@@ -352,13 +361,15 @@ class Tailer:
                     except StopAsyncIteration:
                         break
                     gone = {os.path.abspath(p) for kind, p in changes if kind == Change.deleted}
+                    judged = {os.path.abspath(p) for kind, p in changes if kind == Change.modified}
                     for path in sorted({os.path.abspath(p) for _, p in changes}):
                         if path in gone and path in dirs:
                             # a watched folder went, and its watch with it: what is made there
                             # again gives no event; watch again (from its nearest ancestor)
                             self._changed.set()
                         elif path in self._targets:
-                            if not self._quiet.defer(path, self._targets[path][1]):
+                            # a modification was judged as the watch took it (_taken): to read now
+                            if path in judged or not self._quiet.defer(path, self._targets[path][1]):
                                 await self.poll(path)
                         elif path.endswith(".jsonl") and os.path.dirname(path) in beside:
                             await self._peek(path)

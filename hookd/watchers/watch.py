@@ -136,11 +136,12 @@ class Gate:
     soon anyway (the tailer, while hooks keep coming: :class:`hookd.watchers.quiet.QuietReads`).
 
     Held, the watch's inotify fd is off the event loop: its events wait in the kernel's queue
-    (nothing is lost: a queue that overflows is reported as every entry modified) until
-    :meth:`drain` takes them, in the turn of whoever calls it, or :meth:`release` does and
-    puts the fd back. A gate outlives the watches given it (the tailer watches again when its
-    folders change): one made while it is held starts held. With the watchfiles fallback it
-    holds nothing (that watch wakes as before)."""
+    (a queue that overflows is reported as every entry modified) until :meth:`drain` takes
+    them, in the turn of whoever calls it, or :meth:`release` does and puts the fd back; a held
+    watch that stops (its ``stop_event``) yields what the kernel still holds as its last batch.
+    A gate outlives the watches given it (the tailer watches again when its folders change):
+    one made while it is held starts held. With the watchfiles fallback it holds nothing (that
+    watch wakes as before)."""
 
     def __init__(self) -> None:
         self._held = False
@@ -176,14 +177,17 @@ class Gate:
             self._bound[2]()
 
     def _bind(self, loop: asyncio.AbstractEventLoop, fd: int, take: Callable[[], None]) -> None:
-        self._unbind()
+        if self._bound is not None:
+            self._unbind(self._bound[2])
         self._bound = (loop, fd, take)
         if not self._held:
             loop.add_reader(fd, take)
 
-    def _unbind(self) -> None:
-        """Off the loop, before the fd is closed (its number may be reused)."""
-        if self._bound is not None:
+    def _unbind(self, take: Callable[[], None]) -> None:
+        """The watch whose callback is ``take`` ends: off the loop, before its fd is closed (its
+        number may be reused). A watch the gate no longer holds (another was bound since) is
+        left alone."""
+        if self._bound is not None and self._bound[2] is take:
             loop, fd, _ = self._bound
             self._bound = None
             if not self._held:
@@ -240,15 +244,16 @@ async def awatch_dirs(*dirs: str, stop_event: asyncio.Event, debounce: int, step
         finally:
             await inner.aclose()  # closed with this one (its watcher released), not when collected
         return
-    # the fd stays registered with the loop while the watch lasts, its events taken in the
-    # loop's callback (asyncinotify's ``get`` registers and unregisters it, and a task waits,
-    # at every change: an agent's transcript changes several times a second)
+    # the fd stays registered with the loop while the watch lasts and its gate is not held,
+    # its events taken in the loop's callback (asyncinotify's ``get`` registers and unregisters
+    # it, and a task waits, at every change: an agent's transcript changes several times a second)
     fd = ino.ino.fd
     changes: set[tuple[Any, str]] = set()
     wake = asyncio.Event()
     loop = asyncio.get_running_loop()
     gate = gate if gate is not None else Gate()
-    gate._bind(loop, fd, functools.partial(ino.take_queued, changes, wake))
+    take = functools.partial(ino.take_queued, changes, wake)
+    gate._bind(loop, fd, take)
     stopper = asyncio.ensure_future(stop_event.wait())
     stopper.add_done_callback(lambda _: wake.set())
     try:
@@ -256,6 +261,10 @@ async def awatch_dirs(*dirs: str, stop_event: asyncio.Event, debounce: int, step
             await wake.wait()
             wake.clear()
             if stop_event.is_set():
+                if gate.held:  # what the kernel still holds is the consumer's last batch
+                    take()
+                    if changes:
+                        yield set(changes)
                 return
             if changes:
                 out = set(changes)
@@ -263,7 +272,7 @@ async def awatch_dirs(*dirs: str, stop_event: asyncio.Event, debounce: int, step
                 yield out
     finally:
         stopper.cancel()
-        gate._unbind()  # before the fd is closed
+        gate._unbind(take)  # before the fd is closed
         ino.close()
 
 
