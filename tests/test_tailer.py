@@ -507,3 +507,31 @@ def test_stopping_takes_what_the_held_watch_queued_before_the_deferred_reads() -
         return q.cancel()
 
     assert asyncio.run(main()) == ["/t/a.jsonl"]
+
+
+def test_a_release_whose_take_fails_leaves_the_watch_awake() -> None:
+    """``Gate.release`` puts the watch's fd back on the loop before it takes what waited: a take
+    that raises (the caller logs it and watches again) leaves the watch waking for changes,
+    not deaf."""
+    import asyncio
+
+    from hookd.watchers.watch import Gate
+
+    def broken() -> None:
+        raise OSError(5, "Input/output error")
+
+    async def main() -> bool:
+        r, w = os.pipe()
+        try:
+            loop = asyncio.get_running_loop()
+            gate = Gate()
+            gate.hold()
+            gate._bind(loop, r, broken)  # noqa: SLF001
+            with pytest.raises(OSError):
+                gate.release()
+            return loop.remove_reader(r)  # True: it was on the loop
+        finally:
+            os.close(r)
+            os.close(w)
+
+    assert asyncio.run(main())
