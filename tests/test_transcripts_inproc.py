@@ -313,10 +313,7 @@ def test_changes_between_hooks_wait_in_the_kernel_for_the_next_hook(home: Path, 
         append(u, line({"type": "user", "sessionId": "s-other", "uuid": "u-3", "message": {"role": "user", "content": "c"}}))
         assert _queued(fd) > 0  # queued by the writes themselves
         assert _offset(app, u) == 0 and _queued(fd) > 0  # the daemon answered a request and took neither
-        other = json.loads((TUI / "004-PreToolUse.json").read_bytes())
-        other["session_id"] = "s-other-hooked"
-        del other["transcript_path"]
-        assert app.hook(other).status_code == 200  # a hook of another session takes both
+        _other_sessions_hook(app)  # takes both
         wait_until(lambda: _offset(app, u) == u.stat().st_size, 60, what="u read in that hook's turn")
         assert _queued(fd) == 0 and polls == [str(u)] and quiet.pending() == [str(t)]
         assert _offset(app, t) == read_to

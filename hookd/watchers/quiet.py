@@ -21,11 +21,11 @@ While hooks keep coming the tailer's watch is held, too (:class:`hookd.watchers.
 its inotify watch, on Linux): the agent's appends between its hooks do not even wake the
 daemon. What the watch saw waits in the kernel's queue and is taken in the turn of the next
 hook of any session, or ``quiet_s`` after the last hook, when the watch wakes for every change
-again. Each change is judged as it is taken (:meth:`defer`, the tailer's ``ignore``), before the
-hook taking it counts: a change of a session that had gone quiet is read at once. A change's
-wait (``max_defer_s``) counts from when it is taken. So while some session's hooks keep coming, a change of a file of no
-hooked session (``hookd tail``) is read at that session's next hook: at most ``quiet_s`` later
-than at once.
+again. Each change is judged as it is taken (:meth:`defer`, the tailer's ``ignore``), before
+the hook taking it counts: a change of a session that had gone quiet is read at once. A
+change's wait (``max_defer_s``) counts from when it is taken. So while some session's hooks
+keep coming, a change of a file of no hooked session (``hookd tail``) is read at that
+session's next hook: at most ``quiet_s`` later than at once.
 
 What only the transcript tells (an interrupt at the desk, text typed there, the proof that a
 queued message reached the model, a fork, damaged rows) is then recorded up to ``quiet_s``
@@ -110,11 +110,7 @@ class QuietReads:
             # what the watch queued since the last hook is taken in this hook's turn (each
             # change judged against the hooks before this one), and it wakes no one until
             # the hooks go quiet
-            try:
-                gate.drain()
-            except Exception as e:  # never the hook's error: the tailer watches again, from its cursors
-                log.warning("transcript watch: taking its events failed: %s", e)
-                self._failed()
+            self._take(gate.drain)
         # (after the drain: a change it deferred is no later than this hook, whose read may be
         # due now; uvloop's clock can move within a callback)
         now = loop.time()
@@ -151,11 +147,17 @@ class QuietReads:
         meanwhile is taken now)."""
         self._release = None
         if self._gate is not None:
-            try:
-                self._gate.release()
-            except Exception as e:
-                log.warning("transcript watch: taking its events failed: %s", e)
-                self._failed()
+            self._take(self._gate.release)
+
+    def _take(self, step: Callable[[], None]) -> None:
+        """Run ``step``, a take of the held watch's queue (``drain`` or ``release``); a failure
+        is logged and the tailer watches again from its cursors (``failed``), never raised
+        into a hook's path or a timer."""
+        try:
+            step()
+        except Exception as e:
+            log.warning("transcript watch: taking its events failed: %s", e)
+            self._failed()
 
     def defer(self, path: str, session_id: str | None) -> bool:
         """Leave a change of followed ``path`` (``session_id``'s transcript; None: unknown)
@@ -173,7 +175,7 @@ class QuietReads:
         last = self._hooks_at.get(session_id)
         loop = asyncio.get_running_loop()
         now = loop.time()
-        if last is None or now - last >= self.quiet_s - TIMER_SLACK_S:  # (the release's timer may fire early)
+        if last is None or now - last >= self.quiet_s - TIMER_SLACK_S:  # (a release's timer fires early)
             return False
         self._deferred[path] = (now, session_id, loop.call_at(last + self.quiet_s, self._due, path))
         return True
@@ -213,9 +215,10 @@ class QuietReads:
     def waiting(self, path: str) -> bool:
         """Whether a change of ``path`` needs nothing more than a read already due (part of
         :meth:`defer`, which the tailer's watch applies as it takes a change: its ``ignore``),
-        so that an agent's appends while its hooks keep coming wake no task. A marked file's first change seen while its
-        session's hooks keep coming becomes a deferred read here (its timer armed); one seen
-        after they went quiet ends the mark and is read at once (False)."""
+        so that an agent's appends while its hooks keep coming wake no task. A marked file's
+        first change seen while its session's hooks keep coming becomes a deferred read here
+        (its timer armed); one seen after they went quiet ends the mark and is read at once
+        (False)."""
         if path in self._deferred:
             return True
         sid = self._marked.pop(path, None)
