@@ -660,3 +660,49 @@ def test_a_file_beside_the_transcript_made_while_the_watch_is_held_is_followed_a
         wait_until(lambda: _offset(app, beside) == beside.stat().st_size, 60, what="its rows read")
     finally:
         app.stop()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the inotify watch is Linux's")
+def test_a_file_beside_the_transcript_made_while_the_watch_failed_is_followed_when_it_is_set_again(
+        home: Path, worktree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Field case B23 across a failed watch: the session starts another file beside its
+    transcript while the tailer's watch is failing (its consumer raised, the watch and what
+    the kernel queued for it closed). When the watch is set again, the files beside the
+    followed ones that changed after them are checked for a session id again, as at start:
+    the new file is followed (it was left to its next change)."""
+    from hookd.watchers import tailer as tailer_mod
+
+    monkeypatch.setattr(tailer_mod, "WATCH_RETRY_S", 0.05)
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    t = folder / f"{SID}.jsonl"
+    t.write_bytes(b"")
+    beside = folder / "after-compaction.jsonl"
+    app = InProc(home, settings=Settings(tail_quiet_ms=50)).start()
+    try:
+        spawn_with_transcript(app, worktree, t)
+        wait_until(lambda: _offset(app, t) == 0, 60, what="t followed")
+        tailer: Any = app.core.tailer  # type: ignore[attr-defined]
+        quiet = tailer._quiet  # noqa: SLF001
+        loop = app._loop  # noqa: SLF001
+        wait_until(lambda: loop.time() - quiet._hooks_at[SID] > 0.05, 60, what="SID quiet")  # noqa: SLF001
+        real = tailer_mod.Tailer.poll
+        failed: list[str] = []
+
+        async def poll(self: Any, path: str) -> int:
+            if not failed and path == str(t):  # the watch's read of t's change: fails once
+                failed.append(path)
+                append(beside, _row("u-after-compaction"))  # made while the watch is failing
+                st = t.stat()
+                os.utime(beside, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # changed after t
+                raise RuntimeError("a read that failed")
+            return int(await real(self, path))
+
+        monkeypatch.setattr(tailer_mod.Tailer, "poll", poll)
+        append(t, _row("u-before"))
+        wait_until(lambda: failed, 60, what="the watch's read failed")
+        wait_until(lambda: str(beside) in tailer.targets(), 60, what="the file beside followed")
+        wait_until(lambda: _offset(app, beside) == beside.stat().st_size, 60, what="its rows read")
+        wait_until(lambda: _offset(app, t) == t.stat().st_size, 60, what="t caught up from its cursor")
+    finally:
+        app.stop()

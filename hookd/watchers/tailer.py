@@ -264,8 +264,9 @@ class Tailer:
         return True
 
     async def _peek_newer(self) -> None:
-        """At start: check the files beside each followed transcript that changed after it
-        (the daemon may have been down when a session moved to another file)."""
+        """At start, and when the watch is set again after it failed: check the files beside
+        each followed transcript that changed after it (the daemon may have been down, or its
+        watch, when a session moved to another file)."""
         folders: dict[str, float] = {}
         for p in list(self._targets):
             try:
@@ -305,7 +306,9 @@ class Tailer:
         self._changed = asyncio.Event()
         for path, builder, sid in await self.core.store.transcript_targets():
             self.add(path, builder, sid)
-        peeked = False  # the files beside the followed ones looked at (once, at the first watch)
+        # the files beside the followed ones looked at: at the first watch, and again at the
+        # watch after a failed one (what the kernel had queued for it was closed with it)
+        peeked = False
         while not stop.is_set():
             self._changed.clear()
             for folder in list(self._dirs):
@@ -383,6 +386,7 @@ class Tailer:
             except Exception:
                 log.exception("transcript watch failed; restarting")
                 await ended(changes_gen, nxt)  # its inotify fd released now, not when collected
+                peeked = False  # a file made beside a transcript meanwhile gave its event to that fd
                 await asyncio.sleep(WATCH_RETRY_S)  # back off before watching again
             finally:
                 waiter.cancel()
