@@ -535,3 +535,50 @@ def test_a_release_whose_take_fails_leaves_the_watch_awake() -> None:
             os.close(w)
 
     assert asyncio.run(main())
+
+
+def test_a_release_timer_whose_take_fails_tells_the_tailer(caplog: pytest.LogCaptureFixture) -> None:
+    """The timer that releases the held watch ``quiet_s`` after the last hook: a take that
+    raises there is logged and reported (``failed``: the tailer watches again from its
+    cursors), not raised into the event loop's timer, and the next hook holds the watch and
+    arms the release again."""
+    import asyncio
+
+    class Broken:
+        def __init__(self) -> None:
+            self.held = False
+            self.releases = 0
+            self.released = asyncio.Event()
+
+        def drain(self) -> None:
+            pass
+
+        def hold(self) -> None:
+            self.held = True
+
+        def release(self) -> None:
+            self.held = False
+            self.releases += 1
+            self.released.set()
+            raise OSError(5, "Input/output error")
+
+    async def main() -> tuple[int, int, bool, list[Any]]:
+        loop = asyncio.get_running_loop()
+        escaped: list[Any] = []
+        loop.set_exception_handler(lambda _, ctx: escaped.append(ctx))
+        r = _Reads()
+        gate = Broken()
+        q = r.quiet(quiet_s=0.02, max_defer_s=3600, gate=gate)
+        q.hook_arrived("s1")
+        assert gate.held
+        await asyncio.wait_for(gate.released.wait(), 30)
+        gate.released.clear()
+        q.hook_arrived("s1")  # the next hook: held again, released again after quiet_s
+        assert gate.held
+        await asyncio.wait_for(gate.released.wait(), 30)
+        return gate.releases, r.failed, gate.held, escaped
+
+    with caplog.at_level("WARNING", logger="hookd"):
+        assert asyncio.run(main()) == (2, 2, False, [])
+    assert [m for m in caplog.messages if "taking its events failed" in m] == [
+        "transcript watch: taking its events failed: [Errno 5] Input/output error"] * 2
