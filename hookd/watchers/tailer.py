@@ -234,7 +234,8 @@ class Tailer:
 
     async def _peek(self, path: str) -> bool:
         """``path`` is a ``*.jsonl`` beside a followed transcript but not itself followed: read
-        its new rows' session ids (not their meaning); when one belongs to a session hookd
+        its new rows' session ids (not their meaning; past a first row longer than one read of
+        PEEK_BYTES, to the first row that names one or the file's end); when one belongs to a session hookd
         knows, follow the file for that session's builder from its start and return True.
         Field case B23: after compaction the hooks' ``transcript_path`` can freeze while the
         session writes to another file in the same folder; a newest-file guess without a
@@ -242,12 +243,15 @@ class Tailer:
         import asyncio
 
         cur = self._foreign.get(path, Cursor(path))
-        try:
-            r = await asyncio.to_thread(read_new, cur, PEEK_BYTES)
-        except OSError:
-            return False
-        self._foreign[path] = r.cursor
-        sids = sorted({s for s in (_row_session(row) for row in r.rows) if s})
+        while True:  # until a row names a session, or the file's end: a first row may be long
+            try:
+                r = await asyncio.to_thread(read_new, cur, PEEK_BYTES)
+            except OSError:
+                return False
+            cur = self._foreign[path] = r.cursor
+            sids = sorted({s for s in (_row_session(row) for row in r.rows) if s})
+            if sids or not r.more:
+                break
         known = await self.core.store.session_builders(sids)
         if not known:
             if sids:  # another session's file: from now on only its new rows are checked
@@ -264,9 +268,12 @@ class Tailer:
         return True
 
     async def _peek_newer(self) -> None:
-        """At start, and when the watch is set again after it failed: check the files beside
-        each followed transcript that changed after it (the daemon may have been down, or its
-        watch, when a session moved to another file)."""
+        """At each watch set (at start, again after a restart or a failure): check the files
+        not followed yet beside each followed transcript that changed no earlier than the
+        oldest followed one of their folder, and every file in a followed session's
+        ``subagents`` folder (the daemon may have been down, or its watch, when a session moved
+        to another file or started a subagent). :meth:`_peek` remembers how far it read each,
+        so a file looked at again costs a read of what is new."""
         folders: dict[str, float] = {}
         for p in list(self._targets):
             try:
@@ -279,7 +286,7 @@ class Tailer:
             for f in glob.glob(os.path.join(glob.escape(d), "*.jsonl")):
                 f = os.path.abspath(f)
                 try:
-                    newer = os.stat(f).st_mtime > oldest
+                    newer = os.stat(f).st_mtime >= oldest  # (within the clock's tick: looked at)
                 except OSError:
                     continue
                 if newer and f not in self._targets:
@@ -306,9 +313,6 @@ class Tailer:
         self._changed = asyncio.Event()
         for path, builder, sid in await self.core.store.transcript_targets():
             self.add(path, builder, sid)
-        # the files beside the followed ones looked at: at the first watch, and again at the
-        # watch after a failed one (what the kernel had queued for it was closed with it)
-        peeked = False
         while not stop.is_set():
             self._changed.clear()
             for folder in list(self._dirs):
@@ -350,9 +354,10 @@ class Tailer:
                     if os.path.isdir(folder):
                         self._scan(folder)
                 await self.catch_up()
-                if not peeked:
-                    peeked = True
-                    await self._peek_newer()
+                # and the files beside the followed ones, at every watch: one made before this
+                # watch covered its folder, or whose event went with the watch before (set up
+                # again, or failed), gave this one no event
+                await self._peek_newer()
                 beside = {os.path.dirname(p) for p in self._targets} | subagents
                 if any(_existing_ancestor(m) != a for m, a in ancestors.items()):
                     # a folder on the way to a transcript appeared before its parent's watch was
@@ -386,7 +391,6 @@ class Tailer:
             except Exception:
                 log.exception("transcript watch failed; restarting")
                 await ended(changes_gen, nxt)  # its inotify fd released now, not when collected
-                peeked = False  # a file made beside a transcript meanwhile gave its event to that fd
                 await asyncio.sleep(WATCH_RETRY_S)  # back off before watching again
             finally:
                 waiter.cancel()
