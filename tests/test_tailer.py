@@ -301,6 +301,33 @@ def test_the_watch_drops_modifications_of_ignored_paths_where_it_reads_them(tmp_
     assert batches[1] == {(Change.deleted, waiting)}
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+def test_an_overflowed_queue_reports_a_watched_folder_that_is_gone_as_deleted(tmp_path: Path) -> None:
+    """The kernel's queue overflowed (events lost): every entry of every watched folder is
+    reported as modified, and a watched folder that went meanwhile as deleted, as its own
+    ``IN_IGNORED`` would have (which may have been among the events lost): the tailer then
+    watches again from its nearest ancestor instead of keeping a watch on nothing."""
+    from watchfiles import Change
+
+    from hookd.watchers import watch
+
+    kept, gone = tmp_path / "kept", tmp_path / "gone"
+    kept.mkdir()
+    gone.mkdir()
+    (kept / "t.jsonl").write_bytes(b"")
+    ino = watch._Inotify()  # noqa: SLF001
+    try:
+        ino.add(os.fspath(kept))
+        ino.add(os.fspath(gone))
+        gone.rmdir()  # its IN_IGNORED is queued, and taken for lost below
+        out: set[tuple[Any, str]] = set()
+        ino._take(-1, watch._Q_OVERFLOW, b"", out)  # noqa: SLF001
+        assert out == {(Change.modified, os.fspath(kept / "t.jsonl")), (Change.deleted, os.fspath(gone))}
+        assert list(ino.dirs.values()) == [os.fspath(kept)]
+    finally:
+        ino.close()
+
+
 @pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
 def test_a_deferred_read_s_timer_fires_once_though_a_hook_moved_it(loop_kind: str) -> None:
     """The timer of a deferred read fires once, when the read is due: a hook that came

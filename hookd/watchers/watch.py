@@ -117,12 +117,18 @@ class _Inotify:
                 log.warning("inotify cannot watch %s: %s", path, e)
 
     def _everything(self) -> set[tuple[Any, str]]:
+        """What an overflowed queue may have lost: every entry of every watched folder as
+        modified, and a watched folder that is gone as deleted (its ``IN_IGNORED`` may have
+        been among the events lost), as :meth:`_take` reports a folder's end."""
         from watchfiles import Change
 
         out = set()
-        for folder in self.dirs.values():
+        for wd, folder in list(self.dirs.items()):
             try:
                 out |= {(Change.modified, os.path.join(folder, e)) for e in os.listdir(folder)}
+            except (FileNotFoundError, NotADirectoryError):
+                del self.dirs[wd]
+                out.add((Change.deleted, folder))
             except OSError:
                 continue
         return out
