@@ -287,3 +287,54 @@ def test_a_file_beside_the_transcript_starting_with_a_long_row_is_followed(home:
         wait_until(lambda: _offset(app, b) == b.stat().st_size, 60, what="its rows read")
     finally:
         app.stop()
+
+
+def test_a_file_beside_the_transcript_read_to_its_end_is_not_read_again_when_the_watch_is_set(
+        home: Path, worktree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The files beside the followed ones are looked at each time the watch is set: another
+    session's file there, already read to its end, costs a ``stat`` then, not a read; once it
+    grows, it is read again (its new rows only)."""
+    from hookd.watchers import tailer as tailer_mod
+
+    peeked: list[str] = []
+    real_peek = tailer_mod.Tailer._peek  # noqa: SLF001
+
+    async def peek(self: Any, path: str) -> bool:
+        peeked.append(path)
+        return bool(await real_peek(self, path))
+
+    looks: list[int] = []  # each look beside the followed files, once done
+    real_newer = tailer_mod.Tailer._peek_newer  # noqa: SLF001
+
+    async def peek_newer(self: Any) -> None:
+        await real_newer(self)
+        looks.append(1)
+
+    monkeypatch.setattr(tailer_mod.Tailer, "_peek", peek)
+    monkeypatch.setattr(tailer_mod.Tailer, "_peek_newer", peek_newer)
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    t, x = folder / f"{SID}.jsonl", folder / "concurrent.jsonl"
+    t.write_bytes(b"")
+    append(x, _row_of("s-concurrent", "c-1"))
+    st = t.stat()
+    os.utime(x, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # changed after t
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    app = InProc(home, settings=Settings(tail_quiet_ms=50)).start()
+    try:
+        spawn_with_transcript(app, worktree, t)  # the watch set again with t followed: x looked at
+        wait_until(lambda: str(x) in peeked, 60, what="the concurrent file looked at")
+        tailer: Any = app.core.tailer  # type: ignore[attr-defined]
+        for n in (1, 2):  # the watch set up again, twice (a file elsewhere tailed each time)
+            done = len(looks)
+            v = elsewhere / f"v{n}.jsonl"
+            v.write_bytes(b"")
+            tail(app, v)
+            wait_until(lambda: len(looks) > done, 60, what=f"the look beside at the watch set for v{n}")
+        assert peeked.count(str(x)) == 1 and str(x) not in tailer.targets()
+        append(x, _row_of("s-concurrent", "c-2"))  # it grows: looked at again, at its change
+        wait_until(lambda: peeked.count(str(x)) == 2, 60, what="the concurrent file looked at again")
+        assert str(x) not in tailer.targets()
+    finally:
+        app.stop()

@@ -272,8 +272,8 @@ class Tailer:
         not followed yet beside each followed transcript that changed no earlier than the
         oldest followed one of their folder, and every file in a followed session's
         ``subagents`` folder (the daemon may have been down, or its watch, when a session moved
-        to another file or started a subagent). :meth:`_peek` remembers how far it read each,
-        so a file looked at again costs a read of what is new."""
+        to another file or started a subagent). A file :meth:`_peek` has read to its end is not
+        read again (one ``stat`` each)."""
         folders: dict[str, float] = {}
         for p in list(self._targets):
             try:
@@ -282,19 +282,25 @@ class Tailer:
                 continue
             d = os.path.dirname(p)
             folders[d] = min(folders.get(d, m), m)
-        for d, oldest in folders.items():
+        beside: list[tuple[str, float | None]] = list(folders.items())
+        beside += [(d, None) for d in _subagents_dirs(list(self._targets))]
+        for d, oldest in beside:
             for f in glob.glob(os.path.join(glob.escape(d), "*.jsonl")):
                 f = os.path.abspath(f)
+                if f in self._targets:
+                    continue
                 try:
-                    newer = os.stat(f).st_mtime >= oldest  # (within the clock's tick: looked at)
+                    st = os.stat(f)
                 except OSError:
                     continue
-                if newer and f not in self._targets:
+                # (>=: a change within the clock's tick of the oldest is looked at)
+                if (oldest is None or st.st_mtime >= oldest) and not self._peeked_to_end(f, st):
                     await self._peek(f)
-        for d in _subagents_dirs(list(self._targets)):
-            for f in glob.glob(os.path.join(glob.escape(d), "*.jsonl")):
-                if os.path.abspath(f) not in self._targets:
-                    await self._peek(os.path.abspath(f))
+
+    def _peeked_to_end(self, path: str, st: os.stat_result) -> bool:
+        """Whether :meth:`_peek` has read ``path``, as ``st`` finds it, to its end."""
+        cur = self._foreign.get(path)
+        return cur is not None and (cur.dev, cur.ino) == (st.st_dev, st.st_ino) and cur.offset >= st.st_size
 
     async def catch_up(self) -> int:
         rows = 0
