@@ -609,3 +609,58 @@ def test_a_release_timer_whose_take_fails_tells_the_tailer(caplog: pytest.LogCap
         assert asyncio.run(main()) == (2, 2, False, [])
     assert [m for m in caplog.messages if "taking its events failed" in m] == [
         "transcript watch: taking its events failed: [Errno 5] Input/output error"] * 2
+
+
+def test_a_peek_reads_on_past_a_long_first_row_up_to_the_size_it_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_peek_read`` (a file beside a followed transcript, checked for a session id): a first
+    row longer than one read is read past to the row that names a session; a file whose rows
+    name none is read up to the size it had when the peek began, though a writer keeps
+    appending (what comes later brings its own change): it never reads on and on."""
+    from hookd.watchers import tailer
+    from hookd.watchers.jsonl import Cursor
+
+    long = json.dumps({"type": "user", "message": {"content": "x" * (3 * tailer.PEEK_BYTES)}}).encode() + b"\n"
+    named = json.dumps({"type": "user", "sessionId": "s-1"}).encode() + b"\n"
+    f = tmp_path / "beside.jsonl"
+    f.write_bytes(long + named + named)
+    cur, sids = tailer._peek_read(Cursor(str(f)))  # noqa: SLF001
+    assert sids == ["s-1"] and cur.offset == f.stat().st_size
+
+    g = tmp_path / "busy.jsonl"
+    nameless = json.dumps({"type": "user", "message": {"content": "y" * 200}}).encode() + b"\n"
+    g.write_bytes(nameless * (tailer.PEEK_BYTES // len(nameless) * 3))
+    limit = g.stat().st_size
+    real = tailer.read_new
+    reads: list[int] = []
+
+    def read_new(c: Any, n: int) -> Any:  # a writer appending a read's worth before each read
+        reads.append(1)
+        if len(reads) > 50:
+            raise AssertionError("the peek read on and on")
+        append(g, nameless * (tailer.PEEK_BYTES // len(nameless) + 1))
+        return real(c, n)
+
+    monkeypatch.setattr(tailer, "read_new", read_new)
+    cur, sids = tailer._peek_read(Cursor(str(g)))  # noqa: SLF001
+    assert sids == [] and limit <= cur.offset < limit + tailer.PEEK_BYTES and len(reads) <= 4
+
+
+def test_a_file_beside_the_transcript_truncated_and_written_again_is_not_taken_for_read(tmp_path: Path) -> None:
+    """``Tailer._peeked_to_end``: a file the peek read to its end is skipped at the next watch
+    set only while its size is where the peek left it; truncated and written again to another
+    size (the same inode), it is looked at again."""
+    from types import SimpleNamespace
+
+    from hookd.watchers.jsonl import Cursor
+    from hookd.watchers.tailer import Tailer
+
+    f = tmp_path / "beside.jsonl"
+    f.write_bytes(b'{"sessionId": "s-other"}\n' * 4)
+    st = f.stat()
+    peeked = SimpleNamespace(_foreign={str(f): Cursor(str(f), st.st_dev, st.st_ino, st.st_size)})
+    assert Tailer._peeked_to_end(peeked, str(f), st)  # type: ignore[arg-type]  # noqa: SLF001
+    with open(f, "r+b") as h:  # truncated and written again, shorter
+        h.truncate(0)
+        h.write(b'{"sessionId": "s-1"}\n')
+    assert f.stat().st_ino == st.st_ino
+    assert not Tailer._peeked_to_end(peeked, str(f), f.stat())  # type: ignore[arg-type]  # noqa: SLF001

@@ -266,7 +266,8 @@ def test_a_file_beside_the_transcript_starting_with_a_long_row_is_followed(home:
                                                                           tmp_path: Path) -> None:
     """B23: SID's next file beside its transcript is written with a long first row (a tool's
     whole output in one row, 100 KiB) and then a short one, in one write, and then nothing (the
-    agent waits). A peek reads 64 KiB: no whole row in it (skipped as torn), so no session id;
+    agent waits; the file moved in whole, one change). A peek reads 64 KiB: no whole row in it
+    (skipped as torn), so no session id;
     the peek reads on to the short row, and the file is followed (a reviewer found the peek
     stopping at its first 64 KiB, the rest looked at only when the file changed again)."""
     folder = tmp_path / "projects"
@@ -282,7 +283,9 @@ def test_a_file_beside_the_transcript_starting_with_a_long_row_is_followed(home:
         long = line({"type": "user", "sessionId": SID, "uuid": "u-long", "message": {"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": "toolu_X", "content": "x" * 100_000}]}})
         short = line({"type": "user", "sessionId": SID, "uuid": "u-short", "message": {"role": "user", "content": "hi"}})
-        append(b, long + short)
+        staged = tmp_path / "staged.jsonl"  # written whole elsewhere, then moved in: one change
+        staged.write_bytes(long + short)
+        os.rename(staged, b)
         wait_until(lambda: str(b) in tailer.targets(), 60, what="the file beside followed")
         wait_until(lambda: _offset(app, b) == b.stat().st_size, 60, what="its rows read")
     finally:
@@ -306,8 +309,8 @@ def test_a_file_beside_the_transcript_read_to_its_end_is_not_read_again_when_the
     looks: list[int] = []  # each look beside the followed files, once done
     real_newer = tailer_mod.Tailer._peek_newer  # noqa: SLF001
 
-    async def peek_newer(self: Any) -> None:
-        await real_newer(self)
+    async def peek_newer(self: Any, *a: Any) -> None:
+        await real_newer(self, *a)
         looks.append(1)
 
     monkeypatch.setattr(tailer_mod.Tailer, "_peek", peek)

@@ -234,31 +234,26 @@ class Tailer:
 
     async def _peek(self, path: str) -> bool:
         """``path`` is a ``*.jsonl`` beside a followed transcript but not itself followed: read
-        its new rows' session ids (not their meaning; past a first row longer than one read of
-        PEEK_BYTES, to the first row that names one or the file's end); when one belongs to a session hookd
-        knows, follow the file for that session's builder from its start and return True.
+        its new rows' session ids (not their meaning: :func:`_peek_read`); when one belongs to
+        a session hookd knows, follow the file for that session's builder from its start and
+        return True.
         Field case B23: after compaction the hooks' ``transcript_path`` can freeze while the
         session writes to another file in the same folder; a newest-file guess without a
         session id would pick up a concurrent session's file (B25), so only the id counts."""
         import asyncio
 
-        cur = self._foreign.get(path, Cursor(path))
-        while True:  # until a row names a session, or the file's end: a first row may be long
-            try:
-                r = await asyncio.to_thread(read_new, cur, PEEK_BYTES)
-            except OSError:
-                return False
-            cur = self._foreign[path] = r.cursor
-            sids = sorted({s for s in (_row_session(row) for row in r.rows) if s})
-            if sids or not r.more:
-                break
+        try:
+            cur, sids = await asyncio.to_thread(_peek_read, self._foreign.get(path, Cursor(path)))
+        except OSError:
+            return False
+        self._foreign[path] = cur
         known = await self.core.store.session_builders(sids)
         if not known:
             if sids:  # another session's file: from now on only its new rows are checked
                 with contextlib.suppress(OSError):
                     st = os.stat(path)
-                    if (st.st_dev, st.st_ino) == (r.cursor.dev, r.cursor.ino):
-                        self._foreign[path] = Cursor(path, st.st_dev, st.st_ino, max(st.st_size, r.cursor.offset))
+                    if (st.st_dev, st.st_ino) == (cur.dev, cur.ino):
+                        self._foreign[path] = Cursor(path, st.st_dev, st.st_ino, max(st.st_size, cur.offset))
             return False
         sid = next(s for s in sids if s in known)
         del self._foreign[path]
@@ -267,13 +262,13 @@ class Tailer:
         await self.poll(path)
         return True
 
-    async def _peek_newer(self) -> None:
+    async def _peek_newer(self, subagents: Iterable[str]) -> None:
         """At each watch set (at start, again after a restart or a failure): check the files
         not followed yet beside each followed transcript that changed no earlier than the
-        oldest followed one of their folder, and every file in a followed session's
-        ``subagents`` folder (the daemon may have been down, or its watch, when a session moved
-        to another file or started a subagent). A file :meth:`_peek` has read to its end is not
-        read again (one ``stat`` each)."""
+        oldest followed one of their folder, and every file in ``subagents`` (the followed
+        sessions' ``subagents`` folders that exist: the daemon may have been down, or its
+        watch, when a session moved to another file or started a subagent). A file
+        :meth:`_peek` has read to its end is not read again (a ``stat`` each)."""
         folders: dict[str, float] = {}
         for p in list(self._targets):
             try:
@@ -283,7 +278,7 @@ class Tailer:
             d = os.path.dirname(p)
             folders[d] = min(folders.get(d, m), m)
         beside: list[tuple[str, float | None]] = list(folders.items())
-        beside += [(d, None) for d in _subagents_dirs(list(self._targets))]
+        beside += [(d, None) for d in sorted(subagents)]
         for d, oldest in beside:
             for f in glob.glob(os.path.join(glob.escape(d), "*.jsonl")):
                 f = os.path.abspath(f)
@@ -300,7 +295,7 @@ class Tailer:
     def _peeked_to_end(self, path: str, st: os.stat_result) -> bool:
         """Whether :meth:`_peek` has read ``path``, as ``st`` finds it, to its end."""
         cur = self._foreign.get(path)
-        return cur is not None and (cur.dev, cur.ino) == (st.st_dev, st.st_ino) and cur.offset >= st.st_size
+        return cur is not None and (cur.dev, cur.ino) == (st.st_dev, st.st_ino) and cur.offset == st.st_size
 
     async def catch_up(self) -> int:
         rows = 0
@@ -363,7 +358,7 @@ class Tailer:
                 # and the files beside the followed ones, at every watch: one made before this
                 # watch covered its folder, or whose event went with the watch before (set up
                 # again, or failed), gave this one no event
-                await self._peek_newer()
+                await self._peek_newer(subagents & exact)
                 beside = {os.path.dirname(p) for p in self._targets} | subagents
                 if any(_existing_ancestor(m) != a for m, a in ancestors.items()):
                     # a folder on the way to a transcript appeared before its parent's watch was
@@ -410,6 +405,24 @@ PEEK_BYTES = 64 * 1024
 #: Most unread bytes of a followed file read on the event loop (:meth:`Tailer.poll`); more
 #: (a catch-up, a long tool output's row) is read in a thread.
 INLINE_READ_BYTES = 256 * 1024
+
+
+def _peek_read(cur: Cursor) -> tuple[Cursor, list[str]]:
+    """Read a not-followed file on from ``cur`` (in a thread) until a row names a session, or
+    up to the size the file had when this began (what is written later brings its own
+    change); a first row longer than one read (PEEK_BYTES) is read past. Returns the advanced
+    cursor and the session ids the rows read name, sorted. Raises OSError as
+    :func:`hookd.watchers.jsonl.read_new` does."""
+    try:
+        limit = os.stat(cur.path).st_size
+    except FileNotFoundError:
+        return cur, []
+    while True:
+        r = read_new(cur, PEEK_BYTES)
+        cur = r.cursor
+        sids = sorted({s for s in (_row_session(row) for row in r.rows) if s})
+        if sids or not r.more or cur.offset >= limit:
+            return cur, sids
 
 
 def _small_read(cur: Cursor) -> bool:
