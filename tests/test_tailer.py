@@ -304,25 +304,29 @@ def test_the_watch_drops_modifications_of_ignored_paths_where_it_reads_them(tmp_
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
 def test_an_overflowed_queue_reports_a_watched_folder_that_is_gone_as_deleted(tmp_path: Path) -> None:
     """The kernel's queue overflowed (events lost): every entry of every watched folder is
-    reported as modified, and a watched folder that went meanwhile as deleted, as its own
-    ``IN_IGNORED`` would have (which may have been among the events lost): the tailer then
-    watches again from its nearest ancestor instead of keeping a watch on nothing."""
+    reported as modified, and a watched folder that went meanwhile, or is another folder now
+    (the watch is on the one that went), as deleted, as its own ``IN_IGNORED`` would have
+    (which may have been among the events lost): the tailer then watches again from its
+    nearest ancestor instead of keeping a watch on nothing."""
     from watchfiles import Change
 
     from hookd.watchers import watch
 
-    kept, gone = tmp_path / "kept", tmp_path / "gone"
-    kept.mkdir()
-    gone.mkdir()
+    kept, gone, again = tmp_path / "kept", tmp_path / "gone", tmp_path / "again"
+    for d in (kept, gone, again):
+        d.mkdir()
     (kept / "t.jsonl").write_bytes(b"")
     ino = watch._Inotify()  # noqa: SLF001
     try:
-        ino.add(os.fspath(kept))
-        ino.add(os.fspath(gone))
+        for d in (kept, gone, again):
+            ino.add(os.fspath(d))
         gone.rmdir()  # its IN_IGNORED is queued, and taken for lost below
+        again.rename(tmp_path / "moved")  # (kept: the folder made next cannot be given its inode)
+        again.mkdir()  # another folder at the watched one's path: the watch is on the one moved
         out: set[tuple[Any, str]] = set()
         ino._take(-1, watch._Q_OVERFLOW, b"", out)  # noqa: SLF001
-        assert out == {(Change.modified, os.fspath(kept / "t.jsonl")), (Change.deleted, os.fspath(gone))}
+        assert out == {(Change.modified, os.fspath(kept / "t.jsonl")), (Change.deleted, os.fspath(gone)),
+                       (Change.deleted, os.fspath(again))}
         assert list(ino.dirs.values()) == [os.fspath(kept)]
     finally:
         ino.close()

@@ -58,9 +58,13 @@ class _Inotify:
         # default fd blocks; :meth:`take_queued` reads it until it would block
         self.ino = Inotify(flags=InitFlags(os.O_CLOEXEC | os.O_NONBLOCK), cache_size=_CACHE_EVENTS, sync_timeout=0)
         self.dirs: dict[int, str] = {}  # watch descriptor -> the folder as given (event paths keep its spelling)
+        self._ids: dict[int, tuple[int, int]] = {}  # watch descriptor -> the folder's (st_dev, st_ino)
 
     def add(self, path: str) -> None:
-        self.dirs[self.ino.add_watch(path, self.mask).wd] = path
+        wd = self.ino.add_watch(path, self.mask).wd
+        self.dirs[wd] = path
+        st = os.stat(path)
+        self._ids[wd] = (st.st_dev, st.st_ino)
         if self.recursive:
             for e in os.scandir(path):
                 if e.is_dir(follow_symlinks=False):
@@ -100,6 +104,7 @@ class _Inotify:
             return
         if mask & _IGNORED:  # the folder is gone (or unmounted): its watch went with it
             del self.dirs[wd]
+            self._ids.pop(wd, None)
             out.add((Change.deleted, folder))  # reported: its consumer may watch again from higher up
             return
         if not name:
@@ -118,16 +123,21 @@ class _Inotify:
 
     def _everything(self) -> set[tuple[Any, str]]:
         """What an overflowed queue may have lost: every entry of every watched folder as
-        modified, and a watched folder that is gone as deleted (its ``IN_IGNORED`` may have
-        been among the events lost), as :meth:`_take` reports a folder's end."""
+        modified, and a watched folder that is gone, or is another folder now (made again at
+        its path), as deleted (its ``IN_IGNORED`` may have been among the events lost), as
+        :meth:`_take` reports a folder's end."""
         from watchfiles import Change
 
         out = set()
         for wd, folder in list(self.dirs.items()):
             try:
+                st = os.stat(folder)
+                if (st.st_dev, st.st_ino) != self._ids.get(wd):
+                    raise FileNotFoundError(folder)  # the watched folder went; another is there now
                 out |= {(Change.modified, os.path.join(folder, e)) for e in os.listdir(folder)}
             except (FileNotFoundError, NotADirectoryError):
                 del self.dirs[wd]
+                self._ids.pop(wd, None)
                 out.add((Change.deleted, folder))
             except OSError:
                 continue
