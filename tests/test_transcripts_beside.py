@@ -27,6 +27,24 @@ from .test_transcripts_inproc import _offset, _queued, _row, hook, spawn_with_tr
 pytestmark = pytest.mark.inproc
 
 
+def _followed_to_its_end(app: InProc, path: Path) -> None:
+    """Wait until the tailer follows ``path`` and has read it to its end."""
+    tailer: Any = app.core.tailer  # type: ignore[attr-defined]
+    wait_until(lambda: str(path) in tailer.targets(), 60, what=f"{path.name} followed")
+    wait_until(lambda: _offset(app, path) == path.stat().st_size, 60, what=f"{path.name}'s rows read")
+
+
+def _watching(app: InProc, worktree: Path, t: Path) -> Any:
+    """Spawn b1 with ``t`` as its transcript (its SessionStart), and wait until the tailer
+    follows ``t`` and its watch is set and not held (the hook's ``quiet_s`` passed); the
+    watch's :class:`hookd.watchers.watch.Gate`."""
+    spawn_with_transcript(app, worktree, t)
+    wait_until(lambda: _offset(app, t) == 0, 60, what="t followed")
+    gate = app.core.tailer._gate  # type: ignore[attr-defined]  # noqa: SLF001
+    wait_until(lambda: gate._bound is not None and not gate.held, 60, what="the watch set, not held")  # noqa: SLF001
+    return gate
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the inotify watch is Linux's")
 def test_a_file_beside_the_transcript_made_while_the_watch_failed_is_followed_when_it_is_set_again(
         home: Path, worktree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -66,8 +84,7 @@ def test_a_file_beside_the_transcript_made_while_the_watch_failed_is_followed_wh
         monkeypatch.setattr(tailer_mod.Tailer, "poll", poll)
         append(t, _row("u-before"))
         wait_until(lambda: failed, 60, what="the watch's read failed")
-        wait_until(lambda: str(beside) in tailer.targets(), 60, what="the file beside followed")
-        wait_until(lambda: _offset(app, beside) == beside.stat().st_size, 60, what="its rows read")
+        _followed_to_its_end(app, beside)
         wait_until(lambda: _offset(app, t) == t.stat().st_size, 60, what="t caught up from its cursor")
     finally:
         app.stop()
@@ -90,11 +107,7 @@ def test_a_subagents_folder_made_with_its_first_transcript_is_followed(home: Pat
     sa = folder / SID / "subagents" / "agent-a1.jsonl"
     app = InProc(home, settings=Settings(tail_quiet_ms=50)).start()
     try:
-        spawn_with_transcript(app, worktree, t)
-        wait_until(lambda: _offset(app, t) == 0, 60, what="t followed")
-        tailer: Any = app.core.tailer  # type: ignore[attr-defined]
-        gate = tailer._gate  # noqa: SLF001
-        wait_until(lambda: gate._bound is not None and not gate.held, 60, what="the watch set, not held")  # noqa: SLF001
+        gate = _watching(app, worktree, t)
         before = gate._bound[2]  # noqa: SLF001
 
         async def first_subagent() -> None:  # in one turn of the daemon's loop: mkdir -p, then the first row
@@ -106,8 +119,7 @@ def test_a_subagents_folder_made_with_its_first_transcript_is_followed(home: Pat
         app.call(first_subagent())
         wait_until(lambda: gate._bound is not None and gate._bound[2] is not before, 60,  # noqa: SLF001
                    what="the watch set again, on the subagents folder too")
-        wait_until(lambda: str(sa) in tailer.targets(), 60, what="the subagent's transcript followed")
-        wait_until(lambda: _offset(app, sa) == sa.stat().st_size, 60, what="its row read")
+        _followed_to_its_end(app, sa)
     finally:
         app.stop()
 
@@ -153,6 +165,33 @@ def _stops(monkeypatch: pytest.MonkeyPatch) -> list[asyncio.Event]:
     return stops
 
 
+def _pause_at(monkeypatch: pytest.MonkeyPatch, method: str, path: Path, pause: Pause) -> None:
+    """``Tailer.<method>`` (``poll``, ``_peek``) of ``path`` waits for ``pause`` while it is
+    armed: a slow step of the tailer's consumer."""
+    from hookd.watchers import tailer as tailer_mod
+
+    real = getattr(tailer_mod.Tailer, method)
+
+    async def paused(self: Any, p: str) -> Any:
+        if pause.armed and p == str(path):
+            await pause.wait()
+        return await real(self, p)
+
+    monkeypatch.setattr(tailer_mod.Tailer, method, paused)
+
+
+def _projects_and_elsewhere(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(``projects/``, SID's transcript in it, ``elsewhere/v.jsonl``: a file whose ``hookd
+    tail`` sets the watch up again), both files empty."""
+    folder, elsewhere = tmp_path / "projects", tmp_path / "elsewhere"
+    folder.mkdir()
+    elsewhere.mkdir()
+    t, v = folder / f"{SID}.jsonl", elsewhere / "v.jsonl"
+    t.write_bytes(b"")
+    v.write_bytes(b"")
+    return folder, t, v
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the inotify watch is Linux's")
 def test_a_file_beside_the_transcript_taken_by_a_free_watch_is_followed_across_a_restart(
         home: Path, worktree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -162,33 +201,14 @@ def test_a_file_beside_the_transcript_taken_by_a_free_watch_is_followed_across_a
     the new file's events into the watch's batch; the watch is then told to stop before its
     consumer asks for that batch, and returns without it. The new watch looks beside the
     transcript as it is set: the file is followed (a reviewer found it never followed)."""
-    from hookd.watchers import tailer as tailer_mod
-
     stops = _stops(monkeypatch)
     pause = Pause()
-    real_peek = tailer_mod.Tailer._peek  # noqa: SLF001
-    folder = tmp_path / "projects"
-    folder.mkdir()
-    t, x, b = folder / f"{SID}.jsonl", folder / "concurrent.jsonl", folder / "after-compaction.jsonl"
-    t.write_bytes(b"")
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    v = elsewhere / "v.jsonl"
-    v.write_bytes(b"")
-
-    async def peek(self: Any, path: str) -> bool:
-        if pause.armed and path == str(x):
-            await pause.wait()
-        return bool(await real_peek(self, path))
-
-    monkeypatch.setattr(tailer_mod.Tailer, "_peek", peek)
+    folder, t, v = _projects_and_elsewhere(tmp_path)
+    x, b = folder / "concurrent.jsonl", folder / "after-compaction.jsonl"
+    _pause_at(monkeypatch, "_peek", x, pause)
     app = InProc(home, settings=Settings(tail_quiet_ms=50)).start()
     try:
-        spawn_with_transcript(app, worktree, t)
-        wait_until(lambda: _offset(app, t) == 0, 60, what="t followed")
-        tailer: Any = app.core.tailer  # type: ignore[attr-defined]
-        gate = tailer._gate  # noqa: SLF001
-        wait_until(lambda: gate._bound is not None and not gate.held, 60, what="the watch set, not held")  # noqa: SLF001
+        gate = _watching(app, worktree, t)
         fd, stop, n = gate._bound[1], stops[-1], len(stops)  # noqa: SLF001
         pause.armed = True
         append(x, _row_of("s-concurrent", "c-1"))  # a concurrent session (B25) writes beside t
@@ -199,8 +219,7 @@ def test_a_file_beside_the_transcript_taken_by_a_free_watch_is_followed_across_a
         wait_until(stop.is_set, 60, what="the watch told to stop")
         pause.go()
         wait_until(lambda: len(stops) > n and gate._bound is not None, 60, what="the watch set again")  # noqa: SLF001
-        wait_until(lambda: str(b) in tailer.targets(), 60, what="the file beside followed")
-        wait_until(lambda: _offset(app, b) == b.stat().st_size, 60, what="its rows read")
+        _followed_to_its_end(app, b)
     finally:
         app.stop()
 
@@ -215,27 +234,12 @@ def test_a_file_beside_the_transcript_made_while_a_held_watchs_last_batch_is_rea
     in the old watch's kernel queue, closed with its fd once the consumer asks for the next
     batch. The new watch looks beside the transcript as it is set: the file is followed (a
     reviewer found it never followed)."""
-    from hookd.watchers import tailer as tailer_mod
-
     stops = _stops(monkeypatch)
     pause = Pause()
-    real_poll = tailer_mod.Tailer.poll
-    folder = tmp_path / "projects"
-    folder.mkdir()
-    t, u, b = folder / f"{SID}.jsonl", folder / "other.jsonl", folder / "after-compaction.jsonl"
-    t.write_bytes(b"")
+    folder, t, v = _projects_and_elsewhere(tmp_path)
+    u, b = folder / "other.jsonl", folder / "after-compaction.jsonl"
     u.write_bytes(b"")
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    v = elsewhere / "v.jsonl"
-    v.write_bytes(b"")
-
-    async def poll(self: Any, path: str) -> int:
-        if pause.armed and path == str(u):
-            await pause.wait()
-        return int(await real_poll(self, path))
-
-    monkeypatch.setattr(tailer_mod.Tailer, "poll", poll)
+    _pause_at(monkeypatch, "poll", u, pause)
     app = InProc(home, settings=Settings(tail_quiet_ms=3_600_000)).start()
     try:
         spawn_with_transcript(app, worktree, t)  # holds the watch for an hour
@@ -255,8 +259,7 @@ def test_a_file_beside_the_transcript_made_while_a_held_watchs_last_batch_is_rea
         pause.go()
         wait_until(lambda: len(stops) > n and gate._bound is not None, 60, what="the watch set again")  # noqa: SLF001
         hook(app, "004-PreToolUse.json", transcript_path=str(t))  # SID's next hook takes the new watch's queue
-        wait_until(lambda: str(b) in tailer.targets(), 60, what="the file beside followed")
-        wait_until(lambda: _offset(app, b) == b.stat().st_size, 60, what="its rows read")
+        _followed_to_its_end(app, b)
     finally:
         app.stop()
 
@@ -276,18 +279,14 @@ def test_a_file_beside_the_transcript_starting_with_a_long_row_is_followed(home:
     t.write_bytes(b"")
     app = InProc(home, settings=Settings(tail_quiet_ms=50)).start()
     try:
-        spawn_with_transcript(app, worktree, t)
-        wait_until(lambda: _offset(app, t) == 0, 60, what="t followed")
-        tailer: Any = app.core.tailer  # type: ignore[attr-defined]
-        wait_until(lambda: tailer._gate._bound is not None and not tailer._gate.held, 60, what="the watch, free")  # noqa: SLF001
+        _watching(app, worktree, t)
         long = line({"type": "user", "sessionId": SID, "uuid": "u-long", "message": {"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": "toolu_X", "content": "x" * 100_000}]}})
         short = line({"type": "user", "sessionId": SID, "uuid": "u-short", "message": {"role": "user", "content": "hi"}})
         staged = tmp_path / "staged.jsonl"  # written whole elsewhere, then moved in: one change
         staged.write_bytes(long + short)
         os.rename(staged, b)
-        wait_until(lambda: str(b) in tailer.targets(), 60, what="the file beside followed")
-        wait_until(lambda: _offset(app, b) == b.stat().st_size, 60, what="its rows read")
+        _followed_to_its_end(app, b)
     finally:
         app.stop()
 
