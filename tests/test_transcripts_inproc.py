@@ -367,10 +367,13 @@ def test_a_folder_on_the_way_to_a_transcript_made_while_the_watch_is_set_up_is_f
         app.stop()
 
 
-def test_a_transcript_folder_removed_and_made_again_is_followed(home: Path, worktree: Path, tmp_path: Path) -> None:
-    """The transcript's folder is removed, its watch with it (the kernel's ``IN_IGNORED``), and
-    made again with the transcript in it: the tailer watches again and reads the new file (a
-    reviewer found the watch gone for good: nothing watched the folder any more)."""
+@pytest.mark.parametrize("how", ["removed", "moved away"])
+def test_a_transcript_folder_removed_and_made_again_is_followed(home: Path, worktree: Path, tmp_path: Path,
+                                                                how: str) -> None:
+    """The transcript's folder is removed, its watch with it (the kernel's ``IN_IGNORED``), or
+    moved away, its watch following it (``IN_MOVE_SELF``), and made again with the transcript
+    in it: the tailer watches again and reads the new file (a reviewer found the watch gone for
+    good: nothing watched the folder any more; a folder moved away kept its watch there)."""
     import shutil
 
     folder = tmp_path / "a" / "b"
@@ -382,7 +385,10 @@ def test_a_transcript_folder_removed_and_made_again_is_followed(home: Path, work
         spawn_with_transcript(app, worktree, t)
         # (empty: the new file may get the old one's inode, and a cursor past 0 would then hold)
         wait_until(lambda: _offset(app, t) == 0, 60, what="t followed")
-        shutil.rmtree(folder)
+        if how == "removed":
+            shutil.rmtree(folder)
+        else:
+            folder.rename(folder.parent / "moved")
         folder.mkdir()
         use, _ = ask_rows()
         t.write_bytes(line(use))

@@ -38,7 +38,7 @@ _READ_BYTES = _CACHE_EVENTS * (16 + 256)
 _EVENT = struct.Struct("iIII")
 #: the mask bits of inotify(7)
 _MODIFY, _ATTRIB, _MOVED_FROM, _MOVED_TO, _CREATE, _DELETE = 0x2, 0x4, 0x40, 0x80, 0x100, 0x200
-_Q_OVERFLOW, _IGNORED, _ONLYDIR, _ISDIR = 0x4000, 0x8000, 0x01000000, 0x40000000
+_MOVE_SELF, _Q_OVERFLOW, _IGNORED, _ONLYDIR, _ISDIR = 0x800, 0x4000, 0x8000, 0x01000000, 0x40000000
 
 
 class _Inotify:
@@ -53,7 +53,7 @@ class _Inotify:
         self.ignore = ignore
         # no CLOSE_WRITE: every write (and a truncation) is a MODIFY already, and an append by
         # open-write-close (Claude Code's) gave two events, often two wake-ups
-        self.mask = Mask(_MODIFY | _ATTRIB | _MOVED_FROM | _MOVED_TO | _CREATE | _DELETE | _ONLYDIR)
+        self.mask = Mask(_MODIFY | _ATTRIB | _MOVED_FROM | _MOVED_TO | _CREATE | _DELETE | _MOVE_SELF | _ONLYDIR)
         # O_NONBLOCK spelled out: asyncinotify 4.4.4's InitFlags.NONBLOCK is os.O_CLOEXEC, so its
         # default fd blocks; :meth:`take_queued` reads it until it would block
         self.ino = Inotify(flags=InitFlags(os.O_CLOEXEC | os.O_NONBLOCK), cache_size=_CACHE_EVENTS, sync_timeout=0)
@@ -102,7 +102,9 @@ class _Inotify:
         folder = self.dirs.get(wd)
         if folder is None:
             return
-        if mask & _IGNORED:  # the folder is gone (or unmounted): its watch went with it
+        if mask & (_IGNORED | _MOVE_SELF):
+            # the folder is gone (or unmounted): its watch went with it; or it was moved away,
+            # its watch with it (its events from there on are dropped: no longer in dirs)
             del self.dirs[wd]
             self._ids.pop(wd, None)
             out.add((Change.deleted, folder))  # reported: its consumer may watch again from higher up
