@@ -105,9 +105,7 @@ class _Inotify:
         if mask & (_IGNORED | _MOVE_SELF):
             # the folder is gone (or unmounted): its watch went with it; or it was moved away,
             # its watch with it (its events from there on are dropped: no longer in dirs)
-            del self.dirs[wd]
-            self._ids.pop(wd, None)
-            out.add((Change.deleted, folder))  # reported: its consumer may watch again from higher up
+            self._gone(wd, out)
             return
         if not name:
             return
@@ -130,20 +128,28 @@ class _Inotify:
         :meth:`_take` reports a folder's end."""
         from watchfiles import Change
 
-        out = set()
+        out: set[tuple[Any, str]] = set()
         for wd, folder in list(self.dirs.items()):
             try:
                 st = os.stat(folder)
-                if (st.st_dev, st.st_ino) != self._ids.get(wd):
-                    raise FileNotFoundError(folder)  # the watched folder went; another is there now
-                out |= {(Change.modified, os.path.join(folder, e)) for e in os.listdir(folder)}
+                if (st.st_dev, st.st_ino) == self._ids.get(wd):
+                    out |= {(Change.modified, os.path.join(folder, e)) for e in os.listdir(folder)}
+                    continue
             except (FileNotFoundError, NotADirectoryError):
-                del self.dirs[wd]
-                self._ids.pop(wd, None)
-                out.add((Change.deleted, folder))
-            except OSError:
+                pass
+            except OSError:  # unreadable now: its entries are not listed, its watch is kept
                 continue
+            self._gone(wd, out)  # gone, or another folder is at its path now
         return out
+
+    def _gone(self, wd: int, out: set[tuple[Any, str]]) -> None:
+        """The folder of watch ``wd`` is gone, or moved away: forgotten, and reported deleted
+        (its consumer may watch again from higher up)."""
+        from watchfiles import Change
+
+        folder = self.dirs.pop(wd)
+        self._ids.pop(wd, None)
+        out.add((Change.deleted, folder))
 
     def close(self) -> None:
         self.ino.close()
