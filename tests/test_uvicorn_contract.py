@@ -1,8 +1,10 @@
 """The contract between hookd.http.fastpath and uvicorn's internals, checked in-process.
 
-hookd.http.fastpath subclasses uvicorn's private ``HttpToolsProtocol`` (overriding nine of its
+hookd.http.fastpath subclasses uvicorn's private ``HttpToolsProtocol`` (overriding six of its
 methods, reading attributes its ``__init__``, ``connection_made`` and parser callbacks set) and
-``uvicorn.Server`` (signals, the main loop); pyproject.toml pins uvicorn to the versions this
+``uvicorn.Server`` (signals, the main loop); its own ``HookProtocol`` is made by uvicorn's server
+with that protocol's arguments, is asked to stop and waited for by its graceful shutdown, and
+hands connections to the subclass. pyproject.toml pins uvicorn to the versions this
 was tested with. These tests fail when a newer uvicorn changes one of those internals: a name,
 a signature, an attribute, or the source of a method the fast path overrides, copies or relies
 on (FINGERPRINTS). Before widening the pin: read what changed in each method named, check
@@ -21,6 +23,7 @@ import sys
 import textwrap
 from typing import Any
 
+import pytest
 import uvicorn
 from uvicorn.protocols.http import httptools_impl
 from uvicorn.protocols.http.flow_control import FlowControl
@@ -44,20 +47,19 @@ FINGERPRINTS = {
     "HttpToolsProtocol.on_header": "374f1e380c062750",
     "HttpToolsProtocol.on_headers_complete": "7e259152e5aade71",
     "HttpToolsProtocol._start_asgi_task": "2ab8b185c1a9b25b",
-    "HttpToolsProtocol.on_body": "415b4cef19fba083",
-    "HttpToolsProtocol.on_message_complete": "377f9122ee6f3ab8",
     "HttpToolsProtocol.on_response_complete": "5684fd801d0683ac",
-    "HttpToolsProtocol.shutdown": "4822ef10fa982b12",
     "RequestResponseCycle.__init__": "459bebd3022b64c2",
     "RequestResponseCycle.send": "cfc84491029529db",
     "FlowControl.__init__": "56685b6831683d3d",
-    "FlowControl.pause_reading": "0c34066c765b8da2",
     "FlowControl.resume_reading": "06e36d83841b63db",
     "Server.__init__": "577a47d14dacbc1d",
     "Server.serve": "20557f5f925b5a3c",
     "Server.main_loop": "425d26add0e59678",
     "Server.on_tick": "371ccecb27e5e5d4",
+    "Server.startup": "61dd959a73fc3de8",
     "Server.shutdown": "9f8a90ed456dcfee",
+    "Server._wait_tasks_to_complete": "1a1914c408f5b2d6",
+    "ServerState.__init__": "5696c8f9d56a74fc",
     "Server.capture_signals": "85d29b580603d413",
     "Server.handle_exit": "b31a1f2364655748",
 }
@@ -70,8 +72,9 @@ import hashlib, inspect, json, sys, textwrap
 import uvicorn
 from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+from uvicorn.server import ServerState
 owners = {"HttpToolsProtocol": HttpToolsProtocol, "RequestResponseCycle": RequestResponseCycle,
-          "FlowControl": FlowControl, "Server": uvicorn.Server}
+          "FlowControl": FlowControl, "Server": uvicorn.Server, "ServerState": ServerState}
 fingerprints, signatures = {}, {}
 for name in json.loads(sys.argv[1]):
     owner, attr = name.split(".")
@@ -116,14 +119,29 @@ def test_every_overridden_method_is_one_of_uvicorn_with_the_same_signature() -> 
     overridden = list(mine)
     assert sorted(overridden) == sorted([
         "HttpToolsProtocol.connection_made", "HttpToolsProtocol.send_400_response",
-        "HttpToolsProtocol.on_headers_complete", "HttpToolsProtocol.on_body",
-        "HttpToolsProtocol.on_message_complete", "HttpToolsProtocol.data_received",
-        "HttpToolsProtocol.connection_lost", "HttpToolsProtocol.eof_received", "HttpToolsProtocol.shutdown",
+        "HttpToolsProtocol.on_headers_complete", "HttpToolsProtocol.data_received",
+        "HttpToolsProtocol.connection_lost", "HttpToolsProtocol.eof_received",
         "Server.handle_exit", "Server.main_loop", "Server.capture_signals"])
     assert list(inspect.signature(HttpToolsProtocol.__init__).parameters) == [
         "self", "config", "server_state", "app_state", "_loop"]
     assert list(inspect.signature(uvicorn.Server.on_tick).parameters) == ["self", "counter"]
     assert list(inspect.signature(FlowControl).parameters) == ["transport"]
+
+
+def test_uvicorn_makes_asks_and_waits_for_the_hook_protocol_as_its_own() -> None:
+    """HookProtocol is made by uvicorn's server with the arguments it gives its protocol class,
+    answers ``shutdown()`` as uvicorn's graceful shutdown calls it on each connection, and is
+    waited for through the server state's ``connections`` and ``tasks``."""
+    startup = inspect.getsource(uvicorn.Server.startup)
+    assert "config.http_protocol_class(" in startup
+    assert all(f"{k}=" in startup for k in ("config", "server_state", "app_state", "_loop"))
+    assert list(inspect.signature(fastpath.HookProtocol.__init__).parameters) == [
+        "self", "config", "server_state", "app_state", "_loop"]
+    assert "connection.shutdown()" in inspect.getsource(uvicorn.Server.shutdown)
+    waits = inspect.getsource(uvicorn.Server._wait_tasks_to_complete)
+    assert "self.server_state.connections" in waits and "self.server_state.tasks" in waits
+    assert {"connections", "tasks"} <= _assigned(ServerState.__init__)
+    assert list(inspect.signature(fastpath.HookProtocol.shutdown).parameters) == ["self"]
 
 
 def _assigned(fn: Any) -> set[str]:
@@ -152,13 +170,18 @@ def test_the_unix_connection_made_sets_what_uvicorns_sets() -> None:
 
 
 class _Transport:
-    """Enough of an asyncio transport for the protocol: records what is written."""
+    """Enough of an asyncio transport for the protocols: records what is written, and which
+    protocol it hands what it reads to (``set_protocol``)."""
 
     def __init__(self, sockname: Any) -> None:
         self.sockname, self.out, self.closed, self.eof, self.paused = sockname, bytearray(), False, False, False
+        self.protocol: Any = None
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return {"sockname": self.sockname}.get(name, default)
+
+    def set_protocol(self, protocol: Any) -> None:
+        self.protocol = protocol
 
     def write(self, data: bytes) -> None:
         self.out += data
@@ -177,6 +200,10 @@ class _Transport:
 
     def resume_reading(self) -> None:
         self.paused = False
+
+    def feed(self, data: bytes) -> None:
+        """Hand ``data`` to the connection's protocol, as the event loop does."""
+        self.protocol.data_received(data)
 
 
 class _Core:
@@ -204,43 +231,79 @@ async def _asgi_app(scope: dict, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": b""})
 
 
-def _protocol(hooks: _Hooks, sockname: Any) -> tuple[Any, _Transport]:
-    cls = fastpath.protocol(hooks, "/run/hookd.sock", Settings())  # type: ignore[arg-type]
+def _connection(hooks: _Hooks, sockname: Any, settings: Settings | None = None) -> tuple[ServerState, _Transport]:
+    """A connection made as uvicorn's server makes one (its protocol class, its arguments)."""
+    cls = fastpath.protocol(hooks, "/run/hookd.sock", settings or Settings())  # type: ignore[arg-type]
     config = uvicorn.Config(_asgi_app, http=cls, lifespan="off", log_level="warning")
     config.load()
     assert config.http_protocol_class is cls  # a class given as http= is used as it is
-    proto = cls(config=config, server_state=ServerState(), app_state={}, _loop=asyncio.get_running_loop())
+    state = ServerState()
+    proto = cls(config=config, server_state=state, app_state={}, _loop=asyncio.get_running_loop())
     transport = _Transport(sockname)
+    transport.protocol = proto
     proto.connection_made(transport)
-    return proto, transport
+    return state, transport
 
 
 def test_a_plain_hook_on_a_unix_socket_is_answered_by_the_fast_path() -> None:
-    """Driven through uvicorn's own parser callbacks: the hook never reaches ASGI."""
+    """Read in pieces (the head split inside a header): the hook is answered by HookProtocol
+    itself and never reaches uvicorn's protocol or ASGI."""
     async def run() -> None:
         hooks = _Hooks()
-        proto, transport = _protocol(hooks, "/run/hookd.sock")
-        assert proto.server == ("/run/hookd.sock", None) and proto in proto.connections
+        state, transport = _connection(hooks, "/run/hookd.sock")
+        proto = transport.protocol
+        assert isinstance(proto, fastpath.HookProtocol) and state.connections == {proto}
         body = b'{"hook_event_name":"Stop"}'
-        proto.data_received(b"POST /v1/hooks/claude-code/b1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                            b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-        assert hooks.seen == [("/v1/hooks/claude-code/b1", body, "whole")]
+        request = (b"POST /v1/hooks/claude-code/b1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                   b"X-Hookd-Delivery: d1\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        for piece in (request[:20], request[20:70], request[70:]):
+            transport.feed(piece)
+        assert transport.protocol is proto and hooks.seen == [("/v1/hooks/claude-code/b1", body, "whole")]
         assert transport.out.startswith(b"HTTP/1.1 200 OK\r\n") and transport.out.endswith(b'{"ok":true}')
-        assert transport.closed and proto.cycle is None and not proto.tasks
+        assert transport.closed and transport.paused and not state.tasks
+        proto.connection_lost(None)
+        assert not state.connections
     asyncio.run(run())
 
 
-def test_other_requests_take_uvicorns_asgi_cycle_and_a_held_hook_half_closes() -> None:
+@pytest.mark.parametrize("request_", [
+    b"POST /v1/hooks/claude-code/b1/hold HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}",
+    b"POST /v1/hooks/claude-code/b1 HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",  # keep-alive
+    b"GET /v1/status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+], ids=["held-hook", "keep-alive-hook", "api"])
+def test_any_other_request_on_the_unix_socket_is_handed_to_uvicorn_with_its_bytes(request_: bytes) -> None:
+    """Read in pieces: what HookProtocol read before it knew is handed over whole, and uvicorn's
+    protocol (HttpProtocol) runs the request through ASGI."""
     async def run() -> None:
         hooks = _Hooks()
-        proto, transport = _protocol(hooks, ("127.0.0.1", 4242))
-        proto.data_received(b"POST /v1/hooks/claude-code/b1/hold HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                            b"Content-Length: 2\r\n\r\n{}")
+        state, transport = _connection(hooks, "/run/hookd.sock")
+        first = transport.protocol
+        cut = request_.index(b"\r\n") + 5
+        transport.feed(request_[:cut])
+        assert transport.protocol is first
+        transport.feed(request_[cut:])
+        proto = transport.protocol
+        assert isinstance(proto, fastpath.HttpProtocol) and state.connections == {proto}
+        assert proto.server == ("/run/hookd.sock", None)
+        assert isinstance(proto.cycle, RequestResponseCycle) and proto.cycle.scope["path"] == request_.split()[1].decode()
+        await asyncio.wait(state.tasks)
+        assert hooks.seen == [] and transport.out.startswith(b"HTTP/1.1 204 No Content\r\n")
+    asyncio.run(run())
+
+
+def test_a_tcp_connection_is_handed_over_at_once_and_a_held_hook_half_closes() -> None:
+    async def run() -> None:
+        hooks = _Hooks()
+        state, transport = _connection(hooks, ("127.0.0.1", 4242))
+        proto = transport.protocol
+        assert isinstance(proto, fastpath.HttpProtocol) and state.connections == {proto}
+        transport.feed(b"POST /v1/hooks/claude-code/b1/hold HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                       b"Content-Length: 2\r\n\r\n{}")
         assert hooks.seen == []
         assert isinstance(proto.cycle, RequestResponseCycle) and proto.cycle.scope["path"].endswith("/hold")
         assert isinstance(proto.cycle.transport, fastpath._HalfClose)
         assert proto.cycle.scope["extensions"]["hookd.reply_read"]["future"] is proto._reply_read
-        await asyncio.wait(proto.tasks)
+        await asyncio.wait(state.tasks)
         assert transport.out.startswith(b"HTTP/1.1 204 No Content\r\n")
         assert transport.eof and not transport.closed  # written, half-closed: the client's close tells
         proto.eof_received()
@@ -248,12 +311,43 @@ def test_other_requests_take_uvicorns_asgi_cycle_and_a_held_hook_half_closes() -
     asyncio.run(run())
 
 
-def test_an_unparsable_request_gets_the_one_error_shape() -> None:
+def test_without_the_fast_path_uvicorns_protocol_takes_every_connection() -> None:
     async def run() -> None:
-        proto, transport = _protocol(_Hooks(), "/run/hookd.sock")
-        proto.data_received(b"NOT HTTP\r\n\r\n")
+        hooks = _Hooks()
+        state, transport = _connection(hooks, "/run/hookd.sock", Settings(fastpath=False))
+        proto = transport.protocol
+        assert isinstance(proto, fastpath.HttpProtocol) and not isinstance(proto, fastpath.HookProtocol)
+        transport.feed(b"POST /v1/hooks/claude-code/b1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                       b"Content-Length: 2\r\n\r\n{}")
+        await asyncio.wait(state.tasks)
+        assert hooks.seen == [] and transport.out.startswith(b"HTTP/1.1 204 No Content\r\n")
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("sockname", ["/run/hookd.sock", ("127.0.0.1", 4242)], ids=["unix", "tcp"])
+def test_an_unparsable_request_gets_the_one_error_shape(sockname: Any) -> None:
+    """From HookProtocol (the Unix socket) and from uvicorn's protocol (TCP) alike."""
+    async def run() -> None:
+        _, transport = _connection(_Hooks(), sockname)
+        transport.feed(b"NOT HTTP\r\n\r\n")
         assert transport.out.startswith(b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n")
         assert b'"code":"bad_request"' in transport.out and transport.closed
+    asyncio.run(run())
+
+
+def test_a_graceful_shutdown_closes_a_connection_with_no_hook_yet_and_lets_a_hook_finish() -> None:
+    async def run() -> None:
+        hooks = _Hooks()
+        _, idle = _connection(hooks, "/run/hookd.sock")
+        idle.feed(b"POST /v1/hooks/claude-code/b1 HTT")
+        idle.protocol.shutdown()
+        assert idle.closed
+        _, reading = _connection(hooks, "/run/hookd.sock")
+        reading.feed(b'POST /v1/hooks/claude-code/b1 HTTP/1.1\r\nConnection: close\r\nContent-Length: 9\r\n\r\n{"a":')
+        reading.protocol.shutdown()
+        assert not reading.closed and hooks.seen == []
+        reading.protocol.connection_lost(None)  # the client went away: what arrived is stored
+        assert hooks.seen == [("/v1/hooks/claude-code/b1", b'{"a":', "cut")]
     asyncio.run(run())
 
 

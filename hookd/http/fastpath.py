@@ -21,9 +21,11 @@ import time
 from http import HTTPStatus
 from typing import Any, cast
 
+import httptools
 import uvicorn
 from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.server import ServerState
 
 try:  # the transport uvloop gives a Unix socket's connections (none to tell by with asyncio's own loop)
     from uvloop.loop import UnixTransport as _UvUnixTransport  # type: ignore[attr-defined]  # uvloop's loop.pyi omits the class its compiled module has
@@ -42,41 +44,169 @@ from hookd.settings import Settings
 log = logging.getLogger("hookd")
 
 
-def protocol(hooks: HookPath, socket_path: str, settings: Settings | None = None) -> type[HttpToolsProtocol]:
-    """The protocol class to give ``uvicorn.Config(http=...)``: :class:`HttpProtocol` serving
-    its fast path with ``hooks`` (the app's :attr:`hookd.http.app.HookdASGI.hooks`), for the
-    Unix socket at ``socket_path``; ``settings.fastpath`` False keeps every request on the ASGI
-    path."""
+def protocol(hooks: HookPath, socket_path: str, settings: Settings | None = None) -> type[asyncio.Protocol]:
+    """The protocol class to give ``uvicorn.Config(http=...)``: :class:`HookProtocol` answering
+    plain hooks with ``hooks`` (the app's :attr:`hookd.http.app.HookdASGI.hooks`) on the Unix
+    socket at ``socket_path`` and handing every other connection to :class:`HttpProtocol`;
+    ``settings.fastpath`` False: :class:`HttpProtocol` alone (every request through ASGI)."""
     settings = settings or Settings()
-    return type("HookdHttpProtocol", (HttpProtocol,),
-                {"hooks": hooks, "socket_path": socket_path, "fastpath": settings.fastpath})
+    http = type("HookdHttpProtocol", (HttpProtocol,), {"socket_path": socket_path})
+    if not settings.fastpath:
+        return http
+    return type("HookdProtocol", (HookProtocol,), {"hooks": hooks, "http": http})
 
 
-class HttpProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol, with two changes.
+class HookProtocol(asyncio.Protocol):
+    """Each connection's first protocol: the fast path for plain hooks.
 
-    A request it cannot parse (bad framing, headers or URL) is answered with hookd's one error
-    shape, not uvicorn's plain text.
+    ``POST /v1/hooks/{harness}/{builder}`` (no ``/hold``, no ``/wake``, no query) over the Unix
+    socket with ``Connection: close``, what the compiled hook client sends on every hook, is
+    read with httptools' parser and answered here (:class:`_HookRequest`), without uvicorn's
+    protocol, its ASGI request cycle and task. Any other request (keep-alive clients, held and
+    wake hooks, the API), and every connection that is not on the Unix socket, is handed to
+    uvicorn's protocol (:attr:`http`, a :class:`HttpProtocol`) with the bytes read so far, as
+    uvicorn hands a WebSocket upgrade to its WebSocket protocol. Measured (docs/decisions.md
+    "The hook's own protocol"): ~0.06 ms of CPU less per hook than the same fast path inside
+    uvicorn's protocol. ``HOOKD_FASTPATH=0`` leaves it out (:func:`protocol`).
 
-    The fast path: ``POST /v1/hooks/{harness}/{builder}`` (no ``/hold``, no ``/wake``, no
-    query) over the Unix socket with ``Connection: close``, what the compiled hook client
-    sends on every hook, is answered from here (:class:`_HookRequest`), without uvicorn's
-    ASGI request cycle and task; keep-alive clients (load generators) keep the ASGI path.
-    uvicorn still owns the connection, the parser (httptools), flow control and shutdown.
-    Measured in one interleaved run (docs/decisions.md "The round-trip budget"): ~0.06 ms
-    less per hook. ``HOOKD_FASTPATH=0`` turns it off (every request through ASGI).
-
-    Made for one server by :func:`protocol`, which sets the class attributes below.
+    Made for one server by :func:`protocol`, which sets the class attributes below; uvicorn
+    makes one per connection with its protocol's arguments.
     """
 
     #: the hook path the fast path answers with (the app's own)
     hooks: HookPath
+    #: uvicorn's protocol (a :class:`HttpProtocol`) for every request this one does not answer
+    http: type[HttpProtocol]
+
+    def __init__(self, config: uvicorn.Config, server_state: ServerState, app_state: dict[str, Any],
+                 _loop: asyncio.AbstractEventLoop | None = None) -> None:
+        self._made_with = config, server_state, app_state, _loop
+        self.loop = _loop or asyncio.get_event_loop()
+        # a graceful shutdown asks each of these connections to stop, and waits for the tasks
+        self.connections = cast(set[Any], server_state.connections)
+        self.tasks = server_state.tasks
+        self.transport: Any = None
+        self.parser: Any = None
+        self.head = bytearray()  # the bytes read until the request is known to be a plain hook's
+        self.url = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.hook: _HookRequest | None = None
+        self.other = False  # not a plain hook: handed to uvicorn once the parser returns
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        if not isinstance(transport, _UNIX_TRANSPORTS) and not isinstance(transport.get_extra_info("sockname"), str):
+            self._hand_over()  # not the Unix socket (uvloop's Unix transport is told by its class)
+            return
+        self.connections.add(self)
+        self.parser = httptools.HttpRequestParser(self)
+
+    def data_received(self, data: bytes) -> None:
+        hook = self.hook
+        if hook is None:
+            self.head += data
+        elif hook.started:
+            return  # answered or being answered: a held-open stdin's rest is not read
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            pass  # (an upgrade is never a plain hook: on_headers_complete said so)
+        except httptools.HttpParserError as e:
+            if not self.other:
+                self._bad_request(str(e))
+                return
+        if self.other:
+            self._hand_over()
+            return
+        hook = self.hook
+        if hook is not None and not hook.started:
+            if complete_json(hook.body):
+                hook.start("whole")  # stdin held open after a complete object: answer now
+            elif hook.timer is None:
+                hook.arm()  # the rest is still to come (the usual hook arrives whole: no timer)
+
+    # httptools' parser callbacks
+    def on_url(self, url: bytes) -> None:
+        self.url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name.lower(), value))
+
+    def on_headers_complete(self) -> None:
+        if self.hook is not None or self.other:
+            return  # a request after a plain hook on one connection: the hook's reply closes it
+        url, parser = self.url, self.parser
+        if (url.startswith(b"/v1/hooks/") and url.count(b"/") == 4 and b"?" not in url and b"%" not in url
+                and parser.get_method() == b"POST"
+                and not parser.should_keep_alive()  # one request, as hook clients send it
+                and not parser.should_upgrade()):
+            if (b"expect", b"100-continue") in ((k, v.lower()) for k, v in self.headers):
+                self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            self.hook = _HookRequest(self, url.decode("ascii"), self.headers)
+            self.head = bytearray()
+        else:
+            self.other = True
+
+    def on_body(self, body: bytes) -> None:
+        if self.hook is not None:
+            self.hook.add(body)
+
+    def on_message_complete(self) -> None:
+        if self.hook is not None:
+            self.hook.start("whole")
+
+    def _hand_over(self) -> None:
+        """Give the connection, and the bytes read so far, to uvicorn's protocol."""
+        config, server_state, app_state, loop = self._made_with
+        proto = self.http(config=config, server_state=server_state, app_state=app_state, _loop=loop)
+        self.connections.discard(self)
+        transport = self.transport
+        transport.set_protocol(proto)
+        proto.connection_made(transport)
+        head, self.head = bytes(self.head), bytearray()
+        if head:
+            proto.data_received(head)
+
+    def _bad_request(self, msg: str) -> None:
+        _write_400(self.transport, msg)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.connections.discard(self)
+        if self.hook is not None:
+            self.hook.start("cut")  # what arrived is stored, as on the ASGI path
+
+    def shutdown(self) -> None:
+        """A graceful shutdown: a hook being read is answered (or times out), then its
+        connection closes; a connection with no hook yet is closed."""
+        if self.hook is None:
+            self.transport.close()
+
+
+def _write_400(transport: Any, msg: str) -> None:
+    """Answer a request that cannot be parsed with hookd's one error shape, and close."""
+    body = error_body("bad_request", f"invalid HTTP request: {msg}")
+    transport.write(b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n"
+                    b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body))
+    transport.close()
+
+
+class HttpProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, for every request :class:`HookProtocol` hands over, with
+    three changes.
+
+    A request it cannot parse (bad framing, headers or URL) is answered with hookd's one error
+    shape, not uvicorn's plain text.
+
+    A Unix socket's connection is made without uvicorn's socket calls (its peer has no address).
+
+    A held hook (``POST /v1/hooks/{harness}/{builder}/hold``) is half-closed after its reply,
+    so that its client's close tells whether it read a remote answer (:meth:`reply_sent`).
+
+    Made for one server by :func:`protocol`, which sets :attr:`socket_path`.
+    """
+
     #: the Unix socket's path: ``scope["server"]`` of its connections, ``(path, None)``
     socket_path = ""
-    #: False: every request goes through ASGI (``HOOKD_FASTPATH=0``)
-    fastpath = True
-
-    _hook: "_HookRequest | None" = None
 
     def connection_made(self, transport: Any) -> None:
         if isinstance(transport, _UNIX_TRANSPORTS):
@@ -90,23 +220,10 @@ class HttpProtocol(HttpToolsProtocol):
         super().connection_made(transport)
 
     def send_400_response(self, msg: str) -> None:
-        body = error_body("bad_request", f"invalid HTTP request: {msg}")
-        self.transport.write(b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n"
-                             b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body))
-        self.transport.close()
+        _write_400(self.transport, msg)
 
     def on_headers_complete(self) -> None:
-        if self._hook is not None:
-            return  # a request after a fast-path hook on one connection: the reply closes it
         url = self.url
-        if (self.fastpath and url.startswith(b"/v1/hooks/") and url.count(b"/") == 4
-                and b"?" not in url and b"%" not in url and self.parser.get_method() == b"POST"
-                and self.server is not None and self.server[1] is None  # a Unix socket: (path, None)
-                and not self.parser.should_keep_alive()):  # one request, as hook clients send it
-            if self.expect_100_continue:
-                self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-            self._hook = _HookRequest(self, url.decode("ascii"), self.headers)
-            return
         super().on_headers_complete()
         if url.endswith(b"/hold") and url.startswith(b"/v1/hooks/") and self.parser.get_method() == b"POST":
             # a held PermissionRequest hook: its reply may carry a remote answer, recorded as
@@ -116,32 +233,12 @@ class HttpProtocol(HttpToolsProtocol):
             self.cycle.transport = cast(asyncio.Transport, _HalfClose(self.transport, self))
             self.cycle.scope.setdefault("extensions", {})["hookd.reply_read"] = {"future": self._reply_read}
 
-    def on_body(self, body: bytes) -> None:
-        if self._hook is not None:
-            self._hook.add(body)
-            return
-        super().on_body(body)
-
-    def on_message_complete(self) -> None:
-        if self._hook is not None:
-            self._hook.start("whole")
-            return
-        super().on_message_complete()
-
     def data_received(self, data: bytes) -> None:
         if self._replied:
             return  # a held hook's reply is out: only its client's close matters now
         super().data_received(data)
-        hook = self._hook
-        if hook is not None and not hook.started:
-            if complete_json(hook.body):
-                hook.start("whole")  # stdin held open after a complete object: answer now
-            elif hook.timer is None:
-                hook.arm()  # the rest is still to come (the usual hook arrives whole: no timer)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._hook is not None:
-            self._hook.start("cut")  # what arrived is stored, as on the ASGI path
         if self._reply_read is not None and not self._reply_read.done():
             # reset (ECONNRESET: the client closed with part of the reply unread, or never read
             # it), or closed by us first (shutdown, keep-alive timer): not known to be read
@@ -174,11 +271,6 @@ class HttpProtocol(HttpToolsProtocol):
             self._reply_read.set_result(True)
         super().eof_received()  # (it returns None: the transport closes)
 
-    def shutdown(self) -> None:
-        if self._hook is not None:
-            return  # the hook is answered (or times out), then the connection closes
-        super().shutdown()
-
 
 class _HalfClose:
     """The transport a held hook's response cycle writes to: the real one, except that
@@ -196,7 +288,7 @@ class _HalfClose:
 
 
 class _HookRequest:
-    """One plain hook request on :class:`HttpProtocol`'s fast path, answered exactly as
+    """One plain hook request on :class:`HookProtocol`'s fast path, answered exactly as
     :meth:`hookd.http.hooks.HookPath.asgi` answers it: the body is read until the request
     ends, one complete JSON object has arrived, or the client goes away (what arrived is
     stored); over MAX_PAYLOAD bytes: 413 (nothing stored); not all there within the hook
@@ -206,7 +298,7 @@ class _HookRequest:
     commit is finished by a task of the server's (a graceful shutdown waits for it). The reply
     is written with ``connection: close``."""
 
-    def __init__(self, proto: HttpProtocol, path: str, headers: list[tuple[bytes, bytes]]):
+    def __init__(self, proto: HookProtocol, path: str, headers: list[tuple[bytes, bytes]]):
         self.proto, self.path, self.headers = proto, path, headers
         self.body = bytearray()
         self.started = False
@@ -240,7 +332,8 @@ class _HookRequest:
             self.timer.cancel()
             self.timer = None
         proto = self.proto
-        proto.flow.pause_reading()  # the rest of a held-open stdin is not read
+        if not proto.transport.is_closing():
+            proto.transport.pause_reading()  # the rest of a held-open stdin is not read
         # Run the hook now, in this callback, as far as it goes without waiting: the usual
         # hook (the first write of its event-loop turn) commits and replies without ever
         # suspending, so it needs no task and no further turn of the loop. One that does wait
