@@ -266,6 +266,19 @@ def test_a_plain_hook_on_a_unix_socket_is_answered_by_the_fast_path() -> None:
     asyncio.run(run())
 
 
+def test_a_plain_hook_that_expects_100_continue_is_told_to_go_on() -> None:
+    async def run() -> None:
+        hooks = _Hooks()
+        _, transport = _connection(hooks, "/run/hookd.sock")
+        transport.feed(b"POST /v1/hooks/claude-code/b1 HTTP/1.1\r\nConnection: close\r\nEXPECT: 100-Continue\r\n"
+                       b"Content-Length: 2\r\n\r\n")
+        assert transport.out == b"HTTP/1.1 100 Continue\r\n\r\n" and hooks.seen == []
+        transport.feed(b"{}")
+        assert hooks.seen == [("/v1/hooks/claude-code/b1", b"{}", "whole")]
+        assert transport.out.startswith(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n")
+    asyncio.run(run())
+
+
 @pytest.mark.parametrize("request_", [
     b"POST /v1/hooks/claude-code/b1/hold HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}",
     b"POST /v1/hooks/claude-code/b1 HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",  # keep-alive

@@ -1,8 +1,10 @@
 """The fast path, and everything else of hookd's that knows uvicorn's internals.
 
-:class:`HttpProtocol` subclasses uvicorn's private ``HttpToolsProtocol`` and overrides its
-methods; :class:`Server` subclasses ``uvicorn.Server`` and overrides its signal handling and
-main loop. Nothing else in hookd imports uvicorn but :mod:`hookd.daemon` (``uvicorn.Config``,
+:class:`HookProtocol`, each connection's first protocol, answers plain hooks itself and hands
+every other request to :class:`HttpProtocol`, which subclasses uvicorn's private
+``HttpToolsProtocol`` and overrides its methods; uvicorn's server makes, stops and waits for
+:class:`HookProtocol` as it does its own protocols. :class:`Server` subclasses
+``uvicorn.Server`` and overrides its signal handling and main loop. Nothing else in hookd imports uvicorn but :mod:`hookd.daemon` (``uvicorn.Config``,
 and :class:`Server` from here), which an import-linter contract in pyproject.toml checks.
 pyproject.toml pins uvicorn to the versions these were tested with, and
 ``tests/test_uvicorn_contract.py`` fails when an internal used here changes (a name, a
@@ -90,6 +92,7 @@ class HookProtocol(asyncio.Protocol):
         self.head = bytearray()  # the bytes read until the request is known to be a plain hook's
         self.url = b""
         self.headers: list[tuple[bytes, bytes]] = []
+        self.expect_100_continue = False
         self.hook: _HookRequest | None = None
         self.other = False  # not a plain hook: handed to uvicorn once the parser returns
 
@@ -130,7 +133,10 @@ class HookProtocol(asyncio.Protocol):
         self.url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self.headers.append((name.lower(), value))
+        name = name.lower()
+        if name == b"expect" and value.lower() == b"100-continue":
+            self.expect_100_continue = True
+        self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
         if self.hook is not None or self.other:
@@ -140,7 +146,7 @@ class HookProtocol(asyncio.Protocol):
                 and parser.get_method() == b"POST"
                 and not parser.should_keep_alive()  # one request, as hook clients send it
                 and not parser.should_upgrade()):
-            if (b"expect", b"100-continue") in ((k, v.lower()) for k, v in self.headers):
+            if self.expect_100_continue:
                 self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             self.hook = _HookRequest(self, url.decode("ascii"), self.headers)
             self.head = bytearray()
