@@ -217,12 +217,15 @@ class _Hooks:
     body_timeout_s = 30.0
     timings = None
 
-    def __init__(self) -> None:
+    def __init__(self, gate: "asyncio.Future[None] | None" = None) -> None:
         self.core = _Core()
         self.seen: list[tuple[str, bytes, str]] = []
+        self.gate = gate  # awaited before each reply (a hook that waits for a group commit)
 
     async def plain(self, path: str, headers: list, raw: bytes, *, ended: str = "whole") -> tuple[int, bytes, None]:
         self.seen.append((path, raw, ended))
+        if self.gate is not None:
+            await self.gate
         return 200, b'{"ok":true}', None
 
 
@@ -279,11 +282,44 @@ def test_a_plain_hook_that_expects_100_continue_is_told_to_go_on() -> None:
     asyncio.run(run())
 
 
+@pytest.mark.parametrize("after", [b"NOT HTTP\r\n\r\n", b"GET /v1/status HTTP/1.1\r\nHost: x\r\n\r\n"],
+                         ids=["garbage", "another-request"])
+def test_bytes_after_a_plain_hook_do_not_change_its_reply(after: bytes) -> None:
+    """A hook whose reply waits (a group commit) while bytes follow its request in the same
+    read: the hook's 200 is the only reply, not a 400 for what followed."""
+    async def run() -> None:
+        gate = asyncio.get_running_loop().create_future()
+        hooks = _Hooks(gate)
+        state, transport = _connection(hooks, "/run/hookd.sock")
+        transport.feed(b"POST /v1/hooks/claude-code/b1 HTTP/1.1\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
+                       b"2\r\n{}\r\n0\r\n\r\n" + after)
+        assert hooks.seen == [("/v1/hooks/claude-code/b1", b"{}", "whole")] and transport.out == b""
+        gate.set_result(None)
+        await asyncio.wait(state.tasks)
+        assert transport.out.startswith(b"HTTP/1.1 200 OK\r\n") and transport.out.count(b"HTTP/1.1 ") == 1
+    asyncio.run(run())
+
+
+def test_a_whole_body_with_broken_framing_after_it_is_refused_and_stored_whole() -> None:
+    """As on the ASGI path: the framing error is answered 400, and the complete object that
+    arrived is stored as it is (not as a cut body) when the connection closes."""
+    async def run() -> None:
+        hooks = _Hooks()
+        _, transport = _connection(hooks, "/run/hookd.sock")
+        transport.feed(b"POST /v1/hooks/claude-code/b1 HTTP/1.1\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
+                       b"9\r\n{\"a\": 1 }\r\nzz\r\n")
+        assert transport.out.startswith(b"HTTP/1.1 400 Bad Request\r\n") and transport.closed
+        transport.protocol.connection_lost(None)
+        assert hooks.seen == [("/v1/hooks/claude-code/b1", b'{"a": 1 }', "whole")]
+    asyncio.run(run())
+
+
 @pytest.mark.parametrize("request_", [
     b"POST /v1/hooks/claude-code/b1/hold HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}",
     b"POST /v1/hooks/claude-code/b1 HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",  # keep-alive
     b"GET /v1/status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-], ids=["held-hook", "keep-alive-hook", "api"])
+    b"POST /v1/hooks/claude-code/b1#x HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}",
+], ids=["held-hook", "keep-alive-hook", "api", "fragment"])
 def test_any_other_request_on_the_unix_socket_is_handed_to_uvicorn_with_its_bytes(request_: bytes) -> None:
     """Read in pieces: what HookProtocol read before it knew is handed over whole, and uvicorn's
     protocol (HttpProtocol) runs the request through ASGI."""
@@ -298,7 +334,8 @@ def test_any_other_request_on_the_unix_socket_is_handed_to_uvicorn_with_its_byte
         proto = transport.protocol
         assert isinstance(proto, fastpath.HttpProtocol) and state.connections == {proto}
         assert proto.server == ("/run/hookd.sock", None)
-        assert isinstance(proto.cycle, RequestResponseCycle) and proto.cycle.scope["path"] == request_.split()[1].decode()
+        assert isinstance(proto.cycle, RequestResponseCycle)
+        assert proto.cycle.scope["path"] == request_.split()[1].split(b"#")[0].decode()
         await asyncio.wait(state.tasks)
         assert hooks.seen == [] and transport.out.startswith(b"HTTP/1.1 204 No Content\r\n")
     asyncio.run(run())

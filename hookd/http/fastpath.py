@@ -103,6 +103,9 @@ class HookProtocol(asyncio.Protocol):
             return
         self.connections.add(self)
         self.parser = httptools.HttpRequestParser(self)
+        # bytes after a Connection: close request are not an error (uvicorn's setting): the
+        # hook's reply is the one that counts
+        self.parser.set_dangerous_leniencies(lenient_data_after_close=True)
 
     def data_received(self, data: bytes) -> None:
         hook = self.hook
@@ -115,6 +118,8 @@ class HookProtocol(asyncio.Protocol):
         except httptools.HttpParserUpgrade:
             pass  # (an upgrade is never a plain hook: on_headers_complete said so)
         except httptools.HttpParserError as e:
+            if self.hook is not None and self.hook.started:
+                return  # what follows an answered hook is not read: its reply is the one that counts
             if not self.other:
                 self._bad_request(str(e))
                 return
@@ -142,7 +147,8 @@ class HookProtocol(asyncio.Protocol):
         if self.hook is not None or self.other:
             return  # a request after a plain hook on one connection: the hook's reply closes it
         url, parser = self.url, self.parser
-        if (url.startswith(b"/v1/hooks/") and url.count(b"/") == 4 and b"?" not in url and b"%" not in url
+        if (url.startswith(b"/v1/hooks/") and url.count(b"/") == 4
+                and b"?" not in url and b"%" not in url and b"#" not in url  # (uvicorn's path decodes them)
                 and parser.get_method() == b"POST"
                 and not parser.should_keep_alive()  # one request, as hook clients send it
                 and not parser.should_upgrade()):
@@ -178,8 +184,11 @@ class HookProtocol(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.connections.discard(self)
-        if self.hook is not None:
-            self.hook.start("cut")  # what arrived is stored, as on the ASGI path
+        hook = self.hook
+        if hook is not None:
+            # what arrived is stored, as on the ASGI path (hookd.http.hooks.read_hook_body):
+            # whole if it is one complete object
+            hook.start("whole" if complete_json(hook.body) else "cut")
 
     def shutdown(self) -> None:
         """A graceful shutdown: a hook being read is answered (or times out), then its
