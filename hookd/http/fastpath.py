@@ -61,8 +61,8 @@ def protocol(hooks: HookPath, socket_path: str, settings: Settings | None = None
 class HookProtocol(asyncio.Protocol):
     """Each connection's first protocol: the fast path for plain hooks.
 
-    ``POST /v1/hooks/{harness}/{builder}`` (no ``/hold``, no ``/wake``, no query) over the Unix
-    socket with ``Connection: close``, what the compiled hook client sends on every hook, is
+    ``POST /v1/hooks/{harness}/{builder}`` (no ``/hold``, no ``/wake``, no query, escape or
+    fragment) over the Unix socket with ``Connection: close``, what the compiled hook client sends on every hook, is
     read with httptools' parser and answered here (:class:`_HookRequest`), without uvicorn's
     protocol, its ASGI request cycle and task. Any other request (keep-alive clients, held and
     wake hooks, the API), and every connection that is not on the Unix socket, is handed to
@@ -121,7 +121,7 @@ class HookProtocol(asyncio.Protocol):
             if self.hook is not None and self.hook.started:
                 return  # what follows an answered hook is not read: its reply is the one that counts
             if not self.other:
-                self._bad_request(str(e))
+                _write_400(self.transport, str(e))
                 return
         if self.other:
             self._hand_over()
@@ -178,9 +178,6 @@ class HookProtocol(asyncio.Protocol):
         head, self.head = bytes(self.head), bytearray()
         if head:
             proto.data_received(head)
-
-    def _bad_request(self, msg: str) -> None:
-        _write_400(self.transport, msg)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.connections.discard(self)
