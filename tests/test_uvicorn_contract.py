@@ -300,6 +300,21 @@ def test_bytes_after_a_plain_hook_do_not_change_its_reply(after: bytes) -> None:
     asyncio.run(run())
 
 
+def test_a_hook_refused_mid_read_gets_its_one_reply_whatever_follows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A body over the size limit is refused (413) while the parser is still in the read;
+    broken framing after it in the same read is not answered a second time."""
+    monkeypatch.setattr(fastpath, "MAX_PAYLOAD", 4)
+
+    async def run() -> None:
+        hooks = _Hooks()
+        _, transport = _connection(hooks, "/run/hookd.sock")
+        transport.feed(b"POST /v1/hooks/claude-code/b1 HTTP/1.1\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
+                       b"9\r\n{\"a\": 1 }\r\nzz\r\n")
+        assert transport.out.startswith(b"HTTP/1.1 413 ") and transport.out.count(b"HTTP/1.1 ") == 1
+        assert b'"code":"payload_too_large"' in transport.out and hooks.seen == []
+    asyncio.run(run())
+
+
 def test_a_whole_body_with_broken_framing_after_it_is_refused_and_stored_whole() -> None:
     """As on the ASGI path: the framing error is answered 400, and the complete object that
     arrived is stored as it is (not as a cut body) when the connection closes."""

@@ -4,8 +4,9 @@
 every other request to :class:`HttpProtocol`, which subclasses uvicorn's private
 ``HttpToolsProtocol`` and overrides its methods; uvicorn's server makes, stops and waits for
 :class:`HookProtocol` as it does its own protocols. :class:`Server` subclasses
-``uvicorn.Server`` and overrides its signal handling and main loop. Nothing else in hookd imports uvicorn but :mod:`hookd.daemon` (``uvicorn.Config``,
-and :class:`Server` from here), which an import-linter contract in pyproject.toml checks.
+``uvicorn.Server`` and overrides its signal handling and main loop. Nothing else in hookd
+imports uvicorn but :mod:`hookd.daemon` (``uvicorn.Config``, and :class:`Server` from here),
+which an import-linter contract in pyproject.toml checks.
 pyproject.toml pins uvicorn to the versions these were tested with, and
 ``tests/test_uvicorn_contract.py`` fails when an internal used here changes (a name, a
 signature, an attribute read or overridden): check this module against the new uvicorn before
@@ -62,8 +63,8 @@ class HookProtocol(asyncio.Protocol):
     """Each connection's first protocol: the fast path for plain hooks.
 
     ``POST /v1/hooks/{harness}/{builder}`` (no ``/hold``, no ``/wake``, no query, escape or
-    fragment) over the Unix socket with ``Connection: close``, what the compiled hook client sends on every hook, is
-    read with httptools' parser and answered here (:class:`_HookRequest`), without uvicorn's
+    fragment) over the Unix socket with ``Connection: close``, what the compiled hook client
+    sends on every hook, is read with httptools' parser and answered here (:class:`_HookRequest`), without uvicorn's
     protocol, its ASGI request cycle and task. Any other request (keep-alive clients, held and
     wake hooks, the API), and every connection that is not on the Unix socket, is handed to
     uvicorn's protocol (:attr:`http`, a :class:`HttpProtocol`) with the bytes read so far, as
@@ -89,7 +90,7 @@ class HookProtocol(asyncio.Protocol):
         self.tasks = server_state.tasks
         self.transport: Any = None
         self.parser: Any = None
-        self.head = bytearray()  # the bytes read until the request is known to be a plain hook's
+        self.head: list[bytes] = []  # what was read until the request is known to be a plain hook's
         self.url = b""
         self.headers: list[tuple[bytes, bytes]] = []
         self.expect_100_continue = False
@@ -110,7 +111,7 @@ class HookProtocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         hook = self.hook
         if hook is None:
-            self.head += data
+            self.head.append(data)  # (kept, not copied: handed over only if it is not a hook)
         elif hook.started:
             return  # answered or being answered: a held-open stdin's rest is not read
         try:
@@ -155,7 +156,7 @@ class HookProtocol(asyncio.Protocol):
             if self.expect_100_continue:
                 self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             self.hook = _HookRequest(self, url.decode("ascii"), self.headers)
-            self.head = bytearray()
+            self.head = []
         else:
             self.other = True
 
@@ -175,7 +176,7 @@ class HookProtocol(asyncio.Protocol):
         transport = self.transport
         transport.set_protocol(proto)
         proto.connection_made(transport)
-        head, self.head = bytes(self.head), bytearray()
+        head, self.head = b"".join(self.head), []
         if head:
             proto.data_received(head)
 
