@@ -69,6 +69,62 @@ def test_truncation_and_rotation_restart_at_zero(tmp_path: Path) -> None:
     assert [x["uuid"] for x in r3.rows] == ["u7", "u8"] and r3.stats.rotated == 1
 
 
+@pytest.mark.parametrize("how", ["in place", "made again"])
+def test_a_file_rewritten_under_its_identity_and_longer_is_read_from_its_start(tmp_path: Path, how: str) -> None:
+    """Rewritten to past the cursor before the next read, with the same device and inode: in
+    place, or removed and made again where the file system gives the inode number out again
+    (written here through a second link, which keeps the inode, as its reuse would)."""
+    p = tmp_path / "t.jsonl"
+    append(p, row(1) + b"\n" + row(2) + b"\n")
+    r = read_new(Cursor(os.fspath(p)))
+    assert [x["uuid"] for x in r.rows] == ["u1", "u2"]
+    again = b"".join(row(n, text="another session's rows") + b"\n" for n in (7, 8, 9))
+    assert len(again) > r.cursor.offset
+    if how == "in place":
+        with open(p, "r+b") as f:
+            f.write(again)
+    else:
+        keep = tmp_path / "inode"
+        os.link(p, keep)
+        p.unlink()
+        with open(keep, "r+b") as f:
+            f.truncate(0)
+            f.write(again)
+        os.link(keep, p)
+    assert (p.stat().st_dev, p.stat().st_ino) == (r.cursor.dev, r.cursor.ino)
+    r2 = read_new(r.cursor)  # (told apart first; read from the start by the next call)
+    assert (r2.rows, r2.stats.truncated, r2.cursor.offset, r2.more) == ([], 1, 0, True)
+    r3 = read_new(r2.cursor)
+    assert [x["uuid"] for x in r3.rows] == ["u7", "u8", "u9"] and r3.stats.torn == 0
+    assert r3.cursor.offset == len(again) and not r3.more
+
+
+def test_a_cursor_keeps_the_bytes_before_it_through_partial_torn_and_chunked_reads(tmp_path: Path) -> None:
+    """Appends after every kind of read are read on, never taken for a rewrite: a partial row,
+    a line longer than a whole read (skipped), reads in chunks, rows shorter than the tail."""
+    p = tmp_path / "t.jsonl"
+    append(p, b"{}\n")  # a row shorter than the bytes a cursor keeps
+    c = read_new(Cursor(os.fspath(p))).cursor
+    append(p, b'{"type":"user","uuid":"u1"')  # a row being written
+    r = read_new(c)
+    assert r.rows == [] and r.cursor == c
+    append(p, b"}\n" + b'{"junk":"' + b"y" * 300)  # then a line longer than a read
+    r = read_new(r.cursor, max_bytes=200)
+    assert [x["uuid"] for x in r.rows] == ["u1"] and r.more
+    r = read_new(r.cursor, max_bytes=200)
+    assert r.rows == [] and r.stats.torn == 1 and r.more
+    append(p, b'"}\n' + b"".join(row(i, pad="x" * 50) + b"\n" for i in range(2, 12)))
+    seen, c = [], r.cursor
+    while True:
+        r = read_new(c, max_bytes=200)
+        assert r.stats.truncated == 0
+        seen += [x["uuid"] for x in r.rows]
+        c = r.cursor
+        if not r.more:
+            break
+    assert seen == [f"u{i}" for i in range(2, 12)]
+
+
 def test_missing_file_and_partial_only(tmp_path: Path) -> None:
     c = Cursor(os.fspath(tmp_path / "none.jsonl"))
     assert read_new(c).rows == [] and read_new(c).cursor == c

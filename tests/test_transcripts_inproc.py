@@ -478,6 +478,30 @@ def _offset(app: InProc, t: Path) -> int:
     return next((f["offset"] for f in app.get("/v1/transcripts") if f["path"] == str(t)), -1)
 
 
+def test_a_transcript_rewritten_under_its_identity_is_read_again_from_its_start(inproc: InProc, worktree: Path,
+                                                                                 tmp_path: Path) -> None:
+    """A followed transcript written again in place (the same device and inode, as when a file
+    is removed and made again on an inode number given out again), longer than what was read:
+    its rows are read from its start, not from the old offset in the middle of a new row."""
+    t = tmp_path / "t.jsonl"
+    first = b"".join(line({"type": "mode", "sessionId": SID, "n": n}) for n in range(3))
+    t.write_bytes(first)
+    spawn_with_transcript(inproc, worktree, t)
+    wait_until(lambda: _offset(inproc, t) == len(first), 60, what="the first rows read")
+    use, _ = ask_rows()
+    again = line(use) + line({"type": "mode", "sessionId": SID})
+    assert len(again) > len(first)
+    ino = t.stat().st_ino
+    with open(t, "r+b") as f:
+        f.write(again)
+    assert t.stat().st_ino == ino
+    wait_until(lambda: any(q["id"] == ASK for q in inproc.questions("pending")), 60,
+               what="the question of the rewritten transcript")
+    assert _offset(inproc, t) == len(again)
+    damaged = [e["data"] for e in inproc.events() if e["kind"] == "transcript_damaged"]
+    assert sum(d.get("truncated", 0) for d in damaged) == 1 and not any(d.get("torn") for d in damaged)
+
+
 def test_b30_text_the_human_typed_seen_only_in_the_transcript_is_not_sent_again(inproc: InProc, worktree: Path,
                                                                                   tmp_path: Path) -> None:
     """Field case B30's trigger: b1 is idle (its Stop came) with "use postgres" queued (m-1), no

@@ -83,6 +83,7 @@ class _Cursor(Protocol):
     dev: int
     ino: int
     offset: int
+    tail: bytes
 
 
 class _Stats(Protocol):
@@ -244,6 +245,7 @@ class Transcripts:
             session_id=file_session,
             offset=result.cursor.offset, rows=st.rows,
             damaged=st.nul_padded + st.spliced + st.invalid_utf8 + st.torn, unknown_rows=unknown, at=at,
+            tail=result.cursor.tail,
         )
         damaged = {k: v for k, v in st.as_dict().items() if k not in ("rows", "bytes") and v}
         if damaged or unknown or blocks:

@@ -462,6 +462,15 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             " AND h.received_at>sessions.failed_at AND COALESCE(h.hook_kind, '') NOT IN ('session_end', 'notice'))",
         ],
     ),
+    (
+        # The bytes just before a tailed file's cursor as the last read found them
+        # (hookd.watchers.jsonl.Cursor.tail): a file written again under the same identity while
+        # the daemon was down is read from its start, not from the cursor
+        "0027_transcript_tail",
+        [
+            "ALTER TABLE transcripts ADD COLUMN tail BLOB",
+        ],
+    ),
 ]
 
 

@@ -228,10 +228,12 @@ class SessionsTx(TxPart):
 
 
     # transcripts ---------------------------------------------------------------------------
-    def transcript_cursor(self, dev: int, ino: int) -> tuple[str, int, str, str | None] | None:
-        """(path, offset, builder, session_id) of a tailed file identity."""
-        row = self._one("SELECT path, offset, builder, session_id FROM transcripts WHERE dev=? AND ino=?", (dev, ino))
-        return (row[0], row[1], row[2], row[3]) if row else None
+    def transcript_cursor(self, dev: int, ino: int) -> tuple[str, int, str, str | None, bytes] | None:
+        """(path, offset, builder, session_id, tail: the bytes just before the offset, b"" when
+        not recorded) of a tailed file identity."""
+        row = self._one("SELECT path, offset, builder, session_id, tail FROM transcripts WHERE dev=? AND ino=?",
+                        (dev, ino))
+        return (row[0], row[1], row[2], row[3], bytes(row[4] or b"")) if row else None
 
     def transcript_session(self, dev: int, ino: int) -> str | None:
         """The session recorded for a tailed file identity, if any."""
@@ -239,16 +241,19 @@ class SessionsTx(TxPart):
         return row[0] if row else None
 
     def save_transcript(self, *, dev: int, ino: int, path: str, builder: str, session_id: str | None,
-                        offset: int, rows: int, damaged: int, unknown_rows: int, at: float) -> None:
+                        offset: int, rows: int, damaged: int, unknown_rows: int, at: float, tail: bytes = b"") -> None:
+        """A tailed file's cursor after a read (``tail``: the bytes just before ``offset``, as
+        :class:`hookd.watchers.jsonl.Cursor` keeps them) and its counts, added to what is saved."""
         self._db.execute(
             "INSERT INTO transcripts (dev, ino, path, builder, session_id, offset, rows, damaged, unknown_rows,"
-            " first_seen_at, last_row_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+            " first_seen_at, last_row_at, tail) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
             " ON CONFLICT(dev, ino) DO UPDATE SET path=excluded.path, builder=excluded.builder,"
             " session_id=COALESCE(excluded.session_id, transcripts.session_id), offset=excluded.offset,"
             " rows=transcripts.rows+excluded.rows, damaged=transcripts.damaged+excluded.damaged,"
             " unknown_rows=transcripts.unknown_rows+excluded.unknown_rows,"
-            " last_row_at=COALESCE(excluded.last_row_at, transcripts.last_row_at)",
-            (dev, ino, path, builder, session_id, offset, rows, damaged, unknown_rows, at, at if rows else None),
+            " last_row_at=COALESCE(excluded.last_row_at, transcripts.last_row_at), tail=excluded.tail",
+            (dev, ino, path, builder, session_id, offset, rows, damaged, unknown_rows, at, at if rows else None,
+             tail or None),
         )
 
     def session_has_hooks(self, session_id: str) -> bool:

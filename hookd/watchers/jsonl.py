@@ -13,8 +13,11 @@ Damaged lines are salvaged or skipped, counted in :class:`TailStats`, never fata
 - torn rows (a fragment that is no JSON object): skipped.
 
 Truncation (the file shrank below the offset) restarts at 0; rotation (another inode at the
-path) starts the new file at 0. Pure I/O over one path; what rows mean is the harness
-adapter's business (:func:`hookd.harness.claude_code.transcript_observations`).
+path) starts the new file at 0. A file rewritten under the same identity (in place, or removed
+and made again on an inode number the file system gave out again) is told by the bytes just
+before the offset, kept in the cursor from the last read (:attr:`Cursor.tail`): when they
+differ the file is read from 0, counted as truncated. Pure I/O over one path; what rows mean
+is the harness adapter's business (:func:`hookd.harness.claude_code.transcript_observations`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ from hookd.untrusted import decode_json, open_regular, without_lone_surrogates
 
 #: Most bytes read per call (a catch-up reads a big file in several calls).
 READ_CHUNK = 8 * 1024 * 1024
+#: Bytes before a cursor's offset it keeps (:attr:`Cursor.tail`): a row's end (its uuid and
+#: timestamp in a Claude Code transcript) tells one file's bytes from another's.
+TAIL_BYTES = 64
 _NULS = re.compile(rb"\x00+")
 _decoder = json.JSONDecoder()
 
@@ -38,12 +44,16 @@ _decoder = json.JSONDecoder()
 @dataclass(frozen=True)
 class Cursor:
     """Where reading of one file stands: identity (``dev``, ``ino``) and ``offset`` (bytes,
-    always just past a newline, or 0)."""
+    just past a newline, or 0, or past a line longer than a whole read), and ``tail``: up to
+    :data:`TAIL_BYTES` of the bytes just before ``offset`` as the last read found them (empty:
+    not known, as for a cursor saved in the store; not compared: two cursors at one place are
+    equal)."""
 
     path: str
     dev: int = 0
     ino: int = 0
     offset: int = 0
+    tail: bytes = field(default=b"", compare=False, repr=False)
 
 
 @dataclass
@@ -169,7 +179,8 @@ def read_new(cursor: Cursor, max_bytes: int = READ_CHUNK) -> ReadResult:
     """Read the rows appended to ``cursor.path`` since ``cursor``.
 
     Returns the rows of complete lines, the advanced cursor and the counts. A missing file
-    gives no rows and the cursor unchanged. Raises NotRegularFile (an OSError) when the path
+    gives no rows and the cursor unchanged; a file rewritten under its identity (the cursor's
+    ``tail`` differs) no rows, the cursor at 0 and ``more``. Raises NotRegularFile (an OSError) when the path
     is not a regular file (a FIFO, a device, a directory: opened without blocking, checked on
     the descriptor, never read), OSError for other errors than a missing file (permissions):
     the caller logs and retries later.
@@ -180,15 +191,28 @@ def read_new(cursor: Cursor, max_bytes: int = READ_CHUNK) -> ReadResult:
     except FileNotFoundError:
         return ReadResult([], cursor, stats)
     try:
-        offset = cursor.offset
+        offset, tail = cursor.offset, cursor.tail
         if (st.st_dev, st.st_ino) != (cursor.dev, cursor.ino):
             if cursor.dev or cursor.ino:
                 stats.rotated += 1
-            offset = 0
+            offset, tail = 0, b""
         elif st.st_size < offset:
             stats.truncated += 1
-            offset = 0
-        data = os.pread(fd, min(max_bytes, max(0, st.st_size - offset)), offset) if st.st_size > offset else b""
+            offset, tail = 0, b""
+        data = b""
+        if st.st_size > offset:
+            size = min(max_bytes, st.st_size - offset)
+            if tail:
+                # the bytes before the offset, read with what follows: still the file read so far?
+                data = os.pread(fd, len(tail) + size, offset - len(tail))
+                if not data.startswith(tail):
+                    # rewritten under the same identity: read from its start by the next call
+                    # (which its caller sizes as a read from 0: in a thread when it is large)
+                    stats.truncated += 1
+                    return ReadResult([], Cursor(cursor.path, st.st_dev, st.st_ino, 0), stats, more=True)
+                data = data[len(tail):]
+            else:
+                data = os.pread(fd, size, offset)
     finally:
         os.close(fd)
     end = data.rfind(b"\n")
@@ -196,8 +220,8 @@ def read_new(cursor: Cursor, max_bytes: int = READ_CHUNK) -> ReadResult:
         if len(data) >= max_bytes:
             # one line longer than a whole read: skip it rather than stall behind it
             stats.torn += 1
-            return ReadResult([], Cursor(cursor.path, st.st_dev, st.st_ino, offset + len(data)), stats, more=True)
-        return ReadResult([], Cursor(cursor.path, st.st_dev, st.st_ino, offset), stats)
+            return ReadResult([], _past(cursor.path, st, offset, tail, data), stats, more=True)
+        return ReadResult([], Cursor(cursor.path, st.st_dev, st.st_ino, offset, tail), stats)
     complete = data[: end + 1]
     rows: list[dict[str, Any]] = []
     for line in complete.split(b"\n"):
@@ -207,5 +231,10 @@ def read_new(cursor: Cursor, max_bytes: int = READ_CHUNK) -> ReadResult:
             stats.nul_padded += 1
     stats.rows = len(rows)
     stats.bytes = len(complete)
-    new = Cursor(cursor.path, st.st_dev, st.st_ino, offset + len(complete))
-    return ReadResult(rows, new, stats, more=len(data) >= max_bytes)
+    return ReadResult(rows, _past(cursor.path, st, offset, tail, complete), stats, more=len(data) >= max_bytes)
+
+
+def _past(path: str, st: os.stat_result, offset: int, tail: bytes, read: bytes) -> Cursor:
+    """The cursor past ``read``, the bytes read at ``offset`` (``tail``: those before it)."""
+    after = read[-TAIL_BYTES:] if len(read) >= TAIL_BYTES else (tail + read)[-TAIL_BYTES:]
+    return Cursor(path, st.st_dev, st.st_ino, offset + len(read), after)

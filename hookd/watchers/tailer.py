@@ -198,7 +198,7 @@ class Tailer:
         except OSError:
             return Cursor(path)
         saved, _ = await self.core.store.write(lambda tx: tx.sessions.transcript_cursor(st.st_dev, st.st_ino))
-        c = Cursor(path, st.st_dev, st.st_ino, saved[1]) if saved else Cursor(path)
+        c = Cursor(path, st.st_dev, st.st_ino, saved[1], saved[4]) if saved else Cursor(path)
         self._cursors[path] = c
         return c
 
