@@ -279,9 +279,15 @@ def session_checks(b: str, mine: dict[str, Any] | None, daemon_up: bool, run: di
     started it)."""
     if not daemon_up:
         return [_check(b, "transcripts", "skip", "needs the daemon"), _check(b, "armed", "skip", "needs the daemon")]
-    sessions = sorted((mine or {}).get("sessions") or [], key=lambda s: s.get("started_at") or 0)
+    # the session last active: a resumed one (`hookd continue`) keeps the start of its first run
+    sessions = sorted((mine or {}).get("sessions") or [], key=_active_at)
     newest = sessions[-1] if sessions else None
     return [_transcripts(b, newest), _armed(b, newest, run)]
+
+
+def _active_at(s: dict[str, Any]) -> float:
+    """When a session of ``GET /v1/status`` last showed life: its start or its newest hook (UNIX s)."""
+    return max(s.get("started_at") or 0, s.get("last_hook_at") or 0)
 
 
 def _transcripts(b: str, s: dict[str, Any] | None) -> dict[str, Any]:
@@ -304,7 +310,7 @@ def _transcripts(b: str, s: dict[str, Any] | None) -> dict[str, Any]:
 
 def _armed(b: str, s: dict[str, Any] | None, run: dict[str, Any] | None) -> dict[str, Any]:
     restart = f"restart the agent: hookd stop {b} && hookd continue {b} (or /hooks in Claude Code, or start it again)"
-    if run is not None and run.get("alive") and (s is None or (s.get("started_at") or 0) < (run.get("started_at") or 0)):
+    if run is not None and run.get("alive") and (s is None or _active_at(s) < (run.get("started_at") or 0)):
         return _check(b, "armed", "fail", f"the agent hookd started (pid {run.get('pid')}) has sent no hook yet",
                       f"wait for its first hook, or look: hookd attach {b}")
     if s is None:

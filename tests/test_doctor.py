@@ -280,6 +280,21 @@ def test_every_check_passes_then_the_session_checks_fail(setup: dict[str, Any], 
         d.stop()
 
 
+def test_a_session_resumed_by_the_run_hookd_started_is_armed_by_its_hooks() -> None:
+    """`hookd continue` resumes a session that started before its run: the run's hooks arm
+    it, whichever session started last."""
+    from hookd.doctor import session_checks
+
+    run = {"alive": True, "pid": 42, "started_at": 100.0}
+    resumed = {"session_id": "s-1", "started_at": 50.0, "last_hook_at": 120.0, "ended_at": None}
+    other = {"session_id": "s-2", "started_at": 80.0, "last_hook_at": 90.0, "ended_at": None}
+    [_, armed] = session_checks("b1", {"sessions": [resumed, other]}, True, run)
+    assert (armed["state"], armed["detail"]) == ("ok", "session s-1 sent hooks")
+    before = {**resumed, "last_hook_at": 95.0}  # no hook of it since the run started
+    [_, armed] = session_checks("b1", {"sessions": [before, other]}, True, run)
+    assert (armed["state"], armed["detail"]) == ("fail", "the agent hookd started (pid 42) has sent no hook yet")
+
+
 def test_a_daemon_older_than_the_cli(tmp_path: Path) -> None:
     from hookd.doctor import machine_checks
 
