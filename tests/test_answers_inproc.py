@@ -108,6 +108,20 @@ def test_hold_window_ends_with_no_decision(inproc: InProc, worktree: Path) -> No
     assert rig.interaction(ASK_ID)["state"] == "pending"  # still open at the desk
 
 
+def test_a_question_no_hook_can_carry_an_answer_to_is_listed_for_the_desk(inproc: InProc, worktree: Path) -> None:
+    """``held`` of a pending question in ``GET /v1/questions``: True while a hook would carry a
+    remote answer (its PermissionRequest hook still to come), False once none can (that hook
+    came and was not held: holding off here, or a daemon restarted since): `hookd questions`
+    then says the desk answers it, and an answer from here is queued as a message."""
+    rig = Rig(inproc, worktree, hold=0)
+    rig.hook(AUQ_PRE)
+    assert [q.get("held") for q in rig.app.questions("pending") if q["id"] == ASK_ID] == [True]
+    rig.hook(AUQ_PERM)  # not held: the menu is open at the desk and no hook waits
+    assert [q.get("held") for q in rig.app.questions("pending") if q["id"] == ASK_ID] == [False]
+    receipt = rig.answer_json(ASK_ID, options=["Red"])
+    assert receipt["delivery"] == "inbox" and "only be answered at the desk" in receipt["warning"]
+
+
 def test_answer_before_the_permission_request_arrives(rig: Rig) -> None:
     rig.hook(AUQ_PRE)
     receipt = rig.answer_json(ASK_ID, options=["Red"])

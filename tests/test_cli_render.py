@@ -294,6 +294,13 @@ toolu_01ASK  question from b1, waiting 3m
     Red   A warm color
     Blue  A cool color
   answer: hookd answer toolu_01ASK --option Red"""),
+    (_question(held=False), """\
+toolu_01ASK  question from b1, waiting 3m
+  Which color do you prefer?
+    Red   A warm color
+    Blue  A cool color
+  answer at the desk: no hook is holding this question
+  answer (as a message): hookd answer toolu_01ASK --option Red"""),
     (_question(id="toolu_01MULTI", questions=MULTI), f"""\
 toolu_01MULTI  question from b1, waiting 3m
   1. Which color do you prefer?
@@ -371,7 +378,7 @@ pr_3f2a  permission from b1, denied on the page by ana, 5s ago
 pr_3f2a  permission from b1, denied on the page by ana, 5s ago
   Bash: {"command":"rm -f README.md","description":"Remove the readme"}
   -> deny: not now"""),
-], ids=["one-question", "two-questions-multi-select", "async-free-text", "permission", "permission-destructive",
+], ids=["one-question", "one-question-no-hook", "two-questions-multi-select", "async-free-text", "permission", "permission-destructive",
         "permission-diff", "answered-kept-for-the-inbox", "answered", "answered-in-advance", "dismissed", "empty-with-its-warning", "permission-not-held", "permission-orphaned", "permission-denied", "permission-denied-in-the-api's-words"])
 def test_an_interaction_shows_its_options_its_wait_and_the_command(interaction: dict[str, Any], shown: str) -> None:
     assert click.unstyle(_interaction(interaction, NOW)) == shown  # as a pipe shows it

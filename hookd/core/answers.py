@@ -315,6 +315,23 @@ class Answers:
             tx.interactions.insert_response(req.response_id, i.id, content, msgspec.json.encode(receipt), at)
         return "ok", receipt
 
+    async def reachable(self, items: list[Interaction]) -> dict[str, bool]:
+        """For each pending question of ``items``: whether a remote answer would reach its
+        agent through a hook now (a held hook waits for it, or its PermissionRequest hook is
+        still to come, and its harness renders such a reply); False: only the desk can answer it
+        (a remote answer is queued as an inbox message). ``{interaction id: bool}``; other kinds
+        and states are absent (a decision's ``held`` is :meth:`hookd.core.holds.Holds.holding`).
+        Raises StorageUnavailable when the store cannot be read."""
+        asked = [i for i in items if i.kind == "question" and i.state == "pending"]
+        if not asked:
+            return {}
+
+        def tx_fn(tx: Tx) -> dict[str, bool]:
+            return {i.id: self._route(tx, i) == "hook" and session_remote(tx, i) is not None for i in asked}
+
+        reach, _ = await self.store.write(tx_fn)
+        return reach
+
     def _route(self, tx: Tx, i: Interaction) -> str | None:
         """How an answer to pending ``i`` reaches the agent: ``"inbox"`` (an async ask),
         ``"hook"`` (a held hook waits, or the PermissionRequest hook is still to come), or None

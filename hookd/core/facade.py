@@ -125,6 +125,7 @@ class Hookd:
         self.apply_transcript = self.transcripts.apply_transcript
         self.transcript_followed = self.transcripts.transcript_followed
         self.answer = self.answers.answer
+        self.reachable = self.answers.reachable
         self.preanswer = self.asks.preanswer
         self.ask_async = self.asks.ask_async
         self.await_answers = self.asks.await_answers

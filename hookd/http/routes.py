@@ -202,9 +202,13 @@ class RestApi:
         # the default answers of pending ones: their builders' spawn manifests, read in a thread
         defaults = await asyncio.to_thread(self.core.defaults, found) if any(i.state == "pending" for i in found) else {}
         items = await with_tool_views(self.core.store, found)
+        reach = await self.core.reachable(found)  # a pending question: whether a hook would carry an answer
         for i in items:  # a pending permission prompt: whether a held hook would take a remote answer now
             if isinstance(i, dict) and i.get("kind") in DECISION_KINDS and i.get("state") == "pending":
                 i["held"] = self.core.holding(i["id"])
+        if reach:
+            rows = [i if isinstance(i, dict) else msgspec.to_builtins(i) for i in items]
+            items = [{**r, "held": reach[r["id"]]} if r["id"] in reach else r for r in rows]
         if defaults:  # (each shown with the default answer it gets, and when)
             rows = [i if isinstance(i, dict) else msgspec.to_builtins(i) for i in items]
             items = [{**r, "default_answer": defaults[r["id"]]} if r["id"] in defaults else r for r in rows]
