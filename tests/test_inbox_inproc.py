@@ -88,12 +88,28 @@ def test_a_message_to_a_builder_with_no_running_session_says_what_it_waits_for(b
     wait_until(lambda: _lane(b1)["state"] == "working", WAIT_S, what="the lane working")
     assert "note" not in b1.send("while it runs")
     b1.hook(payload(STOP))
+    wait_until(lambda: _lane(b1)["state"] == "idle", WAIT_S, what="the lane idle at its prompt")
+    assert b1.send("while it is idle")["note"] == (
+        "b1's agent is idle at its prompt: the message is delivered when its next turn begins (someone types"
+        " there); to have hookd wake it, spawn b1 again with --wake-wait SECONDS")
     b1.hook(payload("014-SessionEnd.json"))
     wait_until(lambda: _lane(b1)["state"] == "ended", WAIT_S, what="the lane ended")
     r = b1.send("after it ended")
     assert r["note"] == ("no session of b1's agent is running (ended): the message is delivered at the first turn"
                          " boundary of its next session (hookd continue b1 resumes the last one)")
     assert b1.send("after it ended", key=None)["note"]  # (each new message says it)
+
+
+def test_an_idle_agent_whose_spawn_wakes_it_gets_no_note(tmp_path: Path, worktree: Path) -> None:
+    from hookd.http.routes import _idle_note
+
+    home = Home.resolve(tmp_path / "home")
+    spawn(home, "bw", worktree=worktree, wake_wait_s=600)  # its idle-wake Stop hook delivers the message
+    assert _idle_note(home, "bw") is None
+    spawn(home, "bw", worktree=worktree, wake_wait_s=0)
+    assert _idle_note(home, "bw") == ("bw's agent is idle at its prompt: the message is delivered when its next turn"
+                                     " begins (someone types there); to have hookd wake it, spawn bw again with"
+                                     " --wake-wait SECONDS")
 
 
 def test_a_message_for_an_ended_session_is_not_counted_against_the_next_one(b1):

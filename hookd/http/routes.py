@@ -21,7 +21,7 @@ from hookd.http.status import core_status
 from hookd.http.views import with_tool_view, with_tool_views
 from hookd.models import DECISION_KINDS, AnswerRequest, BadRequest, Conflict, NotFound, PayloadTooLarge, os_user
 from hookd.core import Hookd
-from hookd.spawn import read_manifest, unspawned_at
+from hookd.spawn import INSTALLS, read_manifest, unspawned_at
 from hookd.untrusted import decode_json
 from hookd.watchers.lane_view import lanes_now
 
@@ -249,13 +249,16 @@ class RestApi:
     async def _no_session_note(self, builder: str) -> str | None:
         """What a message queued for ``builder`` waits for when no session of its agent runs
         (its lane ``ended`` or ``dead``, or stopped by an API error in a session that then ended):
-        a new session, which `hookd continue` starts; else None."""
+        a new session, which `hookd continue` starts; when its agent is ``idle`` at its prompt
+        with no idle-wake hook: its next turn (:func:`_idle_note`); else None."""
         if self.core.lanes is None:
             return None
         lanes = await self.core.lanes.compute([builder])
         if not lanes:
             return None
         lane, how = lanes[0], lanes[0].state
+        if how == "idle" and lane.session_id is not None and lane.failure is None:
+            return await asyncio.to_thread(_idle_note, self.core.home, builder)
         if how not in ("ended", "dead"):
             if lane.failure is None:
                 return None
@@ -416,3 +419,18 @@ class RestApi:
                 await core.bus.wait(0.5, since=version)
 
         return StreamingResponse(stream(), media_type="application/x-ndjson")
+
+
+def _idle_note(home: Any, builder: str) -> str | None:
+    """What a message waits for when ``builder``'s agent is idle at its prompt and its spawn has
+    no idle-wake hook (manifest ``wake_wait_s`` 0): its next turn, which someone at its desk
+    starts; how to have hookd wake it, where its harness can (``HookInstall.wake``). None when
+    it has that hook (the hook delivers it) or no manifest. Reads the manifest: call in a thread."""
+    m = read_manifest(home, builder)
+    if m is None or m.get("wake_wait_s"):
+        return None
+    install = INSTALLS.get(str(m.get("harness") or ""))
+    wake = (f"; to have hookd wake it, spawn {builder} again with --wake-wait SECONDS"
+            if install is not None and install.wake else "")
+    return (f"{builder}'s agent is idle at its prompt: the message is delivered when its next turn begins"
+            f" (someone types there){wake}")
