@@ -367,7 +367,16 @@ def _removable_worktree(ctx: click.Context, builder: str, m: dict[str, Any] | No
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """The daemon's state: listeners, counts, builders."""
-    s = _client(ctx).get("/v1/status")
+    from hookd.errors import DaemonNotRunning
+
+    try:
+        s = _client(ctx).get("/v1/status")
+    except DaemonNotRunning as e:  # what waits for it: the hooks its clients spooled meanwhile
+        n = ctx.obj.spooled()
+        if n:
+            raise DaemonNotRunning(f"{e.message}; {n} hook payload{'s wait' if n != 1 else ' waits'} in its"
+                                   " spool, ingested when it starts") from None
+        raise
     if as_json:
         _echo_json(s)
         return

@@ -239,6 +239,11 @@ class Home:
         return [self.spool_root] + [r for r in self.outside_spool_roots()
                                     if private_dir_problem(r.parent) is None and private_dir_problem(r) is None]
 
+    def spooled(self) -> int:
+        """How many hook payloads wait in :meth:`spool_roots` for the daemon to ingest them (a
+        directory listing per builder: call off the event loop)."""
+        return sum(1 for root in self.spool_roots() for _ in root.glob("*/*.json"))
+
     def ensure(self) -> None:
         """Create the home's directories with private modes: the home itself, run/ and bin/
         0700 (the database and spool hold prompts and tool output; the hook clients trust

@@ -130,6 +130,17 @@ def test_commands_without_a_daemon_say_how_to_start_it(home, cmd):
     assert f"hookd --home {home} serve" in r.stderr and r.stderr.count("\n") == 1
 
 
+def test_status_without_a_daemon_counts_the_hooks_waiting_in_its_spool(home):
+    spool = Home.resolve(home).spool_dir("b1")
+    spool.mkdir(parents=True)
+    for n in (1, 2):
+        (spool / f"{n}-delivery.json").write_bytes(b'{"hook_event_name": "Stop"}')
+        r = hookd_cli(home, "status")
+        assert r.returncode == 3 and r.stderr.startswith("hookd: hookd is not running for ")
+        waits = "1 hook payload waits" if n == 1 else "2 hook payloads wait"
+        assert r.stderr.endswith(f" serve; {waits} in its spool, ingested when it starts\n"), r.stderr
+
+
 def test_events_follow_streams_new_events_after_commit(daemon, home):
     p = subprocess.Popen([sys.executable, "-m", "hookd", "--home", str(home), "events", "--follow", "--json"],
                          stdout=subprocess.PIPE, text=True)

@@ -92,8 +92,7 @@ def _status_files(home: Home) -> tuple[list[dict[str, Any]], int, dict[str, floa
     manifests = list_manifests(home)
     checks = {m["builder"]: wrong for m in manifests if (wrong := check_hooks(home, m)) is not None}
     trusts = {m["builder"]: t for m in manifests if (t := trust_status(home, m)) is not None}
-    return (manifests, sum(1 for root in home.spool_roots() for d in root.glob("*/*.json")),
-            list_unspawned(home), checks, trusts)
+    return manifests, home.spooled(), list_unspawned(home), checks, trusts
 
 
 def trust_status(home: Home, manifest: dict[str, Any]) -> dict[str, Any] | None:
