@@ -45,7 +45,8 @@ def newest_version_dir(root: Path) -> Path:
     """The highest version folder (``2.1.332`` > ``2.1.99``) under ``root``; raises
     FileNotFoundError when there is none."""
     if not root.is_dir():
-        raise FileNotFoundError(f"{root} does not exist: give a version folder, or --fixtures pointing at fixtures/claude-code")
+        raise FileNotFoundError(f"{root} does not exist here: run hookd drift in a hookd checkout (its recordings are"
+                                " fixtures/HARNESS there), or give a version folder or --fixtures DIR")
     dirs = [d for d in root.iterdir() if d.is_dir() and re.fullmatch(r"\d+(\.\d+)*", d.name)]
     if not dirs:
         raise FileNotFoundError(f"no version folders under {root}")
