@@ -149,9 +149,9 @@ def _fresh(age: float | None) -> str:
     return "-" if age is None else f"{_duration(max(0.0, age))} ago"
 
 
-def hub_lanes(url: str, as_json: bool) -> None:
-    """``hookd --hub URL lanes``: every host's builders' lanes, as their last ``lane_changed``
-    says. JSON items: ``host_id``, ``builder``, ``state``, ``since``, ``detail``, ``pending``,
+def hub_lanes(url: str, as_json: bool, only: tuple[str, ...] = ()) -> None:
+    """``hookd --hub URL lanes``: every host's builders' lanes (``only``: those builders', on
+    any host; a ``HOST/BUILDER`` names one host's), as their last ``lane_changed`` says. JSON items: ``host_id``, ``builder``, ``state``, ``since``, ``detail``, ``pending``,
     ``queued`` (its inbox's messages still queued, as the host's shipped inbox events say), ``seq``, ``heartbeat_age_s``,
     ``sends_queued`` (messages queued on the hub for it, not yet taken by its host; the
     table's ``queued`` counts both)."""
@@ -162,6 +162,8 @@ def hub_lanes(url: str, as_json: bool) -> None:
     items = []
     queued = ops.queued_counts(url)
     for r in ops.lanes(url):
+        if only and r["builder"] not in only and f"{r['host_id']}/{r['builder']}" not in only:
+            continue
         d = json.loads(r["data"])
         items.append({"host_id": r["host_id"], "builder": r["builder"], "state": d.get("to"), "since": d.get("since"),
                       "detail": d.get("detail"), "pending": d.get("pending") or [], "queued": r["inbox_queued"],

@@ -49,9 +49,11 @@ def questions(ctx: click.Context, state: str, as_json: bool) -> None:
 
 @click.command()
 @click.option("--all", "show_all", is_flag=True, help="Also the builders that were unspawned.")
+@click.option("--builder", "-b", "only", multiple=True, metavar="B", shell_complete=builders,
+              help="Only builder B's lane (repeat for several).")
 @click.option("--json", "as_json", is_flag=True, help="A JSON array of lanes (unspawned ones too).")
 @click.pass_context
-def lanes(ctx: click.Context, show_all: bool, as_json: bool) -> None:
+def lanes(ctx: click.Context, show_all: bool, only: tuple[str, ...], as_json: bool) -> None:
     """Every builder's lane: working, waiting_question, waiting_permission, idle, stalled,
     failed (an API error stopped the agent), ended or dead; those waiting on a human first;
     under the table, a line for each builder whose agent (hookd run) ended before its first hook,
@@ -62,8 +64,13 @@ def lanes(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     if (hub := ctx.find_root().meta.get("hookd.hub")) is not None:
         from hookd.cli_hub import hub_lanes
 
-        return hub_lanes(hub, as_json)
-    items = _client(ctx).get("/v1/lanes")
+        return hub_lanes(hub, as_json, only)
+    from urllib.parse import urlencode
+
+    from hookd.config import check_builder_id
+
+    wanted = [check_builder_id(b) for b in only]  # (a name no builder can have: exit 2, saying so)
+    items = _client(ctx).get("/v1/lanes" + ("?" + urlencode([("builder", b) for b in wanted]) if wanted else ""))
     if as_json:
         _echo_json(items)
         return

@@ -106,6 +106,10 @@ def test_an_operator_reads_every_hosts_lanes_and_questions_from_the_hub(cluster:
         assert set(lanes) == {(ha, "b1"), (hb, "b1")}
         assert lanes[(ha, "b1")]["state"] == "waiting_question" and lanes[(ha, "b1")]["pending"] == [qid]
         assert lanes[(hb, "b1")]["state"] == "idle"
+        r = hookd_cli(cli_home, "--hub", op, "lanes", "-b", f"{hb}/b1", "--json")  # one host's builder
+        assert [(x["host_id"], x["builder"]) for x in json.loads(r.stdout)] == [(hb, "b1")]
+        r = hookd_cli(cli_home, "--hub", op, "lanes", "-b", "b9", "--json")
+        assert json.loads(r.stdout) == []
         r = hookd_cli(cli_home, "--hub", op, "lanes")
         assert r.stdout.split("\n")[0].split() == ["host", "builder", "lane", "for", "pending", "queued", "detail",
                                                    "host", "seen"]

@@ -178,3 +178,22 @@ def test_unspawn_of_a_builder_whose_agent_runs_says_its_session_keeps_the_hooks(
     b6 = Rig(home, worktree, name="b6")  # (its agent not running: no note)
     code, out, err = cli(home, "unspawn", b6.name)
     assert (code, err) == (0, ""), err
+
+
+def test_lanes_of_some_builders_only(rig: Rig, home: Path, tmp_path: Path) -> None:
+    """`hookd lanes -b B` (`GET /v1/lanes?builder=B`, repeatable): those builders' lanes only;
+    a builder hookd does not know has none; a name no builder can have is refused (exit 2)."""
+    from hookd.config import Home
+    from hookd.spawn import spawn
+
+    spawn(Home.resolve(home), "b2", worktree=tmp_path)
+    every = [lane["builder"] for lane in json.loads(cli(home, "lanes", "--json")[1])]
+    assert {"b1", "b2"} <= set(every)
+    code, out, _ = cli(home, "lanes", "-b", "b2", "--json")
+    assert code == 0 and [lane["builder"] for lane in json.loads(out)] == ["b2"]
+    code, out, _ = cli(home, "lanes", "-b", "b2", "-b", "nosuch", "-b", "b1", "--json")
+    assert code == 0 and sorted(lane["builder"] for lane in json.loads(out)) == ["b1", "b2"]
+    code, out, _ = cli(home, "lanes", "--builder", "nosuch")
+    assert (code, out) == (0, "no builders\n")
+    code, _, err = cli(home, "lanes", "-b", "not a builder!")
+    assert code == 2 and "builder" in err

@@ -48,6 +48,7 @@ class Lanes(Protocol):
     """The lane watch as the API uses it (:class:`hookd.watchers.lanes.LaneWatch`)."""
 
     async def compute(self, builders: list[str] | None = None, now: float | None = None) -> list[Any]: ...
+    async def builders(self) -> list[str]: ...
 
 
 class Notifier(Protocol):

@@ -368,7 +368,9 @@ class RestApi:
         return json_response({"builder": builder, "files": out}, 201)
 
     async def lanes(self, request: Request) -> Response:
-        lanes = await lanes_now(self.core)
+        """``GET /v1/lanes[?builder=B...]``: every builder's lane, or only those builders'."""
+        only = [check_builder_id(b) for b in request.query_params.getlist("builder")]
+        lanes = await lanes_now(self.core, only or None)
         parts = []
         for i in range(0, len(lanes), 500):  # encoded 500 lanes per turn of the event loop
             if i:

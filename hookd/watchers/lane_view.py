@@ -21,13 +21,17 @@ _LANE_RANK = {"stalled": 0, "failed": 0, "dead": 1, "waiting_question": 2, "wait
               "unspawned": 7}
 
 
-async def lanes_now(core: Hookd) -> list[Any]:
-    """Every builder's lane now (:class:`hookd.watchers.lanes.Lane` items, the module doc's
-    order and additions). Raises BadRequest when the daemon watches no lanes."""
+async def lanes_now(core: Hookd, builders: list[str] | None = None) -> list[Any]:
+    """Every builder's lane now, or only ``builders``' (:class:`hookd.watchers.lanes.Lane`
+    items, the module doc's order and additions; a builder hookd does not know has none).
+    Raises BadRequest when the daemon watches no lanes."""
     watch = core.lanes
     if watch is None:
         raise BadRequest("lanes are not being watched")
-    lanes = await watch.compute()
+    if builders is not None:
+        known = set(await watch.builders())
+        builders = [b for b in dict.fromkeys(builders) if b in known]
+    lanes = await watch.compute(builders)
     gone = await asyncio.to_thread(list_unspawned, core.home)
     if gone:  # (a lane of a builder unspawned: its agent has no hooks of hookd's any more)
         lanes = [_unspawned(lane, gone[lane.builder]) if lane.builder in gone else lane for lane in lanes]
