@@ -312,6 +312,8 @@ def test_locked_database_waits_off_the_loop_then_refuses_with_503_and_loses_noth
         home = d.home
         out = Outage(home, "lockwait")
         assert out.post() == 200
+        # a pending question: `hookd questions` reads whether a hook can carry its answer
+        assert post(home, (TUI / "007-PreToolUse.json").read_bytes(), "9-0-question")[0] == 200
         other = _lock(home)
         try:
             with concurrent.futures.ThreadPoolExecutor(1) as pool:
@@ -320,7 +322,9 @@ def test_locked_database_waits_off_the_loop_then_refuses_with_503_and_loses_noth
                 wait_until(lambda: status(home)["storage"]["waiting"] >= 1 or waiting.done(), 30,
                            what="the hook to wait for the lock")
                 assert not waiting.done()
-                assert hookd_cli(home.root, "questions", "--json").returncode == 0
+                r = hookd_cli(home.root, "questions", "--json")  # read without waiting for the lock
+                assert r.returncode == 0 and [q["held"] for q in json.loads(r.stdout)] == [True], r.stdout + r.stderr
+                assert not waiting.done()
                 other.execute("COMMIT")
                 assert waiting.result(timeout=60)[0] == 200  # it committed once the lock went
         finally:

@@ -20,7 +20,8 @@ from hookd.core.asks import Asks
 from hookd.core.bus import EventBus
 from hookd.core.elicitations import normalize_elicitation
 from hookd.core.limits import MAX_ANSWER_CHARS, check_answer_size, check_name
-from hookd.core.outcomes import MAX_HOOK_REPLY, SURFACES, hook_body, late_reason, questions_of, queue_answer, session_remote
+from hookd.core.outcomes import (MAX_HOOK_REPLY, SURFACES, hook_body, late_reason, questions_of, queue_answer,
+                                 remote_answers, session_remote)
 from hookd.core.plans import normalize_plan_answer
 from hookd.core.state import Waiters
 from hookd.harness.base import Question, decode_answers, encode_answer
@@ -321,16 +322,14 @@ class Answers:
         still to come, and its harness renders such a reply); False: only the desk can answer it
         (a remote answer is queued as an inbox message). ``{interaction id: bool}``; other kinds
         and states are absent (a decision's ``held`` is :meth:`hookd.core.holds.Holds.holding`).
-        Raises StorageUnavailable when the store cannot be read."""
+        Read on the store's reader connection: never waits for the writer. Raises
+        StorageUnavailable when the store cannot be read."""
         asked = [i for i in items if i.kind == "question" and i.state == "pending"]
         if not asked:
             return {}
-
-        def tx_fn(tx: Tx) -> dict[str, bool]:
-            return {i.id: self._route(tx, i) == "hook" and session_remote(tx, i) is not None for i in asked}
-
-        reach, _ = await self.store.write(tx_fn)
-        return reach
+        facts = await self.store.hook_facts([i.id for i in asked])
+        return {i.id: _to_hook(i, self.waiters.waiting(i.id), *facts[i.id][:2])
+                and remote_answers(facts[i.id][2]) is not None for i in asked if i.id in facts}
 
     def _route(self, tx: Tx, i: Interaction) -> str | None:
         """How an answer to pending ``i`` reaches the agent: ``"inbox"`` (an async ask),
@@ -338,10 +337,12 @@ class Answers:
         (no hook can carry it)."""
         if i.kind == "async":
             return "inbox"
-        if self.waiters.waiting(i.id) or (i.kind == "question" and not tx.interactions.permission_seen(i.id)
-                                          and i.session_id is not None and tx.sessions.session_has_hooks(i.session_id)):
-            return "hook"
-        return None
+        waiting = self.waiters.waiting(i.id)
+        if waiting or i.kind != "question":
+            return "hook" if waiting else None
+        seen = tx.interactions.permission_seen(i.id)
+        hooked = i.session_id is not None and tx.sessions.session_has_hooks(i.session_id)
+        return "hook" if _to_hook(i, waiting, seen, hooked) else None
 
     def _keep_late(self, tx: Tx, i: Interaction, req: AnswerRequest, content: bytes, answers: Any,
                    decision: str | None, message: str | None, author: str, at: float, reason: str,
@@ -361,6 +362,13 @@ class Answers:
         if req.response_id is not None:
             tx.interactions.insert_response(req.response_id, i.id, content, msgspec.json.encode(receipt), at)
         return "refused", receipt
+
+
+def _to_hook(i: Interaction, waiting: bool, permission_seen: bool, session_hooked: bool) -> bool:
+    """Whether a hook can carry an answer to pending ``i`` (not an async ask): a held hook
+    waits for it (``waiting``), or it is a question whose PermissionRequest hook is still to come
+    from a session that sends hooks."""
+    return waiting or (i.kind == "question" and not permission_seen and session_hooked)
 
 
 class _NotDefaulted(Exception):

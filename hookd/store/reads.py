@@ -197,6 +197,21 @@ class Reads:
         (t,), = await self._all("SELECT MIN(expires_at) FROM interactions WHERE state='pending' AND expires_at IS NOT NULL")
         return t
 
+    async def hook_facts(self, ids: list[str]) -> dict[str, tuple[bool, bool, str | None]]:
+        """For each interaction of ``ids``: (its PermissionRequest hook was seen, a hook came from
+        its session, its session's harness or None): what decides whether a hook can carry a
+        remote answer to it (:meth:`hookd.core.answers.Answers.reachable`). Unknown ids are absent."""
+        facts: dict[str, tuple[bool, bool, str | None]] = {}
+        for k in range(0, len(ids), 500):  # (SQLite's bound parameters, a few hundred at a time)
+            part = ids[k:k + 500]
+            rows = await self._all(
+                "SELECT i.id, i.permission_seen_at IS NOT NULL,"
+                " i.session_id IS NOT NULL AND EXISTS (SELECT 1 FROM hook_events h WHERE h.session_id=i.session_id),"
+                f" s.harness FROM interactions i LEFT JOIN sessions s ON s.id=i.session_id"
+                f" WHERE i.id IN ({','.join('?' * len(part))})", tuple(part))
+            facts.update({r[0]: (bool(r[1]), bool(r[2]), r[3]) for r in rows})
+        return facts
+
     async def interactions(self, state: str = "all", limit: int = 1000) -> list[Interaction]:
         """The newest ``limit`` interactions in ``state`` (``pending`` | ``resolved`` | ``all``),
         listed oldest first."""
