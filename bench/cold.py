@@ -35,7 +35,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,22 +70,28 @@ def _median_us(per: list[float]) -> float:
     return round(statistics.median(per[WARM_UP:]) * 1e6, 1)
 
 
+async def _paced(step: Callable[[int, bytes], Awaitable[Any]], raws: list[bytes], gap_s: float) -> float:
+    """``step(i, raw)`` for each payload, ``gap_s`` of sleep before each: its median CPU (us)."""
+    per = []
+    for i, raw in enumerate(raws):
+        if gap_s:
+            await asyncio.sleep(gap_s)
+        t0 = time.thread_time()
+        await step(i, raw)
+        per.append(time.thread_time() - t0)
+    return _median_us(per)
+
+
 async def run_ingest(folder: Path, raws: list[bytes], gap_s: float) -> float:
     home = Home.resolve(folder / "home")
     home.db.parent.mkdir(parents=True, exist_ok=True)
     store = await Store(home.db).open()
     core = Hookd(home, store)
-    per = []
     try:
-        for i, raw in enumerate(raws):
-            if gap_s:
-                await asyncio.sleep(gap_s)
-            t0 = time.thread_time()
-            await core.ingest_hook("claude-code", "b1", raw, delivery_id=f"d{i}", agent_pid=os.getpid())
-            per.append(time.thread_time() - t0)
+        return await _paced(lambda i, raw: core.ingest_hook("claude-code", "b1", raw, delivery_id=f"d{i}",
+                                                            agent_pid=os.getpid()), raws, gap_s)
     finally:
         await store.close()
-    return _median_us(per)
 
 
 def _rows(tx: Tx, i: int, raw: bytes) -> None:
@@ -98,17 +104,10 @@ def _rows(tx: Tx, i: int, raw: bytes) -> None:
 
 async def run_store(folder: Path, raws: list[bytes], gap_s: float) -> float:
     store = await Store(folder / "store.db").open()
-    per = []
     try:
-        for i, raw in enumerate(raws):
-            if gap_s:
-                await asyncio.sleep(gap_s)
-            t0 = time.thread_time()
-            await store.write(_rows, i, raw)
-            per.append(time.thread_time() - t0)
+        return await _paced(lambda i, raw: store.write(_rows, i, raw), raws, gap_s)
     finally:
         await store.close()
-    return _median_us(per)
 
 
 def run_sqlite(folder: Path, raws: list[bytes], gap_s: float) -> dict[str, float]:
