@@ -30,6 +30,13 @@ def _view(ctx: click.Context, builder: str) -> dict[str, Any]:
     return view(_client(ctx), builder)
 
 
+def _never_started(builder: str, view: dict[str, Any]) -> str:
+    """Why `stop` / `attach` find no run of ``builder`` (its ``GET /v1/builders/B/run``)."""
+    if view.get("known") is False:
+        return f"no builder {builder!r}: hookd ls lists them"
+    return f"{builder} was not started by hookd (hookd run {builder} starts it)"
+
+
 def _prompt_text(prompt: str | None) -> str | None:
     """``--prompt``: the text, or ``-`` for standard input (read whole)."""
     if prompt == "-":
@@ -129,7 +136,7 @@ def stop(ctx: click.Context, builder: str, timeout: float, as_json: bool) -> Non
     view = _view(ctx, builder)
     r = view.get("run")
     if r is None:
-        raise NotFound(f"{builder} was not started by hookd (hookd run {builder} starts it)")
+        raise NotFound(_never_started(builder, view))
     if not r.get("alive"):
         raise NotFound(_not_running(builder, r))
     r = _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/stop", {"timeout_s": timeout},
@@ -154,9 +161,10 @@ def attach(ctx: click.Context, builder: str) -> None:
     from hookd import runner
     from hookd.errors import ConfigError, NotFound
 
-    r = _view(ctx, builder).get("run")
+    view = _view(ctx, builder)
+    r = view.get("run")
     if r is None:
-        raise NotFound(f"{builder} was not started by hookd (hookd run {builder} starts it)")
+        raise NotFound(_never_started(builder, view))
     if r["mode"] == "headless":
         raise ConfigError(f"{builder} runs headless: no terminal to attach to; its output: {r['log_path']}")
     kept = not r.get("alive") and runner.pane_dead(r["tmux_socket"], r["tmux_session"])

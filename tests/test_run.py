@@ -102,6 +102,8 @@ def test_stop_attach_continue_and_ls_of_a_builder_hookd_never_started(home: Path
     for cmd in ("stop", "attach"):
         r = hookd_cli(home, cmd, "b9")
         assert (r.returncode, r.stderr) == (1, "hookd: b9 was not started by hookd (hookd run b9 starts it)\n")
+        r = hookd_cli(home, cmd, "nosuch")
+        assert (r.returncode, r.stderr) == (1, "hookd: no builder 'nosuch': hookd ls lists them\n")
     r = hookd_cli(home, "continue", "b9")
     assert (r.returncode, r.stderr) == (1, "hookd: b9 has no session to continue: start it with hookd run b9\n")
     r = hookd_cli(home, "ls")

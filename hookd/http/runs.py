@@ -25,7 +25,7 @@ from hookd.config import check_builder_id
 from hookd.core import Hookd
 from hookd.http.responses import json_response
 from hookd.http.routes import decode_body, read_api_body
-from hookd.models import BadRequest, os_user
+from hookd.models import BadRequest, NotFound, os_user
 
 
 class StartedRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -61,7 +61,15 @@ def routes(core: Hookd) -> list[Route]:
         return json_response(await core.runs.all())
 
     async def view(request: Request) -> Response:
-        return json_response(await core.runs.view(check_builder_id(request.path_params["builder"])))
+        builder = check_builder_id(request.path_params["builder"])
+        out = await core.runs.view(builder)
+        if out["run"] is None:  # (`hookd stop`, `attach`: a builder hookd never heard of is named so)
+            try:
+                await core.known_builder(builder)
+                out["known"] = True
+            except NotFound:
+                out["known"] = False
+        return json_response(out)
 
     async def started(request: Request) -> Response:
         builder = check_builder_id(request.path_params["builder"])
