@@ -89,9 +89,11 @@ def test_a_message_to_a_builder_with_no_running_session_says_what_it_waits_for(b
     assert "note" not in b1.send("while it runs")
     b1.hook(payload(STOP))
     wait_until(lambda: _lane(b1)["state"] == "idle", WAIT_S, what="the lane idle at its prompt")
-    assert b1.send("while it is idle")["note"] == (
-        "b1's agent is idle at its prompt: the message is delivered when its next turn begins (someone types"
-        " there); to have hookd wake it, spawn b1 again with --wake-wait SECONDS")
+    note = b1.send("while it is idle")["note"]
+    head, _, how = note.partition("; to have hookd wake it: hookd --home ")
+    assert head == "b1's agent is idle at its prompt: the message is delivered when its next turn begins (someone types there)"
+    assert f" spawn b1 --worktree {b1.worktree} " in how and " --wake-wait 1800" in how
+    assert how.endswith(", then restart its agent: hookd stop b1 && hookd continue b1"), note
     b1.hook(payload("014-SessionEnd.json"))
     wait_until(lambda: _lane(b1)["state"] == "ended", WAIT_S, what="the lane ended")
     r = b1.send("after it ended")
@@ -100,16 +102,28 @@ def test_a_message_to_a_builder_with_no_running_session_says_what_it_waits_for(b
     assert b1.send("after it ended", key=None)["note"]  # (each new message says it)
 
 
-def test_an_idle_agent_whose_spawn_wakes_it_gets_no_note(tmp_path: Path, worktree: Path) -> None:
-    from hookd.http.routes import _idle_note
-
-    home = Home.resolve(tmp_path / "home")
-    spawn(home, "bw", worktree=worktree, wake_wait_s=600)  # its idle-wake Stop hook delivers the message
-    assert _idle_note(home, "bw") is None
-    spawn(home, "bw", worktree=worktree, wake_wait_s=0)
-    assert _idle_note(home, "bw") == ("bw's agent is idle at its prompt: the message is delivered when its next turn"
-                                     " begins (someone types there); to have hookd wake it, spawn bw again with"
-                                     " --wake-wait SECONDS")
+def test_an_idle_agent_whose_wake_hook_waits_gets_no_note(inproc: InProc, worktree: Path) -> None:
+    """Spawned with idle wake: while its wake hook waits, a message wakes the agent and `send`
+    says nothing more; while none waits (the agent started before that spawn, or its wait is
+    over), `send` says so, and how to restart the agent with it."""
+    spawn(Home.resolve(inproc.home.root), "b1", worktree=worktree, wake_wait_s=60)
+    for name in ("001-SessionStart.json", PROMPT, STOP):
+        assert inproc.hook(payload(name)).status_code == 200
+    wait_until(lambda: [x["state"] for x in inproc.get("/v1/lanes")] == ["idle"], WAIT_S, what="the lane idle")
+    before = inproc.request("POST", "/v1/builders/b1/messages", json={"text": "no wake hook waits yet"}).json()
+    assert before["note"] == ("b1's agent is idle at its prompt: the message is delivered when its next turn begins"
+                              " (someone types there); its idle-wake hook is not waiting (it waits 60 s after each"
+                              " turn, and an agent started before it was spawned has none until restarted: hookd"
+                              " stop b1 && hookd continue b1)")
+    mid = before["message"]["id"]  # (taken back: the wake hook below would take it at once)
+    assert inproc.request("POST", f"/v1/messages/{mid}/cancel", json={}).json()["cancelled"] is True
+    wake = inproc.submit_hook(payload(STOP), route="/wake", deadline_ms=60_000)
+    wait_until(lambda: inproc.core.waking("b1"), WAIT_S, what="the wake hook waiting")
+    r = inproc.request("POST", "/v1/builders/b1/messages", json={"text": "wake up, please"}).json()
+    assert r["created"] and "note" not in r
+    woke = wake.result(WAIT_S)
+    assert "wake up, please" in woke.text
+    wait_until(lambda: not inproc.core.waking("b1"), WAIT_S, what="the wake hook gone")
 
 
 def test_a_message_for_an_ended_session_is_not_counted_against_the_next_one(b1):

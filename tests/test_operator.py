@@ -109,9 +109,10 @@ def _cancelled(home: Path) -> dict[str, Any]:
 def test_a_delivered_message_cannot_be_taken_back(rig: Rig, home: Path) -> None:
     code, out, err = cli(home, "send", "b1", "also update the changelog", "--actor", "ana")
     # (its agent is idle at its prompt after the Stop above, spawned with no idle-wake hook)
-    assert (code, out, err) == (0, "queued m-2 for b1\n  b1's agent is idle at its prompt: the message is delivered"
-                                   " when its next turn begins (someone types there); to have hookd wake it, spawn b1"
-                                   " again with --wake-wait SECONDS\n", "")
+    assert (code, err) == (0, "") and out.startswith(
+        "queued m-2 for b1\n  b1's agent is idle at its prompt: the message is delivered when its next turn begins"
+        " (someone types there); to have hookd wake it: hookd --home ")
+    assert out.endswith(" --wake-wait 1800, then restart its agent: hookd stop b1 && hookd continue b1\n"), out
     assert "also update the changelog" in rig.hook(tui("002-UserPromptSubmit.json"))
     code, out, err = cli(home, "inbox", "cancel", "m-2")
     assert (code, out) == (2, "")

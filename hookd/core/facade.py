@@ -123,6 +123,7 @@ class Hookd:
         self.builder_unspawned = self.inbox.builder_unspawned
         self.check_hooks = self.health.recheck
         self.wake = self.inbox.wake
+        self.waking = self.inbox.waking
         self.apply_transcript = self.transcripts.apply_transcript
         self.transcript_followed = self.transcripts.transcript_followed
         self.answer = self.answers.answer

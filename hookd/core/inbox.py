@@ -62,6 +62,12 @@ class Inbox:
         self.tasks = tasks
         self.started_mono = started_mono
         self._registered: dict[str, float] = {}  # ack-requiring session -> when it last registered
+        self._waking: dict[str, int] = {}  # builder -> its idle-wake hooks waiting now (:meth:`wake`)
+
+    def waking(self, builder: str) -> bool:
+        """Whether an idle-wake hook of ``builder``'s agent waits now (:meth:`wake`): a message
+        sent to it while idle wakes it."""
+        return self._waking.get(builder, 0) > 0
 
     def registered(self, sid: str) -> None:
         """Session ``sid`` of an ack-requiring harness (claw-http) registered (again) now: what
@@ -299,7 +305,17 @@ class Inbox:
         p = adapter.parse(raw, builder=builder, cwd=None)
         if adapter.hook_kinds.get(p.hook_event_name) != "turn_end" or not p.session_id:
             raise BadRequest("wake takes the main agent's Stop payload")
-        sid, fp = p.session_id, fingerprint(raw)
+        self._waking[builder] = self._waking.get(builder, 0) + 1
+        try:
+            return await self._wake(builder, p.session_id, fingerprint(raw), max_wait_s)
+        finally:
+            if self._waking[builder] > 1:
+                self._waking[builder] -= 1
+            else:
+                del self._waking[builder]
+
+    async def _wake(self, builder: str, sid: str, fp: bytes, max_wait_s: float) -> bytes:
+        """:meth:`wake`'s wait, for session ``sid`` whose Stop payload's fingerprint is ``fp``."""
         loop = asyncio.get_running_loop()
         start = loop.time()
         deadline = start + min(max_wait_s, WAKE_MAX_S)

@@ -258,6 +258,8 @@ class RestApi:
             return None
         lane, how = lanes[0], lanes[0].state
         if how == "idle" and lane.session_id is not None and lane.failure is None:
+            if self.core.waking(builder):
+                return None  # its idle-wake hook waits: the message wakes it
             return await asyncio.to_thread(_idle_note, self.core.home, builder)
         if how not in ("ended", "dead"):
             if lane.failure is None:
@@ -423,16 +425,31 @@ class RestApi:
         return StreamingResponse(stream(), media_type="application/x-ndjson")
 
 
+#: the ``--wake-wait`` seconds `hookd send`'s note suggests (:func:`_idle_note`)
+WAKE_WAIT_HINT_S = 1800
+
+
 def _idle_note(home: Any, builder: str) -> str | None:
-    """What a message waits for when ``builder``'s agent is idle at its prompt and its spawn has
-    no idle-wake hook (manifest ``wake_wait_s`` 0): its next turn, which someone at its desk
-    starts; how to have hookd wake it, where its harness can (``HookInstall.wake``). None when
-    it has that hook (the hook delivers it) or no manifest. Reads the manifest: call in a thread."""
+    """What a message waits for when ``builder``'s agent is idle at its prompt and no idle-wake
+    hook of it waits (:meth:`hookd.core.inbox.Inbox.waking`): its next turn, which someone at
+    its desk starts; and how to have hookd wake it, where its harness can
+    (``HookInstall.wake``): the spawn command with ``--wake-wait`` and the restart that gives
+    the running agent that hook, or, spawned with one, why it does not wait. None with no
+    manifest. Reads the manifest: call in a thread."""
+    from hookd.spawn.check import fix_command
+
     m = read_manifest(home, builder)
-    if m is None or m.get("wake_wait_s"):
+    if m is None:
         return None
+    restart = f"hookd stop {builder} && hookd continue {builder}"
     install = INSTALLS.get(str(m.get("harness") or ""))
-    wake = (f"; to have hookd wake it, spawn {builder} again with --wake-wait SECONDS"
-            if install is not None and install.wake else "")
+    if install is None or not install.wake:
+        how = ""
+    elif m.get("wake_wait_s"):
+        how = (f"; its idle-wake hook is not waiting (it waits {m['wake_wait_s']} s after each turn, and an agent"
+               f" started before it was spawned has none until restarted: {restart})")
+    else:
+        how = (f"; to have hookd wake it: {fix_command(home, {**m, 'wake_wait_s': WAKE_WAIT_HINT_S})},"
+               f" then restart its agent: {restart}")
     return (f"{builder}'s agent is idle at its prompt: the message is delivered when its next turn begins"
-            f" (someone types there){wake}")
+            f" (someone types there){how}")
