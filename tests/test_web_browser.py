@@ -206,6 +206,34 @@ def test_permission_denied_with_a_message_in_the_browser(page: Page, builder: Bu
     shot(page, "history-denied")
 
 
+def test_an_answer_refused_because_another_came_first_stays_in_sight(page: Page, builder: Builder,
+                                                                       daemon: DaemonProcess, home: Path) -> None:
+    """Allow pressed on the page while the CLI's deny is on its way: the page's answer is
+    refused (409) and the card moves to History; the refusal is a warning toast, not a note on a
+    card that is gone."""
+    assert builder.hook(payload("001-SessionStart.json")) == ""
+    held = builder.start_hook(bash_permission("rm -rf build"))
+    pid = wait_until(lambda: [q["id"] for q in questions(home, "pending") if q["kind"] == "permission"], 60,
+                     what="a pending permission prompt")[0]
+    builder.held(pid)
+    card = page.locator(f'#pending-list article.permission[data-id="{pid}"]')
+    expect(card).to_have_count(1)
+
+    def deny_first(route: Any) -> None:  # the CLI's answer lands between the click and the page's
+        r = hookd_cli(home, "answer", pid, "--option", "deny", "--text", "no, from the CLI")
+        assert r.returncode == 0, r.stderr
+        route.continue_()
+
+    page.route(f"**/v1/interactions/{pid}/answer", deny_first)
+    card.locator("button.allow").click()
+    toast = page.locator("#toast")
+    expect(toast).to_have_class(re.compile(r"\bwarn\b"))
+    expect(toast).to_contain_text("Not sent: ")
+    expect(page.locator(f'#history-list article[data-id="{pid}"] .badge')).to_have_text("denied")
+    assert finish(held)["hookSpecificOutput"]["decision"] == {"behavior": "deny", "message": "no, from the CLI"}
+    shot(page, "answer-refused")
+
+
 ELICIT = REPO / "fixtures" / "claude-code" / "2.1.332" / "print-mcp-elicitation-cancelled" / "hooks"
 
 

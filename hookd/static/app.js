@@ -358,7 +358,12 @@ async function submit(card, body) {
   } catch (e) {
     note.textContent = e.message;
     note.className = "note error";
-    if (e.status === 409 || e.status === 404) refreshInteraction(i.id);
+    if (e.status === 409 || e.status === 404) {
+      // answered or closed elsewhere meanwhile: the card moves to History with its note, so
+      // the refusal stays in sight as a toast
+      toast([`Not sent: ${e.message} — `, h("a", {href: "#history"}, "see History")], true);
+      refreshInteraction(i.id);
+    }
   } finally {
     card.busy = false;
     if (card.isConnected && !card.classList.contains("resolved")) buttons.forEach((b) => { b.disabled = false; });
