@@ -657,6 +657,26 @@ def test_while_the_daemon_is_down_the_page_says_so(page: Page, daemon: DaemonPro
     expect(empty).to_have_text("Nothing is waiting on you.")
 
 
+def test_a_message_the_page_could_not_send_while_hookd_was_down_is_not_said_once_live(
+        page: Page, builder: Builder, daemon: DaemonProcess) -> None:
+    builder.hook(payload("001-SessionStart.json"))
+    page.locator('#tabs button[data-view="lanes"]').click()
+    lane = page.locator('#lanes tr.lane[data-builder="b1"]')
+    expect(lane).to_be_visible()
+    lane.locator("button.message-btn").click()
+    compose = page.locator('#lanes tr.compose[data-builder="b1"]')
+    daemon.stop()
+    expect(page.locator("#offline")).to_be_visible()
+    compose.locator("textarea").fill("are you there?")
+    compose.locator("button.send").click()
+    note = compose.locator(".note")
+    expect(note).to_have_text("hookd is not reachable (is `hookd serve` running?)")
+    daemon.start()
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    expect(note).to_have_text("")
+    expect(compose.locator("textarea")).to_have_value("are you there?")  # what was typed stays, to send again
+
+
 def no_horizontal_overflow(page: Page) -> None:
     width = page.evaluate("document.documentElement.clientWidth")
     assert page.evaluate("document.documentElement.scrollWidth") <= width

@@ -700,7 +700,8 @@ function composeRow(builder, draft) {
       setNote(`${r.message.id} ${r.message.state}`, "note");
       upsertMessage(r.message);
     } catch (e) {
-      setNote(e.message, "note error");
+      // (not reachable: said until the page is live again, setConn)
+      setNote(e.message, e.status === 0 ? "note error unreachable" : "note error");
     } finally {
       send.disabled = false;
       const b = live("button.send");
@@ -838,6 +839,10 @@ function setConn(state, text) {
   const live = state === "live";
   if (S.live && !live) S.knownAt = Date.now();  // the views were current until now
   S.live = live;
+  if (live) {  // a message the page could not send for want of hookd: nothing to say any more
+    for (const [b, n] of composeNotes) if (n.cls.includes("unreachable")) composeNotes.delete(b);
+    for (const n of document.querySelectorAll("#lanes tr.compose .note.unreachable")) { n.textContent = ""; n.className = "note"; }
+  }
   const off = $("offline");
   off.hidden = live || state === "connecting" || state === "signed-out";
   if (!off.hidden) {
