@@ -247,12 +247,10 @@ def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file
         _out(f"default answer after {d['after_s']}s unanswered: a question gets {label}; "
              "a permission prompt or a plan is denied, an elicitation declined")
     _spawn_trust(ctx, m)
-    from hookd.spawn.check import unignored_files
+    from hookd.spawn.check import unignored_note
 
-    shown, exclude = unignored_files(m)
-    if shown and exclude:
-        _out(f"hookd: note: git would commit {' and '.join(p.lstrip('/') for p in shown)} (hookd's, for this machine):"
-             f" keep them out with printf '%s\\n' {' '.join(shown)} >> {shlex.quote(exclude)}", err=True)
+    if note := unignored_note(m):
+        _out(f"hookd: note: {note}", err=True)
 
 
 def _spawn_trust(ctx: click.Context, m: dict) -> None:

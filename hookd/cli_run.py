@@ -97,6 +97,12 @@ def run(ctx: click.Context, builder: str, agent_args: tuple[str, ...], worktree:
         _out(f"git worktree {git_rec['path']} on branch {git_rec['branch']}"
              f"{' (new)' if git_rec['created_branch'] else ''}")
     _started_lines(builder, r, "started")
+    from hookd.spawn import read_manifest
+    from hookd.spawn.check import unignored_note
+
+    m = read_manifest(ctx.obj, builder)  # (the hooks this run armed: as `hookd spawn` says it)
+    if m is not None and (note := unignored_note(m)):
+        _out(f"hookd: note: {note}", err=True)
 
 
 @click.command("continue")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -697,3 +698,22 @@ def test_hookd_stop_of_an_agent_with_a_question_is_not_taken_for_its_death(tmp_p
             p.kill()
             p.wait()
         app.stop()
+
+
+@pytest.mark.daemon
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_run_into_a_git_checkout_says_how_to_keep_hookds_files_out_of_commits(
+        home: Path, daemon: Any, tmp_path: Path, fake_claude: Path) -> None:
+    """`hookd run` arms the hooks as `hookd spawn` does, and says what spawn says of them: git
+    would commit its two files (tests/test_spawn.py has the note's every word)."""
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", os.fspath(repo)], check=True)
+    sock = Home.resolve(home).socket_path.with_suffix(".tmux")
+    try:
+        r = hookd_cli(home, "run", "b6", "--worktree", os.fspath(repo), "--headless", "--prompt", "go")
+        assert r.returncode == 0, r.stderr
+        [note] = [ln for ln in r.stderr.splitlines() if "git would commit" in ln]
+        assert note.startswith("hookd: note: git would commit .claude/settings.local.json and .mcp.json ")
+        assert hookd_cli(home, "stop", "b6").returncode == 0
+    finally:
+        subprocess.run(["tmux", "-S", os.fspath(sock), "kill-server"], check=False, capture_output=True)

@@ -190,6 +190,17 @@ def untrusted_advice(home: Home, manifest: dict[str, Any]) -> str | None:
 
 
 
+def unignored_note(manifest: dict[str, Any]) -> str | None:
+    """The note `hookd spawn` and `hookd run` print when git would commit the files spawn wrote
+    into the builder's worktree (:func:`unignored_files`): which, and the line that keeps them
+    out; None when there is nothing to say."""
+    shown, exclude = unignored_files(manifest)
+    if not (shown and exclude):
+        return None
+    return (f"git would commit {' and '.join(p.lstrip('/') for p in shown)} (hookd's, for this machine):"
+            f" keep them out with printf '%s\\n' {' '.join(shown)} >> {shlex.quote(exclude)}")
+
+
 def unignored_files(manifest: dict[str, Any]) -> tuple[list[str], str | None]:
     """The files spawn wrote into the builder's worktree (its hook file, its ``.mcp.json``)
     that git would offer to commit there (``git check-ignore`` says they are not ignored), as
