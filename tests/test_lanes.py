@@ -144,6 +144,9 @@ def test_idle_with_queued_messages_stalls(agent: Agent) -> None:
     assert agent.app.request("POST", "/v1/builders/b1/messages", json={"text": "are you there?"}).status_code == 201
     lane = agent.wait_lane("stalled")
     assert "1 queued message" in lane["detail"] and lane["queued"] == 1
+    # another message to it says why it waits, as to an idle one (no idle-wake hook waits)
+    r = agent.app.request("POST", "/v1/builders/b1/messages", json={"text": "hello?"}).json()
+    assert r["note"].startswith("b1's agent is idle at its prompt: the message is delivered when its next turn begins")
 
 
 def test_agent_killed_with_a_pending_question_is_dead(agent: Agent) -> None:

@@ -257,7 +257,10 @@ class RestApi:
         if not lanes:
             return None
         lane, how = lanes[0], lanes[0].state
-        if how == "idle" and lane.session_id is not None and lane.failure is None:
+        # idle at its prompt, or stalled so with messages it cannot receive (no question pending,
+        # no API error)
+        if (how in ("idle", "stalled") and lane.session_id is not None and lane.failure is None
+                and not lane.pending):
             if self.core.waking(builder):
                 return None  # its idle-wake hook waits: the message wakes it
             return await asyncio.to_thread(_idle_note, self.core.home, builder)
