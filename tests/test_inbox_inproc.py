@@ -237,6 +237,19 @@ def test_stop_delivers_and_respects_the_cap(b1):
     assert "stop message 3" in b1.context(payload(PROMPT))
 
 
+def test_a_resumed_session_counts_its_stop_deliveries_from_zero(b1):
+    """`hookd continue` resumes the session id whose Stop deliveries reached the cap: the new
+    agent process's SessionStart starts the count over, so its first Stop delivers again."""
+    for i in range(3):
+        b1.send(f"stop message {i}")
+        assert f"stop message {i}" in (b1.context(payload(STOP, stop_hook_active=i > 0)) or "")
+    b1.send("after the resume")
+    assert b1.context(payload(STOP, stop_hook_active=True)) is None  # (the cap)
+    b1.hook(payload("001-SessionStart.json", source="resume"))  # a new process (its context carries m-4)
+    b1.send("at the resumed session's first Stop")
+    assert "at the resumed session's first Stop" in (b1.context(payload(STOP)) or "")
+
+
 def test_a_later_stop_adopts_what_was_delivered(b1):
     b1.send("noted?")
     b1.context(payload(BASH_POST))

@@ -171,10 +171,12 @@ class Inbox:
         if kind is None:
             return b""
         messages = tx.inbox.deliverable(builder, sid, agent, redeliver_before=self.redeliver_before(adapter, sid, tx.mono))
-        if hook_kind == "prompt":
-            tx.inbox.set_stop_deliveries(sid, 0)  # a new human turn
-            if messages:
-                messages = self._drop_typed(tx, builder, p, messages, at)
+        if hook_kind in ("prompt", "session_start"):
+            # a new human turn, or the session (re)started by a new agent process (`hookd
+            # continue` resumes the same session id): the Stop cap counts again from 0
+            tx.inbox.set_stop_deliveries(sid, 0)
+        if hook_kind == "prompt" and messages:
+            messages = self._drop_typed(tx, builder, p, messages, at)
         if not messages:
             if kind == "final":
                 tx.inbox.set_stop_deliveries(sid, 0)
