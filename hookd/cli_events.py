@@ -160,6 +160,8 @@ EVENT_SUMMARY: dict[str, Callable[[dict[str, Any], str], Any]] = {
     "answer_adopted": lambda d, s: _adopted(d),
     "answer_superseded": lambda d, s: f"{d.get('id')} {d.get('outcome')} at the desk: {d.get('reason')}{_kept(d)}",
     "answer_refused": lambda d, s: f"{d.get('id')}: {d.get('reason')}{_kept(d)}",
+    "hold_ended": lambda d, s: f"{d.get('id')}: no hook holds it any more ({d.get('reason')}): answer it at the desk",
+    "hold_resumed": lambda d, s: f"{d.get('id')}: its held hook is back after a restart (answerable from here again)",
     "answer_preregistered": lambda d, s: f"{d.get('id')}: {_clip(d.get('question'), 60)} -> {_clip(d.get('answer'), 60)}",
     "hook_invalid": lambda d, s: f"{d.get('harness')}: {_clip(d.get('error'), 100)} ({d.get('bytes')} bytes)",
     "notification_sent": lambda d, s: _notification(d),

@@ -323,6 +323,21 @@ def test_daemon_stop_lets_held_hooks_go(home: Path, worktree: Path) -> None:
         head, _, rest = raw.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 200 ") and rest == b"", raw
         assert b"\r\nx-hookd-hold: %s\r\n" % ASK_ID.lower().encode() in head.lower() + b"\r\n", raw
+        # the client posts it again to the next daemon, with that header: held again, and said so
+        d.start()
+        again = socket.socket(socket.AF_UNIX)
+        again.connect(str(Home.resolve(home).socket_path))
+        again.sendall(b"POST /v1/hooks/claude-code/b1/hold HTTP/1.1\r\nHost: hookd\r\nX-Hookd-Delivery: held-1\r\n"
+                      b"X-Hookd-Hold: %s\r\nX-Hookd-Deadline-Ms: 30000\r\nContent-Length: %d\r\n"
+                      b"Connection: close\r\n\r\n%s" % (ASK_ID.encode(), len(body), body))
+        try:
+            rig.held(ASK_ID)
+            resumed = wait_until(lambda: [e["data"] for e in events(home) if e["kind"] == "hold_resumed"], 60,
+                                 what="hold_resumed")
+            assert resumed == [{"id": ASK_ID, "kind": "question"}]
+            assert [q["held"] for q in questions(home) if q["id"] == ASK_ID] == [True]
+        finally:
+            again.close()
     finally:
         s.close()
         d.kill()

@@ -105,7 +105,10 @@ def test_hold_window_ends_with_no_decision(inproc: InProc, worktree: Path) -> No
     held = rig.start_hook(AUQ_PERM)
     status, out = finish(held, timeout=10)
     assert (status, out) == (200, b"") and 3.0 <= time.monotonic() - t0 < 5.0
-    assert rig.interaction(ASK_ID)["state"] == "pending"  # still open at the desk
+    i = rig.interaction(ASK_ID)
+    assert (i["state"], i["held"]) == ("pending", False)  # still open at the desk, and only there answered
+    assert [e["data"] for e in rig.events() if e["kind"] == "hold_ended"] == [
+        {"id": ASK_ID, "kind": "question", "reason": "deadline"}]
 
 
 def test_a_question_no_hook_can_carry_an_answer_to_is_listed_for_the_desk(inproc: InProc, worktree: Path) -> None:

@@ -234,6 +234,30 @@ def test_an_answer_refused_because_another_came_first_stays_in_sight(page: Page,
     shot(page, "answer-refused")
 
 
+def test_a_prompt_no_hook_holds_any_more_says_the_desk_answers_it(page: Page, daemon: DaemonProcess, home: Path,
+                                                                    worktree: Path) -> None:
+    """Spawned with --hold 5: the daemon lets the held PermissionRequest hook go 1.5 s before its
+    5 s deadline, unanswered (event hold_ended). The card, live, says only the desk answers it
+    now, and its Allow and Deny are off; what the human typed stays."""
+    b = Builder(home, worktree, hold=5)
+    assert b.hook(payload("001-SessionStart.json")) == ""
+    held = b.start_hook(bash_permission("ls -la"))
+    pid = wait_until(lambda: [q["id"] for q in questions(home, "pending") if q["kind"] == "permission"], 60,
+                     what="a pending permission prompt")[0]
+    card = page.locator(f'#pending-list article.permission[data-id="{pid}"]')
+    expect(card.locator("button.allow")).to_be_enabled()
+    card.locator("textarea.deny-message").fill("use ls -l")
+    assert held.wait(30) == 0  # let go: the prompt stays open at the desk
+    expect(card).to_have_class(re.compile(r"\bdesk-only\b"))
+    expect(card.locator(".held-note")).to_have_text("No hook is holding this prompt any more: answer it at the desk.")
+    expect(card.locator("button.allow")).to_be_disabled()
+    expect(card.locator("button.deny")).to_be_disabled()
+    expect(card.locator("textarea.deny-message")).to_have_value("use ls -l")
+    expect(card.locator("button.dismiss")).to_be_enabled()  # (a stale one is still dismissed from here)
+    assert [e["data"]["id"] for e in events(home) if e["kind"] == "hold_ended"] == [pid]
+    shot(page, "pending-desk-only")
+
+
 ELICIT = REPO / "fixtures" / "claude-code" / "2.1.332" / "print-mcp-elicitation-cancelled" / "hooks"
 
 

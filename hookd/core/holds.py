@@ -52,7 +52,9 @@ class Holds:
         if not (i.state == "pending" or (i.state == "answered" and i.received_at is not None and i.delivered_at is None)):
             return None
         log.info("held PermissionRequest hook for %s is back after a restart", iid)
-        return iid, self.waiters.register(iid)
+        waiter = self.waiters.register(iid)
+        await write_publish(self.store, self.bus, self._hold_tx, iid, "hold_resumed", None, time.time())
+        return iid, waiter
 
     async def hold(self, iid: str, fut: asyncio.Future[bytes], timeout_s: float,
                    disconnected: Awaitable[Any]) -> bytes:
@@ -87,6 +89,10 @@ class Holds:
                 if fut not in done:
                     if disc in done:
                         await write_publish(self.store, self.bus, self._hook_gone_tx, iid, time.time())
+                    else:  # its hold is over: the prompt stays open at the desk, only there answered
+                        self.waiters.discard(iid, fut)
+                        await write_publish(self.store, self.bus, self._hold_tx, iid, "hold_ended", "deadline",
+                                            time.time())
                     return b""
                 body = fut.result()
                 if not body:
@@ -162,6 +168,19 @@ class Holds:
             await write_publish(self.store, self.bus, self._hook_delivered_tx, iid, time.time())
         elif read is False:
             await write_publish(self.store, self.bus, self._hook_gone_tx, iid, time.time())
+
+    def _hold_tx(self, tx: Tx, iid: str, kind: str, reason: str | None, at: float) -> None:
+        """``hold_resumed`` (a held hook back after a restart) or ``hold_ended`` (its hold is
+        over, ``reason`` ``deadline``: the client's deadline less the margin) for a pending
+        interaction: whether a remote answer reaches the agent changed (``held`` in
+        ``GET /v1/questions``), with no other event to say so."""
+        i = tx.interactions.interaction(iid)
+        if i is None or i.state != "pending":
+            return
+        data: dict[str, Any] = {"id": iid, "kind": i.kind}
+        if reason is not None:
+            data["reason"] = reason
+        tx.append_event(kind, i.builder, i.session_id, at, data)
 
     def _hook_delivered_tx(self, tx: Tx, iid: str, at: float) -> None:
         i = tx.interactions.interaction(iid)

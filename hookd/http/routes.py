@@ -220,8 +220,13 @@ class RestApi:
             raise NotFound(f"no interaction {request.path_params['id']!r}")
         d = (await asyncio.to_thread(self.core.defaults, [i])).get(i.id) if i.state == "pending" else None
         view = await with_tool_view(self.core.store, i)
-        if d is not None:
-            view = {**(view if isinstance(view, dict) else msgspec.to_builtins(view)), "default_answer": d}
+        extra: dict[str, Any] = {} if d is None else {"default_answer": d}
+        if i.state == "pending" and i.kind in DECISION_KINDS:  # (as GET /v1/questions lists it)
+            extra["held"] = self.core.holding(i.id)
+        elif (reach := await self.core.reachable([i])):
+            extra["held"] = reach[i.id]
+        if extra:
+            view = {**(view if isinstance(view, dict) else msgspec.to_builtins(view)), **extra}
         return json_response(view)
 
     async def dismiss(self, request: Request) -> Response:

@@ -15,7 +15,7 @@ const INTERACTION_EVENTS = new Set([
   "question_pending", "question_resolved", "permission_pending", "permission_resolved",
   "elicitation_pending", "elicitation_resolved",
   "human_input_requested", "interaction_answered", "answer_delivered", "answer_adopted",
-  "answer_superseded", "answer_refused",
+  "answer_superseded", "answer_refused", "hold_ended", "hold_resumed",
 ]);
 const LANE_EVENTS = new Set([
   "lane_changed", "hook_received", "session_started", "session_ended", "hooks_unarmed", "hooks_armed",
@@ -215,6 +215,30 @@ function elicitationCard(i, card, note) {
   return card;
 }
 
+// Whether a remote answer reaches the agent (GET /v1/questions' `held`, kept current by the
+// hold_ended / hold_resumed events): when no hook holds a prompt, plan or elicitation any more,
+// its card says the desk answers it and its buttons are off; a question's answer from here is
+// still taken, as a message for the agent's next turn, and its card says so.
+function setHeld(card, i) {
+  const deskOnly = i.held === false;
+  card.classList.toggle("desk-only", deskOnly);
+  let el = card.querySelector(".held-note");
+  if (!deskOnly) {
+    if (el) el.remove();
+  } else {
+    if (!el) {
+      el = h("p", {class: "held-note", role: "status"});
+      card.insertBefore(el, card.children[1] || null);
+    }
+    el.textContent = i.kind === "question" || i.kind === "async"
+      ? "No hook is holding this question any more: the menu waits at the desk; an answer from here goes to the agent as a message at its next turn."
+      : `No hook is holding this ${i.kind === "permission" ? "prompt" : i.kind} any more: answer it at the desk.`;
+  }
+  if (i.kind !== "question" && i.kind !== "async" && !card.busy) {
+    for (const b of card.querySelectorAll("button")) if (!b.closest(".dismiss-row")) b.disabled = deskOnly;
+  }
+}
+
 // A pending card: what is asked and how to answer it, then the builder's default answer's
 // countdown (when it opted in) and the dismissal of a stale one (POST .../dismiss: recorded
 // with who and why; a held hook is let go with no decision, so the desk decides).
@@ -252,6 +276,7 @@ function pendingCard(i) {
   });
   card.append(h("details", {class: "dismiss-row"}, h("summary", {}, "stale? dismiss it"),
     h("div", {class: "actions"}, why, dismiss, note)));
+  setHeld(card, i);
   return card;
 }
 
@@ -366,7 +391,10 @@ async function submit(card, body) {
     }
   } finally {
     card.busy = false;
-    if (card.isConnected && !card.classList.contains("resolved")) buttons.forEach((b) => { b.disabled = false; });
+    if (card.isConnected && !card.classList.contains("resolved")) {
+      buttons.forEach((b) => { b.disabled = false; });
+      setHeld(card, S.interactions.get(card.dataset.id) || i);
+    }
   }
 }
 
@@ -511,6 +539,7 @@ function upsert(i) {
     if (prev && prev.pending && prev.sig === sig) {
       prev.el.dataset.revision = i.revision;
       prev.revision = i.revision;
+      setHeld(prev.el, i);  // (in place: what the human has typed or chosen stays)
       return;
     }
     const el = pendingCard(i);
