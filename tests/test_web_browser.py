@@ -174,14 +174,21 @@ def test_replayed_question_arrives_live_and_is_answered_in_the_browser(
     shot(page, "history")  # (its trail: "reached the agent through its hook · adopted by the agent")
 
 
-def test_permission_denied_with_a_message_in_the_browser(page: Page, builder: Builder, daemon: DaemonProcess,
-                                                          home: Path) -> None:
+def held_permission(page: Page, builder: Builder, home: Path, command: str,
+                    ) -> tuple[subprocess.Popen[bytes], str, Any]:
+    """A session started and a Bash PermissionRequest for ``command`` held: (its hook's
+    process, the prompt's id, its card on the page)."""
     assert builder.hook(payload("001-SessionStart.json")) == ""
-    held = builder.start_hook(bash_permission("rm -rf build"))
+    held = builder.start_hook(bash_permission(command))
     pid = wait_until(lambda: [q["id"] for q in questions(home, "pending") if q["kind"] == "permission"], 60,
                      what="a pending permission prompt")[0]
     builder.held(pid)
-    card = page.locator(f'#pending-list article.permission[data-id="{pid}"]')
+    return held, pid, page.locator(f'#pending-list article.permission[data-id="{pid}"]')
+
+
+def test_permission_denied_with_a_message_in_the_browser(page: Page, builder: Builder, daemon: DaemonProcess,
+                                                          home: Path) -> None:
+    held, pid, card = held_permission(page, builder, home, "rm -rf build")
     expect(card.locator(".tool")).to_have_text("Bash")
     expect(card.locator(".tv-summary")).to_have_text("clean the build")
     expect(card.locator("pre.tv-command")).to_have_text("rm -rf build")
@@ -211,12 +218,7 @@ def test_an_answer_refused_because_another_came_first_stays_in_sight(page: Page,
     """Allow pressed on the page while the CLI's deny is on its way: the page's answer is
     refused (409) and the card moves to History; the refusal is a warning toast, not a note on a
     card that is gone."""
-    assert builder.hook(payload("001-SessionStart.json")) == ""
-    held = builder.start_hook(bash_permission("rm -rf build"))
-    pid = wait_until(lambda: [q["id"] for q in questions(home, "pending") if q["kind"] == "permission"], 60,
-                     what="a pending permission prompt")[0]
-    builder.held(pid)
-    card = page.locator(f'#pending-list article.permission[data-id="{pid}"]')
+    held, pid, card = held_permission(page, builder, home, "rm -rf build")
     expect(card).to_have_count(1)
 
     def deny_first(route: Any) -> None:  # the CLI's answer lands between the click and the page's
