@@ -143,7 +143,7 @@ def _check_socket(home: Home) -> None:
 
 def _not_running(home: Home) -> DaemonNotRunning:
     return DaemonNotRunning(
-        f"hookd is not running for {home.root}; start it with: hookd --home {shlex.quote(str(home.root))} serve"
+        f"the daemon is not running for {home.root}; start it with: hookd --home {shlex.quote(str(home.root))} serve"
     )
 
 

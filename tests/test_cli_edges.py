@@ -109,7 +109,7 @@ def test_events_follow_says_so_when_the_daemon_stops(tmp_path: Path, how: str) -
 def test_events_follow_of_a_daemon_that_is_not_running_says_how_to_start_it(tmp_path: Path) -> None:
     r = hookd_cli(tmp_path / "home", "events", "--follow")
     assert r.returncode == 3 and r.stdout == ""
-    assert r.stderr.startswith("hookd: hookd is not running") and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert r.stderr.startswith("hookd: the daemon is not running") and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
 def test_events_on_an_empty_log_says_so(tmp_path: Path) -> None:

@@ -84,7 +84,7 @@ def test_the_default_home_is_found_without_platformdirs(tmp_path: Path) -> None:
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 3, r.stderr
         where = tmp_path / "data" / "hookd" if "XDG_DATA_HOME" in extra else tmp_path / ".local" / "share" / "hookd"
-        assert f"hookd is not running for {where};" in r.stderr, r.stderr
+        assert f"the daemon is not running for {where};" in r.stderr, r.stderr
         assert "platformdirs" not in out.read_text().split()
 
 

@@ -129,7 +129,7 @@ def test_once_with_nothing_waiting(tmp_path: Path) -> None:
         r = hookd_cli(home, "watch", "--once")
         assert (r.returncode, r.stdout, r.stderr) == (0, "no builders\n\nnothing waits on a human\n", "")
     r = hookd_cli(home, "watch", "--once")
-    assert r.returncode == 3 and r.stdout == "" and "hookd is not running" in r.stderr
+    assert r.returncode == 3 and r.stdout == "" and "the daemon is not running" in r.stderr
 
 
 class Pty:

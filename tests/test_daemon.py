@@ -100,7 +100,7 @@ def test_shutdown_stops_the_daemon_of_its_home(home, tmp_path):
     assert d.proc.wait(10) == 0 and "hookd stopped" in d.log.read_text()
     assert not Home.resolve(home).socket_path.exists()
     again = hookd_cli(home, "shutdown")
-    assert again.returncode == 3 and again.stderr.startswith("hookd: hookd is not running for ")
+    assert again.returncode == 3 and again.stderr.startswith("hookd: the daemon is not running for ")
     assert other.proc.poll() is None and hookd_cli(tmp_path / "other", "status").returncode == 0
     assert other.stop() == 0
 
@@ -126,7 +126,7 @@ def test_sigint_shuts_down_cleanly(home):
 def test_commands_without_a_daemon_say_how_to_start_it(home, cmd):
     r = hookd_cli(home, *cmd)
     assert r.returncode == 3
-    assert r.stderr.startswith("hookd: hookd is not running for ")
+    assert r.stderr.startswith("hookd: the daemon is not running for ")
     assert f"hookd --home {home} serve" in r.stderr and r.stderr.count("\n") == 1
 
 
@@ -136,7 +136,7 @@ def test_status_without_a_daemon_counts_the_hooks_waiting_in_its_spool(home):
     for n in (1, 2):
         (spool / f"{n}-delivery.json").write_bytes(b'{"hook_event_name": "Stop"}')
         r = hookd_cli(home, "status")
-        assert r.returncode == 3 and r.stderr.startswith("hookd: hookd is not running for ")
+        assert r.returncode == 3 and r.stderr.startswith("hookd: the daemon is not running for ")
         waits = "1 hook payload waits" if n == 1 else "2 hook payloads wait"
         assert r.stderr.endswith(f" serve; {waits} in its spool, ingested when it starts\n"), r.stderr
 

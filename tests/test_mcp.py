@@ -214,7 +214,7 @@ def test_daemon_down_gives_an_error_result_and_the_server_survives(
     async def go() -> None:
         async with mcp_server(spawned, worktree, err_log) as t:
             text, err = await t.call("ask_user_async", question="Anyone there?")
-            assert err and "hookd is not running" in text and "serve" in text, text
+            assert err and "the daemon is not running" in text and "serve" in text, text
             d = await asyncio.to_thread(lambda: DaemonProcess(home).start())
             try:
                 iid = await t.ask("Anyone there now?")  # the same server process, still serving
@@ -222,7 +222,7 @@ def test_daemon_down_gives_an_error_result_and_the_server_survives(
                 assert not err and result_json(text)["pending"] == [iid]
                 await asyncio.to_thread(d.stop)
                 text, err = await t.call("await_answers", timeout_s=1)
-                assert err and "hookd is not running" in text, text
+                assert err and "the daemon is not running" in text, text
             finally:
                 await asyncio.to_thread(d.stop)
                 await asyncio.to_thread(d.kill)

@@ -74,7 +74,7 @@ def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                                "(hookd spawn) and start its agent yourself\n"),
     (["--headless"], 2, "hookd: --headless needs a prompt: --prompt TEXT, or --prompt - to read it from standard input\n"),
     (["--permission-mode", "default"], 2, "No such option '--permission-mode'"),
-    ([], 3, "hookd is not running for "),
+    ([], 3, "the daemon is not running for "),
 ])
 def test_run_refuses_bad_arguments_before_anything_is_made(tmp_path: Path, fake_claude: Path, args: list[str],
                                                           code: int, err: str) -> None:
