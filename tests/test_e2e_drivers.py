@@ -20,3 +20,15 @@ def test_seed_claude_json_keeps_the_folders_trusted_before(tmp_path: Path) -> No
     assert {str(a), str(b)} <= set(data["projects"])
     assert all(data["projects"][str(p)]["hasTrustDialogAccepted"] is True for p in (a, b))
     assert "numStartups" not in data  # (the rest is written anew)
+
+
+def test_seed_claude_json_approves_the_folders_mcp_servers(tmp_path: Path) -> None:
+    home, proj, bare = tmp_path / "cc-home", tmp_path / "proj", tmp_path / "bare"
+    proj.mkdir()
+    bare.mkdir()
+    (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"hookd": {"command": "hookd"}, "other": {}}}))
+    seed_claude_json(home, proj)
+    seed_claude_json(home, bare)
+    data = json.loads((home / ".claude.json").read_text())
+    assert data["projects"][str(proj)]["enabledMcpjsonServers"] == ["hookd", "other"]
+    assert data["projects"][str(bare)]["enabledMcpjsonServers"] == []

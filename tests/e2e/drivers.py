@@ -461,7 +461,13 @@ def seed_claude_json(home: str | os.PathLike, cwd: str | os.PathLike,
 
     Sets hasCompletedOnboarding, a theme, bypassPermissionsModeAccepted, the
     API key approval (last 20 chars of ``api_key``) and trust of ``cwd``
-    (both as given and resolved). ``extra`` is merged at top level. The other
+    (both as given and resolved), with the servers of ``cwd``'s ``.mcp.json``
+    approved for it (``enabledMcpjsonServers``, as the TUI's "Use this MCP
+    server" records it): Claude Code 2.1.332 honours the approval `hookd spawn`
+    writes into ``.claude/settings.local.json`` only once a ``git ls-files``
+    answers within 2 s, so on a loaded machine its "New MCP server found"
+    dialog can stop a session that has nothing to do with MCP
+    (docs/testing.md, session 46). ``extra`` is merged at top level. The other
     folders an earlier call trusted in the same file stay trusted (their
     ``projects`` entries are kept); the rest of the file is written anew.
     """
@@ -472,9 +478,13 @@ def seed_claude_json(home: str | os.PathLike, cwd: str | os.PathLike,
         before = {}
     kept = before.get("projects") if isinstance(before, dict) else None
     projects: dict[str, Any] = dict(kept) if isinstance(kept, dict) else {}
+    try:
+        servers = sorted(json.loads((Path(cwd) / ".mcp.json").read_text()).get("mcpServers") or {})
+    except (OSError, ValueError, AttributeError):
+        servers = []
     for p in {str(cwd), str(Path(cwd).resolve())}:
         projects[p] = {"hasTrustDialogAccepted": True, "hasCompletedProjectOnboarding": True,
-                       "allowedTools": []}
+                       "allowedTools": [], "enabledMcpjsonServers": servers}
     data: dict[str, Any] = {
         "hasCompletedOnboarding": True,
         "lastOnboardingVersion": CLAUDE_VERSION,
