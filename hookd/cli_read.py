@@ -71,7 +71,8 @@ def lanes(ctx: click.Context, show_all: bool, only: tuple[str, ...], as_json: bo
 
     wanted = [check_builder_id(b) for b in only]  # (a name no builder can have: exit 2, saying so)
     items = _client(ctx).get("/v1/lanes" + ("?" + urlencode([("builder", b) for b in wanted]) if wanted else ""))
-    if unknown := [b for b in dict.fromkeys(wanted) if b not in {lane["builder"] for lane in items}]:
+    shown = {lane["builder"] for lane in items}
+    if unknown := [b for b in dict.fromkeys(wanted) if b not in shown]:
         from hookd.errors import NotFound
 
         raise NotFound(f"builder {', '.join(map(repr, unknown))} is not known: spawn it first (or check the name)")

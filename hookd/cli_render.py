@@ -398,17 +398,15 @@ def _interaction(i: dict[str, Any], now: float) -> _Shown:
         # no hook holds it (its hold ended, or none was spawned): the desk's dialog is the only way
         what = "prompt (an answer from here would be kept as a message)" if i["kind"] == "permission" else "elicitation"
         lines.append(_line("  ", _paint("answer at the desk:", bold=True), f" no hook is holding this {what}"))
-    elif i["state"] == "pending" and i["kind"] == "question" and i.get("held") is False and not i.get("received_at"):
-        # no hook can carry an answer (its hold ended: the daemon restarted, say): from here it
-        # reaches the agent only as a message, after the desk's menu is answered
-        lines.append(_line("  ", _paint("answer at the desk:", bold=True), " no hook is holding this question"))
-        commands = _answer_commands(i)
-        width = max(len(what) for what, _ in commands) + len(" (as a message)") + 1
-        lines += [_line(f"  {what + ' (as a message):':<{width}} ", _paint(cmd, bold=True)) for what, cmd in commands]
     elif i["state"] == "pending":
-        commands = _answer_commands(i)
-        width = max(len(what) for what, _ in commands) + 1
-        lines += [_line(f"  {what + ':':<{width}} ", _paint(cmd, bold=True)) for what, cmd in commands]
+        # a question no hook can carry an answer to (its hold ended: the daemon restarted, say):
+        # from here it reaches the agent only as a message, after the desk's menu is answered
+        as_message = i["kind"] == "question" and i.get("held") is False and not i.get("received_at")
+        if as_message:
+            lines.append(_line("  ", _paint("answer at the desk:", bold=True), " no hook is holding this question"))
+        labels = [(what + (" (as a message)" if as_message else "") + ":", cmd) for what, cmd in _answer_commands(i)]
+        width = max(len(label) for label, _ in labels)
+        lines += [_line(f"  {label:<{width}} ", _paint(cmd, bold=True)) for label, cmd in labels]
     return _lines(lines)
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -88,3 +91,13 @@ def test_codex_recordings_are_read_with_codex_adapter(tmp_path):
     assert rep["parse_failures"] == [] and rep["golden_mismatches"] == {}
     r = hookd_run(tmp_path / "h", "drift", str(codex / "0.171.0"), "--no-replay", "--json")
     assert json.loads(r.stdout)["unknown_fields"], "Claude Code's models do not know Codex's fields"
+
+
+def test_drift_with_no_recordings_here_says_where_they_are(tmp_path: Path) -> None:
+    """Run outside a checkout (no fixtures/ in the current directory): exit 2, naming where
+    the recordings are and the two ways to give them."""
+    r = subprocess.run([sys.executable, "-m", "hookd", "--home", str(tmp_path / "h"), "drift"],
+                       cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr == ("hookd: fixtures/claude-code does not exist here: run hookd drift in a hookd checkout (its"
+                        " recordings are fixtures/HARNESS there), or give a version folder or --fixtures DIR\n")

@@ -79,6 +79,37 @@ def test_catch_up_after_the_daemon_was_down(home: Path, worktree: Path, tmp_path
         d.stop()
 
 
+def test_a_transcript_rewritten_in_place_while_the_daemon_was_down_is_read_from_its_start(
+        home: Path, worktree: Path, tmp_path: Path) -> None:
+    """The cursor's bytes before its offset are saved with it (migration 0027): a transcript
+    written again under the same identity while hookd was down, longer than what was read, is
+    read from its start at the next start, not from the saved offset mid-row."""
+    t = tmp_path / "t.jsonl"
+    first = b"".join(line({"type": "mode", "sessionId": SID, "n": n}) for n in range(3))
+    t.write_bytes(first)
+    d = DaemonProcess(home).start()
+    try:
+        spawn_with_transcript(home, worktree, t)
+        wait_until(lambda: (_transcript(home, t) or {}).get("offset") == len(first), 60, what="the first rows read")
+    finally:
+        d.stop()
+    use, _ = ask_rows()
+    again = line(use) + line({"type": "mode", "sessionId": SID})
+    assert len(again) > len(first)
+    ino = t.stat().st_ino
+    with open(t, "r+b") as f:  # written again in place while hookd was down
+        f.write(again)
+    assert t.stat().st_ino == ino
+    d = DaemonProcess(home).start()
+    try:
+        wait_until(lambda: any(q["id"] == ASK for q in questions(home, "pending")), 60,
+                   what="the question of the transcript rewritten while the daemon was down")
+        damaged = [e["data"] for e in events(home) if e["kind"] == "transcript_damaged"]
+        assert sum(x.get("truncated", 0) for x in damaged) == 1 and not any(x.get("torn") for x in damaged)
+    finally:
+        d.stop()
+
+
 def test_projects_folder_new_sessions_are_found_also_after_a_restart(home: Path, worktree: Path, tmp_path: Path) -> None:
     """`hookd tail DIR`: a Claude Code projects folder; sessions that appear later (B19: a
     session started before the hooks were installed) are followed and flagged."""

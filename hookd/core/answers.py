@@ -338,10 +338,9 @@ class Answers:
         if i.kind == "async":
             return "inbox"
         waiting = self.waiters.waiting(i.id)
-        if waiting or i.kind != "question":
-            return "hook" if waiting else None
-        seen = tx.interactions.permission_seen(i.id)
-        hooked = i.session_id is not None and tx.sessions.session_has_hooks(i.session_id)
+        asks = not waiting and i.kind == "question"  # (only then do the store's facts decide)
+        seen = asks and tx.interactions.permission_seen(i.id)
+        hooked = asks and i.session_id is not None and tx.sessions.session_has_hooks(i.session_id)
         return "hook" if _to_hook(i, waiting, seen, hooked) else None
 
     def _keep_late(self, tx: Tx, i: Interaction, req: AnswerRequest, content: bytes, answers: Any,

@@ -90,7 +90,7 @@ class Holds:
                     if disc in done:
                         await write_publish(self.store, self.bus, self._hook_gone_tx, iid, time.time())
                     else:  # its hold is over: the prompt stays open at the desk, only there answered
-                        self.waiters.discard(iid, fut)
+                        self.waiters.discard(iid, fut)  # (before the event: a read it wakes sees held false)
                         await write_publish(self.store, self.bus, self._hold_tx, iid, "hold_ended", "deadline",
                                             time.time())
                     return b""

@@ -15,7 +15,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from hookd.clock import when
-from hookd.config import check_builder_id
+from hookd.config import Home, check_builder_id
 from hookd.http.responses import enc, json_response
 from hookd.http.status import core_status
 from hookd.http.views import with_tool_view, with_tool_views
@@ -202,17 +202,19 @@ class RestApi:
         # the default answers of pending ones: their builders' spawn manifests, read in a thread
         defaults = await asyncio.to_thread(self.core.defaults, found) if any(i.state == "pending" for i in found) else {}
         items = await with_tool_views(self.core.store, found)
-        reach = await self.core.reachable(found)  # a pending question: whether a hook would carry an answer
-        for i in items:  # a pending permission prompt: whether a held hook would take a remote answer now
-            if isinstance(i, dict) and i.get("kind") in DECISION_KINDS and i.get("state") == "pending":
-                i["held"] = self.core.holding(i["id"])
-        if reach:
+        held = await self._held(found)
+        if held or defaults:  # (each pending one with whether a hook takes an answer, its default answer)
             rows = [i if isinstance(i, dict) else msgspec.to_builtins(i) for i in items]
-            items = [{**r, "held": reach[r["id"]]} if r["id"] in reach else r for r in rows]
-        if defaults:  # (each shown with the default answer it gets, and when)
-            rows = [i if isinstance(i, dict) else msgspec.to_builtins(i) for i in items]
-            items = [{**r, "default_answer": defaults[r["id"]]} if r["id"] in defaults else r for r in rows]
+            items = [_with(r, held, defaults) for r in rows]
         return json_response(items)
+
+    async def _held(self, found: list[Any]) -> dict[str, bool]:
+        """``held`` of each pending interaction of ``found`` that has one: a decision's, whether
+        a held hook waits for it now (:meth:`hookd.core.holds.Holds.holding`); a question's,
+        whether a hook would carry its answer (:meth:`hookd.core.answers.Answers.reachable`)."""
+        held = await self.core.reachable(found)
+        held.update({i.id: self.core.holding(i.id) for i in found if i.state == "pending" and i.kind in DECISION_KINDS})
+        return held
 
     async def interaction(self, request: Request) -> Response:
         i = await self.core.store.interaction(request.path_params["id"])
@@ -220,13 +222,10 @@ class RestApi:
             raise NotFound(f"no interaction {request.path_params['id']!r}")
         d = (await asyncio.to_thread(self.core.defaults, [i])).get(i.id) if i.state == "pending" else None
         view = await with_tool_view(self.core.store, i)
-        extra: dict[str, Any] = {} if d is None else {"default_answer": d}
-        if i.state == "pending" and i.kind in DECISION_KINDS:  # (as GET /v1/questions lists it)
-            extra["held"] = self.core.holding(i.id)
-        elif (reach := await self.core.reachable([i])):
-            extra["held"] = reach[i.id]
-        if extra:
-            view = {**(view if isinstance(view, dict) else msgspec.to_builtins(view)), **extra}
+        held = await self._held([i])
+        if held or d is not None:  # (as GET /v1/questions lists it)
+            view = _with(view if isinstance(view, dict) else msgspec.to_builtins(view), held,
+                         {} if d is None else {i.id: d})
         return json_response(view)
 
     async def dismiss(self, request: Request) -> Response:
@@ -433,11 +432,19 @@ class RestApi:
         return StreamingResponse(stream(), media_type="application/x-ndjson")
 
 
+def _with(row: dict[str, Any], held: dict[str, bool], defaults: dict[str, Any]) -> dict[str, Any]:
+    """An interaction's JSON with its ``held`` and ``default_answer``, where it has them."""
+    iid = row["id"]
+    extra = {**({"held": held[iid]} if iid in held else {}),
+             **({"default_answer": defaults[iid]} if iid in defaults else {})}
+    return {**row, **extra} if extra else row
+
+
 #: the ``--wake-wait`` seconds `hookd send`'s note suggests (:func:`_idle_note`)
 WAKE_WAIT_HINT_S = 1800
 
 
-def _idle_note(home: Any, builder: str) -> str | None:
+def _idle_note(home: Home, builder: str) -> str | None:
     """What a message waits for when ``builder``'s agent is idle at its prompt and no idle-wake
     hook of it waits (:meth:`hookd.core.inbox.Inbox.waking`): its next turn, which someone at
     its desk starts; and how to have hookd wake it, where its harness can

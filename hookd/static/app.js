@@ -230,11 +230,11 @@ function setHeld(card, i) {
       el = h("p", {class: "held-note", role: "status"});
       card.insertBefore(el, card.children[1] || null);
     }
-    el.textContent = i.kind === "question" || i.kind === "async"
+    el.textContent = i.kind === "question"
       ? "No hook is holding this question any more: the menu waits at the desk; an answer from here goes to the agent as a message at its next turn."
       : `No hook is holding this ${i.kind === "permission" ? "prompt" : i.kind} any more: answer it at the desk.`;
   }
-  if (i.kind !== "question" && i.kind !== "async" && !card.busy) {
+  if (i.kind !== "question" && !card.busy) {
     for (const b of card.querySelectorAll("button")) if (!b.closest(".dismiss-row")) b.disabled = deskOnly;
   }
 }
