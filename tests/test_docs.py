@@ -63,6 +63,16 @@ def test_every_command_has_a_row_naming_each_of_its_options():
         assert named <= long_options(cmd), f"`{name}`: docs/cli.md names options it lacks: {sorted(named - long_options(cmd))}"
 
 
+def test_the_reference_is_one_table_with_one_row_per_form():
+    """A blank line inside the table ends it (what follows renders as text), and a form given
+    twice says two things of one command."""
+    lines = CLI_DOC.read_text().splitlines()
+    at = [i for i, line in enumerate(lines) if re.match(r"^\| `hookd ", line)]
+    assert at == list(range(at[0], at[-1] + 1)), "docs/cli.md: the reference table is broken by a line that is not a row"
+    firsts = rows()
+    assert sorted({r for r in firsts if firsts.count(r) > 1}) == []
+
+
 def test_no_row_names_a_command_that_does_not_exist():
     cmds = commands()
     for row in rows():
