@@ -30,7 +30,7 @@ import click
 from hookd import __version__
 from hookd.cli_complete import HarnessOption, builders
 from hookd.cli_render import (
-    _client, _duration, _echo_json, _hook_client, _log_to_stderr, _out, _seg, _table, _when,
+    JSON_WANTED, _client, _duration, _echo_json, _hook_client, _log_to_stderr, _out, _seg, _table, _when, json_option,
 )
 from hookd.untrusted import visible
 
@@ -67,7 +67,8 @@ def _hookd_error() -> type[HookdError]:
 
 class _Group(click.Group):
     """The ``hookd`` group: its own commands plus :data:`LAZY_COMMANDS` (click's documented
-    lazy-loading pattern), and hookd's errors as one sentence and an exit code."""
+    lazy-loading pattern), and hookd's errors as one sentence on stderr and an exit code (with
+    ``--json``, also the API's error shape on stdout: :func:`hookd.cli_render.json_option`)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *LAZY_COMMANDS])
@@ -86,12 +87,17 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except _hookd_error() as e:
             _out(f"hookd: {visible(e.message)}", err=True)
+            if ctx.meta.get(JSON_WANTED):
+                _echo_json({"error": {"code": e.code, "message": e.message}})
             ctx.exit(e.exit_code)
         except UnicodeEncodeError as e:
             # an argument with bytes that are not UTF-8 (Python keeps them as lone surrogates):
             # text sent to the daemon must be UTF-8
             near = e.object[max(0, e.start - 20):e.end + 20] if isinstance(e.object, str) else ""
-            _out(f"hookd: an argument is not valid UTF-8 text (near {visible(near)!s}); give text in UTF-8", err=True)
+            message = f"an argument is not valid UTF-8 text (near {visible(near)!s}); give text in UTF-8"
+            _out(f"hookd: {message}", err=True)
+            if ctx.meta.get(JSON_WANTED):
+                _echo_json({"error": {"code": "bad_request", "message": message}})
             ctx.exit(2)
 
 
@@ -142,7 +148,7 @@ def serve(ctx: click.Context, port: int, log_level: str, notify_question_after: 
 @main.command()
 @click.option("--timeout", type=click.FloatRange(min=0), default=15.0, show_default=True,
               help="Seconds to wait for the daemon to exit (its open requests end first).")
-@click.option("--json", "as_json", is_flag=True, help="Print {pid, stopped} as JSON.")
+@json_option("Print {pid, stopped} as JSON.")
 @click.pass_context
 def shutdown(ctx: click.Context, timeout: float, as_json: bool) -> None:
     """Stop this home's daemon as SIGTERM stops `hookd serve`: held hooks are let go (their
@@ -163,6 +169,8 @@ def shutdown(ctx: click.Context, timeout: float, as_json: bool) -> None:
     except TimeoutError:
         _out(f"hookd: the daemon (pid {pid}) has not exited {timeout:g} s after SIGTERM; a second one forces it:"
              f" kill {pid}", err=True)
+        if as_json:
+            _echo_json({"pid": pid, "stopped": False})
         ctx.exit(1)
     if as_json:
         _echo_json({"pid": pid, "stopped": True})
@@ -203,7 +211,7 @@ def shutdown(ctx: click.Context, timeout: float, as_json: bool) -> None:
 @click.option("--trust", is_flag=True,
               help="codex: also trust the worktree and hookd's hooks in $CODEX_HOME/config.toml (undone by "
                    "unspawn); without it spawn prints what to add.")
-@click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
+@json_option("Print the manifest as JSON.")
 @click.pass_context
 def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file: Path | None, plugin_dir: Path | None,
           harness: str, deadline: float | None, wake_wait: int, hold: int, mcp: bool, hook_transport: str,
@@ -298,7 +306,7 @@ def _trust_lines(ctx: click.Context, m: dict) -> None:
 @click.option("--remove-worktree", is_flag=True,
               help="Also remove the git worktree `hookd run --git-worktree` made for BUILDER (git worktree remove; "
                    "its branch is kept). Refused while its agent runs.")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @click.pass_context
 def unspawn(ctx: click.Context, builder: str, remove_worktree: bool, as_json: bool) -> None:
     """Remove exactly the hooks (and MCP server entry) `spawn` added for BUILDER."""
@@ -361,7 +369,7 @@ def _removable_worktree(ctx: click.Context, builder: str, m: dict[str, Any] | No
 
 
 @main.command()
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """The daemon's state: listeners, counts, builders."""
@@ -452,7 +460,7 @@ def _stopped(lane: dict | None) -> str:
 
 @main.command("open")
 @click.option("--no-browser", is_flag=True, help="Only print the link (also when CI=true or there is no DISPLAY).")
-@click.option("--json", "as_json", is_flag=True, help="Print {url, expires_in_s} as JSON.")
+@json_option("Print {url, expires_in_s} as JSON.")
 @click.pass_context
 def open_page(ctx: click.Context, no_browser: bool, as_json: bool) -> None:
     """Sign in to the operator page: print (and open, when a browser is available) a link

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from hookd.cli_render import _client, _echo_json, _out
+from hookd.cli_render import _client, _echo_json, _out, json_option
 from hookd.models import ConfigError
 from hookd.untrusted import visible
 
@@ -58,7 +58,7 @@ def replay(ctx: click.Context, scenario_dir: Path, update: bool, into: str | Non
 @click.option("--fixtures", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Where recorded versions live (the newest is used) [default: fixtures/HARNESS].")
 @click.option("--no-replay", is_flag=True, help="Skip replaying the golden files.")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 def drift(version_dir: Path | None, harness: str, fixtures: Path | None, no_replay: bool, as_json: bool) -> None:
     """Report what the newest recorded version of a harness (Claude Code, or --harness codex)
     sends that hookd does not know. Exits 1 on a parse failure or a golden mismatch."""

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from hookd.cli_complete import builders
-from hookd.cli_render import _client, _echo_json, _out
+from hookd.cli_render import _client, _echo_json, _out, json_option
 
 #: The width of a check's name in `hookd doctor`'s lines.
 _NAME_W = 13
@@ -18,7 +18,7 @@ _NAME_W = 13
 
 @click.command()
 @click.argument("builder", required=False, shell_complete=builders)
-@click.option("--json", "as_json", is_flag=True, help="Print {ok, checks} as JSON.")
+@json_option("Print {ok, checks} as JSON.")
 @click.pass_context
 def doctor(ctx: click.Context, builder: str | None, as_json: bool) -> None:
     """Prove that each spawned builder's hooks (or BUILDER's) will really run; print each failing check with its fix.
@@ -95,7 +95,7 @@ def _status_lines(s: dict[str, Any]) -> None:
 
 @service.command("install")
 @click.option("--print", "print_only", is_flag=True, help="Print the unit (or plist) only: write and start nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print the service's status as JSON.")
+@json_option("Print the service's status as JSON.")
 @click.pass_context
 def service_install(ctx: click.Context, print_only: bool, as_json: bool) -> None:
     """Write the unit running `hookd serve` for this home, enable it at login and (re)start it.
@@ -114,7 +114,7 @@ def service_install(ctx: click.Context, print_only: bool, as_json: bool) -> None
 
 
 @service.command("uninstall")
-@click.option("--json", "as_json", is_flag=True, help="Print what was removed as JSON.")
+@json_option("Print what was removed as JSON.")
 @click.pass_context
 def service_uninstall(ctx: click.Context, as_json: bool) -> None:
     """Stop and disable this home's service and remove its unit (exit 1 when none is installed)."""
@@ -126,7 +126,7 @@ def service_uninstall(ctx: click.Context, as_json: bool) -> None:
 
 
 @service.command("status")
-@click.option("--json", "as_json", is_flag=True, help="Print the service's status as JSON.")
+@json_option("Print the service's status as JSON.")
 @click.pass_context
 def service_status(ctx: click.Context, as_json: bool) -> None:
     """This home's service as the service manager sees it (systemctl --user show); exit 1 unless it runs."""

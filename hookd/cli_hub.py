@@ -14,7 +14,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import click
 
-from hookd.cli_render import _duration, _echo_json, _lane_state, _out, _table, answered_line, sent_line
+from hookd.cli_render import _duration, _echo_json, _lane_state, _out, _table, answered_line, json_option, sent_line
 from hookd.vocabulary import by_text, outcome_of
 
 
@@ -80,7 +80,7 @@ def _add(ctx: click.Context, name: str, password_file: Path | None, as_json: boo
 @click.option("--notifier", is_flag=True,
               help="The host may be the fleet's notifier (a member of hookd_notifier: it reads every host's "
                    "pending and resolved interactions, nothing else of theirs): docs/fleet.md.")
-@click.option("--json", "as_json", is_flag=True, help="Print {role, kind, password, url, notifier} as JSON.")
+@json_option("Print {role, kind, password, url, notifier} as JSON.")
 @click.pass_context
 def add_host(ctx: click.Context, name: str, password_file: Path | None, notifier: bool, as_json: bool) -> None:
     """Create host NAME's role (it writes only its own rows), or give it a new password; prints
@@ -92,7 +92,7 @@ def add_host(ctx: click.Context, name: str, password_file: Path | None, notifier
 @click.argument("name")
 @click.option("--password-file", type=click.Path(path_type=Path, dir_okay=False, exists=True),
               help="The role's password from this file (default: a new random one, printed once).")
-@click.option("--json", "as_json", is_flag=True, help="Print {role, kind, password, url} as JSON.")
+@json_option("Print {role, kind, password, url} as JSON.")
 @click.pass_context
 def add_operator(ctx: click.Context, name: str, password_file: Path | None, as_json: bool) -> None:
     """Create operator NAME's role (reads every host's rows; writes only commands: answers and
@@ -101,7 +101,7 @@ def add_operator(ctx: click.Context, name: str, password_file: Path | None, as_j
 
 
 @hub.command("hosts")
-@click.option("--json", "as_json", is_flag=True, help="A JSON array of hosts.")
+@json_option("A JSON array of hosts.")
 @click.pass_context
 def hosts(ctx: click.Context, as_json: bool) -> None:
     """Every host the hub knows (that the role may see): the newest event seq the hub holds

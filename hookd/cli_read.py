@@ -16,7 +16,7 @@ import click
 from hookd.cli_complete import builders, queued_messages
 from hookd.cli_events import _event_line
 from hookd.cli_render import (
-    _client, _duration, _echo_json, _interaction, _lane_state, _lines, _out, _seg, _subagent_row, _table,
+    _client, _duration, _echo_json, _interaction, _lane_state, _lines, _out, _seg, _subagent_row, _table, json_option,
 )
 from hookd.errors import DaemonNotRunning
 from hookd.launching import run_note
@@ -27,7 +27,7 @@ from hookd.untrusted import visible
 
 @click.command()
 @click.option("--state", type=click.Choice(["pending", "resolved", "all"]), default="pending", show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="A JSON array of interactions.")
+@json_option("A JSON array of interactions.")
 @click.pass_context
 def questions(ctx: click.Context, state: str, as_json: bool) -> None:
     """Questions and other interactions waiting on (or answered by) a human: each with its
@@ -51,7 +51,7 @@ def questions(ctx: click.Context, state: str, as_json: bool) -> None:
 @click.option("--all", "show_all", is_flag=True, help="Also the builders that were unspawned.")
 @click.option("--builder", "-b", "only", multiple=True, metavar="B", shell_complete=builders,
               help="Only builder B's lane (repeat for several).")
-@click.option("--json", "as_json", is_flag=True, help="A JSON array of lanes (unspawned ones too).")
+@json_option("A JSON array of lanes (unspawned ones too).")
 @click.pass_context
 def lanes(ctx: click.Context, show_all: bool, only: tuple[str, ...], as_json: bool) -> None:
     """Every builder's lane: working, waiting_question, waiting_permission, idle, stalled,
@@ -118,7 +118,7 @@ def _stream_ended(ctx: click.Context, last_seq: int) -> None:
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new events as they are committed.")
 @click.option("--builder", "-b", "only", multiple=True, metavar="B", shell_complete=builders,
               help="Only events of builder B (repeat for several).")
-@click.option("--json", "as_json", is_flag=True, help="JSON lines: seq, kind, builder, session_id, at, data.")
+@json_option("JSON lines: seq, kind, builder, session_id, at, data.")
 @click.pass_context
 def events(ctx: click.Context, after: int, follow: bool, only: tuple[str, ...], as_json: bool) -> None:
     """hookd's event log, oldest first: one line per event with the key fields of its kind."""
@@ -184,7 +184,7 @@ def inbox() -> None:
 @inbox.command("list")
 @click.argument("builder", required=False, shell_complete=builders)
 @click.option("--limit", type=click.IntRange(1), default=1000, show_default=True, help="Show the newest N.")
-@click.option("--json", "as_json", is_flag=True, help="A JSON array of messages.")
+@json_option("A JSON array of messages.")
 @click.pass_context
 def inbox_list(ctx: click.Context, builder: str | None, limit: int, as_json: bool) -> None:
     """Messages queued for builders and what became of them (queued, delivered, adopted,
@@ -214,7 +214,7 @@ def inbox_list(ctx: click.Context, builder: str | None, limit: int, as_json: boo
 @click.argument("message_id", shell_complete=queued_messages)
 @click.option("--actor", default=os_user, show_default="your user name", metavar="NAME",
               help="Who takes it back (recorded in the inbox_cancelled event).")
-@click.option("--json", "as_json", is_flag=True, help="Print {message, cancelled} as JSON.")
+@json_option("Print {message, cancelled} as JSON.")
 @click.pass_context
 def inbox_cancel(ctx: click.Context, message_id: str, actor: str, as_json: bool) -> None:
     """Take back MESSAGE_ID (m-3), still queued: it is never delivered. Refused (exit 2) once

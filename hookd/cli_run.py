@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from hookd.cli_complete import builders
-from hookd.cli_render import _client, _echo_json, _lane_state, _out, _seg, _table, _when
+from hookd.cli_render import _client, _echo_json, _lane_state, _out, _seg, _table, _when, json_option
 from hookd.launching import ended_text, run_note, where_it_said
 
 
@@ -75,7 +75,7 @@ _AGENT_ARGS = click.argument("agent_args", nargs=-1, type=click.UNPROCESSED, met
 @click.option("--prompt", metavar="TEXT", help="The first prompt ('-': read it from standard input). Headless needs one.")
 @click.option("--trust", is_flag=True,
               help="codex: also trust the worktree and hookd's hooks in $CODEX_HOME/config.toml, as hookd spawn --trust.")
-@click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
+@json_option("Print the run as JSON.")
 @click.pass_context
 def run(ctx: click.Context, builder: str, agent_args: tuple[str, ...], worktree: Path | None, branch: str | None,
         harness: str | None, headless: bool, prompt: str | None, trust: bool, as_json: bool) -> None:
@@ -111,7 +111,7 @@ def run(ctx: click.Context, builder: str, agent_args: tuple[str, ...], worktree:
 @click.option("--prompt", metavar="TEXT", help="A prompt for the resumed session ('-': standard input). Headless needs one.")
 @click.option("--headless/--interactive", default=None,
               help="How to run it [default: as its last run, else interactive].")
-@click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
+@json_option("Print the run as JSON.")
 @click.pass_context
 def continue_(ctx: click.Context, builder: str, agent_args: tuple[str, ...], prompt: str | None,
               headless: bool | None, as_json: bool) -> None:
@@ -133,7 +133,7 @@ def continue_(ctx: click.Context, builder: str, agent_args: tuple[str, ...], pro
 @click.argument("builder", shell_complete=builders)
 @click.option("--timeout", type=float, default=10.0, show_default=True, metavar="S",
               help="Seconds the agent has to exit after SIGTERM before it is killed (SIGKILL).")
-@click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
+@json_option("Print the run as JSON.")
 @click.pass_context
 def stop(ctx: click.Context, builder: str, timeout: float, as_json: bool) -> None:
     """Stop BUILDER's agent: SIGTERM, then SIGKILL after --timeout; its lane ends (hookd continue resumes it)."""
@@ -199,7 +199,7 @@ def _not_running(builder: str, r: dict[str, Any]) -> str:
 
 
 @click.command("ls")
-@click.option("--json", "as_json", is_flag=True, help="Print the builders as JSON.")
+@json_option("Print the builders as JSON.")
 @click.pass_context
 def ls(ctx: click.Context, as_json: bool) -> None:
     """Every builder: harness, how hookd runs its agent, pid, lane, what waits on you, worktree."""

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from hookd.cli_complete import builders, pending_interactions
-from hookd.cli_render import _client, _echo_json, _out, _seg, answered_line, sent_line
+from hookd.cli_render import _client, _echo_json, _out, _seg, answered_line, json_option, sent_line
 from hookd.vocabulary import os_user
 from hookd.untrusted import visible
 
@@ -30,7 +30,7 @@ _ME = "your user name"
 @click.option("--wait", "wait_s", type=click.FloatRange(0), default=30.0, show_default=True, metavar="S",
               help="With --hub: how long to wait for the host's outcome (applied or refused) before saying queued.")
 @click.option("--no-wait", is_flag=True, help="With --hub: return at once (queued).")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @click.pass_context
 def send(ctx: click.Context, builder: str, text: str, key: str | None, session_id: str | None,
          agent_id: str | None, author: str, force: bool, wait_s: float, no_wait: bool, as_json: bool) -> None:
@@ -95,7 +95,7 @@ class _AnswerCommand(click.Command):
 @click.option("--wait", "wait_s", type=click.FloatRange(0), default=30.0, show_default=True, metavar="S",
               help="With --hub: how long to wait for the host's outcome (applied or refused) before saying queued.")
 @click.option("--no-wait", is_flag=True, help="With --hub: return at once (queued).")
-@click.option("--json", "as_json", is_flag=True, help="Print the receipt as JSON.")
+@json_option("Print the receipt as JSON.")
 @click.pass_context
 def answer(ctx: click.Context, interaction_id: str, options: tuple[str, ...], text: str | None,
            questions: tuple[str, ...], fields: tuple[str, ...], response_id: str | None, revision: int | None,
@@ -146,7 +146,7 @@ def answer(ctx: click.Context, interaction_id: str, options: tuple[str, ...], te
 @click.argument("interaction_id", metavar="ID", shell_complete=pending_interactions)
 @click.option("--reason", required=True, metavar="TEXT", help="Why it is dismissed (recorded).")
 @click.option("--actor", default=os_user, show_default=_ME, metavar="NAME", help="Who dismisses it (recorded).")
-@click.option("--json", "as_json", is_flag=True, help="Print the interaction as JSON.")
+@json_option("Print the interaction as JSON.")
 @click.pass_context
 def dismiss(ctx: click.Context, interaction_id: str, reason: str, actor: str, as_json: bool) -> None:
     """Close a stale question, permission prompt, plan or elicitation unanswered: it leaves the
@@ -168,7 +168,7 @@ def dismiss(ctx: click.Context, interaction_id: str, reason: str, actor: str, as
 @click.option("--expires-in", type=float, help="Seconds until it expires unanswered.")
 @click.option("--actor", "--author", "author", default=os_user, show_default=_ME, metavar="NAME",
               help="Who asks (--author: the same).")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @click.pass_context
 def ask(ctx: click.Context, builder: str, question: str, options: tuple[str, ...], expires_in: float | None,
         author: str | None, as_json: bool) -> None:
@@ -190,7 +190,7 @@ def ask(ctx: click.Context, builder: str, question: str, options: tuple[str, ...
 @click.option("--option", "options", multiple=True, metavar="LABEL", help="The answer's label(s).")
 @click.option("--text", help="Free-text answer.")
 @click.option("--actor", default=os_user, show_default=_ME, metavar="NAME", help="Who answers (recorded).")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @click.pass_context
 def preanswer(ctx: click.Context, builder: str, question: str, options: tuple[str, ...], text: str | None,
               actor: str | None, as_json: bool) -> None:

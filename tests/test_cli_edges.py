@@ -100,10 +100,12 @@ def test_events_follow_says_so_when_the_daemon_stops(tmp_path: Path, how: str) -
     finally:
         daemon.stop()
         daemon.kill()
+    *printed, last = printed  # the JSON lines end with the error shape, saying why they end
     assert [e["seq"] for e in printed] == [e["seq"] for e in committed], "every committed event is printed first"
     assert rc == 3, (rc, err)
     [line] = err.strip().splitlines()
     assert line.startswith("hookd: the daemon stopped") and f"--after {committed[-1]['seq']}" in line, err
+    assert last == {"error": {"code": "daemon_not_running", "message": line.removeprefix("hookd: ")}}
 
 
 def test_events_follow_of_a_daemon_that_is_not_running_says_how_to_start_it(tmp_path: Path) -> None:

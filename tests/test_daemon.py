@@ -128,6 +128,45 @@ def test_commands_without_a_daemon_say_how_to_start_it(home, cmd):
     assert r.returncode == 3
     assert r.stderr.startswith("hookd: the daemon is not running for ")
     assert f"hookd --home {home} serve" in r.stderr and r.stderr.count("\n") == 1
+    assert r.stdout == ""
+
+
+@pytest.mark.parametrize("cmd", [
+    ["status"], ["ls"], ["lanes"], ["questions"], ["events"], ["inbox", "list"], ["shutdown"],
+    ["send", "b1", "hi"], ["answer", "q-1", "--option", "allow"], ["dismiss", "q-1", "--reason", "stale"],
+])
+def test_json_commands_without_a_daemon_print_the_error_shape(home, cmd):
+    """A script reading a ``--json`` command's stdout gets the API's one error shape, with
+    the sentence on stderr for its human and the exit status saying which."""
+    r = hookd_cli(home, *cmd, "--json")
+    assert r.returncode == 3
+    assert r.stderr.startswith("hookd: the daemon is not running for ")
+    body = json.loads(r.stdout)
+    assert body == {"error": {"code": "daemon_not_running", "message": r.stderr.strip().removeprefix("hookd: ")}}
+
+
+def test_every_json_flag_prints_errors_as_json():
+    """Every command's ``--json`` is the shared flag (its callback marks the invocation), so a
+    command added later keeps the error shape above."""
+    import click
+
+    from hookd.cli import main
+    from hookd.cli_render import json_option
+
+    shared = json_option()(lambda: None).__click_params__[0].callback
+    found = []
+
+    def walk(group: click.Group, ctx: click.Context) -> None:
+        for name in group.list_commands(ctx):
+            cmd = group.get_command(ctx, name)
+            if isinstance(cmd, click.Group):
+                walk(cmd, ctx)
+            for p in cmd.params:
+                if "--json" in p.opts:
+                    found.append((name, p.callback))
+    walk(main, click.Context(main))
+    assert len(found) >= 27
+    assert [n for n, cb in found if cb is not shared] == []
 
 
 def test_status_without_a_daemon_counts_the_hooks_waiting_in_its_spool(home):
