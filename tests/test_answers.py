@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -218,6 +219,42 @@ def test_esc_at_the_desk_sigterms_the_held_hook_and_dismisses(rig: Rig) -> None:
     # the next Stop does not resolve it a second time
     rig.hook(STOP)
     assert len(about(events(rig.home), "question_resolved", ASK_ID)) == 1
+
+
+def test_hookd_stop_orphans_a_held_prompt_and_dismisses_nothing(rig: Rig, tmp_path: Path) -> None:
+    """`hookd stop` SIGTERMs the agent, which SIGTERMs its held hook as it goes (as Esc at the
+    desk would): that is the stop's doing, so the question is closed ``orphaned`` by the stop,
+    never ``dismissed`` at the terminal (found by a fresh user's trial)."""
+    import psutil
+
+    pgid_file = tmp_path / "hook-pgid"
+    agent = subprocess.Popen([sys.executable, "-c", (
+        "import os, pathlib, signal, sys\n"
+        "def term(*_):\n"
+        f"    os.killpg(int(pathlib.Path({os.fspath(pgid_file)!r}).read_text()), signal.SIGTERM)\n"
+        "    sys.exit(143)\n"
+        "signal.signal(signal.SIGTERM, term)\n"
+        "signal.pause()\n")], start_new_session=True)
+    try:
+        r = rig.api("POST", "/v1/builders/b1/started", {
+            "harness": "claude-code", "mode": "headless", "pid": agent.pid, "argv": ["claude", "-p"],
+            "pid_started_at": psutil.Process(agent.pid).create_time(), "tmux_socket": None, "tmux_session": None,
+            "log_path": os.fspath(tmp_path / "b1.log"), "session_id": SID})
+        assert r.status_code == 201, r.text
+        rig.hook(AUQ_PRE)
+        held = rig.start_hook(AUQ_PERM)
+        pgid_file.write_text(str(held.pid))
+        rig.held(ASK_ID)
+        stop = hookd_cli(rig.home, "stop", "b1", "--timeout", "20")
+        assert stop.returncode == 0, stop.stderr
+        assert finish(held) == (0, b"")
+        i = wait_until(lambda: (x := rig.interaction(ASK_ID))["state"] != "pending" and x, 60, what="closed")
+        assert i["state"] == "orphaned" and "stopped by hookd stop" in i["warning"], i
+        [ev] = about(events(rig.home), "question_resolved", ASK_ID)
+        assert ev["data"]["outcome"] == "orphaned" and ev["data"].get("inferred_from") != "hook cancelled", ev
+    finally:
+        agent.kill()
+        agent.wait()
 
 
 def test_no_held_hook_queues_the_answer_as_a_message(home: Path, worktree: Path, daemon: DaemonProcess) -> None:

@@ -104,7 +104,6 @@ class Hookd:
         self.asks = Asks(store, self.bus, waiters)
         self.inbox = Inbox(store, self.bus, self.settings, cache, self.tasks, self.started_mono)
         self.questions = Questions(waiters, self.asks)
-        self.holds = Holds(store, self.bus, waiters, cache)
         self.answers = Answers(store, self.bus, waiters, self.asks)
         self.ingest = Ingest(home, store, self.bus, self.questions, self.inbox, waiters, cache)
         self.transcripts = Transcripts(store, self.bus, self.questions, self.inbox, cache)
@@ -114,6 +113,7 @@ class Hookd:
         self.claw = Claw(store, self.bus, self.ingest, self.inbox, self.asks)
         self.policy = Policy(home, store, self.bus, waiters, self.answers)
         self.runs = Runs(store, self.bus, self.policy.orphan, home.run_dir / "exits")
+        self.holds = Holds(store, self.bus, waiters, cache, self.runs.stopping_builder)
 
         # the API: each name is its component's method
         self.ingest_hook = self.ingest.ingest_hook

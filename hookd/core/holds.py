@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from hookd.core.bus import EventBus, write_publish
@@ -32,13 +32,18 @@ TOOL_WATCH_S = 0.25
 
 class Holds:
     """Held PermissionRequest hooks over ``store``: ``bus`` publishes their outcomes, ``waiters``
-    are the hooks held now, ``cache.pids`` the agents' pids (whose children are watched)."""
+    are the hooks held now, ``cache.pids`` the agents' pids (whose children are watched).
+    ``stopping(builder)``: whether `hookd stop` is ending that builder's agent now
+    (:meth:`hookd.core.runs.Runs.stopping_builder`): its held hooks go away with it, which
+    dismisses nothing (the stop closes what its sessions left pending ``orphaned``)."""
 
-    def __init__(self, store: Store, bus: EventBus, waiters: Waiters, cache: HookCache):
+    def __init__(self, store: Store, bus: EventBus, waiters: Waiters, cache: HookCache,
+                 stopping: Callable[[str], bool]):
         self.store = store
         self.bus = bus
         self.waiters = waiters
         self.cache = cache
+        self.stopping = stopping
 
     async def reattach(self, iid: str, builder: str) -> tuple[str, asyncio.Future[bytes]] | None:
         """A PermissionRequest hook already stored (its delivery id is known) comes back,
@@ -208,9 +213,10 @@ class Holds:
 
     def _hook_gone_tx(self, tx: Tx, iid: str, at: float) -> None:
         """The held hook went away before the prompt closed: Claude Code SIGTERMs it when the
-        desk presses Esc or No."""
+        desk presses Esc or No. Nothing when `hookd stop` is ending the agent (``stopping``):
+        the hook went with it, and the stop closes the prompt ``orphaned``."""
         i = tx.interactions.interaction(iid)
-        if i is None:
+        if i is None or self.stopping(i.builder):
             return
         if i.state == "pending":
             warning = ("the held Elicitation hook was cancelled (its timeout, or the tool call ended)"
