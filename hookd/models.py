@@ -218,7 +218,8 @@ class InboxMessage(msgspec.Struct, frozen=True):
     state: ``queued`` -> ``delivered`` (by ``delivered_hook_event_id``, ``delivered_via`` the
     hook event name) -> ``adopted`` (``adopted_via``: the proof) or ``cancelled``;
     deliveries: how often it was delivered (more than 1: redelivered, recognisable by its id in
-    the text); times are UNIX seconds.
+    the text); times are UNIX seconds; answer_to: the interaction whose human answer hookd kept
+    as this message (a late answer, or one the desk's outcome replaced), else None.
     """
 
     id: str
@@ -238,6 +239,7 @@ class InboxMessage(msgspec.Struct, frozen=True):
     adopted_via: str | None
     cancelled_at: float | None
     idem_key: str | None
+    answer_to: str | None = None
 
 
 class AnswerPart(msgspec.Struct, forbid_unknown_fields=True):

@@ -26,7 +26,7 @@ from hookd.spawn import spawn
 from .conftest import wait_until
 from .inproc import WAIT_S, InProc
 from .test_answers import (ASK_ID, AUQ_PERM, AUQ_PRE, BASH_POST, Q, STOP, about, auq_post, bash_perm,
-                           bash_post)
+                           bash_post, payload)
 
 pytestmark = pytest.mark.inproc
 
@@ -182,6 +182,36 @@ def test_desk_and_remote_at_the_same_instant(rig: Rig) -> None:
     r = results["remote"]
     assert r.status_code in (200, 409) and (r.status_code == 200 or "kept as inbox message m-1" in refused(r))
     assert len(about(rig.events(), "question_resolved", ASK_ID)) == 1
+
+
+def test_a_kept_answer_outlives_its_session_and_a_session_message_does_not(rig: Rig) -> None:
+    """A human's answer kept as a message goes to the question's session while it lives; once
+    that session has ended it is the builder's, and its next session (a new one, not a resume)
+    takes it at its first boundary. A fresh user's trial found one queued for good: the
+    builder's next `hookd run` began a new session. A message sent for that session
+    (`hookd send --session`) stays its own (field case B25)."""
+    rig.hook(AUQ_PRE)
+    rig.hook(auq_post("Blue"))  # the desk answered first
+    assert rig.answer(ASK_ID, options=["Red"]).status_code == 409  # kept as m-1, for the live session
+    sid = AUQ_PRE["session_id"]
+    r = rig.api("POST", "/v1/builders/b1/messages", {"text": "for that session only", "session_id": sid})
+    assert r.status_code in (200, 201), r.text
+    second = "toolu_01ASK0000000000000000002"
+    rig.hook(dict(AUQ_PRE, tool_use_id=second))  # a second question, open as the session ends
+    assert [(m["id"], m["session_id"], m["answer_to"]) for m in rig.inbox()] == [
+        ("m-1", sid, ASK_ID), ("m-2", sid, None)]
+    rig.hook(payload("014-SessionEnd.json"))
+    assert rig.interaction(second)["state"] == "orphaned"
+    assert [(m["id"], m["session_id"]) for m in rig.inbox()] == [("m-1", None), ("m-2", sid)]
+    # an answer to a question of the ended session: the builder's at once
+    assert rig.answer(second, options=["Red"]).status_code == 409
+    assert [(m["id"], m["session_id"], m["answer_to"]) for m in rig.inbox()][2] == ("m-3", None, second)
+    new = "9d6f2c1e-0000-4000-8000-000000000001"
+    out = rig.hook(dict(payload("001-SessionStart.json"), session_id=new, source="startup"))
+    assert f"Late answer to question {ASK_ID}" in out and f"Late answer to question {second}" in out
+    assert "for that session only" not in out
+    states = {m["id"]: (m["state"], m["delivered_session_id"]) for m in rig.inbox()}
+    assert states == {"m-1": ("delivered", new), "m-2": ("queued", None), "m-3": ("delivered", new)}
 
 
 # --- idempotency and refusals --------------------------------------------------------------

@@ -117,11 +117,21 @@ def _same_selections(a: list[Selection] | None, b: list[Selection] | None) -> bo
     return key(a) == key(b)
 
 
+def _answer_scope(tx: Tx, i: Any) -> str | None:
+    """The session a message keeping a human's answer to ``i`` goes to: the question's while
+    it lives; None (the builder's next turn boundary, in any of its sessions) for an async ask,
+    and once that session has ended, so that no answer waits for a session nobody resumes (its
+    end makes the queued ones the builder's: :meth:`hookd.store.sessions.Sessions.end_session`)."""
+    if i.kind == "async" or i.session_id is None or tx.sessions.ended(i.session_id):
+        return None
+    return i.session_id
+
+
 def queue_answer(tx: Tx, i: Interaction, answers: Any, decision: str | None, message: str | None,
                   author: str, at: float, late: str | None = None) -> str:
-    m = tx.inbox.insert_message(builder=i.builder, session_id=None if i.kind == "async" else i.session_id,
-                          agent_id=i.agent_id, author=author,
-                          text=answer_text(i, answers, decision, message, late=late), key=None, at=at)
+    m = tx.inbox.insert_message(builder=i.builder, session_id=_answer_scope(tx, i), agent_id=i.agent_id, author=author,
+                                text=answer_text(i, answers, decision, message, late=late), key=None, at=at,
+                                answer_to=i.id)
     tx.append_event("inbox_queued", i.builder, m.session_id, at, {
         "id": m.id, "author": author, "chars": len(m.text), "agent_id": i.agent_id, "key": None,
         "answer_to": i.id,
@@ -133,11 +143,11 @@ def supersede(tx: Tx, i: Interaction, at: float, *, state: str, answers: Any, se
                decision: str | None, error: str | None, reason: str) -> None:
     """The desk's outcome replaces a remote answer that did not reach the tool; the
     remote text is kept as an inbox message."""
-    m = tx.inbox.insert_message(builder=i.builder, session_id=i.session_id, agent_id=i.agent_id,
-                          author=i.actor or "human",
-                          text=answer_text(i, i.answers, i.decision, i.message, late=reason),
-                          key=None, at=at)
-    tx.append_event("inbox_queued", i.builder, i.session_id, at, {
+    m = tx.inbox.insert_message(builder=i.builder, session_id=_answer_scope(tx, i), agent_id=i.agent_id,
+                                author=i.actor or "human",
+                                text=answer_text(i, i.answers, i.decision, i.message, late=reason),
+                                key=None, at=at, answer_to=i.id)
+    tx.append_event("inbox_queued", i.builder, m.session_id, at, {
         "id": m.id, "author": m.author, "chars": len(m.text), "agent_id": i.agent_id, "key": None,
         "late_answer_to": i.id,
     })

@@ -31,13 +31,15 @@ class InboxTx(TxPart):
 
     def insert_message(
         self, *, builder: str, session_id: str | None, agent_id: str | None, author: str,
-        text: str, key: str | None, at: float,
+        text: str, key: str | None, at: float, answer_to: str | None = None,
     ) -> InboxMessage:
-        """Queue a message; its id is ``m-<n>``, n counting every message of this store."""
+        """Queue a message; its id is ``m-<n>``, n counting every message of this store.
+        ``answer_to``: the interaction whose answer it keeps (hookd made it of a human's answer)."""
         cur = self._db.execute(
             "INSERT INTO inbox_messages (id, builder, session_id, agent_id, author, text, idem_key, state, created_at,"
-            " created_mono) VALUES ('m-' || (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox_messages), ?,?,?,?,?,?,'queued',?,?)",
-            (builder, session_id, agent_id, author, text, key, at, self._tx.mono),
+            " created_mono, answer_to)"
+            " VALUES ('m-' || (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox_messages), ?,?,?,?,?,?,'queued',?,?,?)",
+            (builder, session_id, agent_id, author, text, key, at, self._tx.mono, answer_to),
         )
         self._inbox.add(builder)
         row = self._one(f"SELECT {_MESSAGE_COLS} FROM inbox_messages WHERE seq=?", (cur.lastrowid,))

@@ -471,6 +471,15 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "ALTER TABLE transcripts ADD COLUMN tail BLOB",
         ],
     ),
+    (
+        # the interaction a message hookd kept a human's answer as belongs to
+        # (hookd.core.outcomes.queue_answer): scoped to the question's session while it lives,
+        # the builder's once it ended (hookd.store.sessions.Sessions.end_session)
+        "0028_inbox_answer_to",
+        [
+            "ALTER TABLE inbox_messages ADD COLUMN answer_to TEXT",
+        ],
+    ),
 ]
 
 

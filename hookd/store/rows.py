@@ -69,7 +69,7 @@ def _interaction(row: aiosqlite.Row | tuple) -> Interaction:
 _MESSAGE_COLS = (
     "id, builder, session_id, agent_id, author, text, state, created_at, delivered_at,"
     " delivered_hook_event_id, delivered_session_id, delivered_via, deliveries, adopted_at,"
-    " adopted_via, cancelled_at, idem_key"
+    " adopted_via, cancelled_at, idem_key, answer_to"
 )
 
 

@@ -214,8 +214,11 @@ class SessionsTx(TxPart):
     def end_session(self, session_id: str, at: float, reason: str | None) -> bool:
         """The session ended at ``at`` (UNIX seconds) for ``reason`` (the harness's words).
         A failure that a later turn went past is forgotten now (:data:`SUPERSEDED_FAILURE`):
-        the failure an ended session keeps is the one that stopped its last turn. Returns
-        False when it had ended already."""
+        the failure an ended session keeps is the one that stopped its last turn. The answers
+        hookd kept as messages for the session and still queued become the builder's (its next
+        session takes them: :func:`hookd.core.outcomes.queue_answer`); a message sent for the
+        session (``hookd send --session``) stays its own. Returns False when it had ended
+        already."""
         cur = self._db.execute(
             "UPDATE sessions SET ended_at=?, end_reason=? WHERE id=? AND ended_at IS NULL",
             (at, reason, session_id),
@@ -224,7 +227,13 @@ class SessionsTx(TxPart):
             return False
         self._db.execute(f"UPDATE sessions SET failed_at=NULL, failure=NULL WHERE id=? AND {SUPERSEDED_FAILURE}",
                          (session_id,))
+        self._db.execute("UPDATE inbox_messages SET session_id=NULL WHERE session_id=? AND state='queued'"
+                         " AND answer_to IS NOT NULL", (session_id,))
         return True
+
+    def ended(self, session_id: str) -> bool:
+        """Whether the session has ended (an unknown one has not)."""
+        return self._one("SELECT 1 FROM sessions WHERE id=? AND ended_at IS NOT NULL", (session_id,)) is not None
 
 
     # transcripts ---------------------------------------------------------------------------
