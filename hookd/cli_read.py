@@ -65,17 +65,11 @@ def lanes(ctx: click.Context, show_all: bool, only: tuple[str, ...], as_json: bo
         from hookd.cli_hub import hub_lanes
 
         return hub_lanes(hub, as_json, only)
-    from urllib.parse import urlencode
 
     from hookd.config import check_builder_id
 
     wanted = [check_builder_id(b) for b in only]  # (a name no builder can have: exit 2, saying so)
-    items = _client(ctx).get("/v1/lanes" + ("?" + urlencode([("builder", b) for b in wanted]) if wanted else ""))
-    shown = {lane["builder"] for lane in items}
-    if unknown := [b for b in dict.fromkeys(wanted) if b not in shown]:
-        from hookd.errors import NotFound
-
-        raise NotFound(f"builder {', '.join(map(repr, unknown))} is not known: spawn it first (or check the name)")
+    items = _lanes_of(_client(ctx), wanted)
     if as_json:
         _echo_json(items)
         return
@@ -126,6 +120,8 @@ def events(ctx: click.Context, after: int, follow: bool, only: tuple[str, ...], 
 
     client = _client(ctx)
     wanted = {check_builder_id(b) for b in only}  # (a name no builder can have: exit 2, saying so)
+    if wanted:
+        _lanes_of(client, sorted(wanted))  # a builder hookd does not know: exit 1 (a typo never waits)
     shown = 0
 
     def show(e: dict[str, Any]) -> None:
@@ -156,6 +152,20 @@ def events(ctx: click.Context, after: int, follow: bool, only: tuple[str, ...], 
         of = f" of {', '.join(only)}" if only else ""
         _out(f"no events{of}" if first == 0 else f"no events{of} after seq {first}")
 
+
+
+def _lanes_of(client: Any, wanted: list[str]) -> list[dict[str, Any]]:
+    """``GET /v1/lanes`` for the builders ``wanted`` (all when empty). Raises NotFound naming
+    the ones hookd does not know (spawned, started, or seen)."""
+    from urllib.parse import urlencode
+
+    items = client.get("/v1/lanes" + ("?" + urlencode([("builder", b) for b in wanted]) if wanted else ""))
+    shown = {lane["builder"] for lane in items}
+    if unknown := [b for b in dict.fromkeys(wanted) if b not in shown]:
+        from hookd.errors import NotFound
+
+        raise NotFound(f"builder {', '.join(map(repr, unknown))} is not known: spawn it first (or check the name)")
+    return items
 
 
 class _InboxGroup(click.Group):

@@ -125,8 +125,9 @@ def test_events_on_an_empty_log_says_so(tmp_path: Path) -> None:
 
 
 def test_events_of_one_builder(tmp_path: Path) -> None:
-    """`hookd events --builder B` (repeatable): only B's events, in the same words; none: a line
-    saying so, naming the builder."""
+    """`hookd events --builder B` (repeatable): only B's events, in the same words; a builder
+    hookd does not know: exit 1, as `hookd lanes -b` (found by a fresh user's trial: a typo in a
+    feed's filter waited silently)."""
     home = tmp_path / "home"
     with DaemonProcess(home):
         for b in ("b1", "b2"):
@@ -142,7 +143,12 @@ def test_events_of_one_builder(tmp_path: Path) -> None:
         both = [json.loads(line) for line in hookd_cli(home, "events", "--json", "-b", "b1", "-b", "b2").stdout.splitlines()]
         assert {e["builder"] for e in both} == {"b1", "b2"}
         assert both == [e for e in log() if e["builder"] in ("b1", "b2") and e["seq"] <= both[-1]["seq"]]
-        assert hookd_cli(home, "events", "--builder", "nobody").stdout == "no events of nobody\n"
+        # a builder hookd does not know is an error at once, also for a feed that would wait
+        for follow in ((), ("--follow",)):
+            nobody = hookd_cli(home, "events", *follow, "--json", "--builder", "nobody", "-b", "b1")
+            assert nobody.returncode == 1 and nobody.stderr == (
+                "hookd: builder 'nobody' is not known: spawn it first (or check the name)\n"), nobody
+            assert json.loads(nobody.stdout)["error"]["code"] == "not_found"
         bad = hookd_cli(home, "events", "--builder", "no/such")
         assert bad.returncode == 2 and "invalid builder id 'no/such'" in bad.stderr, bad
 
