@@ -16,7 +16,7 @@ import pytest
 from hookd.harness import claude_code as cc
 from hookd.harness import claude_code_hooks as cch
 from hookd.harness.base import PermissionRefused, TurnFailed
-from hookd.watchers.lanes import derive
+from hookd.watchers.lane_state import derive
 
 from .conftest import wait_until
 from .test_lanes import FAST_NOTIFY, Agent, _notified, run_agent, run_alerting_agent

@@ -17,7 +17,7 @@ import pytest
 from hookd.config import Home
 from hookd.settings import Settings
 from hookd.spawn import spawn
-from hookd.watchers.lanes import derive
+from hookd.watchers.lane_state import derive
 
 from .conftest import TUI, wait_until
 from .inproc import InProc
@@ -268,6 +268,31 @@ def test_derive_states_and_due_times() -> None:
     assert (lane.state, lane.pending, lane.detail) == ("waiting_question", ("el_1",), "elicitation el_1 is pending")
     asynchronous = _inputs(pending=[{"id": "ask_1", "kind": "async", "created_at": 110.0, "session_id": None}])
     assert derive(asynchronous, now=500.0, alive=lambda p, a: True).state == "working"  # async asks never block
+
+
+def test_derive_a_run_that_ended_before_its_first_hook() -> None:
+    """The builder's newest run ended before a hook came: its lane says how (``failed`` with
+    an error status, notified once; ``ended`` otherwise), whatever an older session's lane
+    was; a run that sent hooks, or one older than the session, leaves the session's lane."""
+    run = {"started_at": 150.0, "stopped_at": 151.0, "stop_reason": "exited", "exit_status": 1, "hooks": 0,
+           "mode": "headless", "log_path": "/h/logs/b1.log", "pid": 42}
+    ended = _inputs(last_hook={"hook_event_name": "SessionEnd", "kind": "session_end", "at": 120.0})
+    ended["session"]["ended_at"] = 120.0
+    for d in (_inputs(session=None, last_hook=None, run=run), dict(ended, run=run)):
+        lane = derive(d, now=160.0, alive=lambda p, a: None)
+        assert (lane.state, lane.since, lane.failure, lane.session_id, lane.agent_pid) == (
+            "failed", 151.0, "exited 1 before its first hook", None, None)
+        assert lane.detail == "its agent (pid 42) exited 1 before its first hook: see /h/logs/b1.log"
+    zero = derive(_inputs(session=None, last_hook=None, run=dict(run, exit_status=0, mode="tmux")), now=160.0)
+    assert (zero.state, zero.failure, zero.detail) == (
+        "ended", None, "its agent (pid 42) exited 0 before its first hook: its last screen is kept (hookd attach b1)")
+    stopped = derive(_inputs(session=None, last_hook=None, run=dict(run, stop_reason="stopped", exit_status=None)),
+                     now=160.0)
+    assert (stopped.state, stopped.detail) == ("ended", "its agent (pid 42) was stopped by hookd stop before its first hook")
+    assert derive(dict(ended, run=dict(run, hooks=3)), now=160.0).state == "ended"
+    assert derive(dict(ended, run=dict(run, hooks=3)), now=160.0).failure is None
+    older = dict(_inputs(), run=dict(run, started_at=90.0, stopped_at=95.0))  # before the session began
+    assert derive(older, now=120.0, alive=lambda p, a: None).state == "working"
 
 
 def _notified(path: Path) -> list[dict[str, Any]]:

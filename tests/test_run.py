@@ -174,6 +174,9 @@ def test_stopping_an_agent_that_sent_no_hook_says_it_began_no_session(
     r = hookd_cli(home, "stop", "b6")
     assert r.returncode == 1 and r.stderr.endswith(", stopped before its first hook (it began no session); hookd run b6 "
                                                    "starts it again\n"), r.stderr
+    [lane] = json.loads(hookd_cli(home, "lanes", "--json", "-b", "b6").stdout)
+    assert (lane["state"], lane["failure"]) == ("ended", None)
+    assert lane["detail"] == f"its agent (pid {pid}) was stopped by hookd stop before its first hook"
 
 
 @pytest.mark.daemon
@@ -197,6 +200,10 @@ def test_a_headless_agent_that_exits_at_once_is_shown_exited_and_not_continued(
     assert f"{run['pid']} (exited 1)" in out[2]
     assert out[3:] == [f"b9: its agent exited 1 before its first hook: see {log} (error: unknown option '-p')"]
     assert hookd_cli(home, "lanes").stdout.splitlines()[-1] == out[3]
+    # the lane says so too (a script polling lanes must not wait on it as idle: a fresh user's trial)
+    [lane] = json.loads(hookd_cli(home, "lanes", "--json", "-b", "b9").stdout)
+    assert (lane["state"], lane["failure"], lane["session_id"]) == ("failed", "exited 1 before its first hook", None)
+    assert lane["detail"] == f"its agent (pid {run['pid']}) exited 1 before its first hook: see {log}"
     r = hookd_cli(home, "continue", "b9", "--prompt", "again")
     assert (r.returncode, r.stdout, r.stderr) == (1, "", (
         f"hookd: b9 has no session to continue: its last run exited 1 before its first hook "

@@ -35,8 +35,10 @@ _LANE_SQL = (
     " s.refused_at, s.refused, s.notified_at, s.notified,"
     " lh.hook_event_name, lh.received_at, COALESCE(lh.received_mono, lh.received_at), lh.hook_kind,"
     " (SELECT i.state FROM interactions i WHERE i.session_id=s.id AND i.agent_id IS NULL"
-    "   AND i.kind IN ('permission', 'plan') ORDER BY i.created_at DESC LIMIT 1)"
+    "   AND i.kind IN ('permission', 'plan') ORDER BY i.created_at DESC LIMIT 1),"
+    " rn.started_at, rn.stopped_at, rn.stop_reason, rn.exit_status, rn.hooks, rn.mode, rn.log_path, rn.pid"
     " FROM cur LEFT JOIN sessions s ON s.id=cur.sid"
+    " LEFT JOIN runs rn ON rn.id=(SELECT MAX(r.id) FROM runs r WHERE r.builder=cur.builder)"
     " LEFT JOIN hook_events lh ON lh.id=(SELECT h.id FROM hook_events h WHERE h.session_id=s.id"
     "   AND h.agent_id IS NULL AND h.hook_kind IS NOT 'notice'"
     "   ORDER BY h.id DESC LIMIT 1)"
@@ -47,6 +49,7 @@ _LANE_SQL = (
     " MIN(COALESCE(m.created_mono, m.created_at)) FROM inbox_messages m LEFT JOIN sessions s ON s.id=m.session_id"
     f" WHERE m.state='queued' AND m.builder IN ({_LANE_NAMES}) GROUP BY m.builder, m.session_id",
 )
+_RUN_KEYS = ("started_at", "stopped_at", "stop_reason", "exit_status", "hooks", "mode", "log_path", "pid")
 _SESSION_KEYS = ("session_id", "started_at", "ended_at", "end_reason", "agent_pid", "agent_started_at",
                  "interrupted_at", "hooks_unarmed_at", "cwd", "harness", "turn_started_at", "turn_ended_at",
                  "failed_at", "failure", "refused_at", "refused", "notified_at", "notified")
@@ -76,6 +79,8 @@ def _lane_dicts(rows: list[tuple], pending_rows: list[tuple], queued_rows: list[
             if r[n + 1] is not None else None,
             # how the session's newest permission prompt or plan (its main agent's) stands
             "last_prompt": r[n + 4],
+            # the builder's newest run that hookd started (hookd run / continue), or None
+            "run": dict(zip(_RUN_KEYS, r[n + 5:])) if r[n + 5] is not None else None,
             "pending": pending.get(b, ()), "queued": q[0], "oldest_queued_at": q[1], "oldest_queued_mono": q[2],
         })
     return out
@@ -149,13 +154,14 @@ class Reads:
         return [dict(zip(keys, r)) for r in rows]
 
     async def lane_inputs(self, builders: list[str]) -> list[dict[str, Any]]:
-        """What a lane is derived from, per builder (see :mod:`hookd.watchers.lanes`), in the order of
+        """What a lane is derived from, per builder (see :mod:`hookd.watchers.lane_state`), in the order of
         ``builders``: its current session (the one of its newest hook, else its newest
         transcript-only session) with the agent pid, end and interrupt times; the session's
         newest main-agent hook that is agent activity (its ``hook_kind`` is not ``notice``) with
         its name and kind; its pending interactions (a list, or ``()`` when there are
         none: one shared object, so that the dicts of most builders hold nothing the garbage
-        collector tracks); its queued inbox messages.
+        collector tracks); its queued inbox messages; its newest run hookd started (``run``:
+        how and when it ended, the hooks its builder sent meanwhile), or None.
 
         Three statements per thousand builders (each builder's rows found through the indexes
         inside SQLite, on the reader's thread), not five per builder; the event loop runs

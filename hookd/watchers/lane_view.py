@@ -22,7 +22,7 @@ _LANE_RANK = {"stalled": 0, "failed": 0, "dead": 1, "waiting_question": 2, "wait
 
 
 async def lanes_now(core: Hookd, builders: list[str] | None = None) -> list[Any]:
-    """Every builder's lane now, or only ``builders``' (:class:`hookd.watchers.lanes.Lane`
+    """Every builder's lane now, or only ``builders``' (:class:`hookd.watchers.lane_state.Lane`
     items, the module doc's order and additions; a builder hookd does not know has none).
     Raises BadRequest when the daemon watches no lanes."""
     watch = core.lanes
