@@ -65,6 +65,10 @@ def _hookd_error() -> type[HookdError]:
     return HookdError
 
 
+#: ``ctx.meta`` key: the command line has a ``--json`` (read before parsing, for a usage error)
+JSON_ASKED = "hookd.json_asked"
+
+
 class _Group(click.Group):
     """The ``hookd`` group: its own commands plus :data:`LAZY_COMMANDS` (click's documented
     lazy-loading pattern), and hookd's errors as one sentence on stderr and an exit code (with
@@ -82,9 +86,25 @@ class _Group(click.Group):
         assert isinstance(command, click.Command), where
         return command
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # a usage error comes before any option's callback: whether the command line asks for
+        # JSON (before a "--", whose words are the agent's) is read from it here
+        given = args[:args.index("--")] if "--" in args else args
+        ctx.meta[JSON_ASKED] = "--json" in given
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as e:  # (hookd's own options: `hookd --bogus lanes --json`)
+            if ctx.meta[JSON_ASKED]:
+                _echo_json({"error": {"code": "bad_request", "message": e.format_message()}})
+            raise
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as e:  # (click prints it and exits 2, as for any command)
+            if ctx.meta.get(JSON_WANTED) or ctx.meta.get(JSON_ASKED):
+                _echo_json({"error": {"code": "bad_request", "message": e.format_message()}})
+            raise
         except _hookd_error() as e:
             _out(f"hookd: {visible(e.message)}", err=True)
             if ctx.meta.get(JSON_WANTED):

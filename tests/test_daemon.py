@@ -145,6 +145,27 @@ def test_json_commands_without_a_daemon_print_the_error_shape(home, cmd):
     assert body == {"error": {"code": "daemon_not_running", "message": r.stderr.strip().removeprefix("hookd: ")}}
 
 
+@pytest.mark.parametrize("args", [
+    ["lanes", "--json", "--bogus"], ["questions", "--state", "nope", "--json"], ["inbox", "list", "--json", "-x"],
+    ["--bogus", "lanes", "--json"], ["answer", "--json"],
+])
+def test_a_usage_error_with_json_is_the_error_shape_too(home, args):
+    """click's usage text on stderr and exit 2 as for any command; with ``--json`` on the
+    command line, ``bad_request`` on stdout (before any option's callback could run)."""
+    r = hookd_cli(home, *args)
+    assert r.returncode == 2 and "Usage: hookd" in r.stderr, r
+    body = json.loads(r.stdout)
+    assert body["error"]["code"] == "bad_request" and body["error"]["message"] in r.stderr
+    plain = hookd_cli(home, *[a for a in args if a != "--json"])
+    assert plain.returncode == 2 and plain.stdout == ""
+
+
+def test_a_json_after_double_dash_is_the_agents(home):
+    """`hookd run B -- --json`: the agent's argument, so hookd's error stays one sentence."""
+    r = hookd_cli(home, "run", "b1", "--", "--json")
+    assert r.returncode in (2, 3) and r.stdout == "" and r.stderr.startswith("hookd: "), r
+
+
 def test_every_json_flag_prints_errors_as_json():
     """Every command's ``--json`` is the shared flag (its callback marks the invocation), so a
     command added later keeps the error shape above."""
