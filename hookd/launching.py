@@ -129,7 +129,7 @@ def start(home: Home, client: Client, builder: str, *, worktree: str | os.PathLi
         refuse_live(view(client, builder))
         git_rec = None
         if branch is not None:
-            git_rec = runner.git_worktree_add(home, builder, branch, cwd)
+            git_rec = runner.git_worktree_add(home, builder, branch, cwd, known=(old or {}).get("git_worktree"))
             where = git_rec["path"]
         elif worktree is not None:
             where = os.path.realpath(worktree)

@@ -256,20 +256,35 @@ def _git(cwd: str, *args: str) -> str:
     return r.stdout
 
 
-def git_worktree_add(home: Home, builder: str, branch: str, repo: str) -> dict[str, Any]:
+def git_worktree_add(home: Home, builder: str, branch: str, repo: str,
+                     known: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``git worktree add`` of ``branch`` (created from the repository's HEAD when it does not
     exist) at ``HOOKD_HOME/worktrees/<builder>``, for the repository containing ``repo``.
-    Returns the manifest's record ``{"path", "repo", "branch", "created_branch"}``. Raises
-    ConfigError (not a repository, the path taken, git's own refusal)."""
+    Returns the manifest's record ``{"path", "repo", "branch", "created_branch"}``. ``known``:
+    the builder's record from an earlier run; when the path is that worktree, of the same
+    repository, still on ``branch``, it is used again as it is (``known``, no branch created
+    by this run: a second `hookd run B --git-worktree BRANCH` starts B there again). Raises
+    ConfigError (not a repository, the path taken otherwise, git's own refusal)."""
     top = _git(repo, "rev-parse", "--show-toplevel").strip()
     path = home.root / "worktrees" / builder
     if os.path.lexists(path):
+        if (known is not None and known.get("path") == os.path.realpath(path) and known.get("repo") == top
+                and known.get("branch") == branch and _branch_of(os.fspath(path)) == branch):
+            return dict(known, created_branch=False)
         raise ConfigError(f"{path} already exists: remove it (hookd unspawn {builder} --remove-worktree) or use --worktree")
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     exists = subprocess.run([shutil.which("git") or "git", "-C", top, "show-ref", "--verify", "--quiet",
                              f"refs/heads/{branch}"], check=False).returncode == 0
     _git(top, "worktree", "add", *([os.fspath(path), branch] if exists else ["-b", branch, os.fspath(path)]))
     return {"path": os.path.realpath(path), "repo": top, "branch": branch, "created_branch": not exists}
+
+
+def _branch_of(path: str) -> str | None:
+    """The branch checked out at ``path``, or None (not a git worktree, a detached HEAD, no git)."""
+    try:
+        return _git(path, "rev-parse", "--abbrev-ref", "HEAD").strip() if os.path.isdir(path) else None
+    except ConfigError:
+        return None
 
 
 def git_worktree_remove(rec: Mapping[str, Any]) -> None:

@@ -709,6 +709,37 @@ def test_hookd_stop_of_an_agent_with_a_question_is_not_taken_for_its_death(tmp_p
 
 @pytest.mark.daemon
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_second_run_with_the_same_git_worktree_starts_there_again(
+        home: Path, daemon: Any, tmp_path: Path, fake_claude: Path) -> None:
+    """`hookd run B --git-worktree BRANCH` again (after a stop) starts B in the worktree its
+    first run made, as a script repeating one command line expects (a fresh user's trial found
+    it refused); another branch there, or another repository, is still refused."""
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", os.fspath(repo)], check=True)
+    git = ["git", "-C", os.fspath(repo), "-c", "user.name=t", "-c", "user.email=t@e"]
+    (repo / "README").write_text("x\n")
+    subprocess.run([*git, "add", "README"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "first"], check=True)
+    wt = os.path.realpath(Home.resolve(home).root / "worktrees" / "b7")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "hookd", "--home", os.fspath(home), "run", "b7", "--headless",
+                               "--prompt", "go", *args], cwd=repo, capture_output=True, text=True, timeout=60,
+                              check=False)
+
+    first = run("--git-worktree", "feat-b7")
+    assert first.returncode == 0 and first.stdout.startswith(f"git worktree {wt} on branch feat-b7 (new)\n"), first
+    assert hookd_cli(home, "stop", "b7").returncode == 0
+    again = run("--git-worktree", "feat-b7")
+    assert again.returncode == 0 and again.stdout.startswith(f"git worktree {wt} on branch feat-b7\n"), again
+    assert json.loads(hookd_cli(home, "ls", "--json").stdout)[0]["worktree"] == wt
+    assert hookd_cli(home, "stop", "b7").returncode == 0
+    other = run("--git-worktree", "feat-other")
+    assert other.returncode == 2 and f"{wt} already exists" in other.stderr, other
+
+
+@pytest.mark.daemon
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_run_into_a_git_checkout_says_how_to_keep_hookds_files_out_of_commits(
         home: Path, daemon: Any, tmp_path: Path, fake_claude: Path) -> None:
     """`hookd run` arms the hooks as `hookd spawn` does, and says what spawn says of them: git
