@@ -121,6 +121,14 @@ def test_a_delivered_message_cannot_be_taken_back(rig: Rig) -> None:
     assert rig.api("POST", "/v1/messages/m-9/cancel", {}).json()["error"] == {
         "code": "not_found", "message": "no inbox message 'm-9'"}
     assert rig.api("POST", "/v1/messages/m-1/cancel", {"surface": "desk"}).status_code == 400
+    # once its proof came (the next Stop, no transcript here), the refusal names both: the hook
+    # that delivered it and the proof, each by its own name (a fresh user's trial read "adopted
+    # by PostToolUse" where the proof was the transcript)
+    rig.hook(STOP)
+    assert rig.inbox()[0]["state"] == "adopted"
+    err = rig.api("POST", "/v1/messages/m-1/cancel", {}).json()["error"]
+    assert re.fullmatch(r"m-1 was already delivered by PostToolUse at \S+Z, adopted \(its proof: Stop\), so it cannot"
+                        r" be taken back \(the agent may have read it\); send b1 a correction instead", err["message"]), err
 
 
 def test_a_cancelled_message_is_not_drained_by_claw_http(inproc: InProc, worktree: Path) -> None:

@@ -144,7 +144,12 @@ class Inbox:
             if not tx.inbox.cancel_message(message_id, time.time()):
                 how = f" by {m.delivered_via}" if m.delivered_via else ""
                 when = f" at {_iso(m.delivered_at)}" if m.delivered_at is not None else ""
-                raise Conflict(f"{message_id} was already {m.state}{how}{when}, so it cannot be taken back"
+                if m.state == "adopted":  # delivered, then proven read: both, each with its own word
+                    proof = f", adopted (its proof: {m.adopted_via})" if m.adopted_via else ", adopted"
+                    what = f"delivered{how}{when}{proof}"
+                else:
+                    what = f"{m.state}{how}{when}"
+                raise Conflict(f"{message_id} was already {what}, so it cannot be taken back"
                                f" (the agent may have read it); send {m.builder} a correction instead")
             done = tx.inbox.message(message_id)
             assert done is not None
