@@ -391,6 +391,7 @@ def test_a_run_is_recorded_a_second_live_one_refused_and_stop_ends_the_lane(quic
     assert r.status_code == 201, r.text
     run = r.json()["run"]
     assert (run["id"], run["mode"], run["pid"], run["session_id"], run["stopped_at"]) == (1, "interactive", a.pid, "S1", None)
+    assert (run["alive"], run["hooks"]) == (True, None)  # (the receipt as GET /v1/runs gives it; hooks: counted at its end)
     [ev] = _kinds(quick, "builder_started")
     assert ev["data"] == {"run": 1, "harness": "claude-code", "mode": "interactive", "pid": a.pid, "tmux_session": "b1",
                           "log_path": None, "worktree": None, "session_id": "S1", "resumes": None}

@@ -98,7 +98,8 @@ class Runs:
 
     async def started(self, builder: str, r: dict[str, Any]) -> Run:
         """Record the agent the CLI started for ``builder`` (``r``: :class:`hookd.models.Run`'s
-        fields from ``harness`` to ``argv``): event ``builder_started``. Raises Conflict when
+        fields from ``harness`` to ``argv``): event ``builder_started``; the run returned has
+        ``alive`` filled in, as :meth:`all`'s. Raises Conflict when
         the builder is already live (:meth:`live`; the CLI then ends the process it started)."""
         live = await self.live(builder)
         if live is not None and live["pid"] != r["pid"]:
@@ -119,7 +120,7 @@ class Runs:
         run, _ = await self.store.write(tx_fn)
         self.run_recorded.set()
         await self.bus.publish()
-        return run
+        return msgspec.structs.replace(run, alive=await self._alive(run.pid, run.pid_started_at))
 
     async def stop(self, builder: str, *, timeout_s: float, actor: str) -> Run:
         """`hookd stop`: end ``builder``'s running agent (SIGTERM, then SIGKILL after
