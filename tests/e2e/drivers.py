@@ -21,6 +21,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -500,6 +501,16 @@ def seed_claude_json(home: str | os.PathLike, cwd: str | os.PathLike,
     return path
 
 
+def stray_git() -> Path | None:
+    """A ``.git`` in the system's temp folder or a folder above it (where no test project's
+    repository belongs), or None."""
+    here = Path(tempfile.gettempdir()).resolve()
+    for d in (here, *here.parents):
+        if (d / ".git").exists():
+            return d / ".git"
+    return None
+
+
 class TmuxClaude:
     """The Claude Code TUI running in a private tmux server (``tmux -L <name>``).
 
@@ -543,7 +554,14 @@ class TmuxClaude:
         return env
 
     def start(self) -> TmuxClaude:
-        """Start tmux + claude; returns self (does not wait for the prompt)."""
+        """Start tmux + claude; returns self (does not wait for the prompt). Raises
+        RuntimeError when a ``.git`` sits in the temp folder or above it (see
+        :func:`stray_git`)."""
+        stray = stray_git()
+        if stray is not None:
+            raise RuntimeError(f"{stray} exists: Claude Code takes its folder for the repository of every test project "
+                               "under it, and its 'New MCP server found' dialog stops the TUI (docs/testing.md "
+                               "\"A Codex sandbox's /tmp/.git\"); remove it (an empty one is a sandbox's leftover)")
         if self.seed:
             seed_claude_json(self.env["HOME"], self.cwd, self.env.get("ANTHROPIC_API_KEY",
                                                                       TEST_API_KEY))

@@ -416,7 +416,11 @@ class _Handler(BaseHTTPRequestHandler):
 def codex_config(api: FakeResponsesAPI, *, model: str | None = None) -> str:
     """The ``config.toml`` text pointing Codex at ``api`` (a started fake): a custom provider
     on the Responses wire API, no retries, no login (its key comes from ``KEY_ENV``, which the
-    caller sets to any value)."""
+    caller sets to any value); and ``/tmp`` out of the sandbox's writable roots: Codex 0.171's
+    Linux sandbox makes empty ``.git``, ``.codex``, ``.agents`` and ``.aws`` folders in each
+    writable root, and a ``/tmp/.git`` makes Claude Code take ``/tmp`` for the repository of
+    every test project under it (its MCP dialog then stops the TUI tests: docs/testing.md
+    "A Codex sandbox's /tmp/.git"). The private ``TMPDIR`` (``codex_env``) stays writable."""
     return (f'model = "{model or api.model}"\n'
             f'model_provider = "{PROVIDER_ID}"\n'
             f"\n[model_providers.{PROVIDER_ID}]\n"
@@ -425,7 +429,9 @@ def codex_config(api: FakeResponsesAPI, *, model: str | None = None) -> str:
             f'wire_api = "responses"\n'
             f'env_key = "{KEY_ENV}"\n'
             f"request_max_retries = 0\n"
-            f"stream_max_retries = 0\n")
+            f"stream_max_retries = 0\n"
+            "\n[sandbox_workspace_write]\n"
+            "exclude_slash_tmp = true\n")
 
 
 def main(argv: list[str] | None = None) -> int:
