@@ -329,6 +329,33 @@ def test_agent_killed_with_a_question_notifies_at_once(alerting: tuple[Agent, Pa
     assert alert["data"]["pending"] == [ASK]
 
 
+def test_a_run_that_fails_before_its_first_hook_notifies_once(alerting: tuple[Agent, Path]) -> None:
+    """An agent hookd started that exits 1 before any hook: the lane turns ``failed`` and one
+    ``agent_failed`` notification names why (its headless wrapper's status file says 1)."""
+    import psutil
+
+    agent, out = alerting
+    app = agent.app
+    r = app.request("POST", "/v1/builders/b1/started", json={
+        "harness": "claude-code", "mode": "headless", "pid": agent.proc.pid, "argv": ["claude", "-p"],
+        "pid_started_at": psutil.Process(agent.proc.pid).create_time(), "tmux_socket": None, "tmux_session": None,
+        "log_path": "/l/b1.log", "session_id": "S1"})
+    assert r.status_code == 201, r.text
+    status = app.home.run_dir / "exits" / str(agent.proc.pid)
+    status.parent.mkdir(parents=True, exist_ok=True)
+    status.write_text("1\n")  # (what the headless wrapper writes as its agent exits)
+    agent.close()
+    lane = agent.recorded("failed")
+    assert (lane["failure"], lane["detail"]) == (
+        "exited 1 before its first hook", f"its agent (pid {agent.proc.pid}) exited 1 before its first hook: see /l/b1.log")
+    [alert] = wait_until(lambda: _notified(out), 60, what="the agent_failed notification")
+    assert (alert["rule"], alert["builder"]) == ("agent_failed", "b1")
+    assert alert["title"] == "hookd: b1's agent stopped: exited 1 before its first hook"
+    app.request("POST", "/v1/builders/b1/messages", json={"text": "ping"})  # a lane refresh: no second alert
+    agent.recorded("failed")
+    assert len(_notified(out)) == 1
+
+
 def test_idle_with_queued_messages_notifies_once(alerting: tuple[Agent, Path]) -> None:
     agent, out = alerting
     agent.hook(payload("001-SessionStart.json"))
