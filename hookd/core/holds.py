@@ -17,7 +17,7 @@ from typing import Any
 
 from hookd.core.bus import EventBus, write_publish
 from hookd.core.outcomes import hook_body, remote_answers, session_remote, supersede
-from hookd.core.procs import child_running
+from hookd.core.procs import child_running, process_alive
 from hookd.core.state import DaemonStopping, HookCache, Waiters
 from hookd.harness.base import RemoteAnswers
 from hookd.models import Interaction, resolved_event
@@ -28,6 +28,24 @@ log = logging.getLogger("hookd")
 #: How often (seconds) the agent's child processes are looked at while a hook is held for a
 #: prompt whose tool runs as one (:meth:`Holds._watch_tool_start`).
 TOOL_WATCH_S = 0.25
+
+
+#: Seconds an agent is given to exit after its held hook went away before that is taken for
+#: the desk's Esc or No (a desk dismissal shows that much later off the desk)
+AGENT_GONE_S = 3.0
+#: Seconds between two looks at the agent's process meanwhile
+AGENT_GONE_STEP_S = 0.05
+
+
+async def _gone_within(pid: int, timeout: float) -> bool:
+    """Whether process ``pid`` is gone (or a zombie) within ``timeout`` seconds; each look
+    (psutil, /proc) off the event loop."""
+    deadline = time.monotonic() + timeout
+    while await asyncio.to_thread(process_alive, pid, None):
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(AGENT_GONE_STEP_S)
+    return True
 
 
 class Holds:
@@ -93,7 +111,7 @@ class Holds:
                 done, _ = await asyncio.wait({fut, disc}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
                 if fut not in done:
                     if disc in done:
-                        await write_publish(self.store, self.bus, self._hook_gone_tx, iid, time.time())
+                        await self._hook_gone(iid, i.session_id, time.time())
                     else:  # its hold is over: the prompt stays open at the desk, only there answered
                         self.waiters.discard(iid, fut)  # (before the event: a read it wakes sees held false)
                         await write_publish(self.store, self.bus, self._hold_tx, iid, "hold_ended", "deadline",
@@ -103,7 +121,7 @@ class Holds:
                 if not body:
                     return b""
                 if disc.done():
-                    await write_publish(self.store, self.bus, self._hook_gone_tx, iid, time.time())
+                    await self._hook_gone(iid, i.session_id, time.time())
                     return b""
             return body
         finally:
@@ -172,7 +190,23 @@ class Holds:
         if read:
             await write_publish(self.store, self.bus, self._hook_delivered_tx, iid, time.time())
         elif read is False:
-            await write_publish(self.store, self.bus, self._hook_gone_tx, iid, time.time())
+            at = time.time()
+            i = await self.store.interaction(iid)
+            await self._hook_gone(iid, i.session_id if i is not None else None, at)
+
+    async def _hook_gone(self, iid: str, session_id: str | None, at: float) -> None:
+        """The held hook for ``iid`` went away at ``at`` (UNIX seconds) before its prompt
+        closed: Esc or No at the desk, which SIGTERMs it (:meth:`_hook_gone_tx`), unless the
+        agent goes too. Claude Code 2.1.332 SIGTERMs its held hook as it exits (its terminal
+        closed, a SIGTERM: tests/e2e/test_agent_gone_e2e.py), and that is no one's answer: the
+        session's agent (its pid, as its hooks told it) is watched up to :data:`AGENT_GONE_S`
+        seconds, and gone by then, nothing is recorded here (the agent's end closes the prompt
+        ``orphaned``: the lanes' liveness, a run's exit). Without a known pid, at once."""
+        pid = self.cache.pids.get(session_id) if session_id else None
+        if pid is not None and await _gone_within(pid, AGENT_GONE_S):
+            log.info("held hook for %s went away with its agent (pid %s): not a dismissal", iid, pid)
+            return
+        await write_publish(self.store, self.bus, self._hook_gone_tx, iid, at)
 
     def _hold_tx(self, tx: Tx, iid: str, kind: str, reason: str | None, at: float) -> None:
         """``hold_resumed`` (a held hook back after a restart) or ``hold_ended`` (its hold is
