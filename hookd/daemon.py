@@ -287,7 +287,7 @@ def _start_hub(core: Hookd, home: Home, settings: Settings, notifier: Any, stop:
     shipper = Shipper(core, url)
     shipper.applier = Applier(core, url)  # (down to hosts: the hub's commands for this host)
     mode, grace = notify_settings(home.root)
-    link = FleetLink(url, mode, grace_s=grace)
+    link = FleetLink(url, mode, grace_s=grace, home_id=shipper.claimed_home)
     notifier.fleet = link
     link.on_linked = notifier.wake
     lead = None

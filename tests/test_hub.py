@@ -215,12 +215,21 @@ def test_the_hub_url_comes_from_the_flag_then_HOOKD_HUB_then_config_toml(tmp_pat
 
 def test_a_second_home_shipping_as_the_same_host_is_refused(hub: Hub, tmp_path: Path) -> None:
     url = hub.host("hs")
+    role_ = url.split("//")[1].split(":")[0]
+
+    def link_row() -> Any:
+        return pg(hub.admin, lambda c: c.fetchrow("SELECT pid, lock_key, linked_at FROM hookd.links WHERE host_id = $1",
+                                                   role_))
+
     first = InProc(tmp_path / "first", Settings(hub_url=url)).start()
     try:
         session(first)
         rows = shipped(first, hub, url)
+        wait_until(lambda: first.core.hub.view()["notify"]["link"] == "up", 30)  # type: ignore[union-attr]
     finally:
         first.stop()
+    linked = link_row()
+    assert linked is not None
     second = InProc(tmp_path / "second", Settings(hub_url=url)).start()  # its seqs start at 1 again
     try:
         session(second)
@@ -228,6 +237,10 @@ def test_a_second_home_shipping_as_the_same_host_is_refused(hub: Hub, tmp_path: 
         assert "another hookd home already ships to this hub as host" in second.core.hub.view()["error"]  # type: ignore[union-attr]
         # nor does it take the host's commands from the hub (the first home does)
         wait_until(lambda: second.core.hub.view()["commands"]["state"] == "refused", 30)  # type: ignore[union-attr]
+        # nor its notification link: the host's row stays the first home's (a fresh user's trial
+        # found the second home's link written over it, the first's alerts then not left to the fleet)
+        wait_until(lambda: second.core.hub.view()["notify"]["link"] == "refused", 30)  # type: ignore[union-attr]
+        assert link_row() == linked
         assert hub.rows(url) == rows  # the first home's events stand
     finally:
         second.stop()

@@ -39,7 +39,7 @@ import msgspec
 
 from hookd.hub import sql
 from hookd.hub.config import redact
-from hookd.hub.shipper import HostTaken, keep_connected, why
+from hookd.hub.shipper import HostTaken, NotClaimed, keep_connected, why
 from hookd.models import AnswerRequest, BadRequest, Conflict, NotFound
 
 if TYPE_CHECKING:
@@ -52,10 +52,6 @@ BATCH = 100
 
 #: The local path's refusals: the command is ``refused`` with the error's message.
 REFUSALS = (BadRequest, Conflict, NotFound)
-
-
-class NotClaimed(Exception):
-    """This home has not claimed its host on the hub yet (the shipper does at its first connect)."""
 
 
 class Applier:

@@ -36,6 +36,7 @@ from typing import Any, Awaitable, Callable, Sequence
 
 from hookd.hub import fleet_sql, sql
 from hookd.hub.config import redact
+from hookd.hub.shipper import HostTaken, NotClaimed
 from hookd.hub.shipper import why as _why
 
 log = logging.getLogger("hookd.hub")
@@ -53,8 +54,9 @@ Send = Callable[[dict[str, Any], int, int, float], Awaitable[bool]]
 
 
 class _Conn:
-    """A dedicated connection with a retry loop: ``state`` (``connecting``, ``up``, ``down``),
-    ``error`` (the last failure's text), backoff 0.1 s doubling to ``retry_max_s``."""
+    """A dedicated connection with a retry loop: ``state`` (``connecting``, ``up``, ``down``;
+    ``refused``: another home is this host, :class:`hookd.hub.shipper.HostTaken`), ``error``
+    (the last failure's text), backoff 0.1 s doubling to ``retry_max_s``."""
 
     def __init__(self, url: str, what: str, retry_max_s: float, connect_timeout_s: float, command_timeout_s: float):
         self.url, self.key, self.what = url, redact(url), what
@@ -81,9 +83,10 @@ class _Conn:
                 raise
             except Exception as e:  # (the hub refused, went away, timed out: never the daemon's end)
                 why = _why(e)
-                if self.state != "down" or self.error != why:
+                state = "refused" if isinstance(e, HostTaken) else "connecting" if isinstance(e, NotClaimed) else "down"
+                if state != "connecting" and (self.state != state or self.error != why):
                     log.warning("hub %s: %s: %s", self.key, self.what, why)
-                self.state, self.error = "down", why
+                self.state, self.error = state, why
             finally:
                 if conn is not None:
                     with contextlib.suppress(Exception):
@@ -97,12 +100,18 @@ class FleetLink(_Conn):
     """This host's link for notifications (module doc). notify: ``fleet`` or ``local``;
     grace_s: how long a step due while the fleet covers it is left to the fleet notifier
     before the host claims it itself (seconds); poll_s: how often the link looks whether a
-    lead is present (seconds); claim_timeout_s: one claim's limit (then: notified locally)."""
+    lead is present (seconds); claim_timeout_s: one claim's limit (then: notified locally).
+    home_id(): this home's id on the hub (the shipper's claim, kept with its cursor; None until
+    its first connect): the link is made only by the home that claimed its host, as the
+    applier's commands are taken (:mod:`hookd.hub.commands`); another home with the same role
+    is ``refused`` and links nothing (None: no such check, for tests)."""
 
     def __init__(self, url: str, notify: str = "fleet", *, grace_s: float = 10.0, poll_s: float = 1.0,
-                 retry_max_s: float = 5.0, connect_timeout_s: float = 10.0, claim_timeout_s: float = 5.0):
+                 retry_max_s: float = 5.0, connect_timeout_s: float = 10.0, claim_timeout_s: float = 5.0,
+                 home_id: Callable[[], Awaitable[str | None]] | None = None):
         super().__init__(url, "notification link", retry_max_s, connect_timeout_s, claim_timeout_s)
         self.notify = notify
+        self.home_id = home_id
         self.grace_s = grace_s
         self.poll_s = poll_s
         self.host_id: str | None = None
@@ -138,6 +147,14 @@ class FleetLink(_Conn):
         try:
             async with self._lock:
                 self.host_id = await sql.host_id(conn)
+                if self.home_id is not None:
+                    home = await self.home_id()
+                    if home is None:
+                        raise NotClaimed("waiting for the shipper's first connect to claim this host")
+                    if await sql.claim(conn, home) != home:  # another home is this host: it links, not this one
+                        raise HostTaken(f"another hookd home already ships to this hub as host {self.host_id}: it "
+                                        "holds the host's notification link, this home none (hookd status's hub "
+                                        "line says more)")
                 await self._record(conn)
                 linked_at = time.time()
                 await fleet_sql.link(conn, self.notify, 1 + secrets.randbelow(2**31 - 2), linked_at)

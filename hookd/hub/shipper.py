@@ -79,6 +79,13 @@ class Shipper:
                 "shipped_seq": self.cursor, "sent": self.sent, "inserted": self.inserted,
                 "commands": self.applier.view() if self.applier is not None else None}
 
+    async def claimed_home(self) -> str | None:
+        """This home's id on this hub as its cursor keeps it (None before the first connect):
+        what the home claims its host with (:func:`hookd.hub.sql.claim`), for the tasks beside
+        the shipper that act as the host (:class:`hookd.hub.fleet.FleetLink`)."""
+        mine = await self.core.store.hub_cursor(self.key)
+        return None if mine is None else mine[1]
+
     async def run(self, stop: asyncio.Event) -> None:
         """Connect, catch up, follow the bus; on any failure wait and connect again, until
         ``stop`` is set (or the task is cancelled)."""
@@ -130,6 +137,10 @@ class Shipper:
                 await sql.heartbeat(conn, self.cursor, __version__)
                 beat, idle = time.monotonic(), 0.0
             await bus.wait(self.heartbeat_s - idle, since=version)
+
+
+class NotClaimed(Exception):
+    """This home has not claimed its host on the hub yet (the shipper does at its first connect)."""
 
 
 class HostTaken(Exception):
