@@ -92,3 +92,51 @@ def test_the_page_over_the_hub_answers_a_host_in_the_browser(two: tuple[str, Hos
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_the_page_over_the_hub_keeps_what_was_waiting_while_the_hub_is_down(
+        cluster: PgCluster, two: tuple[str, Host, Host], tmp_path: Path, browser: Browser) -> None:
+    """The hub down (PostgreSQL stopped) while a prompt waits: the page keeps its card, marked
+    stale with when it was known, and never says nothing was waiting (a fresh user's trial saw
+    "Waiting on you 0" and "Nothing was waiting on you at ..."); the hub back, it is live with
+    the card again."""
+    op, a, _ = two
+    held_a, p_a = a.held_permission("make deploy")
+    env = {**os.environ, "CI": "true"}
+    server = subprocess.Popen([sys.executable, "-m", "hookd", "--home", str(tmp_path / "op"), "--hub", op, "hub", "serve",
+                               "--no-browser"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert server.stdout is not None
+        m = re.search(r"(http://127\.0\.0\.1:\d+)/signin#code=\S+", server.stdout.readline())
+        assert m
+        ctx = browser.new_context(viewport={"width": 1200, "height": 820})
+        page = ctx.new_page()
+        page.goto(m.group(0))
+        card = page.locator(f'#pending-list article[data-id="{a.id}/{p_a["id"]}"]')
+        expect(card).to_have_count(1, timeout=60_000)
+        expect(page.locator("#count-pending")).to_have_text("1")
+        connects = int(page.locator("body").get_attribute("data-connects") or "0")
+        cluster.stop("fast")
+        try:
+            # the stream ends, the page connects again and its read of the hub fails (503): the
+            # state "error" is set only by that failed read, after the stream's hello
+            expect(page.locator("#conn")).to_have_attribute("data-state", "error", timeout=60_000)
+            expect(page.locator("#offline")).to_contain_text("the hub is not reachable — showing what was known at")
+            expect(card).to_have_count(1)
+            # (on the page over the hub, dismissing is not offered: a host does it; and a short
+            # input shown in the generic view once)
+            expect(card.locator("details.dismiss-row")).to_be_hidden()
+            expect(card.locator("p.tv-summary")).to_have_count(0)
+            expect(page.locator("#count-pending")).to_have_text("1")
+            expect(page.locator("#pending-empty")).to_be_hidden()
+            shot(page, "hub-down")
+        finally:
+            cluster.start()
+        expect(page.locator("#conn")).to_have_attribute("data-state", "live", timeout=60_000)
+        assert int(page.locator("body").get_attribute("data-connects") or "0") > connects
+        expect(card).to_have_count(1)
+        ctx.close()
+    finally:
+        server.terminate()
+        server.wait(10)
+        held_a.cancel()

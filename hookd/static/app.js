@@ -46,6 +46,7 @@ const S = {
   loaded: false,    // the API was read at least once (before: no empty state is claimed)
   live: false,      // the event stream is up and the views are current
   knownAt: null,    // ms: until when the views are known to be current (while not live)
+  hub: false,       // the page over the hub (`hookd hub serve`): its status lists hosts
 };
 window.hookdPage = S;
 
@@ -563,9 +564,14 @@ function upsert(i) {
   counts();
 }
 
-async function loadInteractions() {
+async function loadInteractions(replace) {
   const [pending, resolved] = await Promise.all([
     api("GET", "/v1/questions?state=pending"), api("GET", "/v1/questions?state=resolved&limit=100")]);
+  if (replace) {  // another log: what was shown goes only once the new one is read (not when the read fails)
+    S.interactions.clear();
+    for (const c of S.cards.values()) c.el.remove();
+    S.cards.clear();
+  }
   resolved.sort((a, b) => (b.resolved_at || 0) - (a.resolved_at || 0));
   for (const i of resolved.slice(0, HISTORY_MAX)) upsert(i);
   for (const i of pending) upsert(i);
@@ -750,6 +756,9 @@ async function loadLanes() {
   S.lanes = lanes;
   S.builders = new Map(status.builders.map((b) => [b.builder, b]));
   if (status.hosts) renderHosts(status.hosts);
+  // the page over the hub: what only a host does (dismissing) is not offered (docs/fleet.md)
+  S.hub = Boolean(status.hosts);
+  document.body.classList.toggle("hub", S.hub);
   renderLanes();
 }
 
@@ -846,9 +855,10 @@ function counts() {
   const empty = $("pending-empty");
   empty.hidden = !S.loaded || pending > 0;
   // only a live page may say that nothing is waiting now
+  const what = S.hub ? "the hub" : "hookd";
   empty.textContent = S.live ? "Nothing is waiting on you."
-    : S.knownAt ? `Nothing was waiting on you at ${hms(S.knownAt)} (hookd is not reachable now).`
-      : "hookd is not reachable: what is waiting on you is unknown.";
+    : S.knownAt ? `Nothing was waiting on you at ${hms(S.knownAt)} (${what} is not reachable now).`
+      : `${what} is not reachable: what is waiting on you is unknown.`;
   $("history-empty").hidden = !S.loaded || $("history-list").children.length > 0;
   $("count-lanes").textContent = laneRows().length;
   $("count-inbox").textContent = S.messages.filter((m) => m.state === "queued").length;
@@ -875,9 +885,10 @@ function setConn(state, text) {
   const off = $("offline");
   off.hidden = live || state === "connecting" || state === "signed-out";
   if (!off.hidden) {
+    const what = S.hub ? "the hub" : "hookd";
     off.textContent = S.knownAt && S.loaded
-      ? `hookd is not reachable — showing what was known at ${hms(S.knownAt)}; reconnecting…`
-      : "hookd is not reachable; reconnecting…";
+      ? `${what} is not reachable — showing what was known at ${hms(S.knownAt)}; reconnecting…`
+      : `${what} is not reachable; reconnecting…`;
   }
   document.body.classList.toggle("stale", !off.hidden);
   counts();
@@ -910,8 +921,8 @@ function signedOut(byUser) {
   b.hidden = false;
 }
 
-async function refreshAll() {
-  await Promise.all([loadInteractions(), loadLanes(), loadInbox()]);
+async function refreshAll(replace) {
+  await Promise.all([loadInteractions(replace), loadLanes(), loadInbox()]);
 }
 
 function onEvent(ev) {
@@ -940,18 +951,15 @@ function connect() {
   es.addEventListener("hello", async (m) => {
     const hello = JSON.parse(m.data);
     if (hello.reset || S.lastSeq === null) {
-      if (hello.reset) {  // another log (a new home): start over
-        S.interactions.clear();
-        for (const c of S.cards.values()) c.el.remove();
-        S.cards.clear();
-      }
       S.lastSeq = hello.seq;
       $("seq").textContent = `seq ${hello.seq}`;
     }
     S.connects += 1;
     S.backoff = 500;
     try {
-      await refreshAll();
+      // another log (a new home; the page over the hub at each connect): start over, once it
+      // is read; a read that fails (the hub down) keeps what was known, marked stale
+      await refreshAll(Boolean(hello.reset));
       S.loaded = true;
       setConn("live", "live");
       document.body.dataset.connects = String(S.connects);

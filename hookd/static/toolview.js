@@ -62,9 +62,9 @@ function toolViewBody(v) {
 }
 
 // The one line to read first, or null when the body already says exactly that (a command
-// without a description, a URL).
+// without a description, a URL, a short input in the generic view).
 function toolViewSummary(v) {
-  if (!v.summary || (v.kind === "command" && v.summary === v.detail)) return null;
+  if (!v.summary || v.summary === v.detail) return null;
   if (v.kind === "url" && v.summary === v.detail.split("\n")[0]) return null;
   return tvEl("p", "tv-summary", v.summary);
 }
