@@ -137,6 +137,9 @@ def serve(ctx: click.Context, port: int, wait_s: float, no_browser: bool) -> Non
     url = _hub_url(ctx)
     ops.hosts(url)  # the hub reachable and the role allowed to read it, or exit 1 now
     user = urlsplit(url).username or "operator"
+    if not ops.is_operator(url):
+        _out(f"hookd: warning: {user} is a host's role: the page shows only its own rows and cannot answer or send"
+             " (an operator's role: hookd --hub ADMIN_URL hub add-operator NAME)", err=True)
 
     def ready(link: str) -> None:
         _out(f"the page over hub {redact(url)}, as {user}: {link}")
@@ -151,7 +154,8 @@ def _fresh(age: float | None) -> str:
 
 def hub_lanes(url: str, as_json: bool, only: tuple[str, ...] = ()) -> None:
     """``hookd --hub URL lanes``: every host's builders' lanes (``only``: those builders', on
-    any host; a ``HOST/BUILDER`` names one host's), as their last ``lane_changed`` says. JSON items: ``host_id``, ``builder``, ``state``, ``since``, ``detail``, ``pending``,
+    any host; a ``HOST/BUILDER`` names one host's; one no host shipped a lane of: NotFound),
+    as their last ``lane_changed`` says. JSON items: ``host_id``, ``builder``, ``state``, ``since``, ``detail``, ``pending``,
     ``queued`` (its inbox's messages still queued, as the host's shipped inbox events say), ``seq``, ``heartbeat_age_s``,
     ``sends_queued`` (messages queued on the hub for it, not yet taken by its host; the
     table's ``queued`` counts both)."""
@@ -161,14 +165,21 @@ def hub_lanes(url: str, as_json: bool, only: tuple[str, ...] = ()) -> None:
 
     items = []
     queued = ops.queued_counts(url)
+    seen: set[str] = set()
     for r in ops.lanes(url):
         if only and r["builder"] not in only and f"{r['host_id']}/{r['builder']}" not in only:
             continue
+        seen |= {r["builder"], f"{r['host_id']}/{r['builder']}"}
         d = json.loads(r["data"])
         items.append({"host_id": r["host_id"], "builder": r["builder"], "state": d.get("to"), "since": d.get("since"),
                       "detail": d.get("detail"), "pending": d.get("pending") or [], "queued": r["inbox_queued"],
                       "seq": r["seq"], "heartbeat_age_s": r["heartbeat_age_s"],
                       "sends_queued": queued.get((r["host_id"], "send", r["builder"]), 0)})
+    if unknown := [b for b in dict.fromkeys(only) if b not in seen]:  # (as the local `lanes -b`: exit 1)
+        from hookd.errors import NotFound
+
+        raise NotFound(f"builder {', '.join(map(repr, unknown))} is not known on the hub: no host shipped its lane"
+                       " (hookd --hub URL lanes lists them)")
     if as_json:
         _echo_json(items)
         return
@@ -292,6 +303,8 @@ def hub_inbox(url: str, target: str | None, limit: int, as_json: bool) -> None:
     from hookd.hub import ops
 
     host, builder = (None, target) if target is None or "/" not in target else target.split("/", 1)
+    if target is not None:
+        ops.check_target(url, target)  # (an unknown host or builder: exit 1, as answer and send say)
     items = [c for c in ops.commands(url, host, limit) if builder is None or c["builder"] == builder]
     if as_json:
         _echo_json(items)

@@ -131,6 +131,9 @@ def answer(ctx: click.Context, interaction_id: str, options: tuple[str, ...], te
     if (hub := ctx.find_root().meta.get("hookd.hub")) is not None:
         from hookd.cli_hub import hub_command
 
+        if not (options or text is not None or fields or body.get("answers")):
+            # (the host would refuse it, after the hub had queued it: say so before)
+            raise click.UsageError("an answer needs --option (or --text): hookd questions shows each one's choices")
         return hub_command(hub, "answer", interaction_id, body, 0.0 if no_wait else wait_s, as_json)
     r = _client(ctx).post_json(f"/v1/interactions/{_seg(interaction_id)}/answer", body)
     if as_json:

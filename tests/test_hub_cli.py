@@ -5,6 +5,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -108,8 +111,10 @@ def test_an_operator_reads_every_hosts_lanes_and_questions_from_the_hub(cluster:
         assert lanes[(hb, "b1")]["state"] == "idle"
         r = hookd_cli(cli_home, "--hub", op, "lanes", "-b", f"{hb}/b1", "--json")  # one host's builder
         assert [(x["host_id"], x["builder"]) for x in json.loads(r.stdout)] == [(hb, "b1")]
-        r = hookd_cli(cli_home, "--hub", op, "lanes", "-b", "b9", "--json")
-        assert json.loads(r.stdout) == []
+        for unknown in ("b9", f"{ha}/b9", "nohost/b1"):  # as the local `lanes -b`: exit 1, naming it
+            r = hookd_cli(cli_home, "--hub", op, "lanes", "-b", unknown, "--json")
+            assert r.returncode == 1 and r.stderr.startswith(f"hookd: builder {unknown!r} is not known on the hub"), r
+            assert json.loads(r.stdout)["error"]["code"] == "not_found"
         r = hookd_cli(cli_home, "--hub", op, "lanes")
         assert r.stdout.split("\n")[0].split() == ["host", "builder", "lane", "for", "pending", "queued", "detail",
                                                    "host", "seen"]
@@ -123,6 +128,20 @@ def test_an_operator_reads_every_hosts_lanes_and_questions_from_the_hub(cluster:
         # one host's role reads only its own rows; --hub on a command that cannot read the hub is refused
         r = hookd_cli(cli_home, "--hub", b_url, "lanes", "--json")
         assert [(x["host_id"], x["builder"]) for x in json.loads(r.stdout)] == [(hb, "b1")]
+        # ... and queues nothing: said as what the role may not do, not PostgreSQL's words alone
+        r = hookd_cli(cli_home, "--hub", b_url, "send", f"{hb}/b1", "hi", "--no-wait")
+        assert r.returncode == 1 and "this role may not do that" in r.stderr and "add-operator" in r.stderr, r
+        # its page would show its own rows only: `hub serve` says so as it starts (a fresh user's trial)
+        for url, warned in ((b_url, True), (op, False)):
+            page = subprocess.Popen([sys.executable, "-m", "hookd", "--home", os.fspath(cli_home), "--hub", url, "hub",
+                                     "serve", "--no-browser"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    env={**os.environ, "CI": "true"})
+            try:
+                assert page.stdout is not None and "/signin#code=" in page.stdout.readline()
+            finally:
+                page.terminate()
+                _, err = page.communicate(timeout=30)
+            assert ("is a host's role: the page shows only its own rows" in err) is warned, err
         r = hookd_cli(cli_home, "--hub", op, "dismiss", qid, "--reason", "x")
         assert r.returncode == 2 and "only lanes, questions, inbox, answer, send, hub use the hub so far" in r.stderr
         r = hookd_cli(cli_home, "--hub", cluster.url(f"op_{db}", "wrong-pw", db), "lanes")  # (TCP: passwords)

@@ -116,6 +116,10 @@ def test_an_answer_on_the_hub_releases_the_held_hook_on_the_right_host(hub: Hub,
     r = op_cli(op, tmp_path, "answer", p_a["id"], "--option", "allow")
     assert (r.returncode, r.stderr) == (2, f"hookd: {p_a['id']} is pending on several hosts ({a.id}, {b.id}):"
                                            f" name one, as HOST/{p_a['id']}\n")
+    # no choice at all: refused before anything is queued (the host would refuse it after)
+    r = op_cli(op, tmp_path, "answer", f"{a.id}/{p_a['id']}", "--json")
+    assert r.returncode == 2 and "an answer needs --option" in r.stderr, r
+    assert op_cli(op, tmp_path, "inbox").stdout == "no commands\n"
     r = op_cli(op, tmp_path, "answer", f"{a.id}/{p_a['id']}", "--option", "allow")
     assert (r.returncode, r.stdout, r.stderr) == (
         0, f"{a.id}: answered {p_a['id']} (permission, b1): allow; goes to the agent through its hook\n", "")
@@ -168,6 +172,10 @@ def test_a_send_reaches_the_right_hosts_inbox(hub: Hub, two: tuple[Host, Host], 
     c = json.loads(r.stdout)
     assert (r.returncode, c["state"], c["reason"], c["result"]) == (
         2, "refused", "builder 'nobody' is not known on this host", None)
+    for unknown, says in (("nohost/b1", "no host 'nohost' on the hub"), ("b77", "no host has a builder 'b77'")):
+        r = op_cli(op, tmp_path, "inbox", unknown)  # (as answer and send: exit 1; it printed "no commands")
+        assert r.returncode == 1 and r.stderr.startswith(f"hookd: {says}"), r
+    assert len(op_cli(op, tmp_path, "inbox", "nobody").stdout.splitlines()) == 4  # (its commands name it: known)
     r = op_cli(op, tmp_path, "inbox")
     lines = r.stdout.splitlines()
     assert lines[0].split() == ["host", "kind", "builder", "for", "state", "since", "operator", "what"]

@@ -11,14 +11,15 @@ import json
 import secrets
 from typing import Any, Callable, Coroutine
 
-from hookd.errors import BadRequest, Conflict, HubUnavailable, NotFound
+from hookd.errors import BadRequest, Conflict, HubUnavailable, NotFound, Unauthorized
 from hookd.hub import sql
 from hookd.hub.config import check_url, redact, require_driver
 
 
 def _run(url: str, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> Any:
     """``fn(conn, *args)`` on a new connection to ``url``. Raises ConfigError (a bad URL, no
-    asyncpg), HubUnavailable (unreachable, refused)."""
+    asyncpg), HubUnavailable (unreachable, refused), Unauthorized (the role may not: a host's
+    role queueing a command)."""
     check_url(url)
     require_driver()
     import asyncpg
@@ -32,6 +33,10 @@ def _run(url: str, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> A
 
     try:
         return asyncio.run(go())
+    except asyncpg.InsufficientPrivilegeError as e:  # (a host's role asking what only an operator's may)
+        raise Unauthorized(f"hub {redact(url)}: {str(e).strip()}: this role may not do that (a host's role ships "
+                           "its own events; an operator's reads every host and queues answers and messages: "
+                           "hookd --hub ADMIN_URL hub add-operator NAME)") from None
     except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
         text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise HubUnavailable(f"hub {redact(url)}: {text}") from None
@@ -50,6 +55,12 @@ def add_role(url: str, name: str, operator: bool, password: str | None = None) -
     password = password or secrets.token_urlsafe(24)
     _run(url, sql.add_operator if operator else sql.add_host, name, password)
     return password
+
+
+def is_operator(url: str) -> bool:
+    """Whether ``url``'s role is an operator's (a member of ``hookd_operator``: it reads every
+    host's rows and queues commands), not a host's."""
+    return bool(_run(url, lambda conn: conn.fetchval("SELECT pg_has_role(current_user, 'hookd_operator', 'MEMBER')")))
 
 
 def hosts(url: str) -> list[dict[str, Any]]:
@@ -197,6 +208,20 @@ def on_host(host: str, reason: str) -> str:
     (``take it back: hookd inbox cancel m-5``, :func:`hookd.core.answers.take_back`) are the
     host's, run on that host (the hub takes nothing back yet)."""
     return reason.replace("take it back: hookd ", f"take it back on {host} (a command run there): hookd ")
+
+
+def check_target(url: str, target: str) -> None:
+    """Raise NotFound (BadRequest: not a host id) unless the hub knows ``target``: a host
+    (``HOST/BUILDER``: the host, whatever the builder) or a builder of some host's lanes or
+    commands (a bare ``BUILDER``), as ``hookd --hub URL inbox [[HOST/]BUILDER]`` names one."""
+    async def check(conn: Any) -> None:
+        host, builder = _qualified(target)
+        if host is not None:
+            await _host(conn, host)
+        elif not (any(r["builder"] == builder for r in await sql.lanes(conn))
+                  or any(c["builder"] == builder for c in await sql.list_commands(conn, None, 100_000))):
+            raise NotFound(f"no host has a builder {builder!r} on the hub (hookd --hub URL lanes lists them)")
+    _run(url, check)
 
 
 def commands(url: str, host: str | None = None, limit: int = 1000) -> list[dict[str, Any]]:
