@@ -7,6 +7,7 @@ tests/artifacts/web/hub-pending.png."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -43,19 +44,30 @@ def two(cluster: PgCluster, tmp_path: Path) -> Iterator[tuple[str, Host, Host]]:
         b.stop()
 
 
-def test_the_page_over_the_hub_answers_a_host_in_the_browser(two: tuple[str, Host, Host], tmp_path: Path,
-                                                             browser: Browser) -> None:
-    op, a, b = two
-    held_a, p_a = a.held_permission("make deploy")
-    held_b, p_b = b.held_permission("make deploy")
-    env = {**os.environ, "CI": "true"}
-    server = subprocess.Popen([sys.executable, "-m", "hookd", "--home", str(tmp_path / "op"), "--hub", op, "hub", "serve",
-                               "--no-browser"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+@contextlib.contextmanager
+def hub_page(op: str, home: Path) -> Iterator[re.Match[str]]:
+    """``hookd --hub OP hub serve --no-browser`` as the CLI runs it, until the block ends; its
+    sign-in link (group 1: the page's origin)."""
+    server = subprocess.Popen([sys.executable, "-m", "hookd", "--home", str(home), "--hub", op, "hub", "serve",
+                               "--no-browser"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "CI": "true"})
     try:
         assert server.stdout is not None
         line = server.stdout.readline()
         m = re.search(r"(http://127\.0\.0\.1:\d+)/signin#code=\S+", line)
         assert m, (line, server.stderr.read() if server.poll() is not None and server.stderr else "")
+        yield m
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def test_the_page_over_the_hub_answers_a_host_in_the_browser(two: tuple[str, Host, Host], tmp_path: Path,
+                                                             browser: Browser) -> None:
+    op, a, b = two
+    held_a, p_a = a.held_permission("make deploy")
+    held_b, p_b = b.held_permission("make deploy")
+    with hub_page(op, tmp_path / "op") as m:
         ctx = browser.new_context(viewport={"width": 1200, "height": 820})
         page = ctx.new_page()
         errors: list[str] = []
@@ -89,9 +101,6 @@ def test_the_page_over_the_hub_answers_a_host_in_the_browser(two: tuple[str, Hos
         expect(page.locator(f'#lanes tr.lane[data-builder="{b.id}/b1"]')).to_have_count(1)
         ctx.close()
         assert errors == []
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 def test_the_page_over_the_hub_keeps_what_was_waiting_while_the_hub_is_down(
@@ -102,13 +111,7 @@ def test_the_page_over_the_hub_keeps_what_was_waiting_while_the_hub_is_down(
     the card again."""
     op, a, _ = two
     held_a, p_a = a.held_permission("make deploy")
-    env = {**os.environ, "CI": "true"}
-    server = subprocess.Popen([sys.executable, "-m", "hookd", "--home", str(tmp_path / "op"), "--hub", op, "hub", "serve",
-                               "--no-browser"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        assert server.stdout is not None
-        m = re.search(r"(http://127\.0\.0\.1:\d+)/signin#code=\S+", server.stdout.readline())
-        assert m
+    with hub_page(op, tmp_path / "op") as m:
         ctx = browser.new_context(viewport={"width": 1200, "height": 820})
         page = ctx.new_page()
         page.goto(m.group(0))
@@ -136,7 +139,4 @@ def test_the_page_over_the_hub_keeps_what_was_waiting_while_the_hub_is_down(
         assert int(page.locator("body").get_attribute("data-connects") or "0") > connects
         expect(card).to_have_count(1)
         ctx.close()
-    finally:
-        server.terminate()
-        server.wait(10)
-        held_a.cancel()
+    held_a.cancel()
