@@ -111,6 +111,7 @@ class Holds:
                 done, _ = await asyncio.wait({fut, disc}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
                 if fut not in done:
                     if disc in done:
+                        self.waiters.discard(iid, fut)  # (no answer goes to a hook that is gone while its agent is watched)
                         await self._hook_gone(iid, i.session_id, time.time())
                     else:  # its hold is over: the prompt stays open at the desk, only there answered
                         self.waiters.discard(iid, fut)  # (before the event: a read it wakes sees held false)
