@@ -74,6 +74,28 @@ def test_the_event_log_ships_in_order_from_a_persisted_cursor(hub: Hub, home: Pa
         app.stop()
 
 
+def test_a_refused_login_shows_how_far_this_home_shipped_not_zero(hub: Hub, home: Path) -> None:
+    """A hub that refuses the login (a wrong password) leaves ``shipped_seq`` at the home's own
+    cursor, not 0 (a fresh user's trial read "shipped through seq 0 of 35")."""
+    url = hub.host("hw")
+    app = InProc(home, Settings(hub_url=url)).start()
+    try:
+        session(app)
+        last = shipped(app, hub, url)[-1][0]
+        wait_until(lambda: app.core.hub.view()["shipped_seq"] == last, 30)  # type: ignore[union-attr]
+    finally:
+        app.stop()
+    saved = sqlite3.connect(Home.resolve(home).db).execute("SELECT seq FROM hub_cursor").fetchone()[0]
+    assert saved >= last
+    wrong = url.replace("pw-", "wrong-pw-")
+    app = InProc(home, Settings(hub_url=wrong)).start()
+    try:
+        view = wait_until(lambda: (v := app.core.hub.view())["state"] == "down" and v, 30)  # type: ignore[union-attr]
+        assert view["shipped_seq"] == saved and "password" in (view["error"] or ""), view
+    finally:
+        app.stop()
+
+
 def test_a_hub_killed_and_restarted_under_load_loses_and_duplicates_nothing(hub: Hub, home: Path) -> None:
     url = hub.host("hb")
     app = InProc(home, Settings(hub_url=url)).start()

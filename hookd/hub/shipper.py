@@ -88,7 +88,12 @@ class Shipper:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Connect, catch up, follow the bus; on any failure wait and connect again, until
-        ``stop`` is set (or the task is cancelled)."""
+        ``stop`` is set (or the task is cancelled). Until the first connect, ``shipped_seq``
+        is what this home's cursor kept (a hub that refuses the login must not read as
+        nothing shipped)."""
+        saved = await self.core.store.hub_cursor(self.key)
+        if saved is not None:
+            self.cursor = saved[0]
         await keep_connected(self.url, stop, self._follow, self._failed, lambda: self.state == "up",
                              connect_timeout_s=self.connect_timeout_s, command_timeout_s=self.command_timeout_s,
                              retry_max_s=self.retry_max_s)
