@@ -227,8 +227,9 @@ class SessionsTx(TxPart):
             return False
         self._db.execute(f"UPDATE sessions SET failed_at=NULL, failure=NULL WHERE id=? AND {SUPERSEDED_FAILURE}",
                          (session_id,))
-        self._db.execute("UPDATE inbox_messages SET session_id=NULL WHERE session_id=? AND state='queued'"
-                         " AND answer_to IS NOT NULL", (session_id,))
+        self._db.execute("UPDATE inbox_messages SET session_id=NULL WHERE builder=(SELECT builder FROM sessions"
+                         " WHERE id=?) AND state='queued' AND session_id=? AND answer_to IS NOT NULL",
+                         (session_id, session_id))  # (the builder's queue through its index, not the whole table)
         return True
 
     def ended(self, session_id: str) -> bool:
