@@ -30,7 +30,7 @@ import click
 from hookd import __version__
 from hookd.cli_complete import HarnessOption, builders
 from hookd.cli_render import (
-    JSON_WANTED, _client, _duration, _echo_json, _hook_client, _log_to_stderr, _out, _seg, _table, _when, json_option,
+    _client, _duration, _echo_json, _hook_client, _log_to_stderr, _out, _seg, _table, _when, json_option,
 )
 from hookd.untrusted import visible
 
@@ -65,14 +65,22 @@ def _hookd_error() -> type[HookdError]:
     return HookdError
 
 
-#: ``ctx.meta`` key: the command line has a ``--json`` (read before parsing, for a usage error)
+#: ``ctx.meta`` key (shared by every context of one invocation): the command line asks for
+#: JSON (a ``--json`` before any ``--``), read before it is parsed: a usage error comes before
+#: any option is
 JSON_ASKED = "hookd.json_asked"
+
+
+def _json_error(ctx: click.Context, code: str, message: str) -> None:
+    """The error on stdout in the API's one shape, when the command line asks for JSON."""
+    if ctx.meta.get(JSON_ASKED):
+        _echo_json({"error": {"code": code, "message": message}})
 
 
 class _Group(click.Group):
     """The ``hookd`` group: its own commands plus :data:`LAZY_COMMANDS` (click's documented
     lazy-loading pattern), and hookd's errors as one sentence on stderr and an exit code (with
-    ``--json``, also the API's error shape on stdout: :func:`hookd.cli_render.json_option`)."""
+    ``--json`` on the command line, also the API's error shape on stdout: :func:`_json_error`)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *LAZY_COMMANDS])
@@ -87,28 +95,23 @@ class _Group(click.Group):
         return command
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        # a usage error comes before any option's callback: whether the command line asks for
-        # JSON (before a "--", whose words are the agent's) is read from it here
-        given = args[:args.index("--")] if "--" in args else args
+        given = args[:args.index("--")] if "--" in args else args  # (the words after "--" are the agent's)
         ctx.meta[JSON_ASKED] = "--json" in given
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as e:  # (hookd's own options: `hookd --bogus lanes --json`)
-            if ctx.meta[JSON_ASKED]:
-                _echo_json({"error": {"code": "bad_request", "message": e.format_message()}})
+            _json_error(ctx, "bad_request", e.format_message())
             raise
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except click.UsageError as e:  # (click prints it and exits 2, as for any command)
-            if ctx.meta.get(JSON_WANTED) or ctx.meta.get(JSON_ASKED):
-                _echo_json({"error": {"code": "bad_request", "message": e.format_message()}})
+            _json_error(ctx, "bad_request", e.format_message())
             raise
         except _hookd_error() as e:
             _out(f"hookd: {visible(e.message)}", err=True)
-            if ctx.meta.get(JSON_WANTED):
-                _echo_json({"error": {"code": e.code, "message": e.message}})
+            _json_error(ctx, e.code, e.message)
             ctx.exit(e.exit_code)
         except UnicodeEncodeError as e:
             # an argument with bytes that are not UTF-8 (Python keeps them as lone surrogates):
@@ -116,8 +119,7 @@ class _Group(click.Group):
             near = e.object[max(0, e.start - 20):e.end + 20] if isinstance(e.object, str) else ""
             message = f"an argument is not valid UTF-8 text (near {visible(near)!s}); give text in UTF-8"
             _out(f"hookd: {message}", err=True)
-            if ctx.meta.get(JSON_WANTED):
-                _echo_json({"error": {"code": "bad_request", "message": message}})
+            _json_error(ctx, "bad_request", message)
             ctx.exit(2)
 
 

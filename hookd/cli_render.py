@@ -115,22 +115,12 @@ def _echo_json(obj: Any) -> None:
     click.echo(json_escape_visible(msgspec.json.encode(obj).decode()))
 
 
-#: ``ctx.meta`` key (shared by every context of one invocation) set when ``--json`` was given
-JSON_WANTED = "hookd.json"
-
-
-def _json_wanted(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
-    if value:
-        ctx.meta[JSON_WANTED] = True
-    return value
-
-
 def json_option(help: str | None = None) -> Any:
-    """Every command's ``--json`` flag (its parameter ``as_json``). Given, a hookd error the
-    command ends with is also printed on stdout in the API's one error shape,
-    ``{"error": {"code", "message"}}`` (the ``hookd`` group's ``invoke``): a script reading
-    stdout gets JSON whatever happened, and the exit status says which."""
-    return click.option("--json", "as_json", is_flag=True, help=help, callback=_json_wanted)
+    """Every command's ``--json`` flag (its parameter ``as_json``). With it on the command
+    line, an error the command ends with is also printed on stdout in the API's one error
+    shape, ``{"error": {"code", "message"}}`` (the ``hookd`` group: :mod:`hookd.cli`): a
+    script reading stdout gets JSON whatever happened, and the exit status says which."""
+    return click.option("--json", "as_json", is_flag=True, help=help)
 
 
 def _json_text(value: Any) -> str:

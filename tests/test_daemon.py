@@ -166,30 +166,6 @@ def test_a_json_after_double_dash_is_the_agents(home):
     assert r.returncode in (2, 3) and r.stdout == "" and r.stderr.startswith("hookd: "), r
 
 
-def test_every_json_flag_prints_errors_as_json():
-    """Every command's ``--json`` is the shared flag (its callback marks the invocation), so a
-    command added later keeps the error shape above."""
-    import click
-
-    from hookd.cli import main
-    from hookd.cli_render import json_option
-
-    shared = json_option()(lambda: None).__click_params__[0].callback
-    found = []
-
-    def walk(group: click.Group, ctx: click.Context) -> None:
-        for name in group.list_commands(ctx):
-            cmd = group.get_command(ctx, name)
-            if isinstance(cmd, click.Group):
-                walk(cmd, ctx)
-            for p in cmd.params:
-                if "--json" in p.opts:
-                    found.append((name, p.callback))
-    walk(main, click.Context(main))
-    assert len(found) >= 27
-    assert [n for n, cb in found if cb is not shared] == []
-
-
 def test_status_without_a_daemon_counts_the_hooks_waiting_in_its_spool(home):
     spool = Home.resolve(home).spool_dir("b1")
     spool.mkdir(parents=True)

@@ -41,11 +41,9 @@ class Runs:
         self.bus = bus
         self.orphan = orphan
         self.exits = exits
-        #: the runs `hookd stop` is stopping now: run id -> its agent's pid (the lanes watch does
-        #: not take such an agent's exit for its death: the stop records it)
-        self.stopping: dict[int, int] = {}
-        #: the builders of those runs (run id -> builder)
-        self._stopping_builders: dict[int, str] = {}
+        #: the runs `hookd stop` is stopping now, by id (:meth:`stopping_pid`,
+        #: :meth:`stopping_builder`: the stop records their end)
+        self._stopping: dict[int, Run] = {}
         #: a run's exit being recorded now (by id): a second look that finds it gone meanwhile
         #: (the run watch, `hookd ls`) waits for that record instead of reading the exit status
         #: again (the headless wrapper's file is removed once read: a second reader got None)
@@ -133,30 +131,33 @@ class Runs:
         run = runs[0] if runs else None
         if run is None:
             raise NotFound(f"{builder} was not started by hookd (hookd run {builder} starts it)")
-        if run.stopped_at is not None or run.id in self.stopping:
+        if run.stopped_at is not None or run.id in self._stopping:
             raise NotFound(f"{builder} is not running (hookd continue {builder} resumes it)")
-        self.stopping[run.id] = run.pid
-        self._stopping_builders[run.id] = builder
+        self._stopping[run.id] = run
         try:
             sig = await asyncio.to_thread(stop_process, run.pid, run.pid_started_at, timeout_s)
             ended = await self._end(builder, run.id, "stopped", sig, actor)
             await asyncio.to_thread(close_pane, run.tmux_socket, run.tmux_session)
         finally:
-            self.stopping.pop(run.id, None)
-            self._stopping_builders.pop(run.id, None)
+            self._stopping.pop(run.id, None)
         assert ended is not None
         return ended
 
     def stopping_builder(self, builder: str) -> bool:
         """Whether `hookd stop` is stopping ``builder``'s agent now (its held hooks going away
         are the stop's doing, not the desk's: :class:`hookd.core.holds.Holds`)."""
-        return builder in self._stopping_builders.values()
+        return any(r.builder == builder for r in self._stopping.values())
+
+    def stopping_pid(self, pid: int) -> bool:
+        """Whether `hookd stop` is ending the agent ``pid`` now (the lanes watch does not take
+        its exit for its death: the stop records it)."""
+        return any(r.pid == pid for r in self._stopping.values())
 
     async def exited(self, run: Run) -> Run | None:
         """Run ``run``'s process is gone without `hookd stop`: recorded ``exited``, the
         builder's open sessions ended, event ``builder_stopped`` (nothing while `hookd stop` is
         stopping it: that records it)."""
-        if run.id in self.stopping:
+        if run.id in self._stopping:
             return None
         ending = self._ending.get(run.id)
         if ending is None:

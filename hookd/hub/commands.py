@@ -39,7 +39,7 @@ import msgspec
 
 from hookd.hub import sql
 from hookd.hub.config import redact
-from hookd.hub.shipper import HostTaken, NotClaimed, keep_connected, why
+from hookd.hub.shipper import check_claimed, failed_state, keep_connected, why
 from hookd.models import AnswerRequest, BadRequest, Conflict, NotFound
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ class Applier:
                              retry_max_s=self.retry_max_s)
 
     def _failed(self, e: Exception) -> None:
-        state = "refused" if isinstance(e, HostTaken) else "connecting" if isinstance(e, NotClaimed) else "down"
+        state = failed_state(e)
         if state != "connecting" and (self.state != state or self.error != why(e)):
             log.warning("hub %s: commands: %s; queued ones wait on the hub", self.key, why(e))
         self.state, self.error = state, why(e)
@@ -98,11 +98,7 @@ class Applier:
     async def _follow(self, conn: Any, stop: asyncio.Event) -> None:
         host = await sql.host_id(conn)
         mine = await self.core.store.hub_cursor(self.key)
-        if mine is None:  # (the shipper makes this home's id on its first connect to this hub)
-            raise NotClaimed("waiting for the shipper's first connect to claim this host")
-        if await sql.claim(conn, mine[1]) != mine[1]:  # another home is this host: it applies them
-            raise HostTaken(f"another hookd home already ships to this hub as host {host}: it takes the host's"
-                            " commands, this home takes none (hookd status's hub line says more)")
+        await check_claimed(conn, mine[1] if mine is not None else None, host, "commands")
         wake = asyncio.Event()
         await conn.add_listener(sql.command_channel(host), lambda *_: wake.set())
         conn.add_termination_listener(lambda *_: wake.set())

@@ -36,7 +36,7 @@ from typing import Any, Awaitable, Callable, Sequence
 
 from hookd.hub import fleet_sql, sql
 from hookd.hub.config import redact
-from hookd.hub.shipper import HostTaken, NotClaimed
+from hookd.hub.shipper import check_claimed, failed_state
 from hookd.hub.shipper import why as _why
 
 log = logging.getLogger("hookd.hub")
@@ -83,7 +83,7 @@ class _Conn:
                 raise
             except Exception as e:  # (the hub refused, went away, timed out: never the daemon's end)
                 why = _why(e)
-                state = "refused" if isinstance(e, HostTaken) else "connecting" if isinstance(e, NotClaimed) else "down"
+                state = failed_state(e)
                 if state != "connecting" and (self.state != state or self.error != why):
                     log.warning("hub %s: %s: %s", self.key, self.what, why)
                 self.state, self.error = state, why
@@ -148,13 +148,7 @@ class FleetLink(_Conn):
             async with self._lock:
                 self.host_id = await sql.host_id(conn)
                 if self.home_id is not None:
-                    home = await self.home_id()
-                    if home is None:
-                        raise NotClaimed("waiting for the shipper's first connect to claim this host")
-                    if await sql.claim(conn, home) != home:  # another home is this host: it links, not this one
-                        raise HostTaken(f"another hookd home already ships to this hub as host {self.host_id}: it "
-                                        "holds the host's notification link, this home none (hookd status's hub "
-                                        "line says more)")
+                    await check_claimed(conn, await self.home_id(), self.host_id, "notification link")
                 await self._record(conn)
                 linked_at = time.time()
                 await fleet_sql.link(conn, self.notify, 1 + secrets.randbelow(2**31 - 2), linked_at)

@@ -60,7 +60,7 @@ def add_role(url: str, name: str, operator: bool, password: str | None = None) -
 def is_operator(url: str) -> bool:
     """Whether ``url``'s role is an operator's (a member of ``hookd_operator``: it reads every
     host's rows and queues commands), not a host's."""
-    return bool(_run(url, lambda conn: conn.fetchval("SELECT pg_has_role(current_user, 'hookd_operator', 'MEMBER')")))
+    return bool(_run(url, sql.is_operator))
 
 
 def hosts(url: str) -> list[dict[str, Any]]:
@@ -219,7 +219,7 @@ def check_target(url: str, target: str) -> None:
         if host is not None:
             await _host(conn, host)
         elif not (any(r["builder"] == builder for r in await sql.lanes(conn))
-                  or any(c["builder"] == builder for c in await sql.list_commands(conn, None, 100_000))):
+                  or await sql.commands_for(conn, builder)):
             raise NotFound(f"no host has a builder {builder!r} on the hub (hookd --hub URL lanes lists them)")
     _run(url, check)
 

@@ -99,7 +99,7 @@ class Shipper:
                              retry_max_s=self.retry_max_s)
 
     def _failed(self, e: Exception) -> None:
-        state = "refused" if isinstance(e, HostTaken) else "down"
+        state = failed_state(e)
         if self.state != state or self.error != why(e):
             log.warning("hub %s: %s; the events wait in the local store and ship once it is back", self.key, why(e))
         self.state, self.error = state, why(e)
@@ -146,6 +146,24 @@ class Shipper:
 
 class NotClaimed(Exception):
     """This home has not claimed its host on the hub yet (the shipper does at its first connect)."""
+
+
+def failed_state(e: BaseException) -> str:
+    """The ``state`` a hub task shows after failure ``e``: ``refused`` (another home is this
+    host: HostTaken), ``connecting`` (this home not claimed yet: NotClaimed), else ``down``."""
+    return "refused" if isinstance(e, HostTaken) else "connecting" if isinstance(e, NotClaimed) else "down"
+
+
+async def check_claimed(conn: Any, home_id: str | None, host: str, what: str) -> None:
+    """Whether this home (``home_id``, the shipper's claim kept with its cursor; None before its
+    first connect: NotClaimed) is the home of ``conn``'s host on the hub, as the tasks beside
+    the shipper that act as the host (its commands, its notification link) require; another
+    home is: HostTaken, saying it takes ``what`` and this home none."""
+    if home_id is None:
+        raise NotClaimed("waiting for the shipper's first connect to claim this host")
+    if await sql.claim(conn, home_id) != home_id:
+        raise HostTaken(f"another hookd home already ships to this hub as host {host}: it takes the host's {what},"
+                        " this home none (hookd status's hub line says more)")
 
 
 class HostTaken(Exception):

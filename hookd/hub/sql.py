@@ -397,6 +397,16 @@ async def command(conn: Any, cid: str) -> dict[str, Any] | None:
     return dict(row) if row is not None else None
 
 
+async def commands_for(conn: Any, builder: str) -> bool:
+    """Whether any command the connection may see names ``builder`` (on any host)."""
+    return bool(await conn.fetchval("SELECT EXISTS (SELECT 1 FROM hookd.commands WHERE builder = $1)", builder))
+
+
+async def is_operator(conn: Any) -> bool:
+    """Whether the connection's role is an operator's (a member of ``hookd_operator``)."""
+    return bool(await conn.fetchval("SELECT pg_has_role(current_user, 'hookd_operator', 'MEMBER')"))
+
+
 async def list_commands(conn: Any, host: str | None = None, limit: int = 1000) -> list[dict[str, Any]]:
     """The newest ``limit`` commands the connection may see (of ``host``, else every host's),
     oldest first, as :func:`command` gives each."""

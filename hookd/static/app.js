@@ -849,13 +849,18 @@ function hms(ms) {  // local HH:MM:SS
   return [d.getHours(), d.getMinutes(), d.getSeconds()].map((x) => String(x).padStart(2, "0")).join(":");
 }
 
+// What the page reads: the local daemon, or the hub (the page over the hub).
+function source() {
+  return S.hub ? "the hub" : "hookd";
+}
+
 function counts() {
   const pending = $("pending-list").children.length;
   $("count-pending").textContent = pending;
   const empty = $("pending-empty");
   empty.hidden = !S.loaded || pending > 0;
   // only a live page may say that nothing is waiting now
-  const what = S.hub ? "the hub" : "hookd";
+  const what = source();
   empty.textContent = S.live ? "Nothing is waiting on you."
     : S.knownAt ? `Nothing was waiting on you at ${hms(S.knownAt)} (${what} is not reachable now).`
       : `${what} is not reachable: what is waiting on you is unknown.`;
@@ -885,7 +890,7 @@ function setConn(state, text) {
   const off = $("offline");
   off.hidden = live || state === "connecting" || state === "signed-out";
   if (!off.hidden) {
-    const what = S.hub ? "the hub" : "hookd";
+    const what = source();
     off.textContent = S.knownAt && S.loaded
       ? `${what} is not reachable — showing what was known at ${hms(S.knownAt)}; reconnecting…`
       : `${what} is not reachable; reconnecting…`;

@@ -104,7 +104,7 @@ class LaneWatch:
         its exit is watched (:class:`ExitWatch`: from when it is found alive, while :meth:`run`)."""
         if not pid:
             return None
-        if pid in self.core.runs.stopping.values():
+        if self.core.runs.stopping_pid(pid):
             return None  # `hookd stop` is ending it: the stop records the end (lane ended), not a death
         key = (pid, started_at)
         if self._exits.watching(key):
