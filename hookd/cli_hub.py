@@ -155,7 +155,7 @@ def _fresh(age: float | None) -> str:
 def hub_lanes(url: str, as_json: bool, only: tuple[str, ...] = ()) -> None:
     """``hookd --hub URL lanes``: every host's builders' lanes (``only``: those builders', on
     any host; a ``HOST/BUILDER`` names one host's; one no host shipped a lane of: NotFound),
-    as their last ``lane_changed`` says. JSON items: ``host_id``, ``builder``, ``state``, ``since``, ``detail``, ``pending``,
+    as their last ``lane_changed`` says (a wait its detail counts, counted to now). JSON items: ``host_id``, ``builder``, ``state``, ``since``, ``detail``, ``pending``,
     ``queued`` (its inbox's messages still queued, as the host's shipped inbox events say), ``seq``, ``heartbeat_age_s``,
     ``sends_queued`` (messages queued on the hub for it, not yet taken by its host; the
     table's ``queued`` counts both)."""
@@ -163,7 +163,10 @@ def hub_lanes(url: str, as_json: bool, only: tuple[str, ...] = ()) -> None:
 
     from hookd.hub import ops
 
+    from hookd.clock import detail_now
+
     items = []
+    now = time.time()
     queued = ops.queued_counts(url)
     seen: set[str] = set()
     for r in ops.lanes(url):
@@ -172,7 +175,7 @@ def hub_lanes(url: str, as_json: bool, only: tuple[str, ...] = ()) -> None:
         seen |= {r["builder"], f"{r['host_id']}/{r['builder']}"}
         d = json.loads(r["data"])
         items.append({"host_id": r["host_id"], "builder": r["builder"], "state": d.get("to"), "since": d.get("since"),
-                      "detail": d.get("detail"), "pending": d.get("pending") or [], "queued": r["inbox_queued"],
+                      "detail": detail_now(d.get("detail"), d.get("waited"), d.get("waiting_since"), now), "pending": d.get("pending") or [], "queued": r["inbox_queued"],
                       "seq": r["seq"], "heartbeat_age_s": r["heartbeat_age_s"],
                       "sends_queued": queued.get((r["host_id"], "send", r["builder"]), 0)})
     if unknown := [b for b in dict.fromkeys(only) if b not in seen]:  # (as the local `lanes -b`: exit 1)
@@ -183,7 +186,6 @@ def hub_lanes(url: str, as_json: bool, only: tuple[str, ...] = ()) -> None:
     if as_json:
         _echo_json(items)
         return
-    now = time.time()
     rows: list[list[Any]] = [[i["host_id"], i["builder"], _lane_state(i["state"]),
                               _duration(max(0.0, now - (i["since"] or now))), len(i["pending"]),
                               i["queued"] + i["sends_queued"], i["detail"] or "", _fresh(i["heartbeat_age_s"])]

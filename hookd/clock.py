@@ -42,6 +42,18 @@ def span(seconds: float) -> str:
     return f"{d}d{h:02d}h"
 
 
+def detail_now(detail: str | None, waited: str | None, waiting_since: float | None, now: float) -> str | None:
+    """A lane's ``detail`` read at ``now`` (UNIX seconds) rather than when it was made: its
+    wait (``waited``, the :func:`span` it says, counted from ``waiting_since``) said again as
+    of ``now``. A detail with no wait, or whose wait it does not say, is returned as it is.
+    For copies of a detail kept and read later (the hub's lanes, from ``lane_changed``)."""
+    if detail is None or waited is None or waiting_since is None:
+        return detail
+    said = f" for {waited}"
+    head, found, tail = detail.partition(said)
+    return f"{head} for {span(now - waiting_since)}{tail}" if found else detail
+
+
 def when(ts: float | None) -> str:
     """UNIX seconds ``ts`` as local date and time with the zone's offset from UTC, to the
     second: ``2026-12-02 19:40:01 +01:00`` (``+00:00`` on a machine set to UTC), ``-`` for None.

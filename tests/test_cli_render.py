@@ -458,3 +458,39 @@ def test_colour_only_on_a_terminal_without_no_color(tty: bool, no_color: str | N
         assert click.unstyle(out) == plain
     else:
         assert out == plain
+
+
+def test_a_kept_lane_detail_counts_its_wait_to_when_it_is_read() -> None:
+    """A stalled lane's detail says how long it has waited; a copy read later (the hub's lanes,
+    from the host's last ``lane_changed``) says it as of then, not as of the event (a fleet
+    operator's trial: "waiting on a human for 5s" a minute later)."""
+    from hookd.clock import detail_now
+    from hookd.watchers.lane_state import derive
+
+    session = {"session_id": "s1", "started_at": AT - 400, "ended_at": None, "end_reason": None, "agent_pid": None,
+               "agent_started_at": None, "interrupted_at": None, "hooks_unarmed_at": None, "cwd": "/w",
+               "harness": "claude-code", "turn_started_at": None, "turn_ended_at": None, "failed_at": None,
+               "failure": None, "refused_at": AT - 10, "refused": "Bash: rm -rf /"}
+    d = {"builder": "b1", "session": session, "last_hook": {"hook_event_name": "PreToolUse", "at": AT - 300, "mono": None,
+                                                            "kind": "tool_call"},
+         "pending": [{"id": "q-1", "kind": "question", "created_at": AT - 300, "session_id": "s1", "created_mono": None}],
+         "queued": 0, "oldest_queued_at": None, "oldest_queued_mono": None}
+    lane = derive(d, AT, question_after_s=120)
+    assert (lane.state, lane.waiting_since, lane.waited) == ("stalled", AT - 300, "5m")
+    assert lane.detail == "question q-1 waiting on a human for 5m; last refused without asking: Bash: rm -rf /"
+    assert detail_now(lane.detail, lane.waited, lane.waiting_since, AT + 3600) == (
+        "question q-1 waiting on a human for 1h05m; last refused without asking: Bash: rm -rf /")
+    # an inbox the agent cannot receive, as long
+    d.update(pending=[], queued=2, oldest_queued_at=AT - 900)
+    session.update(turn_ended_at=AT - 1000, refused=None, refused_at=None)
+    d["last_hook"] = {"hook_event_name": "Stop", "at": AT - 1000, "mono": None, "kind": "turn_end"}
+    lane = derive(d, AT, idle_inbox_after_s=60)
+    assert (lane.state, lane.waiting_since) == ("stalled", AT - 900)
+    assert detail_now(lane.detail, lane.waited, lane.waiting_since, AT + 60) == (
+        "idle with 2 queued message(s) it cannot receive for 16m")
+    # a lane with no wait in its words, and a detail that does not say the wait, as they are
+    working = derive(dict(d, queued=0, oldest_queued_at=None), AT)
+    assert (working.waiting_since, working.waited) == (None, None)
+    assert detail_now(working.detail, working.waited, working.waiting_since, AT + 60) == working.detail
+    assert detail_now("edited by hand", "5m", AT, AT + 60) == "edited by hand"
+    assert detail_now(None, None, None, AT) is None

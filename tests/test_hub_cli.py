@@ -149,3 +149,30 @@ def test_an_operator_reads_every_hosts_lanes_and_questions_from_the_hub(cluster:
     finally:
         a.stop()
         b.stop()
+
+
+def test_the_hubs_lanes_count_a_stalled_lanes_wait_to_now(hub: Hub, tmp_path: Path) -> None:
+    """A lane's state is its host's last ``lane_changed``, shipped when the lane moved: its
+    wait ("waiting on a human for 2m") is counted to the hub's read, in ``lanes`` and on the
+    page (a fleet operator's trial read "for 5s" a minute on)."""
+    import time
+
+    from hookd.hub import sql
+    from hookd.hub.page import HubSource
+
+    host_url = hub.host("ha")
+    host = host_url.split("//")[1].split(":")[0]
+    at = time.time() - 480  # the lane went stalled 8 minutes ago, after 2 minutes' wait
+    data = {"from": "waiting_question", "to": "stalled", "since": at, "pending": ["q-1"], "queued": 0,
+            "detail": "question q-1 waiting on a human for 2m; the agent said: done soon",
+            "waiting_since": at - 120, "waited": "2m"}
+    pg(host_url, sql.ship, [(1, "lane_changed", "b1", "s1", at, json.dumps(data))], "test")
+    op = hub.operator()
+    r = hookd_cli(tmp_path, "--hub", op, "lanes", "--json")
+    assert r.returncode == 0, r.stderr
+    (lane,) = json.loads(r.stdout)
+    assert lane["detail"] == "question q-1 waiting on a human for 10m; the agent said: done soon"
+    r = hookd_cli(tmp_path, "--hub", op, "lanes")
+    assert "question q-1 waiting on a human for 10m;" in r.stdout, r.stdout
+    (page_lane,) = pg(op, lambda _conn: HubSource(op).lanes())  # (pg: on a thread of its own)
+    assert page_lane["detail"] == lane["detail"] and page_lane["builder"] == f"{host}/b1"

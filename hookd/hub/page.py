@@ -21,6 +21,7 @@ import json
 import time
 from typing import Any, AsyncIterator, Callable
 
+from hookd.clock import detail_now
 from hookd.errors import BadRequest, Conflict, HubUnavailable, NotFound
 from hookd.hub import ops, sql
 from hookd.hub.config import redact
@@ -78,7 +79,7 @@ def _lane(r: dict[str, Any], sends_queued: int) -> dict[str, Any]:
     d = json.loads(r["data"])
     host = r["host_id"]
     return {"builder": f"{host}/{r['builder']}", "host": host, "local_builder": r["builder"], "state": d.get("to"),
-            "since": d.get("since"), "detail": d.get("detail"),
+            "since": d.get("since"), "detail": detail_now(d.get("detail"), d.get("waited"), d.get("waiting_since"), time.time()),
             "pending": [f"{host}/{p}" for p in d.get("pending") or []],
             "queued": r["inbox_queued"] + sends_queued, "sends_queued": sends_queued,
             "heartbeat_age_s": r["heartbeat_age_s"]}

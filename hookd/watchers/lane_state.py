@@ -75,6 +75,12 @@ class Lane(msgspec.Struct, gc=False):
     #: the builder's hooks stopped working (hookd.core.hookhealth's warning: ``signal``,
     #: ``reason``, ``fix``, ``since``, ...), filled in by ``GET /v1/lanes``; None: they work
     hooks_changed: dict[str, Any] | None = None
+    #: a wait the detail counts (a stalled question's, a stalled inbox's): when it began (UNIX
+    #: seconds) and how long it was as the detail says it (``span``'s words): a copy of the
+    #: detail read later (the hub's, from ``lane_changed``) says it as of then
+    #: (:func:`detail_now`)
+    waiting_since: float | None = None
+    waited: str | None = None
 
 
 def derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | None], bool | None] = agent_alive,
@@ -141,7 +147,8 @@ def _derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | 
         waited = now - first["created_at"]
         if waited >= question_after_s:
             return Lane(state="stalled", since=first["created_at"] + question_after_s,
-                        detail=f"{first['kind']} {first['id']} waiting on a human for {span(waited)}", **base)
+                        detail=f"{first['kind']} {first['id']} waiting on a human for {span(waited)}",
+                        waiting_since=first["created_at"], waited=span(waited), **base)
         return Lane(state=kind, since=first["created_at"], detail=f"{first['kind']} {first['id']} is pending",
                     due=first["created_at"] + question_after_s, **base)
     if failure is not None:
@@ -177,7 +184,8 @@ def _derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | 
         waited = now - max(d["oldest_queued_at"], idle_since)
         if waited >= idle_inbox_after_s:
             return Lane(state="stalled", since=max(d["oldest_queued_at"], idle_since) + idle_inbox_after_s,
-                        detail=f"idle with {d['queued']} queued message(s) it cannot receive for {span(waited)}", **base)
+                        detail=f"idle with {d['queued']} queued message(s) it cannot receive for {span(waited)}",
+                        waiting_since=max(d["oldest_queued_at"], idle_since), waited=span(waited), **base)
         return Lane(state="idle", since=idle_since, detail=f"{why}; {d['queued']} message(s) queued",
                     due=max(d["oldest_queued_at"], idle_since) + idle_inbox_after_s, **base)
     return Lane(state="idle", since=idle_since, detail="interrupted" if interrupted else why, **base)

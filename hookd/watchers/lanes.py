@@ -216,6 +216,8 @@ class LaneWatch:
                         tx.append_event("lane_changed", lane.builder, lane.session_id, at, {
                             "from": old[0] if old else None, "to": lane.state, "since": lane.since,
                             "detail": lane.detail, "pending": lane.pending, "queued": lane.queued,
+                            **({"waiting_since": lane.waiting_since, "waited": lane.waited}
+                               if lane.waiting_since is not None else {}),
                         })
                     out.append((old[0] if old else None, lane))
                 return out
