@@ -14,6 +14,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import click
 
+from hookd.clock import when
 from hookd.cli_render import _duration, _echo_json, _lane_state, _out, _table, answered_line, json_option, sent_line
 from hookd.vocabulary import by_text, outcome_of
 
@@ -254,10 +255,6 @@ def hub_questions(url: str, as_json: bool, state: str = "pending") -> None:
     _out("\n\n".join(out))
 
 
-def _iso(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
-
-
 def hub_command(url: str, kind: str, target: str, body: dict[str, Any], wait_s: float, as_json: bool) -> None:
     """``hookd --hub URL answer|send``: queue the command on the hub for its host
     (:func:`hookd.hub.ops.command`), wait up to ``wait_s`` seconds for the outcome and say
@@ -282,7 +279,7 @@ def hub_command(url: str, kind: str, target: str, body: dict[str, Any], wait_s: 
         if r.get("warning"):
             _out(f"hookd: {host}: {r['warning']}", err=True)
         return
-    _out(f"queued for {host} since {_iso(c['created_at'])} (host seen {_fresh(c['heartbeat_age_s'])}): "
+    _out(f"queued for {host} since {when(c['created_at'])} (host seen {_fresh(c['heartbeat_age_s'])}): "
          f"{host} applies it when it next reads the hub; `hookd --hub URL inbox` shows what becomes of it")
 
 

@@ -18,6 +18,8 @@ from hookd.daemonproc import DaemonProcess, wait_until
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures" / "claude-code" / "2.1.332"
 TUI = FIXTURES / "tui-ask-answered-at-terminal" / "hooks"
+#: a time as hookd says one to a person (hookd.clock.when: ``2026-12-02 19:52:07 +00:00``), a pattern
+LOCAL_TIME = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d\d:\d\d"
 
 __all__ = ["REPO", "FIXTURES", "TUI", "wait_until", "run_hook", "hookd_cli", "hookd_run"]
 

@@ -22,13 +22,14 @@ from typing import Any, Iterator
 import asyncpg
 import pytest
 
+from hookd import clock
 from hookd.config import Home
 from hookd.daemonproc import wait_until
 from hookd.hub import sql
 from hookd.hub.config import redact
 from hookd.settings import Settings
 
-from .conftest import hookd_cli
+from .conftest import LOCAL_TIME, hookd_cli
 from .hubrig import Hub, ask, cluster_fixture, fresh_hub, pg, role, session, shipped
 from .inproc import InProc
 from .pg import PgCluster
@@ -199,7 +200,7 @@ def test_an_answer_racing_the_desk_or_the_cli_is_decided_once(hub: Hub, two: tup
     i = a.app.interaction(p["id"])
     assert (r.returncode, r.stdout) == (2, "")
     assert re.fullmatch(rf"hookd: {a.id} refused it: the desk answered first: {p['id']} is already allowed"
-                        r" at the desk at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n", r.stderr), r.stderr
+                        rf" at the desk at {LOCAL_TIME}\n", r.stderr), r.stderr
     assert (i["surface"], i["decision"]) == ("terminal", "allow")
     # a late answer with words is kept in the host's inbox: taking it back is a command of that host's
     r = op_cli(op, tmp_path, "answer", f"{a.id}/{p['id']}", "--option", "deny", "--text", "not that one",
@@ -240,7 +241,7 @@ def test_a_host_offline_gets_its_command_when_it_is_back_and_a_restart_applies_n
     r = op_cli(op, tmp_path, "send", f"{a.id}/b1", "while you were away", "--no-wait")
     created = pg(hub.admin, lambda c: c.fetchval("SELECT created_at FROM hookd.commands"))
     assert r.returncode == 0 and re.fullmatch(
-        rf"queued for {a.id} since {created.strftime('%Y-%m-%dT%H:%M:%SZ')} \(host seen \d+s ago\): {a.id} applies"
+        rf"queued for {a.id} since {re.escape(clock.when(created.timestamp()))} \(host seen \d+s ago\): {a.id} applies"
         r" it when it next reads the hub; `hookd --hub URL inbox` shows what becomes of it\n", r.stdout), r.stdout
     r = op_cli(op, tmp_path, "send", f"{a.id}/b1", "still away", "--wait", "0.5", "--json")
     assert json.loads(r.stdout)["state"] == "queued"

@@ -17,6 +17,7 @@ from hookd.config import Home
 from hookd.models import OUTCOMES, SURFACE_TEXT, by_text, os_user, outcome_of
 from hookd.spawn import spawn, unspawn
 
+from .conftest import LOCAL_TIME
 from .inproc import InProc
 from .test_answers import ASK_ID, AUQ_PERM, AUQ_PRE, BASH_POST, Q, STOP, auq_post, bash_perm
 from .test_answers_inproc import Rig, pending_permission, refused
@@ -127,7 +128,7 @@ def test_a_delivered_message_cannot_be_taken_back(rig: Rig) -> None:
     rig.hook(STOP)
     assert rig.inbox()[0]["state"] == "adopted"
     err = rig.api("POST", "/v1/messages/m-1/cancel", {}).json()["error"]
-    assert re.fullmatch(r"m-1 was already delivered by PostToolUse at \S+Z, adopted \(its proof: Stop\), so it cannot"
+    assert re.fullmatch(rf"m-1 was already delivered by PostToolUse at {LOCAL_TIME}, adopted \(its proof: Stop\), so it cannot"
                         r" be taken back \(the agent may have read it\); send b1 a correction instead", err["message"]), err
 
 

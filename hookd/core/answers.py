@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import shlex
 import time
-from datetime import datetime, timezone
 from typing import Any
 
 import msgspec
 
 from hookd.core.asks import Asks
+from hookd.clock import when
 from hookd.core.bus import EventBus
 from hookd.core.elicitations import normalize_elicitation
 from hookd.core.limits import MAX_ANSWER_CHARS, check_answer_size, check_name
@@ -44,10 +44,6 @@ __all__ = ["MAX_ANSWER_CHARS", "MAX_HOOK_REPLY", "SURFACES", "Answers", "normali
 
 
 _canon = msgspec.json.Encoder(order="sorted")
-
-
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _each_question(iid: str, qs: list[Question]) -> str:
@@ -257,7 +253,7 @@ class Answers:
         author = req.actor or os_user()
         if i.state != "pending":
             by = f" {i.by}" if i.by else ""
-            reason = f"{i.id} is already {i.outcome}{by} at {_iso(i.resolved_at or at)}"
+            reason = f"{i.id} is already {i.outcome}{by} at {when(i.resolved_at or at)}"
             others = tx.interactions.pending_sharing_call(i.id)
             if others:
                 # the call id was reused (a replayed or scripted session): the human meant the open one

@@ -9,11 +9,11 @@ import asyncio
 import logging
 import secrets
 import time
-from datetime import datetime, timezone
 from typing import Any
 
 import msgspec
 
+from hookd.clock import when
 from hookd.core.bus import EventBus, write_publish
 from hookd.core.limits import MAX_OPTION_CHARS, MAX_OPTIONS, MAX_QUESTION_CHARS, check_answer_size, check_name
 from hookd.core.outcomes import MAX_HOOK_REPLY, questions_of, session_remote
@@ -28,10 +28,6 @@ log = logging.getLogger("hookd")
 MAX_AWAIT_S = 600.0
 #: Longest expiry of an async ask (seconds).
 MAX_EXPIRY_S = 7 * 86400.0
-
-
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Asks:
@@ -200,7 +196,7 @@ class Asks:
 
     # --- expiry ---------------------------------------------------------------------------
     def expire(self, tx: Tx, i: Interaction, at: float) -> bool:
-        warning = f"expired unanswered at {_iso(i.expires_at or at)}"
+        warning = f"expired unanswered at {when(i.expires_at or at)}"
         if not tx.interactions.resolve_interaction(i.id, expected_state="pending", state="expired", answers=None,
                                       selections=None, surface=None, warning=warning, error=None, at=at):
             return False

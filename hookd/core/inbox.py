@@ -16,6 +16,7 @@ import os
 import time
 from datetime import datetime, timezone
 
+from hookd.clock import when
 from hookd.core.bus import EventBus, Tasks
 from hookd.core.limits import MAX_MESSAGE_CHARS, check_name
 from hookd.core.state import HookCache, fingerprint
@@ -143,12 +144,12 @@ class Inbox:
                 return m, False
             if not tx.inbox.cancel_message(message_id, time.time()):
                 how = f" by {m.delivered_via}" if m.delivered_via else ""
-                when = f" at {_iso(m.delivered_at)}" if m.delivered_at is not None else ""
+                at_ = f" at {when(m.delivered_at)}" if m.delivered_at is not None else ""
                 if m.state == "adopted":  # delivered, then proven read: both, each with its own word
                     proof = f", adopted (its proof: {m.adopted_via})" if m.adopted_via else ", adopted"
-                    what = f"delivered{how}{when}{proof}"
+                    what = f"delivered{how}{at_}{proof}"
                 else:
-                    what = f"{m.state}{how}{when}"
+                    what = f"{m.state}{how}{at_}"
                 raise Conflict(f"{message_id} was already {what}, so it cannot be taken back"
                                f" (the agent may have read it); send {m.builder} a correction instead")
             done = tx.inbox.message(message_id)
@@ -393,4 +394,6 @@ def _sent_ids_in(path: str) -> set[str]:
 
 
 def _iso(ts: float) -> str:
+    """UNIX seconds ``ts`` in the frame a message reaches the model in: ISO 8601 in UTC, to
+    the second (``2026-12-02T18:40:01Z``)."""
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
