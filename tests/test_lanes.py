@@ -175,6 +175,31 @@ def test_agent_killed_with_a_pending_question_is_dead(agent: Agent) -> None:
     assert agent.lane()["since"] == first["since"]  # the time it was found dead, not "now" on each read
 
 
+def test_answers_kept_for_a_session_whose_agent_died_go_to_the_builders_next_session(agent: Agent) -> None:
+    """An agent killed (no SessionEnd) leaves its session never ended: the answers hookd kept
+    as messages for it, and any answer to a question it left open, go to the builder's next
+    session once its lane is found dead, as at a session's end (a fresh user's trial left a
+    kept answer queued for a session nobody resumes)."""
+    sid = payload("001-SessionStart.json")["session_id"]
+    agent.hook(payload("001-SessionStart.json"))
+    agent.hook(payload("007-PreToolUse.json"))
+    agent.hook(payload("010-PostToolUse.json"))  # the desk answered first
+    r = agent.app.request("POST", f"/v1/interactions/{ASK}/answer", json={"answers": {"Which color do you prefer?": "Red"}})
+    assert r.status_code == 409, r.text  # kept as m-1, for the live session
+    second = "toolu_01ASK0000000000000000002"
+    agent.hook(payload("007-PreToolUse.json", tool_use_id=second))  # open as the agent dies
+    assert [(m["id"], m["session_id"]) for m in agent.app.inbox("b1")] == [("m-1", sid)]
+    agent.close()  # SIGKILL: no SessionEnd
+    agent.wait_lane("dead")
+    wait_until(lambda: agent.app.interaction(second)["state"] == "orphaned", 60, what="the open question orphaned")
+    wait_until(lambda: [(m["id"], m["session_id"]) for m in agent.app.inbox("b1")] == [("m-1", None)], 60,
+               what=lambda: f"m-1 the builder's: {agent.app.inbox('b1')}")
+    r = agent.app.request("POST", f"/v1/interactions/{second}/answer", json={"answers": {"Which color do you prefer?": "Red"}})
+    assert r.status_code == 409, r.text  # its question orphaned: kept, for the builder's next session
+    assert [(m["id"], m["session_id"], m["answer_to"]) for m in agent.app.inbox("b1")] == [
+        ("m-1", None, ASK), ("m-2", None, second)]
+
+
 def test_a_new_state_never_begins_before_the_one_it_replaced(agent: Agent, tmp_path: Path) -> None:
     """A session known only from its transcript: when the desk's answer ends waiting_question,
     the lane is working since then, not since the session started (no hook time to derive it

@@ -120,9 +120,11 @@ def _same_selections(a: list[Selection] | None, b: list[Selection] | None) -> bo
 def _answer_scope(tx: Tx, i: Any) -> str | None:
     """The session a message keeping a human's answer to ``i`` goes to: the question's while
     it lives; None (the builder's next turn boundary, in any of its sessions) for an async ask,
-    and once that session has ended, so that no answer waits for a session nobody resumes (its
-    end makes the queued ones the builder's: :meth:`hookd.store.sessions.Sessions.end_session`)."""
-    if i.kind == "async" or i.session_id is None or tx.sessions.ended(i.session_id):
+    and once that session has ended or ``i`` was closed ``orphaned`` (its agent gone), so that
+    no answer waits for a session nobody resumes (its end, or its agent found gone, makes the
+    queued ones the builder's: :meth:`hookd.store.sessions.SessionsTx.release_kept_answers`)."""
+    if (i.kind == "async" or i.session_id is None or i.state == "orphaned"
+            or tx.sessions.ended(i.session_id)):
         return None
     return i.session_id
 

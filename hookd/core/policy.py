@@ -129,7 +129,9 @@ class Policy:
     async def orphan(self, builder: str, session_id: str, why: str) -> list[str]:
         """Close every interaction still pending in ``builder``'s session ``session_id`` as
         ``orphaned`` (its agent's process is gone: ``why``, e.g. ``"pid 4242 is gone"``);
-        async asks stay open (they reach the next session through the inbox). Returns the ids
+        async asks stay open (they reach the next session through the inbox), and the answers
+        kept as messages for the session become the builder's, as at its end
+        (:meth:`hookd.store.sessions.SessionsTx.release_kept_answers`). Returns the ids
         closed."""
         return await write_publish(self.store, self.bus, self._orphan_tx, builder, session_id, why, time.time())
 
@@ -151,6 +153,7 @@ class Policy:
             self.waiters.release_after(tx, i.id)
             inbox_answers_after(tx, i, at, outcome="orphaned", answers=None, surface=None)
             closed.append(i.id)
+        tx.sessions.release_kept_answers(sid)
         return closed
 
     # --- dismissed -----------------------------------------------------------------------

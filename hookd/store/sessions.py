@@ -216,8 +216,7 @@ class SessionsTx(TxPart):
         A failure that a later turn went past is forgotten now (:data:`SUPERSEDED_FAILURE`):
         the failure an ended session keeps is the one that stopped its last turn. The answers
         hookd kept as messages for the session and still queued become the builder's (its next
-        session takes them: :func:`hookd.core.outcomes.queue_answer`); a message sent for the
-        session (``hookd send --session``) stays its own. Returns False when it had ended
+        session takes them: :meth:`release_kept_answers`). Returns False when it had ended
         already."""
         cur = self._db.execute(
             "UPDATE sessions SET ended_at=?, end_reason=? WHERE id=? AND ended_at IS NULL",
@@ -227,10 +226,18 @@ class SessionsTx(TxPart):
             return False
         self._db.execute(f"UPDATE sessions SET failed_at=NULL, failure=NULL WHERE id=? AND {SUPERSEDED_FAILURE}",
                          (session_id,))
-        self._db.execute("UPDATE inbox_messages SET session_id=NULL WHERE builder=(SELECT builder FROM sessions"
-                         " WHERE id=?) AND state='queued' AND session_id=? AND answer_to IS NOT NULL",
-                         (session_id, session_id))  # (the builder's queue through its index, not the whole table)
+        self.release_kept_answers(session_id)
         return True
+
+    def release_kept_answers(self, session_id: str) -> int:
+        """The answers hookd kept as messages for ``session_id`` and still queued become its
+        builder's (its next session takes them): the session ended, or its agent is gone.
+        A message sent for the session (``hookd send --session``) stays its own. Returns how
+        many."""
+        return self._db.execute(
+            "UPDATE inbox_messages SET session_id=NULL WHERE builder=(SELECT builder FROM sessions"
+            " WHERE id=?) AND state='queued' AND session_id=? AND answer_to IS NOT NULL",
+            (session_id, session_id)).rowcount  # (the builder's queue through its index, not the whole table)
 
     def ended(self, session_id: str) -> bool:
         """Whether the session has ended (an unknown one has not)."""

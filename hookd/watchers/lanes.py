@@ -247,10 +247,11 @@ class LaneWatch:
         return lanes
 
     async def orphan_dead(self, lanes: list[Lane]) -> None:
-        """The agent of each ``dead`` lane with something pending is gone: what its session
-        asked leaves the humans' queue (closed ``orphaned``, :meth:`hookd.core.policy.Policy.orphan`)."""
+        """The agent of each ``dead`` lane is gone: what its session asked leaves the humans'
+        queue (closed ``orphaned``), and the answers kept for it go to the builder's next
+        session (:meth:`hookd.core.policy.Policy.orphan`)."""
         for lane in lanes:
-            if lane.state == "dead" and lane.pending and lane.session_id:
+            if lane.state == "dead" and lane.session_id and (lane.pending or lane.queued):
                 await self.core.orphan(lane.builder, lane.session_id, f"pid {lane.agent_pid} is gone")
 
     def wants(self, events: Sequence[Event]) -> bool:
