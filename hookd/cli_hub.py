@@ -206,13 +206,19 @@ def _what(kind: str, d: dict[str, Any]) -> str:
     return " / ".join(str(q.get("question", "")) for q in qs if isinstance(q, dict)) or "question"
 
 
+#: What the hub's questions table adds to a prompt its host no longer takes a remote answer for
+DESK_ONLY = " (no hook holds it: answer it at the desk)"
+
+
 def hub_questions(url: str, as_json: bool, state: str = "pending") -> None:
     """``hookd --hub URL questions [--state pending|resolved|all]``: what waits on a human on
     every host (agents' async asks too), and the newest 100 resolved. JSON items: ``state``
     (``pending``, or how it ended: ``answered``, ``dismissed``, ``expired``...), ``host_id``,
     ``id``, ``kind``, ``builder``, ``at``, ``data`` (the pending event's), ``heartbeat_age_s``,
     and ``answers_queued`` (pending: answers queued on the hub for it, not yet taken by its
-    host), or ``resolved_at``, ``outcome``, ``by``, ``resolution`` (resolved: the resolving
+    host) and ``held`` (pending: a permission prompt's, plan's or elicitation's, whether its host
+    takes a remote answer for it, as its events say; false: answered at the desk only; null for
+    the other kinds), or ``resolved_at``, ``outcome``, ``by``, ``resolution`` (resolved: the resolving
     event's data)."""
     from hookd.hub import ops
 
@@ -226,7 +232,8 @@ def hub_questions(url: str, as_json: bool, state: str = "pending") -> None:
             pending.append({"state": "pending", "host_id": r["host_id"], "id": d.get("id"),
                             "kind": d.get("kind") or r["kind"].split("_")[0], "builder": r["builder"], "at": r["at"],
                             "data": d, "heartbeat_age_s": r["heartbeat_age_s"],
-                            "answers_queued": queued.get((r["host_id"], "answer", d.get("id")), 0), "event": r["kind"]})
+                            "answers_queued": queued.get((r["host_id"], "answer", d.get("id")), 0), "held": r["held"],
+                            "event": r["kind"]})
     if state in ("resolved", "all"):
         for r in ops.resolved(url):
             d, res = json.loads(r["data"]), json.loads(r["resolution"])
@@ -242,7 +249,8 @@ def hub_questions(url: str, as_json: bool, state: str = "pending") -> None:
     out = []
     if state in ("pending", "all"):
         rows: list[list[Any]] = [[i["host_id"], i["id"], i["kind"], i["builder"], _duration(max(0.0, now - i["at"])),
-                                  _what(i["event"], i["data"]), i["answers_queued"] or "-", _fresh(i["heartbeat_age_s"])]
+                                  _what(i["event"], i["data"]) + (DESK_ONLY if i["held"] is False else ""),
+                                  i["answers_queued"] or "-", _fresh(i["heartbeat_age_s"])]
                                  for i in pending]
         out.append(_table(rows, ["host", "id", "kind", "builder", "waiting", "what", "answers queued", "host seen"])
                    if rows else "no questions")

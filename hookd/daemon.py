@@ -17,6 +17,7 @@ import os
 import secrets
 import socket
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, AsyncIterator
 
@@ -349,6 +350,7 @@ def _lifespan(home: Home, core: Hookd, endpoint: Endpoint, notify_config: Any, s
         retrying = asyncio.create_task(retry_until_back(core, stop_watch))
         hook_alerts = asyncio.create_task(HookAlerts(core, notifier).run(stop_watch))
         run_watch = asyncio.create_task(RunWatch(core, settings.liveness_s).run(stop_watch))
+        unreturned = asyncio.create_task(core.unreturned_holds(time.time()))
         hub_tasks = _start_hub(core, home, settings, notifier, stop_watch) if settings.hub_url else []
         # what start-up made (modules, the app) lives as long as the daemon: the garbage
         # collector's full passes, pauses of the hook path, need not walk it again and again
@@ -373,6 +375,7 @@ def _lifespan(home: Home, core: Hookd, endpoint: Endpoint, notify_config: Any, s
             retrying.cancel()
             hook_alerts.cancel()
             run_watch.cancel()
+            unreturned.cancel()
             for t in hub_tasks:
                 t.cancel()
             await asyncio.gather(*hub_tasks, return_exceptions=True)

@@ -380,6 +380,42 @@ def test_daemon_stop_lets_held_hooks_go(home: Path, worktree: Path) -> None:
         d.kill()
 
 
+def test_a_prompt_whose_held_hook_a_crash_ended_is_said_to_be_the_desks(home: Path, worktree: Path) -> None:
+    """A daemon killed (SIGKILL: no clean stop) while it held a permission prompt's hook: the
+    hook's client ends with nothing printed (the prompt is the desk's) and spools what it had.
+    The next daemon, once held hooks had their time to come back (HOLD_RETURN_S), says so of
+    the prompt none came back for (``hold_ended``, reason ``restart``), once: what reads only
+    the events (the hub's questions) then stops offering an answer the host would refuse."""
+    d = DaemonProcess(home).start()
+    try:
+        rig = Rig(home, worktree)
+        held = rig.start_hook(bash_perm("make deploy"))
+        [pid] = wait_until(lambda: [q["id"] for q in questions(home) if q["kind"] == "permission"], 60,
+                           what="the prompt pending")
+        rig.held(pid)
+        d.kill()
+        assert finish(held, timeout=30) == (0, b"")  # its client let go: the desk's
+        d.start()
+        ended = wait_until(lambda: [e["data"] for e in events(home) if e["kind"] == "hold_ended"], 60,
+                           what="hold_ended after the restart")
+        assert ended == [{"id": pid, "kind": "permission", "reason": "restart"}]
+        assert [q["held"] for q in questions(home) if q["id"] == pid] == [False]
+        # another prompt held, another crash: that one is said so after the next start, the
+        # first not again (judged before it: the pending ones are looked at oldest first)
+        held = rig.start_hook(bash_perm("make release"))
+        [pid2] = wait_until(lambda: [q["id"] for q in questions(home) if q["kind"] == "permission" and q["id"] != pid],
+                            60, what="the second prompt pending")
+        rig.held(pid2)
+        d.kill()
+        assert finish(held, timeout=30) == (0, b"")
+        d.start()
+        wait_until(lambda: len([e for e in events(home) if e["kind"] == "hold_ended"]) == 2, 60,
+                   what="hold_ended for the second prompt")
+        assert [e["data"]["id"] for e in events(home) if e["kind"] == "hold_ended"] == [pid, pid2]
+    finally:
+        d.kill()
+
+
 def test_another_sessions_transcript_copy_never_re_decides_an_answered_question(rig: Rig, tmp_path: Path) -> None:
     """A later session of the same builder whose transcript holds the same AskUserQuestion
     call (a fork's copy, or a scripted model reusing the id) with another outcome (here the

@@ -176,3 +176,37 @@ def test_the_hubs_lanes_count_a_stalled_lanes_wait_to_now(hub: Hub, tmp_path: Pa
     assert "question q-1 waiting on a human for 10m;" in r.stdout, r.stdout
     (page_lane,) = pg(op, lambda _conn: HubSource(op).lanes())  # (pg: on a thread of its own)
     assert page_lane["detail"] == lane["detail"] and page_lane["builder"] == f"{host}/b1"
+
+
+def test_the_hubs_questions_say_which_prompts_their_host_takes_no_answer_for(hub: Hub, tmp_path: Path) -> None:
+    """A prompt whose host's held hook is gone (``hold_ended``: its hold ran out, or none came
+    back after the host's restart) is answered at the desk only: the hub's questions say so
+    (``held`` false; the page's card then offers no answer), until a ``hold_resumed``. A
+    fleet operator's trial answered one after a host's kill -9, and the host refused it."""
+    from hookd.hub import sql
+    from hookd.hub.page import HubSource
+
+    host_url = hub.host("ha")
+    perm = {"id": "pr_1", "kind": "permission", "tool_name": "Bash", "tool_input": {"command": "make deploy"}}
+    ask = {"id": "toolu_1", "kind": "question", "questions": [{"question": "Which?", "options": [{"label": "A"}]}]}
+    pg(host_url, sql.ship, [(1, "permission_pending", "b1", "s1", 1.0, json.dumps(perm)),
+                            (2, "question_pending", "b1", "s1", 2.0, json.dumps(ask))], "test")
+    op = hub.operator()
+
+    def held() -> dict[str, object]:
+        r = hookd_cli(tmp_path, "--hub", op, "questions", "--json")
+        assert r.returncode == 0, r.stderr
+        page = {i["local_id"]: i.get("held") for i in pg(op, lambda _conn: HubSource(op).questions())}
+        cli = {i["id"]: i["held"] for i in json.loads(r.stdout)}
+        assert page == cli, (page, cli)
+        return cli
+
+    assert held() == {"pr_1": True, "toolu_1": None}
+    pg(host_url, sql.ship, [(3, "hold_ended", "b1", "s1", 3.0, '{"id": "pr_1", "kind": "permission", "reason": "restart"}')],
+       "test")
+    assert held() == {"pr_1": False, "toolu_1": None}
+    r = hookd_cli(tmp_path, "--hub", op, "questions")
+    [row] = [line for line in r.stdout.splitlines() if "pr_1" in line]
+    assert "Bash permission (no hook holds it: answer it at the desk)" in row, r.stdout
+    pg(host_url, sql.ship, [(4, "hold_resumed", "b1", "s1", 4.0, '{"id": "pr_1", "kind": "permission"}')], "test")
+    assert held() == {"pr_1": True, "toolu_1": None}

@@ -139,6 +139,7 @@ class Hookd:
         self.hold = self.holds.hold
         self.reply_read = self.holds.reply_read
         self.holding = self.holds.holding
+        self.unreturned_holds = self.holds.unreturned
         self.claw_ack = self.claw.claw_ack
         self.claw_call = self.claw.claw_call
         self.claw_ask = self.claw.claw_ask

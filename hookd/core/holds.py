@@ -20,7 +20,7 @@ from hookd.core.outcomes import hook_body, remote_answers, session_remote, super
 from hookd.core.procs import child_running, process_alive
 from hookd.core.state import DaemonStopping, HookCache, Waiters
 from hookd.harness.base import RemoteAnswers
-from hookd.models import Interaction, resolved_event
+from hookd.models import DECISION_KINDS, Interaction, resolved_event
 from hookd.store import Store, Tx
 
 log = logging.getLogger("hookd")
@@ -35,6 +35,10 @@ TOOL_WATCH_S = 0.25
 AGENT_GONE_S = 3.0
 #: Seconds between two looks at the agent's process meanwhile
 AGENT_GONE_STEP_S = 0.05
+#: Seconds a daemon gives the hooks an earlier one held to come back (``X-Hookd-Hold``: the
+#: client retries every 100 ms until its deadline) before it says which prompts none came
+#: back for (:meth:`Holds.unreturned`)
+HOLD_RETURN_S = 5.0
 
 
 async def _gone_within(pid: int, timeout: float) -> bool:
@@ -178,6 +182,34 @@ class Holds:
         tx.append_event("permission_resolved", i.builder, i.session_id, at, data)
         self.waiters.release_after(tx, iid)
 
+    async def unreturned(self, started_at: float, return_s: float = HOLD_RETURN_S) -> list[str]:
+        """Once ``return_s`` seconds have passed since this daemon began serving: each prompt
+        (a decision's kind: permission, plan, elicitation) pending from before ``started_at``
+        (UNIX seconds), of a harness whose hooks are held, that no held hook came back for, is
+        said to be answered at the desk only (``hold_ended``, reason ``restart``). The daemon
+        before stopped without letting its held hooks go (killed, a crash, a power cut): their
+        clients ended and the prompts went to the desk, and nothing else would say so to what
+        reads only the events (the hub's questions, whose answers the host would refuse).
+        A prompt already said so (its last hold event ``hold_ended``) is not said again.
+        Returns the ids said so."""
+        await asyncio.sleep(return_s)
+        said: list[str] = []
+        try:
+            for i in await self.store.interactions("pending", 100_000):
+                if i.kind not in DECISION_KINDS or i.created_at >= started_at or self.holding(i.id):
+                    continue
+                if remote_answers(await self.store.session_harness(i.session_id) if i.session_id else None) is None:
+                    continue  # (a desk-only harness: none of its hooks is ever held)
+                if await self.store.last_hold_event(i.id, i.builder) == "hold_ended":
+                    continue
+                await write_publish(self.store, self.bus, self._hold_tx, i.id, "hold_ended", "restart", time.time())
+                said.append(i.id)
+        except Exception:  # (the store unavailable: the page and the CLI still read `held` live)
+            log.exception("after the restart: saying which prompts no held hook came back for failed")
+        if said:
+            log.info("%d prompt(s) no held hook came back for after the restart: answered at the desk only", len(said))
+        return said
+
     def holding(self, iid: str) -> bool:
         """Is a held hook waiting for interaction ``iid`` now (a remote answer reaches it)?"""
         return self.waiters.waiting(iid)
@@ -211,7 +243,8 @@ class Holds:
 
     def _hold_tx(self, tx: Tx, iid: str, kind: str, reason: str | None, at: float) -> None:
         """``hold_resumed`` (a held hook back after a restart) or ``hold_ended`` (its hold is
-        over, ``reason`` ``deadline``: the client's deadline less the margin) for a pending
+        over, ``reason`` ``deadline``: the client's deadline less the margin; ``restart``: no
+        held hook came back after a restart, :meth:`unreturned`) for a pending
         interaction: whether a remote answer reaches the agent changed (``held`` in
         ``GET /v1/questions``), with no other event to say so."""
         i = tx.interactions.interaction(iid)

@@ -67,6 +67,8 @@ def _interaction(r: dict[str, Any]) -> dict[str, Any]:
         out["expires_at"], out["author"] = d.get("expires_at"), d.get("author")
     if kind == "elicitation" and out["input"] is None:
         out["input"] = d.get("requested_schema")
+    if res is None and r.get("held") is not None:  # (a pending decision's: whether its host takes an answer)
+        out["held"] = r["held"]
     if res is not None:
         state = res.get("outcome") or "answered"
         out.update(state=state, outcome=outcome_of(kind, state, res.get("decision")), decision=res.get("decision"),

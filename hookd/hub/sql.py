@@ -242,13 +242,23 @@ RESOLVED_KINDS = ("question_resolved", "permission_resolved", "elicitation_resol
 ASKED_KINDS = PENDING_KINDS + ("human_input_requested",)
 
 
+#: A pending decision's ``held`` (whether its host can take a remote answer for it) as its
+#: host's events say: false once a ``hold_ended`` is its newest hold event (its hold ran out,
+#: or no held hook came back after the host's restart), true before one or after a
+#: ``hold_resumed``; NULL for the other kinds (a question's remote answer, not held, is kept
+#: as a message, never refused). The pending event is ``p``.
+_HELD = ("CASE WHEN p.kind IN ('permission_pending', 'elicitation_pending') THEN coalesce((SELECT x.kind = 'hold_resumed'"
+         " FROM hookd.events x WHERE x.host_id = p.host_id AND x.kind IN ('hold_ended', 'hold_resumed') AND x.seq > p.seq"
+         " AND x.data->>'id' = p.data->>'id' ORDER BY x.seq DESC LIMIT 1), true) END AS held")
+
+
 async def pending(conn: Any) -> list[dict[str, Any]]:
     """The interactions still pending on each host as its events say (a ``*_pending`` or
     ``human_input_requested`` event with no ``*_resolved`` of the same ``id``): ``host_id``, ``seq``, ``kind`` (the event's),
-    ``builder``, ``at``, ``data`` (JSON text, the pending event's), ``heartbeat_age_s``; oldest
-    first."""
+    ``builder``, ``at``, ``data`` (JSON text, the pending event's), ``heartbeat_age_s``,
+    ``held`` (:data:`_HELD`); oldest first."""
     rows = await conn.fetch(
-        "SELECT p.host_id, p.seq, p.kind, p.builder, p.at, p.data::text AS data,"
+        f"SELECT p.host_id, p.seq, p.kind, p.builder, p.at, p.data::text AS data, {_HELD},"
         " extract(epoch FROM clock_timestamp() - h.heartbeat_at)::float8 AS heartbeat_age_s"
         " FROM hookd.events p LEFT JOIN hookd.hosts h ON h.host_id = p.host_id"
         " WHERE p.kind = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM hookd.events r WHERE r.host_id = p.host_id"
@@ -277,9 +287,9 @@ async def resolved(conn: Any, limit: int = 100) -> list[dict[str, Any]]:
 async def interaction(conn: Any, host: str, iid: str) -> dict[str, Any] | None:
     """Interaction ``iid`` of ``host`` as its events say (None: no ``*_pending`` event of that
     id): as :func:`resolved` gives one, ``resolved_at`` and ``resolution`` None while it is
-    pending."""
+    pending, and its ``held`` (:data:`_HELD`)."""
     row = await conn.fetchrow(
-        "SELECT p.host_id, p.seq, p.kind, p.builder, p.at, r.at AS resolved_at, p.data::text AS data,"
+        f"SELECT p.host_id, p.seq, p.kind, p.builder, p.at, r.at AS resolved_at, p.data::text AS data, {_HELD},"
         " r.data::text AS resolution, extract(epoch FROM clock_timestamp() - h.heartbeat_at)::float8 AS heartbeat_age_s"
         " FROM hookd.events p LEFT JOIN LATERAL (SELECT * FROM hookd.events r WHERE r.host_id = p.host_id"
         " AND r.kind = ANY($4::text[]) AND r.seq > p.seq AND r.data->>'id' = p.data->>'id' ORDER BY r.seq LIMIT 1) r"

@@ -241,6 +241,15 @@ class Reads:
             f"SELECT {CHAT_POST_COLS} FROM chat_posts WHERE channel=? AND interaction_id IS NOT NULL AND ended_at IS NULL"
             " ORDER BY id", (channel,))]
 
+    async def last_hold_event(self, interaction_id: str, builder: str) -> str | None:
+        """The kind of the newest ``hold_ended`` / ``hold_resumed`` event of ``builder``'s
+        interaction ``interaction_id`` (None: neither). Reads the builder's events newest
+        first (its index), so a few pending prompts at a start cost a scan of their builders'."""
+        rows = await self._all(
+            "SELECT kind FROM events WHERE builder=? AND kind IN ('hold_ended', 'hold_resumed')"
+            " AND json_extract(data, '$.id')=? ORDER BY seq DESC LIMIT 1", (builder, interaction_id))
+        return rows[0][0] if rows else None
+
     async def session_harness(self, session_id: str) -> str | None:
         """The harness a session was recorded under (``claude-code``), None if unknown."""
         rows = await self._all("SELECT harness FROM sessions WHERE id=?", (session_id,))
