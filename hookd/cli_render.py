@@ -10,6 +10,7 @@ an event (``_event_line``, in :mod:`hookd.cli_events`). The names are underscore
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import sys
@@ -211,6 +212,12 @@ DETAIL_LINES = 20
 PLAN_LINES = 40
 
 
+def _value(v: Any) -> str:
+    """A form field's value as a person reads it: text as it is, anything else as JSON spells
+    it (``true``, ``3``, ``null``)."""
+    return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+
+
 def _clip(text: Any, n: int) -> str:
     s = str(text)
     return s if len(s) <= n else s[: n - 3] + "..."
@@ -336,7 +343,7 @@ def _elicitation_lines(i: dict[str, Any]) -> list[_Shown]:
         out.append(_line(f"    {f.get('name')} ({kind}){choice}", "  " if desc else "",
                          _paint(_clip(str(desc), DESCRIPTION_CHARS), dim=True) if desc else ""))
     if i.get("state") != "pending" and i.get("decision"):
-        got = "".join(f"; {k} = {v}" for k, v in (i.get("answers") or {}).items())
+        got = "".join(f"; {k} = {_value(v)}" for k, v in (i.get("answers") or {}).items())
         out.append(_line(f"  -> {i['decision']}{got}"))
     return out
 
@@ -470,7 +477,7 @@ def answered_line(r: dict[str, Any]) -> str:
     """What `hookd answer` prints for its receipt ``r`` (its warning aside)."""
     i = r["interaction"]
     if i["kind"] == "elicitation":
-        what = visible((i["decision"] or "-") + "".join(f"; {k} = {v}" for k, v in (i["answers"] or {}).items()))
+        what = visible((i["decision"] or "-") + "".join(f"; {k} = {_value(v)}" for k, v in (i["answers"] or {}).items()))
     else:
         decision = i["decision"] or "-"
         if i["kind"] == "plan":  # approved (auto) / sent back: FEEDBACK

@@ -115,6 +115,12 @@ def test_a_remote_accept_is_validated_then_sent_through_the_held_hook(rig: Elici
     missing = rig.answer_content(i["id"], "accept", {"party": "2"})
     assert missing.json()["error"]["message"] == (
         "the content does not fit the requested schema: 'name' is a required property")
+    # a field the form does not have (a misspelt one) is refused, not dropped unsaid by the server
+    typo = rig.answer_content(i["id"], "accept", {"name": "Ada", "party": "2", "notes": "by the window"})
+    assert typo.json()["error"]["message"] == "the form has no field 'notes'; its fields: name, party"
+    # a value as JSON spells it, not Python
+    assert rig.answer_content(i["id"], "accept", {"name": True, "party": "2"}).json()["error"]["message"] == (
+        "the content does not fit the requested schema: name: true is not of type 'string'")
     assert rig.answer_content(i["id"], "decline", {"name": "x"}).json()["error"]["message"] == (
         "--option decline takes no fields (only accept sends content)")
     assert rig.answer_content(i["id"], "allow").status_code == 400
@@ -204,6 +210,8 @@ def test_hookd_questions_shows_the_form_and_the_commands() -> None:
             "resolved_at": 1060.0, "surface": "cli", "actor": "ana", "outcome": "answered", "by": "from the CLI by ana"}
     assert click.unstyle(_interaction(done, 1065.0)).splitlines()[0] == "el_0123  elicitation from b1, answered from the CLI by ana, 5s ago"
     assert click.unstyle(_interaction(done, 1065.0)).splitlines()[-1] == "  -> accept; name = Ada; party = 3"
+    flags = {**done, "answers": {"name": "Ada", "vip": True, "note": None}}  # as JSON spells them, not Python
+    assert click.unstyle(_interaction(flags, 1065.0)).splitlines()[-1] == "  -> accept; name = Ada; vip = true; note = null"
 
 
 def test_an_elicitation_left_open_when_the_turn_ends_is_dismissed(inproc: InProc, worktree: Path) -> None:

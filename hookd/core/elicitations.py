@@ -13,6 +13,7 @@ it). Events: ``elicitation_pending``, ``elicitation_resolved``.
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 from hookd.core.outcomes import supersede
@@ -106,6 +107,12 @@ def normalize_elicitation(i: Interaction, req: AnswerRequest) -> tuple[dict[str,
     content = dict(req.content or {})
     schema = i.input.get("requested_schema") if isinstance(i.input, dict) else None
     if isinstance(schema, dict):
+        props = schema.get("properties")
+        if isinstance(props, dict) and (unknown := [k for k in content if k not in props]):
+            # a form's content is its requested fields only (MCP: the client sends no other
+            # field, and the server drops one): a misspelt field would be lost unsaid
+            raise BadRequest(f"the form has no field {', '.join(map(repr, unknown))}; its fields: "
+                             + (", ".join(props) or "none"))
         content = _coerce(content, schema)
         _validate(content, schema)
     return content, action
@@ -145,8 +152,20 @@ def _validate(content: dict[str, Any], schema: dict[str, Any]) -> None:
                          " answer it at the desk") from None
     errors = sorted(cls(schema).iter_errors(content), key=lambda e: list(e.path))
     if errors:
-        parts = [(f"{'.'.join(str(x) for x in e.path)}: " if e.path else "") + e.message for e in errors[:5]]
+        parts = [(f"{'.'.join(str(x) for x in e.path)}: " if e.path else "") + _as_json(e) for e in errors[:5]]
         raise BadRequest("the content does not fit the requested schema: " + "; ".join(parts))
+
+
+def _as_json(e: Any) -> str:
+    """A jsonschema error's message with the value it begins with as JSON spells it (``true``,
+    ``null``), not Python (``True``, ``None``)."""
+    head = repr(e.instance)
+    if e.message.startswith(head):
+        try:
+            return json.dumps(e.instance) + e.message[len(head):]
+        except (TypeError, ValueError):
+            pass
+    return e.message
 
 
 def check_field(shown: Any, name: str, value: Any) -> Any:
