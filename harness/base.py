@@ -41,6 +41,7 @@ from hookd.harness.observations import AttentionAsked as AttentionAsked
 from hookd.harness.observations import Compacting as Compacting
 from hookd.harness.observations import decode_answers as decode_answers
 from hookd.harness.observations import DeliveredSeen as DeliveredSeen
+from hookd.harness.observations import DialogAtDesk as DialogAtDesk
 from hookd.harness.observations import elicitation_key as elicitation_key
 from hookd.harness.observations import ElicitationAsked as ElicitationAsked
 from hookd.harness.observations import ElicitationResolved as ElicitationResolved

@@ -27,6 +27,7 @@ import msgspec
 from hookd.harness.base import (
     AttentionAsked,
     Compacting,
+    DialogAtDesk,
     HookKind,
     Interrupted,
     Observation,
@@ -64,6 +65,7 @@ from hookd.harness.claude_code_payloads import (
     Elicitation,
     ElicitationResult,
     MODELS,
+    Notification,
     PermissionDenied,
     PermissionRequest,
     PostToolUse,
@@ -248,6 +250,8 @@ def observe(p: Payload) -> list[Observation]:
                               message=text(p.last_assistant_message), transient=transient, advice=advice))
     elif isinstance(p, ConfigChange):
         obs.append(SettingsChanged(source=text(p.source), file_path=text(p.file_path)))
+    elif isinstance(p, Notification) and text(p.notification_type) in DESK_DIALOGS:
+        obs.append(DialogAtDesk(kind=text(p.notification_type) or "", message=text(p.message)))
     elif isinstance(p, PermissionDenied):
         obs.append(PermissionRefused(tool_use_id=p.tool_use_id, tool_name=p.tool_name, tool_input=p.tool_input,
                                      reason=text(p.reason), server=text(p.mcp_server)))
@@ -303,6 +307,10 @@ def observe(p: Payload) -> list[Observation]:
                 obs.append(attention)
     return obs
 
+
+#: Notification types that say a dialog waits at the desk (docs/harness-claude-code.md "A dialog
+#: no hook holds"): a permission dialog, or auto mode's chooser when its check cannot run.
+DESK_DIALOGS = frozenset({"permission_prompt", "agent_needs_input"})
 
 #: The tools with which 2.1.332's model addresses its human itself (docs/harness-claude-code.md
 #: "The agent asking for attention"): PushNotification (a push: always urgent) and

@@ -203,6 +203,17 @@ class PermissionRefused(Observation, kw_only=True):
     server: str | None = None
 
 
+class DialogAtDesk(Observation, kw_only=True):
+    """The harness says a dialog waits on a human where the agent runs, with no hook of its own
+    to hold (Claude Code's Notification ``permission_prompt`` or ``agent_needs_input``: auto
+    mode's check could not run and the TUI asks instead, with no PermissionRequest). ``kind``:
+    the harness's name for it; ``message``: its words (untrusted). The call it is about is the
+    agent's open tool call (the core finds it: its ``tool_before`` hook)."""
+
+    kind: str
+    message: str | None
+
+
 class AttentionAsked(Observation, kw_only=True):
     """The agent itself asked for its human's attention through a tool of its harness (Claude
     Code's PushNotification, or SendUserMessage in brief mode), after the call ran. ``message``:

@@ -236,10 +236,14 @@ class Holds:
         seconds, and gone by then, nothing is recorded here (the agent's end closes the prompt
         ``orphaned``: the lanes' liveness, a run's exit). Without a known pid, at once."""
         pid = self.cache.pids.get(session_id) if session_id else None
-        if pid is not None and await _gone_within(pid, AGENT_GONE_S):
-            log.info("held hook for %s went away with its agent (pid %s): not a dismissal", iid, pid)
-            return
-        await write_publish(self.store, self.bus, self._hook_gone_tx, iid, at)
+        self.waiters.watched.add(iid)
+        try:
+            if pid is not None and await _gone_within(pid, AGENT_GONE_S):
+                log.info("held hook for %s went away with its agent (pid %s): not a dismissal", iid, pid)
+                return
+            await write_publish(self.store, self.bus, self._hook_gone_tx, iid, at)
+        finally:
+            self.waiters.watched.discard(iid)
 
     def _hold_tx(self, tx: Tx, iid: str, kind: str, reason: str | None, at: float) -> None:
         """``hold_resumed`` (a held hook back after a restart) or ``hold_ended`` (its hold is

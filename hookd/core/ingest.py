@@ -33,6 +33,7 @@ from hookd.harness.base import (
     Adapter,
     Compacting,
     DeliveredSeen,
+    DialogAtDesk,
     HookKind,
     Payload,
     PermissionAsked,
@@ -365,6 +366,8 @@ class Ingest:
                 _permission_refused(tx, adapter, builder, sid, p, ob, at)
             elif isinstance(ob, AttentionAsked):
                 agent_notified(tx, builder, sid, p, ob, at)
+            elif isinstance(ob, DialogAtDesk) and sid:
+                self.questions.dialog_at_desk(tx, adapter, builder, p, ob, at)
             elif isinstance(ob, Compacting) and sid:
                 tx.sessions.mark_compacting(sid, at)
                 # what was delivered and not yet adopted would reach only the compaction's

@@ -20,6 +20,8 @@ from hookd.core.asks import Asks
 from hookd.core.outcomes import SURFACES, inbox_answers_after, settle_remote
 from hookd.core.state import Waiters
 from hookd.harness.base import (
+    Adapter,
+    DialogAtDesk,
     HookKind,
     Payload,
     PermissionAsked,
@@ -31,7 +33,7 @@ from hookd.harness.base import (
     input_hash,
     text,
 )
-from hookd.models import TERMINAL_STATES, Interaction, InteractionHead, by_text, resolved_event
+from hookd.models import TERMINAL_STATES, Interaction, InteractionHead, PayloadInvalid, by_text, resolved_event
 from hookd.store import Tx
 
 #: A PermissionRequest is matched to a pending call of the same input asked within this
@@ -236,9 +238,12 @@ class Questions:
         tx.append_event("question_resolved", builder, p.session_id, at, data)
         inbox_answers_after(tx, existing, at, outcome=ob.outcome, answers=ob.answers, surface=ob.surface)
 
-    def permission_asked(self, tx: Tx, builder: str, p: Payload, ob: PermissionAsked, at: float) -> str | None:
+    def permission_asked(self, tx: Tx, builder: str, p: Payload, ob: PermissionAsked, at: float,
+                         at_desk: str | None = None) -> str | None:
         """A tool permission prompt: one ``permission`` interaction per prompt (a second copy
-        of the same hook matches it). Returns its id when a hook may hold for it."""
+        of the same hook matches it). Returns its id when a hook may hold for it. at_desk: a
+        prompt no hook of its own says (:meth:`dialog_at_desk`): its warning, and its
+        ``permission_pending`` says ``held: false`` (only the desk answers it)."""
         sid = p.session_id
         existing = tx.interactions.permission_by_hash(sid, ob.tool_name, ob.input_hash, since=tx.mono - MATCH_WINDOW_S) if sid else None
         if existing is not None:
@@ -249,18 +254,48 @@ class Questions:
         i = Interaction(
             id=iid, kind=kind, builder=builder, session_id=sid, agent_id=p.agent_id,
             tool_name=ob.tool_name, tool_use_id=None, state="pending", questions=None, answers=None,
-            selections=None, surface=None, warning=None, error=None, created_at=at, resolved_at=None,
+            selections=None, surface=None, warning=at_desk, error=None, created_at=at, resolved_at=None,
             revision=1, input=ob.tool_input, input_hash=ob.input_hash, agent_type=_agent_type(p),
         )
         tx.interactions.insert_interaction(i, permission_seen_at=at)
         data: dict[str, Any] = {"id": iid, "kind": kind, "tool_name": ob.tool_name,
                                 "tool_input": ob.tool_input, "input_hash": ob.input_hash,
                                 "permission_mode": ob.permission_mode}
+        if at_desk is not None:
+            data["warning"], data["held"] = at_desk, False
         if isinstance(ob, PlanAsked):
             data["plan"], data["plan_path"] = ob.plan, ob.plan_path
         if p.agent_id:
             data["agent_id"], data["agent_type"] = p.agent_id, _agent_type(p)
         tx.append_event("permission_pending", builder, sid, at, data)
+        return iid
+
+    def dialog_at_desk(self, tx: Tx, adapter: Adapter, builder: str, p: Payload, ob: DialogAtDesk,
+                       at: float) -> str | None:
+        """The harness says a dialog waits at the desk and no hook of its own came for it (no
+        interaction of that agent is pending): the agent's open tool call (its ``tool_before``
+        hook, parsed again by ``adapter``) becomes a ``permission`` interaction that only the
+        desk answers, so that it is seen, listed and notified (docs/harness-claude-code.md "A
+        dialog no hook holds"). Settled as any prompt: its tool's end, the turn going on.
+        Returns its id, or None (something is pending already; no call is open)."""
+        sid = p.session_id
+        if not sid or tx.sessions.pending_in_session(builder, sid, agent_id=p.agent_id, all_agents=False):
+            return None
+        call = tx.sessions.open_tool_call(sid, p.agent_id)
+        if call is None:
+            return None
+        raw, tool_name, tool_use_id = call
+        try:
+            tool_input = getattr(adapter.parse(raw, builder=builder, cwd=None), "tool_input", None)
+        except PayloadInvalid:
+            tool_input = None
+        said = f" ({ob.message})" if ob.message else ""
+        warning = (f"asked at the desk with no hook to hold{said}, its harness's {ob.kind}: only the desk answers it")
+        ask = PermissionAsked(tool_name=tool_name, tool_input=tool_input, input_hash=input_hash(tool_input),
+                              permission_mode=None)
+        iid = self.permission_asked(tx, builder, p, ask, at, at_desk=warning)
+        if iid is not None and tool_use_id:
+            tx.interactions.set_tool_use_id(iid, tool_use_id)
         return iid
 
     def tool_finished(self, tx: Tx, builder: str, p: Payload, ob: ToolFinished, at: float) -> None:
@@ -330,20 +365,46 @@ class Questions:
             else:
                 warning = (f"no PostToolUse or PostToolUseFailure arrived for this call before {ob.via}; "
                            "Claude Code fires no hook when the question menu is escaped")
-            if tx.interactions.resolve_interaction(
-                i.id, expected_state="pending", state=ob.outcome, answers=None, selections=None,
-                surface=None, warning=warning, error=None, at=at,
-            ):
-                data: dict[str, Any] = {
-                    "id": i.id, "kind": i.kind, "tool_use_id": i.tool_use_id, "outcome": ob.outcome,
-                    "answers": None, "selections": None, "surface": None, "warning": warning,
-                    "inferred_from": ob.via,
-                }
-                if i.agent_id:
-                    data["agent_id"] = i.agent_id
-                tx.append_event(resolved_event(i.kind), builder, sid, at, data)
-                self.waiters.release_after(tx, i.id)
-                inbox_answers_after(tx, i, at, outcome=ob.outcome, answers=None, surface=None)
+            self._close(tx, builder, sid, i, ob.outcome, warning, ob.via, at)
+
+    def close_at_interrupt(self, tx: Tx, builder: str, sid: str, marker: str, before: float, at: float) -> list[str]:
+        """The human interrupted the session's turn (its transcript's interrupt row, written at
+        ``before``, UNIX seconds): what the session asked before then and still waits on is
+        over (Esc or No at the desk fires no hook when none is held), closed ``dismissed``. A
+        prompt a hook holds, or whose held hook just went (:attr:`Waiters.watched`), is left to
+        its hook's fate; one asked after the marker (the next turn's) and an async ask stay.
+        Returns the ids closed."""
+        closed = []
+        for i in tx.sessions.pending_in_session(builder, sid, agent_id=None, all_agents=True):
+            if (i.kind == "async" or i.created_at > before or self.waiters.waiting(i.id)
+                    or i.id in self.waiters.watched):
+                continue
+            warning = f"the desk interrupted the turn while it was open (its transcript: {marker})"
+            if self._close(tx, builder, sid, i, "dismissed", warning, "transcript interrupt", at):
+                closed.append(i.id)
+        return closed
+
+    def _close(self, tx: Tx, builder: str, sid: str, i: Interaction, outcome: str, warning: str, via: str,
+               at: float) -> bool:
+        """Resolve pending ``i`` with no answer (``outcome``: ``dismissed`` or ``orphaned``),
+        inferred from ``via``; its event, its held hook let go, the answers kept for it.
+        False when it was no longer pending."""
+        if not tx.interactions.resolve_interaction(
+            i.id, expected_state="pending", state=outcome, answers=None, selections=None,
+            surface=None, warning=warning, error=None, at=at,
+        ):
+            return False
+        data: dict[str, Any] = {
+            "id": i.id, "kind": i.kind, "tool_use_id": i.tool_use_id, "outcome": outcome,
+            "answers": None, "selections": None, "surface": None, "warning": warning,
+            "inferred_from": via,
+        }
+        if i.agent_id:
+            data["agent_id"] = i.agent_id
+        tx.append_event(resolved_event(i.kind), builder, sid, at, data)
+        self.waiters.release_after(tx, i.id)
+        inbox_answers_after(tx, i, at, outcome=outcome, answers=None, surface=None)
+        return True
 
     def bind_sequential(self, tx: Tx, builder: str, p: Payload, ob: _Q, at: float) -> _Q:
         """Bind a question observation of a harness without hook tool_use_ids (claw) to the

@@ -50,6 +50,10 @@ class Waiters:
         self._waiters: dict[str, set[asyncio.Future[bytes]]] = {}
         #: the daemon is stopping: no hook is held from here on (:meth:`release_all`)
         self.stopping = False
+        #: interactions whose held hook went away while its agent is watched (is it exiting, or
+        #: was it the desk?: :meth:`hookd.core.holds.Holds._hook_gone`); their hook's fate
+        #: settles them, nothing else
+        self.watched: set[str] = set()
 
     def register(self, iid: str) -> asyncio.Future[bytes]:
         """A new waiter for ``iid``. Called inside the hook's own transaction, so an answer

@@ -213,7 +213,10 @@ class Transcripts:
                 if sid:
                     if tx.sessions.session_info(sid) is None:
                         self._transcript_session(tx, builder, sid, path, as_text(row.get("cwd")), None, at, rows)
-                    tx.sessions.set_interrupted(sid, _row_time(row) or at)
+                    written = _row_time(row)
+                    tx.sessions.set_interrupted(sid, written or at)
+                    if written is not None and agent is None:  # (a row without its time: not known what it follows)
+                        self.questions.close_at_interrupt(tx, builder, sid, ob.marker, written, at)
 
     def _forks_and_adoptions(self, tx: Tx, builder: str, path: str, roots: dict[str, str],
                              firsts: dict[str, float | None], requests: set[str], at: float) -> None:

@@ -244,12 +244,13 @@ ASKED_KINDS = PENDING_KINDS + ("human_input_requested",)
 
 #: A pending decision's ``held`` (whether its host can take a remote answer for it) as its
 #: host's events say: false once a ``hold_ended`` is its newest hold event (its hold ran out,
-#: or no held hook came back after the host's restart), true before one or after a
-#: ``hold_resumed``; NULL for the other kinds (a question's remote answer, not held, is kept
-#: as a message, never refused). The pending event is ``p``.
+#: or no held hook came back after the host's restart), true after a ``hold_resumed``; before
+#: either, what its pending event says (``held: false``: a dialog no hook of its own came for),
+#: else true; NULL for the other kinds (a question's remote answer, not held, is kept as a
+#: message, never refused). The pending event is ``p``.
 _HELD = ("CASE WHEN p.kind IN ('permission_pending', 'elicitation_pending') THEN coalesce((SELECT x.kind = 'hold_resumed'"
          " FROM hookd.events x WHERE x.host_id = p.host_id AND x.kind IN ('hold_ended', 'hold_resumed') AND x.seq > p.seq"
-         " AND x.data->>'id' = p.data->>'id' ORDER BY x.seq DESC LIMIT 1), true) END AS held")
+         " AND x.data->>'id' = p.data->>'id' ORDER BY x.seq DESC LIMIT 1), (p.data->>'held')::boolean, true) END AS held")
 
 
 async def pending(conn: Any) -> list[dict[str, Any]]:
