@@ -55,7 +55,8 @@ def questions(ctx: click.Context, state: str, as_json: bool) -> None:
 @click.pass_context
 def lanes(ctx: click.Context, show_all: bool, only: tuple[str, ...], as_json: bool) -> None:
     """Every builder's lane: working, waiting_question, waiting_permission, idle, stalled,
-    failed (an API error stopped the agent), ended or dead; those waiting on a human first;
+    failed (an API error stopped the agent), ended or dead; those waiting on a human's answer first,
+    then stalled, failed and dead ones;
     under the table, a line for each builder whose agent (hookd run) ended before its first hook,
     or runs and has begun no session yet (a dialog at its desk, say). A builder unspawned (`hookd unspawn`) is
     shown, as unspawned, only with --all. Under a lane, one row per running subagent of its

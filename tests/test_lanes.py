@@ -440,3 +440,22 @@ def test_transcript_only_session_goes_idle_when_its_turn_ends(agent: Agent, tmp_
     lane = wait_until(lambda: (x := b3.lane())["state"] == "idle" and x["session_id"] == SID and x, 60,
                       what=lambda: f"lane idle for {SID}: {b3.lane()}")
     assert lane["session_id"] == SID and "transcript" in lane["detail"], lane
+
+
+def test_lanes_waiting_on_a_human_answer_come_first() -> None:
+    """``hookd lanes``' order (two fresh users' trials found a failed and a dead lane above one
+    waiting on a permission): what waits on a human's answer, then what else needs a human
+    (stalled on messages or an error, failed, dead), then idle, working, ended; oldest first."""
+    from hookd.watchers.lane_state import Lane
+    from hookd.watchers.lane_view import _lane_order
+
+    def lane(b: str, state: str, since: float, pending: tuple[str, ...] = ()) -> Lane:
+        return Lane(builder=b, state=state, since=since, session_id=None, detail="", pending=pending, queued=0,
+                    agent_pid=None)
+
+    lanes = [lane("work", "working", 1.0), lane("dead", "dead", 1.0, ("q-9",)), lane("fail", "failed", 1.0),
+             lane("perm", "waiting_permission", 5.0, ("p-1",)), lane("inbox", "stalled", 1.0),
+             lane("ask", "waiting_question", 3.0, ("q-1",)), lane("long", "stalled", 4.0, ("q-2",)),
+             lane("idle", "idle", 1.0), lane("end", "ended", 1.0)]
+    assert [x.builder for x in sorted(lanes, key=_lane_order)] == [
+        "ask", "long", "perm", "inbox", "fail", "dead", "idle", "work", "end"]

@@ -17,8 +17,10 @@ from hookd.spawn import list_unspawned
 if TYPE_CHECKING:
     from hookd.core import Hookd
 
-_LANE_RANK = {"stalled": 0, "failed": 0, "dead": 1, "waiting_question": 2, "waiting_permission": 3, "idle": 4, "working": 5, "ended": 6,
-              "unspawned": 7}
+#: The order of lanes by state after those that wait on a human's answer (:func:`_lane_order`):
+#: what else needs a human (a stall on messages or an error, a failure, an agent gone), then
+#: the rest
+_LANE_RANK = {"stalled": 1, "failed": 2, "dead": 3, "idle": 4, "working": 5, "ended": 6, "unspawned": 7}
 
 
 async def lanes_now(core: Hookd, builders: list[str] | None = None) -> list[Any]:
@@ -70,5 +72,9 @@ def _hooks_changed(lane: Any, warning: dict[str, Any]) -> Any:
 
 
 def _lane_order(lane: Any) -> tuple[int, float]:
-    """Lanes waiting on a human first, then the rest; oldest state first."""
+    """Lanes waiting on a human's answer first (pending interactions: ``waiting_question``,
+    ``waiting_permission``, ``stalled`` on one), then by :data:`_LANE_RANK`; oldest state
+    first within each."""
+    if lane.pending and lane.state in ("stalled", "waiting_question", "waiting_permission"):
+        return (0, lane.since)
     return (_LANE_RANK.get(lane.state, 9), lane.since)
