@@ -452,6 +452,34 @@ def test_a_run_whose_process_is_gone_is_recorded_exited(quick: InProc, agent: An
 
 
 @pytest.mark.inproc
+def test_a_run_killed_with_a_question_open_is_dead_not_ended(quick: InProc, agent: Any) -> None:
+    """An agent `hookd run` started, killed (exit status 137: SIGKILL) with a question open, and
+    no SessionEnd: its lane is ``dead`` (the run's status in its detail) and the lanes close the
+    question ``orphaned`` (and notify ``agent_dead``: tests/test_lanes.py), as for an agent
+    started by hand; the run does not end its session as a clean exit would. A fresh user's
+    trial read ``ended (session ended (exited))`` and got no alert."""
+    a = agent()
+    assert _started(quick, "b5", a.pid, mode="headless", tmux_socket=None, tmux_session=None,
+                    log_path="/l/b5.log").status_code == 201
+    quick.hook({"hook_event_name": "SessionStart", "session_id": "S5", "source": "startup", "cwd": "/w",
+                "transcript_path": "/nonexistent/S5.jsonl"}, "b5", headers={"x-hookd-agent-pid": str(a.pid)})
+    quick.hook(payload(AUQ_PRE, session_id="S5"), "b5", headers={"x-hookd-agent-pid": str(a.pid)})
+    [q] = quick.questions("pending")
+    exits = quick.home.run_dir / "exits"
+    exits.mkdir(parents=True, exist_ok=True)
+    (exits / str(a.pid)).write_text("137\n")  # (what the headless wrapper writes of a SIGKILL)
+    a.kill()
+    a.wait()
+    [ev] = wait_until(lambda: _kinds(quick, "builder_stopped"), 10, what="builder_stopped")
+    assert (ev["data"]["reason"], ev["data"]["exit_status"], ev["data"]["sessions"]) == ("exited", 137, [])
+    lane = wait_until(lambda: [x for x in quick.get("/v1/lanes") if x["builder"] == "b5" and x["state"] == "dead"], 10,
+                      what="b5's lane dead")[0]
+    assert lane["detail"].startswith("the agent process is gone without a SessionEnd (hookd run's agent: exited 137)")
+    wait_until(lambda: quick.interaction(q["id"])["state"] == "orphaned", 10, what="the question orphaned")
+    assert _kinds(quick, "session_ended") == []
+
+
+@pytest.mark.inproc
 def test_a_run_s_exit_is_recorded_at_once_with_no_look_on_the_clock(tmp_path: Path, agent: Any) -> None:
     """The kernel tells the run watch a run's process exited (a pidfd: hookd.watchers.exits):
     recorded ``exited`` with the next look an hour away (it was found only at that look, every

@@ -136,6 +136,8 @@ def _derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | 
         return Lane(state="ended", since=s["ended_at"], detail=f"session ended{reason}", **base)
     if alive(s["agent_pid"], s["agent_started_at"]) is False:
         why = "the agent process is gone without a SessionEnd"
+        if run is not None and run["pid"] == s["agent_pid"] and run["exit_status"] is not None:
+            why += f" (hookd run's agent: exited {run['exit_status']})"
         if pending:
             why += f"; {len(pending)} question(s) left unanswered, closed as orphaned"
         return Lane(state="dead", since=now, detail=why, **base)
