@@ -141,6 +141,11 @@ def test_a_late_answer_to_a_dismissed_question_is_kept_as_a_message(rig: PolicyR
     rig.held(ASK_ID)
     assert rig.dismiss(ASK_ID, actor="bo", surface="web").status_code == 200
     assert finish(held) == (200, b"")
+    # its menu waits at the desk: the lane says so, not "working" (a fresh user's trial)
+    lane = wait_until(lambda: (x := next(lane for lane in rig.app.get("/v1/lanes") if lane["builder"] == "b1"))
+                      ["state"] == "waiting_question" and x, 60, what="the lane waiting at the desk")
+    assert (lane["detail"], lane["pending"]) == (
+        "its question's menu is open at the desk (dismissed from hookd's queue: answer it there)", [])
     late = refused(rig.answer(ASK_ID, options=["Red"]))
     assert "already dismissed on the page by bo" in late and "kept as inbox message m-1" in late
     [m] = rig.inbox()

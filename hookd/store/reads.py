@@ -34,8 +34,8 @@ _LANE_SQL = (
     " s.interrupted_at, s.hooks_unarmed_at, s.cwd, s.harness, s.turn_started_at, s.turn_ended_at, s.failed_at, s.failure,"
     " s.refused_at, s.refused, s.notified_at, s.notified,"
     " lh.hook_event_name, lh.received_at, COALESCE(lh.received_mono, lh.received_at), lh.hook_kind,"
-    " (SELECT i.state FROM interactions i WHERE i.session_id=s.id AND i.agent_id IS NULL"
-    "   AND i.kind IN ('permission', 'plan') ORDER BY i.created_at DESC LIMIT 1),"
+    " (SELECT i.state || ' ' || i.kind FROM interactions i WHERE i.session_id=s.id AND i.agent_id IS NULL"
+    "   AND i.kind IN ('permission', 'plan', 'question') ORDER BY i.created_at DESC LIMIT 1),"
     " rn.started_at, rn.stopped_at, rn.stop_reason, rn.exit_status, rn.hooks, rn.mode, rn.log_path, rn.pid"
     " FROM cur LEFT JOIN sessions s ON s.id=cur.sid"
     " LEFT JOIN runs rn ON rn.id=(SELECT MAX(r.id) FROM runs r WHERE r.builder=cur.builder)"
@@ -77,8 +77,10 @@ def _lane_dicts(rows: list[tuple], pending_rows: list[tuple], queued_rows: list[
             "builder": b, "session": dict(zip(_SESSION_KEYS, r[1:n])) if r[1] is not None else None,
             "last_hook": {"hook_event_name": r[n], "at": r[n + 1], "mono": r[n + 2], "kind": r[n + 3]}
             if r[n + 1] is not None else None,
-            # how the session's newest permission prompt or plan (its main agent's) stands
-            "last_prompt": r[n + 4],
+            # how the session's newest permission prompt, plan or question (its main agent's)
+            # stands, and its kind
+            "last_prompt": r[n + 4].split(" ")[0] if r[n + 4] else None,
+            "last_prompt_kind": r[n + 4].split(" ")[1] if r[n + 4] else None,
             # the builder's newest run that hookd started (hookd run / continue), or None
             "run": dict(zip(_RUN_KEYS, r[n + 5:])) if r[n + 5] is not None else None,
             "pending": pending.get(b, ()), "queued": q[0], "oldest_queued_at": q[1], "oldest_queued_mono": q[2],

@@ -168,12 +168,18 @@ def _derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | 
     quiet = adapter is not None and adapter.quiet_idle
     if quiet and now - last_at >= quiet_idle_s:
         turn_over = True  # no end-of-turn hook exists: inferred from the silence after a tool
-    if not turn_over and hook is not None and hook["kind"] == "permission" and d.get("last_prompt") == "dismissed":
+    if (not turn_over and hook is not None and hook["kind"] in ("permission", "tool_before")
+            and d.get("last_prompt") == "dismissed"):
         # dismissed from hookd's queue, its hook let go with no decision: the harness's own
-        # dialog waits at the desk until someone there answers it
-        return Lane(state="waiting_permission", since=last_at,
-                    detail=f"its {hook['hook_event_name']} dialog is open at the desk (dismissed from hookd's queue: "
-                           "answer it there)", **base)
+        # dialog (a question's menu) waits at the desk until someone there answers it
+        if d.get("last_prompt_kind") == "question":
+            return Lane(state="waiting_question", since=last_at,
+                        detail="its question's menu is open at the desk (dismissed from hookd's queue: answer it there)",
+                        **base)
+        if hook["kind"] == "permission":
+            return Lane(state="waiting_permission", since=last_at,
+                        detail=f"its {hook['hook_event_name']} dialog is open at the desk (dismissed from hookd's queue: "
+                               "answer it there)", **base)
     if not turn_over:
         return Lane(state="working", since=last_at, detail=f"last hook {hook['hook_event_name']}" if hook else "started",
                     due=last_at + quiet_idle_s if quiet else None, **base)
