@@ -413,8 +413,8 @@ def test_an_alert_says_the_builders_default_answer_and_when():
                     error=None, created_at=1000.0, resolved_at=None, revision=1,
                     questions=[{"question": "Ship?", "options": [{"label": "yes"}, {"label": "no"}]}])
     a = interaction_alert(q, 0, 1, 1100.0, default={"answer": "answers yes", "at": 1100.0})
-    assert "\n" not in a.message and a.message.endswith(
-        "Answer: hookd answer toolu_1 --option yes Unless you answer, hookd answers yes now.")
+    assert "\n" not in a.message and a.message.endswith(  # (the command last: copied whole, a trial found)
+        " Unless you answer, hookd answers yes now. Answer: hookd answer toolu_1 --option yes")
     assert "Unless" not in interaction_alert(q, 0, 1, 1100.0).message
 
 
@@ -497,7 +497,8 @@ url = "{receiver.url}"
         rig.settings = worktree / ".claude" / "settings.local.json"
         rig.hook(AUQ_PRE)
         [first] = wait_until(lambda: receiver.bodies(), 60, what="the question's alert")
-        assert re.search(r" Unless you answer, hookd answers Blue in 4 min \d+ s\.$", first["message"]), first["message"]
+        assert re.search(r" Unless you answer, hookd answers Blue in 4 min \d+ s\. Answer: hookd answer \S+ --option \S+$",
+                         first["message"]), first["message"]
         assert first["data"]["default_answer"]["answer"] == "answers Blue"
     finally:
         d.stop()

@@ -99,7 +99,8 @@ def interaction_alert(i: Interaction, step: int, steps: int, now: float, view: T
     input): its summary, the first lines of its detail (:func:`view_lines`) on lines of their
     own, and whether it looks destructive. default: the builder's default answer for it
     (:meth:`hookd.core.policy.Policy.defaults`: ``{"answer": words, "at": UNIX seconds}``;
-    None: none), said last (``Unless you answer, hookd denies it in 4m.``) and in ``data``
+    None: none), said (``Unless you answer, hookd denies it in 4m.``) on a line of its own, or
+    in a one-line alert before its ``Answer:`` command (a command is copied whole), and in ``data``
     as ``default_answer``. answer: the command its ``Answer:`` line gives, up to the id (None:
     ``hookd answer ID``, run on the interaction's own host)."""
     alert = _interaction_alert(i, step, steps, now, view, answer)
@@ -107,8 +108,12 @@ def interaction_alert(i: Interaction, step: int, steps: int, now: float, view: T
         return alert
     left = float(default["at"]) - now
     when = f"in {duration(left)}" if left >= 1 else "now"
-    sep = "\n" if "\n" in alert.message else " "  # (a question's alert stays one line)
-    said = f"{alert.message}{sep}Unless you answer, hookd {default['answer']} {when}."
+    unless = f"Unless you answer, hookd {default['answer']} {when}."
+    head, found, cmd = alert.message.rpartition(" Answer: ")
+    if "\n" in alert.message or not found:
+        said = f"{alert.message}\n{unless}" if "\n" in alert.message else f"{alert.message} {unless}"
+    else:  # (a question's alert stays one line, its command last: copied whole, nothing after it)
+        said = f"{head} {unless} Answer: {cmd}"
     return msgspec.structs.replace(alert, message=said, data={**alert.data, "default_answer": default})
 
 
