@@ -137,6 +137,17 @@ def test_a_subagents_permission_prompt_is_attributed_and_answered(agent: Agent) 
     assert (s["waiting"], s["pending"]) == ("working", [])
 
 
+def test_a_subagents_prompt_seen_without_its_type_takes_the_type_its_hooks_said(agent: Agent) -> None:
+    """What a subagent asks, seen where its kind is not said (a transcript's row; here a hook
+    without ``agent_type``), is attributed to the kind its SubagentStart said, not "unknown
+    type" (a fresh user's trial)."""
+    start_subagent(agent)
+    untyped = {k: v for k, v in hook("008-PermissionRequest.json").items() if k != "agent_type"}
+    agent.hook(untyped)
+    [p] = agent.app.questions("pending")
+    assert (p["agent_id"], p["agent_type"]) == (AGENT, "general-purpose")
+
+
 def test_a_subagent_first_seen_by_another_hook_and_closed_by_the_session_end(agent: Agent) -> None:
     """hookd missed its SubagentStart (spawned while it ran): its first hook starts it; the
     session ends without its SubagentStop: it ends with the session."""

@@ -160,13 +160,13 @@ class Questions:
             agent_id=p.agent_id, tool_name=tool_name, tool_use_id=tool_use_id, state="pending",
             questions=questions, answers=None, selections=None, surface=None, warning=None,
             error=None, created_at=at, resolved_at=None, revision=1, input=tool_input, input_hash=input_hash,
-            agent_type=_agent_type(p),
+            agent_type=_agent_type(tx, p),
         )
         tx.interactions.insert_interaction(i, permission_seen_at=at if permission_seen else None)
         data: dict[str, Any] = {"id": iid, "kind": "question", "tool_use_id": tool_use_id,
                                 "questions": questions, "via": via}
         if p.agent_id:
-            data["agent_id"], data["agent_type"] = p.agent_id, _agent_type(p)
+            data["agent_id"], data["agent_type"] = p.agent_id, _agent_type(tx, p)
         tx.append_event("question_pending", builder, p.session_id, at, data)
         return i
 
@@ -255,7 +255,7 @@ class Questions:
             id=iid, kind=kind, builder=builder, session_id=sid, agent_id=p.agent_id,
             tool_name=ob.tool_name, tool_use_id=None, state="pending", questions=None, answers=None,
             selections=None, surface=None, warning=at_desk, error=None, created_at=at, resolved_at=None,
-            revision=1, input=ob.tool_input, input_hash=ob.input_hash, agent_type=_agent_type(p),
+            revision=1, input=ob.tool_input, input_hash=ob.input_hash, agent_type=_agent_type(tx, p),
         )
         tx.interactions.insert_interaction(i, permission_seen_at=at)
         data: dict[str, Any] = {"id": iid, "kind": kind, "tool_name": ob.tool_name,
@@ -266,7 +266,7 @@ class Questions:
         if isinstance(ob, PlanAsked):
             data["plan"], data["plan_path"] = ob.plan, ob.plan_path
         if p.agent_id:
-            data["agent_id"], data["agent_type"] = p.agent_id, _agent_type(p)
+            data["agent_id"], data["agent_type"] = p.agent_id, _agent_type(tx, p)
         tx.append_event("permission_pending", builder, sid, at, data)
         return iid
 
@@ -464,6 +464,12 @@ def _synthetic_id(session_id: str | None, input_hash: str, hook_event_id: int | 
     return f"pr_{h}"
 
 
-def _agent_type(p: Payload) -> str | None:
-    """The kind of subagent that asked (``general-purpose``), None for the main agent."""
-    return text(p.agent_type) if p.agent_id else None
+def _agent_type(tx: Tx, p: Payload) -> str | None:
+    """The kind of subagent that asked (``general-purpose``), None for the main agent: as
+    ``p`` says it, else as the subagent's own hooks did (a transcript's row carries none)."""
+    if not p.agent_id:
+        return None
+    said = text(p.agent_type)
+    if said is None and p.session_id:
+        said = tx.subagents.agent_type(p.session_id, p.agent_id)
+    return said

@@ -12,6 +12,12 @@ class SubagentsTx(TxPart):
 
     __slots__ = ()
 
+    def agent_type(self, session_id: str, agent_id: str) -> str | None:
+        """What kind of agent subagent ``agent_id`` of the session is, as its hooks said
+        (``general-purpose``); None when not known."""
+        row = self._one("SELECT agent_type FROM subagents WHERE session_id=? AND agent_id=?", (session_id, agent_id))
+        return row[0] if row else None
+
     def subagent_running(self, builder: str, session_id: str, agent_id: str, agent_type: str | None,
                          at: float) -> str | None:
         """A hook of subagent ``agent_id`` came: it runs. Returns ``"started"`` when hookd
