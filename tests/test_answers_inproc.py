@@ -369,8 +369,9 @@ def test_permission_answer_is_bound_to_the_input_shown(rig: Rig) -> None:
     ok = rig.api("POST", f"/v1/interactions/{p['id']}/answer", {"decision": "allow", "input_hash": p["input_hash"]})
     assert ok.status_code == 200
     assert json.loads(finish(held)[1])["hookSpecificOutput"]["decision"]["behavior"] == "allow"
-    bad = rig.answer(p["id"], options=["maybe"])
-    assert bad.status_code == 400  # (`hookd answer` exits 2)
+    bad = rig.answer(p["id"], options=["maybe"])  # over, and a misfit too: that it is over first
+    assert bad.status_code == 409 and "is already allowed" in refused(bad)  # (`hookd answer` exits 2)
+    assert "the answer did not fit it: a permission prompt takes --option allow or --option deny" in refused(bad)
 
 
 def test_permission_desk_allow_releases_the_held_hook(rig: Rig) -> None:

@@ -143,6 +143,11 @@ def test_a_remote_accept_is_validated_then_sent_through_the_held_hook(rig: Elici
     # a second answer is refused (nothing kept for the model: the content was the server's)
     again = rig.answer_content(i["id"], "cancel")
     assert again.status_code == 409 and "already answered" in again.json()["error"]["message"]
+    # one that would not fit either: that it is over comes first (a trial got the schema's error)
+    misfit = rig.answer_content(i["id"], "accept", {"party": "99"})
+    assert misfit.status_code == 409, misfit.text
+    assert misfit.json()["error"]["message"].startswith(f"{i['id']} is already answered from the CLI by ana at ")
+    assert "the answer did not fit it: the content does not fit the requested schema" in misfit.json()["error"]["message"]
 
 
 def test_decline_and_cancel_carry_no_content(rig: ElicitRig) -> None:

@@ -95,7 +95,8 @@ def test_sending_a_plan_back_carries_the_feedback_to_the_model(rig: Rig) -> None
     p = pending_plan(rig)
     rig.held(p["id"])
     assert "needs the feedback" in refused(rig.answer(p["id"], options=["deny"]), 400)
-    assert "a plan takes --option auto" in refused(rig.answer(p["id"], options=["maybe"]), 400)
+    assert refused(rig.answer(p["id"], options=["maybe"]), 400) == (  # (allow named: a trial took it for undocumented)
+        "a plan takes --option auto, --option manual (--option allow is manual too), or --option deny --text FEEDBACK")
     assert "feedback goes with deny" in refused(rig.answer(p["id"], options=["auto"], text="also x"), 400)
     rig.answer_json(p["id"], options=["deny"], text="add a rollback step")
     assert json.loads(finish(held)[1])["hookSpecificOutput"]["decision"] == {

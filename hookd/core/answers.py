@@ -229,7 +229,15 @@ class Answers:
         i = tx.interactions.interaction(iid)
         if i is None:
             raise NotFound(f"no interaction {iid!r}")
-        answers, selections, decision, message = normalize_answer(i, req)
+        try:
+            answers, selections, decision, message = normalize_answer(i, req)
+        except BadRequest as e:
+            if i.state == "pending":
+                raise
+            # over already: that first (a misfit answer to it is kept nowhere, nothing to fix in it)
+            by = f" {i.by}" if i.by else ""
+            raise Conflict(f"{i.id} is already {i.outcome}{by} at {when(i.resolved_at or at)}"
+                           f" (and the answer did not fit it: {e}; nothing was kept)") from None
         content = _canon.encode({"interaction": i.id, "answers": answers, "decision": decision, "message": message})
         if req.response_id is not None:
             prev = tx.interactions.response(req.response_id)

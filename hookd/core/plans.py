@@ -26,7 +26,8 @@ __all__ = ["PLAN_CHOICES", "PLAN_USAGE", "normalize_plan_answer", "plan_body", "
 
 #: The options of ``hookd answer ID --option ...`` for a plan, in the desk's order.
 PLAN_CHOICES = (*PLAN_MODES, "deny")
-PLAN_USAGE = "a plan takes --option auto, --option manual, or --option deny --text FEEDBACK"
+PLAN_USAGE = ("a plan takes --option auto, --option manual (--option allow is manual too),"
+              " or --option deny --text FEEDBACK")
 
 
 def plan_text(i: Interaction) -> tuple[str | None, str | None]:
