@@ -200,7 +200,8 @@ def test_an_answer_racing_the_desk_or_the_cli_is_decided_once(hub: Hub, two: tup
     i = a.app.interaction(p["id"])
     assert (r.returncode, r.stdout) == (2, "")
     assert re.fullmatch(rf"hookd: {a.id} refused it: the desk answered first: {p['id']} is already allowed"
-                        rf" at the desk at {LOCAL_TIME}\n", r.stderr), r.stderr
+                        rf" at the desk at {LOCAL_TIME}; nothing was kept \(a bare decision or a form's content means"
+                        r" nothing to the agent later\)\n", r.stderr), r.stderr
     assert (i["surface"], i["decision"]) == ("terminal", "allow")
     # a late answer with words is kept in the host's inbox: taking it back is a command of that host's
     r = op_cli(op, tmp_path, "answer", f"{a.id}/{p['id']}", "--option", "deny", "--text", "not that one",

@@ -76,7 +76,8 @@ def test_a_deny_from_the_cli_reads_denied_from_the_cli_by_you(rig: Rig, home: Pa
     # a second answer: refused (exit 2), in the same words, with nothing kept (a bare decision)
     code, out, err = cli(home, "answer", pid, "--option", "allow")
     assert code == 2 and out == ""
-    assert when(err) == f"hookd: {pid} is already denied from the CLI by {ME} at T\n", err
+    assert when(err) == (f"hookd: {pid} is already denied from the CLI by {ME} at T; nothing was kept (a bare"
+                         " decision or a form's content means nothing to the agent later)\n"), err
 
 
 def test_a_late_answer_kept_as_a_message_is_taken_back(rig: Rig, home: Path) -> None:

@@ -358,6 +358,8 @@ class Answers:
         if i.kind not in DECISION_KINDS or message is not None:
             message_id = queue_answer(tx, i, answers, decision, message, author, at, late=late or late_reason(i))
             reason += f"; your answer was kept as inbox message {message_id} for {i.builder}; {take_back(message_id)}"
+        else:  # (said, so that nobody looks for it in the inbox)
+            reason += "; nothing was kept (a bare decision or a form's content means nothing to the agent later)"
         tx.append_event("answer_refused", i.builder, i.session_id, at, {
             "id": i.id, "kind": i.kind, "reason": reason, "message_id": message_id, "response_id": req.response_id,
         })
