@@ -228,7 +228,10 @@ def _no_session(builder: str, prev: Mapping[str, Any] | None) -> str:
 
 
 def ended_text(r: Mapping[str, Any]) -> str:
-    """How a run (``GET /v1/runs``' shape) ended: ``exited 1``, else ``ended``."""
+    """How a run (``GET /v1/runs``' shape) ended: ``stopped by hookd stop`` (whatever status its
+    signal left), ``exited 1``, else ``ended`` (its status not known)."""
+    if r.get("stop_reason") == "stopped":
+        return "stopped by hookd stop"
     status = r.get("exit_status")
     return f"exited {status}" if status is not None else "ended"
 

@@ -177,6 +177,9 @@ def test_stopping_an_agent_that_sent_no_hook_says_it_began_no_session(
     [lane] = json.loads(hookd_cli(home, "lanes", "--json", "-b", "b6").stdout)
     assert (lane["state"], lane["failure"]) == ("ended", None)
     assert lane["detail"] == f"its agent (pid {pid}) was stopped by hookd stop before its first hook"
+    # `hookd ls` says the stop too, whatever status its signal left (a trial read "exited 143"
+    # for some stopped agents and "ended" for others)
+    assert f" {pid} (stopped by hookd stop) " in hookd_cli(home, "ls").stdout
 
 
 @pytest.mark.daemon
