@@ -148,6 +148,21 @@ def test_a_subagents_prompt_seen_without_its_type_takes_the_type_its_hooks_said(
     assert (p["agent_id"], p["agent_type"]) == (AGENT, "general-purpose")
 
 
+def test_a_dialog_no_hook_holds_asked_for_a_subagents_call_is_the_subagents(agent: Agent) -> None:
+    """A Notification names no agent: a dialog while a subagent's call is open (the main
+    agent's Agent call is open too, under it) is the subagent's prompt (docs/harness-claude-code.md
+    "A dialog no hook holds")."""
+    start_subagent(agent)  # (its last hook: the subagent's PreToolUse of Bash)
+    agent.hook({"hook_event_name": "Notification", "session_id": SID, "notification_type": "permission_prompt",
+                "message": "Claude needs your permission", "cwd": "/home/dev/proj",
+                "transcript_path": f"/home/dev/.claude/projects/-home-dev-proj/{SID}.jsonl"})
+    [p] = agent.app.questions("pending")
+    assert (p["kind"], p["agent_id"], p["agent_type"], p["tool_name"], p["held"]) == (
+        "permission", AGENT, "general-purpose", "Bash", False)
+    [s] = wait_until(lambda: [s for s in subagents(agent) if s["pending"]], 30, what="the subagent waiting")
+    assert s["pending"] == [p["id"]]
+
+
 def test_a_subagent_first_seen_by_another_hook_and_closed_by_the_session_end(agent: Agent) -> None:
     """hookd missed its SubagentStart (spawned while it ran): its first hook starts it; the
     session ends without its SubagentStop: it ends with the session."""

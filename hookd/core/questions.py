@@ -272,19 +272,22 @@ class Questions:
 
     def dialog_at_desk(self, tx: Tx, adapter: Adapter, builder: str, p: Payload, ob: DialogAtDesk,
                        at: float) -> str | None:
-        """The harness says a dialog waits at the desk and no hook of its own came for it (no
-        interaction of that agent is pending): the agent's open tool call (its ``tool_before``
-        hook, parsed again by ``adapter``) becomes a ``permission`` interaction that only the
-        desk answers, so that it is seen, listed and notified (docs/harness-claude-code.md "A
-        dialog no hook holds"). Settled as any prompt: its tool's end, the turn going on.
-        Returns its id, or None (something is pending already; no call is open)."""
+        """The harness says a dialog waits at the desk and no hook of its own came for it: the
+        session's open tool call (its newest activity hook is a ``tool_before``, of the main
+        agent or a subagent; parsed again by ``adapter``) becomes a ``permission`` interaction
+        of that agent that only the desk answers, so that it is seen, listed and notified
+        (docs/harness-claude-code.md "A dialog no hook holds"), unless that agent has something
+        pending already. Settled as any prompt: its tool's end, the turn going on. Returns its
+        id, or None."""
         sid = p.session_id
-        if not sid or tx.sessions.pending_in_session(builder, sid, agent_id=p.agent_id, all_agents=False):
+        call = tx.sessions.open_tool_call(sid) if sid else None
+        if sid is None or call is None:
             return None
-        call = tx.sessions.open_tool_call(sid, p.agent_id)
-        if call is None:
+        raw, tool_name, tool_use_id, agent_id = call
+        if tx.sessions.pending_in_session(builder, sid, agent_id=agent_id, all_agents=False):
             return None
-        raw, tool_name, tool_use_id = call
+        if agent_id != p.agent_id:  # (the Notification names no subagent: the call's agent asks)
+            p = msgspec.structs.replace(p, agent_id=agent_id, agent_type=None)
         try:
             tool_input = getattr(adapter.parse(raw, builder=builder, cwd=None), "tool_input", None)
         except PayloadInvalid:

@@ -200,16 +200,16 @@ class SessionsTx(TxPart):
             args += (agent_id,)
         return [_interaction(r) for r in self._db.execute(sql + " ORDER BY created_at", args).fetchall()]
 
-    def open_tool_call(self, session_id: str, agent_id: str | None) -> tuple[bytes, str, str | None] | None:
-        """(raw payload, tool name, tool_use_id) of the tool call ``agent_id`` (None: the main
-        agent) of the session is about to run: its newest hook of the agent's activity (a
-        ``notice`` is none) when that is a ``tool_before``; else None (no call is open)."""
-        row = self._one("SELECT hook_kind, raw, tool_name, tool_use_id FROM hook_events WHERE session_id=?"
-                        " AND agent_id IS ? AND hook_kind IS NOT NULL AND hook_kind<>'notice' ORDER BY id DESC LIMIT 1",
-                        (session_id, agent_id))
+    def open_tool_call(self, session_id: str) -> tuple[bytes, str, str | None, str | None] | None:
+        """(raw payload, tool name, tool_use_id, agent_id: None for the main agent) of the tool
+        call an agent of the session is about to run: the session's newest hook of an agent's
+        activity (a ``notice`` is none; a subagent's too: the main agent's Agent call stays
+        open while its subagent works) when that is a ``tool_before``; else None."""
+        row = self._one("SELECT hook_kind, raw, tool_name, tool_use_id, agent_id FROM hook_events WHERE session_id=?"
+                        " AND hook_kind IS NOT NULL AND hook_kind<>'notice' ORDER BY id DESC LIMIT 1", (session_id,))
         if row is None or row[0] != "tool_before" or not row[2]:
             return None
-        return bytes(row[1]), row[2], row[3]
+        return bytes(row[1]), row[2], row[3], row[4]
 
     def remote_denies(self, session_id: str, *, agent_id: str | None, all_agents: bool) -> list[Interaction]:
         """Remote permission denies of this session handed to a held hook, not yet adopted:
