@@ -304,6 +304,11 @@ class Adapter(Protocol):
         ones compact JSON. Pure, never raises, reads no file."""
         ...
 
+    def call_input(self, p: Payload) -> Any:
+        """The input of the tool call payload ``p`` is about, as the harness sent it (a tool
+        event's), None for a payload about no call. Pure."""
+        ...
+
 
 @runtime_checkable
 class TranscriptReader(Protocol):

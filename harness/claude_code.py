@@ -158,6 +158,11 @@ def known_fields(event_name: str) -> frozenset[str] | None:
     return frozenset(f.encode_name for f in msgspec.structs.fields(model))
 
 
+def call_input(p: Payload) -> Any:
+    """A tool event's ``tool_input``; None for any other payload."""
+    return p.tool_input if isinstance(p, ToolEvent) else None
+
+
 def present_tool(tool_name: str | None, tool_input: Any) -> ToolView:
     """A Claude Code 2.1.332 tool call as a person reads it: ``Bash`` a command with its
     ``description``; ``Edit`` / ``Write`` a diff of ``file_path``; ``WebFetch`` its ``url`` and

@@ -418,6 +418,11 @@ def known_fields(event_name: str) -> frozenset[str] | None:
     return known_fields_of(MODELS, event_name)
 
 
+def call_input(p: Payload) -> Any:
+    """A tool event's ``tool_input``; None for any other payload."""
+    return p.tool_input if isinstance(p, ToolEvent) else None
+
+
 def present_tool(tool_name: str | None, tool_input: Any) -> ToolView:
     """A claw tool call as a person reads it (``shared/claw/README.md``: snake-case names for
     its own tools, Claude-style names for the rest): ``bash`` a command (with its

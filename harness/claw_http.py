@@ -133,6 +133,7 @@ def known_fields(event_name: str) -> frozenset[str] | None:
 
 #: A loop's tools are claw's (claw-http builds on claw's tool events): shown as claw shows them.
 present_tool = claw.present_tool
+call_input = claw.call_input
 
 
 def parse(raw: bytes, *, builder: str | None = None, cwd: str | None = None) -> Payload:

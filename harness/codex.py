@@ -57,6 +57,7 @@ from hookd.harness.codex_payloads import (
     Stop,
     SubagentStart,
     SubagentStop,
+    ToolEvent,
     UserPromptSubmit,
 )
 from hookd.harness.install import HookInstall
@@ -105,6 +106,11 @@ def known_fields(event_name: str) -> frozenset[str] | None:
     """Top-level payload fields hookd's model of ``event_name`` knows, None if the event
     itself is unknown."""
     return known_fields_of(MODELS, event_name)
+
+
+def call_input(p: Payload) -> Any:
+    """A tool event's ``tool_input``; None for any other payload."""
+    return p.tool_input if isinstance(p, ToolEvent) else None
 
 
 def present_tool(tool_name: str | None, tool_input: Any) -> ToolView:

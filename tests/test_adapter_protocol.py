@@ -69,7 +69,8 @@ def test_the_protocol_declares_the_traits_as_booleans():
     assert {n for n, t in ADAPTER_DATA.items() if t is bool} == {
         "desk_only", "questions_at_desk", "sequential_questions", "needs_context", "ack_required", "idle_wake",
         "quiet_idle"}
-    assert set(ADAPTER_METHODS) == {"parse", "observe", "boundary", "render_context", "known_fields", "present_tool"}
+    assert set(ADAPTER_METHODS) == {"parse", "observe", "boundary", "render_context", "known_fields", "present_tool",
+                                   "call_input"}
     assert {n for n, t in ADAPTER_DATA.items() if t is not bool} == {"hook_kinds", "remote_answers", "hook_installs", "launchers",
                                                                      "version"}
 

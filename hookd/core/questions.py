@@ -289,7 +289,7 @@ class Questions:
         if agent_id != p.agent_id:  # (the Notification names no subagent: the call's agent asks)
             p = msgspec.structs.replace(p, agent_id=agent_id, agent_type=None)
         try:
-            tool_input = getattr(adapter.parse(raw, builder=builder, cwd=None), "tool_input", None)
+            tool_input = adapter.call_input(adapter.parse(raw, builder=builder, cwd=None))
         except PayloadInvalid:
             tool_input = None
         said = f" ({ob.message})" if ob.message else ""
