@@ -22,8 +22,8 @@ _ME = "your user name"
 @click.argument("builder", shell_complete=builders)
 @click.argument("text")
 @click.option("--id", "key", help="Idempotency key: the same key and text again returns the first receipt.")
-@click.option("--session", "session_id", help="Deliver only to this session of the builder.")
-@click.option("--agent", "agent_id", help="Deliver only to this subagent (its agent_id).")
+@click.option("--session", "session_id", help="Deliver only to this session of the builder (one hookd has seen).")
+@click.option("--agent", "agent_id", help="Deliver only to this subagent (its agent_id: one hookd has seen).")
 @click.option("--actor", "--author", "author", default=os_user, show_default=_ME, metavar="NAME",
               help="Who the agent is told the message is from (--author: the same).")
 @click.option("--force", is_flag=True, help="Queue it even for a builder that was unspawned.")
@@ -35,7 +35,8 @@ _ME = "your user name"
 def send(ctx: click.Context, builder: str, text: str, key: str | None, session_id: str | None,
          agent_id: str | None, author: str, force: bool, wait_s: float, no_wait: bool, as_json: bool) -> None:
     """Queue TEXT for BUILDER's agent; it is delivered at the agent's next turn boundary.
-    Refused (exit 2) for a builder that was unspawned, unless --force. With `hookd --hub URL`:
+    Refused (exit 2) for a builder that was unspawned, unless --force; refused (exit 1) for a
+    --session or --agent hookd never saw for BUILDER. With `hookd --hub URL`:
     BUILDER is [HOST/]BUILDER (HOST/ needed when several hosts have it); the message is queued
     on the hub for its host, which queues it as its own (the author: your hub role)."""
     body: dict[str, Any] = {"text": text, "id": key, "session_id": session_id, "agent_id": agent_id, "author": author}

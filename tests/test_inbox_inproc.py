@@ -185,6 +185,8 @@ def test_mcp_tool_and_failure_boundaries_deliver(b1):
 
 
 def test_subagent_events_never_carry_main_agent_messages(b1):
+    helper = payload(BASH_POST, agent_id="agent-7", agent_type="general-purpose")
+    assert b1.hook(helper) == ""  # (hookd knows the subagent from its first hook)
     b1.send("for the main agent")
     b1.send("for the helper", agent_id="agent-7")
     sub = payload(BASH_POST, agent_id="agent-9", agent_type="general-purpose")
@@ -261,6 +263,7 @@ def test_a_later_stop_adopts_what_was_delivered(b1):
 
 
 def test_session_scoped_message_goes_only_to_its_session(b1):  # B25
+    b1.hook(payload("001-SessionStart.json", session_id="s-0013"))  # (a session hookd knows)
     b1.send("for s-0013 only", session_id="s-0013")
     assert b1.hook(payload(BASH_POST, session_id="s-0014")) == ""
     assert "for s-0013 only" in b1.context(payload(BASH_POST, session_id="s-0013"))

@@ -201,3 +201,17 @@ def test_lanes_of_some_builders_only(rig: Rig, home: Path, tmp_path: Path) -> No
     assert (code, out, err) == (1, "", "hookd: builder 'nosuch' is not known: spawn it first (or check the name)\n")
     code, _, err = cli(home, "lanes", "-b", "not a builder!")
     assert code == 2 and "builder" in err
+
+
+def test_send_refuses_a_session_or_subagent_hookd_never_saw(rig: Rig, home: Path) -> None:
+    """`hookd send --agent` / `--session` with an id hookd never saw for the builder: exit 1,
+    the reason on stderr (with --json: the API's one error shape on stdout); nothing queued."""
+    before = json.loads(cli(home, "inbox", "b1", "--json")[1])
+    code, out, err = cli(home, "send", "b1", "X", "--agent", "a0000bogus")
+    assert (code, out) == (1, "") and err.startswith(
+        "hookd: b1 has no subagent 'a0000bogus' that hookd knows (no hook of b1's came from it), so the message"
+        " would never be delivered; "), err
+    code, out, err = cli(home, "send", "b1", "Y", "--session", "nosuchsession", "--json")
+    assert code == 1 and json.loads(out)["error"]["code"] == "not_found"
+    assert json.loads(out)["error"]["message"].startswith("b1 has no session 'nosuchsession' that hookd knows")
+    assert json.loads(cli(home, "inbox", "b1", "--json")[1]) == before

@@ -84,7 +84,10 @@ class Inbox:
         key: idempotency key: the same key with the same text and scope returns the first
         message (created False); with other content raises Conflict. Raises BadRequest for
         empty text or text over MAX_MESSAGE_CHARS (split it: one injection stays under
-        Claude Code's limit).
+        Claude Code's limit). Raises NotFound for a scope that would never take it: a
+        ``session_id`` hookd never saw for ``builder``, an ``agent_id`` no subagent of
+        ``builder`` (of that session, when one is given) sent a hook as
+        (:meth:`hookd.store.inbox.InboxTx.scope_refusal`).
         """
         if not text.strip():
             raise BadRequest("message text is empty")
@@ -104,6 +107,8 @@ class Inbox:
                     if (old.text, old.session_id, old.agent_id) != (text, session_id, agent_id):
                         raise Conflict(f"message key {key!r} was already used for {old.id} with other content")
                     return old, False
+            if (why := tx.inbox.scope_refusal(builder, session_id, agent_id)) is not None:
+                raise NotFound(why)
             at = time.time()
             m = tx.inbox.insert_message(builder=builder, session_id=session_id, agent_id=agent_id,
                                   author=author, text=text, key=key, at=at)

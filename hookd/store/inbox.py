@@ -3,15 +3,68 @@ adopted (the :class:`hookd.store.Tx` part :class:`InboxTx`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from hookd.models import InboxMessage
 from hookd.store.base import TxPart
 from hookd.store.rows import _MESSAGE_COLS, _message
+
+
+#: A session of a builder as a message's scope (:func:`session_scope`): its end (None: it
+#: runs, or hookd only gave that id to an agent it started), whether it is the builder's newest.
+SESSION_SCOPE_SQL = (
+    "SELECT s.ended_at, s.id=(SELECT n.id FROM sessions n WHERE n.builder=s.builder"
+    " ORDER BY n.started_at DESC, n.rowid DESC LIMIT 1) FROM sessions s WHERE s.id=? AND s.builder=?"
+    " UNION ALL SELECT NULL, 0 FROM runs WHERE builder=? AND session_id=? LIMIT 1")
+#: A subagent of a builder as a message's scope (:func:`subagent_scope`): its newest row (in
+#: session ``?`` when that is not NULL).
+SUBAGENT_SCOPE_SQL = (
+    "SELECT session_id, agent_type, state, end_reason, ended_at FROM subagents WHERE builder=? AND agent_id=?"
+    " AND (? IS NULL OR session_id=?) ORDER BY started_at DESC LIMIT 1")
+_SUBAGENT_KEYS = ("session_id", "agent_type", "state", "end_reason", "ended_at")
+
+
+def session_scope(row: tuple | None) -> dict[str, Any] | None:
+    """:data:`SESSION_SCOPE_SQL`'s first row as ``{"ended_at": UNIX seconds | None, "newest":
+    bool}``; None: hookd never saw that session of the builder (no hook, transcript or run)."""
+    return None if row is None else {"ended_at": row[0], "newest": bool(row[1])}
+
+
+def subagent_scope(row: tuple | None) -> dict[str, Any] | None:
+    """:data:`SUBAGENT_SCOPE_SQL`'s row as ``session_id``, ``agent_type``, ``state``
+    (``running`` | ``ended``), ``end_reason`` (``stopped`` | ``session_ended`` | None) and
+    ``ended_at``; None: no hook of that subagent reached hookd."""
+    return None if row is None else dict(zip(_SUBAGENT_KEYS, row))
 
 
 class InboxTx(TxPart):
     """Inbox messages, inside one write transaction."""
 
     __slots__ = ()
+
+    def scope_refusal(self, builder: str, session_id: str | None, agent_id: str | None) -> str | None:
+        """Why a message for ``builder`` scoped to ``session_id`` / ``agent_id`` could never be
+        delivered, or None when it can: a session hookd never saw for that builder (no hook,
+        transcript or run of it named it), or a subagent no hook of that builder (in that
+        session, when one is given) came from. The words of a NotFound."""
+        if session_id is not None and session_scope(self._one(
+                SESSION_SCOPE_SQL, (session_id, builder, builder, session_id))) is None:
+            newest = self._one("SELECT id FROM sessions WHERE builder=? ORDER BY started_at DESC, rowid DESC LIMIT 1",
+                               (builder,))
+            known = f"its newest session is {newest[0]}" if newest else f"{builder} has had no session yet: send without --session"
+            return (f"{builder} has no session {session_id!r} that hookd knows (no hook, transcript or run of"
+                    f" {builder} named it), so the message would never be delivered; {known}")
+        if agent_id is not None and subagent_scope(self._one(
+                SUBAGENT_SCOPE_SQL, (builder, agent_id, session_id, session_id))) is None:
+            rows = self._db.execute(
+                "SELECT agent_id, agent_type FROM subagents WHERE builder=? AND state='running'"
+                " AND (? IS NULL OR session_id=?) ORDER BY started_at LIMIT 6", (builder, session_id, session_id)).fetchall()
+            names = ", ".join(a + (f" ({t})" if t else "") for a, t in rows[:5]) + (", ..." if len(rows) > 5 else "")
+            running = f"its running subagents: {names}" if rows else f"no subagent of {builder} runs now"
+            where = f" in session {session_id}" if session_id is not None else ""
+            return (f"{builder} has no subagent {agent_id!r}{where} that hookd knows (no hook of {builder}'s came"
+                    f" from it), so the message would never be delivered; {running} (hookd lanes --json lists them)")
+        return None
 
     # inbox ---------------------------------------------------------------------------
     def message_by_key(self, builder: str, key: str) -> InboxMessage | None:
