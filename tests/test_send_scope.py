@@ -1,14 +1,21 @@
 """`hookd send --session` / `--agent`, in process: a scope hookd never saw is refused (it would
-never be delivered). (A fresh user's trial with the real Claude Code found it.)"""
+never be delivered), and a message for a subagent that finished (or for a session hookd has no
+record of) is not counted as its builder's queue: no ``stalled`` lane, no ``idle_with_messages``
+alert for it. (A fresh user's trial with the real Claude Code found each.)"""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from .test_lanes import Agent, run_agent
+from hookd.settings import Settings
+
+from .conftest import wait_until
+from .inproc import InProc
+from .test_lanes import Agent, _notified, run_agent
 from .test_subagents import AGENT, SID, hook, start_subagent
 
 pytestmark = pytest.mark.inproc
@@ -17,6 +24,22 @@ pytestmark = pytest.mark.inproc
 @pytest.fixture
 def agent(home: Path, worktree: Path) -> Iterator[Agent]:
     yield from run_agent(home, worktree)
+
+
+@pytest.fixture
+def alerting(home: Path, worktree: Path, tmp_path: Path) -> Iterator[tuple[Agent, Path]]:
+    """A daemon that stalls an idle lane holding a queued message after 1 s and notifies a
+    command channel appending each alert to a file (tests/test_lanes.py's ``alerting``)."""
+    out = tmp_path / "alerts.jsonl"
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(
+        "[notify]\nquestion_after_s = 3600\nidle_inbox_after_s = 1\nsteps_s = [0, 3600]\n"
+        f'[[notify.channel]]\ntype = "command"\ncommand = ["sh", "-c", "cat >> {out}; echo >> {out}"]\n')
+    app = InProc(home, Settings(liveness_s=0.2)).start()
+    a = Agent(app, worktree)
+    yield a, out
+    a.close()
+    app.stop()
 
 
 def send(agent: Agent, text: str, **scope: str) -> Any:
@@ -49,3 +72,25 @@ def test_a_session_or_subagent_hookd_never_saw_is_refused(agent: Agent) -> None:
         f"b1 has no subagent '{AGENT}' in session s-other that hookd knows")
     assert agent.app.inbox("b1") == []
     assert not [e for e in agent.app.events() if e["kind"] == "inbox_queued"]
+
+
+def test_a_finished_subagents_message_is_not_the_builders_queue(alerting: tuple[Agent, Path]) -> None:
+    """Accepted (a subagent may be resumed), and left out of the lane's count: the
+    lane stalls and alerts for its main agent's own message only. Nor is a message a daemon
+    before this check queued for a session hookd never saw counted."""
+    agent, out = alerting
+    start_subagent(agent)
+    for name in ("009-PostToolUse.json", "011-SubagentStop.json", "013-Stop.json"):
+        agent.hook(hook(name))
+    agent.wait_lane("idle")
+    sent(agent, "for the helper", agent_id=AGENT)
+    at = time.time()
+    agent.app.call(agent.app.core.store.write(lambda tx: tx.inbox.insert_message(
+        builder="b1", session_id="nosuchsession", agent_id=None, author="alice", text="for no session", key=None, at=at)))
+    sent(agent, "for the main agent")  # (its idle note)
+    [alert] = wait_until(lambda: _notified(out), 60, what="the idle_with_messages alert")
+    assert (alert["rule"], alert["data"]["queued"]) == ("idle_with_messages", 1)
+    assert alert["title"] == "hookd: b1 is idle with 1 message(s) waiting"
+    lane = agent.lane()
+    assert (lane["state"], lane["queued"]) == ("stalled", 1)
+    assert [m["state"] for m in agent.app.inbox("b1")] == ["queued"] * 3

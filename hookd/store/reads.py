@@ -23,7 +23,8 @@ _LANE_NAMES = "SELECT value FROM json_each(?)"
 #: The lane inputs' three statements, each given the builders' names as one JSON array:
 #: the current session and its newest main-agent hook (in the array's order); the pending
 #: interactions; the queued inbox messages, by session (:func:`_lane_dicts` leaves out those
-#: for an ended session other than the lane's: they wait for that session's resume).
+#: for an ended or unknown session other than the lane's: they wait for that session's resume;
+#: the statement, those for a subagent that is not running: they wait for its resume).
 _LANE_SQL = (
     "WITH b(k, id) AS (SELECT key, value FROM json_each(?)),"
     " cur AS (SELECT b.k, b.id AS builder, COALESCE("
@@ -45,9 +46,13 @@ _LANE_SQL = (
     " ORDER BY cur.k",
     "SELECT builder, id, kind, created_at, session_id, COALESCE(created_mono, created_at) FROM interactions"
     f" WHERE state='pending' AND builder IN ({_LANE_NAMES}) ORDER BY created_at",
-    "SELECT m.builder, m.session_id, s.ended_at IS NOT NULL, COUNT(*), MIN(m.created_at),"
+    # (a message for a session hookd has no row of, or for a subagent that is not running, waits
+    # for a resume, not for this lane's agent: not counted)
+    "SELECT m.builder, m.session_id, s.id IS NULL OR s.ended_at IS NOT NULL, COUNT(*), MIN(m.created_at),"
     " MIN(COALESCE(m.created_mono, m.created_at)) FROM inbox_messages m LEFT JOIN sessions s ON s.id=m.session_id"
-    f" WHERE m.state='queued' AND m.builder IN ({_LANE_NAMES}) GROUP BY m.builder, m.session_id",
+    f" WHERE m.state='queued' AND m.builder IN ({_LANE_NAMES}) AND (m.agent_id IS NULL OR EXISTS (SELECT 1"
+    "  FROM subagents a WHERE a.builder=m.builder AND a.state='running' AND a.agent_id=m.agent_id"
+    "  AND (m.session_id IS NULL OR a.session_id=m.session_id))) GROUP BY m.builder, m.session_id",
 )
 _RUN_KEYS = ("started_at", "stopped_at", "stop_reason", "exit_status", "hooks", "mode", "log_path", "pid")
 _SESSION_KEYS = ("session_id", "started_at", "ended_at", "end_reason", "agent_pid", "agent_started_at",
@@ -65,7 +70,7 @@ def _lane_dicts(rows: list[tuple], pending_rows: list[tuple], queued_rows: list[
     queued: dict[str, tuple[int, Any, Any]] = {}
     for b, sid, ended, count, oldest, oldest_mono in queued_rows:
         if sid is not None and ended and sid != current.get(b):
-            continue  # waits for an ended session to be resumed, not for this lane's agent
+            continue  # waits for an ended (or unknown) session to be resumed, not for this lane's agent
         was = queued.get(b)
         queued[b] = (count, oldest, oldest_mono) if was is None else (
             was[0] + count, min(was[1], oldest), min(was[2], oldest_mono))
