@@ -37,7 +37,8 @@ Routes (all errors: ``{"error": {"code", "message"}}`` with a 4xx/5xx status,
   file is not read);
 - ``POST /v1/builders/{builder}/messages`` (``{"text", "id"?, "session_id"?, "agent_id"?,
   "author"?, "force"?}``; 201 created, 200 for a repeated key with the same content, 409
-  otherwise, and for a builder that was unspawned unless ``force``),
+  otherwise, and for a builder that was unspawned unless ``force``; 404 for a session or
+  subagent hookd never saw for the builder; ``note``: :func:`hookd.http.send_notes.send_note`),
   ``GET /v1/messages?builder=``; ``POST /v1/builders/{builder}/unspawned`` (``hookd unspawn``
   tells a running daemon: ``builder_unspawned``); ``POST /v1/messages/{id}/cancel`` (``{"actor"?, "surface"?}``:
   200 ``{message, cancelled}``, 409 once delivered);

@@ -15,13 +15,14 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from hookd.clock import when
-from hookd.config import Home, check_builder_id
+from hookd.config import check_builder_id
 from hookd.http.responses import enc, json_response
+from hookd.http.send_notes import send_note
 from hookd.http.status import core_status
 from hookd.http.views import with_tool_view, with_tool_views
 from hookd.models import DECISION_KINDS, AnswerRequest, BadRequest, Conflict, NotFound, PayloadTooLarge, os_user
 from hookd.core import Hookd
-from hookd.spawn import INSTALLS, read_manifest, unspawned_at
+from hookd.spawn import read_manifest, unspawned_at
 from hookd.untrusted import decode_json
 from hookd.watchers.lane_view import lanes_now
 
@@ -246,38 +247,9 @@ class RestApi:
             author=body.author if body.author is not None else os_user(),
         )
         out: dict[str, Any] = {"message": message, "created": created}
-        if created and (note := await self._no_session_note(builder)) is not None:
+        if created and (note := await send_note(self.core, message)) is not None:
             out["note"] = note
         return json_response(out, 201 if created else 200)
-
-    async def _no_session_note(self, builder: str) -> str | None:
-        """What a message queued for ``builder`` waits for when no session of its agent runs
-        (its lane ``ended`` or ``dead``, or stopped by an API error in a session that then ended):
-        a new session, which `hookd continue` starts; when its agent is ``idle`` at its prompt
-        with no idle-wake hook: its next turn (:func:`_idle_note`); else None."""
-        if self.core.lanes is None:
-            return None
-        lanes = await self.core.lanes.compute([builder])
-        if not lanes:
-            return None
-        lane, how = lanes[0], lanes[0].state
-        # idle at its prompt, or stalled so with messages it cannot receive (no question pending,
-        # no API error)
-        if (how in ("idle", "stalled") and lane.session_id is not None and lane.failure is None
-                and not lane.pending):
-            if self.core.waking(builder):
-                return None  # its idle-wake hook waits: the message wakes it
-            return await asyncio.to_thread(_idle_note, self.core.home, builder)
-        if how not in ("ended", "dead"):
-            if lane.failure is None:
-                return None
-            # stopped by an API error: its lane says so, also once its session ended (claude -p)
-            last = await self.core.store.last_session(builder)
-            if last is None or last["session_id"] != lane.session_id or last["ended_at"] is None:
-                return None
-            how = f"ended after an API error, {lane.failure}"
-        return (f"no session of {builder}'s agent is running ({how}): the message is delivered at the"
-                f" first turn boundary of its next session (hookd continue {builder} resumes the last one)")
 
     async def _unspawned_refusal(self, builder: str, gone: float) -> str:
         """Why `send` refuses a message to ``builder``, unspawned at ``gone`` (UNIX seconds): a
@@ -438,33 +410,3 @@ def _with(row: dict[str, Any], held: dict[str, bool], defaults: dict[str, Any]) 
     extra = {**({"held": held[iid]} if iid in held else {}),
              **({"default_answer": defaults[iid]} if iid in defaults else {})}
     return {**row, **extra} if extra else row
-
-
-#: the ``--wake-wait`` seconds `hookd send`'s note suggests (:func:`_idle_note`)
-WAKE_WAIT_HINT_S = 1800
-
-
-def _idle_note(home: Home, builder: str) -> str | None:
-    """What a message waits for when ``builder``'s agent is idle at its prompt and no idle-wake
-    hook of it waits (:meth:`hookd.core.inbox.Inbox.waking`): its next turn, which someone at
-    its desk starts; and how to have hookd wake it, where its harness can
-    (``HookInstall.wake``): the spawn command with ``--wake-wait`` and the restart that gives
-    the running agent that hook, or, spawned with one, why it does not wait. None with no
-    manifest. Reads the manifest: call in a thread."""
-    from hookd.spawn.check import fix_command
-
-    m = read_manifest(home, builder)
-    if m is None:
-        return None
-    restart = f"hookd stop {builder} && hookd continue {builder}"
-    install = INSTALLS.get(str(m.get("harness") or ""))
-    if install is None or not install.wake:
-        how = ""
-    elif m.get("wake_wait_s"):
-        how = (f"; its idle-wake hook is not waiting (it waits {m['wake_wait_s']} s after each turn, and an agent"
-               f" started before it was spawned has none until restarted: {restart})")
-    else:
-        how = (f"; to have hookd wake it: {fix_command(home, {**m, 'wake_wait_s': WAKE_WAIT_HINT_S})},"
-               f" then restart its agent: {restart}")
-    return (f"{builder}'s agent is idle at its prompt: the message is delivered when its next turn begins"
-            f" (someone types there){how}")

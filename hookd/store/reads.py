@@ -12,6 +12,7 @@ import aiosqlite
 from hookd.models import PROMPT_KINDS, Event, InboxMessage, Interaction, Run, StorageUnavailable, Subagent
 from hookd.storage_health import storage_code
 from hookd.store.chat import CHAT_POST_COLS, ChatPost, chat_post_of
+from hookd.store.inbox import SESSION_SCOPE_SQL, SUBAGENT_SCOPE_SQL, session_scope, subagent_scope
 from hookd.store.runs import RUN_COLS, run_of
 from hookd.store.rows import _INTERACTION_COLS, _MESSAGE_COLS, _dec, _enc, _event, _interaction, _message
 
@@ -443,6 +444,19 @@ class Reads:
         rows = await self._all("SELECT received_at, session_id FROM hook_events WHERE builder=? ORDER BY id DESC LIMIT 1",
                                (builder,))
         return (rows[0][0], rows[0][1]) if rows else None
+
+    async def message_scope(self, builder: str, session_id: str | None, agent_id: str | None) -> dict[str, Any]:
+        """What a message for ``builder`` scoped to ``session_id`` / ``agent_id`` waits on:
+        ``session`` (:func:`hookd.store.inbox.session_scope`) and ``subagent``
+        (:func:`hookd.store.inbox.subagent_scope`), each None when not given or unknown."""
+        out: dict[str, Any] = {"session": None, "subagent": None}
+        if session_id is not None:
+            rows = await self._all(SESSION_SCOPE_SQL, (session_id, builder, builder, session_id))
+            out["session"] = session_scope(rows[0] if rows else None)
+        if agent_id is not None:
+            rows = await self._all(SUBAGENT_SCOPE_SQL, (builder, agent_id, session_id, session_id))
+            out["subagent"] = subagent_scope(rows[0] if rows else None)
+        return out
 
     async def last_session(self, builder: str) -> dict[str, Any] | None:
         """``builder``'s newest session (by when it started): ``session_id``, ``harness``,
