@@ -246,10 +246,21 @@ def spawn(ctx: click.Context, builder: str, worktree: Path | None, settings_file
                  hold_s=hold, mcp=mcp, transport=hook_transport,
                  default_answer_after_s=default_answer_after, default_answer=default_answer, trust=trust,
                  plugin_dir=plugin_dir)
+    off = None
     try:  # a running daemon clears a hooks_changed warning at once (hooks_restored); none: at its next check
-        _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/spawned", {}, timeout=2)
+        told = _client(ctx).post_json(f"/v1/builders/{_seg(builder)}/spawned", {}, timeout=2)
+        off = ((told or {}).get("hooks_changed") or {}).get("disabled")  # (it knows where the agent's config is)
     except Exception:  # noqa: BLE001 - best effort: the daemon down, or any failure, changes nothing done
         pass
+    if off is None:
+        import os
+
+        from hookd.spawn.hooksoff import hooks_off, user_config_dir
+
+        off = hooks_off(m, user_config_dir(None, os.environ))  # (this user's: most often the agent's)
+    if off is not None:  # spawn never flips a person's setting; it says why its hooks will not run
+        _out(f"hookd: warning: {off['reason']}: none of the hooks just written will run; to run them: {off['fix']}",
+             err=True)
     if as_json:
         _echo_json(m)
         return

@@ -11,7 +11,9 @@ checkable now: no session yet, the daemon down, the program not found).
 The machine's checks: ``daemon`` (running, and the same hookd as this CLI), ``tmux`` (`hookd
 run`'s interactive agents). Each builder's, in order: ``settings`` (the hook file parses),
 ``entries`` (hookd's entries present and unedited: :func:`hookd.spawn.check.check_hooks`, the
-same check as the daemon's ``hooks_changed``), ``client`` (each program the entries run is
+same check as the daemon's ``hooks_changed``), ``hooks_on`` (Claude Code: no settings file it
+reads for the project turns every hook off with ``disableAllHooks``:
+:func:`hookd.spawn.hooksoff.hooks_off`, also the daemon's), ``client`` (each program the entries run is
 executable; the home's hook client is this hookd's), ``version`` (the harness program's
 ``--version`` against :data:`hookd.harness.registry.KNOWN_VERSIONS`), ``trust`` (a harness
 that runs hooks only once trusted: :func:`hookd.spawn.trust.check`, as `hookd status`'s
@@ -40,6 +42,7 @@ from hookd.spawn import INSTALLS
 from hookd.spawn.check import check_hooks, fix_command, read_settings
 from hookd.spawn.client import c_build_path, client_argv, client_text
 from hookd.spawn.files import tagged_builders
+from hookd.spawn.hooksoff import KEY, hooks_off, settings_layers, user_config_dir
 from hookd.spawn.trust import check as check_trust
 from hookd.untrusted import read_regular
 
@@ -105,17 +108,42 @@ def builder_checks(home: Home, manifest: dict[str, Any], status: dict[str, Any] 
         else:
             out.append(_check(b, "entries", "ok",
                               f"hookd's entries for {len(manifest.get('events') or [])} events, as spawn wrote them"))
+    mine = next((s for s in (status or {}).get("builders", ()) if s.get("builder") == b), None)
+    if (on := hooks_on_check(manifest, mine, environ)) is not None:
+        out.append(on)
     out.append(client_check(home, manifest, fix))
     out.append(version_check(b, harness, environ, asked, runs.get(b)))
     t = check_trust(manifest, INSTALLS.get(harness))
     if t is not None:
         out.append(_check(b, "trust", "ok", t["detail"]) if t["state"] == "trusted" else
                    _check(b, "trust", "fail", f"{t['state'].replace('_', ' ')}: {t['detail']}", f"{fix} --trust"))
-    mine = next((s for s in (status or {}).get("builders", ()) if s.get("builder") == b), None)
     if harness == "claude-code" and manifest.get("worktree"):
         out.append(folder_trust_check(b, str(manifest["worktree"]), environ, bool((mine or {}).get("hooks_seen"))))
     out.extend(session_checks(b, mine, status is not None, runs.get(b)))
     return out
+
+
+def hooks_on_check(manifest: dict[str, Any], mine: dict[str, Any] | None,
+                   environ: Mapping[str, str]) -> dict[str, Any] | None:
+    """``hooks_on`` (Claude Code): ``fail`` when a settings file it reads for the builder
+    (``manifest``) turns every hook off (:func:`hookd.spawn.hooksoff.hooks_off`; the user's
+    settings are found from the newest session's transcript in ``mine``, its builder of
+    ``GET /v1/status``, else from ``environ``), with the fix; None for a harness or a plugin
+    builder the setting does not concern."""
+    layers = settings_layers(manifest, Path())
+    if not layers:
+        return None
+    sessions = sorted((mine or {}).get("sessions") or [], key=_active_at)
+    newest = next((s.get("transcript_path") for s in reversed(sessions) if s.get("transcript_path")), None)
+    config_dir = user_config_dir(newest, environ)
+    b = str(manifest["builder"])
+    off = hooks_off(manifest, config_dir)
+    if off is not None:
+        return _check(b, "hooks_on", "fail", off["reason"], off["fix"])
+    scopes = [{"flag": "--settings"}.get(scope, scope) for scope, _ in layers]
+    scopes_words = f"{', '.join(scopes[:-1])} or {scopes[-1]}" if len(scopes) > 1 else scopes[0]
+    return _check(b, "hooks_on", "ok", f"no {KEY} in the {scopes_words} settings (the user's: "
+                  f"{config_dir / 'settings.json'})")
 
 
 def _programs(manifest: dict[str, Any]) -> list[str]:

@@ -41,7 +41,8 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     home = tmp_path / "home"
     spawn(Home.resolve(home), "b1", worktree=w, mcp=False)
     return {"home": home, "w": os.path.realpath(w), "tmp": os.path.realpath(tmp_path), "claude": os.fspath(exe),
-            "settings": w / ".claude" / "settings.local.json", "tmux": shutil.which("tmux")}
+            "settings": w / ".claude" / "settings.local.json", "tmux": shutil.which("tmux"),
+            "user_settings": tmp_path / "user" / ".claude" / "settings.json"}
 
 
 def _lines(s: dict[str, Any], **overrides: str) -> list[str]:
@@ -54,6 +55,8 @@ def _lines(s: dict[str, Any], **overrides: str) -> list[str]:
         "head": [f"b1 (claude-code, {w})"],
         "settings": [f"  ok    settings      {w}/.claude/settings.local.json parses"],
         "entries": ["  ok    entries       hookd's entries for 17 events, as spawn wrote them"],
+        "hooks_on": [f"  ok    hooks_on      no disableAllHooks in the user, project or local settings (the user's: "
+                     f"{s['user_settings']})"],
         "client": ["  ok    client        the bash hook client, this hookd's"],
         "version": [f"  ok    version       {s['claude']} is claude-code 2.1.332, the version hookd knows"],
         "folder_trust": [f"  ok    folder_trust  Claude Code trusts {s['tmp']} (above {w})"],
@@ -74,10 +77,10 @@ def test_a_sound_set_up_with_the_daemon_down(setup: dict[str, Any]) -> None:
     assert doc["checks"][0] == {"builder": None, "check": "daemon", "state": "fail",
                                 "detail": f"not running for {setup['home']}: hooks are spooled, nothing answers them",
                                 "fix": f"hookd service install, or in a terminal: hookd --home {setup['home']} serve"}
-    assert doc["checks"][4] == {"builder": "b1", "check": "client", "state": "ok",
+    assert doc["checks"][5] == {"builder": "b1", "check": "client", "state": "ok",
                                 "detail": "the bash hook client, this hookd's", "fix": None}
-    assert [c["check"] for c in doc["checks"]] == ["daemon", "tmux", "settings", "entries", "client", "version",
-                                                   "folder_trust", "transcripts", "armed"]
+    assert [c["check"] for c in doc["checks"]] == ["daemon", "tmux", "settings", "entries", "hooks_on", "client",
+                                                   "version", "folder_trust", "transcripts", "armed"]
 
 
 def test_settings_that_do_not_parse(setup: dict[str, Any]) -> None:
@@ -103,6 +106,29 @@ def test_an_entry_edited_and_one_gone(setup: dict[str, Any]) -> None:
                        f"in {setup['settings']}\n        fix:          {fix}"), "2 check(s) failed: daemon, b1 entries"]
     hookd_run(setup["home"], "spawn", "b1", "--worktree", setup["w"], "--no-mcp")  # the fix mends it
     assert hookd_run(setup["home"], "doctor", "b1").stdout.splitlines() == [*_lines(setup), "1 check(s) failed: daemon"]
+
+
+def test_a_setting_that_turns_every_hook_off(setup: dict[str, Any]) -> None:
+    """``disableAllHooks: true`` in the user's settings: spawn writes its entries, keeps the
+    person's key and says why none will run; doctor fails ``hooks_on`` with the fix; the
+    project's local ``false`` (a higher file) turns them on again."""
+    user = setup["user_settings"]
+    user.parent.mkdir(parents=True)
+    user.write_text(json.dumps({"disableAllHooks": True}))
+    cause = f"disableAllHooks is true in {user} (the user's settings): Claude Code runs no hook, hookd's included"
+    fix = (f"remove \"disableAllHooks\" from {user} (or set it to false in {user}): Claude Code reloads the file and "
+           "runs the hooks again from its next event")
+    r = hookd_run(setup["home"], "spawn", "b1", "--worktree", setup["w"], "--no-mcp")
+    assert r.returncode == 0, r.stderr
+    assert f"hookd: warning: {cause}: none of the hooks just written will run; to run them: {fix}\n" in r.stderr
+    assert json.loads(user.read_text()) == {"disableAllHooks": True}
+    r = hookd_run(setup["home"], "doctor", "b1")
+    assert r.stdout.splitlines() == [*_lines(setup, hooks_on=f"  fail  hooks_on      {cause}\n        fix:          {fix}"),
+                                     "2 check(s) failed: daemon, b1 hooks_on"]
+    data = json.loads(setup["settings"].read_text())
+    setup["settings"].write_text(json.dumps({**data, "disableAllHooks": False}))
+    assert hookd_run(setup["home"], "doctor", "b1").stdout.splitlines() == [*_lines(setup), "1 check(s) failed: daemon"]
+    assert "warning" not in hookd_run(setup["home"], "spawn", "b1", "--worktree", setup["w"], "--no-mcp").stderr
 
 
 @pytest.mark.parametrize("breakage, detail", [
@@ -241,7 +267,7 @@ def test_every_check_passes_then_the_session_checks_fail(setup: dict[str, Any], 
         assert r.stdout.splitlines() == [*_lines(
             setup, daemon="ok    daemon        running: hookd 0.1.0, as this CLI",
             transcripts=f"  ok    transcripts   {folder} readable", armed="  ok    armed         session s-1 sent hooks"),
-            "every check passed (9 ok)"]
+            "every check passed (10 ok)"]
         # a folder Claude Code never trusted, but whose hooks arrived (claude -p asks nothing): no warning
         claude_json = tmp_path / "user" / ".claude.json"
         trusted = claude_json.read_text()

@@ -284,3 +284,146 @@ def test_notified_once_with_the_fix(home: Path, worktree: Path, tmp_path: Path) 
         assert len(_notified(out)) == 1
     finally:
         app.stop()
+
+
+# --- a setting that turns every hook off (disableAllHooks) ---------------------------------
+
+
+def _set(path: Path, **keys: Any) -> None:
+    """``keys`` set in the settings file at ``path`` (its other keys kept; None removes one)."""
+    s = json.loads(path.read_text()) if path.exists() else {}
+    for k, v in keys.items():
+        if v is None:
+            s.pop(k, None)
+        else:
+            s[k] = v
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(s, indent=2))
+
+
+def test_the_setting_in_force_is_the_highest_file_that_sets_it(tmp_path: Path, worktree: Path) -> None:
+    """Claude Code 2.1.332's order (docs/harness-claude-code.md "disableAllHooks"): user, project,
+    local, the --settings file; the highest that sets the key decides."""
+    from hookd.spawn.hooksoff import check_builder, hooks_off, user_config_dir
+
+    home = Home.resolve(tmp_path / "h")
+    spawn(home, "b1", worktree=worktree)
+    m = read_manifest(home, "b1")
+    cfg = tmp_path / "cfg"
+    user, project, local = cfg / "settings.json", worktree / ".claude" / "settings.json", settings_of(worktree)
+    # the agent's config folder: its transcript's, else CLAUDE_CONFIG_DIR, else ~/.claude
+    assert user_config_dir(str(cfg / "projects" / "-w" / f"{SID}.jsonl"), {"HOME": "/nobody"}) == cfg
+    assert user_config_dir(str(tmp_path / "t.jsonl"), {"CLAUDE_CONFIG_DIR": str(cfg), "HOME": "/x"}) == cfg
+    assert user_config_dir(None, {"HOME": "/x"}) == Path("/x/.claude")
+    assert hooks_off(m, cfg) is None and check_builder(home, m, cfg) is None
+    _set(user, disableAllHooks=True)
+    off = hooks_off(m, cfg)
+    assert off == {"settings_file": str(user), "scope": "user", "key": "disableAllHooks", "files": [str(user)],
+                   "reason": f"disableAllHooks is true in {user} (the user's settings): Claude Code runs no hook, "
+                             "hookd's included",
+                   "fix": f"remove \"disableAllHooks\" from {user} (or set it to false in {user}): Claude Code reloads "
+                          "the file and runs the hooks again from its next event"}
+    assert check_builder(home, m, cfg) == {"settings_file": str(local), "missing": [], "changed": [],
+                                           "reason": off["reason"], "fix": off["fix"], "disabled": off}
+    _set(local, disableAllHooks=False)  # a higher file's false wins
+    assert hooks_off(m, cfg) is None
+    _set(local, disableAllHooks=True)
+    _set(project, disableAllHooks=True)
+    off = hooks_off(m, cfg)
+    assert (off["settings_file"], off["scope"], off["files"]) == (str(local), "local", [str(user), str(project), str(local)])
+    assert off["fix"].startswith(f"remove \"disableAllHooks\" from {local} and {project} and {user} ")
+    _set(local, disableAllHooks="yes")  # not a boolean: no setting; the project's true holds
+    assert hooks_off(m, cfg)["scope"] == "project"
+    # entries gone as well: both causes, the setting's first
+    drop_hookd_entries(worktree)
+    both = check_builder(home, m, cfg)
+    assert both["reason"].startswith("disableAllHooks is true in ") and "are gone in" in both["reason"]
+    assert both["fix"].endswith(f"; and {fix_command(home, m)}") and both["missing"] == m["events"]
+    # a builder spawned into a --settings file: that file outranks the project's; it is read at start only
+    flag = tmp_path / "b2.json"
+    spawn(home, "b2", settings_file=flag, worktree=worktree, mcp=False)
+    m2 = read_manifest(home, "b2")
+    _set(flag, disableAllHooks=False)
+    assert hooks_off(m2, cfg) is None
+    _set(flag, disableAllHooks=True)
+    assert hooks_off(m2, cfg)["fix"].endswith("then restart the agent: claude reads its --settings file only at start")
+    # Codex has no such key
+    assert hooks_off({**m, "harness": "codex"}, cfg) is None
+
+
+def test_disable_all_hooks_warns_naming_the_file_and_spawn_does_not_say_the_hooks_work(
+        spawned: tuple[InProc, Path]) -> None:
+    """The trial's case: ``disableAllHooks: true`` added to the project's local settings of a
+    running builder. ConfigChange reports the edit; the warning names the key and the file and
+    its fix removes the key; `hookd spawn` leaves the setting (a person's) and records no
+    ``hooks_restored``; a hook on its way proves nothing; the key removed, the next hook ends it."""
+    app, worktree = spawned
+    local = settings_of(worktree)
+    _set(local, disableAllHooks=True)
+    app.hook(config_change(worktree))
+    [ev] = wait_until(lambda: kinds(app, "hooks_changed"), 30, what="hooks_changed")
+    d = ev["data"]
+    assert (d["signal"], d["missing"], d["changed"], d["disabled"]["settings_file"], d["disabled"]["key"]) == (
+        "settings", [], [], str(local), "disableAllHooks")
+    assert d["reason"] == f"disableAllHooks is true in {local} (the project's local settings): Claude Code runs no hook, " \
+                          "hookd's included"
+    assert d["fix"].startswith(f"remove \"disableAllHooks\" from {local} ")
+    # spawn again: it writes its entries and keeps the person's key; the daemon says what is still wrong
+    spawn(Home.resolve(app.home.root), "b1", worktree=worktree)
+    assert json.loads(local.read_text())["disableAllHooks"] is True
+    r = app.request("POST", "/v1/builders/b1/spawned")
+    assert r.status_code == 200 and r.json()["hooks_changed"]["disabled"]["settings_file"] == str(local)
+    # a hook that was on its way when the setting came in
+    app.hook(prompt(worktree, worktree / "t.jsonl"))
+    assert kinds(app, "hooks_restored") == []
+    [b] = app.get("/v1/status")["builders"]
+    assert b["hooks_changed"]["fix"] == d["fix"]
+    [lane] = app.get("/v1/lanes")
+    assert lane["hooks_changed"]["disabled"]["settings_file"] == str(local)
+    assert kinds(app, "hooks_restored") == [] and len(kinds(app, "hooks_changed")) == 1
+    # the key removed: the next hook (they run again) ends the warning, naming why
+    _set(local, disableAllHooks=None)
+    app.hook(prompt(worktree, worktree / "t.jsonl"))
+    [restored] = wait_until(lambda: kinds(app, "hooks_restored"), 30, what="hooks_restored")
+    assert (restored["data"]["reason"], restored["data"]["via"]) == (
+        f"disableAllHooks no longer turns the hooks off ({local})", "UserPromptSubmit")
+    assert app.get("/v1/status")["builders"][0]["hooks_changed"] is None
+
+
+def test_a_turn_with_no_hook_names_the_users_setting_found_from_the_transcripts_folder(
+        inproc: InProc, worktree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent's own config folder (not the daemon's HOME) holds its user settings: the one
+    its transcripts are under. A transcript turn with no hook warns with that file and the key
+    as the cause; `hookd spawn` records nothing; status finds the key gone and ends it."""
+    monkeypatch.setattr(hookhealth, "STOPPED_GRACE_S", 0.2)
+    monkeypatch.setattr(hookhealth, "TURN_SLACK_S", 0.0)
+    app = inproc
+    spawn(Home.resolve(app.home.root), "b1", worktree=worktree)
+    cfg = tmp_path / "agent-home" / ".claude"
+    transcript = cfg / "projects" / "-w" / f"{SID}.jsonl"
+    transcript.parent.mkdir(parents=True)
+    transcript.write_text("")
+    app.hook(session_start(worktree, transcript))
+    user = cfg / "settings.json"
+    _set(user, disableAllHooks=True)  # (no ConfigChange: say it was written while the daemon was down)
+    with transcript.open("a") as f:
+        f.write(_turn_rows(time.time() + 0.05))
+    app.call(app.core.tailer.poll(str(transcript)))
+    [ev] = wait_until(lambda: kinds(app, "hooks_changed"), 30, what="hooks_changed from the transcript")
+    d = ev["data"]
+    assert (d["signal"], d["disabled"]["settings_file"], d["disabled"]["scope"]) == ("transcript", str(user), "user")
+    assert d["reason"].startswith("the transcript shows a turn that ended with no hook from it")
+    assert d["reason"].endswith(f"; disableAllHooks is true in {user} (the user's settings): Claude Code runs no hook, "
+                                "hookd's included")
+    assert d["fix"] == f"remove \"disableAllHooks\" from {user} (or set it to false in {user}): Claude Code reloads " \
+                       "the file and runs the hooks again from its next event"
+    spawn(Home.resolve(app.home.root), "b1", worktree=worktree)
+    assert app.request("POST", "/v1/builders/b1/spawned").json()["hooks_changed"]["disabled"]["settings_file"] == str(user)
+    w = app.get("/v1/status")["builders"][0]["hooks_changed"]  # (status says what its own check finds now)
+    assert (w["reason"], w["fix"]) == (d["reason"].split("; ", 1)[1], d["fix"])
+    assert kinds(app, "hooks_restored") == []
+    _set(user, disableAllHooks=None)
+    assert app.get("/v1/status")["builders"][0]["hooks_changed"] is None
+    [restored] = wait_until(lambda: kinds(app, "hooks_restored"), 30, what="hooks_restored by status")
+    assert (restored["data"]["reason"], restored["data"]["via"]) == (
+        f"disableAllHooks no longer turns the hooks off ({user})", "status")

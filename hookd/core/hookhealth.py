@@ -22,12 +22,21 @@ event ``hooks_changed`` (``signal``: ``settings`` or ``transcript``, ``reason``,
 It clears, with the event ``hooks_restored`` (``reason``), when a hook of the builder arrives
 again, or when the file holds spawn's entries again (a re-spawn, an edit undone): 2.1.332
 reloads the file mid-session and its hooks fire again from the next event.
+
+A setting that turns every hook off (``disableAllHooks: true`` in a settings file Claude Code
+reads for the project: :mod:`hookd.spawn.hooksoff`) is found by the same checks, with spawn's
+entries whole: the warning names the file and the key (``disabled``) and its fix is removing
+the key, not a spawn. Such a warning clears only when a check finds the setting gone: a hook
+that arrives, or a spawn, makes the check run (a hook that was on its way when the setting
+came in proves nothing), and a spawn that leaves the setting in force records nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 from hookd.config import Home
@@ -78,6 +87,9 @@ class HookHealth:
         flags = self._flags(tx)
         if builder not in flags:
             return
+        if "disabled" in (tx.sessions.hooks_changed_of(builder) or {}):  # a setting turned them off: is it gone?
+            tx.after_commit.append(lambda: self.tasks.spawn(self.recheck(builder, p.session_id, via=p.hook_event_name)))
+            return
         old = tx.sessions.clear_hooks_changed(builder)
         if old is not None:
             tx.append_event("hooks_restored", builder, p.session_id, at, {
@@ -91,9 +103,10 @@ class HookHealth:
         the outcome: ``hooks_changed`` when entries are gone or edited (once while it holds),
         ``hooks_restored`` when a warning of the ``settings`` signal finds them whole again.
         via: what asked (the hook's event name, ``status``, ``spawn``); source/file_path: the
-        hook's report (recorded, never read). Returns the check's finding (None: intact, or the
-        builder has no spawn manifest). Never raises for a store that cannot commit."""
-        found = await asyncio.to_thread(self._check_files, builder)
+        hook's report (recorded, never read). Returns the check's finding
+        (:func:`hookd.spawn.hooksoff.check_builder`'s; None: the hooks will run, or the builder
+        has no spawn manifest). Never raises for a store that cannot commit."""
+        found = await asyncio.to_thread(self._check_files, builder, await self._config_dir(builder))
         if found is None:  # not spawned (any more): no hooks of hookd's expected
             await self._unspawned(builder, via)
             return None
@@ -118,9 +131,20 @@ class HookHealth:
         if events:
             await self.bus.publish()
 
-    def _check_files(self, builder: str) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+    async def _config_dir(self, builder: str) -> Path:
+        """Claude Code's user config folder for ``builder``'s agent: from its newest transcript's
+        path, else this process's environment (:func:`hookd.spawn.hooksoff.user_config_dir`)."""
+        from hookd.spawn.hooksoff import user_config_dir
+
+        try:
+            newest = (await self.store.newest_transcripts(builder)).get(builder)
+        except Exception:  # noqa: BLE001 - the store cannot be read: the environment's folder
+            newest = None
+        return user_config_dir(newest, os.environ)
+
+    def _check_files(self, builder: str, config_dir: Path) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
         from hookd.spawn import read_manifest
-        from hookd.spawn.check import check_hooks
+        from hookd.spawn.hooksoff import check_builder
 
         try:
             manifest = read_manifest(self.home, builder)
@@ -128,12 +152,14 @@ class HookHealth:
             return None
         if manifest is None:
             return None
-        return manifest, check_hooks(self.home, manifest)
+        return manifest, check_builder(self.home, manifest, config_dir)
 
     async def record(self, builder: str, session_id: str | None, wrong: dict[str, Any] | None, *,
                      via: str, extra: dict[str, Any] | None = None) -> None:
-        """Record one file check's finding ``wrong`` (:func:`hookd.spawn.check.check_hooks`'s;
-        None: the file holds spawn's entries) for ``builder``."""
+        """Record one check's finding ``wrong`` (:func:`hookd.spawn.hooksoff.check_builder`'s;
+        None: the file holds spawn's entries and no setting turns the hooks off) for
+        ``builder``. A warning whose cause changed to or from such a setting (``disabled``)
+        says the new cause (its ``since`` kept, no second event)."""
         def tx_(tx: Tx) -> None:
             flags = self._flags(tx)
             at = time.time()
@@ -142,16 +168,23 @@ class HookHealth:
                 if tx.sessions.set_hooks_changed(builder, at, data):
                     tx.append_event("hooks_changed", builder, session_id, at, data)
                     tx.after_commit.append(lambda: flags.add(builder))
+                elif ("disabled" in (tx.sessions.hooks_changed_of(builder) or {})) != ("disabled" in wrong):
+                    tx.sessions.replace_hooks_changed(builder, data)  # (a spawn's fix done, a setting's left)
             elif builder in flags:
                 old = tx.sessions.hooks_changed_of(builder)
-                # a transcript signal: the file was whole all along; only a hook or a re-spawn clears it
-                if old is None or old.get("signal") == "settings" or via == "spawn":
+                # a transcript signal: the file was whole all along; only a hook or a re-spawn clears it,
+                # or, when a setting turned the hooks off, that setting gone
+                ends = old is not None and (old.get("signal") == "settings" or via == "spawn" or "disabled" in old)
+                if old is None or ends:
                     tx.sessions.clear_hooks_changed(builder)
                     tx.after_commit.append(lambda: flags.discard(builder))
-                if old is not None and (old.get("signal") == "settings" or via == "spawn"):
+                if old is not None and ends:
+                    off = old.get("disabled") or {}
+                    reason = (f"{off.get('key')} no longer turns the hooks off ({off.get('settings_file')})" if off
+                              else "spawn wrote hookd's entries again" if via == "spawn"
+                              else "the settings file holds hookd's entries again")
                     tx.append_event("hooks_restored", builder, session_id, at, {
-                        "reason": "spawn wrote hookd's entries again" if via == "spawn"
-                        else "the settings file holds hookd's entries again", "via": via, "since": old.get("since")})
+                        "reason": reason, "via": via, "since": old.get("since")})
         _, events = await self.store.write(tx_)
         if events:
             await self.bus.publish()
@@ -181,7 +214,7 @@ class HookHealth:
                 return
             del pending[sid]
             try:
-                found = await asyncio.to_thread(self._check_files, builder_)
+                found = await asyncio.to_thread(self._check_files, builder_, await self._config_dir(builder_))
                 _, events = await self.store.write(self._stopped_tx, builder_, sid, due, found)
                 if events:
                     await self.bus.publish()
@@ -213,11 +246,13 @@ class HookHealth:
         from hookd.spawn.check import fix_command
 
         data["settings_file"] = manifest.get("settings_file")
-        if wrong is not None:  # the file tells why
+        if wrong is not None:  # the files tell why (spawn's, or a setting that turns every hook off)
             data.update(missing=wrong["missing"], changed=wrong["changed"], reason=f"{reason}; {wrong['reason']}")
+            if "disabled" in wrong:
+                data["disabled"] = wrong["disabled"]
         else:
             data["reason"] = f"{reason}; the settings file still holds hookd's entries (the agent may run with other settings)"
-        data["fix"] = fix_command(self.home, manifest) + (" then restart the agent" if wrong is None else "")
+        data["fix"] = wrong["fix"] if wrong is not None else fix_command(self.home, manifest) + " then restart the agent"
         if tx.sessions.set_hooks_changed(builder, at, data):
             tx.append_event("hooks_changed", builder, sid, at, data)
             tx.after_commit.append(lambda: flags.add(builder))

@@ -281,7 +281,8 @@ class RestApi:
         """`hookd spawn` tells a running daemon it wrote the builder's hooks (no body): the
         settings file is compared with spawn's record at once, so a ``hooks_changed`` warning
         clears now (``hooks_restored``). 404 unless the builder has a spawn manifest.
-        Returns ``{"builder", "hooks_changed"}`` (what is still wrong, or None)."""
+        Returns ``{"builder", "hooks_changed"}`` (what is still wrong, or None: with
+        ``disabled`` when a setting turns every hook off, which spawn leaves as it is)."""
         builder = check_builder_id(request.path_params["builder"])
         if await asyncio.to_thread(read_manifest, self.core.home, builder) is None:
             raise NotFound(f"builder {builder!r} is not spawned")

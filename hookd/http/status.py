@@ -13,7 +13,8 @@ from hookd.config import Home
 from hookd.models import StorageUnavailable
 from hookd.core import Hookd
 from hookd.spawn import INSTALLS, list_manifests, list_unspawned
-from hookd.spawn.check import check_hooks, fix_command
+from hookd.spawn.check import fix_command
+from hookd.spawn.hooksoff import check_builder, user_config_dir
 from hookd.spawn.trust import check as check_trust
 
 
@@ -36,7 +37,11 @@ async def core_status(core: Hookd, fastpath: bool = True) -> dict[str, Any]:
     except StorageUnavailable as e:
         storage["read_error"] = e.message
         stats, counts, migrations, lanes = {}, {}, [], {}
-    manifests, spooled, gone, checks, trusts = await asyncio.to_thread(_status_files, core.home)
+    try:
+        transcripts = await core.store.newest_transcripts()
+    except StorageUnavailable:
+        transcripts = {}
+    manifests, spooled, gone, checks, trusts = await asyncio.to_thread(_status_files, core.home, transcripts)
     try:
         warned = await core.store.hooks_changed()
     except StorageUnavailable:
@@ -54,9 +59,9 @@ async def core_status(core: Hookd, fastpath: bool = True) -> dict[str, Any]:
         out["hooks_trust"] = trusts.get(b)
         if wrong is not None:  # (the daemon's own warning says when it began)
             out["hooks_changed"] = {**warned.get(b, {}), "signal": "settings", **wrong}
-        else:  # the file is whole: only a transcript's warning (hooks stopped all the same) stands
-            w = warned.get(b)
-            out["hooks_changed"] = w if w is not None and w.get("signal") == "transcript" else None
+        else:  # the file is whole: only a transcript's warning (hooks stopped all the same) stands, unless its
+            w = warned.get(b)  # cause was a setting that is gone now (recorded above: hooks_restored)
+            out["hooks_changed"] = w if w is not None and w.get("signal") == "transcript" and "disabled" not in w else None
         builders.append(out)
     for b, s in sorted(stats.items()):
         builders.append(_builder_status(b, None, s, gone.get(b), lanes.get(b)))
@@ -82,15 +87,18 @@ async def core_status(core: Hookd, fastpath: bool = True) -> dict[str, Any]:
     }
 
 
-def _status_files(home: Home) -> tuple[list[dict[str, Any]], int, dict[str, float], dict[str, dict[str, Any]],
-                                        dict[str, dict[str, Any]]]:
+def _status_files(home: Home, transcripts: dict[str, str]) -> tuple[list[dict[str, Any]], int, dict[str, float],
+                                                                     dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """(every spawn manifest, payloads in the spool, the unspawned builders and when, each
-    spawned builder whose settings file no longer holds spawn's entries -> what is wrong
-    (:func:`hookd.spawn.check.check_hooks`), each spawned builder of a harness with a trust
+    spawned builder whose hooks will not run -> what is wrong (its settings file no longer
+    holds spawn's entries, or a setting turns every hook off:
+    :func:`hookd.spawn.hooksoff.check_builder`, the user's settings found from ``transcripts``,
+    builder -> its newest transcript path), each spawned builder of a harness with a trust
     step -> whether it will run the hooks (:func:`trust_status`)): status's file reads, in a
     thread."""
     manifests = list_manifests(home)
-    checks = {m["builder"]: wrong for m in manifests if (wrong := check_hooks(home, m)) is not None}
+    checks = {m["builder"]: wrong for m in manifests
+              if (wrong := check_builder(home, m, user_config_dir(transcripts.get(m["builder"]), os.environ))) is not None}
     trusts = {m["builder"]: t for m in manifests if (t := trust_status(home, m)) is not None}
     return manifests, home.spooled(), list_unspawned(home), checks, trusts
 

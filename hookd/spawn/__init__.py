@@ -36,7 +36,9 @@ adapter's: :data:`INSTALLS`, from each adapter's ``hook_installs``
 (:class:`hookd.harness.install.HookInstall`). The package: this module (spawn, unspawn, the
 manifest), :mod:`hookd.spawn.client` (the hook clients and commands), :mod:`hookd.spawn.files`
 (the user's files: locks, shapes, atomic writes), :mod:`hookd.spawn.mcp` (the MCP server),
-:mod:`hookd.spawn.trust` (a harness's hook trust in its user config: Codex's ``config.toml``).
+:mod:`hookd.spawn.trust` (a harness's hook trust in its user config: Codex's ``config.toml``),
+:mod:`hookd.spawn.check` and :mod:`hookd.spawn.hooksoff` (will the hooks run: spawn's entries
+whole, no ``disableAllHooks`` in force; spawn never edits that key, `hookd spawn` names it).
 """
 
 from __future__ import annotations

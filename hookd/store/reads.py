@@ -401,6 +401,15 @@ class Reads:
         return {b: {**_dec.decode(data), "since": since}
                 for b, since, data in await self._all("SELECT builder, since, data FROM hooks_changed")}
 
+    async def newest_transcripts(self, builder: str | None = None) -> dict[str, str]:
+        """builder -> the transcript path its newest session reported (of ``builder`` only,
+        when given): where that agent's Claude Code keeps its config
+        (:func:`hookd.spawn.hooksoff.user_config_dir`)."""
+        where, args = ("AND builder=?", (builder,)) if builder is not None else ("", ())
+        rows = await self._all("SELECT builder, transcript_path FROM sessions WHERE transcript_path IS NOT NULL "
+                               f"{where} ORDER BY started_at, rowid", args)
+        return {b: p for b, p in rows}
+
     async def builder_known(self, builder: str) -> bool:
         return bool(await self._all("SELECT 1 FROM builders WHERE id=?", (builder,)))
 

@@ -326,6 +326,10 @@ class SessionsTx(TxPart):
         row = self._one("SELECT since, data FROM hooks_changed WHERE builder=?", (builder,))
         return None if row is None else {**msgspec.json.decode(row[1]), "since": row[0]}
 
+    def replace_hooks_changed(self, builder: str, data: dict[str, Any]) -> None:
+        """Replace what ``builder``'s warning says (its ``since`` kept): its cause changed."""
+        self._db.execute("UPDATE hooks_changed SET data=? WHERE builder=?", (msgspec.json.encode(data).decode(), builder))
+
     def clear_hooks_changed(self, builder: str) -> dict[str, Any] | None:
         """Unflag ``builder``; the warning it had (with ``since``), or None when it had none."""
         row = self._one("SELECT since, data FROM hooks_changed WHERE builder=?", (builder,))

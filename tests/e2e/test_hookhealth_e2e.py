@@ -6,9 +6,10 @@ settings hookd wrote (docs/harness-claude-code.md "ConfigChange").
   ConfigChange (``local_settings``) with the hooks from before the edit, so hookd's own entry
   reports it; the warning shows in `hookd status` and `hookd lanes`; the next turn sends no
   hook; `hookd spawn` again clears the warning and the turn after it sends hooks again.
-- every hook turned off from the user's settings (``disableAllHooks``): the file hookd wrote is
-  whole (the ConfigChange check finds nothing), but the next turn sends no hook while its
-  transcript moves: the warning comes from the transcript.
+- every hook turned off by ``disableAllHooks: true`` in the project's local settings or the
+  user's: the file hookd wrote is whole, but the ConfigChange check finds the key, and the
+  warning names it and its file; `hookd spawn` keeps the key and restores nothing; the key
+  removed, the hooks come again with no restart.
 """
 
 from __future__ import annotations
@@ -105,29 +106,60 @@ def test_hookds_entries_removed_mid_session_warn_and_re_spawn_restores_them(clau
     assert len(_kinds(hookd, "hooks_changed")) == 1
 
 
-def test_hooks_turned_off_elsewhere_are_found_by_the_transcript(claude_bin, hookd: _Hookd, e2e_home: Path,
-                                                                e2e_project: Path) -> None:
+@pytest.mark.parametrize("scope", ["local", "user"])
+def test_hooks_turned_off_by_a_setting_are_named_and_come_back_when_it_goes(
+        claude_bin, hookd: _Hookd, e2e_home: Path, e2e_project: Path, scope: str) -> None:
+    """A fresh user's trial: ``disableAllHooks: true`` added to the project's local settings
+    (or the user's) of a running builder. ConfigChange reports the edit with the hooks still
+    on; hookd's entries are whole, yet the warning names the key and the file; `hookd spawn`
+    keeps the key, warns, and records no ``hooks_restored``; `hookd doctor` fails; the key
+    removed, the agent's hooks come again (no restart) and the warning ends."""
+    from ..conftest import hookd_run
+
     hookd.cli("spawn", BUILDER, "--worktree", os.fspath(e2e_project))
-    user_settings = e2e_home / ".claude" / "settings.json"
+    target = e2e_project / ".claude" / "settings.local.json" if scope == "local" else e2e_home / ".claude" / "settings.json"
     with FakeAnthropicAPI(_turns(2)) as api:
         env = hermetic_env(e2e_home, api.url)
         with StreamJsonHost(e2e_project, env, extra_args=BYPASS, claude_bin=claude_bin) as host:
             host.send_user("Turn one.")
             host.wait_for_result(timeout=90)
             wait_until(lambda: "Stop" in _received(hookd), 30, 0.1, "turn one's Stop hook")
-            s = json.loads(user_settings.read_text()) if user_settings.exists() else {}
-            s["disableAllHooks"] = True
-            user_settings.parent.mkdir(parents=True, exist_ok=True)
-            user_settings.write_text(json.dumps(s))
-            # hookd's ConfigChange hook reports it (user_settings); hookd's own file is whole
-            wait_until(lambda: "ConfigChange" in _received(hookd), 30, 0.1, "the ConfigChange hook")
-            assert _kinds(hookd, "hooks_changed") == []
+            s = json.loads(target.read_text()) if target.exists() else {}
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(target, json.dumps({**s, "disableAllHooks": True}, indent=2).encode())
+            [ev] = wait_until(lambda: _kinds(hookd, "hooks_changed"), 30, 0.1, "hooks_changed from ConfigChange")
+            d = ev["data"]
+            assert (d["signal"], d["via"], d["source"], d["missing"], d["changed"]) == (
+                "settings", "ConfigChange", f"{scope}_settings", [], [])
+            assert (d["disabled"]["settings_file"], d["disabled"]["key"]) == (os.fspath(target), "disableAllHooks")
+            assert d["fix"].startswith(f'remove "disableAllHooks" from {target} ')
+            assert f"{BUILDER}: to restore its hooks: {d['fix']}" in hookd.cli("lanes")
+            # spawn again: the person's key stays, spawn says why its hooks will not run, nothing is restored
+            r = hookd_run(hookd.home, "spawn", BUILDER, "--worktree", os.fspath(e2e_project))
+            assert r.returncode == 0 and f"hookd: warning: disableAllHooks is true in {target}" in r.stderr, r.stderr
+            assert json.loads(target.read_text())["disableAllHooks"] is True
+            doctor = hookd_run(hookd.home, "doctor", BUILDER)
+            assert doctor.returncode == 1 and f"  fail  hooks_on      disableAllHooks is true in {target}" in doctor.stdout
             before = len(_received(hookd))
             host.send_user("Turn two.")
             host.wait_for_result(count=2, timeout=90)
-            [ev] = wait_until(lambda: _kinds(hookd, "hooks_changed"), 60, 0.2, "hooks_changed from the transcript")
             assert len(_received(hookd)) == before  # no hook of turn two
-            assert (ev["data"]["signal"], ev["data"]["via"]) == ("transcript", "transcript")
-            assert ev["data"]["reason"].startswith("the transcript shows a turn that ended with no hook from it")
-            assert f"{BUILDER}: hooks stopped working: the transcript shows a turn" in hookd.cli("status")
+            assert _kinds(hookd, "hooks_restored") == []
+            # the key removed: 2.1.332 reloads the file about a second later, and no hook tells when
+            # (every hook was off, ConfigChange too), so turns are sent, each waited for, until one's
+            # hooks come (a turn's hooks are in before its result), for at most 60 s
+            atomic_write(target, json.dumps(s, indent=2).encode())
+            turns = [2]
+
+            def next_turn_hooked() -> bool:
+                turns[0] += 1
+                host.send_user(f"Turn {turns[0]}.")
+                host.wait_for_result(count=turns[0], timeout=90)
+                return len(_received(hookd)) > before
+
+            wait_until(next_turn_hooked, 60, 0.1, "a turn's hooks after the key was removed")
+            [restored] = wait_until(lambda: _kinds(hookd, "hooks_restored"), 30, 0.1, "hooks_restored")
+            assert restored["data"]["reason"] == f"disableAllHooks no longer turns the hooks off ({target})"
+            assert "hooks stopped working" not in hookd.cli("status")
             host.close(timeout=30)
+    assert len(_kinds(hookd, "hooks_changed")) == 1
