@@ -50,6 +50,7 @@ class Renamed:
     hook_installs: dict[str, Any] = {}
     launchers: dict[str, Any] = {}
     present_tool = staticmethod(claude_code.present_tool)
+    call_input = staticmethod(claude_code.call_input)
 
     @staticmethod
     def _claude(p: base.Payload) -> base.Payload:
