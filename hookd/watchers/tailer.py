@@ -63,6 +63,9 @@ class Tailer:
         self._cursors: dict[str, Cursor] = {}
         self._locks: dict[str, Any] = {}
         self._changed: Any = None
+        #: the watch is set for the followed files as they are and they were caught up: what
+        #: changes from here is read as it changes (:attr:`settled`)
+        self._watching = False
         #: paths refused this run (not a transcript, not a regular file), with the reason
         #: already logged and recorded for them
         self._refused: dict[str, str] = {}
@@ -297,6 +300,12 @@ class Tailer:
         cur = self._foreign.get(path)
         return cur is not None and (cur.dev, cur.ino) == (st.st_dev, st.st_ino) and cur.offset == st.st_size
 
+    @property
+    def settled(self) -> bool:
+        """Whether the watch is set for the files followed now, caught up, and no new watch is
+        due (a file newly followed makes one, with a read of every followed file)."""
+        return self._watching and self._changed is not None and not self._changed.is_set()
+
     async def catch_up(self) -> int:
         rows = 0
         for path in list(self._targets):
@@ -315,6 +324,7 @@ class Tailer:
         for path, builder, sid in await self.core.store.transcript_targets():
             self.add(path, builder, sid)
         while not stop.is_set():
+            self._watching = False
             self._changed.clear()
             for folder in list(self._dirs):
                 if os.path.isdir(folder):
@@ -364,6 +374,7 @@ class Tailer:
                     # a folder on the way to a transcript appeared before its parent's watch was
                     # set (no event for it): watch again from there
                     self._changed.set()
+                self._watching = True
                 while True:
                     try:
                         changes = await nxt
