@@ -388,6 +388,13 @@ def test_a_permission_alert_reads_as_the_tool_call():
     a = interaction_alert(fetch, 0, 1, 1000.0, claude_code.present_tool(fetch.tool_name, fetch.input))
     assert a.message == ("b1 has been waiting 0 s for permission to run WebFetch: https://example.org.\n"
                          "  Is it up?\n  \\x1b]0;pwned\\x07\n" + ANSWER)
+    # no hook holds it (a dialog auto mode asks at the desk; a builder spawned --hold 0): no
+    # command that would be refused, the desk named instead (a fresh user's trial)
+    a = interaction_alert(i, 0, 2, 1125.0, claude_code.present_tool(i.tool_name, i.input), held=False)
+    assert a.message == ("b1 has been waiting 2 min 5 s for permission to run Bash: Remove the README (looks destructive).\n"
+                         "  rm -f README.md\nNo hook holds it: answer it at the desk.")
+    assert a.data["held"] is False
+    assert interaction_alert(i, 0, 2, 1125.0, held=True).message.endswith(ANSWER)
 
 
 def test_a_question_alert_stays_one_line_whatever_the_agent_wrote():
@@ -467,8 +474,9 @@ url = "{receiver.url}"
         # the command as a person reads it (its description, then the command), not raw JSON
         head, command, answer = perm["message"].split("\n")
         assert re.fullmatch(r"b1 has been waiting \d+ s for permission to run Bash: x\.", head), head
-        assert (command, answer) == ("  ls /tmp", f"Answer: hookd answer {perm['data']['interaction_id']} "
-                                                  "--option allow   (or: --option deny --text \"why\")")
+        # (the rig spawned --hold 0: no hook holds the prompt, the desk answers it)
+        assert (command, answer) == ("  ls /tmp", "No hook holds it: answer it at the desk.")
+        assert perm["data"]["held"] is False
         assert perm["data"]["tool_view"] == {"kind": "command", "summary": "x", "detail": "ls /tmp", "destructive": False}
         assert perm["data"]["input"] == {"command": "ls /tmp", "description": "x"}  # the exact values stay
         assert _steps(receiver.bodies(), key) == [0, 1] and _steps(_lines(out), key) == [0, 1]

@@ -410,8 +410,11 @@ def test_a_run_is_recorded_a_second_live_one_refused_and_stop_ends_the_lane(quic
     assert (r.json()["run"]["stop_reason"], r.json()["run"]["stop_signal"]) == ("stopped", "SIGTERM")
     assert not runner.alive(a.pid, None)  # (reaped by the stop: the test process is its parent)
     [ev] = _kinds(quick, "builder_stopped")
+    # (no such tmux server: the status is the kernel's while the agent is a zombie, 143 for the
+    # SIGTERM, else not known; S1's hooks came before)
+    assert ev["data"]["exit_status"] in (143, None)
     assert ev["data"] == {"run": 1, "pid": a.pid, "reason": "stopped", "signal": "SIGTERM", "actor": "ana", "sessions": ["S1"],
-                          "exit_status": None, "hooks": 0}  # (no such tmux server: status unknown; S1's hooks came before)
+                          "exit_status": ev["data"]["exit_status"], "hooks": 0}
     [ended] = _kinds(quick, "session_ended")
     assert (ended["session_id"], ended["data"]["reason"]) == ("S1", "stopped")
     closed = quick.interaction(q["id"])  # (nobody can answer it: its agent is gone)
@@ -455,12 +458,14 @@ def test_a_run_whose_process_is_gone_is_recorded_exited(quick: InProc, agent: An
 
 
 @pytest.mark.inproc
-def test_a_run_killed_with_a_question_open_is_dead_not_ended(quick: InProc, agent: Any) -> None:
-    """An agent `hookd run` started, killed (exit status 137: SIGKILL) with a question open, and
-    no SessionEnd: its lane is ``dead`` (the run's status in its detail) and the lanes close the
-    question ``orphaned`` (and notify ``agent_dead``: tests/test_lanes.py), as for an agent
-    started by hand; the run does not end its session as a clean exit would. A fresh user's
-    trial read ``ended (session ended (exited))`` and got no alert."""
+@pytest.mark.parametrize("status", ["137", None])
+def test_a_run_killed_with_a_question_open_is_dead_not_ended(quick: InProc, agent: Any, status: str | None) -> None:
+    """An agent `hookd run` started, killed (exit status 137: SIGKILL; or its status not known,
+    as a killed agent's tmux pane can say nothing for seconds) with a question open, and no
+    SessionEnd: its lane is ``dead`` and the lanes close the question ``orphaned`` (and notify
+    ``agent_dead``: tests/test_lanes.py), as for an agent started by hand; the run does not end
+    its session as a clean exit would. Two fresh users' trials read ``ended (session ended
+    (exited))``."""
     a = agent()
     assert _started(quick, "b5", a.pid, mode="headless", tmux_socket=None, tmux_session=None,
                     log_path="/l/b5.log").status_code == 201
@@ -468,18 +473,38 @@ def test_a_run_killed_with_a_question_open_is_dead_not_ended(quick: InProc, agen
                 "transcript_path": "/nonexistent/S5.jsonl"}, "b5", headers={"x-hookd-agent-pid": str(a.pid)})
     quick.hook(payload(AUQ_PRE, session_id="S5"), "b5", headers={"x-hookd-agent-pid": str(a.pid)})
     [q] = quick.questions("pending")
-    exits = quick.home.run_dir / "exits"
-    exits.mkdir(parents=True, exist_ok=True)
-    (exits / str(a.pid)).write_text("137\n")  # (what the headless wrapper writes of a SIGKILL)
+    if status is not None:
+        exits = quick.home.run_dir / "exits"
+        exits.mkdir(parents=True, exist_ok=True)
+        (exits / str(a.pid)).write_text(status + "\n")  # (what the headless wrapper writes of a SIGKILL)
     a.kill()
     a.wait()
     [ev] = wait_until(lambda: _kinds(quick, "builder_stopped"), 10, what="builder_stopped")
-    assert (ev["data"]["reason"], ev["data"]["exit_status"], ev["data"]["sessions"]) == ("exited", 137, [])
+    code = int(status) if status else None
+    assert (ev["data"]["reason"], ev["data"]["exit_status"], ev["data"]["sessions"]) == ("exited", code, [])
     lane = wait_until(lambda: [x for x in quick.get("/v1/lanes") if x["builder"] == "b5" and x["state"] == "dead"], 10,
                       what="b5's lane dead")[0]
-    assert lane["detail"].startswith("the agent process is gone without a SessionEnd (hookd run's agent: exited 137)")
+    said = " (hookd run's agent: exited 137)" if status else ""
+    assert lane["detail"].startswith(f"the agent process is gone without a SessionEnd{said}")
     wait_until(lambda: quick.interaction(q["id"])["state"] == "orphaned", 10, what="the question orphaned")
     assert _kinds(quick, "session_ended") == []
+
+
+def test_a_killed_agents_status_is_read_from_its_zombie() -> None:
+    """Until its parent reaps it (hookd's tmux server, not yet scheduled), a killed agent's
+    status is the kernel's (``/proc/PID/stat``): 137 for SIGKILL, its code for an exit."""
+    from hookd.core.procs import _zombie_status
+
+    killed = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
+    ended = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    try:
+        killed.kill()
+        assert wait_until(lambda: _zombie_status(killed.pid), 30, what="the killed one a zombie") == 137
+        assert wait_until(lambda: _zombie_status(ended.pid), 30, what="the ended one a zombie") == 3
+    finally:
+        killed.wait()
+        ended.wait()
+    assert _zombie_status(killed.pid) is None  # (reaped: nothing to read)
 
 
 @pytest.mark.inproc

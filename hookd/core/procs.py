@@ -130,6 +130,8 @@ def exit_status(run: Any, exits: Path | None, wait_s: float = 2.0, wrapper_wait_
     while True:
         if run.tmux_session and run.tmux_socket:
             status, final = _pane_status(run.tmux_socket, run.tmux_session)
+            if status is None:
+                status = _zombie_status(run.pid)  # (tmux not told yet: the kernel keeps it meanwhile)
             waiting = False
         else:
             status, final, waiting = _file_status(exits / str(run.pid)) if exits is not None else (None, True, False)
@@ -137,6 +139,23 @@ def exit_status(run: Any, exits: Path | None, wait_s: float = 2.0, wrapper_wait_
         if status is not None or final or elapsed >= (wrapper_wait_s if waiting else wait_s):
             return status
         time.sleep(0.05)
+
+
+def _zombie_status(pid: int) -> int | None:
+    """The exit status of process ``pid`` while it is a zombie its parent has not reaped (a
+    killed agent whose tmux server was not scheduled yet): field 52 of ``/proc/PID/stat`` (its
+    wait status; Linux 3.5 and later), 128 + N when signal N ended it; None when it is not a
+    zombie, or not there."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    fields = raw[raw.rfind(b")") + 2:].split()  # (from field 3: the name may hold spaces)
+    if len(fields) < 50 or fields[0] != b"Z":
+        return None
+    wait = int(fields[49])  # field 52
+    return 128 + (wait & 0x7F) if wait & 0x7F else (wait >> 8) & 0xFF
 
 
 def _pane_status(socket: str, session: str) -> tuple[int | None, bool]:

@@ -156,10 +156,11 @@ class Runs:
     async def exited(self, run: Run) -> Run | None:
         """Run ``run``'s process is gone without `hookd stop`: recorded ``exited``, event
         ``builder_stopped`` (nothing while `hookd stop` is stopping it: that records it). Its
-        builder's sessions still open (no SessionEnd came) are ended when it exited 0 (or its
-        status is not known); an agent killed or failed (an error status, 128 + N for signal
-        N) leaves them to the lanes, which find its agent gone: ``dead``, what they asked
-        closed ``orphaned`` and ``agent_dead`` notified, as for an agent hookd did not start."""
+        builder's sessions still open (no SessionEnd came) are ended when it exited 0; an
+        agent killed or failed (an error status, 128 + N for signal N), or whose status is not
+        known (a killed agent's tmux pane can say nothing for seconds), leaves them to the
+        lanes, which find its agent gone: ``dead``, what they asked closed ``orphaned`` and
+        ``agent_dead`` notified, as for an agent hookd did not start."""
         if run.id in self._stopping:
             return None
         ending = self._ending.get(run.id)
@@ -184,7 +185,7 @@ class Runs:
             run = tx.runs.run_by_id(run_id)
             assert run is not None
             ended = []
-            died = reason == "exited" and status not in (None, 0)
+            died = reason == "exited" and status != 0
             for sid in () if died else tx.runs.open_sessions(builder):
                 if tx.sessions.end_session(sid, at, reason):
                     tx.append_event("session_ended", builder, sid, at, {"reason": reason, "via": "hookd"})
@@ -198,7 +199,7 @@ class Runs:
         run, events = await self.store.write(tx_fn)
         if events:
             await self.bus.publish()
-            if reason == "exited" and status not in (None, 0):
+            if reason == "exited" and status != 0:
                 return run  # (the lanes find it dead: they close what it asked, and notify)
             # what its sessions left waiting on a human can no longer be answered: the agent is gone
             # (the session may have ended by its own SessionEnd hook as it exited)

@@ -27,6 +27,7 @@ import msgspec
 from hookd.core.bus import BusFilter
 from hookd.core.policy import asks_something
 from hookd.harness.registry import present_tool
+from hookd.models import DECISION_KINDS
 from hookd.watchers.notify_channels import (
     Alert,
     NotifyFailed,
@@ -383,7 +384,9 @@ class Notifier:
                     view = present_tool(harness, i.tool_name, i.input)
                 # the builder's default answer, if it has one (its spawn manifest: read in a thread)
                 default = (await asyncio.to_thread(self.core.defaults, [i])).get(i.id)
-                await self._claim_and_send(interaction_alert(i, due[-1], len(cfg.steps_s), now, view, default))
+                held = self.core.holding(i.id) if i.kind in DECISION_KINDS else None
+                await self._claim_and_send(interaction_alert(i, due[-1], len(cfg.steps_s), now, view, default,
+                                                             held=held))
                 top = max(top, due[-1])
             if top + 1 < len(cfg.steps_s):
                 t = fire_at + cfg.steps_s[top + 1]

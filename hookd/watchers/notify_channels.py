@@ -16,7 +16,7 @@ import msgspec
 from hookd.core.plans import plan_text
 from hookd.harness.base import ToolView
 from hookd.harness.tool_views import json_view
-from hookd.models import ConfigError, HookdError, Interaction, NotFound
+from hookd.models import DECISION_KINDS, ConfigError, HookdError, Interaction, NotFound
 from hookd.untrusted import visible
 from hookd.watchers.notify_config import TWO_WAY_TYPES, Channel, NotifyConfig
 
@@ -92,7 +92,8 @@ def view_lines(view: ToolView) -> list[str]:
 
 
 def interaction_alert(i: Interaction, step: int, steps: int, now: float, view: ToolView | None = None,
-                      default: dict[str, Any] | None = None, answer: str | None = None) -> Alert:
+                      default: dict[str, Any] | None = None, answer: str | None = None,
+                      held: bool | None = None) -> Alert:
     """The alert for a pending question, permission prompt or elicitation (its server, message
     and fields, the answer command). view: a permission prompt's
     tool call as a person reads it (its adapter's ``present_tool``; None: compact JSON of the
@@ -102,8 +103,15 @@ def interaction_alert(i: Interaction, step: int, steps: int, now: float, view: T
     None: none), said (``Unless you answer, hookd denies it in 4m.``) on a line of its own, or
     in a one-line alert before its ``Answer:`` command (a command is copied whole), and in ``data``
     as ``default_answer``. answer: the command its ``Answer:`` line gives, up to the id (None:
-    ``hookd answer ID``, run on the interaction's own host)."""
+    ``hookd answer ID``, run on the interaction's own host). held: False for a permission
+    prompt, plan or elicitation no hook holds (only the desk answers it: the alert says so and
+    gives no command, ``held: false`` in ``data``); None or True: the command."""
     alert = _interaction_alert(i, step, steps, now, view, answer)
+    if held is False and i.kind in DECISION_KINDS:
+        head, found, _ = alert.message.rpartition("Answer: ")
+        desk = "No hook holds it: answer it at the desk."
+        alert = msgspec.structs.replace(alert, message=f"{head}{desk}" if found else f"{alert.message} {desk}",
+                                        data={**alert.data, "held": False})
     if default is None:
         return alert
     left = float(default["at"]) - now
