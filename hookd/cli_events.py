@@ -130,7 +130,10 @@ def _seen(d: dict[str, Any]) -> str:
 
 
 def _kept(d: dict[str, Any]) -> str:
-    return f"; kept as inbox message {d['message_id']}" if _given(d.get("message_id")) else ""
+    """"; kept as inbox message m-3", unless the reason beside it says so already."""
+    if not _given(d.get("message_id")) or f"inbox message {d['message_id']}" in str(d.get("reason") or ""):
+        return ""
+    return f"; kept as inbox message {d['message_id']}"
 
 
 #: Each event kind's key fields in words (docs/events.md): ``(data, session_id) -> text``.

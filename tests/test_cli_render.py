@@ -159,6 +159,10 @@ EVENTS: list[tuple[str, dict[str, Any], str]] = [
      "toolu_1 answered at the desk: the desk answered first; kept as inbox message m-7"),
     ("answer_refused", {"id": "toolu_1", "kind": "question", "reason": "already answered", "message_id": "m-8",
                         "response_id": None}, "toolu_1: already answered; kept as inbox message m-8"),
+    # (the reason says it already, as the daemon words it: once)
+    ("answer_refused", {"id": "toolu_1", "kind": "question", "message_id": "m-9", "response_id": None,
+                        "reason": "already answered; your answer was kept as inbox message m-9 for b1"},
+     "toolu_1: already answered; your answer was kept as inbox message m-9 for b1"),
     ("hold_ended", {"id": "pr_2", "kind": "permission", "reason": "deadline"},
      "pr_2: no hook holds it any more (deadline): answer it at the desk"),
     ("hold_resumed", {"id": "pr_2", "kind": "permission"},

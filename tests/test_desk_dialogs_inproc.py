@@ -54,6 +54,11 @@ def test_a_dialog_said_only_by_notifications_is_a_prompt_the_desk_answers(rig: R
     assert pending["data"]["held"] is False and pending["data"]["id"] == i["id"]
     assert wait_until(lambda: (lane := _lane(rig))["state"] in ("waiting_permission", "stalled") and lane, 60,
                       what="the lane waiting on the prompt")["pending"] == [i["id"]]
+    # an answer from here: refused, saying why (no hook came for it), not "holding is off"
+    r = rig.answer(i["id"], options=["allow"])
+    assert r.status_code == 409 and (
+        f"{i['id']} was asked at the desk with no hook of its own (its harness fired none for this dialog)"
+        in r.json()["error"]["message"]), r.text
     rig.hook(PROMPT)  # the permission dialog after the chooser: the same prompt, not a second
     assert [q["id"] for q in rig.app.questions("pending")] == [i["id"]]
     rig.hook(BASH_POST)  # the desk said Yes: the tool ran

@@ -116,7 +116,7 @@ def test_a_setting_that_turns_every_hook_off(setup: dict[str, Any]) -> None:
     user.parent.mkdir(parents=True)
     user.write_text(json.dumps({"disableAllHooks": True}))
     cause = f"disableAllHooks is true in {user} (the user's settings): Claude Code runs no hook, hookd's included"
-    fix = (f"remove \"disableAllHooks\" from {user} (or set it to false in {user}): Claude Code reloads the file and "
+    fix = (f"remove \"disableAllHooks\" from {user} (or set it to false there): Claude Code reloads the file and "
            "runs the hooks again from its next event")
     r = hookd_run(setup["home"], "spawn", "b1", "--worktree", setup["w"], "--no-mcp")
     assert r.returncode == 0, r.stderr

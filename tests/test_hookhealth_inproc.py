@@ -321,7 +321,7 @@ def test_the_setting_in_force_is_the_highest_file_that_sets_it(tmp_path: Path, w
     assert off == {"settings_file": str(user), "scope": "user", "key": "disableAllHooks", "files": [str(user)],
                    "reason": f"disableAllHooks is true in {user} (the user's settings): Claude Code runs no hook, "
                              "hookd's included",
-                   "fix": f"remove \"disableAllHooks\" from {user} (or set it to false in {user}): Claude Code reloads "
+                   "fix": f"remove \"disableAllHooks\" from {user} (or set it to false there): Claude Code reloads "
                           "the file and runs the hooks again from its next event"}
     assert check_builder(home, m, cfg) == {"settings_file": str(local), "missing": [], "changed": [],
                                            "reason": off["reason"], "fix": off["fix"], "disabled": off}
@@ -415,7 +415,7 @@ def test_a_turn_with_no_hook_names_the_users_setting_found_from_the_transcripts_
     assert d["reason"].startswith("the transcript shows a turn that ended with no hook from it")
     assert d["reason"].endswith(f"; disableAllHooks is true in {user} (the user's settings): Claude Code runs no hook, "
                                 "hookd's included")
-    assert d["fix"] == f"remove \"disableAllHooks\" from {user} (or set it to false in {user}): Claude Code reloads " \
+    assert d["fix"] == f"remove \"disableAllHooks\" from {user} (or set it to false there): Claude Code reloads " \
                        "the file and runs the hooks again from its next event"
     spawn(Home.resolve(app.home.root), "b1", worktree=worktree)
     assert app.request("POST", "/v1/builders/b1/spawned").json()["hooks_changed"]["disabled"]["settings_file"] == str(user)

@@ -123,7 +123,7 @@ def test_dismissing_a_held_permission_prompt_lets_its_hook_go_with_no_decision(r
     late = refused(rig.answer(p["id"], options=["deny"], text="use the staging target"))
     assert "already dismissed" in late and "kept as inbox message m-1" in late
     [m] = rig.inbox()
-    assert m["text"] == (f"[Late answer to permission prompt {p['id']} for Bash (not used: the question was already"
+    assert m["text"] == (f"[Late answer to permission prompt {p['id']} for Bash (not used: the permission prompt was already"
                          " dismissed)] deny: use the staging target")
 
 

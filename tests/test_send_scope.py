@@ -76,6 +76,10 @@ def test_a_session_or_subagent_hookd_never_saw_is_refused(agent: Agent) -> None:
     r = send(agent, "Z", session_id="s-other", agent_id=AGENT)
     assert r.status_code == 404 and r.json()["error"]["message"].startswith(
         f"b1 has no subagent '{AGENT}' in session s-other that hookd knows")
+    # an empty one (a script's empty variable) is a bad request, not an unknown one
+    r = send(agent, "E", agent_id="")
+    assert (r.status_code, r.json()["error"]) == (400, {"code": "bad_request", "message": (
+        "the agent to send to is empty: give its id, or leave it out")})
     assert agent.app.inbox("b1") == []
     assert not [e for e in agent.app.events() if e["kind"] == "inbox_queued"]
 

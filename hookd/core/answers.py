@@ -20,7 +20,7 @@ from hookd.clock import when
 from hookd.core.bus import EventBus
 from hookd.core.elicitations import normalize_elicitation
 from hookd.core.limits import MAX_ANSWER_CHARS, check_answer_size, check_name
-from hookd.core.outcomes import (MAX_HOOK_REPLY, SURFACES, hook_body, late_reason, questions_of, queue_answer,
+from hookd.core.outcomes import (AT_DESK, MAX_HOOK_REPLY, SURFACES, hook_body, late_reason, questions_of, queue_answer,
                                  remote_answers, session_remote)
 from hookd.core.plans import normalize_plan_answer
 from hookd.core.state import Waiters
@@ -400,6 +400,9 @@ def _no_hook_reason(tx: Tx, i: Interaction, reply: int) -> str:
     if adapter is not None and (adapter.desk_only or (i.kind == "question" and adapter.questions_at_desk)):
         return (f"{harness} reads the answer to {i.id} at its own prompt (no hook can carry one),"
                 " so it can only be answered at the desk")
+    if i.warning is not None and i.warning.startswith(AT_DESK):
+        return (f"{i.id} was asked at the desk with no hook of its own (its harness fired none for this"
+                " dialog), so it can only be answered at the desk")
     if i.session_id is not None and not tx.sessions.session_has_hooks(i.session_id):
         return (f"{i.id} was seen only in a transcript (no hook came from its session), so no hook"
                 " can carry an answer; it can only be answered at the desk")

@@ -84,7 +84,8 @@ class Inbox:
         key: idempotency key: the same key with the same text and scope returns the first
         message (created False); with other content raises Conflict. Raises BadRequest for
         empty text or text over MAX_MESSAGE_CHARS (split it: one injection stays under
-        Claude Code's limit). Raises NotFound for a scope that would never take it: a
+        Claude Code's limit), and for an empty ``session_id`` or ``agent_id``. Raises NotFound
+        for a scope that would never take it: a
         ``session_id`` hookd never saw for ``builder``, an ``agent_id`` no subagent of
         ``builder`` (of that session, when one is given) sent a hook as
         (:meth:`hookd.store.inbox.InboxTx.scope_refusal`).
@@ -99,6 +100,9 @@ class Inbox:
         if not author.strip():
             raise BadRequest("author is empty")
         check_name("author", author)
+        for what, value in (("session", session_id), ("agent", agent_id)):
+            if value is not None and not value.strip():  # (a scope named by nothing: a script's empty variable)
+                raise BadRequest(f"the {what} to send to is empty: give its id, or leave it out")
 
         def tx_fn(tx: Tx) -> tuple[InboxMessage, bool]:
             if key is not None:

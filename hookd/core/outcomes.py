@@ -102,13 +102,22 @@ def hook_body(i: Interaction, remote: RemoteAnswers) -> bytes:
     return remote.question_reply(i.input, i.questions, i.answers)
 
 
+#: How the warning of a prompt no hook of its own came for begins (a dialog the harness said
+#: only in a notification: :meth:`hookd.core.questions.Questions.dialog_at_desk`)
+AT_DESK = "asked at the desk with no hook to hold"
+
+#: What an interaction is, in the words a late answer's note uses for it
+_WHAT_KIND = {"question": "question", "async": "question", "permission": "permission prompt", "plan": "plan",
+              "elicitation": "form"}
+
+
 def late_reason(i: Interaction) -> str:
     """Why a late answer to ``i`` was not used, for the agent: what happened instead."""
     if i.state == "answered":
         what = i.decision if i.kind in DECISION_KINDS else "; ".join(str(a) for a in (i.answers or {}).values())
         how = f"already {i.outcome} {i.by or 'at the desk'}"
         return f"{how}: {clip(what, 300)}" if what and i.kind not in DECISION_KINDS else how
-    return f"the question was already {i.state}"
+    return f"the {_WHAT_KIND.get(i.kind, 'question')} was already {i.state}"
 
 
 def _same_selections(a: list[Selection] | None, b: list[Selection] | None) -> bool:

@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from hookd.core.asks import Asks
-from hookd.core.outcomes import SURFACES, inbox_answers_after, settle_remote
+from hookd.core.outcomes import AT_DESK, SURFACES, inbox_answers_after, settle_remote
 from hookd.core.state import Waiters
 from hookd.harness.base import (
     Adapter,
@@ -293,7 +293,7 @@ class Questions:
         except PayloadInvalid:
             tool_input = None
         said = f" ({ob.message})" if ob.message else ""
-        warning = (f"asked at the desk with no hook to hold{said}, its harness's {ob.kind}: only the desk answers it")
+        warning = f"{AT_DESK}{said}, its harness's {ob.kind}: only the desk answers it"
         ask = PermissionAsked(tool_name=tool_name, tool_input=tool_input, input_hash=input_hash(tool_input),
                               permission_mode=None)
         iid = self.permission_asked(tx, builder, p, ask, at, at_desk=warning)

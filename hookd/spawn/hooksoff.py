@@ -91,7 +91,8 @@ def hooks_off(manifest: dict[str, Any], config_dir: Path) -> dict[str, Any] | No
     if scope == "flag":
         fix += " (or set it to false there), then restart the agent: claude reads its --settings file only at start"
     else:
-        fix += (f" (or set it to false in {path}): Claude Code reloads the file and runs the hooks again from its"
+        where = " there" if files == [path] else f" in {path}"
+        fix += (f" (or set it to false{where}): Claude Code reloads the file and runs the hooks again from its"
                 " next event")
     return {"settings_file": path, "scope": scope, "key": KEY, "files": files, "reason": reason, "fix": fix}
 
