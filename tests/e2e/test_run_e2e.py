@@ -256,3 +256,44 @@ def test_an_agent_that_refuses_its_arguments_keeps_its_error_and_is_not_continue
     finally:
         tmux(h, "kill-server")
         h.stop()
+
+
+KILLED_ASK = "toolu_01RUNKILLED000000000001"
+
+
+def test_a_tui_builder_killed_with_a_question_open_is_dead_with_its_status(claude_bin: Path, tmux_bin: str,
+                                                                          e2e_home: Path, e2e_project: Path,
+                                                                          tmp_path: Path) -> None:
+    """`kill -9` of the agent `hookd run` started in tmux, its question's menu open: the lane is
+    ``dead`` with the run's status (137: tmux may not have it yet, the kernel does), the
+    question ``orphaned``, and it stays so (a fresh user's trial saw it turn ``ended`` 2 s on,
+    its status lost)."""
+    from .test_answers_e2e import MENU, ask_turn
+
+    api = FakeAnthropicAPI({"turns": [ask_turn(KILLED_ASK), text_turn("NEVER-ANSWERED")]}).start()
+    h = _Hookd(tmp_path / "hookd")
+    env = {**hermetic_env(e2e_home, api.url), "HOOKD_CLAUDE_BIN": os.fspath(claude_bin)}
+    seed_claude_json(e2e_home, e2e_project)
+    h.cli("spawn", "b2", "--worktree", os.fspath(e2e_project), "--no-mcp")
+    h.start()
+    try:
+        hookd(h, env, "run", "b2", "--prompt", "Ask me a color")
+        pid = json.loads(hookd(h, env, "ls", "--json").stdout)[0]["run"]["pid"]
+        wait_screen(h, "b2", MENU)
+        wait_until(lambda: [q for q in json.loads(h.cli("questions", "--json")) if q["id"] == KILLED_ASK], 15, 0.1,
+                   "the question pending")
+        os.kill(pid, 9)
+        stopped = wait_until(lambda: [e for e in h.events() if e["kind"] == "builder_stopped"], 30, 0.1,
+                             "builder_stopped")[0]
+        assert (stopped["data"]["reason"], stopped["data"]["exit_status"], stopped["data"]["sessions"]) == (
+            "exited", 137, [])
+        dead = wait_until(lambda: (x := lane(h, "b2"))["state"] == "dead" and x, 30, 0.1, "b2's lane dead")
+        assert "(hookd run's agent: exited 137)" in dead["detail"]
+        wait_until(lambda: json.loads(h.cli("questions", "--state", "all", "--json"))[0]["state"] == "orphaned",
+                   30, 0.1, "the question orphaned")
+        assert [e for e in h.events() if e["kind"] == "session_ended"] == []  # (no clean exit ended it)
+        assert f"{pid} (exited 137)" in hookd(h, env, "ls").stdout
+    finally:
+        tmux(h, "kill-server")
+        h.stop()
+        api.stop()
