@@ -354,23 +354,29 @@ def test_agent_killed_with_a_question_notifies_at_once(alerting: tuple[Agent, Pa
     assert alert["data"]["pending"] == [ASK]
 
 
-def test_a_run_that_fails_before_its_first_hook_notifies_once(alerting: tuple[Agent, Path]) -> None:
-    """An agent hookd started that exits 1 before any hook: the lane turns ``failed`` and an
-    ``agent_failed`` notification names why (its headless wrapper's status file says 1). (Once
-    per failure: tests/test_failures.py `test_a_failure_is_notified_once`.)"""
+def headless_run_ended(agent: Agent, status: str) -> None:
+    """``agent``'s process recorded as a headless run hookd started (session ``S1``), which then
+    ends with exit ``status`` as its wrapper writes it, before any hook."""
     import psutil
 
-    agent, out = alerting
     app = agent.app
     r = app.request("POST", "/v1/builders/b1/started", json={
         "harness": "claude-code", "mode": "headless", "pid": agent.proc.pid, "argv": ["claude", "-p"],
         "pid_started_at": psutil.Process(agent.proc.pid).create_time(), "tmux_socket": None, "tmux_session": None,
         "log_path": "/l/b1.log", "session_id": "S1"})
     assert r.status_code == 201, r.text
-    status = app.home.run_dir / "exits" / str(agent.proc.pid)
-    status.parent.mkdir(parents=True, exist_ok=True)
-    status.write_text("1\n")  # (what the headless wrapper writes as its agent exits)
+    exits = app.home.run_dir / "exits" / str(agent.proc.pid)
+    exits.parent.mkdir(parents=True, exist_ok=True)
+    exits.write_text(f"{status}\n")  # (what the headless wrapper writes as its agent exits)
     agent.close()
+
+
+def test_a_run_that_fails_before_its_first_hook_notifies_once(alerting: tuple[Agent, Path]) -> None:
+    """An agent hookd started that exits 1 before any hook: the lane turns ``failed`` and an
+    ``agent_failed`` notification names why (its headless wrapper's status file says 1). (Once
+    per failure: tests/test_failures.py `test_a_failure_is_notified_once`.)"""
+    agent, out = alerting
+    headless_run_ended(agent, "1")
     lane = agent.recorded("failed")
     assert (lane["failure"], lane["detail"]) == (
         "exited 1 before its first hook", f"its agent (pid {agent.proc.pid}) exited 1 before its first hook: see /l/b1.log")

@@ -12,14 +12,13 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-import psutil
 import pytest
 
 from hookd.settings import Settings
 
 from .conftest import LOCAL_TIME, wait_until
 from .inproc import InProc
-from .test_lanes import Agent, _notified, run_agent
+from .test_lanes import Agent, _notified, headless_run_ended, run_agent
 from .test_subagents import AGENT, SID, hook, start_subagent
 
 pytestmark = pytest.mark.inproc
@@ -146,16 +145,7 @@ def test_a_builder_whose_only_run_ended_before_its_first_hook_is_told_hookd_run(
         alerting: tuple[Agent, Path], status: str) -> None:
     """No session to resume: `hookd continue` would be refused ("has no session to continue")."""
     agent, _ = alerting
-    app = agent.app
-    r = app.request("POST", "/v1/builders/b1/started", json={
-        "harness": "claude-code", "mode": "headless", "pid": agent.proc.pid, "argv": ["claude", "-p"],
-        "pid_started_at": psutil.Process(agent.proc.pid).create_time(), "tmux_socket": None, "tmux_session": None,
-        "log_path": "/l/b1.log", "session_id": "S1"})
-    assert r.status_code == 201, r.text
-    exits = app.home.run_dir / "exits" / str(agent.proc.pid)
-    exits.parent.mkdir(parents=True, exist_ok=True)
-    exits.write_text(f"{status}\n")  # (what the headless wrapper writes as its agent exits)
-    agent.close()
+    headless_run_ended(agent, status)
     agent.wait_lane("failed" if status == "1" else "ended")
     note = sent(agent, "hello")["note"]
     fix = "fix what stopped it, then " if status == "1" else ""

@@ -14,11 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from .drivers import hermetic_env, seed_claude_json, wait_until
-from .fake_api import FakeAnthropicAPI
-from .test_claude_code_hookd import _Hookd
+from .drivers import wait_until
 from .test_claude_code_scenarios import bash_turn, text_turn
-from .test_run_e2e import MANUAL, hookd, tmux, wait_screen
+from .test_run_e2e import MANUAL, hookd, run_rig, tmux, wait_screen
 
 pytestmark = pytest.mark.e2e
 
@@ -29,12 +27,8 @@ BASH_ID = "toolu_01GONEBASH000000000000001"
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM])
 def test_an_agent_gone_with_a_held_prompt_is_not_a_desk_dismissal(claude_bin: Path, tmux_bin: str, e2e_home: Path,
                                                                    e2e_project: Path, tmp_path: Path, sig) -> None:
-    api = FakeAnthropicAPI({"turns": [bash_turn(BASH_ID, PERM_CMD), text_turn("NEVER")]}).start()
-    h = _Hookd(tmp_path / "hookd")
-    env = {**hermetic_env(e2e_home, api.url), "HOOKD_CLAUDE_BIN": os.fspath(claude_bin)}
-    seed_claude_json(e2e_home, e2e_project)
-    h.cli("spawn", "b1", "--worktree", os.fspath(e2e_project), "--no-mcp")
-    h.start()
+    api, h, env = run_rig(claude_bin, e2e_home, e2e_project, tmp_path, [bash_turn(BASH_ID, PERM_CMD),
+                                                                       text_turn("NEVER")], "b1")
     try:
         hookd(h, env, "run", "b1", "--prompt", "Run the probe", "--", "--settings", MANUAL)
         run = json.loads(hookd(h, env, "ls", "--json").stdout)[0]["run"]

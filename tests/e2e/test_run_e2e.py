@@ -92,15 +92,24 @@ def attach_once(h: _Hookd, env: dict[str, str], session: str) -> int:
         os.close(fd)
 
 
-def test_run_answer_stop_and_continue_a_tui_builder(claude_bin: Path, tmux_bin: str, e2e_home: Path,
-                                                    e2e_project: Path, tmp_path: Path) -> None:
-    api = FakeAnthropicAPI({"turns": [bash_turn(BASH_ID, PERM_CMD), text_turn("AFTER-ALLOW-RUN"),
-                                      text_turn("RESUMED-RUN-OK")]}).start()
+def run_rig(claude_bin: Path, e2e_home: Path, e2e_project: Path, tmp_path: Path, turns: list[Any],
+            builder: str) -> tuple[FakeAnthropicAPI, _Hookd, dict[str, str]]:
+    """The fake API serving ``turns`` (started), a daemon in ``tmp_path`` (started) with
+    ``builder`` spawned in ``e2e_project`` (no MCP server), and the environment `hookd run`
+    gives the agent (the real binary, offline). Stop both after."""
+    api = FakeAnthropicAPI({"turns": turns}).start()
     h = _Hookd(tmp_path / "hookd")
     env = {**hermetic_env(e2e_home, api.url), "HOOKD_CLAUDE_BIN": os.fspath(claude_bin)}
     seed_claude_json(e2e_home, e2e_project)
-    h.cli("spawn", "b1", "--worktree", os.fspath(e2e_project), "--no-mcp")  # run keeps these options
+    h.cli("spawn", builder, "--worktree", os.fspath(e2e_project), "--no-mcp")  # (run keeps these options)
     h.start()
+    return api, h, env
+
+
+def test_run_answer_stop_and_continue_a_tui_builder(claude_bin: Path, tmux_bin: str, e2e_home: Path,
+                                                    e2e_project: Path, tmp_path: Path) -> None:
+    api, h, env = run_rig(claude_bin, e2e_home, e2e_project, tmp_path, [
+        bash_turn(BASH_ID, PERM_CMD), text_turn("AFTER-ALLOW-RUN"), text_turn("RESUMED-RUN-OK")], "b1")
     try:
         out = hookd(h, env, "run", "b1", "--prompt", "Run the probe", "--", "--settings", MANUAL).stdout
         run = json.loads(hookd(h, env, "ls", "--json").stdout)[0]["run"]
@@ -160,7 +169,7 @@ def test_run_answer_stop_and_continue_a_tui_builder(claude_bin: Path, tmux_bin: 
         # continue: the same session resumed, the queued message in its first model request
         n = len(api.main_requests())
         cont = hookd(h, env, "continue", "b1", "--prompt", "carry on", "--", "--settings", MANUAL).stdout
-        assert cont.startswith(f"continued b1 (claude-code) in tmux session b1, pid ") and \
+        assert cont.startswith("continued b1 (claude-code) in tmux session b1, pid ") and \
             f", session {run['session_id']}\n" in cont
         first = api.wait_for_main_requests(n + 1, 30)[n]
         assert first.contains(ACROSS) and first.contains("carry on")
@@ -270,12 +279,8 @@ def test_a_tui_builder_killed_with_a_question_open_is_dead_with_its_status(claud
     its status lost)."""
     from .test_answers_e2e import MENU, ask_turn
 
-    api = FakeAnthropicAPI({"turns": [ask_turn(KILLED_ASK), text_turn("NEVER-ANSWERED")]}).start()
-    h = _Hookd(tmp_path / "hookd")
-    env = {**hermetic_env(e2e_home, api.url), "HOOKD_CLAUDE_BIN": os.fspath(claude_bin)}
-    seed_claude_json(e2e_home, e2e_project)
-    h.cli("spawn", "b2", "--worktree", os.fspath(e2e_project), "--no-mcp")
-    h.start()
+    api, h, env = run_rig(claude_bin, e2e_home, e2e_project, tmp_path,
+                          [ask_turn(KILLED_ASK), text_turn("NEVER-ANSWERED")], "b2")
     try:
         hookd(h, env, "run", "b2", "--prompt", "Ask me a color")
         pid = json.loads(hookd(h, env, "ls", "--json").stdout)[0]["run"]["pid"]
