@@ -538,6 +538,10 @@ def test_b30_text_the_human_typed_seen_only_in_the_transcript_is_not_sent_again(
     box = {m["id"]: m for m in inproc.inbox("b1")}
     assert [(box[m]["state"], box[m]["delivered_via"], box[m]["adopted_via"]) for m in ("m-1", "m-2")] == [
         ("adopted", "typed", "typed"), ("queued", None, None)]
+    # the human's prompt begins a turn: the lane is working, not idle (or stalled) with m-2
+    lane = wait_until(lambda: (x := next(x for x in inproc.get("/v1/lanes") if x["builder"] == "b1"))["state"]
+                      == "working" and x, 60, what="the lane working on the typed prompt")
+    assert lane["detail"] == "a prompt its transcript shows, no hook since"
     [adopted] = [e for e in inproc.events() if e["kind"] == "inbox_adopted"]
     assert (adopted["data"], adopted["session_id"]) == ({"ids": ["m-1"], "via": "typed"}, SID)
     # the next turn boundary carries m-2 only

@@ -155,20 +155,24 @@ def _derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | 
                     due=first["created_at"] + question_after_s, **base)
     if failure is not None:
         return _failed(failure, s["failed_at"], "", base)
-    if hook is None and s.get("turn_started_at") is not None:
-        last_at = s["turn_started_at"]  # no hook: the transcript's prompt row tells
+    prompted = s.get("turn_started_at")
+    # a human's prompt the transcript shows after the newest hook (no UserPromptSubmit said it:
+    # field case B30): the turn it begins is what the lane says, not the hook before it
+    unsaid = prompted is not None and hook is not None and prompted > hook["at"]
+    if prompted is not None and (hook is None or unsaid):
+        last_at = prompted  # the transcript's prompt row tells
     interrupted = s["interrupted_at"] is not None and s["interrupted_at"] >= last_at
-    turn_over = interrupted or (hook is not None and hook["kind"] in _TURN_OVER)
+    turn_over = interrupted or (hook is not None and not unsaid and hook["kind"] in _TURN_OVER)
     ended = s.get("turn_ended_at")
-    seen_end = (hook is None and not turn_over and ended is not None
-                and (s.get("turn_started_at") is None or ended >= s["turn_started_at"]))
+    seen_end = ((hook is None or unsaid) and not turn_over and ended is not None
+                and (prompted is None or ended >= prompted))
     if seen_end:
         turn_over, last_at = True, ended  # no hook: the transcript's end_turn row tells
     adapter = None if turn_over or hook is None or hook["kind"] != "tool_after" else ADAPTERS.get(s.get("harness") or "")
     quiet = adapter is not None and adapter.quiet_idle
     if quiet and now - last_at >= quiet_idle_s:
         turn_over = True  # no end-of-turn hook exists: inferred from the silence after a tool
-    if (not turn_over and hook is not None and hook["kind"] in ("permission", "tool_before")
+    if (not turn_over and hook is not None and not unsaid and hook["kind"] in ("permission", "tool_before")
             and d.get("last_prompt") == "dismissed"):
         # dismissed from hookd's queue, its hook let go with no decision: the harness's own
         # dialog (a question's menu) waits at the desk until someone there answers it
@@ -181,8 +185,9 @@ def _derive(d: dict[str, Any], now: float, alive: Callable[[int | None, float | 
                         detail=f"its {hook['hook_event_name']} dialog is open at the desk (dismissed from hookd's queue: "
                                "answer it there)", **base)
     if not turn_over:
-        return Lane(state="working", since=last_at, detail=f"last hook {hook['hook_event_name']}" if hook else "started",
-                    due=last_at + quiet_idle_s if quiet else None, **base)
+        said = ("a prompt its transcript shows, no hook since" if unsaid
+                else f"last hook {hook['hook_event_name']}" if hook else "started")
+        return Lane(state="working", since=last_at, detail=said, due=last_at + quiet_idle_s if quiet else None, **base)
     idle_since = s["interrupted_at"] if interrupted else last_at + (quiet_idle_s if quiet else 0)
     why = ("interrupted by the human" if interrupted else
            f"no hook for {span(quiet_idle_s)} after its last tool (inferred: {s['harness']} has no end-of-turn hook)"
