@@ -366,3 +366,24 @@ def test_the_messages_of_an_unknown_builder_are_not_found(b1):
     assert b1.inbox() == {}  # spawned, no message yet
     b1.app.hook(payload(PROMPT), "b2")  # never spawned: known from its hook
     assert b1.app.inbox("b2") == []
+
+
+def test_a_message_delivered_at_the_start_of_a_session_that_ends_before_any_turn_is_offered_again(b1):
+    """`hookd continue B` with no prompt, then `hookd stop B`: SessionStart delivered the message
+    to a session no model request ever ran in; its end puts it back in the queue (a fresh
+    user's trial found it `delivered` for good, the next turn without it). A message a turn used
+    (a prompt after its delivery) stays delivered."""
+    b1.send("LOSTPROBE-42")
+    assert "LOSTPROBE-42" in (b1.context(payload("001-SessionStart.json", source="resume")) or "")
+    assert b1.inbox()["m-1"]["state"] == "delivered"
+    b1.hook(payload("014-SessionEnd.json"))
+    assert b1.inbox()["m-1"]["state"] == "queued"
+    [ev] = [e for e in b1.events() if e["kind"] == "inbox_requeued"]
+    assert ev["data"] == {"ids": ["m-1"], "via": "SessionEnd",
+                          "reason": "delivered, but its session ended before any turn: offered again"}
+    # the next session's start carries it again; its prompt is a turn: it stays delivered then
+    assert "LOSTPROBE-42" in (b1.context(payload("001-SessionStart.json", source="resume")) or "")
+    b1.hook(payload(PROMPT))
+    b1.hook(payload("014-SessionEnd.json"))
+    assert b1.inbox()["m-1"]["state"] in ("delivered", "adopted")
+    assert len([e for e in b1.events() if e["kind"] == "inbox_requeued"]) == 1

@@ -354,6 +354,11 @@ class Ingest:
                 if tx.sessions.end_session(sid, at, ob.reason):
                     tx.append_event("session_ended", builder, sid, at, {"reason": ob.reason})
                 subagents.session_ended(tx, builder, sid, p.hook_event_name, at)
+                # delivered at its start, and it ended before any turn: no model read them
+                if requeued := tx.inbox.requeue_never_used(sid):
+                    tx.append_event("inbox_requeued", builder, sid, at, {
+                        "ids": requeued, "via": p.hook_event_name,
+                        "reason": "delivered, but its session ended before any turn: offered again"})
             elif isinstance(ob, SubagentStarted) and sid:
                 subagents.running(tx, builder, sid, ob.agent_id, ob.agent_type, p.hook_event_name, at)
             elif isinstance(ob, SubagentStopped) and sid:

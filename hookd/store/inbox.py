@@ -153,6 +153,20 @@ class InboxTx(TxPart):
                              [(i,) for i in ids])
         return ids
 
+    def requeue_never_used(self, session_id: str) -> list[str]:
+        """Put back in the queue the messages delivered to ``session_id``, not adopted, after
+        whose delivery the session did nothing more of its agent's (no hook of a prompt, a tool
+        or a turn's end): the context that carried them never reached a model request (a
+        SessionStart's, in a session that ends before any turn). Returns their ids, FIFO."""
+        ids = [r[0] for r in self._db.execute(
+            "SELECT m.id FROM inbox_messages m WHERE m.state='delivered' AND m.delivered_session_id=?"
+            " AND NOT EXISTS (SELECT 1 FROM hook_events h WHERE h.session_id=? AND h.received_at>=m.delivered_at"
+            "  AND h.hook_kind IN ('prompt', 'tool_before', 'permission', 'tool_after', 'turn_end', 'subagent_end'))"
+            " ORDER BY m.seq", (session_id, session_id)).fetchall()]
+        self._db.executemany("UPDATE inbox_messages SET state='queued' WHERE id=? AND state='delivered'",
+                             [(i,) for i in ids])
+        return ids
+
     def queued_with_prefix(self, builder: str, prefix: str) -> list[InboxMessage]:
         """Queued messages of ``builder`` whose text starts with ``prefix``, FIFO."""
         if builder not in self._inbox.builders:
