@@ -427,3 +427,28 @@ def test_a_turn_with_no_hook_names_the_users_setting_found_from_the_transcripts_
     [restored] = wait_until(lambda: kinds(app, "hooks_restored"), 30, what="hooks_restored by status")
     assert (restored["data"]["reason"], restored["data"]["via"]) == (
         f"disableAllHooks no longer turns the hooks off ({user})", "status")
+
+
+def test_each_builders_newest_transcript_is_one_row_each(tmp_path: Path) -> None:
+    """Where each agent's Claude Code keeps its settings is read from its newest session's
+    transcript: one row per builder (GET /v1/status asks for every builder at each call),
+    the newest by start, never an older session's path or a session with none."""
+    import asyncio
+
+    from hookd.store import Store
+
+    async def run() -> tuple[dict[str, str], dict[str, str]]:
+        st = await Store(tmp_path / "h.db").open()
+        try:
+            def tx(t: Any) -> None:
+                for b, sid, at, path in [("b1", "s1", 1.0, "/a/projects/x/s1.jsonl"),
+                                         ("b1", "s2", 3.0, "/b/projects/x/s2.jsonl"),
+                                         ("b1", "s3", 2.0, "/c/projects/x/s3.jsonl"), ("b2", "s4", 1.0, None)]:
+                    t._db.execute("INSERT INTO sessions (id, builder, harness, started_at, transcript_path)"
+                                  " VALUES (?, ?, 'claude-code', ?, ?)", (sid, b, at, path))
+            await st.write(tx)
+            return await st.newest_transcripts(), await st.newest_transcripts("b1")
+        finally:
+            await st.close()
+
+    assert asyncio.run(run()) == ({"b1": "/b/projects/x/s2.jsonl"}, {"b1": "/b/projects/x/s2.jsonl"})

@@ -406,9 +406,10 @@ class Reads:
         when given): where that agent's Claude Code keeps its config
         (:func:`hookd.spawn.hooksoff.user_config_dir`)."""
         where, args = ("AND builder=?", (builder,)) if builder is not None else ("", ())
-        rows = await self._all("SELECT builder, transcript_path FROM sessions WHERE transcript_path IS NOT NULL "
-                               f"{where} ORDER BY started_at, rowid", args)
-        return {b: p for b, p in rows}
+        # (one row per builder: SQLite gives a bare column the values of the MAX's row)
+        rows = await self._all("SELECT builder, transcript_path, MAX(started_at) FROM sessions"
+                               f" WHERE transcript_path IS NOT NULL {where} GROUP BY builder", args)
+        return {b: p for b, p, _ in rows}
 
     async def builder_known(self, builder: str) -> bool:
         return bool(await self._all("SELECT 1 FROM builders WHERE id=?", (builder,)))
