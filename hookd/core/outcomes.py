@@ -19,7 +19,7 @@ import msgspec
 from hookd.harness.base import Payload, Question, RemoteAnswers
 from hookd.harness.registry import ADAPTERS
 from hookd.core.plans import plan_body
-from hookd.models import DECISION_KINDS, PROMPT_KINDS, Interaction, Selection, by_text
+from hookd.models import DECISION_KINDS, PROMPT_KINDS, Interaction, Selection, by_text, resolved_event
 from hookd.store import Tx
 
 #: Where an answer (or a dismissal) comes from (``surface`` of :meth:`hookd.core.answers.Answers.answer`).
@@ -173,6 +173,31 @@ def supersede(tx: Tx, i: Interaction, at: float, *, state: str, answers: Any, se
                    "surface": i.surface, "actor": i.actor, "response_id": i.response_id},
         "message_id": m.id, "reason": reason,
     })
+
+
+def close_unanswered(tx: Tx, waiters: Any, builder: str, sid: str, i: Interaction, outcome: str, warning: str,
+                     via: str, at: float) -> bool:
+    """Resolve pending ``i`` of ``builder``'s session ``sid`` with no answer (``outcome``:
+    ``dismissed`` or ``orphaned``; ``warning``: why, in words), inferred from ``via`` (the hook,
+    ``liveness``, ``transcript interrupt``): its ``*_resolved`` event, its held hook let go
+    (``waiters``: :class:`hookd.core.state.Waiters`), the answers kept for it
+    (:func:`inbox_answers_after`). False when it was no longer pending."""
+    if not tx.interactions.resolve_interaction(
+        i.id, expected_state="pending", state=outcome, answers=None, selections=None,
+        surface=None, warning=warning, error=None, at=at,
+    ):
+        return False
+    data: dict[str, Any] = {
+        "id": i.id, "kind": i.kind, "tool_use_id": i.tool_use_id, "outcome": outcome,
+        "answers": None, "selections": None, "surface": None, "warning": warning,
+        "inferred_from": via,
+    }
+    if i.agent_id:
+        data["agent_id"] = i.agent_id
+    tx.append_event(resolved_event(i.kind), builder, sid, at, data)
+    waiters.release_after(tx, i.id)
+    inbox_answers_after(tx, i, at, outcome=outcome, answers=None, surface=None)
+    return True
 
 
 def inbox_answers_after(tx: Tx, i: Any, at: float, *, outcome: str, answers: Any,

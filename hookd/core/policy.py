@@ -31,7 +31,7 @@ from hookd.config import Home
 from hookd.core.answers import Answers
 from hookd.core.bus import BusFilter, EventBus, write_publish
 from hookd.core.limits import MAX_ANSWER_CHARS, check_name
-from hookd.core.outcomes import inbox_answers_after, questions_of
+from hookd.core.outcomes import close_unanswered, inbox_answers_after, questions_of
 from hookd.core.state import Waiters
 from hookd.models import AnswerRequest, BadRequest, Conflict, Event, Interaction, NotFound, resolved_event
 from hookd.store import Store, Tx
@@ -141,18 +141,8 @@ class Policy:
             if i.kind == "async":
                 continue
             warning = f"the agent's process is gone ({why}) while it was open"
-            if not tx.interactions.resolve_interaction(i.id, expected_state="pending", state="orphaned", answers=None,
-                                          selections=None, surface=None, warning=warning, error=None, at=at):
-                continue
-            data: dict[str, Any] = {"id": i.id, "kind": i.kind, "tool_use_id": i.tool_use_id, "outcome": "orphaned",
-                                    "answers": None, "selections": None, "surface": None, "warning": warning,
-                                    "inferred_from": "liveness"}
-            if i.agent_id:
-                data["agent_id"] = i.agent_id
-            tx.append_event(resolved_event(i.kind), builder, sid, at, data)
-            self.waiters.release_after(tx, i.id)
-            inbox_answers_after(tx, i, at, outcome="orphaned", answers=None, surface=None)
-            closed.append(i.id)
+            if close_unanswered(tx, self.waiters, builder, sid, i, "orphaned", warning, "liveness", at):
+                closed.append(i.id)
         tx.sessions.release_kept_answers(sid)
         return closed
 

@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from hookd.core.asks import Asks
-from hookd.core.outcomes import AT_DESK, SURFACES, inbox_answers_after, settle_remote
+from hookd.core.outcomes import AT_DESK, SURFACES, close_unanswered, inbox_answers_after, settle_remote
 from hookd.core.state import Waiters
 from hookd.harness.base import (
     Adapter,
@@ -33,7 +33,7 @@ from hookd.harness.base import (
     input_hash,
     text,
 )
-from hookd.models import TERMINAL_STATES, Interaction, InteractionHead, PayloadInvalid, by_text, resolved_event
+from hookd.models import TERMINAL_STATES, Interaction, InteractionHead, PayloadInvalid, by_text
 from hookd.store import Tx
 
 #: A PermissionRequest is matched to a pending call of the same input asked within this
@@ -368,7 +368,7 @@ class Questions:
             else:
                 warning = (f"no PostToolUse or PostToolUseFailure arrived for this call before {ob.via}; "
                            "Claude Code fires no hook when the question menu is escaped")
-            self._close(tx, builder, sid, i, ob.outcome, warning, ob.via, at)
+            close_unanswered(tx, self.waiters, builder, sid, i, ob.outcome, warning, ob.via, at)
 
     def close_at_interrupt(self, tx: Tx, builder: str, sid: str, marker: str, before: float, at: float) -> list[str]:
         """The human interrupted the session's turn (its transcript's interrupt row, written at
@@ -383,31 +383,9 @@ class Questions:
                     or i.id in self.waiters.watched):
                 continue
             warning = f"the desk interrupted the turn while it was open (its transcript: {marker})"
-            if self._close(tx, builder, sid, i, "dismissed", warning, "transcript interrupt", at):
+            if close_unanswered(tx, self.waiters, builder, sid, i, "dismissed", warning, "transcript interrupt", at):
                 closed.append(i.id)
         return closed
-
-    def _close(self, tx: Tx, builder: str, sid: str, i: Interaction, outcome: str, warning: str, via: str,
-               at: float) -> bool:
-        """Resolve pending ``i`` with no answer (``outcome``: ``dismissed`` or ``orphaned``),
-        inferred from ``via``; its event, its held hook let go, the answers kept for it.
-        False when it was no longer pending."""
-        if not tx.interactions.resolve_interaction(
-            i.id, expected_state="pending", state=outcome, answers=None, selections=None,
-            surface=None, warning=warning, error=None, at=at,
-        ):
-            return False
-        data: dict[str, Any] = {
-            "id": i.id, "kind": i.kind, "tool_use_id": i.tool_use_id, "outcome": outcome,
-            "answers": None, "selections": None, "surface": None, "warning": warning,
-            "inferred_from": via,
-        }
-        if i.agent_id:
-            data["agent_id"] = i.agent_id
-        tx.append_event(resolved_event(i.kind), builder, sid, at, data)
-        self.waiters.release_after(tx, i.id)
-        inbox_answers_after(tx, i, at, outcome=outcome, answers=None, surface=None)
-        return True
 
     def bind_sequential(self, tx: Tx, builder: str, p: Payload, ob: _Q, at: float) -> _Q:
         """Bind a question observation of a harness without hook tool_use_ids (claw) to the
