@@ -69,8 +69,10 @@ def _print(r: dict[str, Any], manifests: list[dict[str, Any]]) -> None:
         _out("no builder is spawned (hookd spawn B --worktree DIR, or hookd run B)")
     if failed:
         _out(f"{len(failed)} check(s) failed: {', '.join(failed)}")
-    else:
-        _out(f"every check passed ({sum(c['state'] == 'ok' for c in r['checks'])} ok)")
+    else:  # (every state counted: a warning or a skipped check is not a pass)
+        counts = {st: sum(c["state"] == st for c in r["checks"]) for st in ("ok", "warn", "skip")}
+        others = "".join(f", {n} {st}" for st, n in counts.items() if st != "ok" and n)
+        _out(f"no check failed ({counts['ok']} ok{others})" if others else f"every check passed ({counts['ok']} ok)")
 
 
 @click.group()

@@ -373,3 +373,18 @@ def test_a_hook_file_that_also_holds_another_builders_hooks(setup: dict[str, Any
                        "detail": f"{setup['settings']} also holds the hooks of builder b7: every hook of the agent "
                                  "reaches hookd for both, and messages to either reach it",
                        "fix": "hookd unspawn b7, and give it a worktree of its own"}
+
+
+def test_the_last_line_counts_warnings_and_skipped_checks_apart(capsys: pytest.CaptureFixture[str]) -> None:
+    """A warning or a skipped check is not a pass: the last line says "no check failed" and
+    counts them (a fresh user read "every check passed (9 ok)" under a warning)."""
+    from hookd.cli_doctor import _print
+
+    def checks(*states: str) -> dict[str, Any]:
+        return {"ok": True, "checks": [{"builder": None, "check": f"c{n}", "state": st, "detail": "d", "fix": None}
+                                       for n, st in enumerate(states)]}
+
+    _print(checks("ok", "warn", "ok", "skip"), [{"builder": "b1"}])
+    assert capsys.readouterr().out.splitlines()[-1] == "no check failed (2 ok, 1 warn, 1 skip)"
+    _print(checks("ok", "ok"), [{"builder": "b1"}])
+    assert capsys.readouterr().out.splitlines()[-1] == "every check passed (2 ok)"
